@@ -1,0 +1,60 @@
+#include "agent/log_dir.h"
+
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+#include <vector>
+
+#include "common/error.h"
+
+namespace ddprun::agent {
+namespace {
+
+std::string make_temp_dir(const std::string& tmpl) {
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  if (::mkdtemp(buf.data()) == nullptr) throw SystemError("cannot create " + tmpl, errno);
+  return std::string(buf.data());
+}
+
+void make_dirs(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::create_directories(path, ec);
+  if (ec) throw SystemError("cannot create log directory " + path, ec.value());
+}
+
+}  // namespace
+
+LogDir::LogDir(const std::string& base, const std::string& run_id) {
+  if (base.empty()) {
+    const char* tmp = std::getenv("TMPDIR");
+    base_ = make_temp_dir(std::string(tmp && *tmp ? tmp : "/tmp") + "/ddprun_XXXXXX");
+    temporary_ = true;
+  } else {
+    base_ = base;
+    make_dirs(base_);
+  }
+  std::string safe_id = run_id;
+  std::replace(safe_id.begin(), safe_id.end(), '/', '_');
+  run_dir_ = make_temp_dir(base_ + "/" + safe_id + "_XXXXXXXX");
+}
+
+std::string LogDir::worker_dir(int attempt, int local_rank) const {
+  std::string dir = run_dir_ + "/attempt_" + std::to_string(attempt) + "/" +
+                    std::to_string(local_rank);
+  make_dirs(dir);
+  return dir;
+}
+
+void LogDir::remove_if_temporary() {
+  if (!temporary_) return;
+  std::error_code ec;
+  std::filesystem::remove_all(base_, ec);
+  temporary_ = false;
+}
+
+}  // namespace ddprun::agent

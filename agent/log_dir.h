@@ -1,0 +1,29 @@
+#pragma once
+
+#include <string>
+
+namespace ddprun::agent {
+
+/// torchrun's log layout: <base>/<run_id>_<random>/attempt_<n>/<local_rank>/
+/// holding stdout.log, stderr.log and error.json. With no base given, the base is a
+/// fresh directory under $TMPDIR that remove_if_temporary() deletes again.
+class LogDir {
+ public:
+  /// Creates the run directory. Throws SystemError naming the path.
+  LogDir(const std::string& base, const std::string& run_id);
+
+  /// Creates (if needed) and returns the directory of one worker of one attempt.
+  std::string worker_dir(int attempt, int local_rank) const;
+
+  const std::string& run_dir() const { return run_dir_; }
+
+  /// Deletes the base directory if ddprun created it as a temporary one.
+  void remove_if_temporary();
+
+ private:
+  std::string base_;
+  std::string run_dir_;
+  bool temporary_ = false;
+};
+
+}  // namespace ddprun::agent

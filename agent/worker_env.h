@@ -1,0 +1,23 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "agent/agent_config.h"
+#include "agent/worker.h"
+
+namespace ddprun::agent {
+
+/// The environment of one worker: `inherited` (KEY=VALUE entries, usually the agent's
+/// own) with torchrun's variables set on top, in torchrun's names and formats.
+std::vector<std::string> build_worker_env(const std::vector<std::string>& inherited,
+                                          const AgentConfig& config, const WorkerGroup& group,
+                                          const Worker& worker);
+
+/// The worker's command line: spec.argv with "${local_rank}" replaced.
+std::vector<std::string> build_worker_argv(const WorkerSpec& spec, int local_rank);
+
+/// The current process's environment as KEY=VALUE entries.
+std::vector<std::string> current_environment();
+
+}  // namespace ddprun::agent

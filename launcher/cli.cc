@@ -1,0 +1,358 @@
+#include "launcher/cli.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <sstream>
+#include <vector>
+
+#include <boost/program_options.hpp>
+
+#include "common/error.h"
+#include "launcher/value_parsers.h"
+
+namespace po = boost::program_options;
+
+namespace ddprun::launcher {
+namespace {
+
+struct OptionDef {
+  const char* name;   // canonical (underscore) spelling
+  char short_name;    // 0 when none
+  bool is_switch;     // takes no value
+  const char* fallback;  // default when neither flag nor PET_ variable is given
+  const char* help;
+};
+
+// torchrun's flags first, then ddprun's own.
+constexpr OptionDef kOptions[] = {
+    {"nnodes", 0, false, "1:1", "number of nodes, N or MIN:MAX (elastic)"},
+    {"nproc_per_node", 0, false, "1", "workers per node: an integer, cpu, gpu or auto"},
+    {"rdzv_backend", 0, false, "static", "rendezvous backend: static or c10d"},
+    {"rdzv_endpoint", 0, false, "", "rendezvous endpoint, host[:port]"},
+    {"rdzv_id", 0, false, "none", "job id shared by all nodes (TORCHELASTIC_RUN_ID)"},
+    {"rdzv_conf", 0, false, "", "rendezvous settings, key=value,key=value"},
+    {"standalone", 0, true, "0", "single-node job with a fresh run id and a free port"},
+    {"max_restarts", 0, false, "0", "restarts of the worker group before failing"},
+    {"monitor_interval", 0, false, "5", "accepted for torchrun compatibility; ddprun is event-driven"},
+    {"start_method", 0, false, "spawn", "accepted for compatibility: spawn, fork or forkserver"},
+    {"role", 0, false, "default", "worker role (ROLE_NAME, log prefix)"},
+    {"module", 'm', true, "0", "run the script as a Python module (python -m)"},
+    {"no_python", 0, true, "0", "execute the script directly instead of through Python"},
+    {"run_path", 0, true, "0", "accepted for compatibility; the script runs as python -u script"},
+    {"log_dir", 0, false, "", "base directory for per-attempt logs and error files"},
+    {"redirects", 'r', false, "0", "send worker streams to log files only: 0-3 or 0:1,1:2"},
+    {"tee", 't', false, "0", "copy worker streams to log files as well: 0-3 or 0:1,1:2"},
+    {"local_ranks_filter", 0, false, "", "show only these local ranks on the console, e.g. 0,1"},
+    {"node_rank", 0, false, "0", "this node's rank (static rendezvous)"},
+    {"master_addr", 0, false, "127.0.0.1", "address of node 0 (static rendezvous)"},
+    {"master_port", 0, false, "29500", "port of the store on node 0 (static rendezvous)"},
+    {"local_addr", 0, false, "", "this node's address as advertised to others"},
+    {"grace_period", 0, false, "30", "seconds between SIGTERM and SIGKILL when stopping workers"},
+    {"log_line_prefix_template", 0, false, "",
+     "console prefix: ${role_name} ${local_rank} ${rank} ${node_rank} ${host}"},
+    {"log_level", 0, false, "warn", "ddprun's own log level: trace..critical, off"},
+    {"help", 'h', true, "0", "print this help and exit"},
+    {"version", 0, true, "0", "print the version and exit"},
+};
+
+const OptionDef* find_short(char c) {
+  for (const auto& d : kOptions)
+    if (d.short_name == c) return &d;
+  return nullptr;
+}
+
+po::options_description make_description() {
+  po::options_description desc("Options (every --a_b flag may also be written --a-b)");
+  for (const auto& d : kOptions) {
+    std::string spec = d.name;
+    if (d.short_name) spec += std::string(",") + d.short_name;
+    if (d.is_switch) {
+      desc.add_options()(spec.c_str(), po::bool_switch(), d.help);
+    } else {
+      std::string help = d.help;
+      if (*d.fallback) help += std::string(" (default: ") + d.fallback + ")";
+      desc.add_options()(spec.c_str(), po::value<std::string>(), help.c_str());
+    }
+  }
+  return desc;
+}
+
+// Splits argv into ddprun's option tokens (with '-' in long names turned into '_')
+// and the script with its arguments. Needs the description to know which flags
+// take a value and to resolve unambiguous abbreviations, as argparse does.
+struct SplitArgs {
+  std::vector<std::string> option_tokens;
+  std::vector<std::string> script_and_args;
+};
+
+SplitArgs split_argv(int argc, const char* const argv[], const po::options_description& desc) {
+  SplitArgs out;
+  int i = 1;
+  for (; i < argc; ++i) {
+    std::string tok = argv[i];
+    if (tok == "--") {
+      ++i;
+      break;
+    }
+    if (tok.size() < 2 || tok[0] != '-') break;  // the script
+    bool takes_value = false;
+    bool value_attached = false;
+    if (tok[1] == '-') {
+      size_t eq = tok.find('=');
+      std::string name = tok.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+      std::replace(name.begin(), name.end(), '-', '_');
+      const po::option_description* od = nullptr;
+      try {
+        od = desc.find_nothrow(name, /*approx=*/true);
+      } catch (const po::error&) {
+        throw UsageError("--" + name + ": ambiguous flag");
+      }
+      if (od == nullptr) throw UsageError("--" + name + ": unrecognized flag");
+      takes_value = od->semantic()->max_tokens() > 0;
+      value_attached = eq != std::string::npos;
+      if (!takes_value && value_attached) {
+        throw UsageError("--" + name + ": this flag takes no value");
+      }
+      tok = "--" + od->long_name() + (value_attached ? tok.substr(eq) : "");
+    } else {
+      const OptionDef* d = find_short(tok[1]);
+      if (d == nullptr) throw UsageError(tok + ": unrecognized flag");
+      takes_value = !d->is_switch;
+      value_attached = tok.size() > 2;
+      if (!takes_value && value_attached) throw UsageError(tok + ": unrecognized flag");
+    }
+    out.option_tokens.push_back(tok);
+    if (takes_value && !value_attached) {
+      if (i + 1 >= argc) throw UsageError(tok + ": expected a value");
+      out.option_tokens.push_back(argv[++i]);
+    }
+  }
+  for (; i < argc; ++i) out.script_and_args.push_back(argv[i]);
+  return out;
+}
+
+std::string upper(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::toupper(c); });
+  return s;
+}
+
+// The effective value of each option: command line, else PET_<NAME>, else default.
+// `source` remembers how to name the value in an error message.
+class Values {
+ public:
+  Values(const po::variables_map& vm, const EnvLookup& env) {
+    for (const auto& d : kOptions) {
+      std::string flag = std::string("--") + d.name;
+      std::string env_name = "PET_" + upper(d.name);
+      if (d.is_switch) {
+        if (vm.count(d.name) && vm[d.name].as<bool>()) {
+          set(d.name, "1", flag);
+        } else if (auto e = env(env_name)) {
+          set(d.name, parse_bool(env_name, *e) ? "1" : "0", env_name);
+        } else {
+          set(d.name, "0", flag);
+        }
+      } else if (vm.count(d.name)) {
+        set(d.name, vm[d.name].as<std::string>(), flag);
+      } else if (auto e = env(env_name)) {
+        set(d.name, *e, env_name);
+        given_[d.name] = true;
+      } else {
+        set(d.name, d.fallback, flag);
+        given_[d.name] = false;
+      }
+      if (vm.count(d.name) && !d.is_switch) given_[d.name] = true;
+    }
+  }
+  const std::string& str(const std::string& name) const { return values_.at(name); }
+  const std::string& source(const std::string& name) const { return sources_.at(name); }
+  bool flag(const std::string& name) const { return values_.at(name) == "1"; }
+  bool given(const std::string& name) const {
+    auto it = given_.find(name);
+    return it != given_.end() && it->second;
+  }
+  int integer(const std::string& name) const { return parse_int(source(name), str(name)); }
+
+ private:
+  void set(const std::string& name, const std::string& value, const std::string& source) {
+    values_[name] = value;
+    sources_[name] = source;
+  }
+  std::map<std::string, std::string> values_;
+  std::map<std::string, std::string> sources_;
+  std::map<std::string, bool> given_;
+};
+
+int resolve_nproc(const Values& v, const DeviceCounter& devices) {
+  const std::string& raw = v.str("nproc_per_node");
+  const std::string& src = v.source("nproc_per_node");
+  if (raw == "cpu") return std::max(1, devices.cpus());
+  if (raw == "gpu") {
+    int n = devices.gpus();
+    if (n < 1) {
+      throw UsageError(src + "=gpu: no CUDA device is visible (check CUDA_VISIBLE_DEVICES)");
+    }
+    return n;
+  }
+  if (raw == "auto") {
+    int n = devices.gpus();
+    return n > 0 ? n : std::max(1, devices.cpus());
+  }
+  int n = 0;
+  try {
+    n = parse_int(src, raw);
+  } catch (const UsageError&) {
+    throw UsageError(src + "=" + raw + ": expected a positive integer, cpu, gpu or auto");
+  }
+  if (n < 1) throw UsageError(src + "=" + raw + ": at least one worker per node is needed");
+  return n;
+}
+
+void validate_rdzv_conf(const Values& v, const std::map<std::string, std::string>& conf) {
+  static const char* kTimeouts[] = {"join_timeout",  "last_call_timeout", "close_timeout",
+                                    "read_timeout",  "timeout",           "heartbeat",
+                                    "keep_alive_interval"};
+  for (const char* key : kTimeouts) {
+    auto it = conf.find(key);
+    if (it != conf.end()) {
+      parse_seconds(v.source("rdzv_conf") + " " + key, it->second, /*allow_zero=*/false);
+    }
+  }
+  for (const char* key : {"keep_alive_max_attempt"}) {
+    auto it = conf.find(key);
+    if (it != conf.end()) parse_int(v.source("rdzv_conf") + " " + key, it->second);
+  }
+  if (auto it = conf.find("is_host"); it != conf.end()) {
+    parse_bool(v.source("rdzv_conf") + " is_host", it->second);
+  }
+}
+
+void fill_rendezvous(const Values& v, agent::AgentConfig& a) {
+  auto [lo, hi] = parse_nnodes(v.source("nnodes"), v.str("nnodes"));
+  a.min_nodes = lo;
+  a.max_nodes = hi;
+  a.rdzv_backend = v.str("rdzv_backend");
+  if (a.rdzv_backend != "static" && a.rdzv_backend != "c10d") {
+    throw UsageError(v.source("rdzv_backend") + "=" + a.rdzv_backend +
+                     ": expected static or c10d");
+  }
+  a.rdzv_endpoint = v.str("rdzv_endpoint");
+  a.run_id = v.str("rdzv_id");
+  a.rdzv_conf = parse_key_values(v.source("rdzv_conf"), v.str("rdzv_conf"));
+  validate_rdzv_conf(v, a.rdzv_conf);
+  a.standalone = v.flag("standalone");
+  a.node_rank = v.integer("node_rank");
+  a.master_addr = v.str("master_addr");
+  a.master_port = v.integer("master_port");
+  if (a.master_port < 1 || a.master_port > 65535) {
+    throw UsageError(v.source("master_port") + "=" + v.str("master_port") +
+                     ": expected a port between 1 and 65535");
+  }
+  a.local_addr = v.str("local_addr");
+  if (a.standalone) {
+    // As torchrun: one node, and the rendezvous flags are ignored.
+    a.min_nodes = a.max_nodes = 1;
+    a.node_rank = 0;
+    a.rdzv_backend = "c10d";
+  }
+  if (a.node_rank >= a.max_nodes) {
+    throw UsageError(v.source("node_rank") + "=" + v.str("node_rank") +
+                     ": must be smaller than the number of nodes (" +
+                     std::to_string(a.max_nodes) + ")");
+  }
+  if (a.max_nodes > 1) {
+    throw UsageError(v.source("nnodes") + "=" + v.str("nnodes") +
+                     ": multi-node jobs are not supported by this version of ddprun yet");
+  }
+}
+
+void fill_worker_spec(const Values& v, agent::WorkerSpec& s) {
+  s.role = v.str("role");
+  if (s.role.empty()) throw UsageError(v.source("role") + "=: the role must not be empty");
+  s.max_restarts = v.integer("max_restarts");
+  s.redirects = parse_std_spec(v.source("redirects"), v.str("redirects"));
+  s.tee = parse_std_spec(v.source("tee"), v.str("tee"));
+  s.local_ranks_filter = parse_rank_list(v.source("local_ranks_filter"),
+                                         v.str("local_ranks_filter"));
+  if (v.given("log_line_prefix_template")) {
+    s.log_line_prefix_template = v.str("log_line_prefix_template");
+    s.prefix_all_output = true;
+  }
+}
+
+}  // namespace
+
+LaunchConfig parse_command_line(int argc, const char* const argv[], const EnvLookup& env,
+                                const DeviceCounter& devices) {
+  po::options_description desc = make_description();
+  SplitArgs split = split_argv(argc, argv, desc);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(split.option_tokens)
+                  .options(desc)
+                  .style(po::command_line_style::unix_style)
+                  .run(),
+              vm);
+  } catch (const po::error& e) {
+    throw UsageError(e.what());
+  }
+  Values v(vm, env);
+
+  LaunchConfig cfg;
+  cfg.help = v.flag("help");
+  cfg.version = v.flag("version");
+  if (cfg.help || cfg.version) return cfg;
+
+  cfg.log_level = v.str("log_level");
+  if (split.script_and_args.empty()) {
+    throw UsageError("missing the training script: ddprun [options] script [args...]");
+  }
+  cfg.script = split.script_and_args.front();
+  cfg.script_args.assign(split.script_and_args.begin() + 1, split.script_and_args.end());
+
+  bool module = v.flag("module");
+  bool no_python = v.flag("no_python");
+  if (module && no_python) {
+    throw UsageError("-m/--module and --no_python cannot be used together");
+  }
+  cfg.kind = no_python ? ScriptKind::kExecutable
+                       : (module ? ScriptKind::kPythonModule : ScriptKind::kPythonFile);
+
+  agent::AgentConfig& a = cfg.agent;
+  fill_rendezvous(v, a);
+  fill_worker_spec(v, a.spec);
+  a.spec.local_world_size = resolve_nproc(v, devices);
+  a.spec.entrypoint_name = cfg.script;
+  a.log_dir = v.str("log_dir");
+  a.grace_period = parse_seconds(v.source("grace_period"), v.str("grace_period"), false);
+  parse_seconds(v.source("monitor_interval"), v.str("monitor_interval"), /*allow_zero=*/true);
+  const std::string& sm = v.str("start_method");
+  if (sm != "spawn" && sm != "fork" && sm != "forkserver") {
+    throw UsageError(v.source("start_method") + "=" + sm + ": expected spawn, fork or forkserver");
+  }
+  if (!env("OMP_NUM_THREADS") && a.spec.local_world_size > 1) a.omp_num_threads = "1";
+  return cfg;
+}
+
+std::string help_text() {
+  std::ostringstream out;
+  out << "usage: ddprun [options] training_script [script args...]\n\n"
+         "Launches nproc_per_node workers with torchrun's environment (RANK, WORLD_SIZE,\n"
+         "LOCAL_RANK, MASTER_ADDR, ...) and supervises them. Python scripts run as\n"
+         "$PYTHON_EXEC (default python3) -u [-m] script args; with --no_python the script\n"
+         "is executed directly. ${local_rank} in script arguments is substituted.\n"
+         "Every option can also be set as PET_<NAME>, e.g. PET_NPROC_PER_NODE=4.\n\n"
+      << make_description()
+      << "\nExit status:\n"
+         "  0      every worker exited 0\n"
+         "  N      the root-cause (first failed) worker exited with N\n"
+         "  128+S  the root-cause worker was killed by signal S, or ddprun itself\n"
+         "         received signal S (SIGINT, SIGTERM, SIGHUP, SIGQUIT)\n"
+         "  2      usage error\n"
+         "  126    the script or program is not executable\n"
+         "  127    the script, program or Python interpreter was not found\n";
+  return out.str();
+}
+
+}  // namespace ddprun::launcher

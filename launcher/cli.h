@@ -1,0 +1,19 @@
+#pragma once
+
+#include <string>
+
+#include "launcher/launch_config.h"
+
+namespace ddprun::launcher {
+
+/// Parses `ddprun [options] script [script args...]` the way torchrun does: both
+/// `--a_b` and `--a-b` spellings, `PET_<NAME>` environment defaults, everything after
+/// the script belongs to the script. Throws UsageError naming the flag and value.
+/// With --help or --version set in the result, nothing else is validated.
+LaunchConfig parse_command_line(int argc, const char* const argv[], const EnvLookup& env,
+                                const DeviceCounter& devices);
+
+/// The text printed for --help.
+std::string help_text();
+
+}  // namespace ddprun::launcher

@@ -1,0 +1,37 @@
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/agent_config.h"
+
+namespace ddprun::launcher {
+
+/// How the training script is turned into a command line.
+enum class ScriptKind { kPythonFile, kPythonModule, kExecutable };
+
+/// The validated command line. Plain data produced by parse_command_line().
+struct LaunchConfig {
+  agent::AgentConfig agent;  // spec.argv is filled by resolve_entrypoint()
+
+  std::string script;
+  std::vector<std::string> script_args;
+  ScriptKind kind = ScriptKind::kPythonFile;
+
+  std::string log_level = "warn";
+  bool help = false;
+  bool version = false;
+};
+
+/// Looks up an environment variable; injectable so tests need not touch the real one.
+using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
+
+/// Counts the machine's devices for --nproc_per_node cpu|gpu|auto.
+struct DeviceCounter {
+  std::function<int()> cpus;
+  std::function<int()> gpus;
+};
+
+}  // namespace ddprun::launcher
