@@ -267,7 +267,7 @@ void fill_rendezvous(const Values& v, agent::AgentConfig& a) {
   }
 }
 
-void fill_worker_spec(const Values& v, agent::WorkerSpec& s) {
+void fill_worker_spec(const Values& v, const EnvLookup& env, agent::WorkerSpec& s) {
   s.role = v.str("role");
   if (s.role.empty()) throw UsageError(v.source("role") + "=: the role must not be empty");
   s.max_restarts = v.integer("max_restarts");
@@ -278,6 +278,8 @@ void fill_worker_spec(const Values& v, agent::WorkerSpec& s) {
   if (v.given("log_line_prefix_template")) {
     s.log_line_prefix_template = v.str("log_line_prefix_template");
     s.prefix_all_output = true;
+  } else if (auto tmpl = env("TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE")) {
+    s.log_line_prefix_template = *tmpl;  // as torchrun: applies to tee'd output
   }
 }
 
@@ -321,7 +323,7 @@ LaunchConfig parse_command_line(int argc, const char* const argv[], const EnvLoo
 
   agent::AgentConfig& a = cfg.agent;
   fill_rendezvous(v, a);
-  fill_worker_spec(v, a.spec);
+  fill_worker_spec(v, env, a.spec);
   a.spec.local_world_size = resolve_nproc(v, devices);
   a.spec.entrypoint_name = cfg.script;
   a.log_dir = v.str("log_dir");

@@ -1,0 +1,114 @@
+// Worker output: untouched by default, --tee/--redirects/--log_dir layout, the line
+// prefix, --local_ranks_filter, and whole lines only on the console.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <regex>
+
+#include "tests/blackbox/ddprun_process.h"
+
+namespace ddprun::test {
+namespace {
+
+Finished run_lines(std::vector<std::string> flags,
+                   const std::map<std::string, std::optional<std::string>>& env = {}) {
+  flags.insert(flags.end(), {"--no_python", test_worker_binary(), "lines", "alpha", "beta"});
+  auto all_env = env;
+  all_env.emplace("OMP_NUM_THREADS", "1");
+  return run_ddprun(flags, all_env);
+}
+
+// The one run directory under a --log_dir base.
+std::string run_dir(const std::string& base) {
+  std::vector<std::string> dirs;
+  for (const auto& e : std::filesystem::directory_iterator(base)) dirs.push_back(e.path());
+  EXPECT_EQ(dirs.size(), 1u);
+  return dirs.empty() ? "" : dirs.front();
+}
+
+TEST(Output, PassesThroughUntouchedByDefault) {
+  Finished f = run_lines({});
+  EXPECT_EQ(f.code, 0);
+  EXPECT_EQ(f.out, "alpha\nbeta\n");
+  EXPECT_EQ(f.err, "err:alpha\nerr:beta\n");
+}
+
+TEST(Output, TeePrefixesTheConsoleAndWritesTorchrunsLayout) {
+  std::string base = make_temp_dir();
+  Finished f = run_lines({"--nproc_per_node=2", "--tee=3", "--log_dir", base, "--rdzv_id=job1"});
+  ASSERT_EQ(f.code, 0) << f.err;
+  EXPECT_NE(f.out.find("[default0]:alpha\n"), std::string::npos) << f.out;
+  EXPECT_NE(f.out.find("[default1]:beta\n"), std::string::npos) << f.out;
+  EXPECT_NE(f.err.find("[default1]:err:beta\n"), std::string::npos) << f.err;
+  std::string dir = run_dir(base);
+  EXPECT_EQ(std::filesystem::path(dir).filename().string().rfind("job1_", 0), 0u) << dir;
+  EXPECT_EQ(read_file(dir + "/attempt_0/1/stdout.log"), "alpha\nbeta\n");
+  EXPECT_EQ(read_file(dir + "/attempt_0/0/stderr.log"), "err:alpha\nerr:beta\n");
+}
+
+TEST(Output, RedirectsSendStreamsToFilesOnly) {
+  std::string base = make_temp_dir();
+  Finished f = run_lines({"--redirects=1", "--log_dir=" + base});
+  ASSERT_EQ(f.code, 0) << f.err;
+  EXPECT_EQ(f.out, "");
+  EXPECT_EQ(f.err, "err:alpha\nerr:beta\n");
+  EXPECT_EQ(read_file(run_dir(base) + "/attempt_0/0/stdout.log"), "alpha\nbeta\n");
+}
+
+TEST(Output, PerRankMapsApplyToTheirRanksOnly) {
+  std::string base = make_temp_dir();
+  Finished f = run_lines({"--nproc_per_node=2", "-r", "1:3", "--log_dir", base});
+  ASSERT_EQ(f.code, 0) << f.err;
+  EXPECT_EQ(f.out, "alpha\nbeta\n") << "rank 0 on the console, rank 1 in files";
+  EXPECT_EQ(read_file(run_dir(base) + "/attempt_0/1/stderr.log"), "err:alpha\nerr:beta\n");
+}
+
+TEST(Output, LocalRanksFilterHidesOtherRanksButKeepsTheirLogs) {
+  std::string base = make_temp_dir();
+  Finished f = run_lines({"--nproc_per_node=3", "--tee=3", "--local_ranks_filter=1",
+                          "--log_dir", base});
+  ASSERT_EQ(f.code, 0) << f.err;
+  EXPECT_EQ(f.out, "[default1]:alpha\n[default1]:beta\n");
+  EXPECT_EQ(read_file(run_dir(base) + "/attempt_0/2/stdout.log"), "alpha\nbeta\n");
+}
+
+TEST(Output, PrefixTemplateWithGlobalRankNodeAndHost) {
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  Finished f = run_lines({"--nproc_per_node=2",
+                          "--log_line_prefix_template=<${host}/n${node_rank}/r${rank}> "});
+  ASSERT_EQ(f.code, 0) << f.err;
+  std::string h = host;
+  EXPECT_NE(f.out.find("<" + h + "/n0/r1> alpha\n"), std::string::npos) << f.out;
+  Finished env = run_lines({"--tee=1"}, {{"TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE",
+                                          "${role_name}-${local_rank}| "}});
+  EXPECT_EQ(env.out, "default-0| alpha\ndefault-0| beta\n");
+}
+
+TEST(Output, LinesOfDifferentWorkersNeverInterleave) {
+  Finished f = run_ddprun({"--nproc_per_node=4", "--no_python", test_worker_binary(), "chatter",
+                           "300"},
+                          {{"OMP_NUM_THREADS", "1"}});
+  ASSERT_EQ(f.code, 0) << f.err;
+  std::regex line("rank([0-3]) ([a-d])\\2{199} line([0-9]+)");
+  std::istringstream in(f.out);
+  int n = 0;
+  for (std::string l; std::getline(in, l); ++n) {
+    ASSERT_TRUE(std::regex_match(l, line)) << "torn line: " << l.substr(0, 80);
+  }
+  EXPECT_EQ(n, 4 * 300);
+}
+
+TEST(Output, TemporaryLogDirIsRemovedAfterSuccess) {
+  std::string tmp = make_temp_dir();
+  Finished f = run_lines({}, {{"TMPDIR", tmp}});
+  ASSERT_EQ(f.code, 0);
+  EXPECT_TRUE(std::filesystem::is_empty(tmp));
+  Finished failed = run_ddprun({"--no_python", test_worker_binary(), "exit", "1"},
+                               {{"TMPDIR", tmp}});
+  EXPECT_EQ(failed.code, 1);
+  EXPECT_FALSE(std::filesystem::is_empty(tmp)) << "kept for the error files";
+}
+
+}  // namespace
+}  // namespace ddprun::test

@@ -1,0 +1,90 @@
+// Signals sent to ddprun reach every worker group, and nothing ddprun started
+// (workers and their children) outlives it, even when ddprun is SIGKILLed.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "tests/blackbox/ddprun_process.h"
+
+namespace ddprun::test {
+namespace {
+
+// Every pid the workers wrote (each worker's own and its child's).
+std::vector<pid_t> read_pids(const std::string& dir, int nproc) {
+  std::vector<pid_t> pids;
+  for (int r = 0; r < nproc; ++r) {
+    std::istringstream in(read_file(dir + "/" + std::to_string(r) + ".pids"));
+    pid_t p = 0;
+    while (in >> p) pids.push_back(p);
+  }
+  return pids;
+}
+
+std::vector<pid_t> wait_for_workers(const std::string& dir, int nproc) {
+  bool ready = eventually([&] { return read_pids(dir, nproc).size() == 2u * nproc; });
+  EXPECT_TRUE(ready) << "workers did not start";
+  auto pids = read_pids(dir, nproc);
+  for (pid_t pid : pids) EXPECT_TRUE(process_alive(pid)) << pid;
+  return pids;
+}
+
+void expect_all_gone(const std::vector<pid_t>& pids) {
+  for (pid_t pid : pids) {
+    EXPECT_TRUE(eventually([pid] { return !process_alive(pid); })) << "survivor " << pid;
+  }
+}
+
+class Signals : public ::testing::TestWithParam<int> {};
+
+TEST_P(Signals, AreForwardedAndLeaveNoSurvivors) {
+  int sig = GetParam();
+  std::string dir = make_temp_dir();
+  DdprunProcess p({"--nproc_per_node=2", "--no_python", test_worker_binary(), "hang", dir},
+                  {{"OMP_NUM_THREADS", "1"}});
+  auto pids = wait_for_workers(dir, 2);
+  ::kill(p.pid(), sig);
+  EXPECT_EQ(p.wait(), 128 + sig) << p.err();
+  expect_all_gone(pids);
+}
+
+INSTANTIATE_TEST_SUITE_P(Forwarding, Signals, ::testing::Values(SIGINT, SIGTERM, SIGHUP, SIGQUIT));
+
+TEST(SignalsGrace, WorkerIgnoringSigtermIsKilledAfterTheGracePeriod) {
+  std::string dir = make_temp_dir();
+  DdprunProcess p({"--grace_period=0.2", "--no_python", test_worker_binary(), "hang", dir,
+                   "ignore_term"});
+  auto pids = wait_for_workers(dir, 1);
+  ::kill(p.pid(), SIGTERM);
+  EXPECT_EQ(p.wait(), 128 + SIGTERM);
+  EXPECT_NE(p.err().find("SIGKILL"), std::string::npos) << p.err();
+  expect_all_gone(pids);
+}
+
+TEST(SignalsGrace, SigkillOfDdprunLeavesNothingBehind) {
+  std::string dir = make_temp_dir();
+  DdprunProcess p({"--nproc_per_node=2", "--no_python", test_worker_binary(), "hang", dir,
+                   "ignore_term"},
+                  {{"OMP_NUM_THREADS", "1"}});
+  auto pids = wait_for_workers(dir, 2);
+  ::kill(p.pid(), SIGKILL);
+  p.wait();
+  expect_all_gone(pids);
+}
+
+TEST(SignalsGrace, FailureStopsTheOtherWorkersAndTheirChildren) {
+  std::string dir = make_temp_dir();
+  // Rank 0 hangs with a child; rank 1 fails once rank 0 is up.
+  DdprunProcess p({"--nproc_per_node=2", "--no_python", "/bin/sh", "-c",
+                   "if [ $RANK = 1 ]; then while [ ! -f " + dir + "/0.pids ]; do sleep 0.01; done; "
+                   "exit 3; fi; exec " + test_worker_binary() + " hang " + dir},
+                  {{"OMP_NUM_THREADS", "1"}});
+  EXPECT_EQ(p.wait(), 3) << p.err();
+  auto pids = read_pids(dir, 1);
+  ASSERT_EQ(pids.size(), 2u);
+  expect_all_gone(pids);
+}
+
+}  // namespace
+}  // namespace ddprun::test

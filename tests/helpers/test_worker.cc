@@ -1,0 +1,117 @@
+// A worker for black-box tests of ddprun, one behaviour per mode:
+//   env                      print "KEY=VALUE" for every environment variable
+//   exit N                   exit with status N
+//   raise N                  kill itself with signal N
+//   fail_before N CODE       exit CODE while TORCHELASTIC_RESTART_COUNT < N, else 0
+//   fail_rank R CODE         rank R exits CODE at once, the others wait to be stopped
+//   hang DIR [ignore_term]   write DIR/<rank>.pids (own pid and a grandchild's) and sleep
+//   error_file MSG           write torchrun's error file with MSG and exit 1
+//   chatter N                print N long lines, each in several separate writes
+//   args ...                 print each argument on its own line
+//   lines TEXT...            print each TEXT on stdout and "err:" TEXT on stderr
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+extern char** environ;
+
+namespace {
+
+int env_int(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::atoi(v) : -1;
+}
+
+void write_str(int fd, const std::string& s) {
+  size_t off = 0;
+  while (off < s.size()) {
+    ssize_t n = ::write(fd, s.data() + off, s.size() - off);
+    if (n <= 0) return;
+    off += static_cast<size_t>(n);
+  }
+}
+
+[[noreturn]] void sleep_forever() {
+  while (true) ::pause();
+}
+
+int hang(const std::string& dir, bool ignore_term) {
+  if (ignore_term) ::signal(SIGTERM, SIG_IGN);
+  pid_t grandchild = ::fork();
+  if (grandchild == 0) sleep_forever();
+  std::string path = dir + "/" + std::to_string(env_int("RANK")) + ".pids";
+  {
+    std::ofstream out(path + ".tmp");
+    out << ::getpid() << " " << grandchild << "\n";
+  }
+  std::rename((path + ".tmp").c_str(), path.c_str());
+  sleep_forever();
+}
+
+int error_file(const std::string& msg) {
+  const char* path = std::getenv("TORCHELASTIC_ERROR_FILE");
+  if (path == nullptr) return 3;
+  std::ofstream out(path);
+  out << R"({"message": {"message": "RuntimeError: )" << msg
+      << R"(", "extraInfo": {"py_callstack": "Traceback (most recent call last):\n  File \"train.py\", line 3\nRuntimeError: )"
+      << msg << R"(", "timestamp": "1700000000"}}})";
+  return 1;
+}
+
+int chatter(int n) {
+  int rank = env_int("RANK");
+  std::string body(200, static_cast<char>('a' + rank % 26));
+  for (int i = 0; i < n; ++i) {
+    write_str(1, "rank" + std::to_string(rank) + " ");
+    write_str(1, body);
+    write_str(1, " line" + std::to_string(i));
+    write_str(1, "\n");
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) return 64;
+  std::string mode = argv[1];
+  if (mode == "env") {
+    for (char** e = environ; *e; ++e) std::printf("%s\n", *e);
+    return 0;
+  }
+  if (mode == "exit" && argc > 2) return std::atoi(argv[2]);
+  if (mode == "raise" && argc > 2) {
+    ::raise(std::atoi(argv[2]));
+    return 0;
+  }
+  if (mode == "fail_before" && argc > 3) {
+    std::printf("attempt %d\n", env_int("TORCHELASTIC_RESTART_COUNT"));
+    std::fflush(stdout);
+    return env_int("TORCHELASTIC_RESTART_COUNT") < std::atoi(argv[2]) ? std::atoi(argv[3]) : 0;
+  }
+  if (mode == "fail_rank" && argc > 3) {
+    if (env_int("RANK") == std::atoi(argv[2])) return std::atoi(argv[3]);
+    sleep_forever();
+  }
+  if (mode == "hang" && argc > 2) return hang(argv[2], argc > 3);
+  if (mode == "error_file" && argc > 2) return error_file(argv[2]);
+  if (mode == "chatter" && argc > 2) return chatter(std::atoi(argv[2]));
+  if (mode == "args") {
+    for (int i = 2; i < argc; ++i) std::printf("%s\n", argv[i]);
+    return 0;
+  }
+  if (mode == "lines") {
+    for (int i = 2; i < argc; ++i) {
+      std::printf("%s\n", argv[i]);
+      std::fflush(stdout);
+      std::fprintf(stderr, "err:%s\n", argv[i]);
+    }
+    return 0;
+  }
+  return 64;
+}

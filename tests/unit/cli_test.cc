@@ -1,0 +1,118 @@
+#include "launcher/cli.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "common/error.h"
+
+namespace ddprun::launcher {
+namespace {
+
+struct Cli {
+  std::map<std::string, std::string> env;
+  int cpus = 6;
+  int gpus = 0;
+
+  LaunchConfig parse(std::vector<std::string> args) {
+    args.insert(args.begin(), "ddprun");
+    std::vector<const char*> argv;
+    for (auto& a : args) argv.push_back(a.c_str());
+    EnvLookup lookup = [this](const std::string& k) -> std::optional<std::string> {
+      auto it = env.find(k);
+      return it == env.end() ? std::nullopt : std::optional<std::string>(it->second);
+    };
+    return parse_command_line(static_cast<int>(argv.size()), argv.data(), lookup,
+                              DeviceCounter{[this] { return cpus; }, [this] { return gpus; }});
+  }
+};
+
+TEST(Cli, Defaults) {
+  auto c = Cli{}.parse({"train.py"});
+  EXPECT_EQ(c.script, "train.py");
+  EXPECT_EQ(c.kind, ScriptKind::kPythonFile);
+  EXPECT_EQ(c.agent.spec.local_world_size, 1);
+  EXPECT_EQ(c.agent.master_addr, "127.0.0.1");
+  EXPECT_EQ(c.agent.master_port, 29500);
+  EXPECT_EQ(c.agent.run_id, "none");
+  EXPECT_EQ(c.agent.spec.role, "default");
+  EXPECT_EQ(c.agent.grace_period.count(), 30000);
+  EXPECT_TRUE(c.agent.omp_num_threads.empty());
+}
+
+TEST(Cli, BothSpellingsAndAbbreviations) {
+  EXPECT_EQ(Cli{}.parse({"--nproc-per-node=3", "t.py"}).agent.spec.local_world_size, 3);
+  EXPECT_EQ(Cli{}.parse({"--nproc_per_node", "3", "t.py"}).agent.spec.local_world_size, 3);
+  EXPECT_EQ(Cli{}.parse({"--max-restarts", "2", "t.py"}).agent.spec.max_restarts, 2);
+  EXPECT_EQ(Cli{}.parse({"--nproc=2", "t.py"}).agent.spec.local_world_size, 2);
+}
+
+TEST(Cli, EverythingAfterTheScriptBelongsToIt) {
+  auto c = Cli{}.parse({"-m", "pkg.train", "--nproc_per_node=9", "-m", "x"});
+  EXPECT_EQ(c.kind, ScriptKind::kPythonModule);
+  EXPECT_EQ(c.script, "pkg.train");
+  EXPECT_EQ(c.script_args, (std::vector<std::string>{"--nproc_per_node=9", "-m", "x"}));
+  EXPECT_EQ(c.agent.spec.local_world_size, 1);
+  auto d = Cli{}.parse({"--", "--weird-name.py", "a"});
+  EXPECT_EQ(d.script, "--weird-name.py");
+}
+
+TEST(Cli, ShortFlagsTakeAttachedOrSeparateValues) {
+  auto c = Cli{}.parse({"-r3", "-t", "0:1", "t.py"});
+  EXPECT_EQ(c.agent.spec.redirects.all, agent::Std::kAll);
+  EXPECT_EQ(c.agent.spec.tee.for_rank(0), agent::Std::kOut);
+}
+
+TEST(Cli, PetEnvironmentDefaults) {
+  Cli cli;
+  cli.env = {{"PET_NPROC_PER_NODE", "4"}, {"PET_STANDALONE", "1"}, {"PET_MAX_RESTARTS", "2"}};
+  auto c = cli.parse({"t.py"});
+  EXPECT_EQ(c.agent.spec.local_world_size, 4);
+  EXPECT_TRUE(c.agent.standalone);
+  EXPECT_EQ(c.agent.spec.max_restarts, 2);
+  EXPECT_EQ(c.agent.omp_num_threads, "1");
+  cli.env["OMP_NUM_THREADS"] = "8";
+  EXPECT_TRUE(cli.parse({"t.py"}).agent.omp_num_threads.empty());
+}
+
+TEST(Cli, NprocCpuGpuAuto) {
+  Cli cli;
+  EXPECT_EQ(cli.parse({"--nproc_per_node=cpu", "t"}).agent.spec.local_world_size, 6);
+  EXPECT_EQ(cli.parse({"--nproc_per_node=auto", "t"}).agent.spec.local_world_size, 6);
+  EXPECT_THROW(cli.parse({"--nproc_per_node=gpu", "t"}), UsageError);
+  cli.gpus = 2;
+  EXPECT_EQ(cli.parse({"--nproc_per_node=gpu", "t"}).agent.spec.local_world_size, 2);
+  EXPECT_EQ(cli.parse({"--nproc_per_node=auto", "t"}).agent.spec.local_world_size, 2);
+}
+
+TEST(Cli, StandaloneIgnoresRendezvousFlags) {
+  auto c = Cli{}.parse({"--standalone", "--rdzv_backend=static", "--nnodes=1", "t.py"});
+  EXPECT_TRUE(c.agent.standalone);
+  EXPECT_EQ(c.agent.rdzv_backend, "c10d");
+}
+
+TEST(Cli, PrefixTemplateFlagPrefixesAllOutput) {
+  auto c = Cli{}.parse({"--log-line-prefix-template=${rank}|", "t.py"});
+  EXPECT_EQ(c.agent.spec.log_line_prefix_template, "${rank}|");
+  EXPECT_TRUE(c.agent.spec.prefix_all_output);
+  Cli env;
+  env.env["TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE"] = "${rank}>";
+  auto d = env.parse({"t.py"});
+  EXPECT_EQ(d.agent.spec.log_line_prefix_template, "${rank}>");
+  EXPECT_FALSE(d.agent.spec.prefix_all_output);
+}
+
+TEST(Cli, Errors) {
+  Cli cli;
+  EXPECT_THROW(cli.parse({}), UsageError);
+  EXPECT_THROW(cli.parse({"--no_python", "--module", "t"}), UsageError);
+  EXPECT_THROW(cli.parse({"--standalone=1", "t"}), UsageError);
+  EXPECT_THROW(cli.parse({"--node_rank=1", "t"}), UsageError);
+  EXPECT_THROW(cli.parse({"--start_method=thread", "t"}), UsageError);
+  EXPECT_THROW(cli.parse({"-x", "t"}), UsageError);
+  EXPECT_TRUE(cli.parse({"--help"}).help);
+  EXPECT_TRUE(cli.parse({"--version"}).version);
+}
+
+}  // namespace
+}  // namespace ddprun::launcher
