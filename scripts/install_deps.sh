@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what ddprun needs to build, test and benchmark, from Debian's packages.
+# Idempotent: installs only what is missing, and runs apt-get update only then.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config
+  libboost-dev libboost-program-options-dev libspdlog-dev nlohmann-json3-dev
+  libsqlite3-dev libgtest-dev libgmock-dev
+  clang libclang-rt-14-dev            # libFuzzer targets and sanitizer runtimes
+  python3-torch                       # the reference torchrun and real DDP jobs
+  iproute2 procps
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "install_deps: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Sets everything up and runs every test: the normal build, then the same suite
+# under AddressSanitizer + UndefinedBehaviorSanitizer.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install_deps.sh
+jobs=$(( $(nproc) * 2 ))
+
+scripts/build.sh build
+(cd build && ctest -j "$jobs" --output-on-failure --timeout 300)
+
+scripts/build.sh build-asan -DDDPRUN_SANITIZE=ON
+# The torch cases exercise the same binary paths; under ASan they only add minutes.
+(cd build-asan && ctest -j "$jobs" --output-on-failure --timeout 300 -LE torch)
+echo "test.sh: all tests passed"

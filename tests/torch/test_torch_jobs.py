@@ -1,0 +1,109 @@
+"""Real PyTorch (Debian's torch 1.13, gloo) under ddprun, next to torchrun.
+
+Run with /usr/bin/python3 (the interpreter that has torch); DDPRUN names the binary.
+"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+TRAIN = os.path.join(ROOT, "examples", "pytorch_ddp", "train.py")
+PRINT_ENV = os.path.join(HERE, "print_env.py")
+DDPRUN = os.environ.get("DDPRUN", os.path.join(ROOT, "build", "launcher", "ddprun"))
+PYTHON = "/usr/bin/python3"
+TIMEOUT = 120
+
+
+def run(cmd, **kw):
+    env = dict(os.environ, PYTHON_EXEC=PYTHON, OMP_NUM_THREADS="1")
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT, env=env, **kw)
+
+
+def ddprun(*args):
+    return run([DDPRUN, *args])
+
+
+def torchrun(*args):
+    return run([PYTHON, os.path.join(HERE, "torchrun_compat.py"), "--monitor_interval=0.1", *args])
+
+
+def training_lines(stdout):
+    return [l for l in stdout.splitlines() if l.startswith("epoch ")]
+
+
+class DdpJob(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="ddprun_torch_")
+
+    def test_ddp_job_completes_and_matches_torchrun(self):
+        ckpt_a = os.path.join(self.tmp, "a.pt")
+        ckpt_b = os.path.join(self.tmp, "b.pt")
+        a = ddprun("--standalone", "--nproc_per_node=2", TRAIN, "--epochs", "2",
+                   "--checkpoint", ckpt_a)
+        self.assertEqual(a.returncode, 0, a.stderr)
+        b = torchrun("--standalone", "--nproc_per_node=2", TRAIN, "--epochs", "2",
+                     "--checkpoint", ckpt_b)
+        self.assertEqual(b.returncode, 0, b.stderr)
+        self.assertEqual(len(training_lines(a.stdout)), 2, a.stdout)
+        self.assertEqual(training_lines(a.stdout), training_lines(b.stdout))
+        check = run([PYTHON, "-c",
+                     "import sys, torch\n"
+                     "a = torch.load(sys.argv[1]); b = torch.load(sys.argv[2])\n"
+                     "assert a['epochs'] == 2 and set(a['model']) == set(b['model'])\n"
+                     "assert all(torch.equal(a['model'][k], b['model'][k]) for k in a['model'])\n",
+                     ckpt_a, ckpt_b])
+        self.assertEqual(check.returncode, 0, check.stderr)
+
+    def test_failed_rank_is_restarted(self):
+        r = ddprun("--standalone", "--nproc_per_node=2", "--max_restarts=1", TRAIN,
+                   "--epochs", "1", "--fail-rank", "1",
+                   "--checkpoint", os.path.join(self.tmp, "c.pt"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("restarting, attempt 1 of 1", r.stderr)
+        self.assertEqual(len(training_lines(r.stdout)), 1, r.stdout)
+
+    def test_failure_summary_shows_the_python_traceback(self):
+        r = ddprun("--standalone", "--nproc_per_node=2", TRAIN, "--epochs", "1",
+                   "--fail-rank", "1", "--checkpoint", os.path.join(self.tmp, "d.pt"))
+        self.assertEqual(r.returncode, 1, r.stderr)
+        summary = r.stderr[r.stderr.index("train.py FAILED"):]
+        self.assertIn("rank      : 1 (local_rank: 1)", summary)
+        self.assertRegex(summary, r"error_file: /\S+/attempt_0/1/error\.json")
+        self.assertIn("Traceback (most recent call last):", summary)
+        self.assertIn("RuntimeError: rank 1 fails on purpose in attempt 0", summary)
+
+
+class Environment(unittest.TestCase):
+    def env_of(self, result):
+        self.assertEqual(result.returncode, 0, result.stderr)
+        env = {}
+        for line in result.stdout.splitlines():
+            rank, kv = line.split(" ", 1)
+            key, value = kv.split("=", 1)
+            env.setdefault(rank, {})[key] = value
+        return env
+
+    def test_same_variables_as_torchrun(self):
+        ours = self.env_of(ddprun("--nproc_per_node=2", "--max_restarts=2", PRINT_ENV))
+        theirs = self.env_of(torchrun("--nproc_per_node=2", "--max_restarts=2", PRINT_ENV))
+        self.assertEqual(sorted(ours), ["0", "1"])
+        for rank in ours:
+            mine, ref = dict(ours[rank]), dict(theirs[rank])
+            # torch 2.x's name for the same setting; 1.13 does not set it.
+            self.assertEqual(mine.pop("TORCH_NCCL_ASYNC_ERROR_HANDLING"), "1")
+            # Paths differ by their temporary directory only.
+            for env in (mine, ref):
+                path = env.pop("TORCHELASTIC_ERROR_FILE")
+                self.assertTrue(path.endswith(f"/attempt_0/{rank}/error.json"), path)
+            # 1.13's static agent hosts the store itself; this ddprun lets rank 0 host it.
+            self.assertEqual(ref.pop("TORCHELASTIC_USE_AGENT_STORE"), "True")
+            self.assertEqual(mine.pop("TORCHELASTIC_USE_AGENT_STORE"), "False")
+            self.assertEqual(mine, ref)
+
+
+if __name__ == "__main__":
+    unittest.main()
