@@ -9,7 +9,7 @@ packages=(
   libsqlite3-dev libgtest-dev libgmock-dev
   clang libclang-rt-14-dev            # libFuzzer targets and sanitizer runtimes
   python3-torch                       # the reference torchrun and real DDP jobs
-  iproute2 procps
+  iproute2 procps time                # multi-host tests, process checks, benchmarks
 )
 
 missing=()
