@@ -307,6 +307,7 @@ LaunchConfig parse_command_line(int argc, const char* const argv[], const EnvLoo
   if (cfg.help || cfg.version) return cfg;
 
   cfg.log_level = v.str("log_level");
+  if (!v.given("log_level")) cfg.log_level = env("DDPRUN_LOG_LEVEL").value_or(cfg.log_level);
   if (split.script_and_args.empty()) {
     throw UsageError("missing the training script: ddprun [options] script [args...]");
   }

@@ -116,3 +116,17 @@ TEST(Cli, Errors) {
 
 }  // namespace
 }  // namespace ddprun::launcher
+
+namespace ddprun::launcher {
+namespace {
+
+TEST(Cli, LogLevelFromFlagOrDdprunLogLevel) {
+  Cli cli;
+  EXPECT_EQ(cli.parse({"t"}).log_level, "warn");
+  cli.env["DDPRUN_LOG_LEVEL"] = "debug";
+  EXPECT_EQ(cli.parse({"t"}).log_level, "debug");
+  EXPECT_EQ(cli.parse({"--log_level=error", "t"}).log_level, "error");
+}
+
+}  // namespace
+}  // namespace ddprun::launcher
