@@ -1,0 +1,39 @@
+#pragma once
+
+#include <condition_variable>
+#include <mutex>
+
+#include "rendezvous/key_value_table.h"
+#include "rendezvous/store.h"
+
+namespace ddprun::rendezvous {
+
+/// An in-process Store with the TCP server's exact semantics; the fake that unit
+/// tests run ranks (as threads) against. Thread-safe.
+class MemoryStore : public Store {
+ public:
+  void set(const std::string& key, const std::string& value) override;
+  std::string get(const std::string& key, std::chrono::milliseconds timeout) override;
+  int64_t add(const std::string& key, int64_t delta) override;
+  std::string compare_set(const std::string& key, const std::string& expected,
+                          const std::string& desired) override;
+  bool check(const std::vector<std::string>& keys) override;
+  void wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) override;
+  bool delete_key(const std::string& key) override;
+  int64_t num_keys() override;
+  std::vector<std::string> multi_get(const std::vector<std::string>& keys,
+                                     std::chrono::milliseconds timeout) override;
+  void multi_set(const std::vector<std::string>& keys,
+                 const std::vector<std::string>& values) override;
+  void append(const std::string& key, const std::string& value) override;
+
+ private:
+  void wait_locked(std::unique_lock<std::mutex>& lock, const std::vector<std::string>& keys,
+                   std::chrono::milliseconds timeout);
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  KeyValueTable table_;
+};
+
+}  // namespace ddprun::rendezvous

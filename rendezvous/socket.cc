@@ -1,0 +1,159 @@
+#include "rendezvous/socket.h"
+
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+#include "rendezvous/store.h"
+
+namespace ddprun::rendezvous {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int remaining_ms(Socket::Deadline deadline) {
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  return static_cast<int>(std::clamp<long long>(left.count(), 0, 60'000));
+}
+
+// One non-blocking connect attempt to one address; -1 with errno set on failure.
+int try_connect(const addrinfo* ai, Socket::Deadline deadline) {
+  int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return -1;
+  if (::connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
+    if (errno != EINPROGRESS) {
+      int err = errno;
+      ::close(fd);
+      errno = err;
+      return -1;
+    }
+    pollfd p{fd, POLLOUT, 0};
+    int ready = ::poll(&p, 1, remaining_ms(deadline));
+    int err = ETIMEDOUT;
+    socklen_t len = sizeof(err);
+    if (ready > 0) ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+    if (err != 0) {
+      ::close(fd);
+      errno = err;
+      return -1;
+    }
+  }
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  return fd;
+}
+
+}  // namespace
+
+Socket Socket::connect(const std::string& host, int port, Deadline deadline) {
+  std::string peer = (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
+                     std::to_string(port);
+  auto backoff = std::chrono::milliseconds(10);
+  std::string last_error = "timed out";
+  while (true) {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* res = nullptr;
+    int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res);
+    if (rc != 0) {
+      last_error = ::gai_strerror(rc);
+    } else {
+      for (addrinfo* ai = res; ai; ai = ai->ai_next) {
+        int fd = try_connect(ai, deadline);
+        if (fd >= 0) {
+          ::freeaddrinfo(res);
+          return Socket(fd, peer);
+        }
+        last_error = std::strerror(errno);
+      }
+      ::freeaddrinfo(res);
+    }
+    if (Clock::now() + backoff >= deadline) break;
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
+  }
+  throw TimeoutError("cannot connect to the store at " + peer + ": " + last_error);
+}
+
+Socket::~Socket() { close(); }
+
+Socket::Socket(Socket&& other) noexcept : fd_(other.fd_), peer_(std::move(other.peer_)) {
+  other.fd_ = -1;
+}
+
+Socket& Socket::operator=(Socket&& other) noexcept {
+  if (this != &other) {
+    close();
+    fd_ = other.fd_;
+    peer_ = std::move(other.peer_);
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+void Socket::close() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+void Socket::wait_for(short events, Deadline deadline, const char* what) {
+  while (true) {
+    pollfd p{fd_, events, 0};
+    int n = ::poll(&p, 1, remaining_ms(deadline));
+    if (n > 0) return;
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw StoreError(std::string(what) + " " + peer_ + ": " + std::strerror(errno));
+    if (Clock::now() >= deadline) {
+      throw TimeoutError(std::string("timed out waiting for the store at ") + peer_);
+    }
+  }
+}
+
+void Socket::send_all(const void* data, size_t size, Deadline deadline) {
+  if (fd_ < 0) throw StoreError("store connection to " + peer_ + " is closed");
+  auto* p = static_cast<const char*>(data);
+  while (size > 0) {
+    ssize_t n = ::send(fd_, p, size, MSG_NOSIGNAL);
+    if (n > 0) {
+      p += n;
+      size -= static_cast<size_t>(n);
+    } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+      wait_for(POLLOUT, deadline, "sending to");
+    } else {
+      int err = errno;
+      close();
+      throw StoreError("lost the store at " + peer_ + ": " + std::strerror(err));
+    }
+  }
+}
+
+void Socket::recv_exact(void* data, size_t size, Deadline deadline) {
+  if (fd_ < 0) throw StoreError("store connection to " + peer_ + " is closed");
+  auto* p = static_cast<char*>(data);
+  while (size > 0) {
+    ssize_t n = ::recv(fd_, p, size, 0);
+    if (n > 0) {
+      p += n;
+      size -= static_cast<size_t>(n);
+    } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+      wait_for(POLLIN, deadline, "reading from");
+    } else {
+      int err = n == 0 ? 0 : errno;
+      close();
+      throw StoreError("lost the store at " + peer_ + ": " +
+                       (err ? std::strerror(err) : "connection closed"));
+    }
+  }
+}
+
+}  // namespace ddprun::rendezvous

@@ -1,0 +1,38 @@
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+
+namespace ddprun::rendezvous {
+
+/// A connected TCP socket with deadline-bounded blocking I/O (poll-based), used by
+/// the store client. Owns its descriptor (O_CLOEXEC). Not thread-safe.
+/// Errors: StoreError naming the peer; TimeoutError when a deadline passes.
+class Socket {
+ public:
+  using Deadline = std::chrono::steady_clock::time_point;
+
+  /// Connects to host:port (IPv4, IPv6, names), retrying with backoff until `deadline`.
+  static Socket connect(const std::string& host, int port, Deadline deadline);
+
+  Socket() = default;
+  ~Socket();
+  Socket(Socket&& other) noexcept;
+  Socket& operator=(Socket&& other) noexcept;
+
+  void send_all(const void* data, size_t size, Deadline deadline);
+  void recv_exact(void* data, size_t size, Deadline deadline);
+  void close();
+  bool is_open() const { return fd_ >= 0; }
+  const std::string& peer() const { return peer_; }
+
+ private:
+  Socket(int fd, std::string peer) : fd_(fd), peer_(std::move(peer)) {}
+  void wait_for(short events, Deadline deadline, const char* what);
+
+  int fd_ = -1;
+  std::string peer_;
+};
+
+}  // namespace ddprun::rendezvous

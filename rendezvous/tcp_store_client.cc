@@ -1,0 +1,195 @@
+#include "rendezvous/tcp_store_client.h"
+
+#include <unistd.h>
+
+namespace ddprun::rendezvous {
+
+using namespace tcpstore;
+
+/// Builds one request's bytes in the connection's numbering.
+class TcpStoreClient::Request {
+ public:
+  Request(Numbering n, Op op) {
+    auto code = op_to_wire(n, op);
+    if (!code) throw StoreError("this store protocol version has no such operation");
+    put(*code);
+  }
+  template <typename T>
+  Request& put(T v) {
+    bytes_.append(reinterpret_cast<const char*>(&v), sizeof(v));
+    return *this;
+  }
+  Request& str(const std::string& s) {
+    put<uint64_t>(s.size());
+    bytes_ += s;
+    return *this;
+  }
+  Request& keys(const std::vector<std::string>& ks) {
+    put<uint64_t>(ks.size());
+    for (const auto& k : ks) str(k);
+    return *this;
+  }
+  const std::string& bytes() const { return bytes_; }
+
+ private:
+  std::string bytes_;
+};
+
+TcpStoreClient::TcpStoreClient(std::string host, int port, Options options)
+    : host_(std::move(host)), port_(port), options_(options) {
+  address_ = (host_.find(':') != std::string::npos ? "[" + host_ + "]" : host_) + ":" +
+             std::to_string(port_);
+  connect();
+}
+
+void TcpStoreClient::connect() {
+  socket_ = Socket::connect(host_, port_, deadline());
+  if (options_.numbering == Numbering::kV2) {
+    send(Request(Numbering::kV2, Op::kValidate).put(kValidationMagic).bytes());
+    uint32_t nonce = static_cast<uint32_t>(::getpid());
+    if (ping(nonce) != nonce) throw StoreError("the store at " + address_ + " answered PING wrongly");
+  }
+}
+
+Socket& TcpStoreClient::socket() {
+  if (!socket_.is_open()) connect();
+  return socket_;
+}
+
+void TcpStoreClient::send(const std::string& bytes) {
+  try {
+    socket().send_all(bytes.data(), bytes.size(), deadline());
+  } catch (const TimeoutError&) {
+    socket_.close();  // a half-sent request leaves the stream unusable
+    throw;
+  }
+}
+
+template <typename T>
+T TcpStoreClient::read_scalar(Socket::Deadline deadline) {
+  T v{};
+  try {
+    socket_.recv_exact(&v, sizeof(v), deadline);
+  } catch (const TimeoutError&) {
+    socket_.close();
+    throw;
+  }
+  return v;
+}
+
+std::string TcpStoreClient::read_bytes(Socket::Deadline deadline) {
+  auto len = read_scalar<uint64_t>(deadline);
+  if (len > kMaxValueSize) {
+    socket_.close();
+    throw StoreError("the store at " + address_ + " sent a value of " + std::to_string(len) +
+                     " bytes");
+  }
+  std::string out(len, '\0');
+  try {
+    socket_.recv_exact(out.data(), len, deadline);
+  } catch (const TimeoutError&) {
+    socket_.close();
+    throw;
+  }
+  return out;
+}
+
+uint32_t TcpStoreClient::ping(uint32_t nonce) {
+  send(Request(options_.numbering, Op::kPing).put(nonce).bytes());
+  return read_scalar<uint32_t>(deadline());
+}
+
+void TcpStoreClient::set(const std::string& key, const std::string& value) {
+  send(Request(options_.numbering, Op::kSet).str(key).str(value).bytes());
+}
+
+std::string TcpStoreClient::get(const std::string& key, std::chrono::milliseconds timeout) {
+  wait({key}, timeout);
+  send(Request(options_.numbering, Op::kGet).str(key).bytes());
+  return read_bytes(deadline());
+}
+
+int64_t TcpStoreClient::add(const std::string& key, int64_t delta) {
+  send(Request(options_.numbering, Op::kAdd).str(key).put(delta).bytes());
+  return read_scalar<int64_t>(deadline());
+}
+
+std::string TcpStoreClient::compare_set(const std::string& key, const std::string& expected,
+                                        const std::string& desired) {
+  send(Request(options_.numbering, Op::kCompareSet).str(key).str(expected).str(desired).bytes());
+  return read_bytes(deadline());
+}
+
+bool TcpStoreClient::check(const std::vector<std::string>& keys) {
+  send(Request(options_.numbering, Op::kCheck).keys(keys).bytes());
+  return read_scalar<uint8_t>(deadline()) == kCheckReady;
+}
+
+void TcpStoreClient::wait(const std::vector<std::string>& keys,
+                          std::chrono::milliseconds timeout) {
+  send(Request(options_.numbering, Op::kWait).keys(keys).bytes());
+  uint8_t reply = 0;
+  try {
+    socket_.recv_exact(&reply, 1, Clock::now() + timeout);
+  } catch (const TimeoutError&) {
+    if (options_.numbering != Numbering::kV2) {
+      socket_.close();  // 1.13 cannot cancel; a late reply would corrupt the stream
+      throw TimeoutError("timed out waiting for keys at the store " + address_);
+    }
+    // The server sends a STOP_WAITING it already owed before WAIT_CANCELED.
+    send(Request(Numbering::kV2, Op::kCancelWait).bytes());
+    uint8_t first = read_scalar<uint8_t>(deadline());
+    if (first == kStopWaiting) {
+      read_scalar<uint8_t>(deadline());  // the WAIT_CANCELED that follows
+      return;                            // the keys arrived just in time
+    }
+    throw TimeoutError("timed out waiting for keys at the store " + address_);
+  }
+  if (reply != kStopWaiting) {
+    socket_.close();
+    throw StoreError("the store at " + address_ + " answered WAIT with " + std::to_string(reply));
+  }
+}
+
+bool TcpStoreClient::delete_key(const std::string& key) {
+  send(Request(options_.numbering, Op::kDeleteKey).str(key).bytes());
+  return read_scalar<int64_t>(deadline()) == 1;
+}
+
+int64_t TcpStoreClient::num_keys() {
+  send(Request(options_.numbering, Op::kGetNumKeys).bytes());
+  return read_scalar<int64_t>(deadline());
+}
+
+std::vector<std::string> TcpStoreClient::multi_get(const std::vector<std::string>& keys,
+                                                   std::chrono::milliseconds timeout) {
+  std::vector<std::string> values;
+  if (options_.numbering != Numbering::kV2) {
+    for (const auto& k : keys) values.push_back(get(k, timeout));
+    return values;
+  }
+  wait(keys, timeout);
+  send(Request(Numbering::kV2, Op::kMultiGet).keys(keys).bytes());
+  auto d = deadline();
+  for (size_t i = 0; i < keys.size(); ++i) values.push_back(read_bytes(d));
+  return values;
+}
+
+void TcpStoreClient::multi_set(const std::vector<std::string>& keys,
+                               const std::vector<std::string>& values) {
+  if (keys.size() != values.size()) throw StoreError("multi_set needs one value per key");
+  if (options_.numbering != Numbering::kV2) {
+    for (size_t i = 0; i < keys.size(); ++i) set(keys[i], values[i]);
+    return;
+  }
+  Request r(Numbering::kV2, Op::kMultiSet);
+  r.put<uint64_t>(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) r.str(keys[i]).str(values[i]);
+  send(r.bytes());
+}
+
+void TcpStoreClient::append(const std::string& key, const std::string& value) {
+  send(Request(options_.numbering, Op::kAppend).str(key).str(value).bytes());
+}
+
+}  // namespace ddprun::rendezvous

@@ -1,0 +1,68 @@
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "rendezvous/socket.h"
+#include "rendezvous/store.h"
+#include "rendezvous/tcp_store_protocol.h"
+
+namespace ddprun::rendezvous {
+
+/// A Store backed by a TCPStore server (ddprun's or PyTorch's) over one connection.
+/// Speaks the 2.x numbering by default; kV113 talks to torch 1.13's own server (no
+/// APPEND there, and a timed-out wait reconnects since 1.13 cannot cancel one).
+/// Keys are sent as given (PyTorch's Python client adds a leading '/').
+///
+/// Thread-safety: one call at a time (it owns a single connection). Errors:
+/// StoreError (naming the address) for a lost connection or a server that closed it,
+/// TimeoutError when a call or wait exceeds its timeout.
+class TcpStoreClient : public Store {
+ public:
+  struct Options {
+    /// Bound on each call, and on connecting (with retries and backoff).
+    std::chrono::milliseconds timeout = kDefaultTimeout;
+    tcpstore::Numbering numbering = tcpstore::Numbering::kV2;
+  };
+
+  TcpStoreClient(std::string host, int port, Options options);
+  TcpStoreClient(std::string host, int port) : TcpStoreClient(std::move(host), port, Options{}) {}
+
+  void set(const std::string& key, const std::string& value) override;
+  std::string get(const std::string& key, std::chrono::milliseconds timeout) override;
+  int64_t add(const std::string& key, int64_t delta) override;
+  std::string compare_set(const std::string& key, const std::string& expected,
+                          const std::string& desired) override;
+  bool check(const std::vector<std::string>& keys) override;
+  void wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) override;
+  bool delete_key(const std::string& key) override;
+  int64_t num_keys() override;
+  std::vector<std::string> multi_get(const std::vector<std::string>& keys,
+                                     std::chrono::milliseconds timeout) override;
+  void multi_set(const std::vector<std::string>& keys,
+                 const std::vector<std::string>& values) override;
+  void append(const std::string& key, const std::string& value) override;
+
+  /// Round trip with a nonce (2.x only); returns the nonce echoed.
+  uint32_t ping(uint32_t nonce);
+
+  const std::string& address() const { return address_; }
+
+ private:
+  class Request;
+  void connect();
+  Socket& socket();
+  Socket::Deadline deadline() const { return Clock::now() + options_.timeout; }
+  template <typename T>
+  T read_scalar(Socket::Deadline deadline);
+  std::string read_bytes(Socket::Deadline deadline);
+  void send(const std::string& bytes);
+
+  std::string host_;
+  int port_;
+  Options options_;
+  std::string address_;
+  Socket socket_;
+};
+
+}  // namespace ddprun::rendezvous

@@ -1,0 +1,156 @@
+#include "rendezvous/tcp_store_server.h"
+
+#include <sys/resource.h>
+
+#include <future>
+#include <thread>
+#include <unordered_map>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ip/v6_only.hpp>
+#include <boost/asio/post.hpp>
+#include <spdlog/spdlog.h>
+
+#include "rendezvous/store.h"
+#include "rendezvous/tcp_store_session.h"
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+namespace ddprun::rendezvous {
+namespace {
+
+// Holding thousands of connections needs more descriptors than the usual soft limit.
+void raise_fd_limit() {
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
+    lim.rlim_cur = lim.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &lim);
+  }
+}
+
+tcp::acceptor open_acceptor(asio::io_context& io, const std::string& host, uint16_t port) {
+  std::vector<tcp::endpoint> candidates;
+  if (host.empty()) {
+    candidates = {tcp::endpoint(tcp::v6(), port), tcp::endpoint(tcp::v4(), port)};
+  } else {
+    tcp::resolver resolver(io);
+    boost::system::error_code ec;
+    for (const auto& e : resolver.resolve(host, std::to_string(port), ec))
+      candidates.push_back(e.endpoint());
+    if (ec || candidates.empty()) {
+      throw StoreError("cannot resolve store address " + host + ": " + ec.message());
+    }
+  }
+  boost::system::error_code ec;
+  for (const auto& ep : candidates) {
+    tcp::acceptor acceptor(io);
+    acceptor.open(ep.protocol(), ec);
+    if (ec) continue;
+    acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+    if (ep.protocol() == tcp::v6() && host.empty()) {
+      acceptor.set_option(asio::ip::v6_only(false), ec);
+    }
+    acceptor.bind(ep, ec);
+    if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
+    if (!ec) return acceptor;
+  }
+  throw StoreError("cannot listen on " + (host.empty() ? std::string("*") : host) + ":" +
+                   std::to_string(port) + ": " + ec.message());
+}
+
+}  // namespace
+
+class TcpStoreServer::Impl {
+ public:
+  Impl(const std::string& host, uint16_t port)
+      : acceptor_(open_acceptor(io_, host, port)), port_(acceptor_.local_endpoint().port()) {
+    raise_fd_limit();
+    do_accept();
+    thread_ = std::thread([this] { io_.run(); });
+  }
+
+  // Runs `f` on the server's thread and returns its result.
+  template <typename F>
+  auto run_on_io(F f) {
+    std::packaged_task<decltype(f())()> task(std::move(f));
+    auto result = task.get_future();
+    asio::post(io_, [&task] { task(); });
+    return result.get();
+  }
+
+  ~Impl() {
+    run_on_io([this] {
+      boost::system::error_code ignored;
+      acceptor_.close(ignored);
+      for (auto& [ptr, weak] : sessions_)
+        if (auto s = weak.lock()) s->close();
+      sessions_.clear();
+      return 0;
+    });
+    // Handlers of the closed sessions need not run; io_ (declared first, destroyed
+    // last) frees them.
+    io_.stop();
+    thread_.join();
+  }
+
+  uint16_t port() const { return port_; }
+
+  size_t clear_except(const std::string& keep_prefix) {
+    return run_on_io([&] { return state_.table.erase_all_except(keep_prefix); });
+  }
+
+  size_t connection_count() {
+    return run_on_io([&] {
+      prune();
+      return sessions_.size();
+    });
+  }
+
+ private:
+  void do_accept() {
+    acceptor_.async_accept([this](const boost::system::error_code& ec, tcp::socket socket) {
+      if (ec == asio::error::operation_aborted) return;
+      if (!ec) {
+        auto session = std::make_shared<tcpstore::Session>(std::move(socket), state_);
+        sessions_[session.get()] = session;
+        session->start();
+        if (sessions_.size() % 1024 == 0) prune();
+      } else {
+        // EMFILE and friends: keep serving the connections we have.
+        spdlog::warn("store: accept failed: {}", ec.message());
+      }
+      do_accept();
+    });
+  }
+
+  void prune() {
+    std::erase_if(sessions_, [](const auto& entry) {
+      auto s = entry.second.lock();
+      return !s || s->closed();
+    });
+  }
+
+  asio::io_context io_;
+  tcp::acceptor acceptor_;
+  uint16_t port_;
+  tcpstore::StoreState state_;
+  std::unordered_map<tcpstore::Session*, std::weak_ptr<tcpstore::Session>> sessions_;
+  std::thread thread_;
+};
+
+TcpStoreServer::TcpStoreServer(const std::string& host, uint16_t port)
+    : impl_(std::make_unique<Impl>(host, port)) {}
+
+TcpStoreServer::~TcpStoreServer() = default;
+
+uint16_t TcpStoreServer::port() const { return impl_->port(); }
+
+size_t TcpStoreServer::clear_except(const std::string& keep_prefix) {
+  return impl_->clear_except(keep_prefix);
+}
+
+size_t TcpStoreServer::connection_count() { return impl_->connection_count(); }
+
+}  // namespace ddprun::rendezvous

@@ -1,0 +1,92 @@
+#pragma once
+
+// Internal to the TCP store server: one client connection and the state all
+// connections share. Everything here runs on the server's single io thread.
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <boost/asio/ip/tcp.hpp>
+
+#include "rendezvous/key_value_table.h"
+#include "rendezvous/tcp_store_decoder.h"
+
+namespace ddprun::rendezvous::tcpstore {
+
+class Session;
+
+/// The store's data plus who waits for or watches which key.
+class StoreState {
+ public:
+  KeyValueTable table;
+  std::unordered_map<std::string, std::deque<std::string>> queues;
+
+  bool exists(const std::string& key) const;
+
+  /// Registers `session` to be told STOP_WAITING once all missing `keys` exist.
+  void add_wait(const std::shared_ptr<Session>& session, const std::vector<std::string>& keys);
+  /// Forgets the session's pending wait, if any.
+  void cancel_wait(Session& session);
+  void add_watch(const std::shared_ptr<Session>& session, const std::string& key);
+
+  /// The value 1.13 watchers of `key` must be told was replaced (copied only when
+  /// someone watches the key; nullopt otherwise or when the key is new).
+  std::optional<std::string> watched_value(const std::string& key) const;
+  /// After `key` was written: wakes its waiters and tells 1.13 watchers.
+  void key_written(const std::string& key, const std::optional<std::string>& old_value);
+  /// After `key` was deleted: tells watchers (waiters are not woken, as in PyTorch).
+  void key_deleted(const std::string& key, const std::string& old_value);
+
+  /// Shared by all sessions: the server is single-threaded, reads never overlap.
+  std::vector<char> read_buffer = std::vector<char>(64 * 1024);
+
+ private:
+  struct Waiter {
+    std::weak_ptr<Session> session;
+    uint64_t generation;
+  };
+  std::unordered_map<std::string, std::vector<Waiter>> waiters_;
+  std::unordered_map<std::string, std::vector<std::weak_ptr<Session>>> watchers_;
+};
+
+/// One client connection. Kept alive by its pending asynchronous operations.
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(boost::asio::ip::tcp::socket socket, StoreState& state);
+
+  void start();
+  void close();
+  bool closed() const { return closed_; }
+
+  /// Queues reply bytes; closes the session when the client stops reading.
+  void send(std::string bytes);
+
+  // Wait bookkeeping, owned by StoreState.
+  uint64_t wait_generation = 0;
+  size_t keys_awaited = 0;
+  std::vector<std::string> awaited_keys;
+
+ private:
+  static constexpr size_t kMaxQueuedReplyBytes = 64 * 1024 * 1024;
+
+  void wait_readable();
+  void read_available();
+  void handle(Request& request);
+  void handle_data_op(Request& r);
+  void do_write();
+
+  boost::asio::ip::tcp::socket socket_;
+  StoreState& state_;
+  RequestDecoder decoder_;
+  std::deque<std::string> replies_;
+  size_t queued_bytes_ = 0;
+  bool writing_ = false;
+  bool closed_ = false;
+};
+
+}  // namespace ddprun::rendezvous::tcpstore
