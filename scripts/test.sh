@@ -10,6 +10,7 @@ scripts/build.sh build
 (cd build && ctest -j "$jobs" --output-on-failure --timeout 300)
 
 scripts/build.sh build-asan -DDDPRUN_SANITIZE=ON
-# The torch cases exercise the same binary paths; under ASan they only add minutes.
-(cd build-asan && ctest -j "$jobs" --output-on-failure --timeout 300 -LE torch)
+# The torch and fuzz cases exercise the same code; under ASan they only add minutes
+# (the fuzzer has its own ASan+UBSan build).
+(cd build-asan && ctest -j "$jobs" --output-on-failure --timeout 300 -LE "torch|fuzz")
 echo "test.sh: all tests passed"

@@ -120,6 +120,17 @@ class RawConnection {
     return ::recv(fd_, &c, 1, 0) <= 0;
   }
 
+  /// Reads and discards until the server closes; false if it does not within the timeout.
+  bool drains_to_eof(int timeout_ms = 10000) {
+    char buf[65536];
+    while (true) {
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, timeout_ms) <= 0) return false;
+      ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
+      if (n <= 0) return true;
+    }
+  }
+
   /// True when nothing arrives within `ms`.
   bool silent_for(int ms) {
     pollfd p{fd_, POLLIN, 0};

@@ -1,0 +1,83 @@
+// The server under hostile input: garbage, truncated frames and thousands of
+// connections must never disturb the well-behaved clients.
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+
+#include <atomic>
+#include <random>
+#include <thread>
+
+#include "rendezvous/tcp_store_client.h"
+#include "rendezvous/tcp_store_server.h"
+#include "tests/store/raw_connection.h"
+
+namespace ddprun::test {
+namespace {
+
+using rendezvous::TcpStoreClient;
+using rendezvous::TcpStoreServer;
+
+TEST(Robustness, GarbageAndTruncatedFramesDoNotDisturbOthers) {
+  TcpStoreServer server{"127.0.0.1", 0};
+  std::atomic<bool> stop{false};
+  std::thread attacker([&] {
+    std::mt19937 rng(42);
+    std::uniform_int_distribution<int> byte(0, 255);
+    for (int i = 0; i < 300 && !stop; ++i) {
+      RawConnection c(server.port());
+      std::string junk;
+      if (i % 3 == 0) {
+        // A valid frame cut short.
+        std::string frame = Wire(Numbering::kV113, Op::kSet).str("key").str("value").bytes;
+        junk = frame.substr(0, 1 + rng() % (frame.size() - 1));
+      } else {
+        size_t n = 1 + rng() % 200;
+        for (size_t j = 0; j < n; ++j) junk += static_cast<char>(byte(rng));
+      }
+      c.send(junk);
+    }
+  });
+  TcpStoreClient good("127.0.0.1", server.port());
+  for (int i = 0; i < 500; ++i) {
+    good.set("k" + std::to_string(i), "v" + std::to_string(i));
+    ASSERT_EQ(good.add("counter", 1), i + 1);
+    ASSERT_EQ(good.get("k" + std::to_string(i), std::chrono::seconds(5)), "v" + std::to_string(i));
+  }
+  stop = true;
+  attacker.join();
+  EXPECT_EQ(good.add("counter", 0), 500);
+}
+
+TEST(Robustness, ThousandsOfConnectionsAllAnswered) {
+  rlimit lim{};
+  getrlimit(RLIMIT_NOFILE, &lim);
+  lim.rlim_cur = lim.rlim_max;
+  setrlimit(RLIMIT_NOFILE, &lim);
+  const int n = static_cast<int>(std::min<rlim_t>(3000, lim.rlim_cur / 2 - 100));
+  TcpStoreServer server{"127.0.0.1", 0};
+  std::vector<RawConnection> conns;
+  conns.reserve(n);
+  for (int i = 0; i < n; ++i) conns.emplace_back(server.port());
+  for (auto& c : conns) c.send(Wire(Numbering::kV113, Op::kAdd).str("n").put<int64_t>(1).bytes);
+  std::vector<int64_t> seen;
+  for (auto& c : conns) seen.push_back(c.read_scalar<int64_t>().value_or(-1));
+  std::sort(seen.begin(), seen.end());
+  for (int i = 0; i < n; ++i) ASSERT_EQ(seen[i], i + 1);
+  EXPECT_EQ(server.connection_count(), static_cast<size_t>(n));
+}
+
+TEST(Robustness, ClientThatNeverReadsIsCutOff) {
+  TcpStoreServer server{"127.0.0.1", 0};
+  RawConnection hog(server.port());
+  std::string big(8 * 1024 * 1024, 'x');
+  hog.send(Wire(Numbering::kV113, Op::kSet).str("big").str(big).bytes);
+  // Ask for the 8 MiB value over and over without reading a byte.
+  std::string get = Wire(Numbering::kV113, Op::kGet).str("big").bytes;
+  for (int i = 0; i < 20; ++i) hog.send(get);
+  TcpStoreClient good("127.0.0.1", server.port());
+  EXPECT_EQ(good.add("alive", 1), 1);
+  EXPECT_TRUE(hog.drains_to_eof());
+}
+
+}  // namespace
+}  // namespace ddprun::test
