@@ -23,7 +23,10 @@ struct AgentConfig {
   bool standalone = false;
 
   std::string master_addr = "127.0.0.1";
+  /// Port of the store node 0 hosts; 0 = a free port (single-node jobs).
   int master_port = 29500;
+  /// How long to wait for the other nodes (rdzv_conf join_timeout).
+  std::chrono::milliseconds join_timeout{600'000};
   std::string local_addr;
 
   /// Base of torchrun's log layout; empty means a fresh temporary directory that is

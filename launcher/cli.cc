@@ -256,14 +256,29 @@ void fill_rendezvous(const Values& v, agent::AgentConfig& a) {
     a.node_rank = 0;
     a.rdzv_backend = "c10d";
   }
+  if (auto it = a.rdzv_conf.find("join_timeout"); it != a.rdzv_conf.end()) {
+    a.join_timeout = parse_seconds("--rdzv_conf join_timeout", it->second, false);
+  }
+  if (a.max_nodes == 1) {
+    // One node hosts its own store: on a free port (bound before it is published, so
+    // nothing can race for it) unless the user asked for a port.
+    if (a.standalone || !v.given("master_port")) a.master_port = 0;
+    if (a.rdzv_backend != "static") {
+      a.master_addr = a.local_addr.empty() ? "localhost" : a.local_addr;
+    }
+  }
   if (a.node_rank >= a.max_nodes) {
     throw UsageError(v.source("node_rank") + "=" + v.str("node_rank") +
                      ": must be smaller than the number of nodes (" +
                      std::to_string(a.max_nodes) + ")");
   }
-  if (a.max_nodes > 1) {
+  if (a.max_nodes > 1 && a.rdzv_backend != "static") {
+    throw UsageError(v.source("rdzv_backend") + "=" + a.rdzv_backend +
+                     ": multi-node jobs need --rdzv_backend=static in this version of ddprun");
+  }
+  if (a.min_nodes != a.max_nodes && a.rdzv_backend == "static") {
     throw UsageError(v.source("nnodes") + "=" + v.str("nnodes") +
-                     ": multi-node jobs are not supported by this version of ddprun yet");
+                     ": the static backend needs a fixed number of nodes");
   }
 }
 

@@ -11,9 +11,11 @@ void MemoryStore::set(const std::string& key, const std::string& value) {
 void MemoryStore::wait_locked(std::unique_lock<std::mutex>& lock,
                               const std::vector<std::string>& keys,
                               std::chrono::milliseconds timeout) {
-  if (!changed_.wait_for(lock, timeout, [&] { return table_.contains_all(keys); })) {
+  if (!changed_.wait_for(lock, timeout,
+                         [&] { return interrupted_ || table_.contains_all(keys); })) {
     throw TimeoutError("timed out waiting for store keys");
   }
+  if (interrupted_) throw StoreError("the store was interrupted");
 }
 
 std::string MemoryStore::get(const std::string& key, std::chrono::milliseconds timeout) {
@@ -81,6 +83,16 @@ void MemoryStore::multi_set(const std::vector<std::string>& keys,
 void MemoryStore::append(const std::string& key, const std::string& value) {
   std::lock_guard lock(mutex_);
   table_.append(key, value);
+  changed_.notify_all();
+}
+
+}  // namespace ddprun::rendezvous
+
+namespace ddprun::rendezvous {
+
+void MemoryStore::interrupt() {
+  std::lock_guard lock(mutex_);
+  interrupted_ = true;
   changed_.notify_all();
 }
 

@@ -26,6 +26,7 @@ class MemoryStore : public Store {
   void multi_set(const std::vector<std::string>& keys,
                  const std::vector<std::string>& values) override;
   void append(const std::string& key, const std::string& value) override;
+  void interrupt() override;
 
  private:
   void wait_locked(std::unique_lock<std::mutex>& lock, const std::vector<std::string>& keys,
@@ -34,6 +35,7 @@ class MemoryStore : public Store {
   std::mutex mutex_;
   std::condition_variable changed_;
   KeyValueTable table_;
+  bool interrupted_ = false;
 };
 
 }  // namespace ddprun::rendezvous

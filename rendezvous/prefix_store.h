@@ -44,6 +44,7 @@ class PrefixStore : public Store {
   void append(const std::string& key, const std::string& value) override {
     inner_.append(prefix_ + key, value);
   }
+  void interrupt() override { inner_.interrupt(); }
 
  private:
   std::vector<std::string> prefixed(const std::vector<std::string>& keys) const {

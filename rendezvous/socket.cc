@@ -106,6 +106,11 @@ void Socket::close() {
   fd_ = -1;
 }
 
+void Socket::shutdown() {
+  int fd = fd_;
+  if (fd >= 0) ::shutdown(fd, SHUT_RDWR);
+}
+
 void Socket::wait_for(short events, Deadline deadline, const char* what) {
   while (true) {
     pollfd p{fd_, events, 0};

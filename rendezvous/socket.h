@@ -24,6 +24,9 @@ class Socket {
   void send_all(const void* data, size_t size, Deadline deadline);
   void recv_exact(void* data, size_t size, Deadline deadline);
   void close();
+  /// Shuts the connection down (without releasing the descriptor), so a blocking
+  /// call on another thread returns. Thread-safe.
+  void shutdown();
   bool is_open() const { return fd_ >= 0; }
   const std::string& peer() const { return peer_; }
 

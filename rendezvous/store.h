@@ -49,6 +49,10 @@ class Store {
                          const std::vector<std::string>& values) = 0;
   /// Appends to the value (creating it when missing).
   virtual void append(const std::string& key, const std::string& value) = 0;
+
+  /// Makes a call blocked in another thread fail promptly with StoreError; the store
+  /// is unusable afterwards. The one method that may be called concurrently.
+  virtual void interrupt() = 0;
 };
 
 }  // namespace ddprun::rendezvous

@@ -42,6 +42,7 @@ class TcpStoreClient : public Store {
   void multi_set(const std::vector<std::string>& keys,
                  const std::vector<std::string>& values) override;
   void append(const std::string& key, const std::string& value) override;
+  void interrupt() override { socket_.shutdown(); }
 
   /// Round trip with a nonce (2.x only); returns the nonce echoed.
   uint32_t ping(uint32_t nonce);

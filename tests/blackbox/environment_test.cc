@@ -49,11 +49,13 @@ TEST(Environment, EveryRankGetsTorchrunsVariables) {
     EXPECT_EQ(e["GROUP_WORLD_SIZE"], "1");
     EXPECT_EQ(e["ROLE_WORLD_SIZE"], "3");
     EXPECT_EQ(e["MASTER_ADDR"], "127.0.0.1");
-    EXPECT_EQ(e["MASTER_PORT"], "29500");
+    // The agent hosts the store on a port it bound itself.
+    EXPECT_EQ(e["MASTER_PORT"], envs[0]["MASTER_PORT"]);
+    EXPECT_GT(std::stoi(e["MASTER_PORT"]), 0);
     EXPECT_EQ(e["TORCHELASTIC_RESTART_COUNT"], "0");
     EXPECT_EQ(e["TORCHELASTIC_MAX_RESTARTS"], "0");
     EXPECT_EQ(e["TORCHELASTIC_RUN_ID"], "none");
-    EXPECT_EQ(e["TORCHELASTIC_USE_AGENT_STORE"], "False");
+    EXPECT_EQ(e["TORCHELASTIC_USE_AGENT_STORE"], "True");
     EXPECT_EQ(e["NCCL_ASYNC_ERROR_HANDLING"], "1");
     EXPECT_EQ(e["TORCH_NCCL_ASYNC_ERROR_HANDLING"], "1");
     EXPECT_EQ(e["OMP_NUM_THREADS"], "1");
@@ -102,15 +104,15 @@ TEST(Environment, StandaloneUsesAFreshRunIdAndAFreePort) {
   EXPECT_NE(second[0]["TORCHELASTIC_RUN_ID"], id);
   EXPECT_EQ(first[0]["MASTER_ADDR"], "localhost");
   EXPECT_EQ(first[0]["MASTER_PORT"], first[1]["MASTER_PORT"]);
-  EXPECT_NE(first[0]["MASTER_PORT"], "29500");
+  EXPECT_GT(std::stoi(first[0]["MASTER_PORT"]), 0);
 }
 
 TEST(Environment, PetVariablesAndBothSpellingsSetOptions) {
   auto envs = worker_envs({"--master-addr=10.1.2.3", "--rdzv-id=job7"},
-                          {{"PET_NPROC_PER_NODE", "2"}, {"PET_MASTER_PORT", "1234"}}, 2);
+                          {{"PET_NPROC_PER_NODE", "2"}, {"PET_MASTER_PORT", "29777"}}, 2);
   ASSERT_EQ(envs.size(), 2u);
   EXPECT_EQ(envs[1]["LOCAL_WORLD_SIZE"], "2");
-  EXPECT_EQ(envs[1]["MASTER_PORT"], "1234");
+  EXPECT_EQ(envs[1]["MASTER_PORT"], "29777") << "an explicit port is honoured";
   EXPECT_EQ(envs[1]["MASTER_ADDR"], "10.1.2.3");
   EXPECT_EQ(envs[1]["TORCHELASTIC_RUN_ID"], "job7");
 }

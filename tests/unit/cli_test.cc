@@ -33,11 +33,22 @@ TEST(Cli, Defaults) {
   EXPECT_EQ(c.kind, ScriptKind::kPythonFile);
   EXPECT_EQ(c.agent.spec.local_world_size, 1);
   EXPECT_EQ(c.agent.master_addr, "127.0.0.1");
-  EXPECT_EQ(c.agent.master_port, 29500);
+  EXPECT_EQ(c.agent.master_port, 0) << "one node: the agent's store on a free port";
   EXPECT_EQ(c.agent.run_id, "none");
   EXPECT_EQ(c.agent.spec.role, "default");
   EXPECT_EQ(c.agent.grace_period.count(), 30000);
   EXPECT_TRUE(c.agent.omp_num_threads.empty());
+}
+
+TEST(Cli, MasterPortForStaticJobs) {
+  EXPECT_EQ(Cli{}.parse({"--master_port=1234", "t"}).agent.master_port, 1234);
+  auto multi = Cli{}.parse({"--nnodes=2", "--node_rank=1", "t"});
+  EXPECT_EQ(multi.agent.master_port, 29500);
+  EXPECT_EQ(multi.agent.node_rank, 1);
+  EXPECT_THROW(Cli{}.parse({"--nnodes=1:2", "t"}), UsageError);
+  EXPECT_THROW(Cli{}.parse({"--nnodes=2", "--rdzv_backend=c10d", "t"}), UsageError);
+  auto timeout = Cli{}.parse({"--rdzv_conf=join_timeout=2.5", "t"});
+  EXPECT_EQ(timeout.agent.join_timeout.count(), 2500);
 }
 
 TEST(Cli, BothSpellingsAndAbbreviations) {
@@ -108,6 +119,7 @@ TEST(Cli, Errors) {
   EXPECT_THROW(cli.parse({"--no_python", "--module", "t"}), UsageError);
   EXPECT_THROW(cli.parse({"--standalone=1", "t"}), UsageError);
   EXPECT_THROW(cli.parse({"--node_rank=1", "t"}), UsageError);
+  EXPECT_THROW(cli.parse({"--nnodes=2", "--node_rank=2", "t"}), UsageError);
   EXPECT_THROW(cli.parse({"--start_method=thread", "t"}), UsageError);
   EXPECT_THROW(cli.parse({"-x", "t"}), UsageError);
   EXPECT_TRUE(cli.parse({"--help"}).help);

@@ -1,0 +1,82 @@
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "agent/agent_config.h"
+#include "agent/failure_summary.h"
+#include "agent/worker.h"
+
+namespace ddprun::agent {
+
+class LogDir;
+class OrphanGuard;
+class ProcessLauncher;
+class WorkerOutput;
+
+/// Runs one attempt of this node's workers inside the agent's io_context: spawns
+/// them with torchrun's environment, learns of every exit from SIGCHLD at once,
+/// stops the rest on the first failure (signal, grace period, SIGKILL), kills what
+/// they leave behind and drains their output.
+///
+/// Phases of an attempt: kRunning -> kStopping (a worker failed or stop() was
+/// called) -> kDraining (all workers exited; reading what is left in their pipes)
+/// -> kIdle. Single-threaded: use on the io_context's thread.
+class WorkerGroupRunner {
+ public:
+  WorkerGroupRunner(boost::asio::io_context& io, const AgentConfig& config,
+                    ProcessLauncher& launcher, OrphanGuard* guard, LogDir& log_dir,
+                    std::string host);
+  ~WorkerGroupRunner();
+
+  /// Spawns the group's workers for attempt `group.restart_count`. `on_failure` runs at
+  /// the first failed worker (before the others are stopped); `on_done` once every
+  /// worker has exited and its output is drained. Throws SystemError if spawning fails.
+  void start(WorkerGroup group, std::function<void(const FailureRecord&)> on_failure,
+             std::function<void()> on_done);
+
+  /// Sends `sig` to every running worker's group, then SIGKILL after the grace period.
+  void stop(int sig);
+
+  bool idle() const { return phase_ == Phase::kIdle; }
+  int running_workers() const;
+  /// This attempt's failed workers, root cause first (empty if none failed).
+  const std::vector<FailureRecord>& failures() const { return failures_; }
+
+ private:
+  enum class Phase { kIdle, kRunning, kStopping, kDraining };
+
+  void wait_for_children();
+  void reap_children();
+  Worker* find_worker(pid_t pid);
+  void signal_running(int sig);
+  void begin_drain();
+  void maybe_done();
+
+  boost::asio::io_context& io_;
+  const AgentConfig& config_;
+  ProcessLauncher& launcher_;
+  OrphanGuard* guard_;
+  LogDir& log_dir_;
+  std::string host_;
+  std::vector<std::string> inherited_env_;
+  boost::asio::signal_set child_signals_;
+  boost::asio::steady_timer grace_timer_;
+  boost::asio::steady_timer drain_timer_;
+
+  Phase phase_ = Phase::kIdle;
+  WorkerGroup group_;
+  std::vector<std::unique_ptr<WorkerOutput>> outputs_;
+  std::vector<std::unique_ptr<WorkerOutput>> retired_outputs_;
+  std::vector<FailureRecord> failures_;
+  std::function<void(const FailureRecord&)> on_failure_;
+  std::function<void()> on_done_;
+};
+
+}  // namespace ddprun::agent

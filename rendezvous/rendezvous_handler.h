@@ -1,0 +1,57 @@
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rendezvous/store.h"
+
+namespace ddprun::rendezvous {
+
+/// What one round of rendezvous decided for this node.
+struct RendezvousInfo {
+  int round = 0;             // also TORCHELASTIC_RESTART_COUNT: rounds are shared by all nodes
+  int group_rank = 0;        // this node's rank
+  int group_world_size = 1;  // nodes in the round
+  std::vector<int> local_world_sizes;  // per node, by group rank
+  std::string master_addr;   // the worker-facing store (hosted by an agent)
+  int master_port = 0;
+
+  /// First global rank of node `g`: the sum of the lower nodes' local world sizes.
+  int rank_offset(int g) const {
+    int sum = 0;
+    for (int i = 0; i < g; ++i) sum += local_world_sizes[i];
+    return sum;
+  }
+  int world_size() const { return rank_offset(group_world_size); }
+};
+
+/// Agrees with the other nodes on ranks and hosts or reaches the store that agents
+/// and workers share. Keys of the agents live under kAgentPrefix, which workers'
+/// keys (always '/'-prefixed or "init/") never use.
+/// Thread-safety: next_rendezvous() and the store from one thread; cancel() from any.
+class RendezvousHandler {
+ public:
+  static constexpr const char* kAgentPrefix = "ddprun/";
+
+  virtual ~RendezvousHandler() = default;
+
+  /// Joins round `round` with this node's worker count; blocks until every node of
+  /// the round is there. The workers' keys of earlier rounds are gone when it returns.
+  /// Throws TimeoutError naming what is missing, StoreError.
+  virtual RendezvousInfo next_rendezvous(int round, int local_world_size) = 0;
+
+  /// The agent-side store (client of the shared store). Valid after construction.
+  virtual Store& store() = 0;
+
+  /// Opens a further connection to the shared store, for a thread of its own.
+  virtual std::unique_ptr<Store> connect() = 0;
+
+  /// Prefix of this round's agent keys, for the agents' own signals (stop, done).
+  virtual std::string round_prefix(int round) const = 0;
+
+  /// Unblocks a next_rendezvous() in progress (it throws). Thread-safe.
+  virtual void cancel() = 0;
+};
+
+}  // namespace ddprun::rendezvous

@@ -1,0 +1,95 @@
+#include "rendezvous/static_rendezvous.h"
+
+#include <algorithm>
+
+namespace ddprun::rendezvous {
+namespace {
+
+std::string node_key(int round, int node) {
+  return static_round_prefix(round) + "node/" + std::to_string(node);
+}
+
+std::string format_seconds(std::chrono::milliseconds d) {
+  auto ms = d.count();
+  return ms % 1000 == 0 ? std::to_string(ms / 1000) + " s" : std::to_string(ms) + " ms";
+}
+
+}  // namespace
+
+std::string static_round_prefix(int round) {
+  return std::string(RendezvousHandler::kAgentPrefix) + "static/round/" + std::to_string(round) +
+         "/";
+}
+
+StaticRendezvous::StaticRendezvous(Options options) : options_(std::move(options)) {
+  TcpStoreClient::Options client_options;
+  client_options.timeout = options_.join_timeout;
+  if (options_.node_rank == 0) {
+    // Listen on every interface: the other nodes reach us by master_addr.
+    server_ = std::make_unique<TcpStoreServer>("", static_cast<uint16_t>(options_.master_port));
+    port_ = server_->port();
+    client_ = std::make_unique<TcpStoreClient>("127.0.0.1", port_, client_options);
+  } else {
+    port_ = options_.master_port;
+    client_ = std::make_unique<TcpStoreClient>(options_.master_addr, port_, client_options);
+  }
+}
+
+std::unique_ptr<Store> StaticRendezvous::connect() {
+  TcpStoreClient::Options o;
+  o.timeout = options_.join_timeout;
+  return std::make_unique<TcpStoreClient>(server_ ? "127.0.0.1" : options_.master_addr, port_, o);
+}
+
+RendezvousInfo StaticRendezvous::next_rendezvous(int round, int local_world_size) {
+  client_->set(node_key(round, options_.node_rank), std::to_string(local_world_size));
+  std::vector<std::string> keys;
+  for (int k = 0; k < options_.nnodes; ++k) keys.push_back(node_key(round, k));
+  auto deadline = Store::Clock::now() + options_.join_timeout;
+  // Wait in slices so cancel() is noticed.
+  while (true) {
+    if (cancelled_) throw Error("rendezvous cancelled");
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
+                                                                      Store::Clock::now());
+    try {
+      client_->wait(keys, std::clamp(left, std::chrono::milliseconds(1),
+                                     std::chrono::milliseconds(200)));
+      break;
+    } catch (const TimeoutError&) {
+      if (Store::Clock::now() < deadline) continue;
+      std::string missing;
+      for (int k = 0; k < options_.nnodes; ++k) {
+        if (!client_->check({keys[k]})) missing += (missing.empty() ? "" : ", ") + std::to_string(k);
+      }
+      throw TimeoutError("node rank(s) " + missing + " of " + std::to_string(options_.nnodes) +
+                         " did not join within " + format_seconds(options_.join_timeout) +
+                         " (store at " + options_.master_addr + ":" + std::to_string(port_) + ")");
+    }
+  }
+  // Node 0 clears the previous round's worker keys once every node is here (so every
+  // old worker is gone) and before any new worker starts (they wait for "ready").
+  std::string ready = static_round_prefix(round) + "ready";
+  if (server_) {
+    server_->clear_except(kAgentPrefix);
+    client_->set(ready, "1");
+  } else {
+    client_->wait({ready}, options_.join_timeout);
+  }
+  RendezvousInfo info;
+  info.round = round;
+  info.group_rank = options_.node_rank;
+  info.group_world_size = options_.nnodes;
+  for (const auto& v : client_->multi_get(keys, options_.join_timeout)) {
+    info.local_world_sizes.push_back(std::stoi(v));
+  }
+  info.master_addr = options_.master_addr;
+  info.master_port = port_;
+  return info;
+}
+
+void StaticRendezvous::cancel() {
+  cancelled_ = true;
+  client_->interrupt();
+}
+
+}  // namespace ddprun::rendezvous

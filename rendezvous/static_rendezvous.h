@@ -1,0 +1,55 @@
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "rendezvous/rendezvous_handler.h"
+#include "rendezvous/tcp_store_client.h"
+#include "rendezvous/tcp_store_server.h"
+
+namespace ddprun::rendezvous {
+
+/// torchrun's static rendezvous: a fixed number of nodes with given ranks. Node 0
+/// hosts the store at master_addr:master_port (port 0: a free port, published as
+/// MASTER_PORT); the others connect to it, retrying until the join timeout.
+/// Each round, every node writes its worker count under
+/// "ddprun/static/round/<r>/node/<k>" and waits for all of them; node 0 then deletes
+/// the previous round's worker keys (2.x workers use no attempt prefix) and marks the
+/// round ready, which the others wait for before starting workers.
+/// Keys of round `round` share this prefix.
+std::string static_round_prefix(int round);
+
+class StaticRendezvous : public RendezvousHandler {
+ public:
+  struct Options {
+    int nnodes = 1;
+    int node_rank = 0;
+    std::string master_addr = "127.0.0.1";
+    int master_port = 0;  // 0 on node 0: any free port
+    std::chrono::milliseconds join_timeout{600'000};
+  };
+
+  /// Node 0 binds the store here (throws StoreError naming the address); the others
+  /// connect (TimeoutError naming the address when it never answers).
+  explicit StaticRendezvous(Options options);
+
+  RendezvousInfo next_rendezvous(int round, int local_world_size) override;
+  Store& store() override { return *client_; }
+  std::unique_ptr<Store> connect() override;
+  std::string round_prefix(int round) const override { return static_round_prefix(round); }
+  void cancel() override;
+
+  /// The port the store listens on (node 0) or is reached at.
+  int port() const { return port_; }
+
+ private:
+  Options options_;
+  std::unique_ptr<TcpStoreServer> server_;  // node 0 only
+  int port_ = 0;
+  std::unique_ptr<TcpStoreClient> client_;
+  std::atomic<bool> cancelled_{false};
+};
+
+}  // namespace ddprun::rendezvous
