@@ -77,6 +77,36 @@ class DdpJob(unittest.TestCase):
         self.assertIn("RuntimeError: rank 1 fails on purpose in attempt 0", summary)
 
 
+def free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class StaticNodes(unittest.TestCase):
+    def test_two_static_nodes_train_like_one(self):
+        tmp = tempfile.mkdtemp(prefix="ddprun_torch_")
+        port = free_port()
+        env = dict(os.environ, PYTHON_EXEC=PYTHON, OMP_NUM_THREADS="1")
+        nodes = [subprocess.Popen(
+            [DDPRUN, "--nnodes=2", f"--node_rank={k}", "--master_addr=127.0.0.1",
+             f"--master_port={port}", "--nproc_per_node=2", TRAIN, "--epochs", "2",
+             "--checkpoint", os.path.join(tmp, f"n{k}.pt")],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+            for k in (0, 1)]
+        outs = [n.communicate(timeout=TIMEOUT) for n in nodes]
+        for n, (out, err) in zip(nodes, outs):
+            self.assertEqual(n.returncode, 0, err)
+        # Global rank 0 lives on node 0; four ranks train exactly as on one node.
+        one = ddprun("--standalone", "--nproc_per_node=4", TRAIN, "--epochs", "2",
+                     "--checkpoint", os.path.join(tmp, "one.pt"))
+        self.assertEqual(one.returncode, 0, one.stderr)
+        self.assertEqual(len(training_lines(outs[0][0])), 2, outs[0][0])
+        self.assertEqual(training_lines(outs[0][0]), training_lines(one.stdout))
+        self.assertEqual(training_lines(outs[1][0]), [])
+
+
 class Environment(unittest.TestCase):
     def env_of(self, result):
         self.assertEqual(result.returncode, 0, result.stderr)

@@ -1,0 +1,143 @@
+// Static multi-node jobs: two ddprun processes on 127.0.0.1 as two nodes. Node 0
+// hosts the store; ranks, restarts and stops are shared across the nodes.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+
+#include <set>
+#include <sstream>
+
+#include "tests/blackbox/ddprun_process.h"
+
+namespace ddprun::test {
+namespace {
+
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  socklen_t len = sizeof(a);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), len);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+std::vector<std::string> node_args(int node, int port, std::vector<std::string> extra) {
+  std::vector<std::string> args{"--nnodes=2", "--node_rank=" + std::to_string(node),
+                                "--master_addr=127.0.0.1", "--master_port=" + std::to_string(port)};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+std::vector<std::string> worker(std::vector<std::string> mode) {
+  std::vector<std::string> args{"--no_python", test_worker_binary()};
+  args.insert(args.end(), mode.begin(), mode.end());
+  return args;
+}
+
+std::vector<std::string> concat(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// Values of `key` in tee'd "env" output, one per worker.
+std::vector<std::string> values_of(const std::string& out, const std::string& key) {
+  std::vector<std::string> v;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    auto pos = line.find("]:" + key + "=");
+    if (pos != std::string::npos) v.push_back(line.substr(pos + 3 + key.size()));
+  }
+  return v;
+}
+
+const std::map<std::string, std::optional<std::string>> kEnv{{"OMP_NUM_THREADS", "1"}};
+
+TEST(StaticMultiNode, RanksAreUniqueAndContiguous) {
+  int port = free_port();
+  DdprunProcess n1(concat(node_args(1, port, {"--nproc_per_node=3", "--tee=1"}), worker({"env"})),
+                   kEnv);
+  DdprunProcess n0(concat(node_args(0, port, {"--nproc_per_node=1", "--tee=1"}), worker({"env"})),
+                   kEnv);
+  ASSERT_EQ(n0.wait(), 0) << n0.err();
+  ASSERT_EQ(n1.wait(), 0) << n1.err();
+  auto r0 = values_of(n0.out(), "RANK");
+  auto r1 = values_of(n1.out(), "RANK");
+  EXPECT_EQ(std::set<std::string>(r0.begin(), r0.end()), (std::set<std::string>{"0"}));
+  EXPECT_EQ(std::set<std::string>(r1.begin(), r1.end()), (std::set<std::string>{"1", "2", "3"}));
+  for (const auto* out : {&n0.out(), &n1.out()}) {
+    for (const auto& v : values_of(*out, "WORLD_SIZE")) EXPECT_EQ(v, "4");
+    for (const auto& v : values_of(*out, "GROUP_WORLD_SIZE")) EXPECT_EQ(v, "2");
+    for (const auto& v : values_of(*out, "MASTER_PORT")) EXPECT_EQ(v, std::to_string(port));
+    for (const auto& v : values_of(*out, "TORCHELASTIC_USE_AGENT_STORE")) EXPECT_EQ(v, "True");
+  }
+  for (const auto& v : values_of(n1.out(), "GROUP_RANK")) EXPECT_EQ(v, "1");
+}
+
+TEST(StaticMultiNode, MissingNodeTimesOutNamingIt) {
+  int port = free_port();
+  Finished f = run_ddprun(
+      concat(node_args(0, port, {"--rdzv_conf=join_timeout=0.3"}), worker({"exit", "0"})), kEnv);
+  EXPECT_NE(f.code, 0);
+  EXPECT_NE(f.err.find("node rank(s) 1 of 2 did not join within 300 ms"), std::string::npos)
+      << f.err;
+}
+
+TEST(StaticMultiNode, UnreachableNodeZeroIsNamed) {
+  int port = free_port();
+  Finished f = run_ddprun(
+      concat(node_args(1, port, {"--rdzv_conf=join_timeout=0.3"}), worker({"exit", "0"})), kEnv);
+  EXPECT_NE(f.code, 0);
+  EXPECT_NE(f.err.find("127.0.0.1:" + std::to_string(port)), std::string::npos) << f.err;
+}
+
+TEST(StaticMultiNode, FailureOnOneNodeStopsTheOther) {
+  int port = free_port();
+  std::string dir = make_temp_dir();
+  // Rank 3 (node 1) fails; every other rank hangs until stopped.
+  DdprunProcess n0(concat(node_args(0, port, {"--nproc_per_node=2"}),
+                          worker({"fail_rank", "3", "5"})),
+                   kEnv);
+  DdprunProcess n1(concat(node_args(1, port, {"--nproc_per_node=2"}),
+                          worker({"fail_rank", "3", "5"})),
+                   kEnv);
+  EXPECT_EQ(n1.wait(), 5) << n1.err();
+  EXPECT_EQ(n0.wait(), 5) << n0.err();
+  EXPECT_NE(n1.err().find("rank      : 3 (local_rank: 1)"), std::string::npos) << n1.err();
+  EXPECT_NE(n0.err().find("rank 3 (local_rank 1) on node 1"), std::string::npos) << n0.err();
+}
+
+TEST(StaticMultiNode, RestartsAreSharedAcrossNodes) {
+  int port = free_port();
+  auto args = [&](int node) {
+    return concat(node_args(node, port, {"--nproc_per_node=2", "--max_restarts=2", "--tee=1"}),
+                  worker({"fail_before", "1", "4"}));
+  };
+  DdprunProcess n0(args(0), kEnv);
+  DdprunProcess n1(args(1), kEnv);
+  ASSERT_EQ(n0.wait(), 0) << n0.err();
+  ASSERT_EQ(n1.wait(), 0) << n1.err();
+  for (const auto* out : {&n0.out(), &n1.out()}) {
+    EXPECT_NE(out->find(":attempt 1"), std::string::npos) << *out;
+    EXPECT_EQ(out->find(":attempt 2"), std::string::npos) << "one restart was enough";
+  }
+}
+
+TEST(StaticMultiNode, SigtermOnOneNodeStopsTheWholeJob) {
+  int port = free_port();
+  std::string dir = make_temp_dir();
+  DdprunProcess n0(concat(node_args(0, port, {}), worker({"hang", dir})), kEnv);
+  DdprunProcess n1(concat(node_args(1, port, {}), worker({"hang", dir})), kEnv);
+  ASSERT_TRUE(eventually([&] {
+    return !read_file(dir + "/0.pids").empty() && !read_file(dir + "/1.pids").empty();
+  }));
+  ::kill(n1.pid(), SIGTERM);
+  EXPECT_EQ(n1.wait(), 128 + SIGTERM);
+  EXPECT_EQ(n0.wait(), 128 + SIGTERM) << n0.err();
+  EXPECT_NE(n0.err().find("node 1"), std::string::npos) << n0.err();
+}
+
+}  // namespace
+}  // namespace ddprun::test
