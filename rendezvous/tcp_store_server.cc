@@ -10,6 +10,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ip/v6_only.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <spdlog/spdlog.h>
 
 #include "rendezvous/store.h"
@@ -84,6 +85,7 @@ class TcpStoreServer::Impl {
     run_on_io([this] {
       boost::system::error_code ignored;
       acceptor_.close(ignored);
+      accept_retry_.cancel();
       for (auto& [ptr, weak] : sessions_)
         if (auto s = weak.lock()) s->close();
       sessions_.clear();
@@ -112,16 +114,24 @@ class TcpStoreServer::Impl {
   void do_accept() {
     acceptor_.async_accept([this](const boost::system::error_code& ec, tcp::socket socket) {
       if (ec == asio::error::operation_aborted) return;
-      if (!ec) {
-        auto session = std::make_shared<tcpstore::Session>(std::move(socket), state_);
-        sessions_[session.get()] = session;
-        session->start();
-        if (sessions_.size() % 1024 == 0) prune();
-      } else {
-        // EMFILE and friends: keep serving the connections we have.
-        spdlog::warn("store: accept failed: {}", ec.message());
-      }
+      if (ec) return pause_accepting(ec);
+      accept_failing_ = false;
+      auto session = std::make_shared<tcpstore::Session>(std::move(socket), state_);
+      sessions_[session.get()] = session;
+      session->start();
+      if (sessions_.size() % 1024 == 0) prune();
       do_accept();
+    });
+  }
+
+  // Out of descriptors (EMFILE/ENFILE) or another accept error: keep serving the
+  // connections we have, say so once, and retry shortly instead of spinning.
+  void pause_accepting(const boost::system::error_code& ec) {
+    if (!accept_failing_) spdlog::warn("store: cannot accept connections: {}", ec.message());
+    accept_failing_ = true;
+    accept_retry_.expires_after(std::chrono::milliseconds(50));
+    accept_retry_.async_wait([this](const boost::system::error_code& e) {
+      if (!e) do_accept();
     });
   }
 
@@ -132,11 +142,13 @@ class TcpStoreServer::Impl {
     });
   }
 
-  asio::io_context io_;
+  asio::io_context io_{1};  // one thread runs it: Asio may skip its internal locking
   tcp::acceptor acceptor_;
   uint16_t port_;
   tcpstore::StoreState state_;
   std::unordered_map<tcpstore::Session*, std::weak_ptr<tcpstore::Session>> sessions_;
+  asio::steady_timer accept_retry_{io_};
+  bool accept_failing_ = false;
   std::thread thread_;
 };
 

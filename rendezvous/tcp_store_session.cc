@@ -128,7 +128,7 @@ Session::Session(boost::asio::ip::tcp::socket socket, StoreState& state)
   socket_.non_blocking(true, ignored);
 }
 
-void Session::start() { wait_readable(); }
+void Session::start() { read_more(); }
 
 void Session::close() {
   if (closed_) return;
@@ -138,59 +138,70 @@ void Session::close() {
   socket_.close(ignored);
 }
 
-// Waits for readability without a per-connection buffer: idle connections cost
-// only their socket, which is what lets one server hold 10,000 of them.
-void Session::wait_readable() {
-  socket_.async_wait(boost::asio::socket_base::wait_read,
-                     [self = shared_from_this()](const boost::system::error_code& ec) {
-                       if (ec || self->closed_) return self->close();
-                       self->read_available();
-                     });
+// async_read_some rather than waiting for readability and reading until EAGAIN: after
+// a short read Asio knows the socket is drained and waits for epoll instead of
+// issuing a read that would fail, so one request costs one read and one write.
+void Session::read_more() {
+  socket_.async_read_some(boost::asio::buffer(read_buffer_),
+                          [self = shared_from_this()](const boost::system::error_code& ec,
+                                                      size_t n) {
+                            if (ec || self->closed_) return self->close();
+                            self->on_read(n);
+                          });
 }
 
-void Session::read_available() {
-  auto& buf = state_.read_buffer;
-  while (!closed_) {
-    boost::system::error_code ec;
-    size_t n = socket_.read_some(boost::asio::buffer(buf), ec);
-    if (ec == boost::asio::error::would_block) break;
-    if (ec) return close();  // EOF or reset: forget this client's waits
-    decoder_.feed(buf.data(), n);
-    Request request;
-    RequestDecoder::Status status;
-    while (!closed_ && (status = decoder_.next(request)) == RequestDecoder::Status::kReady) {
-      handle(request);
-    }
-    if (status == RequestDecoder::Status::kBad) {
-      spdlog::debug("store: closing a connection: {}", decoder_.error());
-      return close();
+void Session::on_read(size_t n) {
+  decoder_.feed(read_buffer_.data(), n);
+  if (n == read_buffer_.size()) {
+    // More may be waiting (a large value): take it through the shared buffer.
+    auto& buf = state_.read_buffer;
+    while (true) {
+      boost::system::error_code ec;
+      size_t got = socket_.read_some(boost::asio::buffer(buf), ec);
+      if (ec == boost::asio::error::would_block) break;
+      if (ec) return close();
+      decoder_.feed(buf.data(), got);
+      if (got < buf.size()) break;
     }
   }
-  if (!closed_) wait_readable();
+  Request request;
+  RequestDecoder::Status status = RequestDecoder::Status::kNeedMore;
+  batching_ = true;
+  while (!closed_ && (status = decoder_.next(request)) == RequestDecoder::Status::kReady) {
+    handle(request);
+  }
+  batching_ = false;
+  if (status == RequestDecoder::Status::kBad) {
+    spdlog::debug("store: closing a connection: {}", decoder_.error());
+    return close();
+  }
+  flush();
+  if (!closed_) read_more();
 }
 
-void Session::send(std::string bytes) {
+void Session::send(const std::string& bytes) {
   if (closed_) return;
-  queued_bytes_ += bytes.size();
-  if (queued_bytes_ > kMaxQueuedReplyBytes) {
+  if (pending_.size() + in_flight_.size() + bytes.size() > kMaxQueuedReplyBytes) {
     spdlog::debug("store: closing a connection that does not read its replies");
     return close();
   }
-  replies_.push_back(std::move(bytes));
-  if (!writing_) do_write();
+  pending_ += bytes;
+  if (!batching_) flush();
 }
 
-void Session::do_write() {
+void Session::flush() {
+  if (writing_ || pending_.empty() || closed_) return;
   writing_ = true;
-  boost::asio::async_write(
-      socket_, boost::asio::buffer(replies_.front()),
-      [self = shared_from_this()](const boost::system::error_code& ec, size_t n) {
-        self->writing_ = false;
-        if (ec) return self->close();
-        self->queued_bytes_ -= n;
-        self->replies_.pop_front();
-        if (!self->replies_.empty() && !self->closed_) self->do_write();
-      });
+  in_flight_.swap(pending_);
+  pending_.clear();
+  boost::asio::async_write(socket_, boost::asio::buffer(in_flight_),
+                           [self = shared_from_this()](const boost::system::error_code& ec,
+                                                       size_t) {
+                             self->writing_ = false;
+                             self->in_flight_.clear();
+                             if (ec) return self->close();
+                             self->flush();
+                           });
 }
 
 void Session::handle(Request& r) {
@@ -234,7 +245,7 @@ void Session::handle(Request& r) {
     default:
       return handle_data_op(r);
   }
-  send(std::move(out));
+  send(out);
 }
 
 // Operations that read or write values.
@@ -261,7 +272,7 @@ void Session::handle_data_op(Request& r) {
       auto old = state_.watched_value(key);
       auto result = state_.table.compare_set(key, r.values[0], r.values[1]);
       put_bytes(out, result.reply);
-      send(std::move(out));
+      send(out);
       if (result.written) state_.key_written(key, old);
       return;
     }
@@ -284,7 +295,7 @@ void Session::handle_data_op(Request& r) {
         spdlog::debug("store: ADD to a non-numeric value of '{}'", key);
         return close();
       }
-      send(std::move(out));
+      send(out);
       state_.key_written(key, old);
       return;
     }
@@ -292,7 +303,7 @@ void Session::handle_data_op(Request& r) {
       auto old = state_.watched_value(key);
       bool erased = state_.table.erase(key);
       put<int64_t>(out, erased ? 1 : 0);
-      send(std::move(out));
+      send(out);
       if (erased) state_.key_deleted(key, old.value_or(""));
       return;
     }
@@ -318,7 +329,7 @@ void Session::handle_data_op(Request& r) {
     default:
       return close();
   }
-  send(std::move(out));
+  send(out);
 }
 
 }  // namespace ddprun::rendezvous::tcpstore

@@ -3,6 +3,7 @@
 // Internal to the TCP store server: one client connection and the state all
 // connections share. Everything here runs on the server's single io thread.
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -42,7 +43,8 @@ class StoreState {
   /// After `key` was deleted: tells watchers (waiters are not woken, as in PyTorch).
   void key_deleted(const std::string& key, const std::string& old_value);
 
-  /// Shared by all sessions: the server is single-threaded, reads never overlap.
+  /// Shared by all sessions for large reads: the server is single-threaded, so the
+  /// reads that use it never overlap.
   std::vector<char> read_buffer = std::vector<char>(64 * 1024);
 
  private:
@@ -63,8 +65,9 @@ class Session : public std::enable_shared_from_this<Session> {
   void close();
   bool closed() const { return closed_; }
 
-  /// Queues reply bytes; closes the session when the client stops reading.
-  void send(std::string bytes);
+  /// Queues reply bytes; closes the session when the client stops reading. Replies
+  /// produced while handling one read go out in a single write.
+  void send(const std::string& bytes);
 
   // Wait bookkeeping, owned by StoreState.
   uint64_t wait_generation = 0;
@@ -74,18 +77,22 @@ class Session : public std::enable_shared_from_this<Session> {
  private:
   static constexpr size_t kMaxQueuedReplyBytes = 64 * 1024 * 1024;
 
-  void wait_readable();
-  void read_available();
+  void read_more();
+  void on_read(size_t n);
   void handle(Request& request);
   void handle_data_op(Request& r);
-  void do_write();
+  void flush();
 
   boost::asio::ip::tcp::socket socket_;
   StoreState& state_;
   RequestDecoder decoder_;
-  std::deque<std::string> replies_;
-  size_t queued_bytes_ = 0;
+  // Small on purpose: an idle connection costs little; a read that fills it is
+  // continued through the shared buffer.
+  std::array<char, 1024> read_buffer_;
+  std::string pending_;   // replies not yet handed to the socket
+  std::string in_flight_;  // the write under way
   bool writing_ = false;
+  bool batching_ = false;  // handling a read: flush once at its end
   bool closed_ = false;
 };
 

@@ -2,6 +2,7 @@
 // connections must never disturb the well-behaved clients.
 #include <gtest/gtest.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 
 #include <atomic>
 #include <random>
@@ -77,6 +78,81 @@ TEST(Robustness, ClientThatNeverReadsIsCutOff) {
   TcpStoreClient good("127.0.0.1", server.port());
   EXPECT_EQ(good.add("alive", 1), 1);
   EXPECT_TRUE(hog.drains_to_eof());
+}
+
+}  // namespace
+}  // namespace ddprun::test
+
+namespace ddprun::test {
+namespace {
+
+// The server runs in a child whose descriptor limit is tiny; the clients live here.
+TEST(Robustness, OutOfDescriptorsPausesAcceptingWithoutSpinning) {
+  int port_pipe[2];
+  int quit_pipe[2];
+  int err_pipe[2];
+  ASSERT_EQ(::pipe(port_pipe), 0);
+  ASSERT_EQ(::pipe(quit_pipe), 0);
+  ASSERT_EQ(::pipe(err_pipe), 0);
+  pid_t child = ::fork();
+  if (child == 0) {
+    ::dup2(err_pipe[1], 1);  // spdlog's default logger writes to stdout
+    ::dup2(err_pipe[1], 2);
+    for (int fd = 3; fd < 1024; ++fd)
+      if (fd != port_pipe[1] && fd != quit_pipe[0]) ::close(fd);
+    rlimit lim{40, 40};
+    ::setrlimit(RLIMIT_NOFILE, &lim);
+    {
+      rendezvous::TcpStoreServer server("127.0.0.1", 0);
+      int port = server.port();
+      ::write(port_pipe[1], &port, sizeof(port));
+      char c;
+      ::read(quit_pipe[0], &c, 1);
+    }
+    ::_exit(0);
+  }
+  ::close(port_pipe[1]);
+  ::close(quit_pipe[0]);
+  ::close(err_pipe[1]);
+  int port = 0;
+  ASSERT_EQ(::read(port_pipe[0], &port, sizeof(port)), static_cast<ssize_t>(sizeof(port)));
+
+  std::vector<std::unique_ptr<RawConnection>> conns;
+  const int kClients = 45;  // the child can hold about 30
+  for (int i = 0; i < kClients; ++i) {
+    conns.push_back(std::make_unique<RawConnection>(port));
+    conns.back()->send(Wire(Numbering::kV113, Op::kAdd).str("n").put<int64_t>(1).bytes);
+  }
+  // Some are served at once; the rest wait in the backlog.
+  int served = 0;
+  std::vector<bool> answered;
+  for (auto& c : conns) {
+    answered.push_back(c->read_scalar<int64_t>(100).has_value());
+    served += answered.back() ? 1 : 0;
+  }
+  EXPECT_GT(served, 0);
+  EXPECT_LT(served, kClients);
+  // Freeing descriptors lets the waiting ones in.
+  for (int i = 0; i < kClients; ++i)
+    if (answered[i]) conns[i].reset();
+  int late = 0;
+  for (int i = 0; i < kClients; ++i) {
+    if (!answered[i] && conns[i]->read_scalar<int64_t>(5000).has_value()) ++late;
+  }
+  EXPECT_EQ(late, kClients - served) << "accepting did not resume for everyone";
+  ::close(quit_pipe[1]);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  std::string err;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(err_pipe[0], buf, sizeof(buf))) > 0) err.append(buf, n);
+  size_t warnings = 0;
+  for (size_t pos = 0; (pos = err.find("cannot accept", pos)) != std::string::npos; ++pos) {
+    ++warnings;
+  }
+  EXPECT_GE(warnings, 1u);
+  EXPECT_LE(warnings, 5u) << "one warning per episode, not one per retry";
 }
 
 }  // namespace

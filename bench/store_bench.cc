@@ -1,0 +1,301 @@
+// Store throughput and connection handling: ddprun's TCPStore server next to torch
+// 1.13's own, measured in the same run with the same client (ddprun's C++ client in
+// the 1.13 numbering, which both servers speak). Each server runs on core 0 and the
+// client drivers on core 1, so what is measured is the server.
+//
+//   ddprun_store_bench [--seconds S] [--python /usr/bin/python3] [--no-torch]
+#include <sched.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "rendezvous/socket.h"
+#include "rendezvous/tcp_store_client.h"
+#include "rendezvous/tcp_store_server.h"
+
+using namespace ddprun::rendezvous;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// Server on core 0, client drivers on core 1 (when there are two): on a 2-core
+// machine the client would otherwise compete with the server it measures.
+void pin_to_cpu(int cpu) {
+  int n = static_cast<int>(std::thread::hardware_concurrency());
+  if (n < 2) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu % n, &set);
+  ::sched_setaffinity(0, sizeof(set), &set);
+}
+
+TcpStoreClient::Options client_options() {
+  TcpStoreClient::Options o;
+  o.timeout = std::chrono::seconds(60);
+  o.numbering = tcpstore::Numbering::kV113;
+  return o;
+}
+
+// A store server in a child process (torch's through Python, or ddprun's own for the
+// held-connections case); its port comes on the child's stdout, and closing its
+// stdin ends it.
+class ServerProcess {
+ public:
+  explicit ServerProcess(std::vector<std::string> argv) {
+    int out[2];
+    int in[2];
+    if (::pipe(out) != 0 || ::pipe(in) != 0) throw std::runtime_error("pipe");
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      pin_to_cpu(0);  // the server's core; its threads inherit it
+      ::dup2(out[1], 1);
+      ::dup2(in[0], 0);
+      ::close(out[0]);
+      ::close(in[1]);
+      std::vector<char*> args;
+      for (auto& a : argv) args.push_back(a.data());
+      args.push_back(nullptr);
+      ::execv(args[0], args.data());
+      ::_exit(127);
+    }
+    ::close(out[1]);
+    ::close(in[0]);
+    stdin_ = in[1];
+    // Read up to the newline; keep the pipe open so the child never writes to a
+    // closed pipe.
+    stdout_ = out[0];
+    std::string line;
+    char c;
+    while (::read(stdout_, &c, 1) == 1 && c != '\n') line += c;
+    port_ = std::atoi(line.c_str());
+    if (port_ == 0) throw std::runtime_error(argv[0] + " did not start a store server");
+  }
+  ~ServerProcess() {
+    ::close(stdin_);
+    ::close(stdout_);
+    int status;
+    ::waitpid(pid_, &status, 0);
+  }
+  int port() const { return port_; }
+
+ private:
+  pid_t pid_ = -1;
+  int stdin_ = -1;
+  int stdout_ = -1;
+  int port_ = 0;
+};
+
+// Busy and total jiffies of core 0 (the servers' core), from /proc/stat.
+std::pair<uint64_t, uint64_t> core0_jiffies() {
+  std::ifstream in("/proc/stat");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("cpu0 ", 0) != 0) continue;
+    std::istringstream f(line.substr(5));
+    uint64_t v[8] = {};
+    for (auto& x : v) f >> x;
+    uint64_t idle = v[3] + v[4];
+    uint64_t total = 0;
+    for (auto x : v) total += x;
+    return {total - idle, total};
+  }
+  return {0, 0};
+}
+
+struct Measurement {
+  double ops_per_second = 0;
+  double server_us_per_op = 0;  // busy time of the server's core per operation
+};
+
+// One request kind: its bytes (1.13 numbering, so both servers understand it) and
+// the size of its reply.
+struct OpKind {
+  const char* name;
+  std::string request;
+  size_t reply_size;
+};
+
+std::string wire_str(const std::string& s) {
+  uint64_t n = s.size();
+  return std::string(reinterpret_cast<const char*>(&n), 8) + s;
+}
+
+std::vector<OpKind> op_kinds() {
+  namespace ts = tcpstore;
+  auto code = [](ts::Op op) {
+    return std::string(1, static_cast<char>(*ts::op_to_wire(ts::Numbering::kV113, op)));
+  };
+  std::string key = wire_str("bench/key");
+  std::string value = wire_str(std::string(64, 'v'));
+  std::string one_key = std::string("\x01\0\0\0\0\0\0\0", 8) + key;
+  int64_t delta = 1;
+  std::string getnumkeys = code(ts::Op::kGetNumKeys);
+  return {
+      // SET has no reply: a GETNUMKEYS round trip after it paces the client.
+      {"set (+ a round trip)", code(ts::Op::kSet) + key + value + getnumkeys, 8},
+      {"get", code(ts::Op::kGet) + key, 8 + 64},
+      {"add", code(ts::Op::kAdd) + wire_str("bench/counter") +
+                  std::string(reinterpret_cast<const char*>(&delta), 8),
+       8},
+      {"wait", code(ts::Op::kWait) + one_key, 1},
+  };
+}
+
+// Operations per second from `clients` connections driven by one thread on the
+// client core. Each connection sends `depth` requests at once and then reads their
+// replies: with depth 1 this is exactly a synchronous client; a larger depth makes
+// the client cheap enough that the server, not the client, sets the pace.
+Measurement throughput(int port, int clients, const OpKind& op, double seconds, int depth) {
+  int drivers = 1;
+  auto deadline = [] { return Clock::now() + std::chrono::seconds(30); };
+  std::vector<std::vector<Socket>> conns(drivers);
+  for (int c = 0; c < clients; ++c) {
+    conns[c % drivers].push_back(Socket::connect("127.0.0.1", port, deadline()));
+  }
+  {  // the key every op reads
+    TcpStoreClient setup("127.0.0.1", port, client_options());
+    setup.set("bench/key", std::string(64, 'v'));
+  }
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> total{0};
+  std::vector<std::thread> threads;
+  std::string burst;
+  for (int i = 0; i < depth; ++i) burst += op.request;
+  auto [busy0, total0] = core0_jiffies();
+  auto start = Clock::now();
+  for (int d = 0; d < drivers; ++d) {
+    threads.emplace_back([&, d] {
+      std::string buf(op.reply_size * depth, '\0');
+      uint64_t n = 0;
+      while (!stop) {
+        for (auto& s : conns[d]) s.send_all(burst.data(), burst.size(), deadline());
+        for (auto& s : conns[d]) s.recv_exact(buf.data(), buf.size(), deadline());
+        n += conns[d].size() * depth;
+      }
+      total += n;
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  stop = true;
+  for (auto& t : threads) t.join();
+  double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  auto [busy1, total1] = core0_jiffies();
+  double busy_fraction =
+      total1 > total0 ? static_cast<double>(busy1 - busy0) / static_cast<double>(total1 - total0)
+                      : 0;
+  Measurement m;
+  m.ops_per_second = static_cast<double>(total) / elapsed;
+  m.server_us_per_op = total ? busy_fraction * elapsed * 1e6 / static_cast<double>(total) : 0;
+  return m;
+}
+
+// Opens `n` connections from 8 threads, each answering one ADD; returns
+// {connections per second, every answer correct}. Connections stay open until the end.
+std::pair<double, bool> connections(int port, int n) {
+  std::vector<std::unique_ptr<TcpStoreClient>> held(n);
+  std::vector<int64_t> answers(n, -1);
+  std::string key = "conn/" + std::to_string(Clock::now().time_since_epoch().count());
+  auto start = Clock::now();
+  std::vector<std::thread> threads;
+  std::atomic<bool> failed{false};
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = t; i < n && !failed; i += 8) {
+        try {
+          held[i] = std::make_unique<TcpStoreClient>("127.0.0.1", port, client_options());
+          answers[i] = held[i]->add(key, 1);
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "connection %d: %s\n", i, e.what());
+          failed = true;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  std::sort(answers.begin(), answers.end());
+  bool correct = !failed;
+  for (int i = 0; i < n && correct; ++i) correct = answers[i] == i + 1;
+  return {n / elapsed, correct};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  double seconds = 1.0;
+  std::string python = "/usr/bin/python3";
+  bool with_torch = true;
+  int held = 10000;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--seconds" && i + 1 < argc) seconds = std::atof(argv[++i]);
+    else if (a == "--python" && i + 1 < argc) python = argv[++i];
+    else if (a == "--connections" && i + 1 < argc) held = std::atoi(argv[++i]);
+    else if (a == "--no-torch") with_torch = false;
+  }
+  // Clients and our server share this process: 10,000 held connections need 20,000+
+  // descriptors. Root may raise the hard limit; otherwise use what there is.
+  rlimit lim{};
+  ::getrlimit(RLIMIT_NOFILE, &lim);
+  rlimit wanted{65536, std::max<rlim_t>(lim.rlim_max, 65536)};
+  if (::setrlimit(RLIMIT_NOFILE, &wanted) != 0) {
+    lim.rlim_cur = lim.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &lim);
+  }
+
+  // The server's thread inherits this affinity; then the rest moves to core 1.
+  pin_to_cpu(0);
+  TcpStoreServer ours("127.0.0.1", 0);
+  std::unique_ptr<ServerProcess> torch;
+  if (with_torch) {
+    torch = std::make_unique<ServerProcess>(std::vector<std::string>{
+        python, std::string(DDPRUN_BENCH_DIR) + "/torch_store_server.py"});
+  }
+  pin_to_cpu(1);
+  std::printf("| op | clients | in flight each | ddprun ops/s | torch 1.13 ops/s | ddprun / torch "
+              "| server core µs/op: ddprun / torch |\n");
+  std::printf("|---|---|---|---|---|---|---|\n");
+  for (int clients : {1, 16, 256}) {
+    for (int depth : {1, 16}) {
+    for (const auto& op : op_kinds()) {
+      Measurement a = throughput(ours.port(), clients, op, seconds, depth);
+      if (torch) {
+        Measurement b = throughput(torch->port(), clients, op, seconds, depth);
+        std::printf("| %s | %d | %d | %.0f | %.0f | x%.1f | %.2f / %.2f |\n", op.name, clients,
+                    depth, a.ops_per_second, b.ops_per_second, a.ops_per_second / b.ops_per_second,
+                    a.server_us_per_op, b.server_us_per_op);
+      } else {
+        std::printf("| %s | %d | %d | %.0f | - | - | %.2f / - |\n", op.name, clients, depth,
+                    a.ops_per_second, a.server_us_per_op);
+      }
+      std::fflush(stdout);
+    }
+    }
+  }
+  std::printf("\n| connections | server | accepted/s | all answers correct |\n|---|---|---|---|\n");
+  // Both servers in their own process here, so the clients' descriptors and the
+  // server's do not share one limit.
+  ServerProcess ours_apart({DDPRUN_STORE_SERVER});
+  auto [rate, ok] = connections(ours_apart.port(), held);
+  std::printf("| %d held | ddprun | %.0f | %s |\n", held, rate, ok ? "yes" : "NO");
+  std::fflush(stdout);
+  if (torch) {
+    auto [trate, tok] = connections(torch->port(), held);
+    std::printf("| %d held | torch 1.13 | %.0f | %s |\n", held, trate, tok ? "yes" : "NO");
+  }
+  return ok ? 0 : 1;
+}
