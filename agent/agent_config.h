@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "agent/worker_spec.h"
@@ -27,6 +28,15 @@ struct AgentConfig {
   int master_port = 29500;
   /// How long to wait for the other nodes (rdzv_conf join_timeout).
   std::chrono::milliseconds join_timeout{600'000};
+
+  // Elastic (c10d) rendezvous, from --rdzv_endpoint and --rdzv_conf.
+  std::string rdzv_host = "localhost";
+  int rdzv_port = 29400;
+  std::optional<bool> rdzv_is_host;
+  std::chrono::milliseconds last_call_timeout{30'000};
+  std::chrono::milliseconds read_timeout{60'000};
+  std::chrono::milliseconds heartbeat_interval{5'000};
+  int heartbeat_misses = 3;
   std::string local_addr;
 
   /// Base of torchrun's log layout; empty means a fresh temporary directory that is

@@ -7,18 +7,22 @@
 #include <atomic>
 #include <iostream>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <spdlog/spdlog.h>
 
 #include "agent/key_watch.h"
 #include "agent/log_dir.h"
 #include "agent/orphan_guard.h"
+#include "agent/round_over.h"
 #include "agent/worker_group_runner.h"
 #include "common/logging.h"
+#include "rendezvous/dynamic_rendezvous.h"
 #include "rendezvous/static_rendezvous.h"
 
 namespace asio = boost::asio;
@@ -33,6 +37,22 @@ std::string host_name() {
 }
 
 std::unique_ptr<rendezvous::RendezvousHandler> make_rendezvous(const AgentConfig& c) {
+  if (c.rdzv_backend == "c10d" && c.max_nodes > 1) {
+    rendezvous::DynamicRendezvous::Options o;
+    o.run_id = c.run_id;
+    o.endpoint_host = c.rdzv_host;
+    o.endpoint_port = c.rdzv_port;
+    o.is_host = c.rdzv_is_host;
+    o.local_addr = c.local_addr;
+    o.config.min_nodes = c.min_nodes;
+    o.config.max_nodes = c.max_nodes;
+    o.config.last_call_timeout_ms = c.last_call_timeout.count();
+    o.join_timeout = c.join_timeout;
+    o.read_timeout = c.read_timeout;
+    o.heartbeat_interval = c.heartbeat_interval;
+    o.heartbeat_misses = c.heartbeat_misses;
+    return std::make_unique<rendezvous::DynamicRendezvous>(o);
+  }
   rendezvous::StaticRendezvous::Options o;
   o.nnodes = c.max_nodes;
   o.node_rank = c.node_rank;
@@ -41,23 +61,6 @@ std::unique_ptr<rendezvous::RendezvousHandler> make_rendezvous(const AgentConfig
   o.join_timeout = c.join_timeout;
   return std::make_unique<rendezvous::StaticRendezvous>(o);
 }
-
-// Another node's request to stop the round: "<exitcode>|<what happened>".
-struct PeerStop {
-  int exitcode = 1;
-  std::string reason;
-
-  static PeerStop parse(const std::string& value) {
-    PeerStop p;
-    size_t bar = value.find('|');
-    try {
-      p.exitcode = std::stoi(value.substr(0, bar));
-    } catch (const std::exception&) {
-    }
-    p.reason = bar == std::string::npos ? value : value.substr(bar + 1);
-    return p;
-  }
-};
 
 }  // namespace
 
@@ -80,29 +83,32 @@ class LocalAgent::Impl {
     wait_for_stop_signals();
     for (int round = 0;; ++round) {
       rendezvous::RendezvousInfo info = rendezvous(round);
+      round = info.round;
       run_attempt(info);
       if (signalled_ != 0) {
-        announce_stop(round, 128 + signalled_,
-                      "node " + std::to_string(config_.node_rank) + " (" + host_ + ") received " +
-                          signal_name(signalled_));
+        end_round(info, {RoundOver::Kind::kFinal, 128 + signalled_,
+                         "node " + std::to_string(info.group_rank) + " (" + host_ +
+                             ") received " + signal_name(signalled_)});
         return finish(128 + signalled_);
       }
       const auto& failures = runner_.failures();
-      if (failures.empty() && !peer_stop_) return finish_success(info);
-      if (round >= config_.spec.max_restarts) return finish_failure(failures);
-      std::string why = failures.empty() ? peer_stop_->reason
-                                         : "rank " + std::to_string(failures.front().global_rank) +
-                                               " exited with " +
-                                               std::to_string(failures.front().exitcode);
-      spdlog::warn("worker group failed ({}); restarting, attempt {} of {}", why, round + 1,
-                   config_.spec.max_restarts);
+      if (!over_ && failures.empty()) return finish_success(info);
+      if (!over_ || over_->kind == RoundOver::Kind::kFinal) {
+        return finish_failure(failures, over_.value_or(RoundOver{}));
+      }
+      if (over_->kind == RoundOver::Kind::kRestart) {
+        spdlog::warn("worker group failed ({}); restarting, attempt {} of {}", over_->reason,
+                     info.restart_count + 1, config_.spec.max_restarts);
+      } else {
+        spdlog::warn("membership changed ({}); re-rendezvous", over_->reason);
+      }
     }
   }
 
  private:
   bool multi_node() const { return config_.max_nodes > 1; }
 
-  std::string stop_key(int round) const { return handler_->round_prefix(round) + "stop"; }
+  std::string over_key(int round) const { return handler_->round_prefix(round) + "over"; }
   std::string done_key(int round, int node) const {
     return handler_->round_prefix(round) + "done/" + std::to_string(node);
   }
@@ -143,7 +149,7 @@ class LocalAgent::Impl {
     g.master_addr = info.master_addr;
     g.master_port = info.master_port;
     g.use_agent_store = true;
-    g.restart_count = info.round;
+    g.restart_count = info.restart_count;
     int base = info.rank_offset(info.group_rank);
     int world = info.world_size();
     for (int i = 0; i < config_.spec.local_world_size; ++i) {
@@ -159,50 +165,107 @@ class LocalAgent::Impl {
   }
 
   void run_attempt(const rendezvous::RendezvousInfo& info) {
-    peer_stop_.reset();
+    over_.reset();
     bool done = false;
     if (multi_node()) {
-      stop_watch_ = std::make_unique<KeyWatch>(
-          io_, handler_->connect(), std::vector<std::string>{stop_key(info.round)},
-          [this](std::vector<std::string> v) { on_peer_stop(PeerStop::parse(v[0])); },
+      over_watch_ = std::make_unique<KeyWatch>(
+          io_, handler_->connect(), std::vector<std::string>{over_key(info.round)},
+          [this](std::vector<std::string> v) { on_round_over(RoundOver::parse(v[0])); },
           [this](std::string err) { on_store_lost(err); });
+      if (handler_->elastic()) watch_heartbeats(info);
     }
     runner_.start(
-        make_group(info),
-        [this, round = info.round](const FailureRecord& f) {
-          announce_stop(round, f.exitcode < 0 ? 128 - f.exitcode : f.exitcode,
-                        "rank " + std::to_string(f.global_rank) + " (local_rank " +
-                            std::to_string(f.local_rank) + ") on node " +
-                            std::to_string(config_.node_rank) + " (" + host_ +
-                            ") exited with " + std::to_string(f.exitcode));
-        },
+        make_group(info), [this, info](const FailureRecord& f) { on_worker_failure(info, f); },
         [&done] { done = true; });
     while (!done) io_.run_one();
-    stop_watch_.reset();
+    heartbeat_timer_.cancel();
+    over_watch_.reset();
   }
 
-  // Tells the other nodes to stop this round (fail-stop): their watches fire at once.
-  void announce_stop(int round, int exitcode, const std::string& reason) {
-    if (!multi_node() || !handler_) return;
+  void on_worker_failure(const rendezvous::RendezvousInfo& info, const FailureRecord& f) {
+    std::string what = "rank " + std::to_string(f.global_rank) + " (local_rank " +
+                       std::to_string(f.local_rank) + ") on node " +
+                       std::to_string(info.group_rank) + " (" + host_ + ") exited with " +
+                       std::to_string(f.exitcode);
+    bool budget_left = info.restart_count < config_.spec.max_restarts;
+    end_round(info, {budget_left ? RoundOver::Kind::kRestart : RoundOver::Kind::kFinal,
+                     shell_exit_code(f.exitcode), what});
+    if (budget_left && multi_node()) handler_->start_next_round(info.round, true, members(info));
+  }
+
+  static std::set<std::string> members(const rendezvous::RendezvousInfo& info) {
+    return {info.members.begin(), info.members.end()};
+  }
+
+  // Publishes why the round ends (the first writer wins) and adopts the winner.
+  void end_round(const rendezvous::RendezvousInfo& info, const RoundOver& mine) {
+    if (over_) return;
+    if (!multi_node()) {
+      over_ = mine;
+      return;
+    }
     try {
-      handler_->store().compare_set(stop_key(round), "", std::to_string(exitcode) + "|" + reason);
+      over_ = RoundOver::parse(
+          handler_->store().compare_set(over_key(info.round), "", mine.encode()));
     } catch (const std::exception& e) {
-      spdlog::warn("could not tell the other nodes to stop: {}", e.what());
+      spdlog::warn("could not tell the other nodes: {}", e.what());
+      over_ = mine;
     }
   }
 
-  void on_peer_stop(PeerStop stop) {
-    if (!runner_.failures().empty() || signalled_) return;  // our own announcement
-    spdlog::warn("stopping: {}", stop.reason);
-    peer_stop_ = std::move(stop);
+  void on_round_over(RoundOver over) {
+    if (over_) return;  // our own announcement, already adopted
+    if (!signalled_) spdlog::warn("stopping: {}", over.reason);
+    over_ = std::move(over);
     runner_.stop(SIGTERM);
   }
 
   void on_store_lost(const std::string& err) {
-    if (runner_.idle()) return;
-    spdlog::error("lost the rendezvous store ({}); stopping the workers", err);
-    peer_stop_ = PeerStop{1, "the rendezvous store at " + config_.master_addr + " was lost"};
+    if (runner_.idle() || over_) return;
+    std::string what = "lost the rendezvous store at " + store_address() + " (" + err + ")";
+    spdlog::error("{}; stopping the workers", what);
+    over_ = RoundOver{RoundOver::Kind::kFinal, 1, what};
     runner_.stop(SIGTERM);
+  }
+
+  std::string store_address() const {
+    if (config_.rdzv_backend == "c10d" && config_.max_nodes > 1) {
+      return config_.rdzv_host + ":" + std::to_string(config_.rdzv_port);
+    }
+    return config_.master_addr + ":" + std::to_string(config_.master_port);
+  }
+
+  // Elastic jobs: a member whose heartbeat stopped is dropped and the survivors go
+  // on at the smaller size if that is still at least MIN (torchrun leaves them hanging).
+  void watch_heartbeats(const rendezvous::RendezvousInfo& info) {
+    heartbeat_timer_.expires_after(handler_->heartbeat_interval());
+    heartbeat_timer_.async_wait([this, info](const boost::system::error_code& ec) {
+      if (ec || over_) return;
+      std::vector<std::string> dead;
+      try {
+        dead = handler_->dead_members(info);
+      } catch (const std::exception& e) {
+        return on_store_lost(e.what());
+      }
+      if (dead.empty()) return watch_heartbeats(info);
+      std::set<std::string> alive = members(info);
+      std::string names;
+      for (const auto& d : dead) {
+        alive.erase(d);
+        names += (names.empty() ? "" : ", ") + d;
+      }
+      int left = static_cast<int>(alive.size());
+      if (left >= config_.min_nodes) {
+        end_round(info, {RoundOver::Kind::kMembership, 0, "lost node(s) " + names});
+        handler_->start_next_round(info.round, false, alive);
+      } else {
+        end_round(info, {RoundOver::Kind::kFinal, 1,
+                         "lost node(s) " + names + ": " + std::to_string(left) +
+                             " node(s) left, at least " + std::to_string(config_.min_nodes) +
+                             " needed"});
+      }
+      runner_.stop(SIGTERM);
+    });
   }
 
   void wait_for_stop_signals() {
@@ -227,8 +290,8 @@ class LocalAgent::Impl {
   int finish_success(const rendezvous::RendezvousInfo& info) {
     if (multi_node()) {
       handler_->store().set(done_key(info.round, info.group_rank), "1");
-      // Node 0 hosts the store: keep it up until every node has finished.
-      if (info.group_rank == 0) {
+      // Whoever hosts a store keeps it up until every node has finished.
+      if (info.group_rank == 0 || handler_->hosts_store()) {
         if (int code = wait_for_all_done(info); code != 0) return finish(code);
       }
     }
@@ -242,21 +305,21 @@ class LocalAgent::Impl {
     std::optional<int> outcome;
     KeyWatch all_done(io_, handler_->connect(), keys, [&](auto) { outcome = 0; },
                       [&](std::string) { outcome = 0; });
-    KeyWatch failed(io_, handler_->connect(), {stop_key(info.round)},
+    KeyWatch failed(io_, handler_->connect(), {over_key(info.round)},
                     [&](std::vector<std::string> v) {
-                      PeerStop p = PeerStop::parse(v[0]);
-                      spdlog::error("the job failed after this node finished: {}", p.reason);
-                      outcome = p.exitcode;
+                      RoundOver o = RoundOver::parse(v[0]);
+                      spdlog::error("the job failed after this node finished: {}", o.reason);
+                      outcome = o.exitcode;
                     },
                     [](std::string) {});
     while (!outcome && signalled_ == 0) io_.run_one();
     return signalled_ ? 128 + signalled_ : *outcome;
   }
 
-  int finish_failure(const std::vector<FailureRecord>& failures) {
+  int finish_failure(const std::vector<FailureRecord>& failures, const RoundOver& over) {
     if (failures.empty()) {
-      std::cerr << "ddprun: the job failed on another node: " << peer_stop_->reason << "\n";
-      return finish(peer_stop_->exitcode);
+      std::cerr << "ddprun: the job failed: " << over.reason << "\n";
+      return finish(over.exitcode);
     }
     std::cerr << format_failure_summary(config_.spec.entrypoint_name, host_, failures)
               << std::flush;
@@ -276,8 +339,9 @@ class LocalAgent::Impl {
   std::string host_;
   WorkerGroupRunner runner_;
   std::unique_ptr<rendezvous::RendezvousHandler> handler_;
-  std::unique_ptr<KeyWatch> stop_watch_;
-  std::optional<PeerStop> peer_stop_;
+  std::unique_ptr<KeyWatch> over_watch_;
+  asio::steady_timer heartbeat_timer_{io_};
+  std::optional<RoundOver> over_;
   int signalled_ = 0;
 };
 

@@ -228,6 +228,56 @@ void validate_rdzv_conf(const Values& v, const std::map<std::string, std::string
   }
 }
 
+// "host", "host:port", "[v6]:port" -> host and port (default `port`).
+std::pair<std::string, int> parse_endpoint(const std::string& flag, const std::string& value,
+                                           int port) {
+  std::string host = value;
+  std::string port_text;
+  if (!value.empty() && value[0] == '[') {
+    size_t close = value.find(']');
+    if (close == std::string::npos) throw UsageError(flag + "=" + value + ": missing ']'");
+    host = value.substr(1, close - 1);
+    if (close + 1 < value.size()) {
+      if (value[close + 1] != ':') throw UsageError(flag + "=" + value + ": expected [addr]:port");
+      port_text = value.substr(close + 2);
+    }
+  } else if (std::count(value.begin(), value.end(), ':') == 1) {
+    host = value.substr(0, value.find(':'));
+    port_text = value.substr(value.find(':') + 1);
+  }
+  if (!port_text.empty()) {
+    port = parse_int(flag, port_text);
+    if (port < 1 || port > 65535) throw UsageError(flag + "=" + value + ": bad port");
+  }
+  if (host.empty()) throw UsageError(flag + "=" + value + ": expected host[:port]");
+  return {host, port};
+}
+
+void fill_elastic(const Values& v, agent::AgentConfig& a) {
+  if (v.str("rdzv_endpoint").empty()) {
+    throw UsageError("--rdzv_backend=c10d with several nodes needs --rdzv_endpoint=host[:port]");
+  }
+  std::tie(a.rdzv_host, a.rdzv_port) =
+      parse_endpoint(v.source("rdzv_endpoint"), v.str("rdzv_endpoint"), 29400);
+  const auto& conf = a.rdzv_conf;
+  std::string src = v.source("rdzv_conf") + " ";
+  auto seconds = [&](const char* key, std::chrono::milliseconds& out) {
+    if (auto it = conf.find(key); it != conf.end()) out = parse_seconds(src + key, it->second, false);
+  };
+  seconds("last_call_timeout", a.last_call_timeout);
+  seconds("read_timeout", a.read_timeout);
+  seconds("timeout", a.join_timeout);
+  seconds("join_timeout", a.join_timeout);
+  seconds("keep_alive_interval", a.heartbeat_interval);
+  seconds("heartbeat", a.heartbeat_interval);
+  if (auto it = conf.find("keep_alive_max_attempt"); it != conf.end()) {
+    a.heartbeat_misses = std::max(1, parse_int(src + "keep_alive_max_attempt", it->second));
+  }
+  if (auto it = conf.find("is_host"); it != conf.end()) {
+    a.rdzv_is_host = parse_bool(src + "is_host", it->second);
+  }
+}
+
 void fill_rendezvous(const Values& v, agent::AgentConfig& a) {
   auto [lo, hi] = parse_nnodes(v.source("nnodes"), v.str("nnodes"));
   a.min_nodes = lo;
@@ -267,15 +317,12 @@ void fill_rendezvous(const Values& v, agent::AgentConfig& a) {
       a.master_addr = a.local_addr.empty() ? "localhost" : a.local_addr;
     }
   }
-  if (a.node_rank >= a.max_nodes) {
+  if (a.node_rank >= a.max_nodes && a.rdzv_backend == "static") {
     throw UsageError(v.source("node_rank") + "=" + v.str("node_rank") +
                      ": must be smaller than the number of nodes (" +
                      std::to_string(a.max_nodes) + ")");
   }
-  if (a.max_nodes > 1 && a.rdzv_backend != "static") {
-    throw UsageError(v.source("rdzv_backend") + "=" + a.rdzv_backend +
-                     ": multi-node jobs need --rdzv_backend=static in this version of ddprun");
-  }
+  if (a.rdzv_backend == "c10d" && a.max_nodes > 1) fill_elastic(v, a);
   if (a.min_nodes != a.max_nodes && a.rdzv_backend == "static") {
     throw UsageError(v.source("nnodes") + "=" + v.str("nnodes") +
                      ": the static backend needs a fixed number of nodes");

@@ -1,6 +1,8 @@
 #pragma once
 
+#include <chrono>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -10,10 +12,12 @@ namespace ddprun::rendezvous {
 
 /// What one round of rendezvous decided for this node.
 struct RendezvousInfo {
-  int round = 0;             // also TORCHELASTIC_RESTART_COUNT: rounds are shared by all nodes
+  int round = 0;             // shared by all nodes
+  int restart_count = 0;     // rounds begun after a failure: TORCHELASTIC_RESTART_COUNT
   int group_rank = 0;        // this node's rank
   int group_world_size = 1;  // nodes in the round
   std::vector<int> local_world_sizes;  // per node, by group rank
+  std::vector<std::string> members;    // node ids, by group rank
   std::string master_addr;   // the worker-facing store (hosted by an agent)
   int master_port = 0;
 
@@ -47,8 +51,32 @@ class RendezvousHandler {
   /// Opens a further connection to the shared store, for a thread of its own.
   virtual std::unique_ptr<Store> connect() = 0;
 
-  /// Prefix of this round's agent keys, for the agents' own signals (stop, done).
+  /// Prefix of this round's agent keys, for the agents' own signals: "over" (the
+  /// round ends for everyone: "<restart|membership|final>|<exit code>|<reason>") and
+  /// "done/<k>" (node k's workers all succeeded).
   virtual std::string round_prefix(int round) const = 0;
+
+  /// Begins the round after `round` (once, whoever calls first): after a failure it
+  /// counts as a restart; after a membership change it does not. `alive` are the
+  /// members believed alive. No-op for static rendezvous (rounds simply follow).
+  virtual void start_next_round(int round, bool failure, const std::set<std::string>& alive) {
+    (void)round, (void)failure, (void)alive;
+  }
+
+  /// Members of the round whose heartbeats stopped (elastic only).
+  virtual std::vector<std::string> dead_members(const RendezvousInfo& info) {
+    (void)info;
+    return {};
+  }
+
+  /// True when this agent hosts the store the agents share (it must outlive the job).
+  virtual bool hosts_store() const = 0;
+
+  /// True when nodes may come and go (then dead_members() is worth asking).
+  virtual bool elastic() const { return false; }
+  virtual std::chrono::milliseconds heartbeat_interval() const {
+    return std::chrono::milliseconds(5000);
+  }
 
   /// Unblocks a next_rendezvous() in progress (it throws). Thread-safe.
   virtual void cancel() = 0;

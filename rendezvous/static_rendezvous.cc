@@ -77,6 +77,7 @@ RendezvousInfo StaticRendezvous::next_rendezvous(int round, int local_world_size
   }
   RendezvousInfo info;
   info.round = round;
+  info.restart_count = round;  // every later static round follows a failure
   info.group_rank = options_.node_rank;
   info.group_world_size = options_.nnodes;
   for (const auto& v : client_->multi_get(keys, options_.join_timeout)) {

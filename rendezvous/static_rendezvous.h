@@ -39,6 +39,7 @@ class StaticRendezvous : public RendezvousHandler {
   Store& store() override { return *client_; }
   std::unique_ptr<Store> connect() override;
   std::string round_prefix(int round) const override { return static_round_prefix(round); }
+  bool hosts_store() const override { return server_ != nullptr; }
   void cancel() override;
 
   /// The port the store listens on (node 0) or is reached at.

@@ -169,7 +169,12 @@ std::vector<std::string> TcpStoreClient::multi_get(const std::vector<std::string
     return values;
   }
   wait(keys, timeout);
-  send(Request(Numbering::kV2, Op::kMultiGet).keys(keys).bytes());
+  return multi_get_now(keys);
+}
+
+std::vector<std::string> TcpStoreClient::multi_get_now(const std::vector<std::string>& keys) {
+  send(Request(options_.numbering, Op::kMultiGet).keys(keys).bytes());
+  std::vector<std::string> values;
   auto d = deadline();
   for (size_t i = 0; i < keys.size(); ++i) values.push_back(read_bytes(d));
   return values;

@@ -44,10 +44,15 @@ class TcpStoreClient : public Store {
   void append(const std::string& key, const std::string& value) override;
   void interrupt() override { socket_.shutdown(); }
 
+  /// The current values of `keys` without waiting; "" for a missing key (2.x only).
+  std::vector<std::string> multi_get_now(const std::vector<std::string>& keys);
+
   /// Round trip with a nonce (2.x only); returns the nonce echoed.
   uint32_t ping(uint32_t nonce);
 
   const std::string& address() const { return address_; }
+  /// Changes the bound on each later call.
+  void set_timeout(std::chrono::milliseconds timeout) { options_.timeout = timeout; }
 
  private:
   class Request;

@@ -1,0 +1,24 @@
+#pragma once
+
+#include <string>
+
+namespace ddprun::agent {
+
+/// Why a round ended for every node, as stored in its "over" key:
+/// "<kind>|<exit code>|<what happened>". The first writer wins (compare-and-set).
+struct RoundOver {
+  enum class Kind {
+    kRestart,     // a worker failed and the budget allows another round
+    kMembership,  // a node joined or was lost: next round, no restart consumed
+    kFinal,       // the job ends: budget spent, too few nodes, or a node was signalled
+  };
+  Kind kind = Kind::kFinal;
+  int exitcode = 1;
+  std::string reason;
+
+  std::string encode() const;
+  /// Unknown text reads as a final stop with exit code 1.
+  static RoundOver parse(const std::string& value);
+};
+
+}  // namespace ddprun::agent

@@ -1,0 +1,230 @@
+#include "rendezvous/dynamic_rendezvous.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include <spdlog/spdlog.h>
+
+namespace ddprun::rendezvous {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+int64_t wall_ms() {
+  return std::chrono::duration_cast<milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof(buf) - 1) != 0) return "localhost";
+  return buf;
+}
+
+std::string endpoint_text(const std::string& host, int port) {
+  return (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
+         std::to_string(port);
+}
+
+}  // namespace
+
+DynamicRendezvous::DynamicRendezvous(Options options)
+    : options_(std::move(options)),
+      prefix_(std::string(kAgentPrefix) + "c10d/" + options_.run_id + "/") {
+  address_ = options_.local_addr.empty() ? host_name() : options_.local_addr;
+  // Sorting node ids orders nodes by address, then pid: deterministic ranks.
+  char pid[16];
+  std::snprintf(pid, sizeof(pid), "%010d", static_cast<int>(::getpid()));
+  node_id_ = address_ + "/" + pid;
+
+  bool try_host = options_.is_host.value_or(true);
+  if (try_host) {
+    try {
+      server_ = std::make_unique<TcpStoreServer>(options_.endpoint_host,
+                                                 static_cast<uint16_t>(options_.endpoint_port));
+    } catch (const StoreError& e) {
+      // Another agent here already hosts it, or the endpoint is another machine.
+      if (options_.is_host.value_or(false)) throw;
+      spdlog::debug("not hosting the rendezvous store: {}", e.what());
+    }
+  }
+  TcpStoreClient::Options o;
+  o.timeout = options_.join_timeout;
+  client_ = std::make_unique<TcpStoreClient>(options_.endpoint_host, options_.endpoint_port, o);
+  o.timeout = options_.read_timeout;
+  heartbeat_client_ =
+      std::make_unique<TcpStoreClient>(options_.endpoint_host, options_.endpoint_port, o);
+  client_->set_timeout(options_.read_timeout);
+  heartbeat_thread_ = std::thread([this] { heartbeat_loop(); });
+}
+
+DynamicRendezvous::~DynamicRendezvous() {
+  stopping_ = true;
+  heartbeat_client_->interrupt();
+  heartbeat_thread_.join();
+}
+
+std::unique_ptr<Store> DynamicRendezvous::connect() {
+  TcpStoreClient::Options o;
+  o.timeout = options_.read_timeout;
+  return std::make_unique<TcpStoreClient>(options_.endpoint_host, options_.endpoint_port, o);
+}
+
+std::string DynamicRendezvous::round_prefix(int round) const {
+  return prefix_ + "round/" + std::to_string(round) + "/";
+}
+
+void DynamicRendezvous::cancel() {
+  cancelled_ = true;
+  client_->interrupt();
+}
+
+// Heartbeats are a counter per node in a key of its own: cheap, and the shared state
+// is never rewritten for them.
+void DynamicRendezvous::heartbeat_loop() {
+  int64_t beat = 0;
+  while (!stopping_) {
+    try {
+      heartbeat_client_->set(prefix_ + "hb/" + node_id_, std::to_string(++beat));
+    } catch (const std::exception& e) {
+      if (!stopping_) spdlog::debug("heartbeat failed: {}", e.what());
+      return;
+    }
+    // Sleep in small steps so the destructor is not held up.
+    auto until = Clock::now() + options_.heartbeat_interval;
+    while (!stopping_ && Clock::now() < until) {
+      std::this_thread::sleep_for(std::min<milliseconds>(
+          milliseconds(50),
+          std::chrono::duration_cast<milliseconds>(until - Clock::now()) + milliseconds(1)));
+    }
+  }
+}
+
+DynamicRendezvous::Snapshot DynamicRendezvous::read() {
+  Snapshot s;
+  s.version = client_->add(prefix_ + "version", 0);
+  if (client_->check({prefix_ + "state"})) {
+    s.raw = client_->get(prefix_ + "state", options_.read_timeout);
+    s.state = DynamicState::from_json(s.raw);
+  }
+  return s;
+}
+
+bool DynamicRendezvous::write(const Snapshot& from, const DynamicState& to) {
+  std::string desired = to.to_json();
+  if (client_->compare_set(prefix_ + "state", from.raw, desired) != desired) return false;
+  int64_t v = client_->add(prefix_ + "version", 1);
+  client_->set(prefix_ + "ver/" + std::to_string(v), "1");
+  return true;
+}
+
+RendezvousInfo DynamicRendezvous::next_rendezvous(int, int local_world_size) {
+  auto deadline = Clock::now() + options_.join_timeout;
+  while (true) {
+    if (cancelled_) throw Error("rendezvous cancelled");
+    Snapshot snap = read();
+    Action a = decide_join(snap.state, node_id_, local_world_size, wall_ms(), options_.config);
+    switch (a.kind) {
+      case Action::Kind::kClosed:
+        throw RendezvousClosedError("the run '" + options_.run_id + "' at " +
+                                    endpoint_text(options_.endpoint_host, options_.endpoint_port) +
+                                    " has already finished; use a new --rdzv_id");
+      case Action::Kind::kDone:
+        return make_info(snap.state);
+      case Action::Kind::kWrite:
+        if (write(snap, a.next) && snap.state.complete && !a.next.waiting.empty() &&
+            !snap.state.waiting.count(node_id_)) {
+          // We arrived while a round runs: end it for everyone so the next one has us.
+          std::set<std::string> members;
+          for (const auto& [id, n] : snap.state.participants) members.insert(id);
+          client_->compare_set(round_prefix(snap.state.round) + "over", "",
+                               "membership|0|node " + node_id_ + " joins");
+          start_next_round(snap.state.round, false, members);
+        }
+        continue;  // re-read whether or not our write won
+      case Action::Kind::kWait:
+        break;
+    }
+    auto now = Clock::now();
+    if (now >= deadline) {
+      throw TimeoutError(
+          "rendezvous '" + options_.run_id + "' timed out after " +
+          std::to_string(options_.join_timeout.count() / 1000) + " s: " +
+          std::to_string(snap.state.participants.size()) + " node(s) joined, at least " +
+          std::to_string(options_.config.min_nodes) + " needed (store at " +
+          endpoint_text(options_.endpoint_host, options_.endpoint_port) + ")");
+    }
+    auto wait_for = std::chrono::duration_cast<milliseconds>(deadline - now);
+    if (a.wake_at_ms > 0) wait_for = std::min(wait_for, milliseconds(a.wake_at_ms - wall_ms()));
+    wait_for = std::clamp(wait_for, milliseconds(1), milliseconds(1000));
+    try {
+      client_->wait({prefix_ + "ver/" + std::to_string(snap.version + 1)}, wait_for);
+    } catch (const TimeoutError&) {
+      // the last call ended or a slice passed: decide again
+    }
+  }
+}
+
+RendezvousInfo DynamicRendezvous::make_info(const DynamicState& state) {
+  RendezvousInfo info;
+  info.round = state.round;
+  info.restart_count = state.restarts;
+  info.members = ordered_members(state);
+  info.group_world_size = static_cast<int>(info.members.size());
+  for (size_t i = 0; i < info.members.size(); ++i) {
+    if (info.members[i] == node_id_) info.group_rank = static_cast<int>(i);
+    info.local_world_sizes.push_back(state.participants.at(info.members[i]));
+  }
+  // Group rank 0 hosts the workers' store; its keys start empty every round.
+  std::string master_key = round_prefix(state.round) + "master";
+  if (info.group_rank == 0) {
+    if (!worker_store_) worker_store_ = std::make_unique<TcpStoreServer>("", 0);
+    worker_store_->clear_except(kAgentPrefix);
+    client_->set(master_key, address_ + " " + std::to_string(worker_store_->port()));
+  } else {
+    worker_store_.reset();
+  }
+  std::string master = client_->get(master_key, options_.join_timeout);
+  size_t space = master.rfind(' ');
+  info.master_addr = master.substr(0, space);
+  info.master_port = std::stoi(master.substr(space + 1));
+  // Members are alive as of now.
+  seen_.clear();
+  return info;
+}
+
+void DynamicRendezvous::start_next_round(int round, bool failure,
+                                         const std::set<std::string>& alive) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    Snapshot snap = read();
+    if (snap.state.round != round || snap.state.closed) return;  // someone was first
+    if (write(snap, next_round(snap.state, failure, alive))) return;
+  }
+}
+
+std::vector<std::string> DynamicRendezvous::dead_members(const RendezvousInfo& info) {
+  std::vector<std::string> keys;
+  for (const auto& m : info.members) keys.push_back(prefix_ + "hb/" + m);
+  // A member that has not beaten yet reads as "": judged from its first change.
+  std::vector<std::string> beats = client_->multi_get_now(keys);
+  auto now = Clock::now();
+  auto limit = options_.heartbeat_interval * options_.heartbeat_misses;
+  std::vector<std::string> dead;
+  for (size_t i = 0; i < info.members.size(); ++i) {
+    const std::string& m = info.members[i];
+    if (m == node_id_) continue;
+    auto it = seen_.find(m);
+    if (it == seen_.end() || it->second.first != beats[i]) {
+      seen_[m] = {beats[i], now};
+    } else if (now - it->second.second > limit) {
+      dead.push_back(m);
+    }
+  }
+  return dead;
+}
+
+}  // namespace ddprun::rendezvous

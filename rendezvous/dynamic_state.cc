@@ -1,0 +1,128 @@
+#include "rendezvous/dynamic_state.h"
+
+#include <nlohmann/json.hpp>
+
+#include "rendezvous/store.h"
+
+namespace ddprun::rendezvous {
+
+std::string DynamicState::to_json() const {
+  nlohmann::json j;
+  j["round"] = round;
+  j["restarts"] = restarts;
+  j["complete"] = complete;
+  j["closed"] = closed;
+  j["participants"] = participants;
+  j["expected"] = expected;
+  j["waiting"] = waiting;
+  j["deadline"] = last_call_deadline_ms;
+  return j.dump();
+}
+
+DynamicState DynamicState::from_json(const std::string& text) {
+  try {
+    auto j = nlohmann::json::parse(text);
+    DynamicState s;
+    s.round = j.at("round").get<int>();
+    s.restarts = j.at("restarts").get<int>();
+    s.complete = j.at("complete").get<bool>();
+    s.closed = j.at("closed").get<bool>();
+    s.participants = j.at("participants").get<std::map<std::string, int>>();
+    s.expected = j.at("expected").get<std::set<std::string>>();
+    s.waiting = j.at("waiting").get<std::map<std::string, int>>();
+    s.last_call_deadline_ms = j.at("deadline").get<int64_t>();
+    return s;
+  } catch (const std::exception& e) {
+    throw StoreError(std::string("malformed rendezvous state: ") + e.what());
+  }
+}
+
+namespace {
+
+bool all_expected_in(const DynamicState& s) {
+  if (s.expected.empty()) return false;
+  for (const auto& e : s.expected)
+    if (!s.participants.count(e)) return false;
+  return true;
+}
+
+Action write(DynamicState next) {
+  Action a;
+  a.kind = Action::Kind::kWrite;
+  a.next = std::move(next);
+  return a;
+}
+
+}  // namespace
+
+Action decide_join(const DynamicState& state, const std::string& node, int local_world_size,
+                   int64_t now_ms, const DynamicConfig& config) {
+  Action wait;
+  if (state.closed) {
+    Action a;
+    a.kind = Action::Kind::kClosed;
+    return a;
+  }
+  int count = static_cast<int>(state.participants.size());
+  if (state.complete) {
+    if (state.participants.count(node)) {
+      Action a;
+      a.kind = Action::Kind::kDone;
+      return a;
+    }
+    // Late: ask the members to start over with us (if there is room).
+    if (!state.waiting.count(node) && count + static_cast<int>(state.waiting.size()) <
+                                          config.max_nodes) {
+      DynamicState next = state;
+      next.waiting[node] = local_world_size;
+      return write(next);
+    }
+    return wait;
+  }
+  DynamicState next = state;
+  bool changed = false;
+  if (!state.participants.count(node)) {
+    if (count >= config.max_nodes) return wait;  // full: wait for the next round
+    next.participants[node] = local_world_size;
+    next.waiting.erase(node);
+    ++count;
+    changed = true;
+  }
+  bool enough = count >= config.min_nodes;
+  if (enough && (count >= config.max_nodes || all_expected_in(next))) {
+    next.complete = true;
+    next.last_call_deadline_ms = 0;
+    return write(next);
+  }
+  if (enough && next.last_call_deadline_ms == 0) {
+    next.last_call_deadline_ms = now_ms + config.last_call_timeout_ms;
+    changed = true;
+  }
+  if (enough && next.last_call_deadline_ms != 0 && now_ms >= next.last_call_deadline_ms) {
+    next.complete = true;
+    next.last_call_deadline_ms = 0;
+    return write(next);
+  }
+  if (changed) return write(next);
+  wait.wake_at_ms = next.last_call_deadline_ms;
+  return wait;
+}
+
+DynamicState next_round(const DynamicState& state, bool failure,
+                        const std::set<std::string>& alive) {
+  DynamicState next;
+  next.round = state.round + 1;
+  next.restarts = state.restarts + (failure ? 1 : 0);
+  for (const auto& [id, n] : state.participants)
+    if (alive.count(id)) next.expected.insert(id);
+  for (const auto& [id, n] : state.waiting) next.expected.insert(id);
+  return next;
+}
+
+std::vector<std::string> ordered_members(const DynamicState& state) {
+  std::vector<std::string> ids;
+  for (const auto& [id, n] : state.participants) ids.push_back(id);  // std::map: sorted
+  return ids;
+}
+
+}  // namespace ddprun::rendezvous

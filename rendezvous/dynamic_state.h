@@ -1,0 +1,73 @@
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace ddprun::rendezvous {
+
+/// The shared state of an elastic (c10d-style) rendezvous, stored as one small JSON
+/// value that changes only when membership or the round changes: heartbeats live in
+/// keys of their own, so they never rewrite it.
+///
+/// A round goes: joining (participants gather; last call once MIN are in) ->
+/// complete (ranks fixed, workers run) -> the next round (after a failure, a node
+/// that died, or nodes waiting to join). `closed` ends the run for good.
+struct DynamicState {
+  int round = 0;
+  int restarts = 0;  // rounds started because of a failure: TORCHELASTIC_RESTART_COUNT
+  bool complete = false;
+  bool closed = false;
+  /// node id -> its worker count, for the round being formed or run.
+  std::map<std::string, int> participants;
+  /// Nodes expected back in this round (the last round's members); once all of them
+  /// and at least MIN are in, the round completes without waiting for last call.
+  std::set<std::string> expected;
+  /// Nodes that arrived while the round was complete; they make it start over.
+  std::map<std::string, int> waiting;
+  /// Wall-clock milliseconds after which the round may complete with fewer than MAX.
+  int64_t last_call_deadline_ms = 0;
+
+  std::string to_json() const;
+  /// Throws StoreError on a malformed value.
+  static DynamicState from_json(const std::string& text);
+  bool operator==(const DynamicState&) const = default;
+};
+
+struct DynamicConfig {
+  int min_nodes = 1;
+  int max_nodes = 1;
+  int64_t last_call_timeout_ms = 30'000;
+};
+
+/// What a node should do next, given the state it read.
+struct Action {
+  enum class Kind {
+    kWrite,       // compare-and-set `next` over the state that was read
+    kWait,        // nothing to do until the state changes (or `wake_at_ms`)
+    kDone,        // the round is complete and this node is in it
+    kClosed,      // the run is over: fail with a clear message
+  };
+  Kind kind = Kind::kWait;
+  DynamicState next;
+  int64_t wake_at_ms = 0;  // for kWait: when the last call ends (0 = no deadline)
+};
+
+/// The rendezvous algorithm as a pure function: one step of `node` (joining with
+/// `local_world_size` workers) at wall-clock time `now_ms`.
+Action decide_join(const DynamicState& state, const std::string& node, int local_world_size,
+                   int64_t now_ms, const DynamicConfig& config);
+
+/// The state of the round after `state.round`, started by a member because of a
+/// failure (counts as a restart) or a membership change (does not). `alive` are the
+/// members still believed alive; waiting nodes are carried over as expected.
+DynamicState next_round(const DynamicState& state, bool failure,
+                        const std::set<std::string>& alive);
+
+/// Group ranks: the participants sorted by node id (deterministic for a membership).
+std::vector<std::string> ordered_members(const DynamicState& state);
+
+}  // namespace ddprun::rendezvous
