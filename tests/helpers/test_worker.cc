@@ -5,6 +5,7 @@
 //   fail_before N CODE       exit CODE while TORCHELASTIC_RESTART_COUNT < N, else 0
 //   fail_rank R CODE         rank R exits CODE at once, the others wait to be stopped
 //   hang DIR [ignore_term]   write DIR/<rank>.pids (own pid and a grandchild's) and sleep
+//   mark DIR                 create DIR/w<WORLD_SIZE>.r<RANK>.a<RESTART_COUNT> and sleep
 //   error_file MSG           write torchrun's error file with MSG and exit 1
 //   chatter N                print N long lines, each in several separate writes
 //   args ...                 print each argument on its own line
@@ -99,6 +100,13 @@ int main(int argc, char** argv) {
     sleep_forever();
   }
   if (mode == "hang" && argc > 2) return hang(argv[2], argc > 3);
+  if (mode == "mark" && argc > 2) {
+    std::string name = std::string(argv[2]) + "/w" + std::to_string(env_int("WORLD_SIZE")) + ".r" +
+                       std::to_string(env_int("RANK")) + ".a" +
+                       std::to_string(env_int("TORCHELASTIC_RESTART_COUNT"));
+    std::ofstream(name) << ::getpid() << "\n";
+    sleep_forever();
+  }
   if (mode == "error_file" && argc > 2) return error_file(argv[2]);
   if (mode == "chatter" && argc > 2) return chatter(std::atoi(argv[2]));
   if (mode == "args") {

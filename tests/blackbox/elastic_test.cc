@@ -1,0 +1,199 @@
+// Elastic (c10d) jobs: several ddprun agents on loopback agree on ranks, grow when a
+// node joins, shrink when one dies, restart together and stop together.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+
+#include <filesystem>
+#include <set>
+
+#include "tests/blackbox/ddprun_process.h"
+
+namespace ddprun::test {
+namespace {
+
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  socklen_t len = sizeof(a);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), len);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+const std::map<std::string, std::optional<std::string>> kEnv{{"OMP_NUM_THREADS", "1"}};
+
+// One agent of job `id` at 127.0.0.1:port.
+struct Job {
+  int port = free_port();
+  std::string id = "job" + std::to_string(port);
+  std::string nnodes;
+  std::string conf = "last_call_timeout=0.3,keep_alive_interval=0.1,keep_alive_max_attempt=3,"
+                     "join_timeout=20,read_timeout=2";
+
+  std::vector<std::string> agent(std::vector<std::string> flags, std::vector<std::string> worker,
+                                 std::optional<bool> is_host = std::nullopt) const {
+    std::string c = conf;
+    if (is_host) c += std::string(",is_host=") + (*is_host ? "1" : "0");
+    std::vector<std::string> args{"--nnodes=" + nnodes, "--rdzv_backend=c10d",
+                                  "--rdzv_endpoint=127.0.0.1:" + std::to_string(port),
+                                  "--rdzv_id=" + id, "--local_addr=127.0.0.1",
+                                  "--rdzv_conf=" + c};
+    args.insert(args.end(), flags.begin(), flags.end());
+    args.push_back("--no_python");
+    args.push_back(test_worker_binary());
+    args.insert(args.end(), worker.begin(), worker.end());
+    return args;
+  }
+};
+
+// Marker files "w<world>.r<rank>.a<attempt>" the workers of `world` have written.
+std::set<std::string> markers(const std::string& dir, int world) {
+  std::set<std::string> out;
+  std::string prefix = "w" + std::to_string(world) + ".";
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    std::string name = e.path().filename();
+    if (name.rfind(prefix, 0) == 0) out.insert(name);
+  }
+  return out;
+}
+
+bool world_running(const std::string& dir, int world, int attempt) {
+  for (int r = 0; r < world; ++r) {
+    std::string name = "w" + std::to_string(world) + ".r" + std::to_string(r) + ".a" +
+                       std::to_string(attempt);
+    if (!std::filesystem::exists(dir + "/" + name)) return false;
+  }
+  return true;
+}
+
+TEST(Elastic, RanksAreUniqueAndContiguousAcrossThreeNodes) {
+  Job job;
+  job.nnodes = "3";
+  std::string dir = make_temp_dir();
+  std::vector<std::unique_ptr<DdprunProcess>> agents;
+  for (int i = 0; i < 3; ++i) {
+    agents.push_back(std::make_unique<DdprunProcess>(
+        job.agent({"--nproc_per_node=2"}, {"mark", dir}), kEnv));
+  }
+  ASSERT_TRUE(eventually([&] { return world_running(dir, 6, 0); })) << "ranks 0-5 of 6";
+  EXPECT_EQ(markers(dir, 6).size(), 6u) << "no rank twice";
+  for (auto& a : agents) ::kill(a->pid(), SIGTERM);
+  for (auto& a : agents) EXPECT_EQ(a->wait(), 128 + SIGTERM) << a->err();
+}
+
+TEST(Elastic, LateJoinerScalesUpWithoutARestart) {
+  Job job;
+  job.nnodes = "2:3";
+  std::string dir = make_temp_dir();
+  DdprunProcess a(job.agent({}, {"mark", dir}, true), kEnv);
+  DdprunProcess b(job.agent({}, {"mark", dir}, false), kEnv);
+  ASSERT_TRUE(eventually([&] { return world_running(dir, 2, 0); }));
+  DdprunProcess c(job.agent({}, {"mark", dir}, false), kEnv);
+  ASSERT_TRUE(eventually([&] { return world_running(dir, 3, 0); }))
+      << "3 nodes, restart count still 0";
+  for (auto* p : {&a, &b, &c}) ::kill(p->pid(), SIGTERM);
+  for (auto* p : {&a, &b, &c}) EXPECT_EQ(p->wait(), 128 + SIGTERM);
+}
+
+TEST(Elastic, KilledAgentScalesDown) {
+  Job job;
+  job.nnodes = "2:3";
+  std::string dir = make_temp_dir();
+  DdprunProcess a(job.agent({}, {"mark", dir}, true), kEnv);
+  DdprunProcess b(job.agent({}, {"mark", dir}, false), kEnv);
+  DdprunProcess c(job.agent({}, {"mark", dir}, false), kEnv);
+  ASSERT_TRUE(eventually([&] { return world_running(dir, 3, 0); }));
+  ::kill(c.pid(), SIGKILL);
+  ASSERT_TRUE(eventually([&] { return world_running(dir, 2, 0); }))
+      << "survivors go on with 2 nodes\n" << a.err() << b.err();
+  for (auto* p : {&a, &b}) ::kill(p->pid(), SIGTERM);
+  for (auto* p : {&a, &b}) EXPECT_EQ(p->wait(), 128 + SIGTERM);
+  EXPECT_NE((a.err() + b.err()).find("lost node(s) 127.0.0.1/"), std::string::npos) << a.err();
+}
+
+TEST(Elastic, TooFewNodesLeftFailsWithACount) {
+  Job job;
+  job.nnodes = "2:2";
+  std::string dir = make_temp_dir();
+  DdprunProcess a(job.agent({}, {"mark", dir}, true), kEnv);
+  DdprunProcess b(job.agent({}, {"mark", dir}, false), kEnv);
+  ASSERT_TRUE(eventually([&] { return world_running(dir, 2, 0); }));
+  ::kill(b.pid(), SIGKILL);
+  EXPECT_EQ(a.wait(), 1);
+  EXPECT_NE(a.err().find("1 node(s) left, at least 2 needed"), std::string::npos) << a.err();
+}
+
+TEST(Elastic, WorkerFailureRestartsEveryNode) {
+  Job job;
+  job.nnodes = "2";
+  auto args = job.agent({"--nproc_per_node=2", "--max_restarts=2", "--tee=1"},
+                        {"fail_before", "1", "4"});
+  DdprunProcess a(args, kEnv);
+  DdprunProcess b(args, kEnv);
+  ASSERT_EQ(a.wait(), 0) << a.err();
+  ASSERT_EQ(b.wait(), 0) << b.err();
+  for (const auto* out : {&a.out(), &b.out()}) {
+    // Both workers of every node ran attempt 1 (attempt 0's may be stopped before printing).
+    EXPECT_NE(out->find("[default0]:attempt 1"), std::string::npos) << *out;
+    EXPECT_NE(out->find("[default1]:attempt 1"), std::string::npos) << *out;
+    EXPECT_EQ(out->find(":attempt 2"), std::string::npos) << *out;
+  }
+}
+
+TEST(Elastic, ExhaustedBudgetEndsEveryNodeWithTheRootCause) {
+  Job job;
+  job.nnodes = "2";
+  auto args = job.agent({"--nproc_per_node=2", "--max_restarts=1"}, {"fail_rank", "3", "5"});
+  DdprunProcess a(args, kEnv);
+  DdprunProcess b(args, kEnv);
+  int ca = a.wait();
+  int cb = b.wait();
+  EXPECT_EQ(ca, 5) << a.err();
+  EXPECT_EQ(cb, 5) << b.err();
+  std::string all = a.err() + b.err();
+  EXPECT_NE(all.find("rank      : 3 (local_rank: 1)"), std::string::npos) << all;
+  EXPECT_NE(all.find("the job failed: rank 3 (local_rank 1) on node 1"), std::string::npos)
+      << all;
+}
+
+TEST(Elastic, SigtermToOneAgentStopsTheWholeJob) {
+  Job job;
+  job.nnodes = "2";
+  std::string dir = make_temp_dir();
+  DdprunProcess a(job.agent({}, {"mark", dir}), kEnv);
+  DdprunProcess b(job.agent({}, {"mark", dir}), kEnv);
+  ASSERT_TRUE(eventually([&] { return world_running(dir, 2, 0); }));
+  ::kill(b.pid(), SIGTERM);
+  EXPECT_EQ(b.wait(), 128 + SIGTERM);
+  EXPECT_EQ(a.wait(), 128 + SIGTERM) << a.err();
+  EXPECT_NE(a.err().find("received SIGTERM"), std::string::npos) << a.err();
+}
+
+TEST(Elastic, TooFewNodesTimesOut) {
+  Job job;
+  job.nnodes = "2:4";
+  job.conf = "join_timeout=0.5,last_call_timeout=0.1";
+  Finished f = run_ddprun(job.agent({}, {"exit", "0"}), kEnv);
+  EXPECT_EQ(f.code, 1);
+  EXPECT_NE(f.err.find("1 node(s) joined, at least 2 needed"), std::string::npos) << f.err;
+}
+
+TEST(Elastic, LosingTheRendezvousHostStopsTheOthers) {
+  Job job;
+  job.nnodes = "2";
+  std::string dir = make_temp_dir();
+  DdprunProcess host(job.agent({}, {"mark", dir}, true), kEnv);
+  DdprunProcess other(job.agent({}, {"mark", dir}, false), kEnv);
+  ASSERT_TRUE(eventually([&] { return world_running(dir, 2, 0); }));
+  ::kill(host.pid(), SIGKILL);
+  EXPECT_EQ(other.wait(), 1);
+  EXPECT_NE(other.err().find("127.0.0.1:" + std::to_string(job.port)), std::string::npos)
+      << other.err();
+}
+
+}  // namespace
+}  // namespace ddprun::test
