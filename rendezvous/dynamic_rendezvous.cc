@@ -59,6 +59,7 @@ DynamicRendezvous::DynamicRendezvous(Options options)
   heartbeat_client_ =
       std::make_unique<TcpStoreClient>(options_.endpoint_host, options_.endpoint_port, o);
   client_->set_timeout(options_.read_timeout);
+  joiner_ = std::make_unique<DynamicJoiner>(*client_, prefix_, options_.config, wall_ms);
   heartbeat_thread_ = std::thread([this] { heartbeat_loop(); });
 }
 
@@ -75,7 +76,11 @@ std::unique_ptr<Store> DynamicRendezvous::connect() {
 }
 
 std::string DynamicRendezvous::round_prefix(int round) const {
-  return prefix_ + "round/" + std::to_string(round) + "/";
+  return joiner_->round_prefix(round);
+}
+
+std::string DynamicRendezvous::endpoint() const {
+  return endpoint_text(options_.endpoint_host, options_.endpoint_port);
 }
 
 void DynamicRendezvous::cancel() {
@@ -104,68 +109,17 @@ void DynamicRendezvous::heartbeat_loop() {
   }
 }
 
-DynamicRendezvous::Snapshot DynamicRendezvous::read() {
-  Snapshot s;
-  s.version = client_->add(prefix_ + "version", 0);
-  if (client_->check({prefix_ + "state"})) {
-    s.raw = client_->get(prefix_ + "state", options_.read_timeout);
-    s.state = DynamicState::from_json(s.raw);
-  }
-  return s;
-}
-
-bool DynamicRendezvous::write(const Snapshot& from, const DynamicState& to) {
-  std::string desired = to.to_json();
-  if (client_->compare_set(prefix_ + "state", from.raw, desired) != desired) return false;
-  int64_t v = client_->add(prefix_ + "version", 1);
-  client_->set(prefix_ + "ver/" + std::to_string(v), "1");
-  return true;
-}
-
-RendezvousInfo DynamicRendezvous::next_rendezvous(int, int local_world_size) {
-  auto deadline = Clock::now() + options_.join_timeout;
-  while (true) {
-    if (cancelled_) throw Error("rendezvous cancelled");
-    Snapshot snap = read();
-    Action a = decide_join(snap.state, node_id_, local_world_size, wall_ms(), options_.config);
-    switch (a.kind) {
-      case Action::Kind::kClosed:
-        throw RendezvousClosedError("the run '" + options_.run_id + "' at " +
-                                    endpoint_text(options_.endpoint_host, options_.endpoint_port) +
-                                    " has already finished; use a new --rdzv_id");
-      case Action::Kind::kDone:
-        return make_info(snap.state);
-      case Action::Kind::kWrite:
-        if (write(snap, a.next) && snap.state.complete && !a.next.waiting.empty() &&
-            !snap.state.waiting.count(node_id_)) {
-          // We arrived while a round runs: end it for everyone so the next one has us.
-          std::set<std::string> members;
-          for (const auto& [id, n] : snap.state.participants) members.insert(id);
-          client_->compare_set(round_prefix(snap.state.round) + "over", "",
-                               "membership|0|node " + node_id_ + " joins");
-          start_next_round(snap.state.round, false, members);
-        }
-        continue;  // re-read whether or not our write won
-      case Action::Kind::kWait:
-        break;
-    }
-    auto now = Clock::now();
-    if (now >= deadline) {
-      throw TimeoutError(
-          "rendezvous '" + options_.run_id + "' timed out after " +
-          std::to_string(options_.join_timeout.count() / 1000) + " s: " +
-          std::to_string(snap.state.participants.size()) + " node(s) joined, at least " +
-          std::to_string(options_.config.min_nodes) + " needed (store at " +
-          endpoint_text(options_.endpoint_host, options_.endpoint_port) + ")");
-    }
-    auto wait_for = std::chrono::duration_cast<milliseconds>(deadline - now);
-    if (a.wake_at_ms > 0) wait_for = std::min(wait_for, milliseconds(a.wake_at_ms - wall_ms()));
-    wait_for = std::clamp(wait_for, milliseconds(1), milliseconds(1000));
-    try {
-      client_->wait({prefix_ + "ver/" + std::to_string(snap.version + 1)}, wait_for);
-    } catch (const TimeoutError&) {
-      // the last call ended or a slice passed: decide again
-    }
+RendezvousInfo DynamicRendezvous::next_rendezvous(int round, int local_world_size) {
+  try {
+    return make_info(
+        joiner_->join(node_id_, local_world_size, round, options_.join_timeout, cancelled_));
+  } catch (const RendezvousClosedError& e) {
+    throw RendezvousClosedError("rendezvous '" + options_.run_id + "' at " + endpoint() + ": " +
+                                e.what() + "; use a new --rdzv_id");
+  } catch (const TimeoutError& e) {
+    throw TimeoutError("rendezvous '" + options_.run_id + "' timed out after " +
+                       std::to_string(options_.join_timeout.count() / 1000) + " s: " + e.what() +
+                       " (store at " + endpoint() + ")");
   }
 }
 
@@ -199,11 +153,7 @@ RendezvousInfo DynamicRendezvous::make_info(const DynamicState& state) {
 
 void DynamicRendezvous::start_next_round(int round, bool failure,
                                          const std::set<std::string>& alive) {
-  for (int attempt = 0; attempt < 100; ++attempt) {
-    Snapshot snap = read();
-    if (snap.state.round != round || snap.state.closed) return;  // someone was first
-    if (write(snap, next_round(snap.state, failure, alive))) return;
-  }
+  joiner_->start_next_round(round, failure, alive);
 }
 
 std::vector<std::string> DynamicRendezvous::dead_members(const RendezvousInfo& info) {

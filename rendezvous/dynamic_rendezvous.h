@@ -8,24 +8,17 @@
 #include <string>
 #include <thread>
 
-#include "rendezvous/dynamic_state.h"
+#include "rendezvous/dynamic_joiner.h"
 #include "rendezvous/rendezvous_handler.h"
 #include "rendezvous/tcp_store_client.h"
 #include "rendezvous/tcp_store_server.h"
 
 namespace ddprun::rendezvous {
 
-/// The run has been closed: a late agent gets this instead of waiting.
-class RendezvousClosedError : public Error {
- public:
-  using Error::Error;
-};
-
 /// Elastic rendezvous (torchrun's c10d backend, done differently where torchrun
 /// falls short): the agent at the endpoint hosts the rendezvous store, the others
-/// connect; the DynamicState machine runs over it with compare-and-set; every state
-/// change bumps a version whose key waiters block on (no polling); heartbeats are
-/// keys of their own; the group-rank-0 agent hosts the workers' store.
+/// connect; a DynamicJoiner runs the state machine over it; heartbeats are keys of
+/// their own; the group-rank-0 agent hosts the workers' store.
 ///
 /// Keys, under "ddprun/c10d/<run id>/": state, version, ver/<n>, hb/<node>,
 /// round/<r>/master, round/<r>/over, round/<r>/done/<k>.
@@ -65,15 +58,9 @@ class DynamicRendezvous : public RendezvousHandler {
   bool hosts_store() const override { return server_ != nullptr; }
 
  private:
-  struct Snapshot {
-    int64_t version = 0;
-    std::string raw;
-    DynamicState state;
-  };
-  Snapshot read();
-  bool write(const Snapshot& from, const DynamicState& to);
   RendezvousInfo make_info(const DynamicState& state);
   void heartbeat_loop();
+  std::string endpoint() const;
 
   Options options_;
   std::string prefix_;
@@ -83,6 +70,7 @@ class DynamicRendezvous : public RendezvousHandler {
   std::unique_ptr<TcpStoreServer> worker_store_;   // group rank 0 only
   std::unique_ptr<TcpStoreClient> client_;
   std::unique_ptr<TcpStoreClient> heartbeat_client_;
+  std::unique_ptr<DynamicJoiner> joiner_;
   std::thread heartbeat_thread_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> cancelled_{false};

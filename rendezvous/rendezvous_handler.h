@@ -40,8 +40,8 @@ class RendezvousHandler {
 
   virtual ~RendezvousHandler() = default;
 
-  /// Joins round `round` with this node's worker count; blocks until every node of
-  /// the round is there. The workers' keys of earlier rounds are gone when it returns.
+  /// Joins round `round` (elastic: that round or a later one) with this node's worker
+  /// count; blocks until every node of the round is there. The workers' keys of earlier rounds are gone when it returns.
   /// Throws TimeoutError naming what is missing, StoreError.
   virtual RendezvousInfo next_rendezvous(int round, int local_world_size) = 0;
 

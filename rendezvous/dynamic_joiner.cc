@@ -1,0 +1,87 @@
+#include "rendezvous/dynamic_joiner.h"
+
+#include <algorithm>
+
+namespace ddprun::rendezvous {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+DynamicJoiner::DynamicJoiner(Store& store, std::string prefix, DynamicConfig config,
+                             WallClock wall_ms)
+    : store_(store), prefix_(std::move(prefix)), config_(config), wall_ms_(std::move(wall_ms)) {}
+
+std::string DynamicJoiner::round_prefix(int round) const {
+  return prefix_ + "round/" + std::to_string(round) + "/";
+}
+
+DynamicJoiner::Snapshot DynamicJoiner::read() {
+  Snapshot s;
+  s.version = store_.add(prefix_ + "version", 0);
+  if (store_.check({prefix_ + "state"})) {
+    s.raw = store_.get(prefix_ + "state", milliseconds(10'000));
+    s.state = DynamicState::from_json(s.raw);
+  }
+  return s;
+}
+
+bool DynamicJoiner::write(const Snapshot& from, const DynamicState& to) {
+  std::string desired = to.to_json();
+  if (store_.compare_set(prefix_ + "state", from.raw, desired) != desired) return false;
+  int64_t v = store_.add(prefix_ + "version", 1);
+  store_.set(prefix_ + "ver/" + std::to_string(v), "1");
+  return true;
+}
+
+DynamicState DynamicJoiner::join(const std::string& node, int local_world_size, int min_round,
+                                 milliseconds timeout, const std::atomic<bool>& cancelled) {
+  auto deadline = Clock::now() + timeout;
+  while (true) {
+    if (cancelled) throw Error("rendezvous cancelled");
+    Snapshot snap = read();
+    Action a;  // default: wait for the state to change
+    if (snap.state.round >= min_round || snap.state.closed) {
+      a = decide_join(snap.state, node, local_world_size, wall_ms_(), config_);
+    }
+    if (a.kind == Action::Kind::kClosed) {
+      throw RendezvousClosedError("the run has already finished");
+    }
+    if (a.kind == Action::Kind::kDone) return snap.state;
+    if (a.kind == Action::Kind::kWrite) {
+      bool asked_to_join = snap.state.complete && !snap.state.waiting.count(node);
+      if (write(snap, a.next) && asked_to_join) {
+        // We arrived while a round runs: end it for everyone so the next one has us.
+        std::set<std::string> members;
+        for (const auto& [id, n] : snap.state.participants) members.insert(id);
+        store_.compare_set(round_prefix(snap.state.round) + "over", "",
+                           "membership|0|node " + node + " joins");
+        start_next_round(snap.state.round, false, members);
+      }
+      continue;  // re-read whether or not our write won
+    }
+    auto now = Clock::now();
+    if (now >= deadline) {
+      throw TimeoutError(std::to_string(snap.state.participants.size()) +
+                         " node(s) joined, at least " + std::to_string(config_.min_nodes) +
+                         " needed");
+    }
+    auto wait_for = std::chrono::duration_cast<milliseconds>(deadline - now);
+    if (a.wake_at_ms > 0) wait_for = std::min(wait_for, milliseconds(a.wake_at_ms - wall_ms_()));
+    wait_for = std::clamp(wait_for, milliseconds(1), milliseconds(1000));
+    try {
+      store_.wait({prefix_ + "ver/" + std::to_string(snap.version + 1)}, wait_for);
+    } catch (const TimeoutError&) {
+      // the last call ended or a slice passed: decide again
+    }
+  }
+}
+
+void DynamicJoiner::start_next_round(int round, bool failure, const std::set<std::string>& alive) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    Snapshot snap = read();
+    if (snap.state.round != round || snap.state.closed) return;  // someone was first
+    if (write(snap, next_round(snap.state, failure, alive))) return;
+  }
+}
+
+}  // namespace ddprun::rendezvous

@@ -1,0 +1,59 @@
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <set>
+#include <string>
+
+#include "rendezvous/dynamic_state.h"
+#include "rendezvous/store.h"
+
+namespace ddprun::rendezvous {
+
+/// The run has been closed: a late agent gets this instead of waiting.
+class RendezvousClosedError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// Applies the DynamicState machine to a Store through compare-and-set. Every
+/// successful write bumps "<prefix>version" and creates "<prefix>ver/<n>", which is
+/// what waiting nodes block on: a change wakes them at once, nothing polls.
+/// Not thread-safe (one per store connection); the wall clock is injectable.
+class DynamicJoiner {
+ public:
+  using WallClock = std::function<int64_t()>;  // milliseconds
+
+  DynamicJoiner(Store& store, std::string prefix, DynamicConfig config, WallClock wall_ms);
+
+  /// Joins a round numbered `min_round` or later (an agent coming back from round r
+  /// must not take r again: it waits until someone starts r+1) — the one being formed,
+  /// or asks the running one to start over with us — and returns the completed state.
+  /// Throws RendezvousClosedError, TimeoutError (saying how many nodes joined and how
+  /// many are needed), Error when cancelled.
+  DynamicState join(const std::string& node, int local_world_size, int min_round,
+                    std::chrono::milliseconds timeout, const std::atomic<bool>& cancelled);
+
+  /// Begins the round after `round` unless someone already did (see next_round()).
+  void start_next_round(int round, bool failure, const std::set<std::string>& alive);
+
+  /// Keys of round `round` live under this prefix.
+  std::string round_prefix(int round) const;
+
+ private:
+  struct Snapshot {
+    int64_t version = 0;
+    std::string raw;
+    DynamicState state;
+  };
+  Snapshot read();
+  bool write(const Snapshot& from, const DynamicState& to);
+
+  Store& store_;
+  std::string prefix_;
+  DynamicConfig config_;
+  WallClock wall_ms_;
+};
+
+}  // namespace ddprun::rendezvous

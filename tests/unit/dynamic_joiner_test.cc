@@ -1,0 +1,154 @@
+// The elastic rendezvous executor over MemoryStore: nodes are threads, the wall
+// clock is fake, every wait is bounded.
+#include "rendezvous/dynamic_joiner.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "rendezvous/memory_store.h"
+
+namespace ddprun::rendezvous {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct Cluster {
+  MemoryStore store;
+  std::atomic<int64_t> now_ms{0};
+  std::atomic<bool> cancelled{false};
+  DynamicConfig config{2, 3, 1000};
+
+  DynamicJoiner joiner() {
+    return DynamicJoiner(store, "ddprun/c10d/test/", config, [this] { return now_ms.load(); });
+  }
+
+  // Each node joins on a thread of its own; returns the states they got.
+  // `min_round` per node: a node coming back from round r joins r+1 or later; a new
+  // node joins whatever round there is (0).
+  std::vector<DynamicState> join_all(const std::vector<std::string>& nodes,
+                                     std::function<void()> meanwhile = {},
+                                     std::vector<int> min_round = {}) {
+    min_round.resize(nodes.size(), min_round.empty() ? 0 : min_round.back());
+    std::vector<DynamicState> got(nodes.size());
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      threads.emplace_back([&, i] {
+        DynamicJoiner j = joiner();
+        try {
+          got[i] = j.join(nodes[i], 2, min_round[i], 10s, cancelled);
+        } catch (const std::exception& e) {
+          ADD_FAILURE() << nodes[i] << ": " << e.what();
+        }
+      });
+    }
+    if (meanwhile) meanwhile();
+    for (auto& t : threads) t.join();
+    return got;
+  }
+};
+
+TEST(DynamicJoiner, MaxNodesCompleteTogether) {
+  Cluster c;
+  auto got = c.join_all({"n/3", "n/1", "n/2"});
+  for (const auto& s : got) {
+    EXPECT_TRUE(s.complete);
+    EXPECT_EQ(ordered_members(s), (std::vector<std::string>{"n/1", "n/2", "n/3"}));
+    EXPECT_EQ(s.round, 0);
+  }
+}
+
+TEST(DynamicJoiner, LastCallCompletesWithMinWhenTheClockPassesIt) {
+  Cluster c;
+  auto got = c.join_all({"a", "b"}, [&] {
+    // Both are in and waiting for the last call; then time passes.
+    while (c.store.num_keys() < 3) std::this_thread::sleep_for(1ms);
+    std::this_thread::sleep_for(20ms);
+    c.now_ms = 5000;
+  });
+  EXPECT_EQ(got[0].participants.size(), 2u);
+  EXPECT_EQ(got[0], got[1]);
+}
+
+TEST(DynamicJoiner, TimeoutSaysWhatIsMissing) {
+  Cluster c;
+  DynamicJoiner j = c.joiner();
+  try {
+    j.join("alone", 1, 0, 100ms, c.cancelled);
+    FAIL();
+  } catch (const TimeoutError& e) {
+    EXPECT_STREQ(e.what(), "1 node(s) joined, at least 2 needed");
+  }
+}
+
+TEST(DynamicJoiner, NextRoundAfterAFailureIsStartedOnceAndCounted) {
+  Cluster c;
+  c.config = {2, 2, 1000};
+  auto first = c.join_all({"a", "b"});
+  // Both nodes see the failure and both try to start the next round.
+  DynamicJoiner ja = c.joiner();
+  DynamicJoiner jb = c.joiner();
+  ja.start_next_round(0, true, {"a", "b"});
+  jb.start_next_round(0, true, {"a", "b"});
+  auto second = c.join_all({"a", "b"}, {}, {1, 1});
+  EXPECT_EQ(second[0].round, 1);
+  EXPECT_EQ(second[0].restarts, 1) << "one restart, not two";
+}
+
+TEST(DynamicJoiner, LateNodeEndsTheRunningRoundAndJoinsTheNext) {
+  Cluster c;
+  c.config = {2, 3, 50'000};
+  c.now_ms = 0;
+  auto first = c.join_all({"a", "b"}, [&] {
+    while (c.store.num_keys() < 3) std::this_thread::sleep_for(1ms);
+    std::this_thread::sleep_for(20ms);
+    c.now_ms = 60'000;
+  });
+  ASSERT_EQ(first[0].participants.size(), 2u);
+  // "c" arrives while round 0 runs; a and b see round 0 over and rejoin.
+  auto second = c.join_all({"c", "a", "b"}, {}, {0, 1, 1});
+  EXPECT_EQ(second[0].round, 1);
+  EXPECT_EQ(second[0].restarts, 0);
+  EXPECT_EQ(ordered_members(second[0]), (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_TRUE(c.store.check({"ddprun/c10d/test/round/0/over"}));
+}
+
+TEST(DynamicJoiner, ComingBackFromARoundWaitsForTheNextOne) {
+  Cluster c;
+  c.config = {2, 2, 1000};
+  c.join_all({"a", "b"});
+  // a comes back first; round 0 is still the state until b starts round 1.
+  std::thread b([&] {
+    std::this_thread::sleep_for(30ms);
+    DynamicJoiner jb = c.joiner();
+    jb.start_next_round(0, false, {"a", "b"});
+    jb.join("b", 2, 1, 10s, c.cancelled);
+  });
+  DynamicJoiner ja = c.joiner();
+  DynamicState s = ja.join("a", 2, 1, 10s, c.cancelled);
+  b.join();
+  EXPECT_EQ(s.round, 1);
+}
+
+TEST(DynamicJoiner, CancelStopsAWaitingJoin) {
+  Cluster c;
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(50ms);
+    c.cancelled = true;
+  });
+  DynamicJoiner j = c.joiner();
+  EXPECT_THROW(j.join("a", 1, 0, 10s, c.cancelled), Error);
+  canceller.join();
+}
+
+TEST(DynamicJoiner, ClosedRunIsRefused) {
+  Cluster c;
+  DynamicState closed;
+  closed.closed = true;
+  c.store.set("ddprun/c10d/test/state", closed.to_json());
+  DynamicJoiner j = c.joiner();
+  EXPECT_THROW(j.join("a", 1, 0, 1s, c.cancelled), RendezvousClosedError);
+}
+
+}  // namespace
+}  // namespace ddprun::rendezvous

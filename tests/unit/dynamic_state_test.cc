@@ -1,0 +1,145 @@
+// The elastic rendezvous algorithm as a pure function: every decision checked with
+// hand-made states and a fake clock (milliseconds passed in).
+#include "rendezvous/dynamic_state.h"
+
+#include <gtest/gtest.h>
+
+#include "common/error.h"
+
+namespace ddprun::rendezvous {
+namespace {
+
+using Kind = Action::Kind;
+
+DynamicConfig config(int lo, int hi, int64_t last_call = 1000) { return {lo, hi, last_call}; }
+
+// Applies `node`'s writes until it waits or is done, as an executor would.
+Action step(DynamicState& s, const std::string& node, int64_t now, const DynamicConfig& c) {
+  for (int i = 0; i < 10; ++i) {
+    Action a = decide_join(s, node, 2, now, c);
+    if (a.kind != Kind::kWrite) return a;
+    s = a.next;
+  }
+  ADD_FAILURE() << "no progress";
+  return {};
+}
+
+TEST(DynamicState, JsonRoundTrip) {
+  DynamicState s;
+  s.round = 3;
+  s.restarts = 1;
+  s.participants = {{"a/1", 2}, {"b/2", 4}};
+  s.expected = {"a/1"};
+  s.waiting = {{"c/3", 1}};
+  s.last_call_deadline_ms = 1234;
+  EXPECT_EQ(DynamicState::from_json(s.to_json()), s);
+  EXPECT_THROW(DynamicState::from_json("{\"round\": 1}"), Error);
+  EXPECT_THROW(DynamicState::from_json("not json"), Error);
+}
+
+TEST(DynamicState, CompletesAtOnceAtMax) {
+  DynamicState s;
+  auto c = config(2, 2);
+  EXPECT_EQ(step(s, "a", 0, c).kind, Kind::kWait);
+  EXPECT_FALSE(s.complete);
+  EXPECT_EQ(step(s, "b", 0, c).kind, Kind::kDone);
+  EXPECT_TRUE(s.complete);
+  EXPECT_EQ(step(s, "a", 0, c).kind, Kind::kDone);
+  EXPECT_EQ(ordered_members(s), (std::vector<std::string>{"a", "b"}));
+}
+
+TEST(DynamicState, LastCallStartsAtMinAndEndsTheRound) {
+  DynamicState s;
+  auto c = config(2, 4, 1000);
+  step(s, "a", 0, c);
+  Action b = step(s, "b", 100, c);
+  EXPECT_EQ(b.kind, Kind::kWait);
+  EXPECT_EQ(s.last_call_deadline_ms, 1100);
+  EXPECT_EQ(b.wake_at_ms, 1100);
+  EXPECT_EQ(step(s, "a", 1099, c).kind, Kind::kWait);
+  EXPECT_EQ(step(s, "a", 1100, c).kind, Kind::kDone);
+  EXPECT_EQ(s.participants.size(), 2u);
+}
+
+TEST(DynamicState, ArrivalDuringLastCallIsIncluded) {
+  DynamicState s;
+  auto c = config(1, 3, 1000);
+  step(s, "a", 0, c);
+  step(s, "c", 500, c);
+  EXPECT_EQ(s.last_call_deadline_ms, 1000) << "the deadline is not pushed back";
+  EXPECT_EQ(step(s, "b", 600, c).kind, Kind::kDone) << "max reached";
+  EXPECT_EQ(ordered_members(s), (std::vector<std::string>{"a", "b", "c"}));
+}
+
+TEST(DynamicState, BelowMinNeverCompletes) {
+  DynamicState s;
+  auto c = config(3, 4, 10);
+  step(s, "a", 0, c);
+  step(s, "b", 0, c);
+  EXPECT_EQ(step(s, "a", 1'000'000, c).kind, Kind::kWait);
+  EXPECT_EQ(s.last_call_deadline_ms, 0);
+}
+
+TEST(DynamicState, LateNodeWaitsAndIsExpectedNextRound) {
+  DynamicState s;
+  auto c = config(2, 3);
+  step(s, "a", 0, c);
+  step(s, "b", 0, c);
+  step(s, "a", 5000, c);
+  ASSERT_TRUE(s.complete);
+  EXPECT_EQ(step(s, "c", 5000, c).kind, Kind::kWait);
+  EXPECT_EQ(s.waiting.count("c"), 1u);
+  EXPECT_EQ(step(s, "c", 5000, c).kind, Kind::kWait) << "asks once";
+  DynamicState next = next_round(s, false, {"a", "b"});
+  EXPECT_EQ(next.round, 1);
+  EXPECT_EQ(next.restarts, 0) << "membership changes are free";
+  EXPECT_EQ(next.expected, (std::set<std::string>{"a", "b", "c"}));
+  step(next, "c", 5001, c);
+  step(next, "a", 5001, c);
+  EXPECT_EQ(step(next, "b", 5001, c).kind, Kind::kDone) << "max reached";
+}
+
+TEST(DynamicState, FullRoundTurnsLateNodesAway) {
+  DynamicState s;
+  auto c = config(1, 2);
+  step(s, "a", 0, c);
+  step(s, "b", 0, c);
+  ASSERT_TRUE(s.complete);
+  EXPECT_EQ(step(s, "c", 0, c).kind, Kind::kWait);
+  EXPECT_TRUE(s.waiting.empty()) << "no room: do not disturb the running round";
+}
+
+TEST(DynamicState, RestartRoundCompletesAsSoonAsTheSurvivorsAreBack) {
+  DynamicState s;
+  auto c = config(2, 4, 60'000);
+  step(s, "a", 0, c);
+  step(s, "b", 0, c);
+  step(s, "c", 0, c);
+  step(s, "a", 60'000, c);
+  ASSERT_TRUE(s.complete);
+  // c died: the next round expects a and b only, and needs no last call.
+  DynamicState next = next_round(s, true, {"a", "b"});
+  EXPECT_EQ(next.restarts, 1);
+  step(next, "b", 60'001, c);
+  EXPECT_EQ(step(next, "a", 60'001, c).kind, Kind::kDone);
+  EXPECT_EQ(ordered_members(next), (std::vector<std::string>{"a", "b"}));
+}
+
+TEST(DynamicState, ClosedRunRefusesEveryone) {
+  DynamicState s;
+  s.closed = true;
+  EXPECT_EQ(decide_join(s, "a", 1, 0, config(1, 1)).kind, Kind::kClosed);
+}
+
+TEST(DynamicState, RanksAreDeterministicForAMembership) {
+  DynamicState x;
+  DynamicState y;
+  auto c = config(3, 3);
+  for (const char* n : {"10.0.0.2/1", "10.0.0.1/9", "10.0.0.1/3"}) step(x, n, 0, c);
+  for (const char* n : {"10.0.0.1/3", "10.0.0.2/1", "10.0.0.1/9"}) step(y, n, 0, c);
+  EXPECT_EQ(ordered_members(x), ordered_members(y));
+  EXPECT_EQ(ordered_members(x).front(), "10.0.0.1/3");
+}
+
+}  // namespace
+}  // namespace ddprun::rendezvous
