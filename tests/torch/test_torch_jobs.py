@@ -107,6 +107,39 @@ class StaticNodes(unittest.TestCase):
         self.assertEqual(training_lines(outs[1][0]), [])
 
 
+class ElasticNodes(unittest.TestCase):
+    def agents(self, tmp, extra_args, extra_train):
+        port = free_port()
+        env = dict(os.environ, PYTHON_EXEC=PYTHON, OMP_NUM_THREADS="1")
+        return [subprocess.Popen(
+            [DDPRUN, "--nnodes=2", "--nproc_per_node=2", "--rdzv_backend=c10d",
+             f"--rdzv_endpoint=127.0.0.1:{port}", "--rdzv_id=torchjob",
+             "--local_addr=127.0.0.1", *extra_args, TRAIN, "--epochs", "2",
+             "--checkpoint", os.path.join(tmp, "ckpt.pt"), *extra_train],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+            for _ in range(2)]
+
+    def test_two_agents_under_c10d(self):
+        tmp = tempfile.mkdtemp(prefix="ddprun_torch_")
+        nodes = self.agents(tmp, [], [])
+        outs = [n.communicate(timeout=TIMEOUT) for n in nodes]
+        for n, (out, err) in zip(nodes, outs):
+            self.assertEqual(n.returncode, 0, err)
+        lines = [training_lines(out) for out, _ in outs]
+        self.assertEqual(sorted(len(l) for l in lines), [0, 2], lines)
+        self.assertTrue(os.path.exists(os.path.join(tmp, "ckpt.pt")))
+
+    def test_worker_failure_restarts_both_agents(self):
+        tmp = tempfile.mkdtemp(prefix="ddprun_torch_")
+        # Global rank 3 raises in the first attempt; one restart is allowed.
+        nodes = self.agents(tmp, ["--max_restarts=1"], ["--fail-rank", "3"])
+        outs = [n.communicate(timeout=TIMEOUT) for n in nodes]
+        for n, (out, err) in zip(nodes, outs):
+            self.assertEqual(n.returncode, 0, err)
+        self.assertIn("restarting, attempt 1 of 1", outs[0][1] + outs[1][1])
+        self.assertEqual(sum(len(training_lines(out)) for out, _ in outs), 2)
+
+
 class Environment(unittest.TestCase):
     def env_of(self, result):
         self.assertEqual(result.returncode, 0, result.stderr)
