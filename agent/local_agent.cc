@@ -92,7 +92,13 @@ class LocalAgent::Impl {
         return finish(128 + signalled_);
       }
       const auto& failures = runner_.failures();
-      if (!over_ && failures.empty()) return finish_success(info);
+      if (!over_ && failures.empty()) {
+        // This node is done; the job is done when every node is (a later failure
+        // elsewhere still restarts everyone, this node included).
+        if (multi_node()) over_ = wait_for_all_done(info);
+        if (signalled_ != 0) return finish(128 + signalled_);
+        if (!over_) return finish_success();
+      }
       if (!over_ || over_->kind == RoundOver::Kind::kFinal) {
         return finish_failure(failures, over_.value_or(RoundOver{}));
       }
@@ -287,33 +293,39 @@ class LocalAgent::Impl {
     runner_.stop(sig);
   }
 
-  int finish_success(const rendezvous::RendezvousInfo& info) {
-    if (multi_node()) {
-      handler_->store().set(done_key(info.round, info.group_rank), "1");
-      // Whoever hosts a store keeps it up until every node has finished.
-      if (info.group_rank == 0 || handler_->hosts_store()) {
-        if (int code = wait_for_all_done(info); code != 0) return finish(code);
-      }
-    }
+  int finish_success() {
+    // Whoever hosts the agents' store keeps it up until the others have left.
+    if (multi_node() && handler_->hosts_store()) handler_->linger(std::chrono::seconds(5));
     log_dir_.remove_if_temporary();
     return finish(0);
   }
 
-  int wait_for_all_done(const rendezvous::RendezvousInfo& info) {
+  // Marks this node done and waits until every node is, or the round ends anyway.
+  std::optional<RoundOver> wait_for_all_done(const rendezvous::RendezvousInfo& info) {
     std::vector<std::string> keys;
     for (int k = 0; k < info.group_world_size; ++k) keys.push_back(done_key(info.round, k));
-    std::optional<int> outcome;
-    KeyWatch all_done(io_, handler_->connect(), keys, [&](auto) { outcome = 0; },
-                      [&](std::string) { outcome = 0; });
-    KeyWatch failed(io_, handler_->connect(), {over_key(info.round)},
-                    [&](std::vector<std::string> v) {
-                      RoundOver o = RoundOver::parse(v[0]);
-                      spdlog::error("the job failed after this node finished: {}", o.reason);
-                      outcome = o.exitcode;
-                    },
-                    [](std::string) {});
-    while (!outcome && signalled_ == 0) io_.run_one();
-    return signalled_ ? 128 + signalled_ : *outcome;
+    std::optional<RoundOver> outcome;
+    bool all_done = false;
+    try {
+      handler_->store().set(done_key(info.round, info.group_rank), "1");
+    } catch (const std::exception& e) {
+      return RoundOver{RoundOver::Kind::kFinal, 1, "lost the rendezvous store: " + std::string(e.what())};
+    }
+    KeyWatch done(io_, handler_->connect(), keys, [&](auto) { all_done = true; },
+                  [&](std::string err) {
+                    outcome = RoundOver{RoundOver::Kind::kFinal, 1,
+                                        "lost the rendezvous store at " + store_address() +
+                                            " (" + err + ")"};
+                  });
+    KeyWatch over(io_, handler_->connect(), {over_key(info.round)},
+                  [&](std::vector<std::string> v) { outcome = RoundOver::parse(v[0]); },
+                  [](std::string) {});
+    while (!all_done && !outcome && signalled_ == 0) io_.run_one();
+    if (all_done) return std::nullopt;
+    if (outcome && outcome->kind != RoundOver::Kind::kFinal) {
+      spdlog::warn("this node finished, but the round ended: {}", outcome->reason);
+    }
+    return outcome;
   }
 
   int finish_failure(const std::vector<FailureRecord>& failures, const RoundOver& over) {

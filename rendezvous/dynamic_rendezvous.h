@@ -56,6 +56,9 @@ class DynamicRendezvous : public RendezvousHandler {
 
   const std::string& node_id() const { return node_id_; }
   bool hosts_store() const override { return server_ != nullptr; }
+  void linger(std::chrono::milliseconds max) override {
+    if (server_) server_->wait_until_connections_at_most(2, max);  // our own
+  }
 
  private:
   RendezvousInfo make_info(const DynamicState& state);

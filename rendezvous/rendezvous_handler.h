@@ -72,6 +72,10 @@ class RendezvousHandler {
   /// True when this agent hosts the store the agents share (it must outlive the job).
   virtual bool hosts_store() const = 0;
 
+  /// On the host, at the end: waits (up to `max`) until the other agents have
+  /// disconnected, so none loses the store while it is still finishing.
+  virtual void linger(std::chrono::milliseconds max) = 0;
+
   /// True when nodes may come and go (then dead_members() is worth asking).
   virtual bool elastic() const { return false; }
   virtual std::chrono::milliseconds heartbeat_interval() const {

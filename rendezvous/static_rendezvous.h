@@ -40,6 +40,9 @@ class StaticRendezvous : public RendezvousHandler {
   std::unique_ptr<Store> connect() override;
   std::string round_prefix(int round) const override { return static_round_prefix(round); }
   bool hosts_store() const override { return server_ != nullptr; }
+  void linger(std::chrono::milliseconds max) override {
+    if (server_) server_->wait_until_connections_at_most(1, max);  // our own
+  }
   void cancel() override;
 
   /// The port the store listens on (node 0) or is reached at.

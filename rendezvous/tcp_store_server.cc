@@ -165,4 +165,12 @@ size_t TcpStoreServer::clear_except(const std::string& keep_prefix) {
 
 size_t TcpStoreServer::connection_count() { return impl_->connection_count(); }
 
+void TcpStoreServer::wait_until_connections_at_most(size_t n, std::chrono::milliseconds max) {
+  // Only at shutdown, so a short sleep between looks is fine.
+  auto deadline = std::chrono::steady_clock::now() + max;
+  while (connection_count() > n && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
 }  // namespace ddprun::rendezvous

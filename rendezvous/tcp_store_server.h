@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -32,6 +33,9 @@ class TcpStoreServer {
 
   /// Open client connections (for tests and benchmarks).
   size_t connection_count();
+
+  /// Waits until at most `n` clients are connected, or `max` has passed.
+  void wait_until_connections_at_most(size_t n, std::chrono::milliseconds max);
 
  private:
   class Impl;

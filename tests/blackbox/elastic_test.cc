@@ -197,3 +197,49 @@ TEST(Elastic, LosingTheRendezvousHostStopsTheOthers) {
 
 }  // namespace
 }  // namespace ddprun::test
+
+namespace ddprun::test {
+namespace {
+
+// Rank 0's node finishes first; rank 1 then fails once: the restart must bring the
+// finished node back too, and both succeed in attempt 1.
+const char* kFinishThenFail =
+    "echo $TORCHELASTIC_RESTART_COUNT > \"$0/ran.$RANK.$TORCHELASTIC_RESTART_COUNT\"; "
+    "if [ \"$RANK\" = 1 ] && [ \"$TORCHELASTIC_RESTART_COUNT\" = 0 ]; then "
+    "while [ ! -f \"$0/ran.0.0\" ]; do sleep 0.01; done; sleep 0.2; exit 3; fi";
+
+void expect_both_nodes_rerun(const std::vector<std::vector<std::string>>& agents,
+                             const std::string& dir) {
+  std::vector<std::unique_ptr<DdprunProcess>> procs;
+  for (const auto& a : agents) procs.push_back(std::make_unique<DdprunProcess>(a, kEnv));
+  for (auto& p : procs) EXPECT_EQ(p->wait(), 0) << p->err();
+  EXPECT_TRUE(std::filesystem::exists(dir + "/ran.0.1")) << "the finished node ran again";
+  EXPECT_TRUE(std::filesystem::exists(dir + "/ran.1.1"));
+}
+
+TEST(Elastic, NodeThatFinishedRestartsWhenAPeerFailsLater) {
+  Job job;
+  job.nnodes = "2";
+  std::string dir = make_temp_dir();
+  auto a = job.agent({"--max_restarts=1"}, {}, true);
+  auto b = job.agent({"--max_restarts=1"}, {}, false);
+  for (auto* v : {&a, &b}) {
+    v->back() = "/bin/sh";  // a shell script instead of the test worker
+    v->insert(v->end(), {"-c", kFinishThenFail, dir});
+  }
+  expect_both_nodes_rerun({a, b}, dir);
+}
+
+TEST(StaticMultiNodeRestart, NodeThatFinishedRestartsWhenAPeerFailsLater) {
+  int port = free_port();
+  std::string dir = make_temp_dir();
+  auto agent = [&](int node) {
+    return std::vector<std::string>{"--nnodes=2", "--node_rank=" + std::to_string(node),
+                                    "--master_port=" + std::to_string(port), "--max_restarts=1",
+                                    "--no_python", "/bin/sh", "-c", kFinishThenFail, dir};
+  };
+  expect_both_nodes_rerun({agent(0), agent(1)}, dir);
+}
+
+}  // namespace
+}  // namespace ddprun::test

@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Elastic rendezvous, ddprun vs torchrun's c10d backend, side by side in one run.
+
+    /usr/bin/python3 bench/rendezvous_bench.py [--ddprun build/launcher/ddprun]
+        [--agents 2,8,32,128] [--torch-agents 2,8]
+
+For N agents with one /bin/sh worker each (all on 127.0.0.1): the time from the last
+agent's start until every worker has started (workers write a timestamp). Then the
+restart latency across 2 agents: from the death of a worker to the start of the last
+worker of the next attempt. Each torchrun agent costs ~235 MiB and ~1 s of CPU, so its
+counts stay small on this machine.
+"""
+import argparse
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+TORCHRUN = [sys.executable, os.path.join(ROOT, "tests", "torch", "torchrun_compat.py"),
+            "--monitor_interval=0.1"]
+MARK = 'echo $(date +%s%N) > "$0/start.$RANK.$TORCHELASTIC_RESTART_COUNT"'
+# Rank 1 dies in the first attempt, after recording when.
+FAIL_ONCE = (MARK + '; if [ "$RANK" = 1 ] && [ "$TORCHELASTIC_RESTART_COUNT" = 0 ]; then '
+             'echo $(date +%s%N) > "$0/died"; exit 1; fi')
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def launcher_args(kind, n, port, run_id, extra):
+    common = [f"--nnodes={n}", "--nproc_per_node=1", "--rdzv_backend=c10d",
+              f"--rdzv_endpoint=127.0.0.1:{port}", f"--rdzv_id={run_id}", *extra]
+    if kind == "ddprun":
+        return common + ["--local_addr=127.0.0.1"]
+    return common
+
+
+def run_agents(cmd_prefix, kind, n, script, extra=()):
+    """Starts n agents; returns (seconds from the last start to the last worker start,
+    the marker directory)."""
+    d = tempfile.mkdtemp(prefix="ddprun_rdzv_bench_")
+    port = free_port()
+    run_id = f"bench{port}"
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    procs = []
+    last_start = 0.0
+    for i in range(n):
+        conf = "is_host=1" if i == 0 else "is_host=0"
+        args = launcher_args(kind, n, port, run_id, [f"--rdzv_conf={conf}", *extra])
+        last_start = time.time()
+        procs.append(subprocess.Popen(
+            [*cmd_prefix, *args, "--no_python", "/bin/sh", "-c", script, d],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env))
+        if i == 0:
+            time.sleep(0.05 if kind == "ddprun" else 2.0)  # the host binds the endpoint first
+            last_start = time.time()
+    for p in procs:
+        p.wait(timeout=600)
+        if p.returncode != 0:
+            raise SystemExit(f"{kind} agent failed with {p.returncode}")
+    starts = [int(open(os.path.join(d, f)).read()) / 1e9
+              for f in os.listdir(d) if f.startswith("start.")]
+    return max(starts) - last_start, d
+
+
+def restart_latency(cmd_prefix, kind):
+    _, d = run_agents(cmd_prefix, kind, 2, FAIL_ONCE, ["--max_restarts=1"])
+    died = int(open(os.path.join(d, "died")).read()) / 1e9
+    restarted = [int(open(os.path.join(d, f)).read()) / 1e9
+                 for f in os.listdir(d) if f.startswith("start.") and f.endswith(".1")]
+    return max(restarted) - died
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ddprun", default=os.path.join(ROOT, "build", "launcher", "ddprun"))
+    ap.add_argument("--agents", default="2,8,32,128")
+    ap.add_argument("--torch-agents", default="2,8")
+    args = ap.parse_args()
+    ours = [args.ddprun]
+    torch_counts = {int(x) for x in args.torch_agents.split(",") if x}
+    print("| agents | ddprun | torchrun c10d | torchrun / ddprun |")
+    print("|---|---|---|---|")
+    for n in [int(x) for x in args.agents.split(",")]:
+        t_ours, _ = run_agents(ours, "ddprun", n, MARK)
+        if n in torch_counts:
+            t_torch, _ = run_agents(TORCHRUN, "torchrun", n, MARK)
+            print(f"| {n} | {t_ours * 1000:.0f} ms | {t_torch * 1000:.0f} ms | "
+                  f"x{t_torch / t_ours:.0f} |", flush=True)
+        else:
+            print(f"| {n} | {t_ours * 1000:.0f} ms | - | - |", flush=True)
+    r_ours = restart_latency(ours, "ddprun")
+    r_torch = restart_latency(TORCHRUN, "torchrun")
+    print(f"\n| restart across 2 agents (worker death to last restarted worker) | ddprun "
+          f"{r_ours * 1000:.1f} ms | torchrun {r_torch * 1000:.0f} ms | x{r_torch / r_ours:.0f} |")
+
+
+if __name__ == "__main__":
+    main()
