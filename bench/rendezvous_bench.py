@@ -23,9 +23,12 @@ ROOT = os.path.dirname(HERE)
 TORCHRUN = [sys.executable, os.path.join(ROOT, "tests", "torch", "torchrun_compat.py"),
             "--monitor_interval=0.1"]
 MARK = 'echo $(date +%s%N) > "$0/start.$RANK.$TORCHELASTIC_RESTART_COUNT"'
-# Rank 1 dies in the first attempt, after recording when.
-FAIL_ONCE = (MARK + '; if [ "$RANK" = 1 ] && [ "$TORCHELASTIC_RESTART_COUNT" = 0 ]; then '
-             'echo $(date +%s%N) > "$0/died"; exit 1; fi')
+# In the first attempt rank 1 dies (recording when) while rank 0 keeps running; the
+# next attempt succeeds. (If rank 0 finished first, torch 1.13's agent would sit in its
+# exit barrier and the restart would never happen: ddprun restarts that node too.)
+FAIL_ONCE = (MARK + '; if [ "$TORCHELASTIC_RESTART_COUNT" = 0 ]; then '
+             'if [ "$RANK" = 1 ]; then echo $(date +%s%N) > "$0/died"; exit 1; fi; '
+             'sleep 60; fi')
 
 
 def free_port():
