@@ -85,3 +85,17 @@ void DynamicJoiner::start_next_round(int round, bool failure, const std::set<std
 }
 
 }  // namespace ddprun::rendezvous
+
+namespace ddprun::rendezvous {
+
+void DynamicJoiner::close() {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    Snapshot snap = read();
+    if (snap.state.closed) return;
+    DynamicState closed = snap.state;
+    closed.closed = true;
+    if (write(snap, closed)) return;
+  }
+}
+
+}  // namespace ddprun::rendezvous

@@ -38,6 +38,9 @@ class DynamicJoiner {
   /// Begins the round after `round` unless someone already did (see next_round()).
   void start_next_round(int round, bool failure, const std::set<std::string>& alive);
 
+  /// Marks the run closed (idempotent).
+  void close();
+
   /// Keys of round `round` live under this prefix.
   std::string round_prefix(int round) const;
 

@@ -47,6 +47,7 @@ class DynamicRendezvous : public RendezvousHandler {
   std::unique_ptr<Store> connect() override;
   std::string round_prefix(int round) const override;
   void cancel() override;
+  void close() override { joiner_->close(); }
   void start_next_round(int round, bool failure, const std::set<std::string>& alive) override;
   std::vector<std::string> dead_members(const RendezvousInfo& info) override;
   bool elastic() const override { return true; }

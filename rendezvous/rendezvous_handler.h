@@ -72,6 +72,10 @@ class RendezvousHandler {
   /// True when this agent hosts the store the agents share (it must outlive the job).
   virtual bool hosts_store() const = 0;
 
+  /// Marks the run finished: agents arriving later fail with RendezvousClosedError
+  /// instead of waiting (elastic only; static runs have no shared state to close).
+  virtual void close() {}
+
   /// On the host, at the end: waits (up to `max`) until the other agents have
   /// disconnected, so none loses the store while it is still finishing.
   virtual void linger(std::chrono::milliseconds max) = 0;

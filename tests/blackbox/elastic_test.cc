@@ -243,3 +243,36 @@ TEST(StaticMultiNodeRestart, NodeThatFinishedRestartsWhenAPeerFailsLater) {
 
 }  // namespace
 }  // namespace ddprun::test
+
+namespace ddprun::test {
+namespace {
+
+int connect_loopback(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) return fd;
+  ::close(fd);
+  return -1;
+}
+
+TEST(Elastic, LateAgentForAFinishedRunExitsWithAClearMessage) {
+  Job job;
+  job.nnodes = "2";
+  DdprunProcess host(job.agent({}, {"exit", "0"}, true), kEnv);
+  // Hold a connection to the store so the host lingers after the job.
+  int held = -1;
+  ASSERT_TRUE(eventually([&] { return (held = connect_loopback(job.port)) >= 0; }));
+  DdprunProcess other(job.agent({}, {"exit", "0"}, false), kEnv);
+  ASSERT_EQ(other.wait(), 0) << other.err();
+  Finished late = run_ddprun(job.agent({}, {"exit", "0"}, false), kEnv);
+  EXPECT_EQ(late.code, 1);
+  EXPECT_NE(late.err.find("has already finished"), std::string::npos) << late.err;
+  ::close(held);
+  EXPECT_EQ(host.wait(), 0) << host.err();
+}
+
+}  // namespace
+}  // namespace ddprun::test

@@ -143,9 +143,9 @@ TEST(DynamicJoiner, CancelStopsAWaitingJoin) {
 
 TEST(DynamicJoiner, ClosedRunIsRefused) {
   Cluster c;
-  DynamicState closed;
-  closed.closed = true;
-  c.store.set("ddprun/c10d/test/state", closed.to_json());
+  c.config = {1, 1, 1000};
+  c.join_all({"a"});
+  c.joiner().close();
   DynamicJoiner j = c.joiner();
   EXPECT_THROW(j.join("a", 1, 0, 1s, c.cancelled), RendezvousClosedError);
 }
