@@ -8,6 +8,7 @@ checkpointing. Deterministic: the same seed gives the same losses under any laun
 """
 import argparse
 import os
+import signal
 
 import torch
 import torch.distributed as dist
@@ -23,6 +24,8 @@ def parse_args():
     p.add_argument("--checkpoint", default="checkpoint.pt")
     p.add_argument("--fail-rank", type=int, default=-1,
                    help="this rank raises in the first attempt (to try restarts)")
+    p.add_argument("--kill-rank", type=int, default=-1,
+                   help="this rank is SIGKILLed after its first epoch in the first attempt")
     return p.parse_args()
 
 
@@ -69,6 +72,8 @@ def main():
             loss.backward()
             opt.step()
             total += loss.detach()
+        if rank == args.kill_rank and restart == 0:
+            os.kill(os.getpid(), signal.SIGKILL)  # dies mid-training, no error file
         dist.all_reduce(total)
         mean = total.item() / (len(loader) * dist.get_world_size())
         if rank == 0:

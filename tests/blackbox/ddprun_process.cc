@@ -18,6 +18,7 @@ namespace ddprun::test {
 
 std::string ddprun_binary() { return DDPRUN_BINARY; }
 std::string test_worker_binary() { return DDPRUN_TEST_WORKER; }
+std::string store_worker_binary() { return DDPRUN_STORE_WORKER; }
 
 std::string make_temp_dir() {
   const char* tmp = std::getenv("TMPDIR");

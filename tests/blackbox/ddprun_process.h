@@ -13,6 +13,7 @@ namespace ddprun::test {
 /// Paths baked in by CMake.
 std::string ddprun_binary();
 std::string test_worker_binary();
+std::string store_worker_binary();
 
 /// A fresh empty directory under the test's temp dir.
 std::string make_temp_dir();

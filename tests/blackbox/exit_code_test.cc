@@ -76,6 +76,16 @@ TEST(ExitCode, ExhaustedBudgetFailsWithTheLastAttemptsCode) {
   EXPECT_EQ(f.err.find("FAILED"), f.err.rfind("FAILED")) << "one summary, at the end";
 }
 
+TEST(AgentStore, KeysOfAnEarlierAttemptAreGoneAfterARestart) {
+  for (const char* mode : {"--standalone", "--nproc_per_node=2"}) {
+    Finished f = run_ddprun({mode, "--max_restarts=1", "--no_python", store_worker_binary(),
+                             "leak_check"},
+                            {{"OMP_NUM_THREADS", "1"}});
+    EXPECT_EQ(f.code, 0) << mode << "\n" << f.out << f.err;
+    EXPECT_NE(f.out.find("attempt 1 sees /leak: no"), std::string::npos) << f.out;
+  }
+}
+
 TEST(ExitCode, MonitorIntervalIsAcceptedAndIgnored) {
   Finished f = run_worker({"--monitor_interval=30"}, {"exit", "0"});
   EXPECT_EQ(f.code, 0) << f.err;

@@ -129,10 +129,10 @@ class ElasticNodes(unittest.TestCase):
         self.assertEqual(sorted(len(l) for l in lines), [0, 2], lines)
         self.assertTrue(os.path.exists(os.path.join(tmp, "ckpt.pt")))
 
-    def test_worker_failure_restarts_both_agents(self):
+    def test_killed_worker_restarts_both_agents(self):
         tmp = tempfile.mkdtemp(prefix="ddprun_torch_")
-        # Global rank 3 raises in the first attempt; one restart is allowed.
-        nodes = self.agents(tmp, ["--max_restarts=1"], ["--fail-rank", "3"])
+        # Global rank 3 is SIGKILLed mid-training in the first attempt; one restart.
+        nodes = self.agents(tmp, ["--max_restarts=1"], ["--kill-rank", "3"])
         outs = [n.communicate(timeout=TIMEOUT) for n in nodes]
         for n, (out, err) in zip(nodes, outs):
             self.assertEqual(n.returncode, 0, err)
