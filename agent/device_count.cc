@@ -57,8 +57,7 @@ int count_cpus() {
 int count_visible_gpus() {
   int physical = nvml_device_count().value_or(proc_driver_gpu_count());
   const char* env = std::getenv("CUDA_VISIBLE_DEVICES");
-  return apply_cuda_visible_devices(env ? std::optional<std::string>(env) : std::nullopt,
-                                    physical);
+  return apply_cuda_visible_devices(env ? std::optional<std::string>(env) : std::nullopt, physical);
 }
 
 int apply_cuda_visible_devices(const std::optional<std::string>& visible, int physical) {

@@ -15,12 +15,18 @@ std::string expand_prefix(const std::string& tmpl, const PrefixVars& v) {
       if (end != std::string::npos) {
         std::string name = tmpl.substr(i + 2, end - i - 2);
         bool known = true;
-        if (name == "role_name") out += v.role_name;
-        else if (name == "local_rank") out += std::to_string(v.local_rank);
-        else if (name == "rank") out += std::to_string(v.rank);
-        else if (name == "node_rank") out += std::to_string(v.node_rank);
-        else if (name == "host") out += v.host;
-        else known = false;
+        if (name == "role_name")
+          out += v.role_name;
+        else if (name == "local_rank")
+          out += std::to_string(v.local_rank);
+        else if (name == "rank")
+          out += std::to_string(v.rank);
+        else if (name == "node_rank")
+          out += std::to_string(v.node_rank);
+        else if (name == "host")
+          out += v.host;
+        else
+          known = false;
         if (known) {
           i = end + 1;
           continue;

@@ -10,11 +10,11 @@
 #include <set>
 #include <thread>
 
+#include <spdlog/spdlog.h>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <spdlog/spdlog.h>
 
 #include "agent/key_watch.h"
 #include "agent/log_dir.h"
@@ -87,8 +87,8 @@ class LocalAgent::Impl {
       run_attempt(info);
       if (signalled_ != 0) {
         end_round(info, {RoundOver::Kind::kFinal, 128 + signalled_,
-                         "node " + std::to_string(info.group_rank) + " (" + host_ +
-                             ") received " + signal_name(signalled_)});
+                         "node " + std::to_string(info.group_rank) + " (" + host_ + ") received " +
+                             signal_name(signalled_)});
         return finish(128 + signalled_);
       }
       const auto& failures = runner_.failures();
@@ -211,8 +211,8 @@ class LocalAgent::Impl {
       return;
     }
     try {
-      over_ = RoundOver::parse(
-          handler_->store().compare_set(over_key(info.round), "", mine.encode()));
+      over_ =
+          RoundOver::parse(handler_->store().compare_set(over_key(info.round), "", mine.encode()));
     } catch (const std::exception& e) {
       spdlog::warn("could not tell the other nodes: {}", e.what());
       over_ = mine;
@@ -265,10 +265,10 @@ class LocalAgent::Impl {
         end_round(info, {RoundOver::Kind::kMembership, 0, "lost node(s) " + names});
         handler_->start_next_round(info.round, false, alive);
       } else {
-        end_round(info, {RoundOver::Kind::kFinal, 1,
-                         "lost node(s) " + names + ": " + std::to_string(left) +
-                             " node(s) left, at least " + std::to_string(config_.min_nodes) +
-                             " needed"});
+        end_round(info,
+                  {RoundOver::Kind::kFinal, 1,
+                   "lost node(s) " + names + ": " + std::to_string(left) +
+                       " node(s) left, at least " + std::to_string(config_.min_nodes) + " needed"});
       }
       runner_.stop(SIGTERM);
     });
@@ -317,17 +317,18 @@ class LocalAgent::Impl {
     try {
       handler_->store().set(done_key(info.round, info.group_rank), "1");
     } catch (const std::exception& e) {
-      return RoundOver{RoundOver::Kind::kFinal, 1, "lost the rendezvous store: " + std::string(e.what())};
+      return RoundOver{RoundOver::Kind::kFinal, 1,
+                       "lost the rendezvous store: " + std::string(e.what())};
     }
-    KeyWatch done(io_, handler_->connect(), keys, [&](auto) { all_done = true; },
-                  [&](std::string err) {
-                    outcome = RoundOver{RoundOver::Kind::kFinal, 1,
-                                        "lost the rendezvous store at " + store_address() +
-                                            " (" + err + ")"};
-                  });
-    KeyWatch over(io_, handler_->connect(), {over_key(info.round)},
-                  [&](std::vector<std::string> v) { outcome = RoundOver::parse(v[0]); },
-                  [](std::string) {});
+    KeyWatch done(
+        io_, handler_->connect(), keys, [&](auto) { all_done = true; },
+        [&](std::string err) {
+          outcome = RoundOver{RoundOver::Kind::kFinal, 1,
+                              "lost the rendezvous store at " + store_address() + " (" + err + ")"};
+        });
+    KeyWatch over(
+        io_, handler_->connect(), {over_key(info.round)},
+        [&](std::vector<std::string> v) { outcome = RoundOver::parse(v[0]); }, [](std::string) {});
     while (!all_done && !outcome && signalled_ == 0) io_.run_one();
     if (all_done) return std::nullopt;
     if (outcome && outcome->kind != RoundOver::Kind::kFinal) {

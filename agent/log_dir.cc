@@ -44,8 +44,8 @@ LogDir::LogDir(const std::string& base, const std::string& run_id) {
 }
 
 std::string LogDir::worker_dir(int attempt, int local_rank) const {
-  std::string dir = run_dir_ + "/attempt_" + std::to_string(attempt) + "/" +
-                    std::to_string(local_rank);
+  std::string dir =
+      run_dir_ + "/attempt_" + std::to_string(attempt) + "/" + std::to_string(local_rank);
   make_dirs(dir);
   return dir;
 }

@@ -48,7 +48,8 @@ void write_all(int fd, const char* s) {
   int err = errno;
   write_all(STDERR_FILENO, "ddprun: cannot execute '");
   write_all(STDERR_FILENO, o.executable.c_str());
-  write_all(STDERR_FILENO, err == ENOENT ? "': not found\n" : "': permission denied or bad format\n");
+  write_all(STDERR_FILENO,
+            err == ENOENT ? "': not found\n" : "': permission denied or bad format\n");
   ::_exit(err == ENOENT ? 127 : 126);
 }
 

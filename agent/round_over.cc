@@ -5,8 +5,9 @@
 namespace ddprun::agent {
 
 std::string RoundOver::encode() const {
-  const char* k = kind == Kind::kRestart ? "restart" : kind == Kind::kMembership ? "membership"
-                                                                                  : "final";
+  const char* k = kind == Kind::kRestart      ? "restart"
+                  : kind == Kind::kMembership ? "membership"
+                                              : "final";
   return std::string(k) + "|" + std::to_string(exitcode) + "|" + reason;
 }
 
@@ -19,8 +20,9 @@ RoundOver RoundOver::parse(const std::string& value) {
     return r;
   }
   std::string kind = value.substr(0, a);
-  r.kind = kind == "restart" ? Kind::kRestart : kind == "membership" ? Kind::kMembership
-                                                                      : Kind::kFinal;
+  r.kind = kind == "restart"      ? Kind::kRestart
+           : kind == "membership" ? Kind::kMembership
+                                  : Kind::kFinal;
   try {
     r.exitcode = std::stoi(value.substr(a + 1, b - a - 1));
   } catch (const std::exception&) {

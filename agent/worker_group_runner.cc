@@ -28,8 +28,8 @@ int exitcode_of(int status) {
 }  // namespace
 
 WorkerGroupRunner::WorkerGroupRunner(boost::asio::io_context& io, const AgentConfig& config,
-                                     ProcessLauncher& launcher, OrphanGuard* guard,
-                                     LogDir& log_dir, std::string host)
+                                     ProcessLauncher& launcher, OrphanGuard* guard, LogDir& log_dir,
+                                     std::string host)
     : io_(io),
       config_(config),
       launcher_(launcher),
@@ -62,9 +62,9 @@ void WorkerGroupRunner::start(WorkerGroup group,
     std::string dir = log_dir_.worker_dir(attempt, w.local_rank);
     w.error_file = dir + "/error.json";
     PrefixVars vars{config_.spec.role, w.local_rank, w.global_rank, group_.group_rank, host_};
-    auto out = std::make_unique<WorkerOutput>(
-        io_, config_.spec, w.local_rank, dir,
-        expand_prefix(config_.spec.log_line_prefix_template, vars));
+    auto out =
+        std::make_unique<WorkerOutput>(io_, config_.spec, w.local_rank, dir,
+                                       expand_prefix(config_.spec.log_line_prefix_template, vars));
     SpawnOptions opts;
     opts.argv = build_worker_argv(config_.spec, w.local_rank);
     opts.executable = opts.argv.front();
@@ -76,8 +76,7 @@ void WorkerGroupRunner::start(WorkerGroup group,
     if (guard_) guard_->watch(w.pid);
     out->start([this] { maybe_done(); });
     outputs_.push_back(std::move(out));
-    spdlog::debug("started local_rank {} (rank {}) as pid {}", w.local_rank, w.global_rank,
-                  w.pid);
+    spdlog::debug("started local_rank {} (rank {}) as pid {}", w.local_rank, w.global_rank, w.pid);
   }
 }
 
@@ -104,9 +103,8 @@ void WorkerGroupRunner::reap_children() {
       w->state = WorkerState::kSucceeded;
     } else if (was_running) {
       w->state = WorkerState::kFailed;
-      failures_.push_back(describe_failure(w->global_rank, w->local_rank, w->pid,
-                                           w->exit->exitcode, w->exit->wall_time,
-                                           w->error_file));
+      failures_.push_back(describe_failure(w->global_rank, w->local_rank, w->pid, w->exit->exitcode,
+                                           w->exit->wall_time, w->error_file));
     } else {
       w->state = WorkerState::kStopped;
     }

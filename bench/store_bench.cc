@@ -16,9 +16,9 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
-#include <sstream>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -148,8 +148,9 @@ std::vector<OpKind> op_kinds() {
       // SET has no reply: a GETNUMKEYS round trip after it paces the client.
       {"set (+ a round trip)", code(ts::Op::kSet) + key + value + getnumkeys, 8},
       {"get", code(ts::Op::kGet) + key, 8 + 64},
-      {"add", code(ts::Op::kAdd) + wire_str("bench/counter") +
-                  std::string(reinterpret_cast<const char*>(&delta), 8),
+      {"add",
+       code(ts::Op::kAdd) + wire_str("bench/counter") +
+           std::string(reinterpret_cast<const char*>(&delta), 8),
        8},
       {"wait", code(ts::Op::kWait) + one_key, 1},
   };
@@ -242,10 +243,14 @@ int main(int argc, char** argv) {
   int held = 10000;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--seconds" && i + 1 < argc) seconds = std::atof(argv[++i]);
-    else if (a == "--python" && i + 1 < argc) python = argv[++i];
-    else if (a == "--connections" && i + 1 < argc) held = std::atoi(argv[++i]);
-    else if (a == "--no-torch") with_torch = false;
+    if (a == "--seconds" && i + 1 < argc)
+      seconds = std::atof(argv[++i]);
+    else if (a == "--python" && i + 1 < argc)
+      python = argv[++i];
+    else if (a == "--connections" && i + 1 < argc)
+      held = std::atoi(argv[++i]);
+    else if (a == "--no-torch")
+      with_torch = false;
   }
   // Clients and our server share this process: 10,000 held connections need 20,000+
   // descriptors. Root may raise the hard limit; otherwise use what there is.
@@ -262,28 +267,29 @@ int main(int argc, char** argv) {
   TcpStoreServer ours("127.0.0.1", 0);
   std::unique_ptr<ServerProcess> torch;
   if (with_torch) {
-    torch = std::make_unique<ServerProcess>(std::vector<std::string>{
-        python, std::string(DDPRUN_BENCH_DIR) + "/torch_store_server.py"});
+    torch = std::make_unique<ServerProcess>(
+        std::vector<std::string>{python, std::string(DDPRUN_BENCH_DIR) + "/torch_store_server.py"});
   }
   pin_to_cpu(1);
-  std::printf("| op | clients | in flight each | ddprun ops/s | torch 1.13 ops/s | ddprun / torch "
-              "| server core µs/op: ddprun / torch |\n");
+  std::printf(
+      "| op | clients | in flight each | ddprun ops/s | torch 1.13 ops/s | ddprun / torch "
+      "| server core µs/op: ddprun / torch |\n");
   std::printf("|---|---|---|---|---|---|---|\n");
   for (int clients : {1, 16, 256}) {
     for (int depth : {1, 16}) {
-    for (const auto& op : op_kinds()) {
-      Measurement a = throughput(ours.port(), clients, op, seconds, depth);
-      if (torch) {
-        Measurement b = throughput(torch->port(), clients, op, seconds, depth);
-        std::printf("| %s | %d | %d | %.0f | %.0f | x%.1f | %.2f / %.2f |\n", op.name, clients,
-                    depth, a.ops_per_second, b.ops_per_second, a.ops_per_second / b.ops_per_second,
-                    a.server_us_per_op, b.server_us_per_op);
-      } else {
-        std::printf("| %s | %d | %d | %.0f | - | - | %.2f / - |\n", op.name, clients, depth,
-                    a.ops_per_second, a.server_us_per_op);
+      for (const auto& op : op_kinds()) {
+        Measurement a = throughput(ours.port(), clients, op, seconds, depth);
+        if (torch) {
+          Measurement b = throughput(torch->port(), clients, op, seconds, depth);
+          std::printf("| %s | %d | %d | %.0f | %.0f | x%.1f | %.2f / %.2f |\n", op.name, clients,
+                      depth, a.ops_per_second, b.ops_per_second,
+                      a.ops_per_second / b.ops_per_second, a.server_us_per_op, b.server_us_per_op);
+        } else {
+          std::printf("| %s | %d | %d | %.0f | - | - | %.2f / - |\n", op.name, clients, depth,
+                      a.ops_per_second, a.server_us_per_op);
+        }
+        std::fflush(stdout);
       }
-      std::fflush(stdout);
-    }
     }
   }
   std::printf("\n| connections | server | accepted/s | all answers correct |\n|---|---|---|---|\n");

@@ -23,8 +23,8 @@ void setup_logging(const std::string& level) {
     throw UsageError("--log_level=" + level +
                      ": expected trace, debug, info, warn, error, critical or off");
   }
-  auto logger = std::make_shared<spdlog::logger>("ddprun",
-                                                 std::make_shared<spdlog::sinks::stderr_sink_mt>());
+  auto logger =
+      std::make_shared<spdlog::logger>("ddprun", std::make_shared<spdlog::sinks::stderr_sink_mt>());
   spdlog::set_default_logger(logger);
   spdlog::set_level(parsed);
   set_pattern("");

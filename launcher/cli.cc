@@ -9,20 +9,14 @@
 #include <boost/program_options.hpp>
 
 #include "common/error.h"
+#include "launcher/option_values.h"
+#include "launcher/rendezvous_flags.h"
 #include "launcher/value_parsers.h"
 
 namespace po = boost::program_options;
 
 namespace ddprun::launcher {
 namespace {
-
-struct OptionDef {
-  const char* name;   // canonical (underscore) spelling
-  char short_name;    // 0 when none
-  bool is_switch;     // takes no value
-  const char* fallback;  // default when neither flag nor PET_ variable is given
-  const char* help;
-};
 
 // torchrun's flags first, then ddprun's own.
 constexpr OptionDef kOptions[] = {
@@ -34,7 +28,8 @@ constexpr OptionDef kOptions[] = {
     {"rdzv_conf", 0, false, "", "rendezvous settings, key=value,key=value"},
     {"standalone", 0, true, "0", "single-node job with a fresh run id and a free port"},
     {"max_restarts", 0, false, "0", "restarts of the worker group before failing"},
-    {"monitor_interval", 0, false, "5", "accepted for torchrun compatibility; ddprun is event-driven"},
+    {"monitor_interval", 0, false, "5",
+     "accepted for torchrun compatibility; ddprun is event-driven"},
     {"start_method", 0, false, "spawn", "accepted for compatibility: spawn, fork or forkserver"},
     {"role", 0, false, "default", "worker role (ROLE_NAME, log prefix)"},
     {"module", 'm', true, "0", "run the script as a Python module (python -m)"},
@@ -132,58 +127,6 @@ SplitArgs split_argv(int argc, const char* const argv[], const po::options_descr
   return out;
 }
 
-std::string upper(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::toupper(c); });
-  return s;
-}
-
-// The effective value of each option: command line, else PET_<NAME>, else default.
-// `source` remembers how to name the value in an error message.
-class Values {
- public:
-  Values(const po::variables_map& vm, const EnvLookup& env) {
-    for (const auto& d : kOptions) {
-      std::string flag = std::string("--") + d.name;
-      std::string env_name = "PET_" + upper(d.name);
-      if (d.is_switch) {
-        if (vm.count(d.name) && vm[d.name].as<bool>()) {
-          set(d.name, "1", flag);
-        } else if (auto e = env(env_name)) {
-          set(d.name, parse_bool(env_name, *e) ? "1" : "0", env_name);
-        } else {
-          set(d.name, "0", flag);
-        }
-      } else if (vm.count(d.name)) {
-        set(d.name, vm[d.name].as<std::string>(), flag);
-      } else if (auto e = env(env_name)) {
-        set(d.name, *e, env_name);
-        given_[d.name] = true;
-      } else {
-        set(d.name, d.fallback, flag);
-        given_[d.name] = false;
-      }
-      if (vm.count(d.name) && !d.is_switch) given_[d.name] = true;
-    }
-  }
-  const std::string& str(const std::string& name) const { return values_.at(name); }
-  const std::string& source(const std::string& name) const { return sources_.at(name); }
-  bool flag(const std::string& name) const { return values_.at(name) == "1"; }
-  bool given(const std::string& name) const {
-    auto it = given_.find(name);
-    return it != given_.end() && it->second;
-  }
-  int integer(const std::string& name) const { return parse_int(source(name), str(name)); }
-
- private:
-  void set(const std::string& name, const std::string& value, const std::string& source) {
-    values_[name] = value;
-    sources_[name] = source;
-  }
-  std::map<std::string, std::string> values_;
-  std::map<std::string, std::string> sources_;
-  std::map<std::string, bool> given_;
-};
-
 int resolve_nproc(const Values& v, const DeviceCounter& devices) {
   const std::string& raw = v.str("nproc_per_node");
   const std::string& src = v.source("nproc_per_node");
@@ -209,134 +152,14 @@ int resolve_nproc(const Values& v, const DeviceCounter& devices) {
   return n;
 }
 
-void validate_rdzv_conf(const Values& v, const std::map<std::string, std::string>& conf) {
-  static const char* kTimeouts[] = {"join_timeout",  "last_call_timeout", "close_timeout",
-                                    "read_timeout",  "timeout",           "heartbeat",
-                                    "keep_alive_interval"};
-  for (const char* key : kTimeouts) {
-    auto it = conf.find(key);
-    if (it != conf.end()) {
-      parse_seconds(v.source("rdzv_conf") + " " + key, it->second, /*allow_zero=*/false);
-    }
-  }
-  for (const char* key : {"keep_alive_max_attempt"}) {
-    auto it = conf.find(key);
-    if (it != conf.end()) parse_int(v.source("rdzv_conf") + " " + key, it->second);
-  }
-  if (auto it = conf.find("is_host"); it != conf.end()) {
-    parse_bool(v.source("rdzv_conf") + " is_host", it->second);
-  }
-}
-
-// "host", "host:port", "[v6]:port" -> host and port (default `port`).
-std::pair<std::string, int> parse_endpoint(const std::string& flag, const std::string& value,
-                                           int port) {
-  std::string host = value;
-  std::string port_text;
-  if (!value.empty() && value[0] == '[') {
-    size_t close = value.find(']');
-    if (close == std::string::npos) throw UsageError(flag + "=" + value + ": missing ']'");
-    host = value.substr(1, close - 1);
-    if (close + 1 < value.size()) {
-      if (value[close + 1] != ':') throw UsageError(flag + "=" + value + ": expected [addr]:port");
-      port_text = value.substr(close + 2);
-    }
-  } else if (std::count(value.begin(), value.end(), ':') == 1) {
-    host = value.substr(0, value.find(':'));
-    port_text = value.substr(value.find(':') + 1);
-  }
-  if (!port_text.empty()) {
-    port = parse_int(flag, port_text);
-    if (port < 1 || port > 65535) throw UsageError(flag + "=" + value + ": bad port");
-  }
-  if (host.empty()) throw UsageError(flag + "=" + value + ": expected host[:port]");
-  return {host, port};
-}
-
-void fill_elastic(const Values& v, agent::AgentConfig& a) {
-  if (v.str("rdzv_endpoint").empty()) {
-    throw UsageError("--rdzv_backend=c10d with several nodes needs --rdzv_endpoint=host[:port]");
-  }
-  std::tie(a.rdzv_host, a.rdzv_port) =
-      parse_endpoint(v.source("rdzv_endpoint"), v.str("rdzv_endpoint"), 29400);
-  const auto& conf = a.rdzv_conf;
-  std::string src = v.source("rdzv_conf") + " ";
-  auto seconds = [&](const char* key, std::chrono::milliseconds& out) {
-    if (auto it = conf.find(key); it != conf.end()) out = parse_seconds(src + key, it->second, false);
-  };
-  seconds("last_call_timeout", a.last_call_timeout);
-  seconds("read_timeout", a.read_timeout);
-  seconds("timeout", a.join_timeout);
-  seconds("join_timeout", a.join_timeout);
-  seconds("keep_alive_interval", a.heartbeat_interval);
-  seconds("heartbeat", a.heartbeat_interval);
-  if (auto it = conf.find("keep_alive_max_attempt"); it != conf.end()) {
-    a.heartbeat_misses = std::max(1, parse_int(src + "keep_alive_max_attempt", it->second));
-  }
-  if (auto it = conf.find("is_host"); it != conf.end()) {
-    a.rdzv_is_host = parse_bool(src + "is_host", it->second);
-  }
-}
-
-void fill_rendezvous(const Values& v, agent::AgentConfig& a) {
-  auto [lo, hi] = parse_nnodes(v.source("nnodes"), v.str("nnodes"));
-  a.min_nodes = lo;
-  a.max_nodes = hi;
-  a.rdzv_backend = v.str("rdzv_backend");
-  if (a.rdzv_backend != "static" && a.rdzv_backend != "c10d") {
-    throw UsageError(v.source("rdzv_backend") + "=" + a.rdzv_backend +
-                     ": expected static or c10d");
-  }
-  a.rdzv_endpoint = v.str("rdzv_endpoint");
-  a.run_id = v.str("rdzv_id");
-  a.rdzv_conf = parse_key_values(v.source("rdzv_conf"), v.str("rdzv_conf"));
-  validate_rdzv_conf(v, a.rdzv_conf);
-  a.standalone = v.flag("standalone");
-  a.node_rank = v.integer("node_rank");
-  a.master_addr = v.str("master_addr");
-  a.master_port = v.integer("master_port");
-  if (a.master_port < 1 || a.master_port > 65535) {
-    throw UsageError(v.source("master_port") + "=" + v.str("master_port") +
-                     ": expected a port between 1 and 65535");
-  }
-  a.local_addr = v.str("local_addr");
-  if (a.standalone) {
-    // As torchrun: one node, and the rendezvous flags are ignored.
-    a.min_nodes = a.max_nodes = 1;
-    a.node_rank = 0;
-    a.rdzv_backend = "c10d";
-  }
-  if (auto it = a.rdzv_conf.find("join_timeout"); it != a.rdzv_conf.end()) {
-    a.join_timeout = parse_seconds("--rdzv_conf join_timeout", it->second, false);
-  }
-  if (a.max_nodes == 1) {
-    // One node hosts its own store: on a free port (bound before it is published, so
-    // nothing can race for it) unless the user asked for a port.
-    if (a.standalone || !v.given("master_port")) a.master_port = 0;
-    if (a.rdzv_backend != "static") {
-      a.master_addr = a.local_addr.empty() ? "localhost" : a.local_addr;
-    }
-  }
-  if (a.node_rank >= a.max_nodes && a.rdzv_backend == "static") {
-    throw UsageError(v.source("node_rank") + "=" + v.str("node_rank") +
-                     ": must be smaller than the number of nodes (" +
-                     std::to_string(a.max_nodes) + ")");
-  }
-  if (a.rdzv_backend == "c10d" && a.max_nodes > 1) fill_elastic(v, a);
-  if (a.min_nodes != a.max_nodes && a.rdzv_backend == "static") {
-    throw UsageError(v.source("nnodes") + "=" + v.str("nnodes") +
-                     ": the static backend needs a fixed number of nodes");
-  }
-}
-
 void fill_worker_spec(const Values& v, const EnvLookup& env, agent::WorkerSpec& s) {
   s.role = v.str("role");
   if (s.role.empty()) throw UsageError(v.source("role") + "=: the role must not be empty");
   s.max_restarts = v.integer("max_restarts");
   s.redirects = parse_std_spec(v.source("redirects"), v.str("redirects"));
   s.tee = parse_std_spec(v.source("tee"), v.str("tee"));
-  s.local_ranks_filter = parse_rank_list(v.source("local_ranks_filter"),
-                                         v.str("local_ranks_filter"));
+  s.local_ranks_filter =
+      parse_rank_list(v.source("local_ranks_filter"), v.str("local_ranks_filter"));
   if (v.given("log_line_prefix_template")) {
     s.log_line_prefix_template = v.str("log_line_prefix_template");
     s.prefix_all_output = true;
@@ -361,7 +184,7 @@ LaunchConfig parse_command_line(int argc, const char* const argv[], const EnvLoo
   } catch (const po::error& e) {
     throw UsageError(e.what());
   }
-  Values v(vm, env);
+  Values v(kOptions, vm, env);
 
   LaunchConfig cfg;
   cfg.help = v.flag("help");

@@ -35,9 +35,12 @@ std::string random_uuid() {
   const char* digits = "0123456789abcdef";
   std::string out;
   for (char c : std::string("xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx")) {
-    if (c == 'x') out += digits[hex(rd)];
-    else if (c == 'y') out += digits[8 + hex(rd) % 4];
-    else out += c;
+    if (c == 'x')
+      out += digits[hex(rd)];
+    else if (c == 'y')
+      out += digits[8 + hex(rd) % 4];
+    else
+      out += c;
   }
   return out;
 }

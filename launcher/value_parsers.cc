@@ -63,8 +63,8 @@ std::chrono::milliseconds parse_seconds(const std::string& flag, const std::stri
   double v = s.empty() ? NAN : std::strtod(s.c_str(), &end);
   if (s.empty() || end != s.c_str() + s.size() || !std::isfinite(v) || v < 0 ||
       (!allow_zero && v == 0) || v > 1e9) {
-    fail(flag, value, allow_zero ? "expected a number of seconds >= 0"
-                                 : "expected a number of seconds > 0");
+    fail(flag, value,
+         allow_zero ? "expected a number of seconds >= 0" : "expected a number of seconds > 0");
   }
   return std::chrono::milliseconds(static_cast<long long>(std::llround(v * 1000)));
 }

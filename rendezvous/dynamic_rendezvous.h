@@ -70,8 +70,8 @@ class DynamicRendezvous : public RendezvousHandler {
   std::string prefix_;
   std::string node_id_;
   std::string address_;
-  std::unique_ptr<TcpStoreServer> server_;         // the rendezvous store (host only)
-  std::unique_ptr<TcpStoreServer> worker_store_;   // group rank 0 only
+  std::unique_ptr<TcpStoreServer> server_;        // the rendezvous store (host only)
+  std::unique_ptr<TcpStoreServer> worker_store_;  // group rank 0 only
   std::unique_ptr<TcpStoreClient> client_;
   std::unique_ptr<TcpStoreClient> heartbeat_client_;
   std::unique_ptr<DynamicJoiner> joiner_;

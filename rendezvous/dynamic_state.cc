@@ -71,8 +71,8 @@ Action decide_join(const DynamicState& state, const std::string& node, int local
       return a;
     }
     // Late: ask the members to start over with us (if there is room).
-    if (!state.waiting.count(node) && count + static_cast<int>(state.waiting.size()) <
-                                          config.max_nodes) {
+    if (!state.waiting.count(node) &&
+        count + static_cast<int>(state.waiting.size()) < config.max_nodes) {
       DynamicState next = state;
       next.waiting[node] = local_world_size;
       return write(next);

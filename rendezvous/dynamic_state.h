@@ -46,10 +46,10 @@ struct DynamicConfig {
 /// What a node should do next, given the state it read.
 struct Action {
   enum class Kind {
-    kWrite,       // compare-and-set `next` over the state that was read
-    kWait,        // nothing to do until the state changes (or `wake_at_ms`)
-    kDone,        // the round is complete and this node is in it
-    kClosed,      // the run is over: fail with a clear message
+    kWrite,   // compare-and-set `next` over the state that was read
+    kWait,    // nothing to do until the state changes (or `wake_at_ms`)
+    kDone,    // the round is complete and this node is in it
+    kClosed,  // the run is over: fail with a clear message
   };
   Kind kind = Kind::kWait;
   DynamicState next;

@@ -12,13 +12,13 @@ namespace ddprun::rendezvous {
 
 /// What one round of rendezvous decided for this node.
 struct RendezvousInfo {
-  int round = 0;             // shared by all nodes
-  int restart_count = 0;     // rounds begun after a failure: TORCHELASTIC_RESTART_COUNT
-  int group_rank = 0;        // this node's rank
-  int group_world_size = 1;  // nodes in the round
+  int round = 0;                       // shared by all nodes
+  int restart_count = 0;               // rounds begun after a failure: TORCHELASTIC_RESTART_COUNT
+  int group_rank = 0;                  // this node's rank
+  int group_world_size = 1;            // nodes in the round
   std::vector<int> local_world_sizes;  // per node, by group rank
   std::vector<std::string> members;    // node ids, by group rank
-  std::string master_addr;   // the worker-facing store (hosted by an agent)
+  std::string master_addr;             // the worker-facing store (hosted by an agent)
   int master_port = 0;
 
   /// First global rank of node `g`: the sum of the lower nodes' local world sizes.
@@ -41,8 +41,8 @@ class RendezvousHandler {
   virtual ~RendezvousHandler() = default;
 
   /// Joins round `round` (elastic: that round or a later one) with this node's worker
-  /// count; blocks until every node of the round is there. The workers' keys of earlier rounds are gone when it returns.
-  /// Throws TimeoutError naming what is missing, StoreError.
+  /// count; blocks until every node of the round is there. The workers' keys of earlier rounds are
+  /// gone when it returns. Throws TimeoutError naming what is missing, StoreError.
   virtual RendezvousInfo next_rendezvous(int round, int local_world_size) = 0;
 
   /// The agent-side store (client of the shared store). Valid after construction.

@@ -49,17 +49,18 @@ RendezvousInfo StaticRendezvous::next_rendezvous(int round, int local_world_size
   // Wait in slices so cancel() is noticed.
   while (true) {
     if (cancelled_) throw Error("rendezvous cancelled");
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
-                                                                      Store::Clock::now());
+    auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Store::Clock::now());
     try {
-      client_->wait(keys, std::clamp(left, std::chrono::milliseconds(1),
-                                     std::chrono::milliseconds(200)));
+      client_->wait(keys,
+                    std::clamp(left, std::chrono::milliseconds(1), std::chrono::milliseconds(200)));
       break;
     } catch (const TimeoutError&) {
       if (Store::Clock::now() < deadline) continue;
       std::string missing;
       for (int k = 0; k < options_.nnodes; ++k) {
-        if (!client_->check({keys[k]})) missing += (missing.empty() ? "" : ", ") + std::to_string(k);
+        if (!client_->check({keys[k]}))
+          missing += (missing.empty() ? "" : ", ") + std::to_string(k);
       }
       throw TimeoutError("node rank(s) " + missing + " of " + std::to_string(options_.nnodes) +
                          " did not join within " + format_seconds(options_.join_timeout) +

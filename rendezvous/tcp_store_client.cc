@@ -47,7 +47,8 @@ void TcpStoreClient::connect() {
   if (options_.numbering == Numbering::kV2) {
     send(Request(Numbering::kV2, Op::kValidate).put(kValidationMagic).bytes());
     uint32_t nonce = static_cast<uint32_t>(::getpid());
-    if (ping(nonce) != nonce) throw StoreError("the store at " + address_ + " answered PING wrongly");
+    if (ping(nonce) != nonce)
+      throw StoreError("the store at " + address_ + " answered PING wrongly");
   }
 }
 
@@ -125,8 +126,7 @@ bool TcpStoreClient::check(const std::vector<std::string>& keys) {
   return read_scalar<uint8_t>(deadline()) == kCheckReady;
 }
 
-void TcpStoreClient::wait(const std::vector<std::string>& keys,
-                          std::chrono::milliseconds timeout) {
+void TcpStoreClient::wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
   send(Request(options_.numbering, Op::kWait).keys(keys).bytes());
   uint8_t reply = 0;
   try {

@@ -10,9 +10,25 @@ namespace ddprun::rendezvous::tcpstore {
 
 /// Operations, independent of their on-wire numbering.
 enum class Op : uint8_t {
-  kValidate, kSet, kCompareSet, kGet, kAdd, kCheck, kWait, kGetNumKeys, kWatchKey,
-  kDeleteKey, kAppend, kMultiGet, kMultiSet, kCancelWait, kPing, kQueuePush, kQueuePop,
-  kQueueLen, kList,
+  kValidate,
+  kSet,
+  kCompareSet,
+  kGet,
+  kAdd,
+  kCheck,
+  kWait,
+  kGetNumKeys,
+  kWatchKey,
+  kDeleteKey,
+  kAppend,
+  kMultiGet,
+  kMultiSet,
+  kCancelWait,
+  kPing,
+  kQueuePush,
+  kQueuePop,
+  kQueueLen,
+  kList,
 };
 
 /// torch 1.13 numbers SET as 0; 2.x inserted VALIDATE at 0 and shifted the rest.

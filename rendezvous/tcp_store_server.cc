@@ -6,12 +6,12 @@
 #include <thread>
 #include <unordered_map>
 
+#include <spdlog/spdlog.h>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ip/v6_only.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <spdlog/spdlog.h>
 
 #include "rendezvous/store.h"
 #include "rendezvous/tcp_store_session.h"

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include <boost/asio/write.hpp>
 #include <spdlog/spdlog.h>
+#include <boost/asio/write.hpp>
 
 namespace ddprun::rendezvous::tcpstore {
 namespace {
@@ -43,9 +43,8 @@ void StoreState::add_wait(const std::shared_ptr<Session>& session,
                           const std::vector<std::string>& keys) {
   cancel_wait(*session);
   for (const auto& k : keys) {
-    if (exists(k) ||
-        std::find(session->awaited_keys.begin(), session->awaited_keys.end(), k) !=
-            session->awaited_keys.end()) {
+    if (exists(k) || std::find(session->awaited_keys.begin(), session->awaited_keys.end(), k) !=
+                         session->awaited_keys.end()) {
       continue;
     }
     session->awaited_keys.push_back(k);
@@ -103,7 +102,7 @@ void StoreState::key_written(const std::string& key, const std::optional<std::st
   if (auto it = watchers_.find(key); it != watchers_.end()) {
     const std::string* now = table.find(key);
     std::string event = watch_event(old_value ? WatchEvent::kUpdated : WatchEvent::kCreated, key,
-                                     old_value.value_or(""), now ? *now : "");
+                                    old_value.value_or(""), now ? *now : "");
     auto& list = it->second;
     std::erase_if(list, [](const auto& w) { return w.expired(); });
     for (const auto& w : list)
@@ -142,12 +141,12 @@ void Session::close() {
 // a short read Asio knows the socket is drained and waits for epoll instead of
 // issuing a read that would fail, so one request costs one read and one write.
 void Session::read_more() {
-  socket_.async_read_some(boost::asio::buffer(read_buffer_),
-                          [self = shared_from_this()](const boost::system::error_code& ec,
-                                                      size_t n) {
-                            if (ec || self->closed_) return self->close();
-                            self->on_read(n);
-                          });
+  socket_.async_read_some(
+      boost::asio::buffer(read_buffer_),
+      [self = shared_from_this()](const boost::system::error_code& ec, size_t n) {
+        if (ec || self->closed_) return self->close();
+        self->on_read(n);
+      });
 }
 
 void Session::on_read(size_t n) {
@@ -194,14 +193,14 @@ void Session::flush() {
   writing_ = true;
   in_flight_.swap(pending_);
   pending_.clear();
-  boost::asio::async_write(socket_, boost::asio::buffer(in_flight_),
-                           [self = shared_from_this()](const boost::system::error_code& ec,
-                                                       size_t) {
-                             self->writing_ = false;
-                             self->in_flight_.clear();
-                             if (ec) return self->close();
-                             self->flush();
-                           });
+  boost::asio::async_write(
+      socket_, boost::asio::buffer(in_flight_),
+      [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
+        self->writing_ = false;
+        self->in_flight_.clear();
+        if (ec) return self->close();
+        self->flush();
+      });
 }
 
 void Session::handle(Request& r) {
@@ -256,8 +255,10 @@ void Session::handle_data_op(Request& r) {
     case Op::kSet:
     case Op::kAppend: {
       auto old = state_.watched_value(key);
-      if (r.op == Op::kSet) state_.table.set(key, std::move(r.values[0]));
-      else state_.table.append(key, r.values[0]);
+      if (r.op == Op::kSet)
+        state_.table.set(key, std::move(r.values[0]));
+      else
+        state_.table.append(key, r.values[0]);
       state_.key_written(key, old);
       return;
     }

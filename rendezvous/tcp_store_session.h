@@ -89,7 +89,7 @@ class Session : public std::enable_shared_from_this<Session> {
   // Small on purpose: an idle connection costs little; a read that fills it is
   // continued through the shared buffer.
   std::array<char, 1024> read_buffer_;
-  std::string pending_;   // replies not yet handed to the socket
+  std::string pending_;    // replies not yet handed to the socket
   std::string in_flight_;  // the write under way
   bool writing_ = false;
   bool batching_ = false;  // handling a read: flush once at its end

@@ -31,16 +31,19 @@ struct Job {
   int port = free_port();
   std::string id = "job" + std::to_string(port);
   std::string nnodes;
-  std::string conf = "last_call_timeout=0.3,keep_alive_interval=0.1,keep_alive_max_attempt=3,"
-                     "join_timeout=20,read_timeout=2";
+  std::string conf =
+      "last_call_timeout=0.3,keep_alive_interval=0.1,keep_alive_max_attempt=3,"
+      "join_timeout=20,read_timeout=2";
 
   std::vector<std::string> agent(std::vector<std::string> flags, std::vector<std::string> worker,
                                  std::optional<bool> is_host = std::nullopt) const {
     std::string c = conf;
     if (is_host) c += std::string(",is_host=") + (*is_host ? "1" : "0");
-    std::vector<std::string> args{"--nnodes=" + nnodes, "--rdzv_backend=c10d",
+    std::vector<std::string> args{"--nnodes=" + nnodes,
+                                  "--rdzv_backend=c10d",
                                   "--rdzv_endpoint=127.0.0.1:" + std::to_string(port),
-                                  "--rdzv_id=" + id, "--local_addr=127.0.0.1",
+                                  "--rdzv_id=" + id,
+                                  "--local_addr=127.0.0.1",
                                   "--rdzv_conf=" + c};
     args.insert(args.end(), flags.begin(), flags.end());
     args.push_back("--no_python");
@@ -63,8 +66,8 @@ std::set<std::string> markers(const std::string& dir, int world) {
 
 bool world_running(const std::string& dir, int world, int attempt) {
   for (int r = 0; r < world; ++r) {
-    std::string name = "w" + std::to_string(world) + ".r" + std::to_string(r) + ".a" +
-                       std::to_string(attempt);
+    std::string name =
+        "w" + std::to_string(world) + ".r" + std::to_string(r) + ".a" + std::to_string(attempt);
     if (!std::filesystem::exists(dir + "/" + name)) return false;
   }
   return true;
@@ -76,8 +79,8 @@ TEST(Elastic, RanksAreUniqueAndContiguousAcrossThreeNodes) {
   std::string dir = make_temp_dir();
   std::vector<std::unique_ptr<DdprunProcess>> agents;
   for (int i = 0; i < 3; ++i) {
-    agents.push_back(std::make_unique<DdprunProcess>(
-        job.agent({"--nproc_per_node=2"}, {"mark", dir}), kEnv));
+    agents.push_back(
+        std::make_unique<DdprunProcess>(job.agent({"--nproc_per_node=2"}, {"mark", dir}), kEnv));
   }
   ASSERT_TRUE(eventually([&] { return world_running(dir, 6, 0); })) << "ranks 0-5 of 6";
   EXPECT_EQ(markers(dir, 6).size(), 6u) << "no rank twice";
@@ -109,7 +112,8 @@ TEST(Elastic, KilledAgentScalesDown) {
   ASSERT_TRUE(eventually([&] { return world_running(dir, 3, 0); }));
   ::kill(c.pid(), SIGKILL);
   ASSERT_TRUE(eventually([&] { return world_running(dir, 2, 0); }))
-      << "survivors go on with 2 nodes\n" << a.err() << b.err();
+      << "survivors go on with 2 nodes\n"
+      << a.err() << b.err();
   for (auto* p : {&a, &b}) ::kill(p->pid(), SIGTERM);
   for (auto* p : {&a, &b}) EXPECT_EQ(p->wait(), 128 + SIGTERM);
   EXPECT_NE((a.err() + b.err()).find("lost node(s) 127.0.0.1/"), std::string::npos) << a.err();
@@ -130,8 +134,8 @@ TEST(Elastic, TooFewNodesLeftFailsWithACount) {
 TEST(Elastic, WorkerFailureRestartsEveryNode) {
   Job job;
   job.nnodes = "2";
-  auto args = job.agent({"--nproc_per_node=2", "--max_restarts=2", "--tee=1"},
-                        {"fail_before", "1", "4"});
+  auto args =
+      job.agent({"--nproc_per_node=2", "--max_restarts=2", "--tee=1"}, {"fail_before", "1", "4"});
   DdprunProcess a(args, kEnv);
   DdprunProcess b(args, kEnv);
   ASSERT_EQ(a.wait(), 0) << a.err();
@@ -156,8 +160,7 @@ TEST(Elastic, ExhaustedBudgetEndsEveryNodeWithTheRootCause) {
   EXPECT_EQ(cb, 5) << b.err();
   std::string all = a.err() + b.err();
   EXPECT_NE(all.find("rank      : 3 (local_rank: 1)"), std::string::npos) << all;
-  EXPECT_NE(all.find("the job failed: rank 3 (local_rank 1) on node 1"), std::string::npos)
-      << all;
+  EXPECT_NE(all.find("the job failed: rank 3 (local_rank 1) on node 1"), std::string::npos) << all;
 }
 
 TEST(Elastic, SigtermToOneAgentStopsTheWholeJob) {
@@ -234,9 +237,15 @@ TEST(StaticMultiNodeRestart, NodeThatFinishedRestartsWhenAPeerFailsLater) {
   int port = free_port();
   std::string dir = make_temp_dir();
   auto agent = [&](int node) {
-    return std::vector<std::string>{"--nnodes=2", "--node_rank=" + std::to_string(node),
-                                    "--master_port=" + std::to_string(port), "--max_restarts=1",
-                                    "--no_python", "/bin/sh", "-c", kFinishThenFail, dir};
+    return std::vector<std::string>{"--nnodes=2",
+                                    "--node_rank=" + std::to_string(node),
+                                    "--master_port=" + std::to_string(port),
+                                    "--max_restarts=1",
+                                    "--no_python",
+                                    "/bin/sh",
+                                    "-c",
+                                    kFinishThenFail,
+                                    dir};
   };
   expect_both_nodes_rerun({agent(0), agent(1)}, dir);
 }

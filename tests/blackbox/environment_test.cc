@@ -136,7 +136,8 @@ TEST(Environment, PythonScriptsRunUnbufferedThroughPythonExec) {
   std::string dir = make_temp_dir();
   std::string script = dir + "/show.py";
   {
-    std::ofstream(script) << "import sys\nprint('unbuffered', '-u' in sys.orig_argv, sys.argv[1:])\n";
+    std::ofstream(script)
+        << "import sys\nprint('unbuffered', '-u' in sys.orig_argv, sys.argv[1:])\n";
   }
   Finished f = run_ddprun({script, "a", "b"}, {{"PYTHON_EXEC", "/usr/bin/python3"}});
   ASSERT_EQ(f.code, 0) << f.err;

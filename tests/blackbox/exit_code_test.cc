@@ -58,8 +58,8 @@ TEST(ExitCode, SummaryShowsTheErrorFile) {
 }
 
 TEST(ExitCode, WorkersAreRestartedWithinTheBudget) {
-  Finished f = run_worker({"--nproc_per_node=2", "--max_restarts=3", "--tee=1"},
-                          {"fail_before", "2", "4"});
+  Finished f =
+      run_worker({"--nproc_per_node=2", "--max_restarts=3", "--tee=1"}, {"fail_before", "2", "4"});
   EXPECT_EQ(f.code, 0) << f.err;
   EXPECT_NE(f.out.find("[default0]:attempt 2"), std::string::npos) << f.out;
   EXPECT_NE(f.out.find("[default1]:attempt 2"), std::string::npos) << f.out;
@@ -78,9 +78,9 @@ TEST(ExitCode, ExhaustedBudgetFailsWithTheLastAttemptsCode) {
 
 TEST(AgentStore, KeysOfAnEarlierAttemptAreGoneAfterARestart) {
   for (const char* mode : {"--standalone", "--nproc_per_node=2"}) {
-    Finished f = run_ddprun({mode, "--max_restarts=1", "--no_python", store_worker_binary(),
-                             "leak_check"},
-                            {{"OMP_NUM_THREADS", "1"}});
+    Finished f =
+        run_ddprun({mode, "--max_restarts=1", "--no_python", store_worker_binary(), "leak_check"},
+                   {{"OMP_NUM_THREADS", "1"}});
     EXPECT_EQ(f.code, 0) << mode << "\n" << f.out << f.err;
     EXPECT_NE(f.out.find("attempt 1 sees /leak: no"), std::string::npos) << f.out;
   }

@@ -64,8 +64,8 @@ TEST(Output, PerRankMapsApplyToTheirRanksOnly) {
 
 TEST(Output, LocalRanksFilterHidesOtherRanksButKeepsTheirLogs) {
   std::string base = make_temp_dir();
-  Finished f = run_lines({"--nproc_per_node=3", "--tee=3", "--local_ranks_filter=1",
-                          "--log_dir", base});
+  Finished f =
+      run_lines({"--nproc_per_node=3", "--tee=3", "--local_ranks_filter=1", "--log_dir", base});
   ASSERT_EQ(f.code, 0) << f.err;
   EXPECT_EQ(f.out, "[default1]:alpha\n[default1]:beta\n");
   EXPECT_EQ(read_file(run_dir(base) + "/attempt_0/2/stdout.log"), "alpha\nbeta\n");
@@ -74,20 +74,20 @@ TEST(Output, LocalRanksFilterHidesOtherRanksButKeepsTheirLogs) {
 TEST(Output, PrefixTemplateWithGlobalRankNodeAndHost) {
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
-  Finished f = run_lines({"--nproc_per_node=2",
-                          "--log_line_prefix_template=<${host}/n${node_rank}/r${rank}> "});
+  Finished f = run_lines(
+      {"--nproc_per_node=2", "--log_line_prefix_template=<${host}/n${node_rank}/r${rank}> "});
   ASSERT_EQ(f.code, 0) << f.err;
   std::string h = host;
   EXPECT_NE(f.out.find("<" + h + "/n0/r1> alpha\n"), std::string::npos) << f.out;
-  Finished env = run_lines({"--tee=1"}, {{"TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE",
-                                          "${role_name}-${local_rank}| "}});
+  Finished env = run_lines(
+      {"--tee=1"}, {{"TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE", "${role_name}-${local_rank}| "}});
   EXPECT_EQ(env.out, "default-0| alpha\ndefault-0| beta\n");
 }
 
 TEST(Output, LinesOfDifferentWorkersNeverInterleave) {
-  Finished f = run_ddprun({"--nproc_per_node=4", "--no_python", test_worker_binary(), "chatter",
-                           "300"},
-                          {{"OMP_NUM_THREADS", "1"}});
+  Finished f =
+      run_ddprun({"--nproc_per_node=4", "--no_python", test_worker_binary(), "chatter", "300"},
+                 {{"OMP_NUM_THREADS", "1"}});
   ASSERT_EQ(f.code, 0) << f.err;
   // Each line must be exactly "rank<r> " + 200 x letter(r) + " line<i>".
   std::istringstream in(f.out);
@@ -95,8 +95,8 @@ TEST(Output, LinesOfDifferentWorkersNeverInterleave) {
   for (std::string l; std::getline(in, l); ++n) {
     ASSERT_GT(l.size(), 6u) << l;
     int r = l[4] - '0';
-    std::string expected_head = "rank" + std::to_string(r) + " " +
-                                std::string(200, static_cast<char>('a' + r)) + " line";
+    std::string expected_head =
+        "rank" + std::to_string(r) + " " + std::string(200, static_cast<char>('a' + r)) + " line";
     ASSERT_EQ(l.rfind(expected_head, 0), 0u) << "torn line: " << l.substr(0, 80);
     ASSERT_EQ(l.find_first_not_of("0123456789", expected_head.size()), std::string::npos) << l;
   }
@@ -108,8 +108,8 @@ TEST(Output, TemporaryLogDirIsRemovedAfterSuccess) {
   Finished f = run_lines({}, {{"TMPDIR", tmp}});
   ASSERT_EQ(f.code, 0);
   EXPECT_TRUE(std::filesystem::is_empty(tmp));
-  Finished failed = run_ddprun({"--no_python", test_worker_binary(), "exit", "1"},
-                               {{"TMPDIR", tmp}});
+  Finished failed =
+      run_ddprun({"--no_python", test_worker_binary(), "exit", "1"}, {{"TMPDIR", tmp}});
   EXPECT_EQ(failed.code, 1);
   EXPECT_FALSE(std::filesystem::is_empty(tmp)) << "kept for the error files";
 }

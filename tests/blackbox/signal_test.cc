@@ -53,8 +53,8 @@ INSTANTIATE_TEST_SUITE_P(Forwarding, Signals, ::testing::Values(SIGINT, SIGTERM,
 
 TEST(SignalsGrace, WorkerIgnoringSigtermIsKilledAfterTheGracePeriod) {
   std::string dir = make_temp_dir();
-  DdprunProcess p({"--grace_period=0.2", "--no_python", test_worker_binary(), "hang", dir,
-                   "ignore_term"});
+  DdprunProcess p(
+      {"--grace_period=0.2", "--no_python", test_worker_binary(), "hang", dir, "ignore_term"});
   auto pids = wait_for_workers(dir, 1);
   ::kill(p.pid(), SIGTERM);
   EXPECT_EQ(p.wait(), 128 + SIGTERM);
@@ -64,9 +64,9 @@ TEST(SignalsGrace, WorkerIgnoringSigtermIsKilledAfterTheGracePeriod) {
 
 TEST(SignalsGrace, SigkillOfDdprunLeavesNothingBehind) {
   std::string dir = make_temp_dir();
-  DdprunProcess p({"--nproc_per_node=2", "--no_python", test_worker_binary(), "hang", dir,
-                   "ignore_term"},
-                  {{"OMP_NUM_THREADS", "1"}});
+  DdprunProcess p(
+      {"--nproc_per_node=2", "--no_python", test_worker_binary(), "hang", dir, "ignore_term"},
+      {{"OMP_NUM_THREADS", "1"}});
   auto pids = wait_for_workers(dir, 2);
   ::kill(p.pid(), SIGKILL);
   p.wait();
@@ -77,8 +77,10 @@ TEST(SignalsGrace, FailureStopsTheOtherWorkersAndTheirChildren) {
   std::string dir = make_temp_dir();
   // Rank 0 hangs with a child; rank 1 fails once rank 0 is up.
   DdprunProcess p({"--nproc_per_node=2", "--no_python", "/bin/sh", "-c",
-                   "if [ $RANK = 1 ]; then while [ ! -f " + dir + "/0.pids ]; do sleep 0.01; done; "
-                   "exit 3; fi; exec " + test_worker_binary() + " hang " + dir},
+                   "if [ $RANK = 1 ]; then while [ ! -f " + dir +
+                       "/0.pids ]; do sleep 0.01; done; "
+                       "exit 3; fi; exec " +
+                       test_worker_binary() + " hang " + dir},
                   {{"OMP_NUM_THREADS", "1"}});
   EXPECT_EQ(p.wait(), 3) << p.err();
   auto pids = read_pids(dir, 1);

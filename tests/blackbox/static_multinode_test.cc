@@ -97,12 +97,10 @@ TEST(StaticMultiNode, FailureOnOneNodeStopsTheOther) {
   int port = free_port();
   std::string dir = make_temp_dir();
   // Rank 3 (node 1) fails; every other rank hangs until stopped.
-  DdprunProcess n0(concat(node_args(0, port, {"--nproc_per_node=2"}),
-                          worker({"fail_rank", "3", "5"})),
-                   kEnv);
-  DdprunProcess n1(concat(node_args(1, port, {"--nproc_per_node=2"}),
-                          worker({"fail_rank", "3", "5"})),
-                   kEnv);
+  DdprunProcess n0(
+      concat(node_args(0, port, {"--nproc_per_node=2"}), worker({"fail_rank", "3", "5"})), kEnv);
+  DdprunProcess n1(
+      concat(node_args(1, port, {"--nproc_per_node=2"}), worker({"fail_rank", "3", "5"})), kEnv);
   EXPECT_EQ(n1.wait(), 5) << n1.err();
   EXPECT_EQ(n0.wait(), 5) << n0.err();
   EXPECT_NE(n1.err().find("rank      : 3 (local_rank: 1)"), std::string::npos) << n1.err();
@@ -130,9 +128,8 @@ TEST(StaticMultiNode, SigtermOnOneNodeStopsTheWholeJob) {
   std::string dir = make_temp_dir();
   DdprunProcess n0(concat(node_args(0, port, {}), worker({"hang", dir})), kEnv);
   DdprunProcess n1(concat(node_args(1, port, {}), worker({"hang", dir})), kEnv);
-  ASSERT_TRUE(eventually([&] {
-    return !read_file(dir + "/0.pids").empty() && !read_file(dir + "/1.pids").empty();
-  }));
+  ASSERT_TRUE(eventually(
+      [&] { return !read_file(dir + "/0.pids").empty() && !read_file(dir + "/1.pids").empty(); }));
   ::kill(n1.pid(), SIGTERM);
   EXPECT_EQ(n1.wait(), 128 + SIGTERM);
   EXPECT_EQ(n0.wait(), 128 + SIGTERM) << n0.err();

@@ -32,8 +32,8 @@ int main(int argc, char** argv) {
   if (argc != 4) return 64;
   TcpStoreClient::Options o;
   o.timeout = 10s;
-  o.numbering = std::string(argv[3]) == "v2" ? tcpstore::Numbering::kV2
-                                             : tcpstore::Numbering::kV113;
+  o.numbering =
+      std::string(argv[3]) == "v2" ? tcpstore::Numbering::kV2 : tcpstore::Numbering::kV113;
   try {
     TcpStoreClient c(argv[1], std::atoi(argv[2]), o);
     c.set("/probe/set", "from c++");
@@ -57,7 +57,8 @@ int main(int argc, char** argv) {
     expect("wait timeout", timed_out, true);
     expect("usable after timeout", c.add("/probe/counter", 0), 42);
     if (std::getenv("PROBE_WAIT_FOR")) {
-      expect("wait for peer", c.get(std::getenv("PROBE_WAIT_FOR"), 10s), std::string("from python"));
+      expect("wait for peer", c.get(std::getenv("PROBE_WAIT_FOR"), 10s),
+             std::string("from python"));
     }
     std::printf("num_keys %lld\n", static_cast<long long>(c.num_keys()));
   } catch (const std::exception& e) {

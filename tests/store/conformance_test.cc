@@ -139,8 +139,8 @@ TEST_P(Conformance, NewRequestImplicitlyCancelsAPendingWait) {
 
 TEST_P(Conformance, RequestFedOneByteAtATime) {
   auto c = connect();
-  std::string bytes = req(Op::kSet).str("slow").str("value").bytes +
-                      req(Op::kGet).str("slow").bytes;
+  std::string bytes =
+      req(Op::kSet).str("slow").str("value").bytes + req(Op::kGet).str("slow").bytes;
   for (char b : bytes) c.send(std::string(1, b));
   EXPECT_EQ(c.read_bytes(), "value");
 }
@@ -176,8 +176,7 @@ TEST_P(Conformance, UnknownOpcodeCloses) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Numberings, Conformance,
-                         ::testing::Values(Numbering::kV113, Numbering::kV2),
-                         [](const auto& info) {
+                         ::testing::Values(Numbering::kV113, Numbering::kV2), [](const auto& info) {
                            return info.param == Numbering::kV2 ? "v2" : "v113";
                          });
 

@@ -77,8 +77,7 @@ TEST(LineWriter, VeryLongLinesAreNotHeldForever) {
 TEST(ExpandPrefix, KnownAndUnknownNames) {
   PrefixVars v{"trainer", 2, 10, 1, "hostA"};
   EXPECT_EQ(expand_prefix("[${role_name}${local_rank}]:", v), "[trainer2]:");
-  EXPECT_EQ(expand_prefix("${host}:${node_rank}:${rank} ${other} ${", v),
-            "hostA:1:10 ${other} ${");
+  EXPECT_EQ(expand_prefix("${host}:${node_rank}:${rank} ${other} ${", v), "hostA:1:10 ${other} ${");
 }
 
 }  // namespace

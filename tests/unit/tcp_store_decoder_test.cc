@@ -57,7 +57,8 @@ TEST(RequestDecoder, LimitsAreCheckedFromTheLengthAlone) {
   RequestDecoder d;
   uint64_t huge = kMaxValueSize + 1;
   // 1.13 COMPARE_SET whose expected value claims more than the limit.
-  std::string set = std::string(1, '\x01') + str("k") + std::string(reinterpret_cast<char*>(&huge), 8);
+  std::string set =
+      std::string(1, '\x01') + str("k") + std::string(reinterpret_cast<char*>(&huge), 8);
   d.feed(set.data(), set.size());
   Request r;
   EXPECT_EQ(d.next(r), RequestDecoder::Status::kBad);

@@ -1,0 +1,48 @@
+#pragma once
+
+#include <map>
+#include <span>
+#include <string>
+
+#include <boost/program_options/variables_map.hpp>
+
+#include "launcher/launch_config.h"
+
+namespace ddprun::launcher {
+
+/// One ddprun flag: its canonical (underscore) name, short form, whether it takes a
+/// value, its default and its help line.
+struct OptionDef {
+  const char* name;      // canonical (underscore) spelling
+  char short_name;       // 0 when none
+  bool is_switch;        // takes no value
+  const char* fallback;  // default when neither flag nor PET_ variable is given
+  const char* help;
+};
+
+/// The effective value of each option: command line, else PET_<NAME>, else default.
+/// `source()` says where a value came from ("--nnodes" or "PET_NNODES") so an error
+/// can name it.
+class Values {
+ public:
+  /// Throws UsageError for a malformed boolean PET_ variable.
+  Values(std::span<const OptionDef> options, const boost::program_options::variables_map& vm,
+         const EnvLookup& env);
+
+  const std::string& str(const std::string& name) const { return values_.at(name); }
+  const std::string& source(const std::string& name) const { return sources_.at(name); }
+  bool flag(const std::string& name) const { return values_.at(name) == "1"; }
+  /// True when the command line or a PET_ variable set it.
+  bool given(const std::string& name) const;
+  /// The value as a non-negative integer (UsageError naming the source otherwise).
+  int integer(const std::string& name) const;
+
+ private:
+  void set(const std::string& name, const std::string& value, const std::string& source);
+
+  std::map<std::string, std::string> values_;
+  std::map<std::string, std::string> sources_;
+  std::map<std::string, bool> given_;
+};
+
+}  // namespace ddprun::launcher
