@@ -1,0 +1,99 @@
+// The run database and the ingestion of worker streams: schema, ordering, resume,
+// torn last records and malformed lines.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "tracking/run_store.h"
+#include "tracking/stream_ingester.h"
+
+namespace ddprun::tracking {
+namespace {
+
+std::string temp_run_dir() {
+  char tmpl[] = "/tmp/ddprun_run_XXXXXX";
+  std::string dir = mkdtemp(tmpl);
+  std::filesystem::create_directories(dir + "/streams");
+  return dir;
+}
+
+void append(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::app | std::ios::binary) << text;
+}
+
+TEST(RunStore, SchemaIsVersionedAndMetaPersists) {
+  std::string dir = temp_run_dir();
+  {
+    RunStore s(dir, true);
+    s.set_meta("status", "running");
+  }
+  RunStore again(dir, false);
+  EXPECT_EQ(again.meta("status"), "running");
+  EXPECT_EQ(again.meta("schema_version"), std::to_string(RunStore::kSchemaVersion));
+  EXPECT_THROW(RunStore("/nonexistent/dir", false), TrackingError);
+}
+
+TEST(StreamIngester, StoresPointsInOrderWithRankAndAttempt) {
+  std::string dir = temp_run_dir();
+  RunStore store(dir, true);
+  StreamIngester ingester(store, dir);
+  append(stream_path(dir, 0, 1, 0), R"({"k":"log","seq":1,"t":1.5,"step":10,"d":{"loss":0.5,"acc":1}})"
+                                    "\n"
+                                    R"({"k":"log","seq":2,"t":1.6,"step":5,"d":{"loss":0.4,"name":"x"}})"
+                                    "\n");
+  append(stream_path(dir, 0, 0, 1), R"({"k":"config","d":{"lr":0.1}})"
+                                    "\n"
+                                    R"({"k":"summary","d":{"best":0.9}})"
+                                    "\n");
+  auto stats = ingester.drain(false);
+  EXPECT_EQ(stats.points, 3);
+  EXPECT_EQ(stats.records, 4);
+  auto points = store.metrics();
+  ASSERT_EQ(points.size(), 3u);
+  EXPECT_EQ(points[0].rank, 1);
+  EXPECT_EQ(points[0].seq, 1);
+  EXPECT_EQ(points[2].key, "loss");
+  EXPECT_EQ(points[2].step, 5) << "a step that goes backwards is stored, not dropped";
+  EXPECT_EQ(points[2].value, 0.4);
+}
+
+TEST(StreamIngester, ResumesAndWaitsForCompleteLines) {
+  std::string dir = temp_run_dir();
+  RunStore store(dir, true);
+  StreamIngester ingester(store, dir);
+  std::string path = stream_path(dir, 0, 0, 0);
+  append(path, R"({"k":"log","seq":1,"d":{"a":1}})" "\n" R"({"k":"log","seq":2,"d":)");
+  EXPECT_EQ(ingester.drain(false).points, 1);
+  EXPECT_EQ(ingester.drain(false).points, 0) << "nothing new, nothing twice";
+  append(path, R"({"b":2}})" "\n");
+  EXPECT_EQ(ingester.drain(false).points, 1) << "the rest of the line arrived";
+  EXPECT_EQ(store.metric_count(), 2);
+}
+
+TEST(StreamIngester, TornLastRecordIsCountedNotStored) {
+  std::string dir = temp_run_dir();
+  RunStore store(dir, true);
+  StreamIngester ingester(store, dir);
+  std::string path = stream_path(dir, 0, 0, 0);
+  append(path, R"({"k":"log","seq":1,"d":{"a":1}})" "\n" R"({"k":"log","seq":2,"d":{"a")");
+  auto stats = ingester.drain(true);
+  EXPECT_EQ(stats.points, 1);
+  EXPECT_EQ(stats.torn_records, 1);
+  EXPECT_EQ(ingester.drain(true).torn_records, 0) << "reported once";
+}
+
+TEST(StreamIngester, MalformedLinesAreSkippedAndCounted) {
+  std::string dir = temp_run_dir();
+  RunStore store(dir, true);
+  StreamIngester ingester(store, dir);
+  append(stream_path(dir, 0, 0, 0), "garbage\n{\"k\":\"odd\",\"d\":{}}\n"
+                                    R"({"k":"log","seq":3,"d":{"ok":1}})" "\n");
+  auto stats = ingester.drain(false);
+  EXPECT_EQ(stats.bad_lines, 2);
+  EXPECT_EQ(stats.points, 1);
+}
+
+}  // namespace
+}  // namespace ddprun::tracking

@@ -1,0 +1,215 @@
+#include "tracking/run_store.h"
+
+namespace ddprun::tracking {
+namespace {
+
+// Statements prepared for one call and finalized by RAII.
+class Statement {
+ public:
+  Statement(sqlite3* db, const std::string& sql, const std::string& path) : db_(db) {
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt_, nullptr) != SQLITE_OK) {
+      throw TrackingError(path + ": " + sqlite3_errmsg(db));
+    }
+  }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement& bind(int i, const std::string& v) {
+    sqlite3_bind_text(stmt_, i, v.c_str(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
+  Statement& bind(int i, int64_t v) {
+    sqlite3_bind_int64(stmt_, i, v);
+    return *this;
+  }
+  Statement& bind(int i, int v) { return bind(i, static_cast<int64_t>(v)); }
+  Statement& bind(int i, double v) {
+    sqlite3_bind_double(stmt_, i, v);
+    return *this;
+  }
+  Statement& bind_null(int i) {
+    sqlite3_bind_null(stmt_, i);
+    return *this;
+  }
+  /// True while rows come; throws on error.
+  bool step(const std::string& path) {
+    int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    throw TrackingError(path + ": " + sqlite3_errmsg(db_));
+  }
+  void reset() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
+  std::string text(int col) const {
+    auto* t = sqlite3_column_text(stmt_, col);
+    return t ? reinterpret_cast<const char*>(t) : "";
+  }
+  int64_t integer(int col) const { return sqlite3_column_int64(stmt_, col); }
+  double real(int col) const { return sqlite3_column_double(stmt_, col); }
+  bool is_null(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+constexpr const char* kSchema = R"(
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS events (id INTEGER PRIMARY KEY, wall REAL, kind TEXT, node INT,
+  rank INT, attempt INT, data TEXT);
+CREATE TABLE IF NOT EXISTS metrics (node INT, rank INT, attempt INT, seq INT, wall REAL,
+  step INT, key TEXT, value REAL);
+CREATE INDEX IF NOT EXISTS metrics_order ON metrics (node, rank, attempt, seq);
+CREATE TABLE IF NOT EXISTS config (node INT, rank INT, attempt INT, key TEXT, value TEXT);
+CREATE TABLE IF NOT EXISTS summaries (node INT, rank INT, attempt INT, key TEXT, value TEXT);
+CREATE TABLE IF NOT EXISTS system_metrics (node INT, wall REAL, key TEXT, value REAL);
+CREATE TABLE IF NOT EXISTS streams (path TEXT PRIMARY KEY, offset INT);
+)";
+
+}  // namespace
+
+RunStore::RunStore(const std::string& run_dir, bool create) : path_(run_dir + "/run.db") {
+  int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0);
+  if (sqlite3_open_v2(path_.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
+    std::string why = db_ ? sqlite3_errmsg(db_) : "out of memory";
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw TrackingError("cannot open " + path_ + ": " + why);
+  }
+  sqlite3_busy_timeout(db_, 5000);
+  exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
+  if (create) {
+    exec(kSchema);
+    if (!meta("schema_version")) set_meta("schema_version", std::to_string(kSchemaVersion));
+  }
+  auto version = meta("schema_version");
+  if (!version || std::stoi(*version) != kSchemaVersion) {
+    throw TrackingError(path_ + ": unsupported schema version " + version.value_or("(none)"));
+  }
+}
+
+RunStore::~RunStore() { sqlite3_close(db_); }
+
+void RunStore::exec(const std::string& sql) {
+  char* err = nullptr;
+  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string why = err ? err : "unknown error";
+    sqlite3_free(err);
+    throw TrackingError(path_ + ": " + why);
+  }
+}
+
+void RunStore::begin() { exec("BEGIN"); }
+void RunStore::commit() { exec("COMMIT"); }
+
+void RunStore::set_meta(const std::string& key, const std::string& value) {
+  Statement s(db_, "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", path_);
+  s.bind(1, key).bind(2, value).step(path_);
+}
+
+std::optional<std::string> RunStore::meta(const std::string& key) {
+  Statement s(db_, "SELECT value FROM meta WHERE key = ?", path_);
+  s.bind(1, key);
+  if (!s.step(path_)) return std::nullopt;
+  return s.text(0);
+}
+
+void RunStore::add_event(const Event& e) {
+  Statement s(db_,
+              "INSERT INTO events (wall, kind, node, rank, attempt, data) VALUES (?,?,?,?,?,?)",
+              path_);
+  s.bind(1, e.wall).bind(2, e.kind).bind(3, e.node).bind(4, e.rank).bind(5, e.attempt);
+  s.bind(6, e.data_json).step(path_);
+}
+
+std::vector<Event> RunStore::events() {
+  Statement s(db_, "SELECT wall, kind, node, rank, attempt, data FROM events ORDER BY id", path_);
+  std::vector<Event> out;
+  while (s.step(path_)) {
+    out.push_back({s.real(0), s.text(1), static_cast<int>(s.integer(2)),
+                   static_cast<int>(s.integer(3)), static_cast<int>(s.integer(4)), s.text(5)});
+  }
+  return out;
+}
+
+void RunStore::add_metrics(const std::vector<MetricPoint>& points) {
+  Statement s(db_,
+              "INSERT INTO metrics (node, rank, attempt, seq, wall, step, key, value) "
+              "VALUES (?,?,?,?,?,?,?,?)",
+              path_);
+  for (const auto& p : points) {
+    s.bind(1, p.node).bind(2, p.rank).bind(3, p.attempt).bind(4, p.seq).bind(5, p.wall);
+    if (p.step) s.bind(6, *p.step);
+    else s.bind_null(6);
+    s.bind(7, p.key).bind(8, p.value);
+    s.step(path_);
+    s.reset();
+  }
+}
+
+void RunStore::add_config(int node, int rank, int attempt, const std::string& key,
+                          const std::string& value_json) {
+  Statement s(db_, "INSERT INTO config VALUES (?,?,?,?,?)", path_);
+  s.bind(1, node).bind(2, rank).bind(3, attempt).bind(4, key).bind(5, value_json).step(path_);
+}
+
+void RunStore::add_summary(int node, int rank, int attempt, const std::string& key,
+                           const std::string& value_json) {
+  Statement s(db_, "INSERT INTO summaries VALUES (?,?,?,?,?)", path_);
+  s.bind(1, node).bind(2, rank).bind(3, attempt).bind(4, key).bind(5, value_json).step(path_);
+}
+
+int64_t RunStore::metric_count() {
+  Statement s(db_, "SELECT COUNT(*) FROM metrics", path_);
+  s.step(path_);
+  return s.integer(0);
+}
+
+std::vector<RunStore::MetricSummary> RunStore::metric_summaries() {
+  Statement s(db_,
+              "SELECT rank, key, COUNT(*), MIN(value), MAX(value), "
+              "(SELECT value FROM metrics m2 WHERE m2.rank = m.rank AND m2.key = m.key "
+              " ORDER BY attempt DESC, seq DESC LIMIT 1) "
+              "FROM metrics m GROUP BY rank, key ORDER BY key, rank",
+              path_);
+  std::vector<MetricSummary> out;
+  while (s.step(path_)) {
+    out.push_back({static_cast<int>(s.integer(0)), s.text(1), s.integer(2), s.real(5), s.real(3),
+                   s.real(4)});
+  }
+  return out;
+}
+
+std::vector<MetricPoint> RunStore::metrics() {
+  Statement s(db_,
+              "SELECT node, rank, attempt, seq, wall, step, key, value FROM metrics "
+              "ORDER BY node, rank, attempt, seq, key",
+              path_);
+  std::vector<MetricPoint> out;
+  while (s.step(path_)) {
+    MetricPoint p;
+    p.node = static_cast<int>(s.integer(0));
+    p.rank = static_cast<int>(s.integer(1));
+    p.attempt = static_cast<int>(s.integer(2));
+    p.seq = s.integer(3);
+    p.wall = s.real(4);
+    if (!s.is_null(5)) p.step = s.integer(5);
+    p.key = s.text(6);
+    p.value = s.real(7);
+    out.push_back(p);
+  }
+  return out;
+}
+
+int64_t RunStore::stream_offset(const std::string& stream) {
+  Statement s(db_, "SELECT offset FROM streams WHERE path = ?", path_);
+  s.bind(1, stream);
+  return s.step(path_) ? s.integer(0) : 0;
+}
+
+void RunStore::set_stream_offset(const std::string& stream, int64_t offset) {
+  Statement s(db_, "INSERT OR REPLACE INTO streams (path, offset) VALUES (?, ?)", path_);
+  s.bind(1, stream).bind(2, offset).step(path_);
+}
+
+}  // namespace ddprun::tracking

@@ -1,0 +1,96 @@
+#pragma once
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+
+namespace ddprun::tracking {
+
+/// A tracking database could not be opened, read or written.
+class TrackingError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// One metric point as a worker logged it.
+struct MetricPoint {
+  int node = 0;
+  int rank = 0;
+  int attempt = 0;
+  int64_t seq = 0;
+  double wall = 0;
+  std::optional<int64_t> step;
+  std::string key;
+  double value = 0;
+};
+
+/// A lifecycle event the launcher records (rendezvous, worker start/exit, restart...).
+struct Event {
+  double wall = 0;
+  std::string kind;
+  int node = -1;
+  int rank = -1;
+  int attempt = -1;
+  std::string data_json = "{}";
+};
+
+/// The run's SQLite database (`run.db`, WAL mode, schema versioned). One writer: the
+/// primary agent; readers (`ddprun runs`) may open it while the job runs.
+/// Not thread-safe. Errors: TrackingError naming the file.
+class RunStore {
+ public:
+  static constexpr int kSchemaVersion = 1;
+
+  /// Opens (creating when `create`) `<run_dir>/run.db`.
+  RunStore(const std::string& run_dir, bool create);
+  ~RunStore();
+  RunStore(const RunStore&) = delete;
+  RunStore& operator=(const RunStore&) = delete;
+
+  void set_meta(const std::string& key, const std::string& value);
+  std::optional<std::string> meta(const std::string& key);
+
+  void add_event(const Event& e);
+  std::vector<Event> events();
+
+  /// Stores points in one transaction.
+  void add_metrics(const std::vector<MetricPoint>& points);
+  void add_config(int node, int rank, int attempt, const std::string& key,
+                  const std::string& value_json);
+  void add_summary(int node, int rank, int attempt, const std::string& key,
+                   const std::string& value_json);
+  int64_t metric_count();
+
+  /// Per-key statistics of the metrics of one rank: key, count, last value, min, max.
+  struct MetricSummary {
+    int rank;
+    std::string key;
+    int64_t count;
+    double last;
+    double min;
+    double max;
+  };
+  std::vector<MetricSummary> metric_summaries();
+
+  /// All points, ordered by (node, rank, attempt, seq).
+  std::vector<MetricPoint> metrics();
+
+  /// Where ingestion of a stream file stopped (bytes), so it resumes there.
+  int64_t stream_offset(const std::string& stream);
+  void set_stream_offset(const std::string& stream, int64_t offset);
+
+  void begin();
+  void commit();
+
+ private:
+  void exec(const std::string& sql);
+  sqlite3* db_ = nullptr;
+  std::string path_;
+};
+
+}  // namespace ddprun::tracking
