@@ -20,6 +20,7 @@
 #include "agent/log_dir.h"
 #include "agent/orphan_guard.h"
 #include "agent/round_over.h"
+#include "agent/run_observer.h"
 #include "agent/worker_group_runner.h"
 #include "common/logging.h"
 #include "rendezvous/dynamic_rendezvous.h"
@@ -66,13 +67,14 @@ std::unique_ptr<rendezvous::RendezvousHandler> make_rendezvous(const AgentConfig
 
 class LocalAgent::Impl {
  public:
-  Impl(AgentConfig config, ProcessLauncher& launcher, OrphanGuard* guard)
+  Impl(AgentConfig config, ProcessLauncher& launcher, OrphanGuard* guard, RunObserver* observer)
       : config_(std::move(config)),
         guard_(guard),
+        observer_(observer),
         stop_signals_(io_, SIGINT, SIGTERM, SIGHUP),
         log_dir_(config_.log_dir, config_.run_id),
         host_(host_name()),
-        runner_(io_, config_, launcher, guard, log_dir_, host_) {
+        runner_(io_, config_, launcher, guard, log_dir_, host_, observer) {
     stop_signals_.add(SIGQUIT);
   }
 
@@ -84,19 +86,33 @@ class LocalAgent::Impl {
     for (int round = 0;; ++round) {
       rendezvous::RendezvousInfo info = rendezvous(round);
       round = info.round;
+      if (observer_) {
+        observer_->rendezvous_complete(info.round, info.restart_count, info.world_size(),
+                                       info.members);
+      }
       run_attempt(info);
+      if (observer_) {
+        observer_->poll(true);
+        if (over_) {
+          static const char* kKinds[] = {"restart", "membership", "final"};
+          observer_->round_over(info.restart_count, kKinds[static_cast<int>(over_->kind)],
+                                over_->reason);
+        }
+      }
       if (signalled_ != 0) {
         end_round(info, {RoundOver::Kind::kFinal, 128 + signalled_,
                          "node " + std::to_string(info.group_rank) + " (" + host_ + ") received " +
                              signal_name(signalled_)});
-        return finish(128 + signalled_);
+        return finish(128 + signalled_, "killed", "received " + signal_name(signalled_));
       }
       const auto& failures = runner_.failures();
       if (!over_ && failures.empty()) {
         // This node is done; the job is done when every node is (a later failure
         // elsewhere still restarts everyone, this node included).
         if (multi_node()) over_ = wait_for_all_done(info);
-        if (signalled_ != 0) return finish(128 + signalled_);
+        if (signalled_ != 0) {
+          return finish(128 + signalled_, "killed", "received " + signal_name(signalled_));
+        }
         if (!over_) return finish_success();
       }
       if (!over_ || over_->kind == RoundOver::Kind::kFinal) {
@@ -183,7 +199,9 @@ class LocalAgent::Impl {
     runner_.start(
         make_group(info), [this, info](const FailureRecord& f) { on_worker_failure(info, f); },
         [&done] { done = true; });
+    if (observer_) poll_tracking();
     while (!done) io_.run_one();
+    tracking_timer_.cancel();
     heartbeat_timer_.cancel();
     over_watch_.reset();
   }
@@ -274,6 +292,16 @@ class LocalAgent::Impl {
     });
   }
 
+  // A run is readable while the job runs: what workers wrote is ingested every second.
+  void poll_tracking() {
+    tracking_timer_.expires_after(std::chrono::seconds(1));
+    tracking_timer_.async_wait([this](const boost::system::error_code& ec) {
+      if (ec) return;
+      observer_->poll(false);
+      poll_tracking();
+    });
+  }
+
   void wait_for_stop_signals() {
     stop_signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
       if (ec) return;
@@ -305,7 +333,7 @@ class LocalAgent::Impl {
       handler_->linger(std::chrono::seconds(5));
     }
     log_dir_.remove_if_temporary();
-    return finish(0);
+    return finish(0, "finished", "");
   }
 
   // Marks this node done and waits until every node is, or the round ends anyway.
@@ -340,20 +368,26 @@ class LocalAgent::Impl {
   int finish_failure(const std::vector<FailureRecord>& failures, const RoundOver& over) {
     if (failures.empty()) {
       std::cerr << "ddprun: the job failed: " << over.reason << "\n";
-      return finish(over.exitcode);
+      return finish(over.exitcode, "failed", over.reason);
     }
     std::cerr << format_failure_summary(config_.spec.entrypoint_name, host_, failures)
               << std::flush;
-    return finish(shell_exit_code(failures.front().exitcode));
+    const FailureRecord& root = failures.front();
+    return finish(shell_exit_code(root.exitcode), "failed",
+                  "rank " + std::to_string(root.global_rank) + " (local_rank " +
+                      std::to_string(root.local_rank) + ") on " + host_ + " exited with " +
+                      std::to_string(root.exitcode));
   }
 
-  int finish(int code) {
+  int finish(int code, const std::string& status, const std::string& root_cause) {
+    if (observer_) observer_->finished(status, code, root_cause);
     if (guard_) guard_->release();
     return code;
   }
 
   AgentConfig config_;
   OrphanGuard* guard_;
+  RunObserver* observer_;
   asio::io_context io_;
   asio::signal_set stop_signals_;
   LogDir log_dir_;
@@ -362,12 +396,14 @@ class LocalAgent::Impl {
   std::unique_ptr<rendezvous::RendezvousHandler> handler_;
   std::unique_ptr<KeyWatch> over_watch_;
   asio::steady_timer heartbeat_timer_{io_};
+  asio::steady_timer tracking_timer_{io_};
   std::optional<RoundOver> over_;
   int signalled_ = 0;
 };
 
-LocalAgent::LocalAgent(AgentConfig config, ProcessLauncher& launcher, OrphanGuard* guard)
-    : impl_(std::make_unique<Impl>(std::move(config), launcher, guard)) {}
+LocalAgent::LocalAgent(AgentConfig config, ProcessLauncher& launcher, OrphanGuard* guard,
+                       RunObserver* observer)
+    : impl_(std::make_unique<Impl>(std::move(config), launcher, guard, observer)) {}
 
 LocalAgent::~LocalAgent() = default;
 

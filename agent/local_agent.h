@@ -12,6 +12,7 @@ namespace ddprun::agent {
 
 class ProcessLauncher;
 class OrphanGuard;
+class RunObserver;
 
 /// Runs one node's workers to the end of the job: spawns them with torchrun's
 /// environment, supervises them in one Asio loop driven by SIGCHLD (never polling),
@@ -24,8 +25,10 @@ class OrphanGuard;
 /// Single-threaded: construct and run on one thread.
 class LocalAgent {
  public:
-  /// `launcher` and `guard` must outlive the agent; `guard` may be null.
-  LocalAgent(AgentConfig config, ProcessLauncher& launcher, OrphanGuard* guard);
+  /// `launcher`, `guard` and `observer` must outlive the agent; `guard` and
+  /// `observer` (the job's tracking run) may be null.
+  LocalAgent(AgentConfig config, ProcessLauncher& launcher, OrphanGuard* guard,
+             RunObserver* observer = nullptr);
   ~LocalAgent();
 
   int run();

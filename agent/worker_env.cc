@@ -26,7 +26,8 @@ std::vector<std::string> current_environment() {
 
 std::vector<std::string> build_worker_env(const std::vector<std::string>& inherited,
                                           const AgentConfig& config, const WorkerGroup& group,
-                                          const Worker& worker) {
+                                          const Worker& worker,
+                                          const std::map<std::string, std::string>& extra) {
   std::map<std::string, std::string> set;
   std::map<std::string, std::string> parent;
   for (const auto& entry : inherited) {
@@ -59,6 +60,8 @@ std::vector<std::string> build_worker_env(const std::vector<std::string>& inheri
   if (!config.omp_num_threads.empty() && !parent.count("OMP_NUM_THREADS")) {
     set["OMP_NUM_THREADS"] = config.omp_num_threads;
   }
+
+  for (const auto& [k, v] : extra) set[k] = v;
 
   std::vector<std::string> env;
   env.reserve(inherited.size() + set.size());

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -10,9 +11,11 @@ namespace ddprun::agent {
 
 /// The environment of one worker: `inherited` (KEY=VALUE entries, usually the agent's
 /// own) with torchrun's variables set on top, in torchrun's names and formats.
+/// `extra` (tracking's variables, ...) is set on top of everything.
 std::vector<std::string> build_worker_env(const std::vector<std::string>& inherited,
                                           const AgentConfig& config, const WorkerGroup& group,
-                                          const Worker& worker);
+                                          const Worker& worker,
+                                          const std::map<std::string, std::string>& extra = {});
 
 /// The worker's command line: spec.argv with "${local_rank}" replaced.
 std::vector<std::string> build_worker_argv(const WorkerSpec& spec, int local_rank);

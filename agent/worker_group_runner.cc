@@ -10,6 +10,7 @@
 #include "agent/orphan_guard.h"
 #include "agent/process_launcher.h"
 #include "agent/process_table.h"
+#include "agent/run_observer.h"
 #include "agent/worker_env.h"
 #include "agent/worker_output.h"
 
@@ -29,11 +30,12 @@ int exitcode_of(int status) {
 
 WorkerGroupRunner::WorkerGroupRunner(boost::asio::io_context& io, const AgentConfig& config,
                                      ProcessLauncher& launcher, OrphanGuard* guard, LogDir& log_dir,
-                                     std::string host)
+                                     std::string host, RunObserver* observer)
     : io_(io),
       config_(config),
       launcher_(launcher),
       guard_(guard),
+      observer_(observer),
       log_dir_(log_dir),
       host_(std::move(host)),
       inherited_env_(current_environment()),
@@ -68,12 +70,17 @@ void WorkerGroupRunner::start(WorkerGroup group,
     SpawnOptions opts;
     opts.argv = build_worker_argv(config_.spec, w.local_rank);
     opts.executable = opts.argv.front();
-    opts.env = build_worker_env(inherited_env_, config_, group_, w);
+    std::map<std::string, std::string> extra;
+    if (observer_) observer_->add_worker_env(group_.group_rank, w.global_rank, attempt, extra);
+    opts.env = build_worker_env(inherited_env_, config_, group_, w, extra);
     opts.stdout_fd = out->child_stdout();
     opts.stderr_fd = out->child_stderr();
     w.pid = launcher_.spawn(opts);
     w.state = WorkerState::kHealthy;
     if (guard_) guard_->watch(w.pid);
+    if (observer_) {
+      observer_->worker_started(group_.group_rank, w.global_rank, w.local_rank, attempt, w.pid);
+    }
     out->start([this] { maybe_done(); });
     outputs_.push_back(std::move(out));
     spdlog::debug("started local_rank {} (rank {}) as pid {}", w.local_rank, w.global_rank, w.pid);
@@ -99,6 +106,10 @@ void WorkerGroupRunner::reap_children() {
     Worker* w = find_worker(pid);
     if (w == nullptr) continue;  // an orphaned grandchild or the guard
     w->exit = WorkerExit{exitcode_of(status), std::time(nullptr)};
+    if (observer_) {
+      observer_->worker_exited(group_.group_rank, w->global_rank, w->local_rank,
+                               group_.restart_count, w->exit->exitcode);
+    }
     if (w->exit->exitcode == 0) {
       w->state = WorkerState::kSucceeded;
     } else if (was_running) {

@@ -18,6 +18,7 @@ namespace ddprun::agent {
 class LogDir;
 class OrphanGuard;
 class ProcessLauncher;
+class RunObserver;
 class WorkerOutput;
 
 /// Runs one attempt of this node's workers inside the agent's io_context: spawns
@@ -30,9 +31,10 @@ class WorkerOutput;
 /// -> kIdle. Single-threaded: use on the io_context's thread.
 class WorkerGroupRunner {
  public:
+  /// `observer` (may be null) hears of every worker's start and exit.
   WorkerGroupRunner(boost::asio::io_context& io, const AgentConfig& config,
                     ProcessLauncher& launcher, OrphanGuard* guard, LogDir& log_dir,
-                    std::string host);
+                    std::string host, RunObserver* observer);
   ~WorkerGroupRunner();
 
   /// Spawns the group's workers for attempt `group.restart_count`. `on_failure` runs at
@@ -63,6 +65,7 @@ class WorkerGroupRunner {
   const AgentConfig& config_;
   ProcessLauncher& launcher_;
   OrphanGuard* guard_;
+  RunObserver* observer_;
   LogDir& log_dir_;
   std::string host_;
   std::vector<std::string> inherited_env_;

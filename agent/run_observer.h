@@ -1,0 +1,35 @@
+#pragma once
+
+#include <sys/types.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace ddprun::agent {
+
+/// What the agent tells the job's experiment run as the job goes (the tracking
+/// module implements it; the agent knows nothing more of tracking). Called on the
+/// agent's thread; implementations report their own errors and never throw.
+class RunObserver {
+ public:
+  virtual ~RunObserver() = default;
+
+  /// Extra environment for one worker (where it writes its records, ...).
+  virtual void add_worker_env(int node, int rank, int attempt,
+                              std::map<std::string, std::string>& env) = 0;
+  virtual void rendezvous_complete(int round, int attempt, int world_size,
+                                   const std::vector<std::string>& members) = 0;
+  virtual void worker_started(int node, int rank, int local_rank, int attempt, pid_t pid) = 0;
+  /// `exitcode` as torchrun: negative for a signal.
+  virtual void worker_exited(int node, int rank, int local_rank, int attempt, int exitcode) = 0;
+  /// The round ended for everyone: kind is restart, membership or final.
+  virtual void round_over(int attempt, const std::string& kind, const std::string& reason) = 0;
+  /// Ingest what workers wrote so far (called on an interval and when an attempt ends).
+  virtual void poll(bool attempt_over) = 0;
+  /// The job is over: status finished, failed or killed.
+  virtual void finished(const std::string& status, int exitcode,
+                        const std::string& root_cause) = 0;
+};
+
+}  // namespace ddprun::agent
