@@ -47,6 +47,10 @@ constexpr OptionDef kOptions[] = {
     {"log_line_prefix_template", 0, false, "",
      "console prefix: ${role_name} ${local_rank} ${rank} ${node_rank} ${host}"},
     {"log_level", 0, false, "warn", "ddprun's own log level: trace..critical, off"},
+    {"tracking_dir", 0, false, "./ddprun-runs", "where the job's experiment run is kept"},
+    {"run_name", 0, false, "", "a name for the run (default: its id)"},
+    {"no_tracking", 0, true, "0", "do not record an experiment run"},
+    {"tracking_interval", 0, false, "15", "seconds between system metric samples"},
     {"help", 'h', true, "0", "print this help and exit"},
     {"version", 0, true, "0", "print the version and exit"},
 };
@@ -220,6 +224,12 @@ LaunchConfig parse_command_line(int argc, const char* const argv[], const EnvLoo
     throw UsageError(v.source("start_method") + "=" + sm + ": expected spawn, fork or forkserver");
   }
   if (!env("OMP_NUM_THREADS") && a.spec.local_world_size > 1) a.omp_num_threads = "1";
+  cfg.tracking = !v.flag("no_tracking");
+  cfg.tracking_dir = v.str("tracking_dir");
+  if (cfg.tracking_dir.empty()) throw UsageError(v.source("tracking_dir") + "=: must not be empty");
+  cfg.run_name = v.str("run_name");
+  cfg.tracking_interval =
+      parse_seconds(v.source("tracking_interval"), v.str("tracking_interval"), false);
   return cfg;
 }
 

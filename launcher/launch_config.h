@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <string>
@@ -21,6 +22,11 @@ struct LaunchConfig {
   ScriptKind kind = ScriptKind::kPythonFile;
 
   std::string log_level = "warn";
+
+  bool tracking = true;
+  std::string tracking_dir = "./ddprun-runs";
+  std::string run_name;
+  std::chrono::milliseconds tracking_interval{15'000};
   bool help = false;
   bool version = false;
 };

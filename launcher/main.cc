@@ -4,7 +4,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <filesystem>
 #include <random>
+
+#include <nlohmann/json.hpp>
 
 #include <spdlog/spdlog.h>
 
@@ -17,6 +20,8 @@
 #include "common/logging.h"
 #include "launcher/cli.h"
 #include "launcher/entrypoint.h"
+#include "launcher/runs_command.h"
+#include "tracking/run_tracker.h"
 
 namespace {
 
@@ -54,22 +59,67 @@ void print_omp_banner(const std::string& threads) {
                "*****************************************\n";
 }
 
-int launch(launcher::LaunchConfig& cfg) {
+// ddprun_tracking.py: installed next to the binary's share directory, or in the
+// source tree for a build that was not installed.
+std::string tracking_python_dir() {
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    auto installed = exe.parent_path().parent_path() / "share" / "ddprun" / "python";
+    if (std::filesystem::exists(installed / "ddprun_tracking.py")) return installed;
+  }
+  return std::string(DDPRUN_SOURCE_DIR) + "/tracking/python";
+}
+
+// A run id for the tracking run: the rendezvous id when there is one, else a fresh one.
+std::string tracking_run_id(const launcher::LaunchConfig& cfg) {
+  if (cfg.agent.run_id != "none") return cfg.agent.run_id;
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "run-%Y%m%d-%H%M%S", &tm);
+  return std::string(buf) + "-" + std::to_string(::getpid());
+}
+
+std::unique_ptr<tracking::RunTracker> make_tracker(const launcher::LaunchConfig& cfg, int argc,
+                                                   char** argv) {
+  if (!cfg.tracking) return nullptr;
+  tracking::RunTracker::Options o;
+  o.tracking_dir = cfg.tracking_dir;
+  o.run_id = tracking_run_id(cfg);
+  o.run_name = cfg.run_name;
+  o.command_json = nlohmann::json(std::vector<std::string>(argv, argv + argc)).dump();
+  o.config_json = nlohmann::json{{"nproc_per_node", cfg.agent.spec.local_world_size},
+                                 {"nnodes", std::to_string(cfg.agent.min_nodes) + ":" +
+                                                std::to_string(cfg.agent.max_nodes)},
+                                 {"rdzv_backend", cfg.agent.rdzv_backend},
+                                 {"max_restarts", cfg.agent.spec.max_restarts},
+                                 {"entrypoint", cfg.agent.spec.argv}}
+                      .dump();
+  o.python_dir = tracking_python_dir();
+  return std::make_unique<tracking::RunTracker>(o);
+}
+
+int launch(launcher::LaunchConfig& cfg, int argc, char** argv) {
   setup_logging(cfg.log_level);
   launcher::resolve_entrypoint(cfg, real_env);
   if (cfg.agent.standalone) cfg.agent.run_id = random_uuid();
   if (!cfg.agent.omp_num_threads.empty()) print_omp_banner(cfg.agent.omp_num_threads);
+  // Before any worker starts: an unwritable tracking directory fails the launch here.
+  auto tracker = make_tracker(cfg, argc, argv);
   // A closed console must not kill the agent; writes to it fail with EPIPE instead.
   ::signal(SIGPIPE, SIG_IGN);
   agent::OrphanGuard guard;
   agent::PosixProcessLauncher process_launcher;
-  agent::LocalAgent local_agent(cfg.agent, process_launcher, &guard);
+  agent::LocalAgent local_agent(cfg.agent, process_launcher, &guard, tracker.get());
   return local_agent.run();
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "runs") return launcher::runs_command(argc, argv);
   launcher::LaunchConfig cfg;
   try {
     launcher::DeviceCounter devices{agent::count_cpus, agent::count_visible_gpus};
@@ -82,7 +132,7 @@ int main(int argc, char** argv) {
       std::cout << "ddprun " << DDPRUN_VERSION << "\n";
       return 0;
     }
-    return launch(cfg);
+    return launch(cfg, argc, argv);
   } catch (const UsageError& e) {
     std::cerr << "ddprun: error: " << e.what() << "\n";
     return kUsageExit;

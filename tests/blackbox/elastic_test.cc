@@ -32,7 +32,7 @@ struct Job {
   std::string id = "job" + std::to_string(port);
   std::string nnodes;
   std::string conf =
-      "last_call_timeout=0.3,keep_alive_interval=0.1,keep_alive_max_attempt=3,"
+      "last_call_timeout=0.3,keep_alive_interval=0.1,keep_alive_max_attempt=10,"
       "join_timeout=20,read_timeout=2";
 
   std::vector<std::string> agent(std::vector<std::string> flags, std::vector<std::string> worker,

@@ -23,6 +23,18 @@ struct Cluster {
     return DynamicJoiner(store, "ddprun/c10d/test/", config, [this] { return now_ms.load(); });
   }
 
+  // Until the shared state lists `n` participants (both joined, last call armed).
+  void wait_for_participants(size_t n) {
+    for (int i = 0; i < 10'000; ++i) {
+      if (store.check({"ddprun/c10d/test/state"}) &&
+          DynamicState::from_json(store.get("ddprun/c10d/test/state", 1s)).participants.size() >= n) {
+        return;
+      }
+      std::this_thread::sleep_for(1ms);
+    }
+    ADD_FAILURE() << "participants never reached " << n;
+  }
+
   // Each node joins on a thread of its own; returns the states they got.
   // `min_round` per node: a node coming back from round r joins r+1 or later; a new
   // node joins whatever round there is (0).
@@ -62,7 +74,7 @@ TEST(DynamicJoiner, LastCallCompletesWithMinWhenTheClockPassesIt) {
   Cluster c;
   auto got = c.join_all({"a", "b"}, [&] {
     // Both are in and waiting for the last call; then time passes.
-    while (c.store.num_keys() < 3) std::this_thread::sleep_for(1ms);
+    c.wait_for_participants(2);
     std::this_thread::sleep_for(20ms);
     c.now_ms = 5000;
   });
@@ -100,7 +112,7 @@ TEST(DynamicJoiner, LateNodeEndsTheRunningRoundAndJoinsTheNext) {
   c.config = {2, 3, 50'000};
   c.now_ms = 0;
   auto first = c.join_all({"a", "b"}, [&] {
-    while (c.store.num_keys() < 3) std::this_thread::sleep_for(1ms);
+    c.wait_for_participants(2);
     std::this_thread::sleep_for(20ms);
     c.now_ms = 60'000;
   });

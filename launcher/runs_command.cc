@@ -1,0 +1,172 @@
+#include "launcher/runs_command.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+#include <ctime>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "tracking/run_store.h"
+#include "tracking/run_tracker.h"
+
+namespace ddprun::launcher {
+namespace {
+
+using tracking::RunStore;
+
+std::string format_time(const std::string& epoch) {
+  if (epoch.empty()) return "-";
+  std::time_t t = static_cast<std::time_t>(std::stod(epoch));
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S", &tm);
+  return buf;
+}
+
+std::string duration(RunStore& s) {
+  auto a = s.meta("created");
+  auto b = s.meta("finished");
+  if (!a) return "-";
+  double end = b ? std::stod(*b) : static_cast<double>(std::time(nullptr));
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(1) << end - std::stod(*a) << " s";
+  return out.str();
+}
+
+int list(const std::string& dir) {
+  std::error_code ec;
+  std::vector<std::filesystem::path> runs;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    if (std::filesystem::exists(e.path() / "run.db")) runs.push_back(e.path());
+  }
+  if (ec) {
+    std::cerr << "ddprun: error: cannot read the tracking directory " << dir << "\n";
+    return 1;
+  }
+  std::sort(runs.begin(), runs.end());
+  std::cout << std::left << std::setw(40) << "RUN" << std::setw(10) << "STATUS" << std::setw(21)
+            << "CREATED" << "DURATION\n";
+  for (const auto& r : runs) {
+    try {
+      RunStore s(r.string(), false);
+      std::cout << std::setw(40) << r.filename().string() << std::setw(10)
+                << tracking::effective_status(s) << std::setw(21)
+                << format_time(s.meta("created").value_or("")) << duration(s) << "\n";
+    } catch (const std::exception& e) {
+      std::cout << std::setw(40) << r.filename().string() << "unreadable: " << e.what() << "\n";
+    }
+  }
+  return 0;
+}
+
+int show(RunStore& s, const std::string& id) {
+  std::cout << "run:      " << id << " (" << s.meta("name").value_or(id) << ")\n"
+            << "status:   " << tracking::effective_status(s);
+  if (auto code = s.meta("exit_code")) std::cout << " (exit code " << *code << ")";
+  std::cout << "\ncreated:  " << format_time(s.meta("created").value_or("")) << "\n"
+            << "duration: " << duration(s) << "\n";
+  if (auto rc = s.meta("root_cause"); rc && !rc->empty()) std::cout << "cause:    " << *rc << "\n";
+  std::cout << "\nmetrics (per rank): key, rank, points, last, min, max\n";
+  for (const auto& m : s.metric_summaries()) {
+    std::cout << "  " << m.key << "  rank " << m.rank << "  " << m.count << "  " << m.last << "  "
+              << m.min << "  " << m.max << "\n";
+  }
+  std::cout << "\nevents:\n";
+  double start = 0;
+  for (const auto& e : s.events()) {
+    if (start == 0) start = e.wall;
+    std::cout << "  +" << std::fixed << std::setprecision(3) << e.wall - start << "s  " << e.kind;
+    if (e.attempt >= 0) std::cout << " attempt " << e.attempt;
+    if (e.rank >= 0) std::cout << " rank " << e.rank;
+    std::cout << "  " << e.data_json << "\n";
+  }
+  return 0;
+}
+
+int export_run(RunStore& s, const std::string& format) {
+  if (format == "csv") {
+    std::cout << "node,rank,attempt,seq,wall,step,key,value\n";
+    for (const auto& p : s.metrics()) {
+      std::cout << p.node << "," << p.rank << "," << p.attempt << "," << p.seq << ","
+                << std::setprecision(17) << p.wall << "," << (p.step ? std::to_string(*p.step) : "")
+                << "," << p.key << "," << p.value << "\n";
+    }
+    return 0;
+  }
+  for (const auto& p : s.metrics()) {
+    std::cout << "{\"node\":" << p.node << ",\"rank\":" << p.rank << ",\"attempt\":" << p.attempt
+              << ",\"seq\":" << p.seq << ",\"wall\":" << std::setprecision(17) << p.wall
+              << ",\"step\":" << (p.step ? std::to_string(*p.step) : "null") << ",\"key\":\""
+              << p.key << "\",\"value\":" << p.value << "}\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+int runs_command(int argc, const char* const argv[]) {
+  std::vector<std::string> args(argv + 2, argv + argc);
+  std::string dir = "./ddprun-runs";
+  std::string format = "jsonl";
+  std::vector<std::string> positional;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string a = args[i];
+    auto value = [&](const std::string& flag) -> std::string {
+      if (a.rfind(flag + "=", 0) == 0) return a.substr(flag.size() + 1);
+      if (i + 1 < args.size()) return args[++i];
+      throw UsageError(flag + ": expected a value");
+    };
+    try {
+      if (a == "--tracking_dir" || a == "--tracking-dir" || a.rfind("--tracking_dir=", 0) == 0 ||
+          a.rfind("--tracking-dir=", 0) == 0) {
+        dir = value(a.rfind("--tracking-dir", 0) == 0 ? "--tracking-dir" : "--tracking_dir");
+      } else if (a == "--format" || a.rfind("--format=", 0) == 0) {
+        format = value("--format");
+      } else if (a.rfind("--", 0) == 0) {
+        throw UsageError(a + ": unrecognized flag");
+      } else {
+        positional.push_back(a);
+      }
+    } catch (const UsageError& e) {
+      std::cerr << "ddprun runs: error: " << e.what() << "\n";
+      return 2;
+    }
+  }
+  const char* usage = "usage: ddprun runs list | show RUN | export RUN [--format csv|jsonl] "
+                      "[--tracking_dir DIR]";
+  if (positional.empty()) {
+    std::cerr << usage << "\n";
+    return 2;
+  }
+  const std::string& verb = positional[0];
+  if (verb == "list" && positional.size() == 1) return list(dir);
+  if ((verb != "show" && verb != "export") || positional.size() != 2) {
+    std::cerr << usage << "\n";
+    return 2;
+  }
+  if (format != "csv" && format != "jsonl") {
+    std::cerr << "ddprun runs: error: --format=" << format << ": expected csv or jsonl\n";
+    return 2;
+  }
+  const std::string& id = positional[1];
+  std::string run_dir = dir + "/" + id;
+  if (!std::filesystem::exists(run_dir + "/run.db")) {
+    std::cerr << "ddprun runs: error: no run '" << id << "' in " << dir << "\n";
+    return 1;
+  }
+  try {
+    RunStore store(run_dir, false);
+    return verb == "show" ? show(store, id) : export_run(store, format);
+  } catch (const std::exception& e) {
+    std::cerr << "ddprun runs: error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace ddprun::launcher
