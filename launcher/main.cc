@@ -1,5 +1,6 @@
 // ddprun: a native, torchrun-compatible launcher for distributed training.
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -88,6 +89,13 @@ std::unique_ptr<tracking::RunTracker> make_tracker(const launcher::LaunchConfig&
   tracking::RunTracker::Options o;
   o.tracking_dir = cfg.tracking_dir;
   o.run_id = tracking_run_id(cfg);
+  if (cfg.agent.max_nodes > 1) {
+    // Until agents forward to one primary, each agent of a multi-node job keeps a run
+    // of its own (one writer per database).
+    char host[256] = {};
+    ::gethostname(host, sizeof(host) - 1);
+    o.run_id += std::string(".") + host + "." + std::to_string(::getpid());
+  }
   o.run_name = cfg.run_name;
   o.command_json = nlohmann::json(std::vector<std::string>(argv, argv + argc)).dump();
   o.config_json = nlohmann::json{{"nproc_per_node", cfg.agent.spec.local_world_size},
