@@ -54,6 +54,7 @@ class Statement {
 };
 
 constexpr const char* kSchema = R"(
+BEGIN;
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS events (id INTEGER PRIMARY KEY, wall REAL, kind TEXT, node INT,
   rank INT, attempt INT, data TEXT);
@@ -64,6 +65,7 @@ CREATE TABLE IF NOT EXISTS config (node INT, rank INT, attempt INT, key TEXT, va
 CREATE TABLE IF NOT EXISTS summaries (node INT, rank INT, attempt INT, key TEXT, value TEXT);
 CREATE TABLE IF NOT EXISTS system_metrics (node INT, wall REAL, key TEXT, value REAL);
 CREATE TABLE IF NOT EXISTS streams (path TEXT PRIMARY KEY, offset INT);
+COMMIT;
 )";
 
 }  // namespace
