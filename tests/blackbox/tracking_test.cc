@@ -107,6 +107,18 @@ TEST(Tracking, TornRecordOfAKilledWorkerIsCountedNotStored) {
   EXPECT_EQ(lines_starting_with(csv.out, "0,0,0,1,").size(), 1u) << csv.out;
 }
 
+TEST(Tracking, CppWorkersLogThroughTheHeader) {
+  std::string dir = make_temp_dir();
+  Finished f = run_ddprun({"--nproc_per_node=2", "--rdzv_id=cpp", "--tracking_dir", dir,
+                           "--no_python", DDPRUN_CPP_LOGGER, "50"},
+                          {{"OMP_NUM_THREADS", "1"}});
+  ASSERT_EQ(f.code, 0) << f.err;
+  Finished csv = run_ddprun({"runs", "export", "cpp", "--format", "csv", "--tracking_dir", dir});
+  EXPECT_EQ(lines_starting_with(csv.out, "0,0,0,").size(), 100u) << "50 x (loss, rank)";
+  EXPECT_EQ(lines_starting_with(csv.out, "0,1,0,").size(), 100u);
+  EXPECT_NE(csv.out.find("0,1,0,50,"), std::string::npos) << "seq runs to 50";
+}
+
 TEST(Tracking, RunsCommandErrors) {
   std::string dir = make_temp_dir();
   Finished unknown = run_ddprun({"runs", "show", "nope", "--tracking_dir", dir});

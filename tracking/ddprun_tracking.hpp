@@ -1,0 +1,216 @@
+#pragma once
+
+// ddprun's tracking client for C++ training programs: header-only, no dependencies.
+//
+//   #include "tracking/ddprun_tracking.hpp"
+//   ddprun::track::config({{"lr", "0.1"}});
+//   ddprun::track::log({{"loss", 0.25}}, /*step=*/10);
+//   ddprun::track::summary({{"best_acc", "0.91"}});
+//
+// Records go to this process's stream (DDPRUN_TRACKING_STREAM, set by ddprun) as JSON
+// lines, buffered and written in whole lines by a background thread every
+// DDPRUN_TRACKING_FLUSH seconds (default 1), when the buffer grows, on flush() and at
+// exit. Outside ddprun every call does nothing. Calls never block on disk I/O and never
+// throw; thread-safe.
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <initializer_list>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+
+namespace ddprun::track {
+namespace detail {
+
+inline void append_json_string(std::string& out, const std::string& s) {
+  out += '"';
+  for (char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+          out += buf;
+        } else {
+          out += c;
+        }
+    }
+  }
+  out += '"';
+}
+
+inline void append_number(std::string& out, double v) {
+  if (v != v || v == 1.0 / 0.0 || v == -1.0 / 0.0) {  // JSON has no NaN/Inf
+    out += "null";
+    return;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.17g", v);
+  out += buf;
+}
+
+/// The process-wide stream; created on first use.
+class Stream {
+ public:
+  static Stream& get() {
+    static Stream stream;
+    return stream;
+  }
+
+  bool active() const { return fd_ >= 0; }
+
+  void add(std::string line) {
+    std::unique_lock lock(mutex_);
+    pending_ += line;
+    if (pending_.size() > kFlushBytes) wake_.notify_one();
+  }
+
+  int64_t next_seq() { return ++seq_; }
+
+  void flush() {
+    std::string data;
+    {
+      std::lock_guard lock(mutex_);
+      data.swap(pending_);
+    }
+    write_all(data);
+  }
+
+  ~Stream() {
+    if (fd_ < 0) return;
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_one();
+    if (flusher_.joinable()) flusher_.join();
+    flush();
+    ::close(fd_);
+  }
+
+ private:
+  static constexpr size_t kFlushBytes = 1 << 20;
+
+  Stream() {
+    const char* path = std::getenv("DDPRUN_TRACKING_STREAM");
+    if (path == nullptr) return;
+    fd_ = ::open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0) return;  // tracking must never break training
+    const char* interval = std::getenv("DDPRUN_TRACKING_FLUSH");
+    double seconds = interval ? std::atof(interval) : 1.0;
+    interval_ = std::chrono::milliseconds(static_cast<int64_t>((seconds > 0 ? seconds : 1.0) * 1000));
+    flusher_ = std::thread([this] { flush_loop(); });
+  }
+
+  void flush_loop() {
+    std::unique_lock lock(mutex_);
+    while (!stop_) {
+      wake_.wait_for(lock, interval_, [this] { return stop_ || pending_.size() > kFlushBytes; });
+      std::string data;
+      data.swap(pending_);
+      lock.unlock();
+      write_all(data);
+      lock.lock();
+    }
+  }
+
+  // One write per batch: records never tear apart between processes.
+  void write_all(const std::string& data) {
+    size_t off = 0;
+    while (off < data.size()) {
+      ssize_t n = ::write(fd_, data.data() + off, data.size() - off);
+      if (n <= 0) return;
+      off += static_cast<size_t>(n);
+    }
+  }
+
+  int fd_ = -1;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::string pending_;
+  bool stop_ = false;
+  std::atomic<int64_t> seq_{0};
+  std::chrono::milliseconds interval_{1000};
+  std::thread flusher_;
+};
+
+inline double wall_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace detail
+
+/// True under ddprun with tracking on.
+inline bool active() { return detail::Stream::get().active(); }
+
+/// Records metric values, optionally at a training step (any step, in any order).
+inline void log(std::initializer_list<std::pair<std::string, double>> values,
+                std::optional<int64_t> step = std::nullopt) {
+  auto& s = detail::Stream::get();
+  if (!s.active()) return;
+  std::string line = "{\"k\":\"log\",\"seq\":" + std::to_string(s.next_seq()) + ",\"t\":";
+  detail::append_number(line, detail::wall_seconds());
+  if (step) line += ",\"step\":" + std::to_string(*step);
+  line += ",\"d\":{";
+  bool first = true;
+  for (const auto& [k, v] : values) {
+    if (!first) line += ',';
+    first = false;
+    detail::append_json_string(line, k);
+    line += ':';
+    detail::append_number(line, v);
+  }
+  line += "}}\n";
+  s.add(std::move(line));
+}
+
+namespace detail {
+inline void record(const char* kind, std::initializer_list<std::pair<std::string, std::string>> kv) {
+  auto& s = Stream::get();
+  if (!s.active()) return;
+  std::string line = std::string("{\"k\":\"") + kind + "\",\"d\":{";
+  bool first = true;
+  for (const auto& [k, v] : kv) {
+    if (!first) line += ',';
+    first = false;
+    append_json_string(line, k);
+    line += ':';
+    append_json_string(line, v);
+  }
+  line += "}}\n";
+  s.add(std::move(line));
+}
+}  // namespace detail
+
+/// Records configuration values (as strings).
+inline void config(std::initializer_list<std::pair<std::string, std::string>> values) {
+  detail::record("config", values);
+}
+
+/// Records summary values (as strings).
+inline void summary(std::initializer_list<std::pair<std::string, std::string>> values) {
+  detail::record("summary", values);
+}
+
+/// Writes buffered records now.
+inline void flush() {
+  if (active()) detail::Stream::get().flush();
+}
+
+}  // namespace ddprun::track
