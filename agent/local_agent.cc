@@ -292,9 +292,9 @@ class LocalAgent::Impl {
     });
   }
 
-  // A run is readable while the job runs: what workers wrote is ingested every second.
+  // A run is readable while the job runs: what workers wrote is ingested as it comes.
   void poll_tracking() {
-    tracking_timer_.expires_after(std::chrono::seconds(1));
+    tracking_timer_.expires_after(observer_->poll_interval());
     tracking_timer_.async_wait([this](const boost::system::error_code& ec) {
       if (ec) return;
       observer_->poll(false);

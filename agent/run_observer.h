@@ -2,6 +2,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <map>
 #include <string>
 #include <vector>
@@ -25,8 +26,10 @@ class RunObserver {
   virtual void worker_exited(int node, int rank, int local_rank, int attempt, int exitcode) = 0;
   /// The round ended for everyone: kind is restart, membership or final.
   virtual void round_over(int attempt, const std::string& kind, const std::string& reason) = 0;
-  /// Ingest what workers wrote so far (called on an interval and when an attempt ends).
+  /// Ingest what workers wrote so far (called every poll_interval() and when an
+  /// attempt ends).
   virtual void poll(bool attempt_over) = 0;
+  virtual std::chrono::milliseconds poll_interval() const = 0;
   /// The job is over: status finished, failed or killed.
   virtual void finished(const std::string& status, int exitcode,
                         const std::string& root_cause) = 0;

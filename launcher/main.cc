@@ -106,6 +106,7 @@ std::unique_ptr<tracking::RunTracker> make_tracker(const launcher::LaunchConfig&
                                  {"entrypoint", cfg.agent.spec.argv}}
                       .dump();
   o.python_dir = tracking_python_dir();
+  o.system_interval = cfg.tracking_interval;
   return std::make_unique<tracking::RunTracker>(o);
 }
 

@@ -77,6 +77,13 @@ int show(RunStore& s, const std::string& id) {
     std::cout << "  " << m.key << "  rank " << m.rank << "  " << m.count << "  " << m.last << "  "
               << m.min << "  " << m.max << "\n";
   }
+  auto system = s.system_metric_summaries();
+  if (!system.empty()) {
+    std::cout << "\nsystem metrics: key, samples, last\n";
+    for (const auto& [key, n, last] : system) {
+      std::cout << "  " << key << "  " << n << "  " << last << "\n";
+    }
+  }
   std::cout << "\nevents:\n";
   double start = 0;
   for (const auto& e : s.events()) {

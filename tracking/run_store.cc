@@ -161,6 +161,26 @@ void RunStore::add_summary(int node, int rank, int attempt, const std::string& k
   s.bind(1, node).bind(2, rank).bind(3, attempt).bind(4, key).bind(5, value_json).step(path_);
 }
 
+void RunStore::add_system_metrics(int node, double wall,
+                                  const std::vector<std::pair<std::string, double>>& values) {
+  Statement s(db_, "INSERT INTO system_metrics (node, wall, key, value) VALUES (?,?,?,?)", path_);
+  for (const auto& [k, v] : values) {
+    s.bind(1, node).bind(2, wall).bind(3, k).bind(4, v);
+    s.step(path_);
+    s.reset();
+  }
+}
+
+std::vector<std::tuple<std::string, int64_t, double>> RunStore::system_metric_summaries() {
+  Statement s(db_,
+              "SELECT key, COUNT(*), (SELECT value FROM system_metrics s2 WHERE s2.key = s.key "
+              "ORDER BY wall DESC LIMIT 1) FROM system_metrics s GROUP BY key ORDER BY key",
+              path_);
+  std::vector<std::tuple<std::string, int64_t, double>> out;
+  while (s.step(path_)) out.emplace_back(s.text(0), s.integer(1), s.real(2));
+  return out;
+}
+
 int64_t RunStore::metric_count() {
   Statement s(db_, "SELECT COUNT(*) FROM metrics", path_);
   s.step(path_);

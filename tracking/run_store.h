@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "common/error.h"
@@ -65,6 +67,12 @@ class RunStore {
   void add_summary(int node, int rank, int attempt, const std::string& key,
                    const std::string& value_json);
   int64_t metric_count();
+
+  /// System metric samples of one node at one moment.
+  void add_system_metrics(int node, double wall,
+                          const std::vector<std::pair<std::string, double>>& values);
+  /// Per key: samples, last value.
+  std::vector<std::tuple<std::string, int64_t, double>> system_metric_summaries();
 
   /// Per-key statistics of the metrics of one rank: key, count, last value, min, max.
   struct MetricSummary {

@@ -84,11 +84,14 @@ void RunTracker::rendezvous_complete(int round, int attempt, int world_size,
 }
 
 void RunTracker::worker_started(int node, int rank, int local_rank, int attempt, pid_t pid) {
+  node_ = node;
+  live_workers_[rank] = pid;
   nlohmann::json d{{"local_rank", local_rank}, {"pid", pid}};
   event("worker_started", node, rank, attempt, d.dump());
 }
 
 void RunTracker::worker_exited(int node, int rank, int local_rank, int attempt, int exitcode) {
+  live_workers_.erase(rank);
   nlohmann::json d{{"local_rank", local_rank}, {"exitcode", exitcode}};
   if (exitcode < 0) d["signal"] = -exitcode;
   event("worker_exited", node, rank, attempt, d.dump());
@@ -99,7 +102,16 @@ void RunTracker::round_over(int attempt, const std::string& kind, const std::str
   event(kind == "final" ? "job_stopped" : "restart", -1, -1, attempt, d.dump());
 }
 
+void RunTracker::sample_system(bool force) {
+  auto now = std::chrono::steady_clock::now();
+  if (live_workers_.empty() || (!force && now - last_sample_ < options_.system_interval)) return;
+  last_sample_ = now;
+  guarded("recording system metrics",
+          [&] { store_->add_system_metrics(node_, now_wall(), sampler_.sample(live_workers_)); });
+}
+
 void RunTracker::poll(bool attempt_over) {
+  if (!attempt_over) sample_system(false);
   guarded("ingesting worker records", [&] {
     auto stats = ingester_->drain(attempt_over);
     if (stats.torn_records > 0 || stats.bad_lines > 0) {

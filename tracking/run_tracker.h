@@ -1,11 +1,15 @@
 #pragma once
 
+#include <algorithm>
+#include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 
 #include "agent/run_observer.h"
 #include "tracking/run_store.h"
 #include "tracking/stream_ingester.h"
+#include "tracking/system_metrics.h"
 
 namespace ddprun::tracking {
 
@@ -23,6 +27,7 @@ class RunTracker : public agent::RunObserver {
     std::string command_json = "[]";  // the launch command
     std::string config_json = "{}";   // the launch configuration
     std::string python_dir;           // where ddprun_tracking.py lives (put on PYTHONPATH)
+    std::chrono::milliseconds system_interval{15'000};  // between system metric samples
   };
 
   /// Throws TrackingError naming the directory when it cannot be created or written.
@@ -38,6 +43,10 @@ class RunTracker : public agent::RunObserver {
   void worker_exited(int node, int rank, int local_rank, int attempt, int exitcode) override;
   void round_over(int attempt, const std::string& kind, const std::string& reason) override;
   void poll(bool attempt_over) override;
+  /// Every second, or as often as system metrics are sampled if that is more often.
+  std::chrono::milliseconds poll_interval() const override {
+    return std::min<std::chrono::milliseconds>(std::chrono::seconds(1), options_.system_interval);
+  }
   void finished(const std::string& status, int exitcode, const std::string& root_cause) override;
 
  private:
@@ -45,8 +54,14 @@ class RunTracker : public agent::RunObserver {
   template <typename F>
   void guarded(const char* what, F f);
 
+  void sample_system(bool force);
+
   Options options_;
   std::string run_dir_;
+  SystemSampler sampler_;
+  std::map<int, pid_t> live_workers_;  // global rank -> pid
+  int node_ = 0;
+  std::chrono::steady_clock::time_point last_sample_{};
   std::unique_ptr<RunStore> store_;
   std::unique_ptr<StreamIngester> ingester_;
   bool error_reported_ = false;

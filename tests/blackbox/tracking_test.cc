@@ -119,6 +119,22 @@ TEST(Tracking, CppWorkersLogThroughTheHeader) {
   EXPECT_NE(csv.out.find("0,1,0,50,"), std::string::npos) << "seq runs to 50";
 }
 
+TEST(Tracking, SystemMetricsOfEveryWorkerTree) {
+  std::string dir = make_temp_dir();
+  // Each worker keeps a child busy: its CPU and memory count for the worker's rank.
+  Finished f = run_ddprun({"--nproc_per_node=2", "--rdzv_id=sys", "--tracking_dir", dir,
+                           "--tracking_interval=0.2", "--no_python", "/bin/sh", "-c",
+                           "timeout 1 sh -c 'while :; do :; done'; true"},
+                          {{"OMP_NUM_THREADS", "1"}});
+  ASSERT_EQ(f.code, 0) << f.err;
+  Finished show = run_ddprun({"runs", "show", "sys", "--tracking_dir", dir});
+  for (const char* key : {"memory_percent", "rank0/proc.memory.rssMB", "rank1/proc.memory.rssMB",
+                          "rank0/cpu", "rank1/cpu"}) {
+    EXPECT_NE(show.out.find(std::string("  ") + key + "  "), std::string::npos) << key << "\n"
+                                                                                 << show.out;
+  }
+}
+
 TEST(Tracking, RunsCommandErrors) {
   std::string dir = make_temp_dir();
   Finished unknown = run_ddprun({"runs", "show", "nope", "--tracking_dir", dir});
