@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -60,8 +61,14 @@ inline void append_number(std::string& out, double v) {
     return;
   }
   char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.17g", v);
-  out += buf;
+  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v);  // shortest exact form
+  out.append(buf, ec == std::errc() ? end : buf);
+}
+
+inline void append_integer(std::string& out, int64_t v) {
+  char buf[24];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v);
+  out.append(buf, ec == std::errc() ? end : buf);
 }
 
 /// The process-wide stream; created on first use.
@@ -74,7 +81,7 @@ class Stream {
 
   bool active() const { return fd_ >= 0; }
 
-  void add(std::string line) {
+  void add(const std::string& line) {
     std::unique_lock lock(mutex_);
     pending_ += line;
     if (pending_.size() > kFlushBytes) wake_.notify_one();
@@ -164,9 +171,17 @@ inline void log(std::initializer_list<std::pair<std::string, double>> values,
                 std::optional<int64_t> step = std::nullopt) {
   auto& s = detail::Stream::get();
   if (!s.active()) return;
-  std::string line = "{\"k\":\"log\",\"seq\":" + std::to_string(s.next_seq()) + ",\"t\":";
+  // Built in a per-thread buffer that keeps its capacity: no allocation per call.
+  thread_local std::string line;
+  line.clear();
+  line += "{\"k\":\"log\",\"seq\":";
+  detail::append_integer(line, s.next_seq());
+  line += ",\"t\":";
   detail::append_number(line, detail::wall_seconds());
-  if (step) line += ",\"step\":" + std::to_string(*step);
+  if (step) {
+    line += ",\"step\":";
+    detail::append_integer(line, *step);
+  }
   line += ",\"d\":{";
   bool first = true;
   for (const auto& [k, v] : values) {
@@ -177,7 +192,7 @@ inline void log(std::initializer_list<std::pair<std::string, double>> values,
     detail::append_number(line, v);
   }
   line += "}}\n";
-  s.add(std::move(line));
+  s.add(line);
 }
 
 namespace detail {
