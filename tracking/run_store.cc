@@ -12,8 +12,9 @@ class Statement {
     }
   }
   ~Statement() { sqlite3_finalize(stmt_); }
+  /// `v` must stay alive until the statement is stepped (it is not copied).
   Statement& bind(int i, const std::string& v) {
-    sqlite3_bind_text(stmt_, i, v.c_str(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+    sqlite3_bind_text(stmt_, i, v.c_str(), static_cast<int>(v.size()), SQLITE_STATIC);
     return *this;
   }
   Statement& bind(int i, int64_t v) {
@@ -60,7 +61,6 @@ CREATE TABLE IF NOT EXISTS events (id INTEGER PRIMARY KEY, wall REAL, kind TEXT,
   rank INT, attempt INT, data TEXT);
 CREATE TABLE IF NOT EXISTS metrics (node INT, rank INT, attempt INT, seq INT, wall REAL,
   step INT, key TEXT, value REAL);
-CREATE INDEX IF NOT EXISTS metrics_order ON metrics (node, rank, attempt, seq);
 CREATE TABLE IF NOT EXISTS config (node INT, rank INT, attempt INT, key TEXT, value TEXT);
 CREATE TABLE IF NOT EXISTS summaries (node INT, rank INT, attempt INT, key TEXT, value TEXT);
 CREATE TABLE IF NOT EXISTS system_metrics (node INT, wall REAL, key TEXT, value REAL);
@@ -79,7 +79,7 @@ RunStore::RunStore(const std::string& run_dir, bool create) : path_(run_dir + "/
     throw TrackingError("cannot open " + path_ + ": " + why);
   }
   sqlite3_busy_timeout(db_, 5000);
-  exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
+  exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA cache_size=-16384;");
   if (create) {
     exec(kSchema);
     if (!meta("schema_version")) set_meta("schema_version", std::to_string(kSchemaVersion));
