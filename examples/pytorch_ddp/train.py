@@ -16,6 +16,11 @@ from torch.distributed.elastic.multiprocessing.errors import record
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
+try:  # ddprun's shared run; absent under other launchers
+    import ddprun_tracking as tracking
+except ImportError:
+    tracking = None
+
 
 def parse_args():
     p = argparse.ArgumentParser()
@@ -76,6 +81,8 @@ def main():
             os.kill(os.getpid(), signal.SIGKILL)  # dies mid-training, no error file
         dist.all_reduce(total)
         mean = total.item() / (len(loader) * dist.get_world_size())
+        if tracking:
+            tracking.log({"loss": mean, "epoch": epoch}, step=epoch)
         if rank == 0:
             print(f"epoch {epoch} loss {mean:.6f}", flush=True)
 

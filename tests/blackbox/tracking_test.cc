@@ -12,13 +12,21 @@
 namespace ddprun::test {
 namespace {
 
-const char* kLogger = R"(import os, ddprun_tracking as run
+// Rank 1 fails in attempt 0, but only once rank 0 has logged everything (rank 0 then
+// waits to be stopped: its records must survive the SIGTERM).
+const char* kLogger = R"(import os, sys, time, ddprun_tracking as run
 rank = int(os.environ["RANK"]); attempt = int(os.environ["TORCHELASTIC_RESTART_COUNT"])
+marker = os.path.join(sys.argv[1], "rank0_logged")
 run.config({"lr": 0.1})
 for i in range(20):
     run.log({"loss": rank + 1.0 / (i + 1)}, step=i)
 run.summary({"best": rank})
-if rank == 1 and attempt == 0:
+if attempt == 0:
+    if rank == 0:
+        open(marker, "w").close()
+        time.sleep(60)
+    while not os.path.exists(marker):
+        time.sleep(0.01)
     raise SystemExit(3)
 )";
 
@@ -36,7 +44,7 @@ TEST(Tracking, EveryPointOfEveryRankAndAttemptIsInTheRun) {
   std::string dir = make_temp_dir();
   std::string runs = dir + "/runs";
   Finished f = run_ddprun({"--nproc_per_node=2", "--max_restarts=1", "--rdzv_id=t1",
-                           "--tracking_dir", runs, write_script(dir, kLogger)},
+                           "--tracking_dir", runs, write_script(dir, kLogger), dir},
                           python_env());
   ASSERT_EQ(f.code, 0) << f.err;
   Finished csv = run_ddprun({"runs", "export", "t1", "--format", "csv", "--tracking_dir", runs});

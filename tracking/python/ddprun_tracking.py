@@ -14,6 +14,7 @@ the buffer grows, on flush() and at exit; the launcher ingests them.
 import atexit
 import json
 import os
+import signal
 import threading
 import time
 
@@ -113,4 +114,22 @@ def flush():
             pass  # tracking must never break training (disk full, ...)
 
 
+def _flush_then_die(signum, frame):
+    flush()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+def _flush_on_sigterm():
+    # ddprun stops workers with SIGTERM, and Python skips atexit then: flush first,
+    # then die of the signal as before. A program's own handler is left alone.
+    try:
+        if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, _flush_then_die)
+    except ValueError:
+        pass  # imported outside the main thread
+
+
 atexit.register(flush)
+if _PATH is not None:
+    _flush_on_sigterm()
