@@ -5,12 +5,14 @@
 #include <sstream>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "common/error.h"
+#include "tracking/html_report.h"
 #include "tracking/run_store.h"
 #include "tracking/run_tracker.h"
 
@@ -121,6 +123,7 @@ int runs_command(int argc, const char* const argv[]) {
   std::vector<std::string> args(argv + 2, argv + argc);
   std::string dir = "./ddprun-runs";
   std::string format = "jsonl";
+  std::string output;
   std::vector<std::string> positional;
   for (size_t i = 0; i < args.size(); ++i) {
     std::string a = args[i];
@@ -135,6 +138,8 @@ int runs_command(int argc, const char* const argv[]) {
         dir = value(a.rfind("--tracking-dir", 0) == 0 ? "--tracking-dir" : "--tracking_dir");
       } else if (a == "--format" || a.rfind("--format=", 0) == 0) {
         format = value("--format");
+      } else if (a == "-o" || a == "--output" || a.rfind("--output=", 0) == 0) {
+        output = value(a == "-o" ? "-o" : "--output");
       } else if (a.rfind("--", 0) == 0) {
         throw UsageError(a + ": unrecognized flag");
       } else {
@@ -145,15 +150,16 @@ int runs_command(int argc, const char* const argv[]) {
       return 2;
     }
   }
-  const char* usage = "usage: ddprun runs list | show RUN | export RUN [--format csv|jsonl] "
-                      "[--tracking_dir DIR]";
+  const char* usage = "usage: ddprun runs list | show RUN | export RUN [--format csv|jsonl] | "
+                      "report RUN -o FILE.html  [--tracking_dir DIR]";
   if (positional.empty()) {
     std::cerr << usage << "\n";
     return 2;
   }
   const std::string& verb = positional[0];
   if (verb == "list" && positional.size() == 1) return list(dir);
-  if ((verb != "show" && verb != "export") || positional.size() != 2) {
+  if ((verb != "show" && verb != "export" && verb != "report") || positional.size() != 2 ||
+      (verb == "report" && output.empty())) {
     std::cerr << usage << "\n";
     return 2;
   }
@@ -169,6 +175,16 @@ int runs_command(int argc, const char* const argv[]) {
   }
   try {
     RunStore store(run_dir, false);
+    if (verb == "report") {
+      std::ofstream out(output);
+      out << tracking::html_report(store, id);
+      if (!out) {
+        std::cerr << "ddprun runs: error: cannot write " << output << "\n";
+        return 1;
+      }
+      std::cout << "wrote " << output << "\n";
+      return 0;
+    }
     return verb == "show" ? show(store, id) : export_run(store, format);
   } catch (const std::exception& e) {
     std::cerr << "ddprun runs: error: " << e.what() << "\n";

@@ -171,6 +171,13 @@ void RunStore::add_system_metrics(int node, double wall,
   }
 }
 
+std::vector<std::tuple<double, std::string, double>> RunStore::system_metrics() {
+  Statement s(db_, "SELECT wall, key, value FROM system_metrics ORDER BY wall", path_);
+  std::vector<std::tuple<double, std::string, double>> out;
+  while (s.step(path_)) out.emplace_back(s.real(0), s.text(1), s.real(2));
+  return out;
+}
+
 std::vector<std::tuple<std::string, int64_t, double>> RunStore::system_metric_summaries() {
   Statement s(db_,
               "SELECT key, COUNT(*), (SELECT value FROM system_metrics s2 WHERE s2.key = s.key "

@@ -71,6 +71,8 @@ class RunStore {
   /// System metric samples of one node at one moment.
   void add_system_metrics(int node, double wall,
                           const std::vector<std::pair<std::string, double>>& values);
+  /// All samples: wall, key, value, in time order.
+  std::vector<std::tuple<double, std::string, double>> system_metrics();
   /// Per key: samples, last value.
   std::vector<std::tuple<std::string, int64_t, double>> system_metric_summaries();
 
