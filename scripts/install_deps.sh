@@ -10,6 +10,7 @@ packages=(
   clang libclang-rt-14-dev            # libFuzzer targets and sanitizer runtimes
   python3-torch                       # the reference torchrun and real DDP jobs
   iproute2 procps time                # multi-host tests, process checks, benchmarks
+  chromium                            # the HTML report, checked headless
 )
 
 missing=()

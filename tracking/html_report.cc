@@ -8,8 +8,9 @@ namespace ddprun::tracking {
 namespace {
 
 // Draws line charts on canvases from the embedded DATA: one chart per metric with a
-// line per rank (x = step when logged, else sequence), one per system metric, and a
-// timeline of worker exits and restarts. Written for this report; no library.
+// line per rank and attempt (x = step when logged, else sequence), one per system
+// metric, and a timeline of workers per attempt (green: exit 0, red: failed or stopped)
+// with restarts marked. Written for this report; no library.
 constexpr const char* kScript = R"JS(
 const COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"];
 function chart(title, series, xLabel) {
@@ -33,7 +34,9 @@ function chart(title, series, xLabel) {
   g.fillText(xLabel, c.width / 2 - 20, c.height - 2);
   series.forEach((s, i) => {
     g.strokeStyle = COLORS[i % COLORS.length]; g.lineWidth = 2; g.beginPath();
-    s.points.forEach((p, j) => j ? g.lineTo(X(p[0]), Y(p[1])) : g.moveTo(X(p[0]), Y(p[1])));
+    // A new attempt starts a new line (p[2] is the attempt, when there is one).
+    s.points.forEach((p, j) => (j && p[2] === s.points[j - 1][2]) ? g.lineTo(X(p[0]), Y(p[1]))
+                                                                  : g.moveTo(X(p[0]), Y(p[1])));
     g.stroke();
     g.fillStyle = COLORS[i % COLORS.length]; g.fillText(s.name, c.width - R - 80, T + 12 + 12 * i);
   });
@@ -87,7 +90,7 @@ std::string html_report(RunStore& store, const std::string& run_id) {
   data["metrics"] = nlohmann::json::object();
   for (const auto& p : store.metrics()) {
     double x = p.step ? static_cast<double>(*p.step) : static_cast<double>(p.seq);
-    data["metrics"][p.key][std::to_string(p.rank)].push_back({x, p.value});
+    data["metrics"][p.key][std::to_string(p.rank)].push_back({x, p.value, p.attempt});
   }
   data["system"] = nlohmann::json::object();
   double first = 0;
