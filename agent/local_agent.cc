@@ -19,12 +19,11 @@
 #include "agent/key_watch.h"
 #include "agent/log_dir.h"
 #include "agent/orphan_guard.h"
+#include "agent/rendezvous_factory.h"
 #include "agent/round_over.h"
 #include "agent/run_observer.h"
 #include "agent/worker_group_runner.h"
 #include "common/logging.h"
-#include "rendezvous/dynamic_rendezvous.h"
-#include "rendezvous/static_rendezvous.h"
 
 namespace asio = boost::asio;
 
@@ -35,32 +34,6 @@ std::string host_name() {
   char buf[256] = {};
   if (::gethostname(buf, sizeof(buf) - 1) != 0) return "localhost";
   return buf;
-}
-
-std::unique_ptr<rendezvous::RendezvousHandler> make_rendezvous(const AgentConfig& c) {
-  if (c.rdzv_backend == "c10d" && c.max_nodes > 1) {
-    rendezvous::DynamicRendezvous::Options o;
-    o.run_id = c.run_id;
-    o.endpoint_host = c.rdzv_host;
-    o.endpoint_port = c.rdzv_port;
-    o.is_host = c.rdzv_is_host;
-    o.local_addr = c.local_addr;
-    o.config.min_nodes = c.min_nodes;
-    o.config.max_nodes = c.max_nodes;
-    o.config.last_call_timeout_ms = c.last_call_timeout.count();
-    o.join_timeout = c.join_timeout;
-    o.read_timeout = c.read_timeout;
-    o.heartbeat_interval = c.heartbeat_interval;
-    o.heartbeat_misses = c.heartbeat_misses;
-    return std::make_unique<rendezvous::DynamicRendezvous>(o);
-  }
-  rendezvous::StaticRendezvous::Options o;
-  o.nnodes = c.max_nodes;
-  o.node_rank = c.node_rank;
-  o.master_addr = c.master_addr;
-  o.master_port = c.master_port;
-  o.join_timeout = c.join_timeout;
-  return std::make_unique<rendezvous::StaticRendezvous>(o);
 }
 
 }  // namespace
