@@ -1,6 +1,7 @@
 #include "launcher/runs_command.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <sstream>
 #include <ctime>
@@ -35,7 +36,10 @@ std::string duration(RunStore& s) {
   auto a = s.meta("created");
   auto b = s.meta("finished");
   if (!a) return "-";
-  double end = b ? std::stod(*b) : static_cast<double>(std::time(nullptr));
+  double end = b ? std::stod(*b)
+                 : std::chrono::duration<double>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
   std::ostringstream out;
   out << std::fixed << std::setprecision(1) << end - std::stod(*a) << " s";
   return out.str();

@@ -104,6 +104,10 @@ void RunStore::exec(const std::string& sql) {
 void RunStore::begin() { exec("BEGIN"); }
 void RunStore::commit() { exec("COMMIT"); }
 
+void RunStore::rollback() noexcept {
+  if (!sqlite3_get_autocommit(db_)) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+}
+
 void RunStore::set_meta(const std::string& key, const std::string& value) {
   Statement s(db_, "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", path_);
   s.bind(1, key).bind(2, value).step(path_);

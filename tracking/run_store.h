@@ -96,6 +96,8 @@ class RunStore {
 
   void begin();
   void commit();
+  /// Undoes the open transaction, if any; never throws.
+  void rollback() noexcept;
 
  private:
   void exec(const std::string& sql);

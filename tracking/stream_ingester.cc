@@ -41,10 +41,9 @@ StreamIngester::Stats StreamIngester::drain(bool final) {
     }
     store_.commit();
   } catch (...) {
-    try {
-      store_.commit();
-    } catch (...) {
-    }
+    // Disk full or another database error: undo the whole batch (the offsets too, so
+    // nothing is skipped next time) and keep what was stored before intact.
+    store_.rollback();
     throw;
   }
   totals_.points += stats.points;
