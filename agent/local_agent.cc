@@ -23,20 +23,13 @@
 #include "agent/round_over.h"
 #include "agent/run_observer.h"
 #include "agent/worker_group_runner.h"
+#include "common/host.h"
 #include "common/logging.h"
 
 namespace asio = boost::asio;
 
 namespace ddprun::agent {
-namespace {
-
-std::string host_name() {
-  char buf[256] = {};
-  if (::gethostname(buf, sizeof(buf) - 1) != 0) return "localhost";
-  return buf;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 class LocalAgent::Impl {
  public:

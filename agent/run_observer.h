@@ -30,7 +30,8 @@ class RunObserver {
   /// attempt ends).
   virtual void poll(bool attempt_over) = 0;
   virtual std::chrono::milliseconds poll_interval() const = 0;
-  /// The job is over: status finished, failed or killed.
+  /// The job is over: status finished, failed or killed. Comes after the poll(true)
+  /// of the last attempt.
   virtual void finished(const std::string& status, int exitcode,
                         const std::string& root_cause) = 0;
 };

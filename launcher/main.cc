@@ -4,8 +4,8 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <iostream>
 #include <filesystem>
+#include <iostream>
 #include <random>
 
 #include <nlohmann/json.hpp>
@@ -18,6 +18,7 @@
 #include "agent/orphan_guard.h"
 #include "agent/process_launcher.h"
 #include "common/error.h"
+#include "common/host.h"
 #include "common/logging.h"
 #include "launcher/cli.h"
 #include "launcher/entrypoint.h"
@@ -92,9 +93,7 @@ std::unique_ptr<tracking::RunTracker> make_tracker(const launcher::LaunchConfig&
   if (cfg.agent.max_nodes > 1) {
     // Until agents forward to one primary, each agent of a multi-node job keeps a run
     // of its own (one writer per database).
-    char host[256] = {};
-    ::gethostname(host, sizeof(host) - 1);
-    o.run_id += std::string(".") + host + "." + std::to_string(::getpid());
+    o.run_id += "." + host_name() + "." + std::to_string(::getpid());
   }
   o.run_name = cfg.run_name;
   o.command_json = nlohmann::json(std::vector<std::string>(argv, argv + argc)).dump();

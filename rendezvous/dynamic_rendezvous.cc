@@ -1,6 +1,7 @@
 #include "rendezvous/dynamic_rendezvous.h"
 
 #include <unistd.h>
+#include "common/host.h"
 
 #include <algorithm>
 #include <chrono>
@@ -17,12 +18,6 @@ int64_t wall_ms() {
   return std::chrono::duration_cast<milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-std::string host_name() {
-  char buf[256] = {};
-  if (::gethostname(buf, sizeof(buf) - 1) != 0) return "localhost";
-  return buf;
 }
 
 std::string endpoint_text(const std::string& host, int port) {

@@ -2,26 +2,20 @@
 
 #include <signal.h>
 #include <unistd.h>
+#include "common/host.h"
 
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 namespace ddprun::tracking {
 namespace {
 
 double now_wall() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-std::string host_name() {
-  char buf[256] = {};
-  if (::gethostname(buf, sizeof(buf) - 1) != 0) return "localhost";
-  return buf;
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 }  // namespace
@@ -124,7 +118,7 @@ void RunTracker::poll(bool attempt_over) {
 }
 
 void RunTracker::finished(const std::string& status, int exitcode, const std::string& root_cause) {
-  poll(true);
+  // The agent drained every stream when the last attempt ended (poll(true)).
   guarded("finishing the run", [&] {
     nlohmann::json d{{"status", status}, {"exitcode", exitcode}, {"root_cause", root_cause}};
     store_->add_event({now_wall(), "run_finished", -1, -1, -1, d.dump()});

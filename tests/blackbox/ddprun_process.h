@@ -54,6 +54,9 @@ struct Finished {
 Finished run_ddprun(const std::vector<std::string>& args,
                     const std::map<std::string, std::optional<std::string>>& env = {});
 
+/// A TCP port that was free on 127.0.0.1 a moment ago (for a node 0 or endpoint to bind).
+int free_port();
+
 /// True while `pid` exists and is not a zombie.
 bool process_alive(pid_t pid);
 

@@ -13,17 +13,6 @@
 namespace ddprun::test {
 namespace {
 
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  socklen_t len = sizeof(a);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), len);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
 const std::map<std::string, std::optional<std::string>> kEnv{{"OMP_NUM_THREADS", "1"}};
 
 // One agent of job `id` at 127.0.0.1:port.

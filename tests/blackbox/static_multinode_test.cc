@@ -13,17 +13,6 @@
 namespace ddprun::test {
 namespace {
 
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  socklen_t len = sizeof(a);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), len);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
 std::vector<std::string> node_args(int node, int port, std::vector<std::string> extra) {
   std::vector<std::string> args{"--nnodes=2", "--node_rank=" + std::to_string(node),
                                 "--master_addr=127.0.0.1", "--master_port=" + std::to_string(port)};
