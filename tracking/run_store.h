@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -60,7 +61,18 @@ class RunStore {
   void add_event(const Event& e);
   std::vector<Event> events();
 
-  /// Stores points in one transaction.
+  /// Where and when a logged record's points were taken.
+  struct PointOrigin {
+    int node = 0;
+    int rank = 0;
+    int attempt = 0;
+    int64_t seq = 0;
+    double wall = 0;
+    std::optional<int64_t> step;
+  };
+  /// Stores one point. Points are written in batches of kBatch rows (one statement
+  /// each); call inside begin/commit, which writes what is still pending.
+  void add_metric(const PointOrigin& at, std::string_view key, double value);
   void add_metrics(const std::vector<MetricPoint>& points);
   void add_config(int node, int rank, int attempt, const std::string& key,
                   const std::string& value_json);
@@ -100,8 +112,23 @@ class RunStore {
   void rollback() noexcept;
 
  private:
+  static constexpr int kBatch = 64;
+  struct PendingPoint {
+    PointOrigin at;
+    std::string key;  // keeps its capacity between batches
+    double value = 0;
+  };
+
   void exec(const std::string& sql);
+  sqlite3_stmt* prepare_insert(int rows);
+  void write_points(const PendingPoint* points, int count, sqlite3_stmt* stmt);
+  void flush_points();
+
   sqlite3* db_ = nullptr;
+  sqlite3_stmt* insert_one_ = nullptr;
+  sqlite3_stmt* insert_batch_ = nullptr;
+  std::vector<PendingPoint> pending_ = std::vector<PendingPoint>(kBatch);
+  int pending_count_ = 0;
   std::string path_;
 };
 
