@@ -56,7 +56,7 @@ def main():
     out = subprocess.run([os.path.join(BUILD, "bench", "ddprun_tracking_client_bench")],
                          env=dict(os.environ, DDPRUN_TRACKING_STREAM=os.path.join(d, "s.jsonl")),
                          capture_output=True, text=True, check=True).stdout.strip()
-    print(out.replace("|\n", "") + " <= 200 ns |" if out else "| C++ client | failed | |")
+    print(out + " <= 200 ns |" if out else "| C++ client | failed | |")
     out = subprocess.run([os.path.join(BUILD, "bench", "ddprun_tracking_bench")],
                          capture_output=True, text=True, check=True).stdout.strip()
     print(out + " >= 1M points/s |")

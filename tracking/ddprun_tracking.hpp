@@ -27,15 +27,23 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 
 namespace ddprun::track {
 namespace detail {
 
+inline bool needs_escape(char c) {
+  return c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20;
+}
+
 inline void append_json_string(std::string& out, const std::string& s) {
   out += '"';
-  for (char c : s) {
+  size_t plain = 0;
+  while (plain < s.size() && !needs_escape(s[plain])) ++plain;
+  out.append(s, 0, plain);  // most keys: copied whole
+  for (char c : std::string_view(s).substr(plain)) {
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
@@ -82,20 +90,28 @@ class Stream {
   bool active() const { return fd_ >= 0; }
 
   void add(const std::string& line) {
+    append([&](std::string& out, int64_t) { out += line; });
+  }
+
+  /// Lets `write(buffer, seq)` append one record to the pending buffer in place, with
+  /// the next sequence number: records reach the file in the order of their seq.
+  template <typename Write>
+  void append(Write&& write) {
     std::unique_lock lock(mutex_);
-    pending_ += line;
+    write(pending_, ++seq_);
     if (pending_.size() > kFlushBytes) wake_.notify_one();
   }
 
-  int64_t next_seq() { return ++seq_; }
-
+  /// Writes what is pending. One writer at a time, so batches reach the file in
+  /// order; the two buffers swap and keep their capacity.
   void flush() {
-    std::string data;
+    std::lock_guard writing(write_mutex_);
     {
       std::lock_guard lock(mutex_);
-      data.swap(pending_);
+      spare_.swap(pending_);
     }
-    write_all(data);
+    write_all(spare_);
+    spare_.clear();
   }
 
   ~Stream() {
@@ -128,10 +144,8 @@ class Stream {
     std::unique_lock lock(mutex_);
     while (!stop_) {
       wake_.wait_for(lock, interval_, [this] { return stop_ || pending_.size() > kFlushBytes; });
-      std::string data;
-      data.swap(pending_);
       lock.unlock();
-      write_all(data);
+      flush();
       lock.lock();
     }
   }
@@ -147,18 +161,28 @@ class Stream {
   }
 
   int fd_ = -1;
-  std::mutex mutex_;
+  std::mutex mutex_;  // guards pending_, seq_, stop_
+  std::mutex write_mutex_;
   std::condition_variable wake_;
   std::string pending_;
+  std::string spare_;
   bool stop_ = false;
-  std::atomic<int64_t> seq_{0};
+  int64_t seq_ = 0;
   std::chrono::milliseconds interval_{1000};
   std::thread flusher_;
 };
 
-inline double wall_seconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+/// Wall time as seconds with microseconds ("1700000000.123456"), in integers only.
+inline void append_wall_time(std::string& out) {
+  int64_t us = std::chrono::duration_cast<std::chrono::microseconds>(
+                   std::chrono::system_clock::now().time_since_epoch())
+                   .count();
+  append_integer(out, us / 1'000'000);
+  char frac[6];
+  int64_t rest = us % 1'000'000;
+  for (int i = 5; i >= 0; --i, rest /= 10) frac[i] = static_cast<char>('0' + rest % 10);
+  out += '.';
+  out.append(frac, 6);
 }
 
 }  // namespace detail
@@ -171,28 +195,26 @@ inline void log(std::initializer_list<std::pair<std::string, double>> values,
                 std::optional<int64_t> step = std::nullopt) {
   auto& s = detail::Stream::get();
   if (!s.active()) return;
-  // Built in a per-thread buffer that keeps its capacity: no allocation per call.
-  thread_local std::string line;
-  line.clear();
-  line += "{\"k\":\"log\",\"seq\":";
-  detail::append_integer(line, s.next_seq());
-  line += ",\"t\":";
-  detail::append_number(line, detail::wall_seconds());
-  if (step) {
-    line += ",\"step\":";
-    detail::append_integer(line, *step);
-  }
-  line += ",\"d\":{";
-  bool first = true;
-  for (const auto& [k, v] : values) {
-    if (!first) line += ',';
-    first = false;
-    detail::append_json_string(line, k);
-    line += ':';
-    detail::append_number(line, v);
-  }
-  line += "}}\n";
-  s.add(line);
+  s.append([&](std::string& line, int64_t seq) {
+    line += "{\"k\":\"log\",\"seq\":";
+    detail::append_integer(line, seq);
+    line += ",\"t\":";
+    detail::append_wall_time(line);
+    if (step) {
+      line += ",\"step\":";
+      detail::append_integer(line, *step);
+    }
+    line += ",\"d\":{";
+    bool first = true;
+    for (const auto& [k, v] : values) {
+      if (!first) line += ',';
+      first = false;
+      detail::append_json_string(line, k);
+      line += ':';
+      detail::append_number(line, v);
+    }
+    line += "}}\n";
+  });
 }
 
 namespace detail {
