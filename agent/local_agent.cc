@@ -109,7 +109,14 @@ class LocalAgent::Impl {
     std::atomic<bool> finished{false};
     std::thread joiner([&] {
       try {
-        if (!handler_) handler_ = make_rendezvous(config_);
+        if (!handler_) {
+          handler_ = make_rendezvous(config_);
+          if (observer_) {
+            std::string address = store_address();
+            observer_->attach(handler_->store(), address.substr(0, address.rfind(':')),
+                              handler_->hosts_store());
+          }
+        }
         result = handler_->next_rendezvous(round, config_.spec.local_world_size);
       } catch (...) {
         error = std::current_exception();

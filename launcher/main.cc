@@ -90,11 +90,7 @@ std::unique_ptr<tracking::RunTracker> make_tracker(const launcher::LaunchConfig&
   tracking::RunTracker::Options o;
   o.tracking_dir = cfg.tracking_dir;
   o.run_id = tracking_run_id(cfg);
-  if (cfg.agent.max_nodes > 1) {
-    // Until agents forward to one primary, each agent of a multi-node job keeps a run
-    // of its own (one writer per database).
-    o.run_id += "." + host_name() + "." + std::to_string(::getpid());
-  }
+  o.multi_node = cfg.agent.max_nodes > 1;
   o.run_name = cfg.run_name;
   o.command_json = nlohmann::json(std::vector<std::string>(argv, argv + argc)).dump();
   o.config_json = nlohmann::json{{"nproc_per_node", cfg.agent.spec.local_world_size},

@@ -14,6 +14,7 @@
 
 #include "common/error.h"
 #include "tracking/html_report.h"
+#include "tracking/part_merge.h"
 #include "tracking/run_store.h"
 #include "tracking/run_tracker.h"
 
@@ -121,11 +122,30 @@ int export_run(RunStore& s, const std::string& format) {
   return 0;
 }
 
+int merge(const std::string& part_dir, const std::optional<std::string>& dir) {
+  try {
+    auto r = tracking::merge_part(part_dir, dir);
+    std::cout << "merged " << r.stats.records << " record(s), " << r.stats.points
+              << " point(s) from " << part_dir << " into run " << r.run_id << " (" << r.run_dir
+              << ")";
+    if (r.stats.torn_records + r.stats.bad_lines > 0) {
+      std::cout << "; skipped " << r.stats.torn_records << " torn and " << r.stats.bad_lines
+                << " malformed record(s)";
+    }
+    std::cout << "\n";
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "ddprun runs: error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
 }  // namespace
 
 int runs_command(int argc, const char* const argv[]) {
   std::vector<std::string> args(argv + 2, argv + argc);
   std::string dir = "./ddprun-runs";
+  bool dir_given = false;
   std::string format = "jsonl";
   std::string output;
   std::vector<std::string> positional;
@@ -140,6 +160,7 @@ int runs_command(int argc, const char* const argv[]) {
       if (a == "--tracking_dir" || a == "--tracking-dir" || a.rfind("--tracking_dir=", 0) == 0 ||
           a.rfind("--tracking-dir=", 0) == 0) {
         dir = value(a.rfind("--tracking-dir", 0) == 0 ? "--tracking-dir" : "--tracking_dir");
+        dir_given = true;
       } else if (a == "--format" || a.rfind("--format=", 0) == 0) {
         format = value("--format");
       } else if (a == "-o" || a == "--output" || a.rfind("--output=", 0) == 0) {
@@ -155,13 +176,16 @@ int runs_command(int argc, const char* const argv[]) {
     }
   }
   const char* usage = "usage: ddprun runs list | show RUN | export RUN [--format csv|jsonl] | "
-                      "report RUN -o FILE.html  [--tracking_dir DIR]";
+                      "report RUN -o FILE.html | merge PART_DIR  [--tracking_dir DIR]";
   if (positional.empty()) {
     std::cerr << usage << "\n";
     return 2;
   }
   const std::string& verb = positional[0];
   if (verb == "list" && positional.size() == 1) return list(dir);
+  if (verb == "merge" && positional.size() == 2) {
+    return merge(positional[1], dir_given ? std::optional<std::string>(dir) : std::nullopt);
+  }
   if ((verb != "show" && verb != "export" && verb != "report") || positional.size() != 2 ||
       (verb == "report" && output.empty())) {
     std::cerr << usage << "\n";

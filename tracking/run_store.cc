@@ -138,7 +138,7 @@ void RunStore::add_event(const Event& e) {
 }
 
 std::vector<Event> RunStore::events() {
-  Statement s(db_, "SELECT wall, kind, node, rank, attempt, data FROM events ORDER BY id", path_);
+  Statement s(db_, "SELECT wall, kind, node, rank, attempt, data FROM events ORDER BY wall, id", path_);
   std::vector<Event> out;
   while (s.step(path_)) {
     out.push_back({s.real(0), s.text(1), static_cast<int>(s.integer(2)),

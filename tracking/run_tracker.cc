@@ -1,44 +1,54 @@
 #include "tracking/run_tracker.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
-#include "common/host.h"
 
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iostream>
 
-#include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "common/host.h"
 
 namespace ddprun::tracking {
 namespace {
 
+// How long the streams may go unwatched (inotify wakes the watcher at once).
+constexpr std::chrono::milliseconds kStreamInterval{1000};
+// How long the primary waits for the other agents' last records at the end.
+constexpr std::chrono::seconds kLastRecordsWait{5};
+
 double now_wall() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+void make_writable_dir(const std::string& dir, const std::string& name_in_error) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || ::access(dir.c_str(), W_OK) != 0) {
+    throw TrackingError("cannot write the tracking directory " + name_in_error + ": " +
+                        (ec ? ec.message() : std::string("permission denied")));
+  }
 }
 
 }  // namespace
 
 RunTracker::RunTracker(Options options) : options_(std::move(options)) {
   run_dir_ = options_.tracking_dir + "/" + options_.run_id;
-  std::error_code ec;
-  std::filesystem::create_directories(run_dir_ + "/streams", ec);
-  if (ec || ::access(run_dir_.c_str(), W_OK) != 0) {
-    throw TrackingError("cannot write the tracking directory " + options_.tracking_dir + ": " +
-                        (ec ? ec.message() : std::string("permission denied")));
-  }
-  store_ = std::make_unique<RunStore>(run_dir_, true);
-  ingester_ = std::make_unique<StreamIngester>(*store_, run_dir_);
-  store_->set_meta("run_id", options_.run_id);
-  store_->set_meta("name", options_.run_name.empty() ? options_.run_id : options_.run_name);
-  store_->set_meta("status", "running");
-  store_->set_meta("created", std::to_string(now_wall()));
-  store_->set_meta("owner_pid", std::to_string(::getpid()));
-  store_->set_meta("owner_host", host_name());
-  store_->set_meta("command", options_.command_json);
-  store_->set_meta("config", options_.config_json);
-  event("run_started", -1, -1, -1, "{}");
+  node_dir_ = run_dir_;
+  agent_id_ = host_name() + "." + std::to_string(::getpid());
+  make_writable_dir(run_dir_, options_.tracking_dir);
+  if (!options_.multi_node) become_primary();
+}
+
+RunTracker::~RunTracker() {
+  watcher_.reset();
+  if (agent_stream_fd_ >= 0) ::close(agent_stream_fd_);
 }
 
 template <typename F>
@@ -47,23 +57,95 @@ void RunTracker::guarded(const char* what, F f) {
     f();
   } catch (const std::exception& e) {
     // Tracking never stops training: say it once, keep the workers running.
-    if (!error_reported_) spdlog::error("tracking: {} failed: {}", what, e.what());
-    error_reported_ = true;
+    if (!error_reported_.exchange(true)) spdlog::error("tracking: {} failed: {}", what, e.what());
   }
 }
 
-void RunTracker::event(const std::string& kind, int node, int rank, int attempt,
-                       const std::string& data) {
-  guarded("recording an event", [&] {
-    store_->add_event({now_wall(), kind, node, rank, attempt, data});
+void RunTracker::become_primary() {
+  if (primary_) return;
+  primary_ = true;
+  make_writable_dir(run_dir_ + "/streams", options_.tracking_dir);
+  store_ = std::make_unique<RunStore>(run_dir_, true);
+  ingest_store_ = std::make_unique<RunStore>(run_dir_, false);
+  ingester_ = std::make_unique<StreamIngester>(*ingest_store_, run_dir_);
+  store_->set_meta("run_id", options_.run_id);
+  store_->set_meta("name", options_.run_name.empty() ? options_.run_id : options_.run_name);
+  store_->set_meta("status", "running");
+  store_->set_meta("created", std::to_string(now_wall()));
+  store_->set_meta("owner_pid", std::to_string(::getpid()));
+  store_->set_meta("owner_host", host_name());
+  store_->set_meta("command", options_.command_json);
+  store_->set_meta("config", options_.config_json);
+  record({now_wall(), "run_started", -1, -1, -1, "{}"});
+  watcher_ = std::make_unique<StreamWatcher>(run_dir_ + "/streams", kStreamInterval,
+                                             [this](bool final) { stream_pass(final); });
+}
+
+void RunTracker::become_forwarder(const std::string& store_host) {
+  node_dir_ = run_dir_ + "/parts/" + agent_id_;
+  make_writable_dir(node_dir_ + "/streams", options_.tracking_dir);
+  nlohmann::json part{{"run_id", options_.run_id}, {"agent", agent_id_}, {"host", host_name()}};
+  std::ofstream(node_dir_ + "/part.json") << part.dump() << "\n";
+  agent_stream_fd_ = ::open((node_dir_ + "/" + kAgentStream).c_str(),
+                            O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (agent_stream_fd_ < 0) {
+    throw TrackingError("cannot write " + node_dir_ + "/" + kAgentStream + ": " +
+                        std::strerror(errno));
+  }
+  forwarder_ = std::make_unique<RecordForwarder>(node_dir_, agent_id_);
+  store_host_ = store_host;
+  watcher_ = std::make_unique<StreamWatcher>(node_dir_ + "/streams", kStreamInterval,
+                                             [this](bool final) { stream_pass(final); });
+}
+
+void RunTracker::attach(rendezvous::Store& store, const std::string& store_host, bool primary) {
+  rendezvous_store_ = &store;
+  if (!options_.multi_node) return;
+  guarded("setting up the run", [&] {
+    if (primary) {
+      become_primary();
+      receiver_ = std::make_unique<RecordReceiver>(run_dir_);
+      store.set(endpoint_key(), std::to_string(receiver_->port()));
+    } else {
+      become_forwarder(store_host);
+    }
   });
+}
+
+void RunTracker::record(const Event& e) {
+  guarded("recording an event", [&] {
+    if (store_) {
+      store_->add_event(e);
+    } else if (agent_stream_fd_ >= 0) {
+      nlohmann::json line{{"k", "event"}, {"t", e.wall}, {"kind", e.kind}, {"node", e.node},
+                          {"rank", e.rank}, {"attempt", e.attempt},
+                          {"d", nlohmann::json::parse(e.data_json)}};
+      std::string text = line.dump() + "\n";
+      if (::write(agent_stream_fd_, text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+        throw TrackingError("cannot write " + node_dir_ + "/" + kAgentStream);
+      }
+    }
+  });
+}
+
+void RunTracker::record_system(int node, double wall,
+                               const std::vector<std::pair<std::string, double>>& values) {
+  if (store_) return store_->add_system_metrics(node, wall, values);
+  if (agent_stream_fd_ < 0) return;
+  nlohmann::json d = nlohmann::json::object();
+  for (const auto& [k, v] : values) d[k] = v;
+  std::string text =
+      nlohmann::json{{"k", "sys"}, {"t", wall}, {"node", node}, {"d", d}}.dump() + "\n";
+  if (::write(agent_stream_fd_, text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+    throw TrackingError("cannot write " + node_dir_ + "/" + kAgentStream);
+  }
 }
 
 void RunTracker::add_worker_env(int node, int rank, int attempt,
                                 std::map<std::string, std::string>& env) {
   env["DDPRUN_RUN_ID"] = options_.run_id;
-  env["DDPRUN_RUN_DIR"] = run_dir_;
-  env["DDPRUN_TRACKING_STREAM"] = stream_path(run_dir_, node, rank, attempt);
+  env["DDPRUN_RUN_DIR"] = node_dir_;
+  env["DDPRUN_TRACKING_STREAM"] = stream_path(node_dir_, node, rank, attempt);
   if (!std::getenv("WANDB_RUN_GROUP")) env["WANDB_RUN_GROUP"] = options_.run_id;
   if (!options_.python_dir.empty()) {
     const char* old = std::getenv("PYTHONPATH");
@@ -74,26 +156,37 @@ void RunTracker::add_worker_env(int node, int rank, int attempt,
 void RunTracker::rendezvous_complete(int round, int attempt, int world_size,
                                      const std::vector<std::string>& members) {
   nlohmann::json d{{"round", round}, {"world_size", world_size}, {"members", members}};
-  event("rendezvous", -1, -1, attempt, d.dump());
+  if (primary_) record({now_wall(), "rendezvous", -1, -1, attempt, d.dump()});
+  if (forwarder_ && rendezvous_store_) {
+    // The primary published its endpoint before it joined the round.
+    guarded("finding the primary agent", [&] {
+      if (rendezvous_store_->check({endpoint_key()})) {
+        std::string port = rendezvous_store_->get(endpoint_key(), std::chrono::seconds(5));
+        forwarder_->set_endpoint(store_host_, std::stoi(port));
+      }
+    });
+  }
 }
 
 void RunTracker::worker_started(int node, int rank, int local_rank, int attempt, pid_t pid) {
   node_ = node;
   live_workers_[rank] = pid;
-  nlohmann::json d{{"local_rank", local_rank}, {"pid", pid}};
-  event("worker_started", node, rank, attempt, d.dump());
+  nlohmann::json d{{"local_rank", local_rank}, {"pid", pid}, {"host", host_name()}};
+  record({now_wall(), "worker_started", node, rank, attempt, d.dump()});
 }
 
 void RunTracker::worker_exited(int node, int rank, int local_rank, int attempt, int exitcode) {
   live_workers_.erase(rank);
   nlohmann::json d{{"local_rank", local_rank}, {"exitcode", exitcode}};
   if (exitcode < 0) d["signal"] = -exitcode;
-  event("worker_exited", node, rank, attempt, d.dump());
+  record({now_wall(), "worker_exited", node, rank, attempt, d.dump()});
 }
 
 void RunTracker::round_over(int attempt, const std::string& kind, const std::string& reason) {
+  // Every agent learns the same outcome; the primary records it once.
+  if (!primary_) return;
   nlohmann::json d{{"kind", kind}, {"reason", reason}};
-  event(kind == "final" ? "job_stopped" : "restart", -1, -1, attempt, d.dump());
+  record({now_wall(), kind == "final" ? "job_stopped" : "restart", -1, -1, attempt, d.dump()});
 }
 
 void RunTracker::sample_system(bool force) {
@@ -101,24 +194,52 @@ void RunTracker::sample_system(bool force) {
   if (live_workers_.empty() || (!force && now - last_sample_ < options_.system_interval)) return;
   last_sample_ = now;
   guarded("recording system metrics",
-          [&] { store_->add_system_metrics(node_, now_wall(), sampler_.sample(live_workers_)); });
+          [&] { record_system(node_, now_wall(), sampler_.sample(live_workers_)); });
 }
 
-void RunTracker::poll(bool attempt_over) {
-  if (!attempt_over) sample_system(false);
+void RunTracker::report_skipped(const IngestStats& stats) {
+  if (stats.torn_records == 0 && stats.bad_lines == 0) return;
+  spdlog::warn("tracking: {} torn and {} malformed worker record(s) skipped", stats.torn_records,
+               stats.bad_lines);
+  nlohmann::json d{{"torn_records", stats.torn_records}, {"bad_lines", stats.bad_lines}};
+  Event e{now_wall(), "records_skipped", node_, -1, -1, d.dump()};
+  if (ingest_store_) ingest_store_->add_event(e);
+  else record(e);
+}
+
+void RunTracker::stream_pass(bool final) {
   guarded("ingesting worker records", [&] {
-    auto stats = ingester_->drain(attempt_over);
-    if (stats.torn_records > 0 || stats.bad_lines > 0) {
-      nlohmann::json d{{"torn_records", stats.torn_records}, {"bad_lines", stats.bad_lines}};
-      spdlog::warn("tracking: {} torn and {} malformed worker record(s) skipped",
-                   stats.torn_records, stats.bad_lines);
-      store_->add_event({now_wall(), "records_skipped", -1, -1, -1, d.dump()});
-    }
+    report_skipped(ingester_ ? ingester_->drain(final) : forwarder_->pass(final));
   });
 }
 
+void RunTracker::poll(bool attempt_over) {
+  if (!attempt_over) return sample_system(false);
+  if (watcher_) watcher_->final_pass();
+}
+
 void RunTracker::finished(const std::string& status, int exitcode, const std::string& root_cause) {
-  // The agent drained every stream when the last attempt ended (poll(true)).
+  if (forwarder_) {
+    // Send the last events too, then let the primary know this agent is done.
+    watcher_->final_pass();
+    bool answered = forwarder_->bye();
+    if (answered && forwarder_->all_sent()) {
+      watcher_.reset();
+      std::error_code ec;
+      std::filesystem::remove_all(node_dir_, ec);
+      std::filesystem::remove(run_dir_ + "/parts", ec);  // only when empty
+      if (std::filesystem::is_empty(run_dir_, ec)) std::filesystem::remove(run_dir_, ec);
+    } else {
+      std::cerr << "ddprun: the primary agent (" << forwarder_->endpoint()
+                << ") did not receive all of this node's tracking records; they are in "
+                << node_dir_ << ". Fold them into the run later with:\n  ddprun runs merge "
+                << node_dir_ << " --tracking_dir <the run's tracking directory>\n";
+    }
+    return;
+  }
+  if (!primary_) return;
+  // The other agents' last records (their final events) arrive about now.
+  if (receiver_) receiver_->wait_for_agents(kLastRecordsWait);
   guarded("finishing the run", [&] {
     nlohmann::json d{{"status", status}, {"exitcode", exitcode}, {"root_cause", root_cause}};
     store_->add_event({now_wall(), "run_finished", -1, -1, -1, d.dump()});

@@ -1,23 +1,34 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <memory>
 #include <string>
 
 #include "agent/run_observer.h"
+#include "tracking/record_forwarder.h"
+#include "tracking/record_receiver.h"
 #include "tracking/run_store.h"
 #include "tracking/stream_ingester.h"
+#include "tracking/stream_watcher.h"
 #include "tracking/system_metrics.h"
 
 namespace ddprun::tracking {
 
 /// Owns the job's run: `<tracking dir>/<run id>/run.db` plus the workers' stream files.
-/// Created before any worker starts (an unwritable directory fails the launch); records
-/// the launcher's lifecycle events; ingests worker streams on the agent's interval and
-/// at the end of every attempt; writes the final status. A database error during the
-/// job is reported once and never stops the workers.
+/// Created before any worker starts (an unwritable directory fails the launch).
+///
+/// The primary agent (the one hosting the rendezvous store; the only agent of a
+/// single-node job) writes run.db: the launcher's lifecycle events, system metrics,
+/// its workers' streams (ingested on a thread of its own as soon as they are written)
+/// and what the other agents forward (RecordReceiver, endpoint published in the
+/// rendezvous store). Every other agent keeps its node's records in
+/// `<run dir>/parts/<host>.<pid>/` and forwards them (RecordForwarder); the part is
+/// deleted once the primary holds all of it, else kept for `ddprun runs merge`.
+/// A database or network error during the job is reported once and never stops the
+/// workers.
 class RunTracker : public agent::RunObserver {
  public:
   struct Options {
@@ -28,13 +39,17 @@ class RunTracker : public agent::RunObserver {
     std::string config_json = "{}";   // the launch configuration
     std::string python_dir;           // where ddprun_tracking.py lives (put on PYTHONPATH)
     std::chrono::milliseconds system_interval{15'000};  // between system metric samples
+    bool multi_node = false;  // primary or not is known once the store is up (attach)
   };
 
   /// Throws TrackingError naming the directory when it cannot be created or written.
   explicit RunTracker(Options options);
+  ~RunTracker() override;
 
-  const std::string& run_dir() const { return run_dir_; }
+  /// The directory this node's workers write their streams under.
+  const std::string& run_dir() const { return node_dir_; }
 
+  void attach(rendezvous::Store& store, const std::string& store_host, bool primary) override;
   void add_worker_env(int node, int rank, int attempt,
                       std::map<std::string, std::string>& env) override;
   void rendezvous_complete(int round, int attempt, int world_size,
@@ -43,28 +58,44 @@ class RunTracker : public agent::RunObserver {
   void worker_exited(int node, int rank, int local_rank, int attempt, int exitcode) override;
   void round_over(int attempt, const std::string& kind, const std::string& reason) override;
   void poll(bool attempt_over) override;
-  /// Every second, or as often as system metrics are sampled if that is more often.
-  std::chrono::milliseconds poll_interval() const override {
-    return std::min<std::chrono::milliseconds>(std::chrono::seconds(1), options_.system_interval);
-  }
+  /// System metrics are sampled on the agent's timer; streams are watched on their own.
+  std::chrono::milliseconds poll_interval() const override { return options_.system_interval; }
   void finished(const std::string& status, int exitcode, const std::string& root_cause) override;
 
  private:
-  void event(const std::string& kind, int node, int rank, int attempt, const std::string& data);
+  void become_primary();
+  void become_forwarder(const std::string& store_host);
+  void record(const Event& e);
+  void record_system(int node, double wall, const std::vector<std::pair<std::string, double>>& v);
+  void stream_pass(bool final);  // on the watcher's thread
+  void report_skipped(const IngestStats& stats);
+  std::string endpoint_key() const { return "ddprun/tracking/" + options_.run_id + "/endpoint"; }
   template <typename F>
   void guarded(const char* what, F f);
 
   void sample_system(bool force);
 
   Options options_;
-  std::string run_dir_;
+  std::string run_dir_;   // <tracking dir>/<run id>
+  std::string node_dir_;  // where this node's streams are: run_dir_, or its part
+  std::string agent_id_;
   SystemSampler sampler_;
   std::map<int, pid_t> live_workers_;  // global rank -> pid
   int node_ = 0;
   std::chrono::steady_clock::time_point last_sample_{};
+  rendezvous::Store* rendezvous_store_ = nullptr;
+  std::string store_host_;
+  bool primary_ = false;
+  // Primary: the agent thread's connection, the stream thread's, and the receiver.
   std::unique_ptr<RunStore> store_;
+  std::unique_ptr<RunStore> ingest_store_;
   std::unique_ptr<StreamIngester> ingester_;
-  bool error_reported_ = false;
+  std::unique_ptr<RecordReceiver> receiver_;
+  // Other agents: their own records (agent.jsonl) and the forwarder.
+  int agent_stream_fd_ = -1;
+  std::unique_ptr<RecordForwarder> forwarder_;
+  std::atomic<bool> error_reported_{false};
+  std::unique_ptr<StreamWatcher> watcher_;  // last: its thread stops first
 };
 
 /// Reads what a run is: its status ("crashed" for a run left running whose owner is

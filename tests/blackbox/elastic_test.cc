@@ -9,38 +9,12 @@
 #include <set>
 
 #include "tests/blackbox/ddprun_process.h"
+#include "tests/blackbox/elastic_job.h"
 
 namespace ddprun::test {
 namespace {
 
 const std::map<std::string, std::optional<std::string>> kEnv{{"OMP_NUM_THREADS", "1"}};
-
-// One agent of job `id` at 127.0.0.1:port.
-struct Job {
-  int port = free_port();
-  std::string id = "job" + std::to_string(port);
-  std::string nnodes;
-  std::string conf =
-      "last_call_timeout=0.3,keep_alive_interval=0.1,keep_alive_max_attempt=10,"
-      "join_timeout=20,read_timeout=2";
-
-  std::vector<std::string> agent(std::vector<std::string> flags, std::vector<std::string> worker,
-                                 std::optional<bool> is_host = std::nullopt) const {
-    std::string c = conf;
-    if (is_host) c += std::string(",is_host=") + (*is_host ? "1" : "0");
-    std::vector<std::string> args{"--nnodes=" + nnodes,
-                                  "--rdzv_backend=c10d",
-                                  "--rdzv_endpoint=127.0.0.1:" + std::to_string(port),
-                                  "--rdzv_id=" + id,
-                                  "--local_addr=127.0.0.1",
-                                  "--rdzv_conf=" + c};
-    args.insert(args.end(), flags.begin(), flags.end());
-    args.push_back("--no_python");
-    args.push_back(test_worker_binary());
-    args.insert(args.end(), worker.begin(), worker.end());
-    return args;
-  }
-};
 
 // Marker files "w<world>.r<rank>.a<attempt>" the workers of `world` have written.
 std::set<std::string> markers(const std::string& dir, int world) {

@@ -1,0 +1,46 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tests/blackbox/ddprun_process.h"
+
+namespace ddprun::test {
+
+// One agent of job `id` at 127.0.0.1:port.
+struct Job {
+  int port = free_port();
+  std::string id = "job" + std::to_string(port);
+  std::string nnodes;
+  std::string conf =
+      "last_call_timeout=0.3,keep_alive_interval=0.1,keep_alive_max_attempt=10,"
+      "join_timeout=20,read_timeout=2";
+
+  // ddprun's flags for this agent, then `command` (the program and its arguments).
+  std::vector<std::string> agent_running(std::vector<std::string> flags,
+                                         const std::vector<std::string>& command,
+                                         std::optional<bool> is_host = std::nullopt) const {
+    std::string c = conf;
+    if (is_host) c += std::string(",is_host=") + (*is_host ? "1" : "0");
+    std::vector<std::string> args{"--nnodes=" + nnodes,
+                                  "--rdzv_backend=c10d",
+                                  "--rdzv_endpoint=127.0.0.1:" + std::to_string(port),
+                                  "--rdzv_id=" + id,
+                                  "--local_addr=127.0.0.1",
+                                  "--rdzv_conf=" + c};
+    args.insert(args.end(), flags.begin(), flags.end());
+    args.insert(args.end(), command.begin(), command.end());
+    return args;
+  }
+
+  // An agent running the test worker with `worker` arguments.
+  std::vector<std::string> agent(std::vector<std::string> flags, std::vector<std::string> worker,
+                                 std::optional<bool> is_host = std::nullopt) const {
+    flags.push_back("--no_python");
+    worker.insert(worker.begin(), test_worker_binary());
+    return agent_running(std::move(flags), worker, is_host);
+  }
+};
+
+}  // namespace ddprun::test

@@ -1,0 +1,126 @@
+// Forwarding a node's records to the primary: exactly once, whole lines only, resends
+// harmless, bad frames closing only their own connection.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "rendezvous/socket.h"
+#include "tracking/record_forwarder.h"
+#include "tracking/record_link.h"
+#include "tracking/record_receiver.h"
+#include "tracking/run_store.h"
+#include "tracking/stream_ingester.h"
+
+namespace ddprun::tracking {
+namespace {
+
+std::string temp_dir() {
+  char tmpl[] = "/tmp/ddprun_forward_XXXXXX";
+  std::string dir = mkdtemp(tmpl);
+  std::filesystem::create_directories(dir + "/run/streams");
+  std::filesystem::create_directories(dir + "/part/streams");
+  return dir;
+}
+
+void append(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::app | std::ios::binary) << text;
+}
+
+std::string log_line(int seq) {
+  return R"({"k":"log","seq":)" + std::to_string(seq) + R"(,"t":1.0,"d":{"v":)" +
+         std::to_string(seq) + "}}\n";
+}
+
+TEST(RecordForwarding, EveryCompleteLineArrivesOnceAndResendsAreHarmless) {
+  std::string dir = temp_dir();
+  RunStore store(dir + "/run", true);
+  RecordReceiver receiver(dir + "/run");
+  std::string stream = stream_path(dir + "/part", 1, 3, 0);
+  append(stream, log_line(1) + log_line(2) + R"({"k":"log","seq":3,)");
+  append(dir + "/part/" + kAgentStream,
+         R"({"k":"event","t":2.0,"kind":"worker_exited","node":1,"rank":3,"attempt":0,"d":{}})"
+         "\n");
+
+  RecordForwarder forwarder(dir + "/part", "hostb.42");
+  forwarder.set_endpoint("127.0.0.1", receiver.port());
+  forwarder.pass(false);
+  EXPECT_EQ(store.metric_count(), 2) << "the unterminated line waits";
+  EXPECT_TRUE(forwarder.all_sent());
+
+  append(stream, R"("t":1.0,"d":{"v":3}})" "\n" R"({"k":"log","seq":4)");
+  IngestStats last = forwarder.pass(true);
+  EXPECT_EQ(store.metric_count(), 3);
+  EXPECT_EQ(last.torn_records, 1) << "the writer is gone: its last line is torn";
+  EXPECT_TRUE(forwarder.bye());
+  receiver.wait_for_agents(std::chrono::seconds(5));
+
+  // A forwarder that knows nothing (a restarted one, or a merge) sends it all again.
+  RecordForwarder again(dir + "/part", "hostb.42");
+  again.set_endpoint("127.0.0.1", receiver.port());
+  again.pass(true);
+  EXPECT_EQ(store.metric_count(), 3) << "nothing stored twice";
+  auto points = store.metrics();
+  ASSERT_EQ(points.size(), 3u);
+  EXPECT_EQ(points[2].node, 1);
+  EXPECT_EQ(points[2].rank, 3);
+  EXPECT_EQ(points[2].seq, 3);
+  bool event_found = false;
+  for (const auto& e : store.events()) event_found |= e.kind == "worker_exited" && e.rank == 3;
+  EXPECT_TRUE(event_found) << "the agent's own events are forwarded too";
+
+  // Merging the local copy afterwards adds nothing either.
+  StreamIngester merge(store, dir + "/part", "hostb.42/");
+  merge.drain(true);
+  EXPECT_EQ(store.metric_count(), 3);
+}
+
+TEST(RecordForwarding, UnreachablePrimaryLeavesEverythingForMerge) {
+  std::string dir = temp_dir();
+  RunStore store(dir + "/run", true);
+  append(stream_path(dir + "/part", 0, 0, 0), log_line(1) + log_line(2));
+  RecordForwarder forwarder(dir + "/part", "hosta.1");
+  int port = 0;
+  {
+    RecordReceiver gone(dir + "/run");
+    port = gone.port();
+  }
+  forwarder.set_endpoint("127.0.0.1", port);
+  forwarder.pass(true);
+  EXPECT_FALSE(forwarder.all_sent());
+  EXPECT_FALSE(forwarder.bye());
+  StreamIngester merge(store, dir + "/part", "hosta.1/");
+  EXPECT_EQ(merge.drain(true).points, 2);
+  EXPECT_EQ(merge.drain(true).points, 0);
+}
+
+TEST(RecordForwarding, BadFramesCloseOnlyTheirConnection) {
+  std::string dir = temp_dir();
+  RunStore store(dir + "/run", true);
+  RecordReceiver receiver(dir + "/run");
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  for (std::string payload : {std::string("no header line"), std::string("{\"agent\":\"../x\"}\n"),
+                              std::string("{\"agent\":\"a\",\"stream\":\"../../etc\",\"offset\":0}\n"),
+                              std::string("[1,2]\n")}) {
+    auto bad = rendezvous::Socket::connect("127.0.0.1", receiver.port(), deadline);
+    std::string frame = frame_length(payload.size()) + payload;
+    bad.send_all(frame.data(), frame.size(), deadline);
+    char c;
+    EXPECT_ANY_THROW(bad.recv_exact(&c, 1, deadline)) << payload;
+  }
+  auto huge = rendezvous::Socket::connect("127.0.0.1", receiver.port(), deadline);
+  std::string frame = frame_length(kMaxFrame + 1);
+  huge.send_all(frame.data(), frame.size(), deadline);
+  char c;
+  EXPECT_ANY_THROW(huge.recv_exact(&c, 1, deadline));
+
+  append(stream_path(dir + "/part", 0, 0, 0), log_line(1));
+  RecordForwarder good(dir + "/part", "hosta.1");
+  good.set_endpoint("127.0.0.1", receiver.port());
+  good.pass(true);
+  EXPECT_EQ(store.metric_count(), 1);
+}
+
+}  // namespace
+}  // namespace ddprun::tracking

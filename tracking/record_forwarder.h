@@ -1,0 +1,57 @@
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "rendezvous/socket.h"
+#include "tracking/record_lines.h"
+
+namespace ddprun::tracking {
+
+/// A non-primary agent's end of record forwarding (see record_link.h): sends the
+/// whole lines of every stream in its directory (`streams/*.jsonl` and
+/// `agent.jsonl`) that the primary does not hold yet. The files stay on disk: they
+/// are the local copy `ddprun runs merge` folds in when the primary is unreachable.
+/// pass() and bye() run on one thread; set_endpoint() may be called from any.
+class RecordForwarder {
+ public:
+  RecordForwarder(std::string dir, std::string agent_id);
+
+  void set_endpoint(const std::string& host, int port);
+
+  /// Sends what is new. With `final` the writers are gone: unterminated last lines
+  /// are torn records (counted in the returned stats, never sent). Returns the
+  /// stats of what was read; network trouble is logged once and retried next pass.
+  IngestStats pass(bool final);
+
+  /// Tells the primary this agent has sent everything; true if it answered.
+  bool bye();
+
+  /// True when the primary holds every complete line of every stream.
+  bool all_sent();
+
+  const std::string& dir() const { return dir_; }
+  std::string endpoint();
+
+ private:
+  bool connected();
+  int64_t send_chunk(const std::string& stream, int64_t offset, std::string_view data);
+  std::string request(const std::string& header, std::string_view data);
+  void lost(const std::string& why);
+
+  std::string dir_;
+  std::string agent_id_;
+  std::mutex mutex_;  // guards host_, port_
+  std::string host_;
+  int port_ = 0;
+  rendezvous::Socket socket_;
+  std::map<std::string, int64_t> sent_;     // stream -> offset the primary holds
+  std::map<std::string, int64_t> lines_;    // stream -> end of its complete lines
+  std::map<std::string, bool> torn_seen_;
+  bool warned_ = false;
+};
+
+}  // namespace ddprun::tracking

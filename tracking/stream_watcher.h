@@ -1,0 +1,41 @@
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace ddprun::tracking {
+
+/// Runs `pass(final)` on a thread of its own whenever files in `dir` are written
+/// (inotify; writes that come close together share one pass), and at least every
+/// `interval`. `final_pass()` runs the last pass with final=true and returns when it
+/// is done. The callback reports its own errors and must not throw.
+class StreamWatcher {
+ public:
+  StreamWatcher(std::string dir, std::chrono::milliseconds interval,
+                std::function<void(bool final)> pass);
+  ~StreamWatcher();
+  StreamWatcher(const StreamWatcher&) = delete;
+  StreamWatcher& operator=(const StreamWatcher&) = delete;
+
+  void final_pass();
+
+ private:
+  void loop();
+
+  std::function<void(bool)> pass_;
+  std::chrono::milliseconds interval_;
+  int inotify_fd_ = -1;
+  int wake_fd_ = -1;  // eventfd: final_pass() or the destructor
+  std::mutex mutex_;
+  std::condition_variable done_cv_;
+  bool final_requested_ = false;
+  bool final_done_ = false;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace ddprun::tracking
