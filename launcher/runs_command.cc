@@ -124,7 +124,8 @@ int export_run(RunStore& s, const std::string& format) {
 
 int merge(const std::string& part_dir, const std::optional<std::string>& dir) {
   try {
-    auto r = tracking::merge_part(part_dir, dir);
+    bool whole_run = std::filesystem::exists(part_dir + "/run.db");
+    auto r = whole_run ? tracking::recover_run(part_dir) : tracking::merge_part(part_dir, dir);
     std::cout << "merged " << r.stats.records << " record(s), " << r.stats.points
               << " point(s) from " << part_dir << " into run " << r.run_id << " (" << r.run_dir
               << ")";
@@ -176,7 +177,7 @@ int runs_command(int argc, const char* const argv[]) {
     }
   }
   const char* usage = "usage: ddprun runs list | show RUN | export RUN [--format csv|jsonl] | "
-                      "report RUN -o FILE.html | merge PART_DIR  [--tracking_dir DIR]";
+                      "report RUN -o FILE.html | merge PART_DIR|RUN_DIR  [--tracking_dir DIR]";
   if (positional.empty()) {
     std::cerr << usage << "\n";
     return 2;

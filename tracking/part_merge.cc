@@ -7,6 +7,7 @@
 
 #include "tracking/record_link.h"
 #include "tracking/run_store.h"
+#include "tracking/run_tracker.h"
 #include "tracking/stream_ingester.h"
 
 namespace ddprun::tracking {
@@ -32,6 +33,27 @@ MergeResult merge_part(const std::string& part_dir,
   RunStore store(result.run_dir, false);
   StreamIngester ingester(store, part_dir, part["agent"].get<std::string>() + "/");
   result.stats = ingester.drain(true);
+  return result;
+}
+
+MergeResult recover_run(const std::string& run_dir) {
+  MergeResult result;
+  result.run_dir = run_dir;
+  {
+    RunStore store(run_dir, false);
+    result.run_id = store.meta("run_id").value_or(run_dir);
+    if (effective_status(store) == "running") {
+      throw TrackingError("run '" + result.run_id + "' is still running; its agent ingests it");
+    }
+    StreamIngester own(store, run_dir);
+    result.stats = own.drain(true);
+  }
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(run_dir + "/parts", ec)) {
+    if (std::filesystem::exists(e.path() / "part.json")) {
+      result.stats += merge_part(e.path(), std::nullopt).stats;
+    }
+  }
   return result;
 }
 

@@ -20,4 +20,9 @@ struct MergeResult {
 /// twice. Throws TrackingError naming what is missing.
 MergeResult merge_part(const std::string& part_dir, const std::optional<std::string>& tracking_dir);
 
+/// Recovers a run whose primary agent died: folds in what its own workers' streams
+/// and every part under `<run dir>/parts/` hold that run.db does not. Refuses a run
+/// that is still running. Throws TrackingError.
+MergeResult recover_run(const std::string& run_dir);
+
 }  // namespace ddprun::tracking

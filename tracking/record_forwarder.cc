@@ -12,6 +12,8 @@ namespace {
 
 constexpr auto kConnectTimeout = std::chrono::seconds(2);
 constexpr auto kReplyTimeout = std::chrono::seconds(30);
+// After losing the primary, passes do not try to reach it again before this.
+constexpr auto kRetryAfter = std::chrono::seconds(5);
 
 }  // namespace
 
@@ -31,6 +33,7 @@ std::string RecordForwarder::endpoint() {
 
 void RecordForwarder::lost(const std::string& why) {
   socket_.close();
+  retry_after_ = std::chrono::steady_clock::now() + kRetryAfter;
   if (!warned_) {
     spdlog::warn("tracking: cannot forward records to the primary agent at {}: {}; they stay in {}",
                  endpoint(), why, dir_);
@@ -47,7 +50,7 @@ bool RecordForwarder::connected() {
     host = host_;
     port = port_;
   }
-  if (port == 0) return false;
+  if (port == 0 || std::chrono::steady_clock::now() < retry_after_) return false;
   try {
     socket_ = rendezvous::Socket::connect(host, port,
                                           std::chrono::steady_clock::now() + kConnectTimeout);

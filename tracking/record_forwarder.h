@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -52,6 +53,7 @@ class RecordForwarder {
   std::map<std::string, int64_t> lines_;    // stream -> end of its complete lines
   std::map<std::string, bool> torn_seen_;
   bool warned_ = false;
+  std::chrono::steady_clock::time_point retry_after_{};
 };
 
 }  // namespace ddprun::tracking

@@ -220,11 +220,12 @@ void RunTracker::poll(bool attempt_over) {
 
 void RunTracker::finished(const std::string& status, int exitcode, const std::string& root_cause) {
   if (forwarder_) {
-    // Send the last events too, then let the primary know this agent is done.
+    // Send the last events too, then (the watcher stopped: this thread owns the
+    // forwarder now) let the primary know this agent is done.
     watcher_->final_pass();
+    watcher_.reset();
     bool answered = forwarder_->bye();
     if (answered && forwarder_->all_sent()) {
-      watcher_.reset();
       std::error_code ec;
       std::filesystem::remove_all(node_dir_, ec);
       std::filesystem::remove(run_dir_ + "/parts", ec);  // only when empty

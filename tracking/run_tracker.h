@@ -81,7 +81,7 @@ class RunTracker : public agent::RunObserver {
   std::string agent_id_;
   SystemSampler sampler_;
   std::map<int, pid_t> live_workers_;  // global rank -> pid
-  int node_ = 0;
+  std::atomic<int> node_{0};  // read by the stream thread too
   std::chrono::steady_clock::time_point last_sample_{};
   rendezvous::Store* rendezvous_store_ = nullptr;
   std::string store_host_;

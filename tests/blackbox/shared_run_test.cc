@@ -107,6 +107,18 @@ TEST(SharedRun, NodeOfAVanishedPrimaryKeepsItsRecordsForMerge) {
   EXPECT_NE(show.out.find("worker_exited attempt 0 rank " + std::to_string(*ranks.begin())),
             std::string::npos)
       << "the node's own events after the primary vanished are merged too\n" << show.out;
+  // The vanished primary's own workers' records: recovered from the run's streams.
+  std::string run_dir = runs + "/" + job.id;
+  for (int time = 0; time < 2; ++time) {
+    Finished recover = run_ddprun({"runs", "merge", run_dir});
+    ASSERT_EQ(recover.code, 0) << recover.err;
+    Finished csv =
+        run_ddprun({"runs", "export", job.id, "--format", "csv", "--tracking_dir", runs});
+    for (int rank = 0; rank < 4; ++rank) {
+      EXPECT_EQ(csv_rows(csv.out, rank / 2, rank), 10u) << "rank " << rank << "\n" << csv.out;
+    }
+  }
+  EXPECT_NE(show.out.find("status:   crashed"), std::string::npos) << show.out;
   Finished bad = run_ddprun({"runs", "merge", dir});
   EXPECT_EQ(bad.code, 1);
   EXPECT_NE(bad.err.find("part.json"), std::string::npos) << bad.err;
