@@ -24,11 +24,12 @@ _PATH = os.environ.get("DDPRUN_TRACKING_STREAM")
 _INTERVAL = float(os.environ.get("DDPRUN_TRACKING_FLUSH", "1"))
 _MAX_BUFFER = 1000
 
+# One encoder for every record (json.dumps with options builds a new one per call).
+_encode = json.JSONEncoder(separators=(",", ":"), default=str).encode
 _lock = threading.Lock()
 _buffer = []
 _seq = 0
 _fd = None
-_pid = None
 _flusher = None
 
 
@@ -38,11 +39,10 @@ def active():
 
 
 def _open():
-    global _fd, _pid
-    if _fd is None or _pid != os.getpid():  # a forked child gets a descriptor of its own
+    global _fd
+    if _fd is None:
         os.makedirs(os.path.dirname(_PATH), exist_ok=True)
         _fd = os.open(_PATH, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        _pid = os.getpid()
     return _fd
 
 
@@ -52,35 +52,40 @@ def _flush_loop():
         flush()
 
 
-def _append(record):
-    global _flusher
-    line = json.dumps(record, separators=(",", ":"), default=str) + "\n"
+def _append(record, numbered=False):
+    """Buffers one record; a numbered one gets the next seq (file order = seq order)."""
+    global _flusher, _seq
     with _lock:
-        _buffer.append(line)
+        if numbered:
+            _seq += 1
+            record["seq"] = _seq
+        _buffer.append(_encode(record) + "\n")
         full = len(_buffer) >= _MAX_BUFFER
-        if _flusher is None or _pid_changed():
+        if _flusher is None:
             _flusher = threading.Thread(target=_flush_loop, name="ddprun-tracking", daemon=True)
             _flusher.start()
     if full:
         flush()
 
 
-def _pid_changed():
-    return _pid is not None and _pid != os.getpid()
+def _after_fork_in_child():
+    # A forked child (a DataLoader worker...) starts clean: no copy of the parent's
+    # pending records, a descriptor and a flusher thread of its own when it logs.
+    global _lock, _flusher, _fd
+    _lock = threading.Lock()
+    _buffer.clear()
+    _flusher = None
+    _fd = None
 
 
 def log(data, step=None):
     """Records the numeric values of `data` (other values are ignored by the run)."""
-    global _seq
     if _PATH is None:
         return
-    with _lock:
-        _seq += 1
-        seq = _seq
-    record = {"k": "log", "seq": seq, "t": time.time(), "d": dict(data)}
+    record = {"k": "log", "t": time.time(), "d": dict(data)}
     if step is not None:
         record["step"] = int(step)
-    _append(record)
+    _append(record, numbered=True)
 
 
 def config(data):
@@ -131,5 +136,6 @@ def _flush_on_sigterm():
 
 
 atexit.register(flush)
+os.register_at_fork(after_in_child=_after_fork_in_child)
 if _PATH is not None:
     _flush_on_sigterm()
