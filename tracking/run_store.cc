@@ -80,11 +80,16 @@ RunStore::RunStore(const std::string& run_dir, bool create) : path_(run_dir + "/
     throw TrackingError("cannot open " + path_ + ": " + why);
   }
   sqlite3_busy_timeout(db_, 5000);
-  exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA cache_size=-16384;");
+  // The WAL is folded into run.db by whoever opens it next, not by a sync at every
+  // close (a launch pays no fsync to end a run).
+  sqlite3_db_config(db_, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
   if (create) {
+    // Creating the schema needs no fsync: a crash now leaves a run with no records.
+    exec("PRAGMA synchronous=OFF; PRAGMA journal_mode=WAL;");
     exec(kSchema);
     if (!meta("schema_version")) set_meta("schema_version", std::to_string(kSchemaVersion));
   }
+  exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA cache_size=-16384;");
   auto version = meta("schema_version");
   if (!version || std::stoi(*version) != kSchemaVersion) {
     throw TrackingError(path_ + ": unsupported schema version " + version.value_or("(none)"));

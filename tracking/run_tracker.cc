@@ -68,6 +68,7 @@ void RunTracker::become_primary() {
   store_ = std::make_unique<RunStore>(run_dir_, true);
   ingest_store_ = std::make_unique<RunStore>(run_dir_, false);
   ingester_ = std::make_unique<StreamIngester>(*ingest_store_, run_dir_);
+  store_->begin();  // one commit for the run's description
   store_->set_meta("run_id", options_.run_id);
   store_->set_meta("name", options_.run_name.empty() ? options_.run_id : options_.run_name);
   store_->set_meta("status", "running");
@@ -76,7 +77,8 @@ void RunTracker::become_primary() {
   store_->set_meta("owner_host", host_name());
   store_->set_meta("command", options_.command_json);
   store_->set_meta("config", options_.config_json);
-  record({now_wall(), "run_started", -1, -1, -1, "{}"});
+  store_->add_event({now_wall(), "run_started", -1, -1, -1, "{}"});
+  store_->commit();
   watcher_ = std::make_unique<StreamWatcher>(run_dir_ + "/streams", kStreamInterval,
                                              [this](bool final) { stream_pass(final); });
 }

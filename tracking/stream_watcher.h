@@ -29,6 +29,7 @@ class StreamWatcher {
   std::function<void(bool)> pass_;
   std::chrono::milliseconds interval_;
   int inotify_fd_ = -1;
+  int watch_ = -1;
   int wake_fd_ = -1;  // eventfd: final_pass() or the destructor
   std::mutex mutex_;
   std::condition_variable done_cv_;
