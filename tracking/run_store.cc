@@ -111,7 +111,9 @@ void RunStore::exec(const std::string& sql) {
   }
 }
 
-void RunStore::begin() { exec("BEGIN"); }
+// IMMEDIATE: the write lock is taken (or waited for) up front. A deferred transaction
+// that reads first could not upgrade once another connection has written.
+void RunStore::begin() { exec("BEGIN IMMEDIATE"); }
 void RunStore::commit() {
   flush_points();
   exec("COMMIT");

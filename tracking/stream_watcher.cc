@@ -56,12 +56,11 @@ StreamWatcher::~StreamWatcher() {
 
 void StreamWatcher::final_pass() {
   std::unique_lock lock(mutex_);
-  final_requested_ = true;
+  uint64_t mine = ++finals_requested_;
   uint64_t one = 1;
   (void)!::write(wake_fd_, &one, sizeof(one));
-  done_cv_.wait(lock, [this] { return final_done_; });
-  final_requested_ = false;
-  final_done_ = false;
+  // Done when a final pass started after this request has ended.
+  done_cv_.wait(lock, [&] { return finals_done_ >= mine; });
 }
 
 void StreamWatcher::loop() {
@@ -78,19 +77,20 @@ void StreamWatcher::loop() {
       drain_fd(inotify_fd_);
     }
     if (n > 0 && (fds[1].revents & POLLIN)) drain_fd(wake_fd_);
-    bool final = false;
+    uint64_t finals = 0;
     {
       std::lock_guard lock(mutex_);
       if (stop_) return;
-      final = final_requested_;
+      finals = finals_requested_;
     }
+    bool final = finals > finals_done_;
     if (written || final || std::chrono::steady_clock::now() >= next_pass) {
       pass_(final);
       next_pass = std::chrono::steady_clock::now() + interval_;
     }
     if (final) {
       std::lock_guard lock(mutex_);
-      final_done_ = true;
+      finals_done_ = finals;
       done_cv_.notify_all();
     }
   }

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
@@ -33,8 +34,8 @@ class StreamWatcher {
   int wake_fd_ = -1;  // eventfd: final_pass() or the destructor
   std::mutex mutex_;
   std::condition_variable done_cv_;
-  bool final_requested_ = false;
-  bool final_done_ = false;
+  uint64_t finals_requested_ = 0;  // final_pass() calls so far
+  uint64_t finals_done_ = 0;       // requests covered by a final pass that has ended
   bool stop_ = false;
   std::thread thread_;
 };
