@@ -39,10 +39,10 @@ void make_writable_dir(const std::string& dir, const std::string& name_in_error)
 }  // namespace
 
 RunTracker::RunTracker(Options options) : options_(std::move(options)) {
-  run_dir_ = options_.tracking_dir + "/" + options_.run_id;
-  node_dir_ = run_dir_;
+  run_name_ = options_.run_id;
+  run_dir_ = node_dir_ = options_.tracking_dir + "/" + run_name_;
   agent_id_ = host_name() + "." + std::to_string(::getpid());
-  make_writable_dir(run_dir_, options_.tracking_dir);
+  make_writable_dir(options_.tracking_dir, options_.tracking_dir);
   if (!options_.multi_node) become_primary();
 }
 
@@ -64,12 +64,23 @@ void RunTracker::guarded(const char* what, F f) {
 void RunTracker::become_primary() {
   if (primary_) return;
   primary_ = true;
+  // A job never writes into an earlier job's run: the same --rdzv_id run again gets
+  // <id>.1, <id>.2, ...
+  for (int n = 1; std::filesystem::exists(run_dir_ + "/run.db"); ++n) {
+    run_name_ = options_.run_id + "." + std::to_string(n);
+    run_dir_ = node_dir_ = options_.tracking_dir + "/" + run_name_;
+  }
+  if (run_name_ != options_.run_id) {
+    std::cerr << "ddprun: " << options_.tracking_dir << " already holds a run '" << options_.run_id
+              << "'; this job's run is '" << run_name_ << "'\n";
+  }
   make_writable_dir(run_dir_ + "/streams", options_.tracking_dir);
   store_ = std::make_unique<RunStore>(run_dir_, true);
   ingest_store_ = std::make_unique<RunStore>(run_dir_, false);
   ingester_ = std::make_unique<StreamIngester>(*ingest_store_, run_dir_);
   store_->begin();  // one commit for the run's description
-  store_->set_meta("run_id", options_.run_id);
+  store_->set_meta("run_id", run_name_);
+  store_->set_meta("rdzv_id", options_.run_id);
   store_->set_meta("name", options_.run_name.empty() ? options_.run_id : options_.run_name);
   store_->set_meta("status", "running");
   store_->set_meta("created", std::to_string(now_wall()));
@@ -83,10 +94,12 @@ void RunTracker::become_primary() {
                                              [this](bool final) { stream_pass(final); });
 }
 
-void RunTracker::become_forwarder(const std::string& store_host) {
+void RunTracker::become_forwarder(const std::string& run_name) {
+  run_name_ = run_name;
+  run_dir_ = options_.tracking_dir + "/" + run_name_;
   node_dir_ = run_dir_ + "/parts/" + agent_id_;
   make_writable_dir(node_dir_ + "/streams", options_.tracking_dir);
-  nlohmann::json part{{"run_id", options_.run_id}, {"agent", agent_id_}, {"host", host_name()}};
+  nlohmann::json part{{"run_id", run_name_}, {"agent", agent_id_}, {"host", host_name()}};
   std::ofstream(node_dir_ + "/part.json") << part.dump() << "\n";
   agent_stream_fd_ = ::open((node_dir_ + "/" + kAgentStream).c_str(),
                             O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
@@ -95,7 +108,6 @@ void RunTracker::become_forwarder(const std::string& store_host) {
                         std::strerror(errno));
   }
   forwarder_ = std::make_unique<RecordForwarder>(node_dir_, agent_id_);
-  store_host_ = store_host;
   watcher_ = std::make_unique<StreamWatcher>(node_dir_ + "/streams", kStreamInterval,
                                              [this](bool final) { stream_pass(final); });
 }
@@ -107,9 +119,9 @@ void RunTracker::attach(rendezvous::Store& store, const std::string& store_host,
     if (primary) {
       become_primary();
       receiver_ = std::make_unique<RecordReceiver>(run_dir_);
-      store.set(endpoint_key(), std::to_string(receiver_->port()));
+      store.set(endpoint_key(), std::to_string(receiver_->port()) + "\n" + run_name_);
     } else {
-      become_forwarder(store_host);
+      store_host_ = store_host;  // the rest once the primary has published its run
     }
   });
 }
@@ -145,10 +157,10 @@ void RunTracker::record_system(int node, double wall,
 
 void RunTracker::add_worker_env(int node, int rank, int attempt,
                                 std::map<std::string, std::string>& env) {
-  env["DDPRUN_RUN_ID"] = options_.run_id;
+  env["DDPRUN_RUN_ID"] = run_name_;
   env["DDPRUN_RUN_DIR"] = node_dir_;
   env["DDPRUN_TRACKING_STREAM"] = stream_path(node_dir_, node, rank, attempt);
-  if (!std::getenv("WANDB_RUN_GROUP")) env["WANDB_RUN_GROUP"] = options_.run_id;
+  if (!std::getenv("WANDB_RUN_GROUP")) env["WANDB_RUN_GROUP"] = run_name_;
   if (!options_.python_dir.empty()) {
     const char* old = std::getenv("PYTHONPATH");
     env["PYTHONPATH"] = options_.python_dir + (old && *old ? std::string(":") + old : "");
@@ -159,12 +171,21 @@ void RunTracker::rendezvous_complete(int round, int attempt, int world_size,
                                      const std::vector<std::string>& members) {
   nlohmann::json d{{"round", round}, {"world_size", world_size}, {"members", members}};
   if (primary_) record({now_wall(), "rendezvous", -1, -1, attempt, d.dump()});
-  if (forwarder_ && rendezvous_store_) {
-    // The primary published its endpoint before it joined the round.
+  if (options_.multi_node && !primary_ && rendezvous_store_ && !primary_found_) {
+    // The primary published its endpoint and run before it joined the round (none:
+    // it runs without tracking, and this node's records stay here for a merge).
     guarded("finding the primary agent", [&] {
+      std::string published;
       if (rendezvous_store_->check({endpoint_key()})) {
-        std::string port = rendezvous_store_->get(endpoint_key(), std::chrono::seconds(5));
-        forwarder_->set_endpoint(store_host_, std::stoi(port));
+        published = rendezvous_store_->get(endpoint_key(), std::chrono::seconds(5));
+      }
+      size_t nl = published.find('\n');
+      if (!forwarder_) {
+        become_forwarder(nl == std::string::npos ? options_.run_id : published.substr(nl + 1));
+      }
+      if (nl != std::string::npos) {
+        forwarder_->set_endpoint(store_host_, std::stoi(published.substr(0, nl)));
+        primary_found_ = true;
       }
     });
   }

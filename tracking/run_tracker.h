@@ -64,7 +64,7 @@ class RunTracker : public agent::RunObserver {
 
  private:
   void become_primary();
-  void become_forwarder(const std::string& store_host);
+  void become_forwarder(const std::string& run_name);
   void record(const Event& e);
   void record_system(int node, double wall, const std::vector<std::pair<std::string, double>>& v);
   void stream_pass(bool final);  // on the watcher's thread
@@ -76,7 +76,8 @@ class RunTracker : public agent::RunObserver {
   void sample_system(bool force);
 
   Options options_;
-  std::string run_dir_;   // <tracking dir>/<run id>
+  std::string run_name_;  // the run's id: the rendezvous id, or <id>.<n> when it was taken
+  std::string run_dir_;   // <tracking dir>/<run name>
   std::string node_dir_;  // where this node's streams are: run_dir_, or its part
   std::string agent_id_;
   SystemSampler sampler_;
@@ -86,6 +87,7 @@ class RunTracker : public agent::RunObserver {
   rendezvous::Store* rendezvous_store_ = nullptr;
   std::string store_host_;
   bool primary_ = false;
+  bool primary_found_ = false;  // a forwarder knows the primary's endpoint
   // Primary: the agent thread's connection, the stream thread's, and the receiver.
   std::unique_ptr<RunStore> store_;
   std::unique_ptr<RunStore> ingest_store_;

@@ -2,7 +2,8 @@
 
 env:// initialisation from RANK/WORLD_SIZE/LOCAL_RANK, gloo on CPU and nccl on GPU,
 DistributedSampler with set_epoch, SyncBatchNorm on GPU, rank-0-only printing and
-checkpointing. Deterministic: the same seed gives the same losses under any launcher.
+checkpointing after every epoch; a restarted job resumes from the checkpoint.
+Deterministic: the same seed gives the same losses under any launcher.
 
     ddprun --standalone --nproc_per_node=2 examples/pytorch_ddp/train.py --epochs 3
 """
@@ -30,7 +31,8 @@ def parse_args():
     p.add_argument("--fail-rank", type=int, default=-1,
                    help="this rank raises in the first attempt (to try restarts)")
     p.add_argument("--kill-rank", type=int, default=-1,
-                   help="this rank is SIGKILLed after its first epoch in the first attempt")
+                   help="this rank is SIGKILLed after the first epoch is checkpointed, in the "
+                        "first attempt (to try restarts that resume)")
     return p.parse_args()
 
 
@@ -67,8 +69,18 @@ def main():
     sampler = DistributedSampler(dataset, shuffle=True, seed=0)
     loader = DataLoader(dataset, batch_size=args.batch_size, sampler=sampler)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    start = 0
+    if os.path.exists(args.checkpoint):  # a restart: go on where the job was
+        state = torch.load(args.checkpoint, map_location=device)
+        model.module.load_state_dict(state["model"])
+        opt.load_state_dict(state["optimizer"])
+        start = state["epochs"]
+        if rank == 0:
+            print(f"resuming from epoch {start}", flush=True)
 
-    for epoch in range(args.epochs):
+    for epoch in range(start, args.epochs):
+        if rank == args.kill_rank and restart == 0 and epoch > 0:
+            os.kill(os.getpid(), signal.SIGKILL)  # dies mid-training, no error file
         sampler.set_epoch(epoch)
         total = torch.zeros(1, device=device)
         for x, y in loader:
@@ -77,20 +89,28 @@ def main():
             loss.backward()
             opt.step()
             total += loss.detach()
-        if rank == args.kill_rank and restart == 0:
-            os.kill(os.getpid(), signal.SIGKILL)  # dies mid-training, no error file
         dist.all_reduce(total)
         mean = total.item() / (len(loader) * dist.get_world_size())
         if tracking:
             tracking.log({"loss": mean, "epoch": epoch}, step=epoch)
         if rank == 0:
             print(f"epoch {epoch} loss {mean:.6f}", flush=True)
+            save(model, opt, epoch + 1, args.checkpoint)
+        dist.barrier()  # nobody runs ahead of the checkpoint
 
     if rank == 0:
-        torch.save({"model": model.module.state_dict(), "epochs": args.epochs}, args.checkpoint)
         print(f"saved {args.checkpoint}", flush=True)
-    dist.barrier()
+    if tracking:
+        tracking.summary({"epochs": args.epochs})
     dist.destroy_process_group()
+
+
+def save(model, opt, epochs, path):
+    """Writes the checkpoint whole or not at all (a kill mid-write keeps the last one)."""
+    tmp = path + ".tmp"
+    torch.save({"model": model.module.state_dict(), "optimizer": opt.state_dict(),
+                "epochs": epochs}, tmp)
+    os.replace(tmp, path)
 
 
 if __name__ == "__main__":

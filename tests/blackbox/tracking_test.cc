@@ -152,6 +152,22 @@ TEST(Tracking, RunsCommandErrors) {
   EXPECT_EQ(run_ddprun({"runs", "export", "x", "--format", "xml"}).code, 2);
 }
 
+TEST(Tracking, TheSameRunIdAgainMakesANewRun) {
+  std::string dir = make_temp_dir();
+  std::string runs = dir + "/runs";
+  std::vector<std::string> args{"--nproc_per_node=1", "--rdzv_id=again", "--tracking_dir", runs,
+                                "--no_python", DDPRUN_CPP_LOGGER, "5"};
+  ASSERT_EQ(run_ddprun(args).code, 0);
+  Finished second = run_ddprun(args);
+  ASSERT_EQ(second.code, 0) << second.err;
+  EXPECT_NE(second.err.find("this job's run is 'again.1'"), std::string::npos) << second.err;
+  for (std::string id : {"again", "again.1"}) {
+    Finished csv = run_ddprun({"runs", "export", id, "--format", "csv", "--tracking_dir", runs});
+    EXPECT_EQ(lines_starting_with(csv.out, "0,0,0,").size(), 10u)
+        << id << " holds its own job's points only\n" << csv.out;
+  }
+}
+
 TEST(Tracking, NoTrackingLeavesNothingAndWorkersGetWandbGroup) {
   std::string dir = make_temp_dir();
   Finished off = run_ddprun({"--no_tracking", "--tracking_dir", dir + "/runs", "--no_python",

@@ -20,6 +20,7 @@ TIMEOUT = 120
 
 def run(cmd, **kw):
     env = dict(os.environ, PYTHON_EXEC=PYTHON, OMP_NUM_THREADS="1")
+    kw.setdefault("cwd", tempfile.mkdtemp(prefix="ddprun_torch_cwd_"))  # runs land there
     return subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT, env=env, **kw)
 
 
@@ -42,9 +43,17 @@ class DdpJob(unittest.TestCase):
     def test_ddp_job_completes_and_matches_torchrun(self):
         ckpt_a = os.path.join(self.tmp, "a.pt")
         ckpt_b = os.path.join(self.tmp, "b.pt")
-        a = ddprun("--standalone", "--nproc_per_node=2", TRAIN, "--epochs", "2",
-                   "--checkpoint", ckpt_a)
+        runs = os.path.join(self.tmp, "runs")
+        a = ddprun("--standalone", "--nproc_per_node=2", "--tracking_dir", runs, TRAIN,
+                   "--epochs", "2", "--checkpoint", ckpt_a)
         self.assertEqual(a.returncode, 0, a.stderr)
+        # Every rank's loss of every epoch is in the job's run.
+        (run_id,) = os.listdir(runs)
+        csv = ddprun("runs", "export", run_id, "--format", "csv", "--tracking_dir", runs).stdout
+        losses = [l.split(",") for l in csv.splitlines() if l.endswith(tuple("0123456789"))
+                  and ",loss," in l]
+        self.assertEqual(sorted((r[1], r[5]) for r in losses),
+                         [("0", "0"), ("0", "1"), ("1", "0"), ("1", "1")], csv)
         b = torchrun("--standalone", "--nproc_per_node=2", TRAIN, "--epochs", "2",
                      "--checkpoint", ckpt_b)
         self.assertEqual(b.returncode, 0, b.stderr)
@@ -65,6 +74,21 @@ class DdpJob(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("restarting, attempt 1 of 1", r.stderr)
         self.assertEqual(len(training_lines(r.stdout)), 1, r.stdout)
+
+    def test_restart_resumes_from_the_checkpoint(self):
+        ckpt = os.path.join(self.tmp, "r.pt")
+        r = ddprun("--standalone", "--nproc_per_node=2", "--max_restarts=1", TRAIN,
+                   "--epochs", "3", "--kill-rank", "1", "--checkpoint", ckpt)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("resuming from epoch 1", r.stdout)
+        epochs = [l.split()[1] for l in training_lines(r.stdout)]
+        self.assertEqual(epochs, ["0", "1", "2"], r.stdout)
+        check = run([PYTHON, "-c",
+                     "import sys, torch\n"
+                     "s = torch.load(sys.argv[1])\n"
+                     "assert s['epochs'] == 3 and 'optimizer' in s and len(s['model']) > 0\n",
+                     ckpt])
+        self.assertEqual(check.returncode, 0, check.stderr)
 
     def test_failure_summary_shows_the_python_traceback(self):
         r = ddprun("--standalone", "--nproc_per_node=2", TRAIN, "--epochs", "1",
@@ -93,7 +117,7 @@ class StaticNodes(unittest.TestCase):
             [DDPRUN, "--nnodes=2", f"--node_rank={k}", "--master_addr=127.0.0.1",
              f"--master_port={port}", "--nproc_per_node=2", TRAIN, "--epochs", "2",
              "--checkpoint", os.path.join(tmp, f"n{k}.pt")],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp)
             for k in (0, 1)]
         outs = [n.communicate(timeout=TIMEOUT) for n in nodes]
         for n, (out, err) in zip(nodes, outs):
@@ -116,7 +140,7 @@ class ElasticNodes(unittest.TestCase):
              f"--rdzv_endpoint=127.0.0.1:{port}", "--rdzv_id=torchjob",
              "--local_addr=127.0.0.1", *extra_args, TRAIN, "--epochs", "2",
              "--checkpoint", os.path.join(tmp, "ckpt.pt"), *extra_train],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp)
             for _ in range(2)]
 
     def test_two_agents_under_c10d(self):
@@ -128,6 +152,11 @@ class ElasticNodes(unittest.TestCase):
         lines = [training_lines(out) for out, _ in outs]
         self.assertEqual(sorted(len(l) for l in lines), [0, 2], lines)
         self.assertTrue(os.path.exists(os.path.join(tmp, "ckpt.pt")))
+        # One run for both agents: every rank's losses, whichever node it ran on.
+        csv = ddprun("runs", "export", "torchjob", "--format", "csv", "--tracking_dir",
+                     os.path.join(tmp, "ddprun-runs")).stdout
+        ranks = sorted({l.split(",")[1] for l in csv.splitlines() if ",loss," in l})
+        self.assertEqual(ranks, ["0", "1", "2", "3"], csv)
 
     def test_killed_worker_restarts_both_agents(self):
         tmp = tempfile.mkdtemp(prefix="ddprun_torch_")
