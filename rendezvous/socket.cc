@@ -143,21 +143,27 @@ void Socket::send_all(const void* data, size_t size, Deadline deadline) {
 }
 
 void Socket::recv_exact(void* data, size_t size, Deadline deadline) {
-  if (fd_ < 0) throw StoreError("store connection to " + peer_ + " is closed");
   auto* p = static_cast<char*>(data);
   while (size > 0) {
-    ssize_t n = ::recv(fd_, p, size, 0);
-    if (n > 0) {
-      p += n;
-      size -= static_cast<size_t>(n);
-    } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+    size_t n = recv_some(p, size, deadline);
+    p += n;
+    size -= n;
+  }
+}
+
+size_t Socket::recv_some(void* data, size_t max, Deadline deadline) {
+  if (fd_ < 0) throw StoreError("store connection to " + peer_ + " is closed");
+  while (true) {
+    ssize_t n = ::recv(fd_, data, max, 0);
+    if (n > 0) return static_cast<size_t>(n);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
       wait_for(POLLIN, deadline, "reading from");
-    } else {
-      int err = n == 0 ? 0 : errno;
-      close();
-      throw StoreError("lost the store at " + peer_ + ": " +
-                       (err ? std::strerror(err) : "connection closed"));
+      continue;
     }
+    int err = n == 0 ? 0 : errno;
+    close();
+    throw StoreError("lost the store at " + peer_ + ": " +
+                     (err ? std::strerror(err) : "connection closed"));
   }
 }
 

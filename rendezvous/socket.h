@@ -23,6 +23,8 @@ class Socket {
 
   void send_all(const void* data, size_t size, Deadline deadline);
   void recv_exact(void* data, size_t size, Deadline deadline);
+  /// Reads what is there (at least one byte, at most `max`), waiting until `deadline`.
+  size_t recv_some(void* data, size_t max, Deadline deadline);
   void close();
   /// Shuts the connection down (without releasing the descriptor), so a blocking
   /// call on another thread returns. Thread-safe.

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/helpers/free_port.h"
+
 namespace ddprun::test {
 
 /// Paths baked in by CMake.
@@ -54,8 +56,6 @@ struct Finished {
 Finished run_ddprun(const std::vector<std::string>& args,
                     const std::map<std::string, std::optional<std::string>>& env = {});
 
-/// A TCP port that was free on 127.0.0.1 a moment ago (for a node 0 or endpoint to bind).
-int free_port();
 
 /// True while `pid` exists and is not a zombie.
 bool process_alive(pid_t pid);

@@ -1,0 +1,462 @@
+#include "rendezvous/etcd_client.h"
+
+#include <algorithm>
+#include <thread>
+
+#include <boost/asio/buffer.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/string_body.hpp>
+
+#include "common/error.h"
+
+namespace ddprun::rendezvous {
+namespace http = boost::beast::http;
+namespace {
+
+using Clock = EtcdClient::Clock;
+constexpr auto kConnectAttempt = std::chrono::seconds(1);
+constexpr size_t kMaxBody = 64u << 20;
+
+const char* kBase64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+std::string b64(const std::string& in) {
+  std::string out;
+  out.reserve((in.size() + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 2 < in.size(); i += 3) {
+    uint32_t v = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8) | uint8_t(in[i + 2]);
+    for (int s = 18; s >= 0; s -= 6) out += kBase64[(v >> s) & 63];
+  }
+  if (i + 1 == in.size()) {
+    uint32_t v = uint8_t(in[i]) << 16;
+    out += kBase64[(v >> 18) & 63];
+    out += kBase64[(v >> 12) & 63];
+    out += "==";
+  } else if (i + 2 == in.size()) {
+    uint32_t v = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8);
+    out += kBase64[(v >> 18) & 63];
+    out += kBase64[(v >> 12) & 63];
+    out += kBase64[(v >> 6) & 63];
+    out += '=';
+  }
+  return out;
+}
+
+std::string unb64(const std::string& in) {
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (char c : in) {
+    const char* p = c ? std::strchr(kBase64, c) : nullptr;
+    if (p == nullptr) continue;  // '=' padding
+    acc = (acc << 6) | static_cast<uint32_t>(p - kBase64);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out += static_cast<char>((acc >> bits) & 0xff);
+    }
+  }
+  return out;
+}
+
+// etcd's gateway writes 64-bit integers as JSON strings, and leaves zero values out.
+int64_t int_field(const nlohmann::json& j, const char* name) {
+  auto it = j.find(name);
+  if (it == j.end()) return 0;
+  if (it->is_string()) return std::stoll(it->get<std::string>());
+  if (it->is_number_integer()) return it->get<int64_t>();
+  return 0;
+}
+
+EtcdKv to_kv(const nlohmann::json& j) {
+  EtcdKv kv;
+  kv.key = unb64(j.value("key", ""));
+  kv.value = unb64(j.value("value", ""));
+  kv.create_revision = int_field(j, "create_revision");
+  kv.mod_revision = int_field(j, "mod_revision");
+  return kv;
+}
+
+EtcdClient::Range to_range(const nlohmann::json& j) {
+  EtcdClient::Range r;
+  if (auto h = j.find("header"); h != j.end()) r.revision = int_field(*h, "revision");
+  if (auto kvs = j.find("kvs"); kvs != j.end()) {
+    for (const auto& kv : *kvs) r.kvs.push_back(to_kv(kv));
+  }
+  r.count = int_field(j, "count");
+  return r;
+}
+
+// Where the first complete JSON object in `s` (from `from`) ends, or npos.
+size_t json_object_end(const std::string& s, size_t from) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = from; i < s.size(); ++i) {
+    char c = s[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{') {
+      ++depth;
+    } else if (c == '}' && --depth == 0) {
+      return i + 1;
+    }
+  }
+  return std::string::npos;
+}
+
+}  // namespace
+
+std::string EtcdEndpoint::text() const {
+  return (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
+         std::to_string(port);
+}
+
+std::vector<EtcdEndpoint> parse_etcd_endpoints(const std::string& spec) {
+  std::vector<EtcdEndpoint> out;
+  size_t start = 0;
+  while (start <= spec.size()) {
+    size_t comma = spec.find(',', start);
+    std::string item = spec.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    start = comma == std::string::npos ? spec.size() + 1 : comma + 1;
+    // Tolerate the URL form etcd's own tools print.
+    for (const char* scheme : {"http://", "https://"}) {
+      if (item.rfind(scheme, 0) == 0) item = item.substr(std::strlen(scheme));
+    }
+    EtcdEndpoint e;
+    std::string port;
+    if (!item.empty() && item[0] == '[') {
+      size_t close = item.find(']');
+      if (close == std::string::npos) throw UsageError("--rdzv_endpoint: bad etcd endpoint '" + item + "'");
+      e.host = item.substr(1, close - 1);
+      if (close + 1 < item.size()) {
+        if (item[close + 1] != ':') throw UsageError("--rdzv_endpoint: bad etcd endpoint '" + item + "'");
+        port = item.substr(close + 2);
+      }
+    } else {
+      size_t colon = item.rfind(':');
+      e.host = item.substr(0, colon);
+      if (colon != std::string::npos) port = item.substr(colon + 1);
+    }
+    if (e.host.empty()) throw UsageError("--rdzv_endpoint: empty etcd endpoint in '" + spec + "'");
+    if (!port.empty()) {
+      size_t used = 0;
+      int p = 0;
+      try {
+        p = std::stoi(port, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != port.size() || p <= 0 || p > 65535) {
+        throw UsageError("--rdzv_endpoint: bad port in etcd endpoint '" + item + "'");
+      }
+      e.port = p;
+    }
+    out.push_back(e);
+  }
+  return out;
+}
+
+std::string etcd_prefix_end(const std::string& prefix) {
+  std::string end = prefix;
+  while (!end.empty()) {
+    if (static_cast<unsigned char>(end.back()) < 0xff) {
+      end.back() = static_cast<char>(static_cast<unsigned char>(end.back()) + 1);
+      return end;
+    }
+    end.pop_back();
+  }
+  return std::string(1, '\0');  // every key
+}
+
+EtcdClient::EtcdClient(std::vector<EtcdEndpoint> endpoints, std::chrono::milliseconds timeout)
+    : endpoints_(std::move(endpoints)), timeout_(timeout), last_errors_(endpoints_.size()) {
+  if (endpoints_.empty()) throw UsageError("--rdzv_endpoint: no etcd endpoint given");
+}
+
+std::string EtcdClient::endpoints_text() const {
+  std::string out;
+  for (const auto& e : endpoints_) out += (out.empty() ? "" : ", ") + e.text();
+  return out;
+}
+
+void EtcdClient::interrupt() {
+  interrupted_ = true;
+  std::lock_guard lock(socket_mutex_);
+  socket_.shutdown();
+}
+
+void EtcdClient::drop_connection() {
+  std::lock_guard lock(socket_mutex_);
+  socket_.close();
+  pending_.clear();
+}
+
+void EtcdClient::fail_over(const std::string& why) {
+  last_errors_[current_] = why;
+  drop_connection();
+  current_ = (current_ + 1) % endpoints_.size();
+}
+
+void EtcdClient::connect(Clock::time_point deadline) {
+  if (socket_.is_open()) return;
+  const EtcdEndpoint& e = endpoints_[current_];
+  Socket s = Socket::connect(e.host, e.port, std::min(deadline, Clock::now() + kConnectAttempt));
+  std::lock_guard lock(socket_mutex_);
+  socket_ = std::move(s);
+  if (interrupted_) socket_.shutdown();
+  pending_.clear();
+}
+
+void EtcdClient::send_request(const std::string& path, const std::string& body,
+                              Clock::time_point deadline) {
+  const EtcdEndpoint& e = endpoints_[current_];
+  std::string request = "POST " + path + " HTTP/1.1\r\nHost: " + e.text() +
+                        "\r\nContent-Type: application/json\r\nContent-Length: " +
+                        std::to_string(body.size()) + "\r\n\r\n" + body;
+  socket_.send_all(request.data(), request.size(), deadline);
+}
+
+EtcdClient::Response EtcdClient::read_response(Clock::time_point deadline) {
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(kMaxBody);
+  char buf[16384];
+  while (true) {
+    if (!pending_.empty()) {
+      boost::system::error_code ec;
+      size_t used = parser.put(boost::asio::buffer(pending_), ec);
+      pending_.erase(0, used);
+      if (ec && ec != http::error::need_more) {
+        throw StoreError("etcd at " + endpoints_[current_].text() + " sent a malformed reply: " +
+                         ec.message());
+      }
+      if (parser.is_done()) break;
+      if (used > 0 && !pending_.empty()) continue;
+    }
+    size_t n = socket_.recv_some(buf, sizeof(buf), deadline);
+    pending_.append(buf, n);
+  }
+  if (!parser.keep_alive()) drop_connection();
+  return {parser.get().result_int(), std::move(parser.get().body())};
+}
+
+nlohmann::json EtcdClient::decode(const std::string& path, const Response& r) {
+  std::string where = "etcd at " + endpoints_[current_].text();
+  if (r.status == 404) {
+    throw EtcdRefusedError(where + " does not serve " + path +
+                     " (HTTP 404): not etcd, or an etcd without the v3 JSON API (3.4 or later "
+                     "is needed)");
+  }
+  auto j = nlohmann::json::parse(r.body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    throw EtcdRefusedError(where + " sent a reply to " + path + " that is not JSON (HTTP " +
+                     std::to_string(r.status) + ")");
+  }
+  if (j.contains("error") || r.status >= 400) {
+    std::string message = j.value("message", j.value("error", std::string("HTTP ") + std::to_string(r.status)));
+    int64_t code = int_field(j, "code");
+    bool auth = code == 16 || message.find("user name is empty") != std::string::npos ||
+                message.find("auth") != std::string::npos || message.find("token") != std::string::npos;
+    if (auth) {
+      throw EtcdAuthError(where + " requires authentication (" + message +
+                          "); ddprun does not log in to etcd: give it an etcd without auth");
+    }
+    if (code == 14) throw StoreError(where + ": unavailable: " + message);  // try another
+    throw EtcdRefusedError(where + ": " + path + " failed: " + message);
+  }
+  return j;
+}
+
+nlohmann::json EtcdClient::call(const std::string& path, const nlohmann::json& body) {
+  auto deadline = Clock::now() + timeout_;
+  std::string text = body.dump();
+  auto backoff = std::chrono::milliseconds(50);
+  for (size_t attempt = 1;; ++attempt) {
+    if (interrupted_) throw StoreError("etcd client at " + endpoints_text() + " interrupted");
+    try {
+      connect(deadline);
+      send_request(path, text, deadline);
+      Response r = read_response(deadline);
+      if (r.status < 500) return decode(path, r);
+      fail_over("HTTP " + std::to_string(r.status) + " " + r.body.substr(0, 200));
+    } catch (const EtcdRefusedError&) {
+      throw;
+    } catch (const StoreError& e) {
+      if (interrupted_) throw StoreError("etcd client at " + endpoints_text() + " interrupted");
+      fail_over(e.what());
+    } catch (const TimeoutError& e) {
+      if (interrupted_) throw StoreError("etcd client at " + endpoints_text() + " interrupted");
+      fail_over(e.what());
+    }
+    if (Clock::now() >= deadline) {
+      std::string tried;
+      for (size_t i = 0; i < endpoints_.size(); ++i) {
+        tried += "\n  " + endpoints_[i].text() + ": " +
+                 (last_errors_[i].empty() ? "not tried" : last_errors_[i]);
+      }
+      throw StoreError("cannot reach etcd (" + path + ", " +
+                       std::to_string(timeout_.count() / 1000.0).substr(0, 4) + " s); tried:" + tried);
+    }
+    if (attempt % endpoints_.size() == 0) {  // every endpoint failed once: back off
+      std::this_thread::sleep_for(std::min(backoff, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now())));
+      backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
+    }
+  }
+}
+
+EtcdClient::Range EtcdClient::range(const std::string& key, const std::string& range_end,
+                                    bool count_only) {
+  nlohmann::json body{{"key", b64(key)}};
+  if (!range_end.empty()) body["range_end"] = b64(range_end);
+  if (count_only) body["count_only"] = true;
+  return to_range(call("/v3/kv/range", body));
+}
+
+std::vector<EtcdClient::Range> EtcdClient::ranges(const std::vector<std::string>& keys) {
+  // etcd takes at most 128 operations per transaction (--max-txn-ops).
+  constexpr size_t kBatch = 100;
+  std::vector<Range> out;
+  int64_t oldest = 0;
+  for (size_t first = 0; first < keys.size(); first += kBatch) {
+    nlohmann::json ops = nlohmann::json::array();
+    for (size_t i = first; i < std::min(keys.size(), first + kBatch); ++i) {
+      ops.push_back({{"request_range", {{"key", b64(keys[i])}}}});
+    }
+    auto reply = call("/v3/kv/txn", {{"success", ops}});
+    int64_t revision = int_field(reply.value("header", nlohmann::json::object()), "revision");
+    oldest = oldest == 0 ? revision : std::min(oldest, revision);
+    for (const auto& r : reply.value("responses", nlohmann::json::array())) {
+      out.push_back(to_range(r.value("response_range", nlohmann::json::object())));
+    }
+  }
+  if (out.size() != keys.size()) throw StoreError("etcd at " + endpoints_text() + ": short txn reply");
+  // The revision every key was read at or after: a watch from just after it misses nothing.
+  for (auto& r : out) r.revision = oldest;
+  return out;
+}
+
+void EtcdClient::put(const std::string& key, const std::string& value, int64_t lease) {
+  nlohmann::json body{{"key", b64(key)}, {"value", b64(value)}};
+  if (lease != 0) body["lease"] = std::to_string(lease);
+  call("/v3/kv/put", body);
+}
+
+bool EtcdClient::put_if_revision(const std::string& key, int64_t mod_revision,
+                                 const std::string& value) {
+  nlohmann::json compare{{"key", b64(key)}, {"result", "EQUAL"}};
+  if (mod_revision == 0) {
+    compare["target"] = "CREATE";
+    compare["create_revision"] = "0";
+  } else {
+    compare["target"] = "MOD";
+    compare["mod_revision"] = std::to_string(mod_revision);
+  }
+  nlohmann::json body{
+      {"compare", {compare}},
+      {"success", {{{"request_put", {{"key", b64(key)}, {"value", b64(value)}}}}}}};
+  return call("/v3/kv/txn", body).value("succeeded", false);
+}
+
+int64_t EtcdClient::remove(const std::string& key, const std::string& range_end) {
+  nlohmann::json body{{"key", b64(key)}};
+  if (!range_end.empty()) body["range_end"] = b64(range_end);
+  return int_field(call("/v3/kv/deleterange", body), "deleted");
+}
+
+int64_t EtcdClient::grant_lease(int64_t ttl) {
+  auto reply = call("/v3/lease/grant", {{"TTL", std::to_string(ttl)}});
+  int64_t id = int_field(reply, "ID");
+  if (id == 0) throw StoreError("etcd at " + endpoints_text() + " granted no lease");
+  return id;
+}
+
+bool EtcdClient::keep_alive(int64_t lease) {
+  auto reply = call("/v3/lease/keepalive", {{"ID", std::to_string(lease)}});
+  return int_field(reply.value("result", nlohmann::json::object()), "TTL") > 0;
+}
+
+void EtcdClient::revoke_lease(int64_t lease) {
+  call("/v3/lease/revoke", {{"ID", std::to_string(lease)}});
+}
+
+bool EtcdClient::watch(const std::string& key, const std::string& range_end,
+                       int64_t start_revision, Clock::time_point deadline,
+                       const std::function<bool(const EtcdEvent&)>& on_event) {
+  int64_t next = start_revision;
+  while (true) {
+    if (interrupted_) throw StoreError("etcd client at " + endpoints_text() + " interrupted");
+    nlohmann::json create{{"key", b64(key)}, {"start_revision", std::to_string(next)}};
+    if (!range_end.empty()) create["range_end"] = b64(range_end);
+    try {
+      connect(deadline);
+      send_request("/v3/watch", nlohmann::json{{"create_request", create}}.dump(), deadline);
+      http::response_parser<http::string_body> parser;
+      parser.body_limit(kMaxBody);
+      parser.eager(true);
+      char buf[16384];
+      bool done = false;
+      while (!done) {
+        size_t n = socket_.recv_some(buf, sizeof(buf), deadline);
+        pending_.append(buf, n);
+        boost::system::error_code ec;
+        size_t used = parser.put(boost::asio::buffer(pending_), ec);
+        pending_.erase(0, used);
+        if (ec && ec != http::error::need_more) throw StoreError("malformed watch stream: " + ec.message());
+        if (!parser.is_header_done()) continue;
+        if (parser.get().result_int() != 200) {
+          // Not a stream: the whole error reply, decoded (404, auth, ...).
+          while (!parser.is_done()) {
+            n = socket_.recv_some(buf, sizeof(buf), deadline);
+            pending_.append(buf, n);
+            used = parser.put(boost::asio::buffer(pending_), ec);
+            pending_.erase(0, used);
+          }
+          decode("/v3/watch", {parser.get().result_int(), parser.get().body()});
+          throw StoreError("etcd at " + endpoints_[current_].text() + " refused the watch");
+        }
+        std::string& body = parser.get().body();
+        size_t end;
+        while (!done && (end = json_object_end(body, 0)) != std::string::npos) {
+          auto message = nlohmann::json::parse(body.substr(0, end), nullptr, false);
+          body.erase(0, end);
+          auto result = message.value("result", nlohmann::json::object());
+          if (message.contains("error")) decode("/v3/watch", {500, message.dump()});
+          if (result.value("canceled", false)) {
+            throw StoreError("etcd canceled the watch on " + key + ": " +
+                             result.value("cancel_reason", std::string("compacted")));
+          }
+          for (const auto& ev : result.value("events", nlohmann::json::array())) {
+            EtcdEvent event;
+            event.deleted = ev.value("type", "") == "DELETE";
+            event.kv = to_kv(ev.value("kv", nlohmann::json::object()));
+            next = std::max(next, event.kv.mod_revision + 1);
+            if (!on_event(event)) {
+              done = true;
+              break;
+            }
+          }
+        }
+        if (parser.is_done()) throw StoreError("the watch stream ended");
+      }
+      drop_connection();  // the stream stays open server-side
+      return true;
+    } catch (const TimeoutError& e) {
+      if (Clock::now() >= deadline) {
+        drop_connection();
+        return false;
+      }
+      fail_over(e.what());  // could not connect to this endpoint in time
+    } catch (const EtcdRefusedError&) {
+      throw;
+    } catch (const StoreError& e) {
+      if (interrupted_) throw StoreError("etcd client at " + endpoints_text() + " interrupted");
+      fail_over(e.what());
+      if (Clock::now() >= deadline) return false;
+    }
+  }
+}
+
+}  // namespace ddprun::rendezvous

@@ -1,0 +1,127 @@
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "rendezvous/socket.h"
+#include "rendezvous/store.h"
+
+namespace ddprun::rendezvous {
+
+/// etcd (or what answers at its address) refused a request for a reason another
+/// try or another member will not change: a wrong API, a bad request.
+class EtcdRefusedError : public StoreError {
+ public:
+  using StoreError::StoreError;
+};
+
+/// etcd answered that it wants credentials (ddprun does not log in).
+class EtcdAuthError : public EtcdRefusedError {
+ public:
+  using EtcdRefusedError::EtcdRefusedError;
+};
+
+struct EtcdEndpoint {
+  std::string host;
+  int port = 2379;
+  std::string text() const;
+};
+
+/// "h1:2379,h2:2379,[::1]:2379" (port 2379 when left out). Throws UsageError naming
+/// the bad entry.
+std::vector<EtcdEndpoint> parse_etcd_endpoints(const std::string& spec);
+
+struct EtcdKv {
+  std::string key;
+  std::string value;
+  int64_t create_revision = 0;
+  int64_t mod_revision = 0;
+};
+
+struct EtcdEvent {
+  bool deleted = false;
+  EtcdKv kv;
+};
+
+/// The key just after every key that starts with `prefix` (a range end for etcd).
+std::string etcd_prefix_end(const std::string& prefix);
+
+/// A client of etcd's v3 HTTP/JSON gateway (etcd 3.4+) over one connection at a time
+/// to one of several endpoints: a call that cannot reach its endpoint, or that the
+/// member cannot serve (no leader, shutting down), moves on to the next one until the
+/// call's timeout, then fails naming every endpoint tried and why. Keys and values are
+/// bytes (base64 on the wire).
+///
+/// Thread-safety: one call at a time; interrupt() may be called from any thread.
+class EtcdClient {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  EtcdClient(std::vector<EtcdEndpoint> endpoints, std::chrono::milliseconds timeout);
+
+  /// One unary request: POST `path` with `body`; the decoded JSON reply.
+  nlohmann::json call(const std::string& path, const nlohmann::json& body);
+
+  struct Range {
+    int64_t revision = 0;  // the store's revision the answer is from
+    std::vector<EtcdKv> kvs;
+    int64_t count = 0;
+  };
+  /// One key, or [key, range_end) when range_end is not empty.
+  Range range(const std::string& key, const std::string& range_end = "", bool count_only = false);
+  /// Several keys read at one revision.
+  std::vector<Range> ranges(const std::vector<std::string>& keys);
+  void put(const std::string& key, const std::string& value, int64_t lease = 0);
+  /// Puts when the key's mod revision is `mod_revision` (0: when the key does not
+  /// exist). False when it changed meanwhile.
+  bool put_if_revision(const std::string& key, int64_t mod_revision, const std::string& value);
+  /// Number of keys deleted.
+  int64_t remove(const std::string& key, const std::string& range_end = "");
+
+  /// A lease of `ttl` seconds; keep_alive() renews it (false: it had expired).
+  int64_t grant_lease(int64_t ttl);
+  bool keep_alive(int64_t lease);
+  void revoke_lease(int64_t lease);
+
+  /// Watches [key, range_end) from `start_revision` on, handing every event to
+  /// `on_event` until it returns false (then true) or `deadline` passes (then false).
+  /// A broken stream resumes on the next endpoint after the last revision seen.
+  bool watch(const std::string& key, const std::string& range_end, int64_t start_revision,
+             Clock::time_point deadline, const std::function<bool(const EtcdEvent&)>& on_event);
+
+  /// Makes a call blocked in another thread fail promptly; the client is unusable after.
+  void interrupt();
+
+  /// "h1:2379, h2:2379" for error messages.
+  std::string endpoints_text() const;
+
+ private:
+  struct Response {
+    unsigned status = 0;
+    std::string body;
+  };
+  void connect(Clock::time_point deadline);
+  void send_request(const std::string& path, const std::string& body, Clock::time_point deadline);
+  Response read_response(Clock::time_point deadline);
+  nlohmann::json decode(const std::string& path, const Response& r);
+  void fail_over(const std::string& why);
+  void drop_connection();
+
+  std::vector<EtcdEndpoint> endpoints_;
+  std::chrono::milliseconds timeout_;
+  size_t current_ = 0;
+  std::vector<std::string> last_errors_;  // per endpoint, for the final error
+  std::mutex socket_mutex_;               // guards socket_ against interrupt()
+  Socket socket_;
+  std::string pending_;  // bytes read past the last response
+  std::atomic<bool> interrupted_{false};
+};
+
+}  // namespace ddprun::rendezvous

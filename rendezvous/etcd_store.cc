@@ -1,0 +1,117 @@
+#include "rendezvous/etcd_store.h"
+
+#include <algorithm>
+#include <optional>
+#include <set>
+
+namespace ddprun::rendezvous {
+
+EtcdStore::EtcdStore(std::unique_ptr<EtcdClient> client, std::string prefix)
+    : client_(std::move(client)), prefix_(std::move(prefix)) {}
+
+template <typename Next>
+auto EtcdStore::update(const std::string& key, Next next) {
+  while (true) {
+    auto r = client_->range(prefix_ + key);
+    std::optional<std::string> current;
+    int64_t revision = 0;
+    if (!r.kvs.empty()) {
+      current = r.kvs[0].value;
+      revision = r.kvs[0].mod_revision;
+    }
+    auto [to_write, result] = next(current);
+    if (!to_write || client_->put_if_revision(prefix_ + key, revision, *to_write)) return result;
+  }
+}
+
+void EtcdStore::set(const std::string& key, const std::string& value) {
+  client_->put(prefix_ + key, value);
+}
+
+std::string EtcdStore::get(const std::string& key, std::chrono::milliseconds timeout) {
+  return multi_get({key}, timeout)[0];
+}
+
+int64_t EtcdStore::add(const std::string& key, int64_t delta) {
+  return update(key, [&](const std::optional<std::string>& current) {
+    int64_t sum = (current && !current->empty() ? std::stoll(*current) : 0) + delta;
+    return std::pair{std::optional<std::string>(std::to_string(sum)), sum};
+  });
+}
+
+std::string EtcdStore::compare_set(const std::string& key, const std::string& expected,
+                                   const std::string& desired) {
+  return update(key, [&](const std::optional<std::string>& current) {
+    bool equal = current ? *current == expected : expected.empty();
+    if (equal) return std::pair{std::optional<std::string>(desired), desired};
+    return std::pair{std::optional<std::string>(), current.value_or(expected)};
+  });
+}
+
+bool EtcdStore::check(const std::vector<std::string>& keys) {
+  std::vector<std::string> full;
+  for (const auto& k : keys) full.push_back(prefix_ + k);
+  auto found = client_->ranges(full);
+  return std::all_of(found.begin(), found.end(), [](const auto& r) { return !r.kvs.empty(); });
+}
+
+void EtcdStore::wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
+  multi_get(keys, timeout);
+}
+
+std::vector<std::string> EtcdStore::multi_get(const std::vector<std::string>& keys,
+                                              std::chrono::milliseconds timeout) {
+  auto deadline = EtcdClient::Clock::now() + timeout;
+  std::vector<std::string> full;
+  for (const auto& k : keys) full.push_back(prefix_ + k);
+  while (true) {
+    auto found = client_->ranges(full);
+    std::set<std::string> missing;
+    std::vector<std::string> values;
+    for (size_t i = 0; i < full.size(); ++i) {
+      if (found[i].kvs.empty()) missing.insert(full[i]);
+      else values.push_back(found[i].kvs[0].value);
+    }
+    if (missing.empty()) return values;
+    // Watch what the missing keys share, from just after the revision read: a key
+    // created in between is an event, not a miss.
+    std::string lo = *missing.begin();
+    std::string hi = *missing.rbegin();
+    size_t common = 0;
+    while (common < lo.size() && common < hi.size() && lo[common] == hi[common]) ++common;
+    std::string start = missing.size() == 1 ? lo : lo.substr(0, common);
+    std::string end = missing.size() == 1 ? "" : etcd_prefix_end(start);
+    bool all_there = client_->watch(start, end, found[0].revision + 1, deadline,
+                                    [&](const EtcdEvent& e) {
+                                      if (!e.deleted) missing.erase(e.kv.key);
+                                      return !missing.empty();
+                                    });
+    if (!all_there) {
+      std::string names;
+      for (const auto& m : missing) names += (names.empty() ? "" : ", ") + m.substr(prefix_.size());
+      throw TimeoutError("timed out after " + std::to_string(timeout.count()) +
+                         " ms waiting for key(s) " + names + " in etcd at " +
+                         client_->endpoints_text());
+    }
+    // Read them again: values as of now (a key may also have gone meanwhile).
+  }
+}
+
+bool EtcdStore::delete_key(const std::string& key) { return client_->remove(prefix_ + key) > 0; }
+
+int64_t EtcdStore::num_keys() {
+  return client_->range(prefix_, etcd_prefix_end(prefix_), true).count;
+}
+
+void EtcdStore::multi_set(const std::vector<std::string>& keys,
+                          const std::vector<std::string>& values) {
+  for (size_t i = 0; i < keys.size() && i < values.size(); ++i) set(keys[i], values[i]);
+}
+
+void EtcdStore::append(const std::string& key, const std::string& value) {
+  update(key, [&](const std::optional<std::string>& current) {
+    return std::pair{std::optional<std::string>(current.value_or("") + value), 0};
+  });
+}
+
+}  // namespace ddprun::rendezvous

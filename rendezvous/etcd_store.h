@@ -1,0 +1,50 @@
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "rendezvous/etcd_client.h"
+#include "rendezvous/store.h"
+
+namespace ddprun::rendezvous {
+
+/// The Store interface over etcd (keys under `prefix`): compare-and-set and add are
+/// transactions on the key's revision, waits are watches from the revision the keys
+/// were read at (nothing polls, nothing is missed). Lets the elastic rendezvous run
+/// on etcd unchanged.
+///
+/// Thread-safety: one call at a time (one connection); interrupt() from any thread.
+class EtcdStore : public Store {
+ public:
+  EtcdStore(std::unique_ptr<EtcdClient> client, std::string prefix);
+
+  void set(const std::string& key, const std::string& value) override;
+  std::string get(const std::string& key, std::chrono::milliseconds timeout) override;
+  int64_t add(const std::string& key, int64_t delta) override;
+  std::string compare_set(const std::string& key, const std::string& expected,
+                          const std::string& desired) override;
+  bool check(const std::vector<std::string>& keys) override;
+  void wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) override;
+  bool delete_key(const std::string& key) override;
+  int64_t num_keys() override;
+  std::vector<std::string> multi_get(const std::vector<std::string>& keys,
+                                     std::chrono::milliseconds timeout) override;
+  void multi_set(const std::vector<std::string>& keys,
+                 const std::vector<std::string>& values) override;
+  void append(const std::string& key, const std::string& value) override;
+  void interrupt() override { client_->interrupt(); }
+
+  EtcdClient& client() { return *client_; }
+
+ private:
+  // Reads the key, lets `next` decide the new value from the current one (nullopt:
+  // leave it), writes it if nobody changed the key meanwhile, else tries again.
+  // Returns what `next` returned last.
+  template <typename Next>
+  auto update(const std::string& key, Next next);
+
+  std::unique_ptr<EtcdClient> client_;
+  std::string prefix_;
+};
+
+}  // namespace ddprun::rendezvous
