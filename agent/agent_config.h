@@ -33,6 +33,7 @@ struct AgentConfig {
   std::string rdzv_host = "localhost";
   int rdzv_port = 29400;
   std::optional<bool> rdzv_is_host;
+  std::string etcd_prefix = "/ddprun/rdzv";  // etcd backend: keys under <prefix>/<run id>/
   std::chrono::milliseconds last_call_timeout{30'000};
   std::chrono::milliseconds read_timeout{60'000};
   std::chrono::milliseconds heartbeat_interval{5'000};

@@ -112,9 +112,7 @@ class LocalAgent::Impl {
         if (!handler_) {
           handler_ = make_rendezvous(config_);
           if (observer_) {
-            std::string address = store_address();
-            observer_->attach(handler_->store(), address.substr(0, address.rfind(':')),
-                              handler_->hosts_store());
+            observer_->attach(handler_->store(), handler_->address(), handler_->primary());
           }
         }
         result = handler_->next_rendezvous(round, config_.spec.local_world_size);
@@ -226,6 +224,7 @@ class LocalAgent::Impl {
   }
 
   std::string store_address() const {
+    if (config_.rdzv_backend == "etcd") return "etcd at " + config_.rdzv_endpoint;
     if (config_.rdzv_backend == "c10d" && config_.max_nodes > 1) {
       return config_.rdzv_host + ":" + std::to_string(config_.rdzv_port);
     }

@@ -1,17 +1,40 @@
 #include "agent/rendezvous_factory.h"
 
+#include "rendezvous/c10d_backend.h"
 #include "rendezvous/dynamic_rendezvous.h"
+#include "rendezvous/etcd_backend.h"
 #include "rendezvous/static_rendezvous.h"
 
 namespace ddprun::agent {
+namespace {
+
+std::unique_ptr<rendezvous::RendezvousBackend> make_backend(const AgentConfig& c) {
+  if (c.rdzv_backend == "etcd") {
+    rendezvous::EtcdBackend::Options o;
+    o.endpoints = rendezvous::parse_etcd_endpoints(c.rdzv_endpoint);
+    o.key_prefix = c.etcd_prefix;
+    o.call_timeout = c.read_timeout;
+    o.heartbeat_interval = c.heartbeat_interval;
+    o.heartbeat_misses = c.heartbeat_misses;
+    return std::make_unique<rendezvous::EtcdBackend>(o);
+  }
+  rendezvous::C10dBackend::Options o;
+  o.host = c.rdzv_host;
+  o.port = c.rdzv_port;
+  o.is_host = c.rdzv_is_host;
+  o.connect_timeout = c.join_timeout;
+  o.call_timeout = c.read_timeout;
+  o.heartbeat_interval = c.heartbeat_interval;
+  o.heartbeat_misses = c.heartbeat_misses;
+  return std::make_unique<rendezvous::C10dBackend>(o);
+}
+
+}  // namespace
 
 std::unique_ptr<rendezvous::RendezvousHandler> make_rendezvous(const AgentConfig& c) {
-  if (c.rdzv_backend == "c10d" && c.max_nodes > 1) {
+  if (c.rdzv_backend == "etcd" || (c.rdzv_backend == "c10d" && c.max_nodes > 1)) {
     rendezvous::DynamicRendezvous::Options o;
     o.run_id = c.run_id;
-    o.endpoint_host = c.rdzv_host;
-    o.endpoint_port = c.rdzv_port;
-    o.is_host = c.rdzv_is_host;
     o.local_addr = c.local_addr;
     o.config.min_nodes = c.min_nodes;
     o.config.max_nodes = c.max_nodes;
@@ -19,8 +42,7 @@ std::unique_ptr<rendezvous::RendezvousHandler> make_rendezvous(const AgentConfig
     o.join_timeout = c.join_timeout;
     o.read_timeout = c.read_timeout;
     o.heartbeat_interval = c.heartbeat_interval;
-    o.heartbeat_misses = c.heartbeat_misses;
-    return std::make_unique<rendezvous::DynamicRendezvous>(o);
+    return std::make_unique<rendezvous::DynamicRendezvous>(o, make_backend(c));
   }
   rendezvous::StaticRendezvous::Options o;
   o.nnodes = c.max_nodes;

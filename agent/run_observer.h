@@ -19,9 +19,9 @@ class RunObserver {
   virtual ~RunObserver() = default;
 
   /// The rendezvous store is up (before the first round): `primary` is true on the
-  /// agent that hosts it (the run's one writer); the others reach it at `store_host`.
-  /// The store may be used on the agent's thread until the job ends.
-  virtual void attach(rendezvous::Store& store, const std::string& store_host, bool primary) = 0;
+  /// job's one primary agent (the run's one writer), which the others reach at
+  /// its `address`. The store may be used on the agent's thread until the job ends.
+  virtual void attach(rendezvous::Store& store, const std::string& address, bool primary) = 0;
   /// Extra environment for one worker (where it writes its records, ...).
   virtual void add_worker_env(int node, int rank, int attempt,
                               std::map<std::string, std::string>& env) = 0;

@@ -22,7 +22,7 @@ namespace {
 constexpr OptionDef kOptions[] = {
     {"nnodes", 0, false, "1:1", "number of nodes, N or MIN:MAX (elastic)"},
     {"nproc_per_node", 0, false, "1", "workers per node: an integer, cpu, gpu or auto"},
-    {"rdzv_backend", 0, false, "static", "rendezvous backend: static or c10d"},
+    {"rdzv_backend", 0, false, "static", "rendezvous backend: static, c10d or etcd"},
     {"rdzv_endpoint", 0, false, "", "rendezvous endpoint, host[:port]"},
     {"rdzv_id", 0, false, "none", "job id shared by all nodes (TORCHELASTIC_RUN_ID)"},
     {"rdzv_conf", 0, false, "", "rendezvous settings, key=value,key=value"},

@@ -5,6 +5,7 @@
 
 #include "common/error.h"
 #include "launcher/value_parsers.h"
+#include "rendezvous/etcd_client.h"
 
 namespace ddprun::launcher {
 namespace {
@@ -53,12 +54,39 @@ std::pair<std::string, int> parse_endpoint(const std::string& flag, const std::s
   return {host, port};
 }
 
-void fill_elastic(const Values& v, agent::AgentConfig& a) {
+// etcd: one or more endpoints, plain HTTP, keys under a prefix of the user's choice.
+void fill_etcd(const Values& v, agent::AgentConfig& a) {
   if (v.str("rdzv_endpoint").empty()) {
-    throw UsageError("--rdzv_backend=c10d with several nodes needs --rdzv_endpoint=host[:port]");
+    throw UsageError("--rdzv_backend=etcd needs --rdzv_endpoint=host[:port][,host[:port]...]");
   }
-  std::tie(a.rdzv_host, a.rdzv_port) =
-      parse_endpoint(v.source("rdzv_endpoint"), v.str("rdzv_endpoint"), 29400);
+  rendezvous::parse_etcd_endpoints(v.str("rdzv_endpoint"));  // UsageError naming the bad one
+  const auto& conf = a.rdzv_conf;
+  std::string src = v.source("rdzv_conf") + " ";
+  if (auto it = conf.find("protocol"); it != conf.end() && it->second != "http") {
+    throw UsageError(src + "protocol=" + it->second + ": only http is supported");
+  }
+  for (const char* key : {"cacert", "cert", "key"}) {
+    if (conf.count(key)) throw UsageError(src + key + ": TLS to etcd is not supported");
+  }
+  if (auto it = conf.find("etcd_prefix"); it != conf.end()) {
+    if (it->second.empty() || it->second[0] != '/') {
+      throw UsageError(src + "etcd_prefix=" + it->second + ": expected a path like /ddprun/rdzv");
+    }
+    a.etcd_prefix = it->second;
+    while (a.etcd_prefix.size() > 1 && a.etcd_prefix.back() == '/') a.etcd_prefix.pop_back();
+  }
+}
+
+void fill_elastic(const Values& v, agent::AgentConfig& a) {
+  if (a.rdzv_backend == "etcd") {
+    fill_etcd(v, a);
+  } else {
+    if (v.str("rdzv_endpoint").empty()) {
+      throw UsageError("--rdzv_backend=c10d with several nodes needs --rdzv_endpoint=host[:port]");
+    }
+    std::tie(a.rdzv_host, a.rdzv_port) =
+        parse_endpoint(v.source("rdzv_endpoint"), v.str("rdzv_endpoint"), 29400);
+  }
   const auto& conf = a.rdzv_conf;
   std::string src = v.source("rdzv_conf") + " ";
   auto seconds = [&](const char* key, std::chrono::milliseconds& out) {
@@ -86,8 +114,10 @@ void fill_rendezvous(const Values& v, agent::AgentConfig& a) {
   a.min_nodes = lo;
   a.max_nodes = hi;
   a.rdzv_backend = v.str("rdzv_backend");
-  if (a.rdzv_backend != "static" && a.rdzv_backend != "c10d") {
-    throw UsageError(v.source("rdzv_backend") + "=" + a.rdzv_backend + ": expected static or c10d");
+  if (a.rdzv_backend == "etcd-v2") a.rdzv_backend = "etcd";  // torchrun's name; same here
+  if (a.rdzv_backend != "static" && a.rdzv_backend != "c10d" && a.rdzv_backend != "etcd") {
+    throw UsageError(v.source("rdzv_backend") + "=" + a.rdzv_backend +
+                     ": expected static, c10d or etcd");
   }
   a.rdzv_endpoint = v.str("rdzv_endpoint");
   a.run_id = v.str("rdzv_id");
@@ -124,7 +154,9 @@ void fill_rendezvous(const Values& v, agent::AgentConfig& a) {
                      ": must be smaller than the number of nodes (" + std::to_string(a.max_nodes) +
                      ")");
   }
-  if (a.rdzv_backend == "c10d" && a.max_nodes > 1) fill_elastic(v, a);
+  if ((a.rdzv_backend == "c10d" && a.max_nodes > 1) || a.rdzv_backend == "etcd") {
+    fill_elastic(v, a);
+  }
   if (a.min_nodes != a.max_nodes && a.rdzv_backend == "static") {
     throw UsageError(v.source("nnodes") + "=" + v.str("nnodes") +
                      ": the static backend needs a fixed number of nodes");

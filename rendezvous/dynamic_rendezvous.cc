@@ -11,7 +11,6 @@
 namespace ddprun::rendezvous {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 int64_t wall_ms() {
@@ -20,62 +19,33 @@ int64_t wall_ms() {
       .count();
 }
 
-std::string endpoint_text(const std::string& host, int port) {
-  return (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
-         std::to_string(port);
-}
-
 }  // namespace
 
-DynamicRendezvous::DynamicRendezvous(Options options)
+DynamicRendezvous::DynamicRendezvous(Options options, std::unique_ptr<RendezvousBackend> backend)
     : options_(std::move(options)),
-      prefix_(std::string(kAgentPrefix) + "c10d/" + options_.run_id + "/") {
+      backend_(std::move(backend)),
+      prefix_(backend_->prefix(options_.run_id)) {
   address_ = options_.local_addr.empty() ? host_name() : options_.local_addr;
   // Sorting node ids orders nodes by address, then pid: deterministic ranks.
   char pid[16];
   std::snprintf(pid, sizeof(pid), "%010d", static_cast<int>(::getpid()));
   node_id_ = address_ + "/" + pid;
-
-  bool try_host = options_.is_host.value_or(true);
-  if (try_host) {
-    try {
-      server_ = std::make_unique<TcpStoreServer>(options_.endpoint_host,
-                                                 static_cast<uint16_t>(options_.endpoint_port));
-    } catch (const StoreError& e) {
-      // Another agent here already hosts it, or the endpoint is another machine.
-      if (options_.is_host.value_or(false)) throw;
-      spdlog::debug("not hosting the rendezvous store: {}", e.what());
-    }
-  }
-  TcpStoreClient::Options o;
-  o.timeout = options_.join_timeout;
-  client_ = std::make_unique<TcpStoreClient>(options_.endpoint_host, options_.endpoint_port, o);
-  o.timeout = options_.read_timeout;
-  heartbeat_client_ =
-      std::make_unique<TcpStoreClient>(options_.endpoint_host, options_.endpoint_port, o);
-  client_->set_timeout(options_.read_timeout);
+  client_ = backend_->connect(options_.read_timeout);
   joiner_ = std::make_unique<DynamicJoiner>(*client_, prefix_, options_.config, wall_ms);
-  heartbeat_thread_ = std::thread([this] { heartbeat_loop(); });
+  backend_->start_liveness(prefix_, node_id_);
+  // The run's one tracking writer: the agent hosting the state, or where no agent
+  // does (etcd), the first to claim it.
+  primary_ = backend_->hosted()
+                 ? backend_->hosts_state()
+                 : client_->compare_set(prefix_ + "primary", "", node_id_) == node_id_;
 }
 
-DynamicRendezvous::~DynamicRendezvous() {
-  stopping_ = true;
-  heartbeat_client_->interrupt();
-  heartbeat_thread_.join();
-}
+DynamicRendezvous::~DynamicRendezvous() = default;
 
-std::unique_ptr<Store> DynamicRendezvous::connect() {
-  TcpStoreClient::Options o;
-  o.timeout = options_.read_timeout;
-  return std::make_unique<TcpStoreClient>(options_.endpoint_host, options_.endpoint_port, o);
-}
+std::unique_ptr<Store> DynamicRendezvous::connect() { return backend_->connect(options_.read_timeout); }
 
 std::string DynamicRendezvous::round_prefix(int round) const {
   return joiner_->round_prefix(round);
-}
-
-std::string DynamicRendezvous::endpoint() const {
-  return endpoint_text(options_.endpoint_host, options_.endpoint_port);
 }
 
 void DynamicRendezvous::cancel() {
@@ -83,38 +53,17 @@ void DynamicRendezvous::cancel() {
   client_->interrupt();
 }
 
-// Heartbeats are a counter per node in a key of its own: cheap, and the shared state
-// is never rewritten for them.
-void DynamicRendezvous::heartbeat_loop() {
-  int64_t beat = 0;
-  while (!stopping_) {
-    try {
-      heartbeat_client_->set(prefix_ + "hb/" + node_id_, std::to_string(++beat));
-    } catch (const std::exception& e) {
-      if (!stopping_) spdlog::debug("heartbeat failed: {}", e.what());
-      return;
-    }
-    // Sleep in small steps so the destructor is not held up.
-    auto until = Clock::now() + options_.heartbeat_interval;
-    while (!stopping_ && Clock::now() < until) {
-      std::this_thread::sleep_for(std::min<milliseconds>(
-          milliseconds(50),
-          std::chrono::duration_cast<milliseconds>(until - Clock::now()) + milliseconds(1)));
-    }
-  }
-}
-
 RendezvousInfo DynamicRendezvous::next_rendezvous(int round, int local_world_size) {
   try {
     return make_info(
         joiner_->join(node_id_, local_world_size, round, options_.join_timeout, cancelled_));
   } catch (const RendezvousClosedError& e) {
-    throw RendezvousClosedError("rendezvous '" + options_.run_id + "' at " + endpoint() + ": " +
-                                e.what() + "; use a new --rdzv_id");
+    throw RendezvousClosedError("rendezvous '" + options_.run_id + "' (" + backend_->where() +
+                                "): " + e.what() + "; use a new --rdzv_id");
   } catch (const TimeoutError& e) {
     throw TimeoutError("rendezvous '" + options_.run_id + "' timed out after " +
                        std::to_string(options_.join_timeout.count() / 1000) + " s: " + e.what() +
-                       " (store at " + endpoint() + ")");
+                       " (" + backend_->where() + ")");
   }
 }
 
@@ -141,8 +90,7 @@ RendezvousInfo DynamicRendezvous::make_info(const DynamicState& state) {
   size_t space = master.rfind(' ');
   info.master_addr = master.substr(0, space);
   info.master_port = std::stoi(master.substr(space + 1));
-  // Members are alive as of now.
-  seen_.clear();
+  backend_->round_formed();  // members are alive as of now
   return info;
 }
 
@@ -152,24 +100,7 @@ void DynamicRendezvous::start_next_round(int round, bool failure,
 }
 
 std::vector<std::string> DynamicRendezvous::dead_members(const RendezvousInfo& info) {
-  std::vector<std::string> keys;
-  for (const auto& m : info.members) keys.push_back(prefix_ + "hb/" + m);
-  // A member that has not beaten yet reads as "": judged from its first change.
-  std::vector<std::string> beats = client_->multi_get_now(keys);
-  auto now = Clock::now();
-  auto limit = options_.heartbeat_interval * options_.heartbeat_misses;
-  std::vector<std::string> dead;
-  for (size_t i = 0; i < info.members.size(); ++i) {
-    const std::string& m = info.members[i];
-    if (m == node_id_) continue;
-    auto it = seen_.find(m);
-    if (it == seen_.end() || it->second.first != beats[i]) {
-      seen_[m] = {beats[i], now};
-    } else if (now - it->second.second > limit) {
-      dead.push_back(m);
-    }
-  }
-  return dead;
+  return backend_->dead_members(prefix_, info.members, node_id_);
 }
 
 }  // namespace ddprun::rendezvous

@@ -9,37 +9,32 @@
 #include <thread>
 
 #include "rendezvous/dynamic_joiner.h"
+#include "rendezvous/rendezvous_backend.h"
 #include "rendezvous/rendezvous_handler.h"
-#include "rendezvous/tcp_store_client.h"
 #include "rendezvous/tcp_store_server.h"
 
 namespace ddprun::rendezvous {
 
-/// Elastic rendezvous (torchrun's c10d backend, done differently where torchrun
-/// falls short): the agent at the endpoint hosts the rendezvous store, the others
-/// connect; a DynamicJoiner runs the state machine over it; heartbeats are keys of
-/// their own; the group-rank-0 agent hosts the workers' store.
+/// Elastic rendezvous (torchrun's c10d and etcd backends, done differently where
+/// torchrun falls short): a DynamicJoiner runs the state machine over the backend's
+/// store (a TCPStore one agent hosts, or etcd), the backend tells who is alive, and
+/// the group-rank-0 agent hosts the workers' store.
 ///
-/// Keys, under "ddprun/c10d/<run id>/": state, version, ver/<n>, hb/<node>,
-/// round/<r>/master, round/<r>/over, round/<r>/done/<k>.
+/// Keys, under the backend's prefix for the run: state, version, ver/<n>, the
+/// backend's liveness keys, round/<r>/master, round/<r>/over, round/<r>/done/<k>.
 class DynamicRendezvous : public RendezvousHandler {
  public:
   struct Options {
     std::string run_id = "none";
-    std::string endpoint_host = "localhost";
-    int endpoint_port = 29400;
-    std::optional<bool> is_host;  // unset: host if the endpoint can be bound here
-    std::string local_addr;       // advertised address ("" = host name)
+    std::string local_addr;  // advertised address ("" = host name)
     DynamicConfig config;
     std::chrono::milliseconds join_timeout{600'000};
     std::chrono::milliseconds read_timeout{60'000};
     std::chrono::milliseconds heartbeat_interval{5'000};
-    int heartbeat_misses = 3;
   };
 
-  /// Hosts or connects to the rendezvous store (TimeoutError naming the endpoint)
-  /// and starts heartbeating.
-  explicit DynamicRendezvous(Options options);
+  /// Connects through the backend and starts showing this node alive.
+  DynamicRendezvous(Options options, std::unique_ptr<RendezvousBackend> backend);
   ~DynamicRendezvous() override;
 
   RendezvousInfo next_rendezvous(int round, int local_world_size) override;
@@ -56,30 +51,24 @@ class DynamicRendezvous : public RendezvousHandler {
   }
 
   const std::string& node_id() const { return node_id_; }
-  bool hosts_store() const override { return server_ != nullptr; }
-  void linger(std::chrono::milliseconds max) override {
-    if (server_) server_->wait_until_connections_at_most(2, max);  // our own
-  }
+  bool hosts_store() const override { return backend_->hosts_state(); }
+  void linger(std::chrono::milliseconds max) override { backend_->linger(max); }
+  std::string address() const override { return address_; }
+  bool primary() const override { return primary_; }
 
  private:
   RendezvousInfo make_info(const DynamicState& state);
-  void heartbeat_loop();
-  std::string endpoint() const;
 
   Options options_;
+  std::unique_ptr<RendezvousBackend> backend_;
   std::string prefix_;
   std::string node_id_;
   std::string address_;
-  std::unique_ptr<TcpStoreServer> server_;        // the rendezvous store (host only)
   std::unique_ptr<TcpStoreServer> worker_store_;  // group rank 0 only
-  std::unique_ptr<TcpStoreClient> client_;
-  std::unique_ptr<TcpStoreClient> heartbeat_client_;
+  std::unique_ptr<Store> client_;
   std::unique_ptr<DynamicJoiner> joiner_;
-  std::thread heartbeat_thread_;
-  std::atomic<bool> stopping_{false};
   std::atomic<bool> cancelled_{false};
-  // Liveness as this node sees it: node -> (last heartbeat value, when it changed).
-  std::map<std::string, std::pair<std::string, std::chrono::steady_clock::time_point>> seen_;
+  bool primary_ = false;
 };
 
 }  // namespace ddprun::rendezvous

@@ -72,6 +72,13 @@ class RendezvousHandler {
   /// True when this agent hosts the store the agents share (it must outlive the job).
   virtual bool hosts_store() const = 0;
 
+  /// True on the one agent of the job that owns shared duties (the tracking run's
+  /// writer): the store's host, or the agent that claimed it where none hosts.
+  virtual bool primary() const { return hosts_store(); }
+
+  /// How the other agents reach this one ("" when they do not need to).
+  virtual std::string address() const { return ""; }
+
   /// Marks the run finished: agents arriving later fail with RendezvousClosedError
   /// instead of waiting (elastic only; static runs have no shared state to close).
   virtual void close() {}

@@ -40,6 +40,7 @@ class StaticRendezvous : public RendezvousHandler {
   std::unique_ptr<Store> connect() override;
   std::string round_prefix(int round) const override { return static_round_prefix(round); }
   bool hosts_store() const override { return server_ != nullptr; }
+  std::string address() const override { return options_.master_addr; }
   void linger(std::chrono::milliseconds max) override {
     if (server_) server_->wait_until_connections_at_most(1, max);  // our own
   }

@@ -112,17 +112,17 @@ void RunTracker::become_forwarder(const std::string& run_name) {
                                              [this](bool final) { stream_pass(final); });
 }
 
-void RunTracker::attach(rendezvous::Store& store, const std::string& store_host, bool primary) {
+void RunTracker::attach(rendezvous::Store& store, const std::string& address, bool primary) {
   rendezvous_store_ = &store;
   if (!options_.multi_node) return;
   guarded("setting up the run", [&] {
     if (primary) {
       become_primary();
       receiver_ = std::make_unique<RecordReceiver>(run_dir_);
-      store.set(endpoint_key(), std::to_string(receiver_->port()) + "\n" + run_name_);
-    } else {
-      store_host_ = store_host;  // the rest once the primary has published its run
-    }
+      // "<address> <port>\n<run name>": where the others send, and into which run.
+      store.set(endpoint_key(),
+                address + " " + std::to_string(receiver_->port()) + "\n" + run_name_);
+    }  // the others: once the primary has published (rendezvous_complete)
   });
 }
 
@@ -180,11 +180,13 @@ void RunTracker::rendezvous_complete(int round, int attempt, int world_size,
         published = rendezvous_store_->get(endpoint_key(), std::chrono::seconds(5));
       }
       size_t nl = published.find('\n');
+      size_t space = published.rfind(' ', nl);
       if (!forwarder_) {
         become_forwarder(nl == std::string::npos ? options_.run_id : published.substr(nl + 1));
       }
-      if (nl != std::string::npos) {
-        forwarder_->set_endpoint(store_host_, std::stoi(published.substr(0, nl)));
+      if (nl != std::string::npos && space != std::string::npos) {
+        forwarder_->set_endpoint(published.substr(0, space),
+                                 std::stoi(published.substr(space + 1, nl - space - 1)));
         primary_found_ = true;
       }
     });

@@ -49,7 +49,7 @@ class RunTracker : public agent::RunObserver {
   /// The directory this node's workers write their streams under.
   const std::string& run_dir() const { return node_dir_; }
 
-  void attach(rendezvous::Store& store, const std::string& store_host, bool primary) override;
+  void attach(rendezvous::Store& store, const std::string& address, bool primary) override;
   void add_worker_env(int node, int rank, int attempt,
                       std::map<std::string, std::string>& env) override;
   void rendezvous_complete(int round, int attempt, int world_size,
@@ -85,7 +85,7 @@ class RunTracker : public agent::RunObserver {
   std::atomic<int> node_{0};  // read by the stream thread too
   std::chrono::steady_clock::time_point last_sample_{};
   rendezvous::Store* rendezvous_store_ = nullptr;
-  std::string store_host_;
+  std::string address_;  // how the other agents reach this one (primary)
   bool primary_ = false;
   bool primary_found_ = false;  // a forwarder knows the primary's endpoint
   // Primary: the agent thread's connection, the stream thread's, and the receiver.

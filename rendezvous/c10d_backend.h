@@ -1,0 +1,58 @@
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <optional>
+#include <thread>
+
+#include "rendezvous/rendezvous_backend.h"
+#include "rendezvous/tcp_store_client.h"
+#include "rendezvous/tcp_store_server.h"
+
+namespace ddprun::rendezvous {
+
+/// torchrun's c10d way: the agent that can bind the endpoint (or is told it is the
+/// host) hosts a TCPStore there and the others connect; liveness is a heartbeat
+/// counter per node in a key of its own, judged stale after `misses` intervals.
+class C10dBackend : public RendezvousBackend {
+ public:
+  struct Options {
+    std::string host = "localhost";
+    int port = 29400;
+    std::optional<bool> is_host;  // unset: host if the endpoint can be bound here
+    std::chrono::milliseconds connect_timeout{600'000};  // the first connection
+    std::chrono::milliseconds call_timeout{60'000};      // every call after it
+    std::chrono::milliseconds heartbeat_interval{5'000};
+    int heartbeat_misses = 3;
+  };
+
+  /// Hosts the store when it should; connects (TimeoutError naming the endpoint).
+  explicit C10dBackend(Options options);
+  ~C10dBackend() override;
+
+  std::string prefix(const std::string& run_id) const override;
+  std::unique_ptr<Store> connect(std::chrono::milliseconds timeout) override;
+  void start_liveness(const std::string& prefix, const std::string& node) override;
+  std::vector<std::string> dead_members(const std::string& prefix,
+                                        const std::vector<std::string>& members,
+                                        const std::string& self) override;
+  void round_formed() override { seen_.clear(); }
+  bool hosted() const override { return true; }
+  bool hosts_state() const override { return server_ != nullptr; }
+  void linger(std::chrono::milliseconds max) override;
+  std::string where() const override;
+
+ private:
+  void heartbeat_loop(std::string key);
+
+  Options options_;
+  std::unique_ptr<TcpStoreServer> server_;
+  std::unique_ptr<TcpStoreClient> probe_;             // reads the heartbeats
+  std::unique_ptr<TcpStoreClient> heartbeat_client_;  // writes ours
+  std::thread heartbeat_thread_;
+  std::atomic<bool> stopping_{false};
+  // Liveness as this node sees it: node -> (last heartbeat value, when it changed).
+  std::map<std::string, std::pair<std::string, std::chrono::steady_clock::time_point>> seen_;
+};
+
+}  // namespace ddprun::rendezvous

@@ -1,0 +1,90 @@
+#include "rendezvous/etcd_backend.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <spdlog/spdlog.h>
+
+#include "rendezvous/etcd_store.h"
+
+namespace ddprun::rendezvous {
+
+EtcdBackend::EtcdBackend(Options options)
+    : options_(std::move(options)),
+      probe_(options_.endpoints, options_.call_timeout),
+      liveness_(options_.endpoints, std::max(options_.heartbeat_interval * 2,
+                                             std::chrono::milliseconds(2000))) {
+  probe_.range(options_.key_prefix);  // reachable, the v3 API, no auth wanted
+}
+
+EtcdBackend::~EtcdBackend() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  stop_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  // Leaving on purpose: the key goes now, not when the lease runs out.
+  if (lease_ != 0) {
+    try {
+      liveness_.revoke_lease(lease_);
+    } catch (const std::exception& e) {
+      spdlog::debug("could not revoke the etcd lease: {}", e.what());
+    }
+  }
+}
+
+std::string EtcdBackend::prefix(const std::string& run_id) const {
+  return options_.key_prefix + "/" + run_id + "/";
+}
+
+std::unique_ptr<Store> EtcdBackend::connect(std::chrono::milliseconds timeout) {
+  return std::make_unique<EtcdStore>(std::make_unique<EtcdClient>(options_.endpoints, timeout), "");
+}
+
+std::string EtcdBackend::where() const { return "etcd at " + probe_.endpoints_text(); }
+
+void EtcdBackend::take_lease() {
+  auto ttl = std::chrono::duration<double>(options_.heartbeat_interval * options_.heartbeat_misses);
+  lease_ = liveness_.grant_lease(std::max<int64_t>(1, static_cast<int64_t>(std::ceil(ttl.count()))));
+  liveness_.put(alive_key_, "1", lease_);
+}
+
+void EtcdBackend::start_liveness(const std::string& prefix, const std::string& node) {
+  alive_key_ = prefix + "alive/" + node;
+  take_lease();
+  thread_ = std::thread([this] { keep_alive_loop(); });
+}
+
+void EtcdBackend::keep_alive_loop() {
+  std::unique_lock lock(mutex_);
+  while (!stop_cv_.wait_for(lock, options_.heartbeat_interval, [this] { return stopping_; })) {
+    lock.unlock();
+    try {
+      if (!liveness_.keep_alive(lease_)) {
+        // Cut off for longer than the lease: the others count this node gone. Come
+        // back alive; the rendezvous decides what that means.
+        spdlog::warn("etcd lease expired; taking a new one");
+        take_lease();
+      }
+    } catch (const std::exception& e) {
+      spdlog::debug("etcd keep-alive failed: {}", e.what());
+    }
+    lock.lock();
+  }
+}
+
+std::vector<std::string> EtcdBackend::dead_members(const std::string& prefix,
+                                                   const std::vector<std::string>& members,
+                                                   const std::string& self) {
+  std::vector<std::string> keys;
+  for (const auto& m : members) keys.push_back(prefix + "alive/" + m);
+  auto found = probe_.ranges(keys);
+  std::vector<std::string> dead;
+  for (size_t i = 0; i < members.size(); ++i) {
+    if (members[i] != self && found[i].kvs.empty()) dead.push_back(members[i]);
+  }
+  return dead;
+}
+
+}  // namespace ddprun::rendezvous

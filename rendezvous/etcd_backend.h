@@ -1,0 +1,55 @@
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "rendezvous/etcd_client.h"
+#include "rendezvous/rendezvous_backend.h"
+
+namespace ddprun::rendezvous {
+
+/// Rendezvous state in etcd (no agent is a single point of failure): keys under
+/// "<key prefix>/<run id>/", and liveness through a lease per node that holds its
+/// key "alive/<node>": kept alive every interval, it expires `misses` intervals after
+/// the node dies and etcd deletes the key.
+class EtcdBackend : public RendezvousBackend {
+ public:
+  struct Options {
+    std::vector<EtcdEndpoint> endpoints;
+    std::string key_prefix = "/ddprun/rdzv";
+    std::chrono::milliseconds call_timeout{60'000};
+    std::chrono::milliseconds heartbeat_interval{5'000};
+    int heartbeat_misses = 3;
+  };
+
+  /// Checks that etcd answers (StoreError naming every endpoint tried, or why it
+  /// refuses).
+  explicit EtcdBackend(Options options);
+  ~EtcdBackend() override;
+
+  std::string prefix(const std::string& run_id) const override;
+  std::unique_ptr<Store> connect(std::chrono::milliseconds timeout) override;
+  void start_liveness(const std::string& prefix, const std::string& node) override;
+  std::vector<std::string> dead_members(const std::string& prefix,
+                                        const std::vector<std::string>& members,
+                                        const std::string& self) override;
+  std::string where() const override;
+
+ private:
+  void keep_alive_loop();
+  void take_lease();
+
+  Options options_;
+  EtcdClient probe_;      // reads liveness (agent thread)
+  EtcdClient liveness_;   // grants and keeps the lease (its own thread)
+  std::string alive_key_;
+  int64_t lease_ = 0;
+  std::thread thread_;
+  std::mutex mutex_;
+  std::condition_variable stop_cv_;
+  bool stopping_ = false;
+};
+
+}  // namespace ddprun::rendezvous

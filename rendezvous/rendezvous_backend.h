@@ -1,0 +1,40 @@
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rendezvous/store.h"
+
+namespace ddprun::rendezvous {
+
+/// Where an elastic rendezvous keeps its state and how its nodes show they are
+/// alive: a TCPStore one of the agents hosts (c10d), or etcd.
+class RendezvousBackend {
+ public:
+  virtual ~RendezvousBackend() = default;
+
+  /// Prefix of the run's keys.
+  virtual std::string prefix(const std::string& run_id) const = 0;
+  /// A new connection to the state; every call bounded by `timeout`.
+  virtual std::unique_ptr<Store> connect(std::chrono::milliseconds timeout) = 0;
+  /// Starts showing that `node` is alive (until the backend goes).
+  virtual void start_liveness(const std::string& prefix, const std::string& node) = 0;
+  /// Which of `members` (never `self`) are gone, judged now.
+  virtual std::vector<std::string> dead_members(const std::string& prefix,
+                                                const std::vector<std::string>& members,
+                                                const std::string& self) = 0;
+  /// A round has formed: every member counts as alive from here.
+  virtual void round_formed() {}
+  /// True when one of the agents hosts the state (c10d), false for a service (etcd).
+  virtual bool hosted() const { return false; }
+  /// True on the agent that hosts the state (it must outlive the job).
+  virtual bool hosts_state() const { return false; }
+  /// On the host, at the end: waits until the others let go, at most `max`.
+  virtual void linger(std::chrono::milliseconds max) { (void)max; }
+  /// Where the state lives, for messages: "store at h:p", "etcd at a, b".
+  virtual std::string where() const = 0;
+};
+
+}  // namespace ddprun::rendezvous
