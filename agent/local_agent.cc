@@ -295,14 +295,15 @@ class LocalAgent::Impl {
 
   int finish_success() {
     // Whoever hosts the agents' store closes the run and keeps the store up until the
-    // others have left.
-    if (multi_node() && handler_->hosts_store()) {
+    // others have left; where the state outlives the agents (etcd), every agent closes
+    // it (once is enough, and none is special).
+    if (multi_node() && (handler_->hosts_store() || handler_->state_outlives_agents())) {
       try {
         handler_->close();
       } catch (const std::exception& e) {
         spdlog::warn("could not close the rendezvous: {}", e.what());
       }
-      handler_->linger(std::chrono::seconds(5));
+      if (handler_->hosts_store()) handler_->linger(std::chrono::seconds(5));
     }
     log_dir_.remove_if_temporary();
     return finish(0, "finished", "");

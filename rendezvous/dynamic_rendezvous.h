@@ -54,6 +54,7 @@ class DynamicRendezvous : public RendezvousHandler {
   bool hosts_store() const override { return backend_->hosts_state(); }
   void linger(std::chrono::milliseconds max) override { backend_->linger(max); }
   std::string address() const override { return address_; }
+  bool state_outlives_agents() const override { return !backend_->hosted(); }
   bool primary() const override { return primary_; }
 
  private:

@@ -76,6 +76,9 @@ class RendezvousHandler {
   /// writer): the store's host, or the agent that claimed it where none hosts.
   virtual bool primary() const { return hosts_store(); }
 
+  /// True when the shared state lives outside the agents (etcd) and stays after them.
+  virtual bool state_outlives_agents() const { return false; }
+
   /// How the other agents reach this one ("" when they do not need to).
   virtual std::string address() const { return ""; }
 

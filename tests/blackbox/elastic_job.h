@@ -1,6 +1,8 @@
 #pragma once
 
+#include <filesystem>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -8,11 +10,13 @@
 
 namespace ddprun::test {
 
-// One agent of job `id` at 127.0.0.1:port.
+// One agent of job `id`: c10d at 127.0.0.1:port, or etcd at `endpoint`.
 struct Job {
   int port = free_port();
   std::string id = "job" + std::to_string(port);
   std::string nnodes;
+  std::string backend = "c10d";
+  std::string endpoint;  // "" = 127.0.0.1:<port>
   std::string conf =
       "last_call_timeout=0.3,keep_alive_interval=0.1,keep_alive_max_attempt=10,"
       "join_timeout=20,read_timeout=2";
@@ -24,8 +28,10 @@ struct Job {
     std::string c = conf;
     if (is_host) c += std::string(",is_host=") + (*is_host ? "1" : "0");
     std::vector<std::string> args{"--nnodes=" + nnodes,
-                                  "--rdzv_backend=c10d",
-                                  "--rdzv_endpoint=127.0.0.1:" + std::to_string(port),
+                                  "--rdzv_backend=" + backend,
+                                  "--rdzv_endpoint=" + (endpoint.empty()
+                                                            ? "127.0.0.1:" + std::to_string(port)
+                                                            : endpoint),
                                   "--rdzv_id=" + id,
                                   "--local_addr=127.0.0.1",
                                   "--rdzv_conf=" + c};
@@ -42,5 +48,25 @@ struct Job {
     return agent_running(std::move(flags), worker, is_host);
   }
 };
+
+// Marker files "w<world>.r<rank>.a<attempt>" the workers of `world` have written.
+inline std::set<std::string> markers(const std::string& dir, int world) {
+  std::set<std::string> out;
+  std::string prefix = "w" + std::to_string(world) + ".";
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    std::string name = e.path().filename();
+    if (name.rfind(prefix, 0) == 0) out.insert(name);
+  }
+  return out;
+}
+
+inline bool world_running(const std::string& dir, int world, int attempt) {
+  for (int r = 0; r < world; ++r) {
+    std::string name =
+        "w" + std::to_string(world) + ".r" + std::to_string(r) + ".a" + std::to_string(attempt);
+    if (!std::filesystem::exists(dir + "/" + name)) return false;
+  }
+  return true;
+}
 
 }  // namespace ddprun::test

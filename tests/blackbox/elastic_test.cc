@@ -16,26 +16,6 @@ namespace {
 
 const std::map<std::string, std::optional<std::string>> kEnv{{"OMP_NUM_THREADS", "1"}};
 
-// Marker files "w<world>.r<rank>.a<attempt>" the workers of `world` have written.
-std::set<std::string> markers(const std::string& dir, int world) {
-  std::set<std::string> out;
-  std::string prefix = "w" + std::to_string(world) + ".";
-  for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    std::string name = e.path().filename();
-    if (name.rfind(prefix, 0) == 0) out.insert(name);
-  }
-  return out;
-}
-
-bool world_running(const std::string& dir, int world, int attempt) {
-  for (int r = 0; r < world; ++r) {
-    std::string name =
-        "w" + std::to_string(world) + ".r" + std::to_string(r) + ".a" + std::to_string(attempt);
-    if (!std::filesystem::exists(dir + "/" + name)) return false;
-  }
-  return true;
-}
-
 TEST(Elastic, RanksAreUniqueAndContiguousAcrossThreeNodes) {
   Job job;
   job.nnodes = "3";

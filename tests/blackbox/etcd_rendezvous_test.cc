@@ -1,0 +1,163 @@
+// Elastic jobs over etcd (Debian's etcd-server on loopback ports): the same behaviour
+// as the c10d backend — ranks, scale up and down, restarts, fail-stop, closing — with
+// liveness from leases and no agent as a single point of failure; clear errors.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <filesystem>
+
+#include "tests/blackbox/ddprun_process.h"
+#include "tests/blackbox/elastic_job.h"
+#include "tests/helpers/etcd_cluster.h"
+
+namespace ddprun::test {
+namespace {
+
+const std::map<std::string, std::optional<std::string>> kEnv{{"OMP_NUM_THREADS", "1"}};
+
+class EtcdRendezvous : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { etcd_ = new EtcdCluster(1); }
+  static void TearDownTestSuite() { delete etcd_; }
+  Job job(const std::string& nnodes) {
+    Job j;
+    j.nnodes = nnodes;
+    j.backend = "etcd";
+    j.endpoint = etcd_->endpoints();
+    return j;
+  }
+  static EtcdCluster* etcd_;
+};
+EtcdCluster* EtcdRendezvous::etcd_ = nullptr;
+
+TEST_F(EtcdRendezvous, AgentsAgreeOnRanksAndShareOneRun) {
+  Job j = job("2");
+  std::string runs = make_temp_dir() + "/runs";
+  auto args = j.agent({"--nproc_per_node=2", "--tracking_dir", runs}, {"env"});
+  DdprunProcess a(args, kEnv);
+  DdprunProcess b(args, kEnv);
+  ASSERT_EQ(a.wait(), 0) << a.err();
+  ASSERT_EQ(b.wait(), 0) << b.err();
+  std::string out = a.out() + b.out();
+  for (int rank = 0; rank < 4; ++rank) {
+    EXPECT_NE(out.find("RANK=" + std::to_string(rank) + "\n"), std::string::npos) << out;
+  }
+  EXPECT_NE(out.find("WORLD_SIZE=4"), std::string::npos) << out;
+  Finished show = run_ddprun({"runs", "show", j.id, "--tracking_dir", runs});
+  for (int rank = 0; rank < 4; ++rank) {
+    EXPECT_NE(show.out.find("worker_exited attempt 0 rank " + std::to_string(rank)),
+              std::string::npos)
+        << "one agent claimed the run, the other forwarded to it\n" << show.out;
+  }
+}
+
+TEST_F(EtcdRendezvous, ScalesUpThenDownWhenAnAgentDies) {
+  Job j = job("2:3");
+  std::string dir = make_temp_dir();
+  DdprunProcess a(j.agent({}, {"mark", dir}), kEnv);
+  DdprunProcess b(j.agent({}, {"mark", dir}), kEnv);
+  ASSERT_TRUE(eventually([&] { return world_running(dir, 2, 0); }));
+  DdprunProcess c(j.agent({}, {"mark", dir}), kEnv);
+  ASSERT_TRUE(eventually([&] { return world_running(dir, 3, 0); })) << "a late agent joins";
+  for (const auto& m : markers(dir, 2)) std::filesystem::remove(dir + "/" + m);
+  ::kill(c.pid(), SIGKILL);  // its lease runs out, etcd drops its key
+  ASSERT_TRUE(eventually([&] { return world_running(dir, 2, 0); }, std::chrono::seconds(20)))
+      << "the survivors go on with 2 nodes\n" << a.err() << b.err();
+  for (auto* p : {&a, &b}) ::kill(p->pid(), SIGTERM);
+  for (auto* p : {&a, &b}) EXPECT_EQ(p->wait(), 128 + SIGTERM);
+  EXPECT_NE((a.err() + b.err()).find("lost node(s) 127.0.0.1/"), std::string::npos) << a.err();
+}
+
+TEST_F(EtcdRendezvous, WorkerFailureRestartsEveryNode) {
+  Job j = job("2");
+  auto args =
+      j.agent({"--nproc_per_node=2", "--max_restarts=2", "--tee=1"}, {"fail_before", "1", "4"});
+  DdprunProcess a(args, kEnv);
+  DdprunProcess b(args, kEnv);
+  ASSERT_EQ(a.wait(), 0) << a.err();
+  ASSERT_EQ(b.wait(), 0) << b.err();
+  for (const auto* out : {&a.out(), &b.out()}) {
+    EXPECT_NE(out->find("[default0]:attempt 1"), std::string::npos) << *out;
+    EXPECT_EQ(out->find(":attempt 2"), std::string::npos) << *out;
+  }
+}
+
+TEST_F(EtcdRendezvous, BudgetExhaustedEndsEveryNodeWithTheRootCause) {
+  Job j = job("2");
+  auto args = j.agent({"--nproc_per_node=2", "--max_restarts=1"}, {"fail_rank", "3", "5"});
+  DdprunProcess a(args, kEnv);
+  DdprunProcess b(args, kEnv);
+  EXPECT_EQ(a.wait(), 5) << a.err();
+  EXPECT_EQ(b.wait(), 5) << b.err();
+  EXPECT_NE((a.err() + b.err()).find("the job failed: rank 3 (local_rank 1)"), std::string::npos)
+      << a.err() << b.err();
+}
+
+TEST_F(EtcdRendezvous, SigtermToOneAgentStopsTheJob) {
+  Job j = job("2");
+  std::string dir = make_temp_dir();
+  DdprunProcess a(j.agent({}, {"mark", dir}), kEnv);
+  DdprunProcess b(j.agent({}, {"mark", dir}), kEnv);
+  ASSERT_TRUE(eventually([&] { return world_running(dir, 2, 0); }));
+  ::kill(b.pid(), SIGTERM);
+  EXPECT_EQ(b.wait(), 128 + SIGTERM);
+  EXPECT_EQ(a.wait(), 128 + SIGTERM) << a.err();
+}
+
+TEST_F(EtcdRendezvous, ClosedRunIdIsRefused) {
+  Job j = job("1:2");
+  j.conf += ",last_call_timeout=0.1";
+  ASSERT_EQ(run_ddprun(j.agent({}, {"exit", "0"}), kEnv).code, 0);
+  Finished late = run_ddprun(j.agent({}, {"exit", "0"}), kEnv);
+  EXPECT_EQ(late.code, 1);
+  EXPECT_NE(late.err.find("use a new --rdzv_id"), std::string::npos) << late.err;
+  EXPECT_NE(late.err.find("etcd at "), std::string::npos) << late.err;
+}
+
+TEST(EtcdRendezvousErrors, UnreachableEtcdNamesEveryEndpoint) {
+  Job j;
+  j.nnodes = "2";
+  j.backend = "etcd";
+  j.endpoint = "127.0.0.1:" + std::to_string(free_port()) + ",127.0.0.1:" + std::to_string(free_port());
+  j.conf = "read_timeout=1,join_timeout=5";
+  Finished f = run_ddprun(j.agent({}, {"exit", "0"}), kEnv);
+  EXPECT_EQ(f.code, 1);
+  EXPECT_NE(f.err.find("cannot reach etcd"), std::string::npos) << f.err;
+  for (const std::string& e : {j.endpoint.substr(0, j.endpoint.find(',')),
+                               j.endpoint.substr(j.endpoint.find(',') + 1)}) {
+    EXPECT_NE(f.err.find(e), std::string::npos) << f.err;
+  }
+}
+
+TEST(EtcdRendezvousErrors, BadEndpointsAndTlsAreUsageErrors) {
+  Finished f = run_ddprun({"--nnodes=2", "--rdzv_backend=etcd", "--rdzv_endpoint=a:1,b:99999",
+                           "--rdzv_id=x", "--no_python", "/bin/true"});
+  EXPECT_EQ(f.code, 2);
+  EXPECT_NE(f.err.find("bad port in etcd endpoint 'b:99999'"), std::string::npos) << f.err;
+  f = run_ddprun({"--nnodes=2", "--rdzv_backend=etcd", "--rdzv_endpoint=a:1", "--rdzv_id=x",
+                  "--rdzv_conf=protocol=https", "--no_python", "/bin/true"});
+  EXPECT_EQ(f.code, 2);
+  EXPECT_NE(f.err.find("protocol=https: only http is supported"), std::string::npos) << f.err;
+}
+
+TEST(EtcdCluster3, AgentsKeepGoingWhenAMemberIsKilledMidJob) {
+  EtcdCluster etcd(3);
+  Job j;
+  j.nnodes = "2:3";
+  j.backend = "etcd";
+  j.endpoint = etcd.endpoints();
+  std::string dir = make_temp_dir();
+  DdprunProcess a(j.agent({}, {"mark", dir}), kEnv);
+  DdprunProcess b(j.agent({}, {"mark", dir}), kEnv);
+  ASSERT_TRUE(eventually([&] { return world_running(dir, 2, 0); }));
+  etcd.kill(0);  // the first endpoint, where every agent's connections are
+  // The job still changes membership through the two members left.
+  DdprunProcess c(j.agent({}, {"mark", dir}), kEnv);
+  EXPECT_TRUE(eventually([&] { return world_running(dir, 3, 0); }, std::chrono::seconds(30)))
+      << a.err() << b.err() << c.err();
+  ::kill(a.pid(), SIGTERM);
+  for (auto* p : {&a, &b, &c}) EXPECT_EQ(p->wait(), 128 + SIGTERM) << p->err();
+}
+
+}  // namespace
+}  // namespace ddprun::test
