@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Elastic rendezvous, ddprun vs torchrun's c10d backend, side by side in one run.
+"""Elastic rendezvous side by side in one run: ddprun's c10d backend, ddprun's etcd
+backend (a real etcd started here) and torchrun's c10d backend.
 
     /usr/bin/python3 bench/rendezvous_bench.py [--ddprun build/launcher/ddprun]
         [--agents 2,8,32,128] [--torch-agents 2,8]
@@ -37,7 +38,29 @@ def free_port():
         return s.getsockname()[1]
 
 
+ETCD = None  # "127.0.0.1:port" of the etcd started for the etcd rows
+
+
+def start_etcd():
+    global ETCD
+    d = tempfile.mkdtemp(prefix="ddprun_bench_etcd_")
+    client, peer = free_port(), free_port()
+    proc = subprocess.Popen(
+        ["etcd", "--name=b", f"--data-dir={d}", f"--listen-client-urls=http://127.0.0.1:{client}",
+         f"--advertise-client-urls=http://127.0.0.1:{client}",
+         f"--listen-peer-urls=http://127.0.0.1:{peer}",
+         f"--initial-advertise-peer-urls=http://127.0.0.1:{peer}",
+         f"--initial-cluster=b=http://127.0.0.1:{peer}"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    ETCD = f"127.0.0.1:{client}"
+    return proc
+
+
 def launcher_args(kind, n, port, run_id, extra):
+    if kind == "ddprun-etcd":
+        return [f"--nnodes={n}", "--nproc_per_node=1", "--rdzv_backend=etcd",
+                f"--rdzv_endpoint={ETCD}", f"--rdzv_id={run_id}", "--local_addr=127.0.0.1",
+                *[e for e in extra if "is_host" not in e]]
     common = [f"--nnodes={n}", "--nproc_per_node=1", "--rdzv_backend=c10d",
               f"--rdzv_endpoint=127.0.0.1:{port}", f"--rdzv_id={run_id}", *extra]
     if kind == "ddprun":
@@ -62,7 +85,7 @@ def run_agents(cmd_prefix, kind, n, script, extra=()):
             [*cmd_prefix, *args, "--no_python", "/bin/sh", "-c", script, d],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env))
         if i == 0:
-            time.sleep(0.05 if kind == "ddprun" else 2.0)  # the host binds the endpoint first
+            time.sleep(2.0 if kind == "torchrun" else 0.05)  # the host binds the endpoint first
             last_start = time.time()
     for p in procs:
         p.wait(timeout=600)
@@ -89,20 +112,31 @@ def main():
     args = ap.parse_args()
     ours = [args.ddprun]
     torch_counts = {int(x) for x in args.torch_agents.split(",") if x}
-    print("| agents | ddprun | torchrun c10d | torchrun / ddprun |")
-    print("|---|---|---|---|")
-    for n in [int(x) for x in args.agents.split(",")]:
-        t_ours, _ = run_agents(ours, "ddprun", n, MARK)
-        if n in torch_counts:
-            t_torch, _ = run_agents(TORCHRUN, "torchrun", n, MARK)
-            print(f"| {n} | {t_ours * 1000:.0f} ms | {t_torch * 1000:.0f} ms | "
-                  f"x{t_torch / t_ours:.0f} |", flush=True)
-        else:
-            print(f"| {n} | {t_ours * 1000:.0f} ms | - | - |", flush=True)
-    r_ours = restart_latency(ours, "ddprun")
-    r_torch = restart_latency(TORCHRUN, "torchrun")
-    print(f"\n| restart across 2 agents (worker death to last restarted worker) | ddprun "
-          f"{r_ours * 1000:.1f} ms | torchrun {r_torch * 1000:.0f} ms | x{r_torch / r_ours:.0f} |")
+    etcd = start_etcd()
+    try:
+        time.sleep(1.0)  # etcd elects itself
+        print("| agents | ddprun c10d | ddprun etcd | etcd / c10d | torchrun c10d | "
+              "torchrun / ddprun c10d |")
+        print("|---|---|---|---|---|---|")
+        for n in [int(x) for x in args.agents.split(",")]:
+            t_ours, _ = run_agents(ours, "ddprun", n, MARK)
+            t_etcd, _ = run_agents(ours, "ddprun-etcd", n, MARK)
+            row = (f"| {n} | {t_ours * 1000:.0f} ms | {t_etcd * 1000:.0f} ms | "
+                   f"x{t_etcd / t_ours:.2f} |")
+            if n in torch_counts:
+                t_torch, _ = run_agents(TORCHRUN, "torchrun", n, MARK)
+                row += f" {t_torch * 1000:.0f} ms | x{t_torch / t_ours:.0f} |"
+            else:
+                row += " - | - |"
+            print(row, flush=True)
+        r_ours = restart_latency(ours, "ddprun")
+        r_etcd = restart_latency(ours, "ddprun-etcd")
+        r_torch = restart_latency(TORCHRUN, "torchrun")
+        print(f"\n| restart across 2 agents (worker death to last restarted worker) | ddprun c10d "
+              f"{r_ours * 1000:.1f} ms | ddprun etcd {r_etcd * 1000:.1f} ms | torchrun "
+              f"{r_torch * 1000:.0f} ms | x{r_torch / r_ours:.0f} |")
+    finally:
+        etcd.kill()
 
 
 if __name__ == "__main__":

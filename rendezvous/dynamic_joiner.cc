@@ -17,9 +17,11 @@ std::string DynamicJoiner::round_prefix(int round) const {
 
 DynamicJoiner::Snapshot DynamicJoiner::read() {
   Snapshot s;
-  s.version = store_.add(prefix_ + "version", 0);
-  if (store_.check({prefix_ + "state"})) {
-    s.raw = store_.get(prefix_ + "state", milliseconds(10'000));
+  // Both in one round trip where the store can (and consistent with each other).
+  auto now = store_.get_now(std::vector<std::string>{prefix_ + "version", prefix_ + "state"});
+  s.version = now[0] && !now[0]->empty() ? std::stoll(*now[0]) : 0;
+  if (now[1]) {
+    s.raw = *now[1];
     s.state = DynamicState::from_json(s.raw);
   }
   return s;

@@ -345,7 +345,7 @@ void EtcdClient::put(const std::string& key, const std::string& value, int64_t l
 }
 
 bool EtcdClient::put_if_revision(const std::string& key, int64_t mod_revision,
-                                 const std::string& value) {
+                                 const std::string& value, std::optional<EtcdKv>* current) {
   nlohmann::json compare{{"key", b64(key)}, {"result", "EQUAL"}};
   if (mod_revision == 0) {
     compare["target"] = "CREATE";
@@ -356,8 +356,28 @@ bool EtcdClient::put_if_revision(const std::string& key, int64_t mod_revision,
   }
   nlohmann::json body{
       {"compare", {compare}},
-      {"success", {{{"request_put", {{"key", b64(key)}, {"value", b64(value)}}}}}}};
-  return call("/v3/kv/txn", body).value("succeeded", false);
+      {"success", {{{"request_put", {{"key", b64(key)}, {"value", b64(value)}}}}}},
+      {"failure", {{{"request_range", {{"key", b64(key)}}}}}}};
+  auto reply = call("/v3/kv/txn", body);
+  if (reply.value("succeeded", false)) {
+    // The put's revision is the transaction's: the key as it is now.
+    if (current != nullptr) {
+      EtcdKv kv;
+      kv.key = key;
+      kv.value = value;
+      kv.mod_revision = int_field(reply.value("header", nlohmann::json::object()), "revision");
+      *current = kv;
+    }
+    return true;
+  }
+  if (current != nullptr) {
+    current->reset();
+    for (const auto& r : reply.value("responses", nlohmann::json::array())) {
+      Range found = to_range(r.value("response_range", nlohmann::json::object()));
+      if (!found.kvs.empty()) *current = found.kvs[0];
+    }
+  }
+  return false;
 }
 
 int64_t EtcdClient::remove(const std::string& key, const std::string& range_end) {

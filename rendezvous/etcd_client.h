@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -80,8 +81,10 @@ class EtcdClient {
   std::vector<Range> ranges(const std::vector<std::string>& keys);
   void put(const std::string& key, const std::string& value, int64_t lease = 0);
   /// Puts when the key's mod revision is `mod_revision` (0: when the key does not
-  /// exist). False when it changed meanwhile.
-  bool put_if_revision(const std::string& key, int64_t mod_revision, const std::string& value);
+  /// exist); false when it changed meanwhile. Either way `current` (if given) gets
+  /// the key as it is now (nullopt: missing), from the same transaction.
+  bool put_if_revision(const std::string& key, int64_t mod_revision, const std::string& value,
+                       std::optional<EtcdKv>* current = nullptr);
   /// Number of keys deleted.
   int64_t remove(const std::string& key, const std::string& range_end = "");
 

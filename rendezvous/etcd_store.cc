@@ -11,17 +11,41 @@ EtcdStore::EtcdStore(std::unique_ptr<EtcdClient> client, std::string prefix)
 
 template <typename Next>
 auto EtcdStore::update(const std::string& key, Next next) {
+  std::optional<EtcdKv>& known = seen_[key];
+  bool confirmed = false;  // `known` was read from etcd during this call
   while (true) {
-    auto r = client_->range(prefix_ + key);
     std::optional<std::string> current;
-    int64_t revision = 0;
-    if (!r.kvs.empty()) {
-      current = r.kvs[0].value;
-      revision = r.kvs[0].mod_revision;
-    }
+    if (known) current = known->value;
     auto [to_write, result] = next(current);
-    if (!to_write || client_->put_if_revision(prefix_ + key, revision, *to_write)) return result;
+    if (!to_write) {
+      if (confirmed) return result;
+      // Decided on a value seen earlier: make sure it is still the value.
+      auto r = client_->range(prefix_ + key);
+      known = r.kvs.empty() ? std::nullopt : std::optional<EtcdKv>(r.kvs[0]);
+      confirmed = true;
+      continue;
+    }
+    std::optional<EtcdKv> now;
+    bool written =
+        client_->put_if_revision(prefix_ + key, known ? known->mod_revision : 0, *to_write, &now);
+    known = now;
+    if (written) return result;
+    confirmed = true;
   }
+}
+
+std::optional<std::string> EtcdStore::get_now(const std::string& key) {
+  return get_now(std::vector<std::string>{key})[0];
+}
+
+std::vector<std::optional<std::string>> EtcdStore::get_now(const std::vector<std::string>& keys) {
+  std::vector<std::string> full;
+  for (const auto& k : keys) full.push_back(prefix_ + k);
+  std::vector<std::optional<std::string>> out;
+  for (const auto& r : client_->ranges(full)) {
+    out.push_back(r.kvs.empty() ? std::nullopt : std::optional<std::string>(r.kvs[0].value));
+  }
+  return out;
 }
 
 void EtcdStore::set(const std::string& key, const std::string& value) {
@@ -33,6 +57,10 @@ std::string EtcdStore::get(const std::string& key, std::chrono::milliseconds tim
 }
 
 int64_t EtcdStore::add(const std::string& key, int64_t delta) {
+  if (delta == 0) {  // a read: no write, no revision spent
+    auto value = get_now(key);
+    return value && !value->empty() ? std::stoll(*value) : 0;
+  }
   return update(key, [&](const std::optional<std::string>& current) {
     int64_t sum = (current && !current->empty() ? std::stoll(*current) : 0) + delta;
     return std::pair{std::optional<std::string>(std::to_string(sum)), sum};
@@ -56,11 +84,16 @@ bool EtcdStore::check(const std::vector<std::string>& keys) {
 }
 
 void EtcdStore::wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
-  multi_get(keys, timeout);
+  wait_for(keys, timeout, false);
 }
 
 std::vector<std::string> EtcdStore::multi_get(const std::vector<std::string>& keys,
                                               std::chrono::milliseconds timeout) {
+  return wait_for(keys, timeout, true);
+}
+
+std::vector<std::string> EtcdStore::wait_for(const std::vector<std::string>& keys,
+                                             std::chrono::milliseconds timeout, bool values_wanted) {
   auto deadline = EtcdClient::Clock::now() + timeout;
   std::vector<std::string> full;
   for (const auto& k : keys) full.push_back(prefix_ + k);
@@ -93,6 +126,7 @@ std::vector<std::string> EtcdStore::multi_get(const std::vector<std::string>& ke
                          " ms waiting for key(s) " + names + " in etcd at " +
                          client_->endpoints_text());
     }
+    if (!values_wanted) return {};  // every key was created: that is all a wait needs
     // Read them again: values as of now (a key may also have gone meanwhile).
   }
 }

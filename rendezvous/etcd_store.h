@@ -1,6 +1,8 @@
 #pragma once
 
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "rendezvous/etcd_client.h"
@@ -33,18 +35,26 @@ class EtcdStore : public Store {
                  const std::vector<std::string>& values) override;
   void append(const std::string& key, const std::string& value) override;
   void interrupt() override { client_->interrupt(); }
+  using Store::get_now;
+  std::optional<std::string> get_now(const std::string& key) override;
+  std::vector<std::optional<std::string>> get_now(const std::vector<std::string>& keys) override;
 
   EtcdClient& client() { return *client_; }
 
  private:
-  // Reads the key, lets `next` decide the new value from the current one (nullopt:
-  // leave it), writes it if nobody changed the key meanwhile, else tries again.
-  // Returns what `next` returned last.
+  // Lets `next` decide the new value from the current one (nullopt: leave it) and
+  // writes it if nobody changed the key meanwhile, else tries again with the value
+  // the failed transaction read. Starts from the value last seen here (or "missing"),
+  // so an uncontended update is one round trip. Returns what `next` returned last.
   template <typename Next>
   auto update(const std::string& key, Next next);
+  // Blocks until every key exists; their values when `values_wanted`.
+  std::vector<std::string> wait_for(const std::vector<std::string>& keys,
+                                    std::chrono::milliseconds timeout, bool values_wanted);
 
   std::unique_ptr<EtcdClient> client_;
   std::string prefix_;
+  std::map<std::string, std::optional<EtcdKv>> seen_;  // key -> as last seen (nullopt: missing)
 };
 
 }  // namespace ddprun::rendezvous

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,19 @@ class Store {
                          const std::vector<std::string>& values) = 0;
   /// Appends to the value (creating it when missing).
   virtual void append(const std::string& key, const std::string& value) = 0;
+
+  /// The value if the key exists now, without waiting. (Stores that can answer in
+  /// one round trip override it.)
+  virtual std::optional<std::string> get_now(const std::string& key) {
+    if (!check({key})) return std::nullopt;
+    return get(key, kDefaultTimeout);
+  }
+  /// Several keys at once, one round trip where the store can.
+  virtual std::vector<std::optional<std::string>> get_now(const std::vector<std::string>& keys) {
+    std::vector<std::optional<std::string>> out;
+    for (const auto& k : keys) out.push_back(get_now(k));
+    return out;
+  }
 
   /// Makes a call blocked in another thread fail promptly with StoreError; the store
   /// is unusable afterwards. The one method that may be called concurrently.

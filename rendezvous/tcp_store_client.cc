@@ -172,6 +172,16 @@ std::vector<std::string> TcpStoreClient::multi_get(const std::vector<std::string
   return multi_get_now(keys);
 }
 
+std::vector<std::optional<std::string>> TcpStoreClient::get_now(
+    const std::vector<std::string>& keys) {
+  if (options_.numbering != tcpstore::Numbering::kV2) return Store::get_now(keys);
+  std::vector<std::optional<std::string>> out;
+  for (auto& v : multi_get_now(keys)) {
+    out.push_back(v.empty() ? std::nullopt : std::optional<std::string>(std::move(v)));
+  }
+  return out;
+}
+
 std::vector<std::string> TcpStoreClient::multi_get_now(const std::vector<std::string>& keys) {
   send(Request(options_.numbering, Op::kMultiGet).keys(keys).bytes());
   std::vector<std::string> values;

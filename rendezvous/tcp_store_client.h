@@ -46,6 +46,9 @@ class TcpStoreClient : public Store {
 
   /// The current values of `keys` without waiting; "" for a missing key (2.x only).
   std::vector<std::string> multi_get_now(const std::vector<std::string>& keys);
+  /// One round trip (2.x); an empty value reads as missing.
+  using Store::get_now;
+  std::vector<std::optional<std::string>> get_now(const std::vector<std::string>& keys) override;
 
   /// Round trip with a nonce (2.x only); returns the nonce echoed.
   uint32_t ping(uint32_t nonce);

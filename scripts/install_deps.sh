@@ -11,6 +11,7 @@ packages=(
   python3-torch                       # the reference torchrun and real DDP jobs
   iproute2 procps time                # multi-host tests, process checks, benchmarks
   chromium                            # the HTML report, checked headless
+  etcd-server etcd-client             # the etcd rendezvous backend, tested against real etcd
 )
 
 missing=()

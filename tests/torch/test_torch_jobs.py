@@ -132,20 +132,40 @@ class StaticNodes(unittest.TestCase):
 
 
 class ElasticNodes(unittest.TestCase):
-    def agents(self, tmp, extra_args, extra_train):
-        port = free_port()
+    def agents(self, tmp, extra_args, extra_train, backend="c10d", endpoint=None):
+        endpoint = endpoint or f"127.0.0.1:{free_port()}"
         env = dict(os.environ, PYTHON_EXEC=PYTHON, OMP_NUM_THREADS="1")
         return [subprocess.Popen(
-            [DDPRUN, "--nnodes=2", "--nproc_per_node=2", "--rdzv_backend=c10d",
-             f"--rdzv_endpoint=127.0.0.1:{port}", "--rdzv_id=torchjob",
+            [DDPRUN, "--nnodes=2", "--nproc_per_node=2", f"--rdzv_backend={backend}",
+             f"--rdzv_endpoint={endpoint}", "--rdzv_id=torchjob",
              "--local_addr=127.0.0.1", *extra_args, TRAIN, "--epochs", "2",
              "--checkpoint", os.path.join(tmp, "ckpt.pt"), *extra_train],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp)
             for _ in range(2)]
 
     def test_two_agents_under_c10d(self):
+        self.two_agents_train()
+
+    def test_two_agents_over_etcd(self):
+        tmp = tempfile.mkdtemp(prefix="ddprun_etcd_")
+        client, peer = free_port(), free_port()
+        etcd = subprocess.Popen(
+            ["etcd", "--name=m0", f"--data-dir={tmp}/data",
+             f"--listen-client-urls=http://127.0.0.1:{client}",
+             f"--advertise-client-urls=http://127.0.0.1:{client}",
+             f"--listen-peer-urls=http://127.0.0.1:{peer}",
+             f"--initial-advertise-peer-urls=http://127.0.0.1:{peer}",
+             f"--initial-cluster=m0=http://127.0.0.1:{peer}"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            self.two_agents_train("etcd", f"127.0.0.1:{client}")
+        finally:
+            etcd.kill()
+            etcd.wait()
+
+    def two_agents_train(self, backend="c10d", endpoint=None):
         tmp = tempfile.mkdtemp(prefix="ddprun_torch_")
-        nodes = self.agents(tmp, [], [])
+        nodes = self.agents(tmp, [], [], backend, endpoint)
         outs = [n.communicate(timeout=TIMEOUT) for n in nodes]
         for n, (out, err) in zip(nodes, outs):
             self.assertEqual(n.returncode, 0, err)
