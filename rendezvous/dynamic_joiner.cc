@@ -1,6 +1,7 @@
 #include "rendezvous/dynamic_joiner.h"
 
 #include <algorithm>
+#include <thread>
 
 namespace ddprun::rendezvous {
 
@@ -17,21 +18,43 @@ std::string DynamicJoiner::round_prefix(int round) const {
 
 DynamicJoiner::Snapshot DynamicJoiner::read() {
   Snapshot s;
-  // Both in one round trip where the store can (and consistent with each other).
-  auto now = store_.get_now(std::vector<std::string>{prefix_ + "version", prefix_ + "state"});
+  // All in one round trip where the store can (and consistent with each other).
+  auto now = store_.get_now(
+      std::vector<std::string>{prefix_ + "version", prefix_ + "epoch", prefix_ + "state"});
   s.version = now[0] && !now[0]->empty() ? std::stoll(*now[0]) : 0;
-  if (now[1]) {
-    s.raw = *now[1];
+  s.epoch = now[1] && !now[1]->empty() ? std::stoll(*now[1]) : 0;
+  if (now[2]) {
+    s.raw = *now[2];
     s.state = DynamicState::from_json(s.raw);
   }
   return s;
 }
 
+// Changes a node already in the forming round must hear of; others (one more node
+// joining) concern only nodes that still have to act.
+static bool concerns_participants(const DynamicState& from, const DynamicState& to) {
+  return from.complete != to.complete || from.round != to.round || from.closed != to.closed ||
+         from.last_call_deadline_ms != to.last_call_deadline_ms;
+}
+
 bool DynamicJoiner::write(const Snapshot& from, const DynamicState& to) {
   std::string desired = to.to_json();
-  if (store_.compare_set(prefix_ + "state", from.raw, desired) != desired) return false;
+  std::string now = store_.compare_set(prefix_ + "state", from.raw, desired);
+  if (now != desired) {
+    // Lost to another node: back off a little (more each time, at random) so that
+    // many nodes arriving together do not all retry in lockstep.
+    ++lost_writes_;
+    int64_t cap_us = std::min<int64_t>(20'000, int64_t{250} << std::min(lost_writes_, 7));
+    std::this_thread::sleep_for(std::chrono::microseconds(jitter_() % (cap_us + 1)));
+    return false;
+  }
+  lost_writes_ = 0;
   int64_t v = store_.add(prefix_ + "version", 1);
   store_.set(prefix_ + "ver/" + std::to_string(v), "1");
+  if (concerns_participants(from.state, to)) {
+    int64_t e = store_.add(prefix_ + "epoch", 1);
+    store_.set(prefix_ + "epoch/" + std::to_string(e), "1");
+  }
   return true;
 }
 
@@ -70,8 +93,13 @@ DynamicState DynamicJoiner::join(const std::string& node, int local_world_size, 
     auto wait_for = std::chrono::duration_cast<milliseconds>(deadline - now);
     if (a.wake_at_ms > 0) wait_for = std::min(wait_for, milliseconds(a.wake_at_ms - wall_ms_()));
     wait_for = std::clamp(wait_for, milliseconds(1), milliseconds(1000));
+    // A node already in the forming round sleeps through other nodes joining: N
+    // joining nodes then cost N wake-ups, not N squared.
+    bool participant = !snap.state.complete && snap.state.participants.count(node) > 0;
+    std::string wake_key = participant ? "epoch/" + std::to_string(snap.epoch + 1)
+                                       : "ver/" + std::to_string(snap.version + 1);
     try {
-      store_.wait({prefix_ + "ver/" + std::to_string(snap.version + 1)}, wait_for);
+      store_.wait({prefix_ + wake_key}, wait_for);
     } catch (const TimeoutError&) {
       // the last call ended or a slice passed: decide again
     }

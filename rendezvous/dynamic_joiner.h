@@ -3,6 +3,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <random>
 #include <set>
 #include <string>
 
@@ -19,7 +20,10 @@ class RendezvousClosedError : public Error {
 
 /// Applies the DynamicState machine to a Store through compare-and-set. Every
 /// successful write bumps "<prefix>version" and creates "<prefix>ver/<n>", which is
-/// what waiting nodes block on: a change wakes them at once, nothing polls.
+/// what waiting nodes block on: a change wakes them at once, nothing polls. Changes
+/// that concern nodes already in the forming round (it completes, a last call starts,
+/// a new round, closing) also bump "<prefix>epoch" ("epoch/<n>"), which those nodes
+/// wait on instead, re-reading at least every second.
 /// Not thread-safe (one per store connection); the wall clock is injectable.
 class DynamicJoiner {
  public:
@@ -46,7 +50,8 @@ class DynamicJoiner {
 
  private:
   struct Snapshot {
-    int64_t version = 0;
+    int64_t version = 0;  // every change
+    int64_t epoch = 0;    // changes that concern nodes already in the forming round
     std::string raw;
     DynamicState state;
   };
@@ -57,6 +62,8 @@ class DynamicJoiner {
   std::string prefix_;
   DynamicConfig config_;
   WallClock wall_ms_;
+  int lost_writes_ = 0;  // compare-and-sets lost in a row
+  std::minstd_rand jitter_{std::random_device{}()};
 };
 
 }  // namespace ddprun::rendezvous
