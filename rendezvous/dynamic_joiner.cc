@@ -71,10 +71,17 @@ DynamicState DynamicJoiner::join(const std::string& node, int local_world_size, 
     if (a.kind == Action::Kind::kClosed) {
       throw RendezvousClosedError("the run has already finished");
     }
-    if (a.kind == Action::Kind::kDone) return snap.state;
+    if (a.kind == Action::Kind::kDone) {
+      if (announced_round_ >= 0) {
+        store_.delete_key(announce_dir(announced_round_) + node);
+        announced_round_ = -1;
+      }
+      return snap.state;
+    }
     if (a.kind == Action::Kind::kWrite) {
       bool asked_to_join = snap.state.complete && !snap.state.waiting.count(node);
-      if (write(snap, a.next) && asked_to_join) {
+      if (write(snap, with_announced(snap.state, a.next, node, local_world_size)) &&
+          asked_to_join) {
         // We arrived while a round runs: end it for everyone so the next one has us.
         std::set<std::string> members;
         for (const auto& [id, n] : snap.state.participants) members.insert(id);
@@ -104,6 +111,46 @@ DynamicState DynamicJoiner::join(const std::string& node, int local_world_size, 
       // the last call ended or a slice passed: decide again
     }
   }
+}
+
+std::string DynamicJoiner::announce_dir(int round) const {
+  return prefix_ + "joining/" + std::to_string(round) + "/";
+}
+
+// Where the store can list keys, joining nodes announce themselves under
+// "joining/<round>/", and a node that writes the forming round adds every announced
+// node with it: nodes arriving together need a few writes instead of one each (each
+// of which all the others would have to redo).
+DynamicState DynamicJoiner::with_announced(const DynamicState& read, DynamicState next,
+                                           const std::string& self, int local_world_size) {
+  if (read.complete || read.closed || next.complete || !listing_) return next;
+  std::string dir = announce_dir(read.round);
+  if (announced_round_ != read.round) {
+    auto probe = store_.list_prefix(dir);
+    if (!probe) {
+      listing_ = false;  // TCPStore: every node writes for itself
+      return next;
+    }
+    store_.set(dir + self, std::to_string(local_world_size));
+    announced_round_ = read.round;
+  }
+  auto announced = store_.list_prefix(dir);
+  int64_t now = wall_ms_();
+  for (const auto& [key, value] : announced.value_or(decltype(announced)::value_type{})) {
+    std::string other = key.substr(dir.size());
+    if (other == self || next.complete || next.participants.count(other)) continue;
+    int workers = 0;
+    try {
+      workers = std::stoi(value);
+    } catch (const std::exception&) {
+      continue;  // not an announcement
+    }
+    Action theirs = decide_join(next, other, workers, now, config_);
+    if (theirs.kind == Action::Kind::kWrite && theirs.next.participants.count(other)) {
+      next = theirs.next;
+    }
+  }
+  return next;
 }
 
 void DynamicJoiner::start_next_round(int round, bool failure, const std::set<std::string>& alive) {

@@ -57,12 +57,17 @@ class DynamicJoiner {
   };
   Snapshot read();
   bool write(const Snapshot& from, const DynamicState& to);
+  std::string announce_dir(int round) const;
+  DynamicState with_announced(const DynamicState& read, DynamicState next,
+                              const std::string& self, int local_world_size);
 
   Store& store_;
   std::string prefix_;
   DynamicConfig config_;
   WallClock wall_ms_;
-  int lost_writes_ = 0;  // compare-and-sets lost in a row
+  int lost_writes_ = 0;       // compare-and-sets lost in a row
+  bool listing_ = true;       // the store can list keys (until it says it cannot)
+  int announced_round_ = -1;  // the round this node announced itself for
   std::minstd_rand jitter_{std::random_device{}()};
 };
 

@@ -131,6 +131,15 @@ std::vector<std::string> EtcdStore::wait_for(const std::vector<std::string>& key
   }
 }
 
+std::optional<std::vector<std::pair<std::string, std::string>>> EtcdStore::list_prefix(
+    const std::string& prefix) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (auto& kv : client_->range(prefix_ + prefix, etcd_prefix_end(prefix_ + prefix)).kvs) {
+    out.emplace_back(kv.key.substr(prefix_.size()), std::move(kv.value));
+  }
+  return out;
+}
+
 bool EtcdStore::delete_key(const std::string& key) { return client_->remove(prefix_ + key) > 0; }
 
 int64_t EtcdStore::num_keys() {

@@ -38,6 +38,8 @@ class EtcdStore : public Store {
   using Store::get_now;
   std::optional<std::string> get_now(const std::string& key) override;
   std::vector<std::optional<std::string>> get_now(const std::vector<std::string>& keys) override;
+  std::optional<std::vector<std::pair<std::string, std::string>>> list_prefix(
+      const std::string& prefix) override;
 
   EtcdClient& client() { return *client_; }
 

@@ -96,4 +96,14 @@ void MemoryStore::interrupt() {
   changed_.notify_all();
 }
 
+std::optional<std::vector<std::pair<std::string, std::string>>> MemoryStore::list_prefix(
+    const std::string& prefix) {
+  std::lock_guard lock(mutex_);
+  std::vector<std::pair<std::string, std::string>> out;
+  table_.for_each_key([&](const std::string& k) {
+    if (k.rfind(prefix, 0) == 0) out.emplace_back(k, *table_.find(k));
+  });
+  return out;
+}
+
 }  // namespace ddprun::rendezvous

@@ -26,6 +26,8 @@ class MemoryStore : public Store {
   void multi_set(const std::vector<std::string>& keys,
                  const std::vector<std::string>& values) override;
   void append(const std::string& key, const std::string& value) override;
+  std::optional<std::vector<std::pair<std::string, std::string>>> list_prefix(
+      const std::string& prefix) override;
   void interrupt() override;
 
  private:

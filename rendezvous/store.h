@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/error.h"
@@ -57,6 +58,14 @@ class Store {
     if (!check({key})) return std::nullopt;
     return get(key, kDefaultTimeout);
   }
+  /// Every key starting with `prefix` with its value, where the store can list keys
+  /// (nullopt where it cannot: TCPStore).
+  virtual std::optional<std::vector<std::pair<std::string, std::string>>> list_prefix(
+      const std::string& prefix) {
+    (void)prefix;
+    return std::nullopt;
+  }
+
   /// Several keys at once, one round trip where the store can.
   virtual std::vector<std::optional<std::string>> get_now(const std::vector<std::string>& keys) {
     std::vector<std::optional<std::string>> out;
