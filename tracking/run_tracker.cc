@@ -81,7 +81,7 @@ void RunTracker::become_primary() {
   store_->begin();  // one commit for the run's description
   store_->set_meta("run_id", run_name_);
   store_->set_meta("rdzv_id", options_.run_id);
-  store_->set_meta("name", options_.run_name.empty() ? options_.run_id : options_.run_name);
+  store_->set_meta("name", options_.run_name.empty() ? run_name_ : options_.run_name);
   store_->set_meta("status", "running");
   store_->set_meta("created", std::to_string(now_wall()));
   store_->set_meta("owner_pid", std::to_string(::getpid()));
@@ -126,18 +126,22 @@ void RunTracker::attach(rendezvous::Store& store, const std::string& address, bo
   });
 }
 
+// One whole line per write (O_APPEND): the stream thread never reads half a record.
+void RunTracker::append_agent_record(const nlohmann::json& record) {
+  std::string text = record.dump() + "\n";
+  if (::write(agent_stream_fd_, text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+    throw TrackingError("cannot write " + node_dir_ + "/" + kAgentStream);
+  }
+}
+
 void RunTracker::record(const Event& e) {
   guarded("recording an event", [&] {
     if (store_) {
       store_->add_event(e);
     } else if (agent_stream_fd_ >= 0) {
-      nlohmann::json line{{"k", "event"}, {"t", e.wall}, {"kind", e.kind}, {"node", e.node},
-                          {"rank", e.rank}, {"attempt", e.attempt},
-                          {"d", nlohmann::json::parse(e.data_json)}};
-      std::string text = line.dump() + "\n";
-      if (::write(agent_stream_fd_, text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
-        throw TrackingError("cannot write " + node_dir_ + "/" + kAgentStream);
-      }
+      append_agent_record({{"k", "event"}, {"t", e.wall}, {"kind", e.kind}, {"node", e.node},
+                           {"rank", e.rank}, {"attempt", e.attempt},
+                           {"d", nlohmann::json::parse(e.data_json)}});
     }
   });
 }
@@ -148,11 +152,7 @@ void RunTracker::record_system(int node, double wall,
   if (agent_stream_fd_ < 0) return;
   nlohmann::json d = nlohmann::json::object();
   for (const auto& [k, v] : values) d[k] = v;
-  std::string text =
-      nlohmann::json{{"k", "sys"}, {"t", wall}, {"node", node}, {"d", d}}.dump() + "\n";
-  if (::write(agent_stream_fd_, text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
-    throw TrackingError("cannot write " + node_dir_ + "/" + kAgentStream);
-  }
+  append_agent_record({{"k", "sys"}, {"t", wall}, {"node", node}, {"d", d}});
 }
 
 void RunTracker::add_worker_env(int node, int rank, int attempt,

@@ -7,6 +7,8 @@
 #include <memory>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "agent/run_observer.h"
 #include "tracking/record_forwarder.h"
 #include "tracking/record_receiver.h"
@@ -66,6 +68,7 @@ class RunTracker : public agent::RunObserver {
   void become_primary();
   void become_forwarder(const std::string& run_name);
   void record(const Event& e);
+  void append_agent_record(const nlohmann::json& record);
   void record_system(int node, double wall, const std::vector<std::pair<std::string, double>>& v);
   void stream_pass(bool final);  // on the watcher's thread
   void report_skipped(const IngestStats& stats);
