@@ -111,11 +111,17 @@ IngestStats RecordForwarder::pass(bool final) {
     int64_t& sent = sent_[name];
     if (sent >= end || !connected()) continue;
     try {
+      std::string path = dir_ + (name == kAgentStream ? "/" : "/streams/") + name;
       while (sent < end) {
-        std::string data = read_from(dir_ + (name == kAgentStream ? "/" : "/streams/") + name, sent);
-        data.resize(std::min<size_t>(data.size(), static_cast<size_t>(end - sent)));
-        size_t cut = data.size() > kChunk ? data.rfind('\n', kChunk) : data.size() - 1;
-        if (cut == std::string::npos) cut = data.find('\n', kChunk);  // one huge line
+        // About a chunk, cut after its last whole line (all of one longer line).
+        auto left = static_cast<size_t>(end - sent);
+        std::string data = read_from(path, sent, std::min(left, kChunk));
+        size_t cut = data.rfind('\n');
+        if (cut == std::string::npos) {
+          data = read_from(path, sent, left);
+          cut = data.find('\n');
+          if (cut == std::string::npos) break;  // the file changed under us: next pass
+        }
         int64_t held = send_chunk(name, sent, std::string_view(data).substr(0, cut + 1));
         if (held == sent) break;  // nothing taken: try again next pass
         sent = held;

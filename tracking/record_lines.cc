@@ -1,5 +1,6 @@
 #include "tracking/record_lines.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <fstream>
@@ -195,13 +196,13 @@ size_t ingest_lines(RunStore& store, std::string_view data, const StreamOrigin& 
   return complete;
 }
 
-std::string read_from(const std::string& path, int64_t offset) {
+std::string read_from(const std::string& path, int64_t offset, size_t max) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return {};
   in.seekg(0, std::ios::end);
   int64_t size = in.tellg();
   if (size <= offset) return {};
-  std::string data(static_cast<size_t>(size - offset), '\0');
+  std::string data(std::min(static_cast<size_t>(size - offset), max), '\0');
   in.seekg(offset);
   in.read(data.data(), static_cast<std::streamsize>(data.size()));
   data.resize(static_cast<size_t>(in.gcount()));

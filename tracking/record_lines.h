@@ -53,7 +53,9 @@ size_t ingest_lines(RunStore& store, std::string_view data, const StreamOrigin& 
 void ingest_stream_file(RunStore& store, const std::string& key, const std::string& path,
                         const StreamOrigin& origin, bool final, IngestStats& stats);
 
-/// The bytes of `path` from `offset` to its end ("" when it cannot be read).
-std::string read_from(const std::string& path, int64_t offset);
+/// The bytes of `path` from `offset` to its end, or at most `max` of them ("" when it
+/// cannot be read).
+std::string read_from(const std::string& path, int64_t offset,
+                      size_t max = std::string::npos);
 
 }  // namespace ddprun::tracking

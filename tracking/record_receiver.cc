@@ -115,7 +115,8 @@ class RecordReceiver::Impl {
     StreamOrigin origin;
     if (!header.contains("stream") || !header["stream"].is_string() ||
         !parse_stream_name(header["stream"].get<std::string>(), origin) || !header.contains("offset") ||
-        !header["offset"].is_number_unsigned()) {
+        !header["offset"].is_number_unsigned() ||
+        header["offset"].get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
       return {};
     }
     std::string key = agent + "/" + header["stream"].get<std::string>();

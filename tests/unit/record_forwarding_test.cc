@@ -102,7 +102,9 @@ TEST(RecordForwarding, BadFramesCloseOnlyTheirConnection) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   for (std::string payload : {std::string("no header line"), std::string("{\"agent\":\"../x\"}\n"),
                               std::string("{\"agent\":\"a\",\"stream\":\"../../etc\",\"offset\":0}\n"),
-                              std::string("[1,2]\n")}) {
+                              std::string("[1,2]\n"),
+                              std::string("{\"agent\":\"a\",\"stream\":\"n0.r0.a0.jsonl\","
+                                          "\"offset\":18446744073709551615}\n")}) {
     auto bad = rendezvous::Socket::connect("127.0.0.1", receiver.port(), deadline);
     std::string frame = frame_length(payload.size()) + payload;
     bad.send_all(frame.data(), frame.size(), deadline);
@@ -120,6 +122,22 @@ TEST(RecordForwarding, BadFramesCloseOnlyTheirConnection) {
   good.set_endpoint("127.0.0.1", receiver.port());
   good.pass(true);
   EXPECT_EQ(store.metric_count(), 1);
+}
+
+TEST(RecordForwarding, ABacklogLargerThanAChunkArrivesWhole) {
+  std::string dir = temp_dir();
+  RunStore store(dir + "/run", true);
+  RecordReceiver receiver(dir + "/run");
+  std::string lines;
+  constexpr int kLines = 120'000;  // ~7 MiB: more than one 4 MiB chunk
+  for (int i = 1; i <= kLines; ++i) lines += log_line(i);
+  ASSERT_GT(lines.size(), kChunk);
+  append(stream_path(dir + "/part", 0, 0, 0), lines);
+  RecordForwarder forwarder(dir + "/part", "hosta.1");
+  forwarder.set_endpoint("127.0.0.1", receiver.port());
+  forwarder.pass(true);
+  EXPECT_TRUE(forwarder.all_sent());
+  EXPECT_EQ(store.metric_count(), kLines);
 }
 
 }  // namespace
