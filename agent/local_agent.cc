@@ -224,7 +224,7 @@ class LocalAgent::Impl {
   }
 
   std::string store_address() const {
-    if (config_.rdzv_backend == "etcd") return "etcd at " + config_.rdzv_endpoint;
+    if (config_.rdzv_backend == "etcd") return config_.rdzv_endpoint;  // etcd members
     if (config_.rdzv_backend == "c10d" && config_.max_nodes > 1) {
       return config_.rdzv_host + ":" + std::to_string(config_.rdzv_port);
     }

@@ -88,47 +88,41 @@ int64_t RecordForwarder::send_chunk(const std::string& stream, int64_t offset,
 
 IngestStats RecordForwarder::pass(bool final) {
   IngestStats stats;
-  std::vector<std::filesystem::path> files;
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(dir_ + "/streams", ec)) {
-    files.push_back(e.path());
-  }
-  if (std::filesystem::exists(dir_ + "/" + kAgentStream, ec)) files.push_back(dir_ + "/" + kAgentStream);
-  for (const auto& path : files) {
-    std::string name = path.filename();
-    StreamOrigin origin;
-    if (!parse_stream_name(name, origin)) continue;
-    int64_t from = lines_[name];
-    std::string data = read_from(path, from);
-    size_t complete = data.rfind('\n') == std::string::npos ? 0 : data.rfind('\n') + 1;
-    lines_[name] = from + static_cast<int64_t>(complete);
-    if (final && complete < data.size() && !torn_seen_[name]) {
-      torn_seen_[name] = true;
-      ++stats.torn_records;
-    }
-  }
-  for (const auto& [name, end] : lines_) {
+  unsent_ = false;
+  for (const auto& [name, path] : stream_files(dir_)) {
     int64_t& sent = sent_[name];
-    if (sent >= end || !connected()) continue;
-    try {
-      std::string path = dir_ + (name == kAgentStream ? "/" : "/streams/") + name;
-      while (sent < end) {
-        // About a chunk, cut after its last whole line (all of one longer line).
-        auto left = static_cast<size_t>(end - sent);
-        std::string data = read_from(path, sent, std::min(left, kChunk));
-        size_t cut = data.rfind('\n');
-        if (cut == std::string::npos) {
-          data = read_from(path, sent, left);
-          cut = data.find('\n');
-          if (cut == std::string::npos) break;  // the file changed under us: next pass
-        }
-        int64_t held = send_chunk(name, sent, std::string_view(data).substr(0, cut + 1));
-        if (held == sent) break;  // nothing taken: try again next pass
-        sent = held;
+    // About a chunk at a time, cut after its last whole line (all of a longer line);
+    // each byte is read once per pass.
+    while (true) {
+      std::string data = read_from(path, sent, kChunk);
+      size_t cut = data.rfind('\n');
+      if (cut == std::string::npos && data.size() == kChunk) {
+        data = read_from(path, sent);
+        cut = data.find('\n');
       }
-    } catch (const std::exception& e) {
-      lost(e.what());
-      return stats;
+      if (cut == std::string::npos) {  // nothing new, or a line still being written
+        if (final && !data.empty() && !torn_seen_[name]) {
+          torn_seen_[name] = true;  // its writer is gone: it never ends
+          ++stats.torn_records;
+        }
+        break;
+      }
+      if (!connected()) {
+        unsent_ = true;
+        break;
+      }
+      try {
+        int64_t held = send_chunk(name, sent, std::string_view(data).substr(0, cut + 1));
+        if (held == sent) {  // nothing taken: try again next pass
+          unsent_ = true;
+          break;
+        }
+        sent = held;
+      } catch (const std::exception& e) {
+        lost(e.what());
+        unsent_ = true;
+        break;
+      }
     }
   }
   return stats;
@@ -144,13 +138,6 @@ bool RecordForwarder::bye() {
     lost(e.what());
     return false;
   }
-}
-
-bool RecordForwarder::all_sent() {
-  for (const auto& [name, end] : lines_) {
-    if (sent_[name] < end) return false;
-  }
-  return true;
 }
 
 }  // namespace ddprun::tracking

@@ -31,8 +31,8 @@ class RecordForwarder {
   /// Tells the primary this agent has sent everything; true if it answered.
   bool bye();
 
-  /// True when the primary holds every complete line of every stream.
-  bool all_sent();
+  /// True when the last pass left no complete line the primary does not hold.
+  bool all_sent() const { return !unsent_; }
 
   const std::string& dir() const { return dir_; }
   std::string endpoint();
@@ -50,8 +50,8 @@ class RecordForwarder {
   int port_ = 0;
   rendezvous::Socket socket_;
   std::map<std::string, int64_t> sent_;     // stream -> offset the primary holds
-  std::map<std::string, int64_t> lines_;    // stream -> end of its complete lines
   std::map<std::string, bool> torn_seen_;
+  bool unsent_ = false;  // the last pass left complete lines behind
   bool warned_ = false;
   std::chrono::steady_clock::time_point retry_after_{};
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <vector>
 
@@ -161,6 +162,20 @@ bool parse_stream_name(const std::string& name, StreamOrigin& origin) {
   return static_cast<size_t>(used) == name.size();
 }
 
+std::vector<std::pair<std::string, std::string>> stream_files(const std::string& dir) {
+  std::vector<std::pair<std::string, std::string>> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir + "/streams", ec)) {
+    out.emplace_back(e.path().filename(), e.path());
+  }
+  if (std::filesystem::exists(dir + "/" + kAgentStream, ec)) {
+    out.emplace_back(kAgentStream, dir + "/" + kAgentStream);
+  }
+  StreamOrigin unused;
+  std::erase_if(out, [&](const auto& f) { return !parse_stream_name(f.first, unused); });
+  return out;
+}
+
 size_t ingest_lines(RunStore& store, std::string_view data, const StreamOrigin& origin,
                     bool final, IngestStats& stats) {
   size_t last_nl = data.rfind('\n');
@@ -175,8 +190,7 @@ size_t ingest_lines(RunStore& store, std::string_view data, const StreamOrigin& 
     fast.step.reset();
     fast.values.clear();
     if (parse_fast_log(line, fast)) {
-      RunStore::PointOrigin at{origin.node, origin.rank, origin.attempt, fast.seq, fast.wall,
-                               fast.step};
+      PointOrigin at{origin.node, origin.rank, origin.attempt, fast.seq, fast.wall, fast.step};
       for (const auto& [k, v] : fast.values) store.add_metric(at, k, v);
       stats.points += static_cast<int64_t>(fast.values.size());
       ++stats.records;

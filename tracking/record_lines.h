@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "tracking/run_store.h"
 
@@ -34,6 +36,10 @@ struct IngestStats {
 
 /// The name of an agent's own record stream in a forwarding node's directory.
 inline constexpr const char* kAgentStream = "agent.jsonl";
+
+/// The stream files of a directory, by name: `<dir>/streams/*.jsonl` of workers and
+/// `<dir>/agent.jsonl`, whatever exists of them.
+std::vector<std::pair<std::string, std::string>> stream_files(const std::string& dir);
 
 /// Reads a stream file name: `n<node>.r<rank>.a<attempt>.jsonl` (a worker's) or
 /// `agent.jsonl`. False for anything else.

@@ -165,16 +165,16 @@ sqlite3_stmt* RunStore::prepare_insert(int rows) {
   return stmt;
 }
 
-void RunStore::write_points(const PendingPoint* points, int count, sqlite3_stmt* s) {
+void RunStore::write_points(const MetricPoint* points, int count, sqlite3_stmt* s) {
   for (int i = 0; i < count; ++i) {
-    const PendingPoint& p = points[i];
+    const MetricPoint& p = points[i];
     int c = i * 8;
-    sqlite3_bind_int(s, c + 1, p.at.node);
-    sqlite3_bind_int(s, c + 2, p.at.rank);
-    sqlite3_bind_int(s, c + 3, p.at.attempt);
-    sqlite3_bind_int64(s, c + 4, p.at.seq);
-    sqlite3_bind_double(s, c + 5, p.at.wall);
-    if (p.at.step) sqlite3_bind_int64(s, c + 6, *p.at.step);
+    sqlite3_bind_int(s, c + 1, p.node);
+    sqlite3_bind_int(s, c + 2, p.rank);
+    sqlite3_bind_int(s, c + 3, p.attempt);
+    sqlite3_bind_int64(s, c + 4, p.seq);
+    sqlite3_bind_double(s, c + 5, p.wall);
+    if (p.step) sqlite3_bind_int64(s, c + 6, *p.step);
     else sqlite3_bind_null(s, c + 6);
     sqlite3_bind_text(s, c + 7, p.key.data(), static_cast<int>(p.key.size()), SQLITE_STATIC);
     sqlite3_bind_double(s, c + 8, p.value);
@@ -185,8 +185,8 @@ void RunStore::write_points(const PendingPoint* points, int count, sqlite3_stmt*
 }
 
 void RunStore::add_metric(const PointOrigin& at, std::string_view key, double value) {
-  PendingPoint& p = pending_[pending_count_++];
-  p.at = at;
+  MetricPoint& p = pending_[pending_count_++];
+  static_cast<PointOrigin&>(p) = at;
   p.key.assign(key);
   p.value = value;
   if (pending_count_ < kBatch) return;
@@ -200,13 +200,6 @@ void RunStore::flush_points() {
   pending_count_ = 0;
   if (count > 0 && !insert_one_) insert_one_ = prepare_insert(1);
   for (int i = 0; i < count; ++i) write_points(&pending_[i], 1, insert_one_);
-}
-
-void RunStore::add_metrics(const std::vector<MetricPoint>& points) {
-  for (const auto& p : points) {
-    add_metric({p.node, p.rank, p.attempt, p.seq, p.wall, p.step}, p.key, p.value);
-  }
-  flush_points();
 }
 
 void RunStore::add_config(int node, int rank, int attempt, const std::string& key,

@@ -20,14 +20,18 @@ class TrackingError : public Error {
   using Error::Error;
 };
 
-/// One metric point as a worker logged it.
-struct MetricPoint {
+/// Where and when a logged record's points were taken.
+struct PointOrigin {
   int node = 0;
   int rank = 0;
   int attempt = 0;
   int64_t seq = 0;
   double wall = 0;
   std::optional<int64_t> step;
+};
+
+/// One metric point as a worker logged it.
+struct MetricPoint : PointOrigin {
   std::string key;
   double value = 0;
 };
@@ -61,19 +65,9 @@ class RunStore {
   void add_event(const Event& e);
   std::vector<Event> events();
 
-  /// Where and when a logged record's points were taken.
-  struct PointOrigin {
-    int node = 0;
-    int rank = 0;
-    int attempt = 0;
-    int64_t seq = 0;
-    double wall = 0;
-    std::optional<int64_t> step;
-  };
   /// Stores one point. Points are written in batches of kBatch rows (one statement
   /// each); call inside begin/commit, which writes what is still pending.
   void add_metric(const PointOrigin& at, std::string_view key, double value);
-  void add_metrics(const std::vector<MetricPoint>& points);
   void add_config(int node, int rank, int attempt, const std::string& key,
                   const std::string& value_json);
   void add_summary(int node, int rank, int attempt, const std::string& key,
@@ -113,21 +107,17 @@ class RunStore {
 
  private:
   static constexpr int kBatch = 64;
-  struct PendingPoint {
-    PointOrigin at;
-    std::string key;  // keeps its capacity between batches
-    double value = 0;
-  };
 
   void exec(const std::string& sql);
   sqlite3_stmt* prepare_insert(int rows);
-  void write_points(const PendingPoint* points, int count, sqlite3_stmt* stmt);
+  void write_points(const MetricPoint* points, int count, sqlite3_stmt* stmt);
   void flush_points();
 
   sqlite3* db_ = nullptr;
   sqlite3_stmt* insert_one_ = nullptr;
   sqlite3_stmt* insert_batch_ = nullptr;
-  std::vector<PendingPoint> pending_ = std::vector<PendingPoint>(kBatch);
+  // Points not written yet; their keys keep their capacity between batches.
+  std::vector<MetricPoint> pending_ = std::vector<MetricPoint>(kBatch);
   int pending_count_ = 0;
   std::string path_;
 };

@@ -1,7 +1,5 @@
 #include "tracking/stream_ingester.h"
 
-#include <filesystem>
-
 namespace ddprun::tracking {
 
 std::string stream_path(const std::string& run_dir, int node, int rank, int attempt) {
@@ -14,20 +12,13 @@ StreamIngester::StreamIngester(RunStore& store, std::string dir, std::string key
 
 StreamIngester::Stats StreamIngester::drain(bool final) {
   Stats stats;
-  std::vector<std::filesystem::path> files;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(dir_ + "/streams", ec)) {
-    files.push_back(entry.path());
-  }
-  if (std::filesystem::exists(dir_ + "/" + kAgentStream, ec)) files.push_back(dir_ + "/" + kAgentStream);
+  auto files = stream_files(dir_);
   store_.begin();
   try {
-    for (const auto& path : files) {
+    for (const auto& [name, path] : files) {
       StreamOrigin origin;
-      std::string name = path.filename();
-      if (parse_stream_name(name, origin)) {
-        ingest_stream_file(store_, key_prefix_ + name, path, origin, final, stats);
-      }
+      parse_stream_name(name, origin);
+      ingest_stream_file(store_, key_prefix_ + name, path, origin, final, stats);
     }
     store_.commit();
   } catch (...) {
