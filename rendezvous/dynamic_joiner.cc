@@ -125,18 +125,19 @@ DynamicState DynamicJoiner::with_announced(const DynamicState& read, DynamicStat
                                            const std::string& self, int local_world_size) {
   if (read.complete || read.closed || next.complete || !listing_) return next;
   std::string dir = announce_dir(read.round);
+  auto announced = store_.list_prefix(dir);
+  if (!announced) {
+    listing_ = false;  // TCPStore: every node writes for itself
+    return next;
+  }
   if (announced_round_ != read.round) {
-    auto probe = store_.list_prefix(dir);
-    if (!probe) {
-      listing_ = false;  // TCPStore: every node writes for itself
-      return next;
-    }
+    // Whoever lists after this sees us (two nodes announcing at once may miss each
+    // other: each then simply writes for itself).
     store_.set(dir + self, std::to_string(local_world_size));
     announced_round_ = read.round;
   }
-  auto announced = store_.list_prefix(dir);
   int64_t now = wall_ms_();
-  for (const auto& [key, value] : announced.value_or(decltype(announced)::value_type{})) {
+  for (const auto& [key, value] : *announced) {
     std::string other = key.substr(dir.size());
     if (other == self || next.complete || next.participants.count(other)) continue;
     int workers = 0;

@@ -162,5 +162,19 @@ TEST(DynamicJoiner, ClosedRunIsRefused) {
   EXPECT_THROW(j.join("a", 1, 0, 1s, c.cancelled), RendezvousClosedError);
 }
 
+// On a store that lists keys, one node's write takes in every node that announced
+// itself: here "b" announced and never writes, yet "a"'s join completes the round with it.
+TEST(DynamicJoiner, AWriterAddsEveryAnnouncedNode) {
+  Cluster c;
+  c.config = {2, 2, 1000};
+  c.store.set("ddprun/c10d/test/joining/0/b", "4");
+  DynamicJoiner a = c.joiner();
+  DynamicState got = a.join("a", 2, 0, 2s, c.cancelled);
+  EXPECT_TRUE(got.complete);
+  ASSERT_EQ(got.participants.size(), 2u);
+  EXPECT_EQ(got.participants.at("b"), 4);
+  EXPECT_FALSE(c.store.check({"ddprun/c10d/test/joining/0/a"})) << "announcement withdrawn once in";
+}
+
 }  // namespace
 }  // namespace ddprun::rendezvous
