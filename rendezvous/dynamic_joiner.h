@@ -3,11 +3,14 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
 
 #include "rendezvous/dynamic_state.h"
+#include "rendezvous/state_store.h"
 #include "rendezvous/store.h"
 
 namespace ddprun::rendezvous {
@@ -18,18 +21,23 @@ class RendezvousClosedError : public Error {
   using Error::Error;
 };
 
-/// Applies the DynamicState machine to a Store through compare-and-set. Every
-/// successful write bumps "<prefix>version" and creates "<prefix>ver/<n>", which is
-/// what waiting nodes block on: a change wakes them at once, nothing polls. Changes
-/// that concern nodes already in the forming round (it completes, a last call starts,
-/// a new round, closing) also bump "<prefix>epoch" ("epoch/<n>"), which those nodes
-/// wait on instead, re-reading at least every second.
+/// Applies the DynamicState machine to a StateStore through compare-and-set. Waiting
+/// nodes block until the next change (nothing polls); nodes already in the forming
+/// round wait only for changes that concern them (it completes, a last call starts, a
+/// new round, closing), re-reading at least every second. Other keys of a round
+/// ("over") go through `store`.
 /// Not thread-safe (one per store connection); the wall clock is injectable.
 class DynamicJoiner {
  public:
   using WallClock = std::function<int64_t()>;  // milliseconds
 
+  DynamicJoiner(Store& store, std::unique_ptr<StateStore> state, std::string prefix,
+                DynamicConfig config, WallClock wall_ms);
+  /// The state in `store` itself (GenericStateStore).
   DynamicJoiner(Store& store, std::string prefix, DynamicConfig config, WallClock wall_ms);
+
+  /// Makes a call blocked in another thread fail promptly.
+  void interrupt() { state_->interrupt(); }
 
   /// Joins a round numbered `min_round` or later (an agent coming back from round r
   /// must not take r again: it waits until someone starts r+1) — the one being formed,
@@ -49,19 +57,13 @@ class DynamicJoiner {
   std::string round_prefix(int round) const;
 
  private:
-  struct Snapshot {
-    int64_t version = 0;  // every change
-    int64_t epoch = 0;    // changes that concern nodes already in the forming round
-    std::string raw;
-    DynamicState state;
-  };
-  Snapshot read();
-  bool write(const Snapshot& from, const DynamicState& to);
-  std::string announce_dir(int round) const;
+  bool write(const StateSnapshot& from, const DynamicState& to,
+             const std::optional<Announcement>& on_loss = std::nullopt);
   DynamicState with_announced(const DynamicState& read, DynamicState next,
-                              const std::string& self, int local_world_size);
+                              const std::string& self);
 
   Store& store_;
+  std::unique_ptr<StateStore> state_;
   std::string prefix_;
   DynamicConfig config_;
   WallClock wall_ms_;

@@ -4,6 +4,7 @@
 #include "common/host.h"
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 
 #include <spdlog/spdlog.h>
@@ -26,18 +27,20 @@ DynamicRendezvous::DynamicRendezvous(Options options, std::unique_ptr<Rendezvous
       backend_(std::move(backend)),
       prefix_(backend_->prefix(options_.run_id)) {
   address_ = options_.local_addr.empty() ? host_name() : options_.local_addr;
+  // The store this node hosts for the workers when it is group rank 0, bound now: its
+  // port is part of the node's id, so every member knows MASTER_ADDR and MASTER_PORT
+  // the moment the round completes.
+  worker_store_ = std::make_unique<TcpStoreServer>("", 0);
   // Sorting node ids orders nodes by address, then pid: deterministic ranks.
   char pid[16];
   std::snprintf(pid, sizeof(pid), "%010d", static_cast<int>(::getpid()));
-  node_id_ = address_ + "/" + pid;
+  node_id_ = address_ + "/" + pid + "/" + std::to_string(worker_store_->port());
   client_ = backend_->connect(options_.read_timeout);
-  joiner_ = std::make_unique<DynamicJoiner>(*client_, prefix_, options_.config, wall_ms);
+  joiner_ = std::make_unique<DynamicJoiner>(
+      *client_, backend_->state_store(*client_, prefix_, options_.read_timeout), prefix_,
+      options_.config, wall_ms);
   backend_->start_liveness(prefix_, node_id_);
-  // The run's one tracking writer: the agent hosting the state, or where no agent
-  // does (etcd), the first to claim it.
-  primary_ = backend_->hosted()
-                 ? backend_->hosts_state()
-                 : client_->compare_set(prefix_ + "primary", "", node_id_) == node_id_;
+  primary_ = backend_->primary(*client_, prefix_, node_id_);
 }
 
 DynamicRendezvous::~DynamicRendezvous() = default;
@@ -50,6 +53,7 @@ std::string DynamicRendezvous::round_prefix(int round) const {
 
 void DynamicRendezvous::cancel() {
   cancelled_ = true;
+  joiner_->interrupt();
   client_->interrupt();
 }
 
@@ -78,18 +82,21 @@ RendezvousInfo DynamicRendezvous::make_info(const DynamicState& state) {
     info.local_world_sizes.push_back(state.participants.at(info.members[i]));
   }
   // Group rank 0 hosts the workers' store; its keys start empty every round.
-  std::string master_key = round_prefix(state.round) + "master";
-  if (info.group_rank == 0) {
-    if (!worker_store_) worker_store_ = std::make_unique<TcpStoreServer>("", 0);
-    worker_store_->clear_except(kAgentPrefix);
-    client_->set(master_key, address_ + " " + std::to_string(worker_store_->port()));
-  } else {
-    worker_store_.reset();
+  if (info.group_rank == 0) worker_store_->clear_except(kAgentPrefix);
+  const std::string& host = info.members.at(0);  // "<address>/<pid>/<port>"
+  size_t port_at = host.rfind('/');
+  size_t pid_at = port_at == std::string::npos || port_at == 0 ? std::string::npos
+                                                               : host.rfind('/', port_at - 1);
+  int port = 0;
+  if (pid_at != std::string::npos) {
+    std::from_chars(host.data() + port_at + 1, host.data() + host.size(), port);
   }
-  std::string master = client_->get(master_key, options_.join_timeout);
-  size_t space = master.rfind(' ');
-  info.master_addr = master.substr(0, space);
-  info.master_port = std::stoi(master.substr(space + 1));
+  if (port <= 0 || port > 65535) {
+    throw Error("rendezvous '" + options_.run_id + "': node id '" + host +
+                "' is not <address>/<pid>/<port> (another program's keys under this run id?)");
+  }
+  info.master_addr = host.substr(0, pid_at);
+  info.master_port = port;
   backend_->round_formed();  // members are alive as of now
   return info;
 }

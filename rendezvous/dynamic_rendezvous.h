@@ -65,7 +65,7 @@ class DynamicRendezvous : public RendezvousHandler {
   std::string prefix_;
   std::string node_id_;
   std::string address_;
-  std::unique_ptr<TcpStoreServer> worker_store_;  // group rank 0 only
+  std::unique_ptr<TcpStoreServer> worker_store_;  // serves the workers at group rank 0
   std::unique_ptr<Store> client_;
   std::unique_ptr<DynamicJoiner> joiner_;
   std::atomic<bool> cancelled_{false};

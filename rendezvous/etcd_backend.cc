@@ -5,6 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "rendezvous/etcd_state_store.h"
 #include "rendezvous/etcd_store.h"
 
 namespace ddprun::rendezvous {
@@ -14,7 +15,7 @@ EtcdBackend::EtcdBackend(Options options)
       probe_(options_.endpoints, options_.call_timeout),
       liveness_(options_.endpoints, std::max(options_.heartbeat_interval * 2,
                                              std::chrono::milliseconds(2000))) {
-  probe_.range(options_.key_prefix);  // reachable, the v3 API, no auth wanted
+  take_lease(probe_);  // reachable, the v3 API, no auth wanted
 }
 
 EtcdBackend::~EtcdBackend() {
@@ -38,21 +39,30 @@ std::string EtcdBackend::prefix(const std::string& run_id) const {
   return options_.key_prefix + "/" + run_id + "/";
 }
 
+std::unique_ptr<StateStore> EtcdBackend::state_store(Store&, const std::string& prefix,
+                                                     std::chrono::milliseconds timeout) {
+  return std::make_unique<EtcdStateStore>(std::make_unique<EtcdClient>(options_.endpoints, timeout),
+                                          prefix, [this] { return lease_.load(); });
+}
+
 std::unique_ptr<Store> EtcdBackend::connect(std::chrono::milliseconds timeout) {
   return std::make_unique<EtcdStore>(std::make_unique<EtcdClient>(options_.endpoints, timeout), "");
 }
 
 std::string EtcdBackend::where() const { return "etcd at " + probe_.endpoints_text(); }
 
-void EtcdBackend::take_lease() {
+void EtcdBackend::take_lease(EtcdClient& client) {
   auto ttl = std::chrono::duration<double>(options_.heartbeat_interval * options_.heartbeat_misses);
-  lease_ = liveness_.grant_lease(std::max<int64_t>(1, static_cast<int64_t>(std::ceil(ttl.count()))));
-  liveness_.put(alive_key_, "1", lease_);
+  lease_ = client.grant_lease(std::max<int64_t>(1, static_cast<int64_t>(std::ceil(ttl.count()))));
 }
 
 void EtcdBackend::start_liveness(const std::string& prefix, const std::string& node) {
   alive_key_ = prefix + "alive/" + node;
-  take_lease();
+  EtcdOp alive = EtcdOp::put(alive_key_, "1", lease_);
+  // The run's one tracking writer is the first agent to get here.
+  primary_ = liveness_.txn(EtcdCompare{prefix + "primary", 0},
+                           {EtcdOp::put(prefix + "primary", node), alive}, {alive})
+                 .succeeded;
   thread_ = std::thread([this] { keep_alive_loop(); });
 }
 
@@ -65,7 +75,8 @@ void EtcdBackend::keep_alive_loop() {
         // Cut off for longer than the lease: the others count this node gone. Come
         // back alive; the rendezvous decides what that means.
         spdlog::warn("etcd lease expired; taking a new one");
-        take_lease();
+        take_lease(liveness_);
+        liveness_.put(alive_key_, "1", lease_);
       }
     } catch (const std::exception& e) {
       spdlog::debug("etcd keep-alive failed: {}", e.what());

@@ -24,14 +24,18 @@ class EtcdBackend : public RendezvousBackend {
     int heartbeat_misses = 3;
   };
 
-  /// Checks that etcd answers (StoreError naming every endpoint tried, or why it
-  /// refuses).
+  /// Takes the node's lease, which also checks that etcd answers (StoreError naming
+  /// every endpoint tried, or why it refuses).
   explicit EtcdBackend(Options options);
   ~EtcdBackend() override;
 
   std::string prefix(const std::string& run_id) const override;
   std::unique_ptr<Store> connect(std::chrono::milliseconds timeout) override;
+  std::unique_ptr<StateStore> state_store(Store& client, const std::string& prefix,
+                                          std::chrono::milliseconds timeout) override;
+  /// Puts "alive/<node>" under the lease and claims "primary" in one transaction.
   void start_liveness(const std::string& prefix, const std::string& node) override;
+  bool primary(Store&, const std::string&, const std::string&) override { return primary_; }
   std::vector<std::string> dead_members(const std::string& prefix,
                                         const std::vector<std::string>& members,
                                         const std::string& self) override;
@@ -39,13 +43,14 @@ class EtcdBackend : public RendezvousBackend {
 
  private:
   void keep_alive_loop();
-  void take_lease();
+  void take_lease(EtcdClient& client);
 
   Options options_;
   EtcdClient probe_;      // reads liveness (agent thread)
   EtcdClient liveness_;   // grants and keeps the lease (its own thread)
   std::string alive_key_;
-  int64_t lease_ = 0;
+  std::atomic<int64_t> lease_{0};
+  bool primary_ = false;
   std::thread thread_;
   std::mutex mutex_;
   std::condition_variable stop_cv_;

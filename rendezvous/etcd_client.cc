@@ -7,6 +7,7 @@
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
+#include <spdlog/spdlog.h>
 
 #include "common/error.h"
 
@@ -214,6 +215,7 @@ void EtcdClient::connect(Clock::time_point deadline) {
 void EtcdClient::send_request(const std::string& path, const std::string& body,
                               Clock::time_point deadline) {
   const EtcdEndpoint& e = endpoints_[current_];
+  spdlog::trace("etcd {} {} {}", e.text(), path, body.substr(0, 300));
   std::string request = "POST " + path + " HTTP/1.1\r\nHost: " + e.text() +
                         "\r\nContent-Type: application/json\r\nContent-Length: " +
                         std::to_string(body.size()) + "\r\n\r\n" + body;
@@ -272,14 +274,20 @@ nlohmann::json EtcdClient::decode(const std::string& path, const Response& r) {
 
 nlohmann::json EtcdClient::call(const std::string& path, const nlohmann::json& body) {
   auto deadline = Clock::now() + timeout_;
+  auto per_attempt = std::clamp<std::chrono::milliseconds>(timeout_ / 2, std::chrono::seconds(1),
+                                                        std::chrono::seconds(10));
   std::string text = body.dump();
   auto backoff = std::chrono::milliseconds(50);
   for (size_t attempt = 1;; ++attempt) {
     if (interrupted_) throw StoreError("etcd client at " + endpoints_text() + " interrupted");
+    // One member may sit on a request it cannot finish (a follower whose leader
+    // died drops the forwarded proposal and answers only after etcd's own request
+    // timeout): give each attempt part of the budget, and the rest to the others.
+    auto attempt_deadline = std::min(deadline, Clock::now() + per_attempt);
     try {
-      connect(deadline);
-      send_request(path, text, deadline);
-      Response r = read_response(deadline);
+      connect(attempt_deadline);
+      send_request(path, text, attempt_deadline);
+      Response r = read_response(attempt_deadline);
       if (r.status < 500) return decode(path, r);
       fail_over("HTTP " + std::to_string(r.status) + " " + r.body.substr(0, 200));
     } catch (const EtcdRefusedError&) {
@@ -316,21 +324,17 @@ EtcdClient::Range EtcdClient::range(const std::string& key, const std::string& r
 }
 
 std::vector<EtcdClient::Range> EtcdClient::ranges(const std::vector<std::string>& keys) {
-  // etcd takes at most 128 operations per transaction (--max-txn-ops).
-  constexpr size_t kBatch = 100;
+  constexpr size_t kBatch = 128;  // etcd's default limit of operations per transaction
   std::vector<Range> out;
   int64_t oldest = 0;
   for (size_t first = 0; first < keys.size(); first += kBatch) {
-    nlohmann::json ops = nlohmann::json::array();
+    std::vector<EtcdOp> ops;
     for (size_t i = first; i < std::min(keys.size(), first + kBatch); ++i) {
-      ops.push_back({{"request_range", {{"key", b64(keys[i])}}}});
+      ops.push_back(EtcdOp::range(keys[i]));
     }
-    auto reply = call("/v3/kv/txn", {{"success", ops}});
-    int64_t revision = int_field(reply.value("header", nlohmann::json::object()), "revision");
-    oldest = oldest == 0 ? revision : std::min(oldest, revision);
-    for (const auto& r : reply.value("responses", nlohmann::json::array())) {
-      out.push_back(to_range(r.value("response_range", nlohmann::json::object())));
-    }
+    TxnResult r = txn(std::nullopt, ops);
+    oldest = oldest == 0 ? r.revision : std::min(oldest, r.revision);
+    for (auto& range : r.ranges) out.push_back(std::move(range));
   }
   if (out.size() != keys.size()) throw StoreError("etcd at " + endpoints_text() + ": short txn reply");
   // The revision every key was read at or after: a watch from just after it misses nothing.
@@ -346,38 +350,78 @@ void EtcdClient::put(const std::string& key, const std::string& value, int64_t l
 
 bool EtcdClient::put_if_revision(const std::string& key, int64_t mod_revision,
                                  const std::string& value, std::optional<EtcdKv>* current) {
-  nlohmann::json compare{{"key", b64(key)}, {"result", "EQUAL"}};
-  if (mod_revision == 0) {
-    compare["target"] = "CREATE";
-    compare["create_revision"] = "0";
-  } else {
-    compare["target"] = "MOD";
-    compare["mod_revision"] = std::to_string(mod_revision);
-  }
-  nlohmann::json body{
-      {"compare", {compare}},
-      {"success", {{{"request_put", {{"key", b64(key)}, {"value", b64(value)}}}}}},
-      {"failure", {{{"request_range", {{"key", b64(key)}}}}}}};
-  auto reply = call("/v3/kv/txn", body);
-  if (reply.value("succeeded", false)) {
-    // The put's revision is the transaction's: the key as it is now.
-    if (current != nullptr) {
-      EtcdKv kv;
-      kv.key = key;
-      kv.value = value;
-      kv.mod_revision = int_field(reply.value("header", nlohmann::json::object()), "revision");
-      *current = kv;
-    }
-    return true;
-  }
+  TxnResult r = txn(EtcdCompare{key, mod_revision}, {EtcdOp::put(key, value)}, {EtcdOp::range(key)});
   if (current != nullptr) {
     current->reset();
-    for (const auto& r : reply.value("responses", nlohmann::json::array())) {
-      Range found = to_range(r.value("response_range", nlohmann::json::object()));
-      if (!found.kvs.empty()) *current = found.kvs[0];
+    if (r.succeeded) {
+      // The put's revision is the transaction's: the key as it is now.
+      *current = EtcdKv{key, value, 0, r.revision};
+    } else if (!r.ranges.empty() && !r.ranges[0].kvs.empty()) {
+      *current = r.ranges[0].kvs[0];
     }
   }
-  return false;
+  return r.succeeded;
+}
+
+EtcdOp EtcdOp::range(std::string key, std::string range_end) {
+  return {Kind::kRange, std::move(key), std::move(range_end), "", 0};
+}
+
+EtcdOp EtcdOp::put(std::string key, std::string value, int64_t lease) {
+  return {Kind::kPut, std::move(key), "", std::move(value), lease};
+}
+
+namespace {
+
+nlohmann::json txn_ops(const std::vector<EtcdOp>& ops) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& op : ops) {
+    nlohmann::json body{{"key", b64(op.key)}};
+    if (!op.range_end.empty()) body["range_end"] = b64(op.range_end);
+    switch (op.kind) {
+      case EtcdOp::Kind::kRange:
+        out.push_back({{"request_range", body}});
+        break;
+      case EtcdOp::Kind::kPut:
+        body["value"] = b64(op.value);
+        if (op.lease != 0) body["lease"] = std::to_string(op.lease);
+        out.push_back({{"request_put", body}});
+        break;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+EtcdClient::TxnResult EtcdClient::txn(const std::optional<EtcdCompare>& compare,
+                                      const std::vector<EtcdOp>& success,
+                                      const std::vector<EtcdOp>& failure) {
+  nlohmann::json body{{"success", txn_ops(success)}};
+  if (compare) {
+    nlohmann::json c{{"key", b64(compare->key)}, {"result", "EQUAL"}};
+    if (compare->mod_revision == 0) {
+      c["target"] = "CREATE";
+      c["create_revision"] = "0";
+    } else {
+      c["target"] = "MOD";
+      c["mod_revision"] = std::to_string(compare->mod_revision);
+    }
+    body["compare"] = nlohmann::json::array({c});
+    body["failure"] = txn_ops(failure);
+  }
+  auto reply = call("/v3/kv/txn", body);
+  TxnResult r;
+  r.succeeded = !compare || reply.value("succeeded", false);
+  r.revision = int_field(reply.value("header", nlohmann::json::object()), "revision");
+  const auto& taken = r.succeeded ? success : failure;
+  auto responses = reply.value("responses", nlohmann::json::array());
+  for (size_t i = 0; i < taken.size() && i < responses.size(); ++i) {
+    if (taken[i].kind == EtcdOp::Kind::kRange) {
+      r.ranges.push_back(to_range(responses[i].value("response_range", nlohmann::json::object())));
+    }
+  }
+  return r;
 }
 
 int64_t EtcdClient::remove(const std::string& key, const std::string& range_end) {

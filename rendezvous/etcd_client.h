@@ -51,6 +51,27 @@ struct EtcdEvent {
   EtcdKv kv;
 };
 
+/// One operation of a transaction: a read of `key` (or [key, range_end)) or a put
+/// (with `lease` when not 0).
+struct EtcdOp {
+  enum class Kind { kRange, kPut };
+  Kind kind = Kind::kRange;
+  std::string key;
+  std::string range_end;  // ranges: empty for one key
+  std::string value;      // puts
+  int64_t lease = 0;      // puts
+
+  static EtcdOp range(std::string key, std::string range_end = "");
+  static EtcdOp put(std::string key, std::string value, int64_t lease = 0);
+};
+
+/// The condition of a transaction: `key`'s mod revision equals `mod_revision`
+/// (0: the key does not exist).
+struct EtcdCompare {
+  std::string key;
+  int64_t mod_revision = 0;
+};
+
 /// The key just after every key that starts with `prefix` (a range end for etcd).
 std::string etcd_prefix_end(const std::string& prefix);
 
@@ -77,6 +98,16 @@ class EtcdClient {
   };
   /// One key, or [key, range_end) when range_end is not empty.
   Range range(const std::string& key, const std::string& range_end = "", bool count_only = false);
+  struct TxnResult {
+    bool succeeded = true;
+    int64_t revision = 0;       // the store's revision after the transaction
+    std::vector<Range> ranges;  // one per range of the branch taken, in order
+  };
+  /// One transaction: `success` when `compare` holds (or when there is none), else
+  /// `failure`. At most 128 operations per branch (etcd's default --max-txn-ops).
+  TxnResult txn(const std::optional<EtcdCompare>& compare, const std::vector<EtcdOp>& success,
+                const std::vector<EtcdOp>& failure = {});
+
   /// Several keys read at one revision.
   std::vector<Range> ranges(const std::vector<std::string>& keys);
   void put(const std::string& key, const std::string& value, int64_t lease = 0);

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "rendezvous/generic_state_store.h"
 #include "rendezvous/store.h"
 
 namespace ddprun::rendezvous {
@@ -19,8 +20,21 @@ class RendezvousBackend {
   virtual std::string prefix(const std::string& run_id) const = 0;
   /// A new connection to the state; every call bounded by `timeout`.
   virtual std::unique_ptr<Store> connect(std::chrono::milliseconds timeout) = 0;
+  /// Where the joiner keeps the state; `client` is a connection from connect().
+  virtual std::unique_ptr<StateStore> state_store(Store& client, const std::string& prefix,
+                                                  std::chrono::milliseconds timeout) {
+    (void)timeout;
+    return std::make_unique<GenericStateStore>(client, prefix);
+  }
   /// Starts showing that `node` is alive (until the backend goes).
   virtual void start_liveness(const std::string& prefix, const std::string& node) = 0;
+  /// Whether `node` is the run's primary agent (its one tracking writer): the agent
+  /// hosting the state, or where no agent does, the first to claim it. Called once,
+  /// after start_liveness().
+  virtual bool primary(Store& client, const std::string& prefix, const std::string& node) {
+    if (hosted()) return hosts_state();
+    return client.compare_set(prefix + "primary", "", node) == node;
+  }
   /// Which of `members` (never `self`) are gone, judged now.
   virtual std::vector<std::string> dead_members(const std::string& prefix,
                                                 const std::vector<std::string>& members,

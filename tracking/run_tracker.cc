@@ -175,10 +175,7 @@ void RunTracker::rendezvous_complete(int round, int attempt, int world_size,
     // The primary published its endpoint and run before it joined the round (none:
     // it runs without tracking, and this node's records stay here for a merge).
     guarded("finding the primary agent", [&] {
-      std::string published;
-      if (rendezvous_store_->check({endpoint_key()})) {
-        published = rendezvous_store_->get(endpoint_key(), std::chrono::seconds(5));
-      }
+      std::string published = rendezvous_store_->get_now(endpoint_key()).value_or("");
       size_t nl = published.find('\n');
       size_t space = published.rfind(' ', nl);
       if (!forwarder_) {

@@ -1,0 +1,46 @@
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "rendezvous/etcd_client.h"
+#include "rendezvous/state_store.h"
+
+namespace ddprun::rendezvous {
+
+/// The rendezvous state in etcd, every step one request: a read is one transaction
+/// (version, epoch, state and the announcements of the round last seen, at one
+/// revision); a write is one transaction on the state's mod revision that also moves
+/// the version (and the epoch), and when it loses, announces the node and reads the
+/// state afresh; a wait is one watch on "version" or "epoch" from just after the
+/// revision read. Announcements are held by the node's lease: etcd removes them when
+/// the node leaves or dies.
+class EtcdStateStore : public StateStore {
+ public:
+  /// `lease`: the node's current lease (it changes if the lease ever expired).
+  EtcdStateStore(std::unique_ptr<EtcdClient> client, std::string prefix,
+                 std::function<int64_t()> lease);
+
+  StateSnapshot read() override;
+  bool write(const StateSnapshot& from, const std::string& to, bool wakes_participants,
+             const std::optional<Announcement>& on_loss) override;
+  void wait(const StateSnapshot& from, bool participant, std::chrono::milliseconds timeout) override;
+  std::optional<std::vector<std::pair<std::string, int>>> announced(int round) override;
+  void withdraw(int, const std::string&) override {}  // goes with the lease
+  void interrupt() override { client_->interrupt(); }
+
+ private:
+  std::vector<EtcdOp> reads(int round) const;
+  StateSnapshot parse(const EtcdClient::TxnResult& r, int round);
+
+  std::unique_ptr<EtcdClient> client_;
+  std::string prefix_;
+  std::function<int64_t()> lease_;
+  std::optional<StateSnapshot> fresh_;  // read by the last write: the next read()
+  int round_seen_ = 0;                  // in the state read or written last
+  int listed_round_ = -1;               // the round `listed_` holds announcements of
+  std::vector<std::pair<std::string, int>> listed_;
+};
+
+}  // namespace ddprun::rendezvous

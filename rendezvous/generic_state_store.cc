@@ -1,0 +1,84 @@
+#include "rendezvous/generic_state_store.h"
+
+namespace ddprun::rendezvous {
+
+std::string announce_dir(const std::string& prefix, int round) {
+  return prefix + "joining/" + std::to_string(round) + "/";
+}
+
+std::vector<std::pair<std::string, int>> parse_announcements(
+    const std::string& dir, const std::vector<std::pair<std::string, std::string>>& listed) {
+  std::vector<std::pair<std::string, int>> out;
+  for (const auto& [key, value] : listed) {
+    if (key.size() <= dir.size() || key.compare(0, dir.size(), dir) != 0) continue;
+    try {
+      out.emplace_back(key.substr(dir.size()), std::stoi(value));
+    } catch (const std::exception&) {
+      // not an announcement
+    }
+  }
+  return out;
+}
+
+GenericStateStore::GenericStateStore(Store& store, std::string prefix)
+    : store_(store), prefix_(std::move(prefix)) {}
+
+std::string GenericStateStore::announce_dir(int round) const {
+  return rendezvous::announce_dir(prefix_, round);
+}
+
+StateSnapshot GenericStateStore::read() {
+  StateSnapshot s;
+  // All in one round trip where the store can (and consistent with each other).
+  auto now = store_.get_now(
+      std::vector<std::string>{prefix_ + "version", prefix_ + "epoch", prefix_ + "state"});
+  s.version = now[0] && !now[0]->empty() ? std::stoll(*now[0]) : 0;
+  s.epoch = now[1] && !now[1]->empty() ? std::stoll(*now[1]) : 0;
+  if (now[2]) {
+    s.raw = *now[2];
+    s.state = DynamicState::from_json(s.raw);
+  }
+  return s;
+}
+
+bool GenericStateStore::write(const StateSnapshot& from, const std::string& to,
+                              bool wakes_participants, const std::optional<Announcement>& on_loss) {
+  if (store_.compare_set(prefix_ + "state", from.raw, to) != to) {
+    if (on_loss) {
+      store_.set(announce_dir(on_loss->round) + on_loss->node,
+                 std::to_string(on_loss->local_world_size));
+    }
+    return false;
+  }
+  int64_t v = store_.add(prefix_ + "version", 1);
+  store_.set(prefix_ + "ver/" + std::to_string(v), "1");
+  if (wakes_participants) {
+    int64_t e = store_.add(prefix_ + "epoch", 1);
+    store_.set(prefix_ + "epoch/" + std::to_string(e), "1");
+  }
+  return true;
+}
+
+void GenericStateStore::wait(const StateSnapshot& from, bool participant,
+                             std::chrono::milliseconds timeout) {
+  std::string key = participant ? "epoch/" + std::to_string(from.epoch + 1)
+                                : "ver/" + std::to_string(from.version + 1);
+  try {
+    store_.wait({prefix_ + key}, timeout);
+  } catch (const TimeoutError&) {
+    // the caller decides again
+  }
+}
+
+std::optional<std::vector<std::pair<std::string, int>>> GenericStateStore::announced(int round) {
+  std::string dir = announce_dir(round);
+  auto listed = store_.list_prefix(dir);
+  if (!listed) return std::nullopt;
+  return parse_announcements(dir, *listed);
+}
+
+void GenericStateStore::withdraw(int round, const std::string& node) {
+  store_.delete_key(announce_dir(round) + node);
+}
+
+}  // namespace ddprun::rendezvous

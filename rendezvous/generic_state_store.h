@@ -1,0 +1,43 @@
+#pragma once
+
+#include <string>
+
+#include "rendezvous/state_store.h"
+#include "rendezvous/store.h"
+
+namespace ddprun::rendezvous {
+
+/// The rendezvous state over any Store (TCPStore, MemoryStore): "<prefix>state" is
+/// written by compare-and-set; every successful write bumps "<prefix>version" and
+/// creates "<prefix>ver/<n>", which waiting nodes block on (a change wakes them at
+/// once, nothing polls); changes that concern participants also bump "epoch" and
+/// create "epoch/<n>". Announcements are keys under "<prefix>joining/<round>/" where
+/// the store can list them.
+class GenericStateStore : public StateStore {
+ public:
+  GenericStateStore(Store& store, std::string prefix);
+
+  StateSnapshot read() override;
+  bool write(const StateSnapshot& from, const std::string& to, bool wakes_participants,
+             const std::optional<Announcement>& on_loss) override;
+  void wait(const StateSnapshot& from, bool participant, std::chrono::milliseconds timeout) override;
+  std::optional<std::vector<std::pair<std::string, int>>> announced(int round) override;
+  void withdraw(int round, const std::string& node) override;
+  void interrupt() override { store_.interrupt(); }
+
+ private:
+  std::string announce_dir(int round) const;
+
+  Store& store_;
+  std::string prefix_;
+};
+
+/// "<prefix>joining/<round>/": where nodes announce themselves for `round`.
+std::string announce_dir(const std::string& prefix, int round);
+
+/// Announcements listed under announce_dir() as (node, local world size); entries
+/// that are not announcements are left out.
+std::vector<std::pair<std::string, int>> parse_announcements(
+    const std::string& dir, const std::vector<std::pair<std::string, std::string>>& listed);
+
+}  // namespace ddprun::rendezvous

@@ -1,0 +1,59 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "rendezvous/dynamic_state.h"
+
+namespace ddprun::rendezvous {
+
+/// The rendezvous state as read at one moment.
+struct StateSnapshot {
+  int64_t version = 0;  // every change
+  int64_t epoch = 0;    // changes that concern nodes already in the forming round
+  std::string raw;      // the state as stored (empty: none yet)
+  DynamicState state;
+  int64_t revision = 0;        // stores with revisions (etcd): when this was read
+  int64_t state_revision = 0;  // ... and when the state was last written (0: never)
+};
+
+/// A node that wants into `round` with `local_world_size` workers, for any writer of
+/// the forming round to take in (nodes arriving together then need a few writes, not
+/// one each).
+struct Announcement {
+  int round = 0;
+  std::string node;
+  int local_world_size = 0;
+};
+
+/// What the DynamicJoiner needs from the place its state lives: a consistent read, a
+/// compare-and-set, a wait for the next change and announcements. Over a plain Store
+/// each is a few requests (GenericStateStore); etcd does each in one.
+class StateStore {
+ public:
+  virtual ~StateStore() = default;
+
+  virtual StateSnapshot read() = 0;
+  /// Replaces the state read in `from` by `to` unless another node wrote first (then
+  /// false, and `on_loss`, if given, is announced). `wakes_participants`: the change
+  /// concerns the nodes already in the forming round (moves the epoch).
+  virtual bool write(const StateSnapshot& from, const std::string& to, bool wakes_participants,
+                     const std::optional<Announcement>& on_loss) = 0;
+  /// Returns after the next change since `from` (a participant: the next that
+  /// concerns participants) or after `timeout`, whichever is first.
+  virtual void wait(const StateSnapshot& from, bool participant,
+                    std::chrono::milliseconds timeout) = 0;
+  /// The nodes announced for `round` as (node, local world size); nullopt where the
+  /// store cannot list keys (then every node writes for itself).
+  virtual std::optional<std::vector<std::pair<std::string, int>>> announced(int round) = 0;
+  /// `node` is in the round now: its announcement may go.
+  virtual void withdraw(int round, const std::string& node) = 0;
+  /// Makes a call blocked in another thread fail promptly.
+  virtual void interrupt() = 0;
+};
+
+}  // namespace ddprun::rendezvous
