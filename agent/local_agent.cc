@@ -174,7 +174,9 @@ class LocalAgent::Impl {
     while (!done) io_.run_one();
     tracking_timer_.cancel();
     heartbeat_timer_.cancel();
-    over_watch_.reset();
+    // A node whose workers all succeeded keeps watching for the round's end while it
+    // waits for the others (wait_for_all_done); otherwise the watch ends with the attempt.
+    if (over_ || !runner_.failures().empty() || signalled_ != 0) over_watch_.reset();
   }
 
   void on_worker_failure(const rendezvous::RendezvousInfo& info, const FailureRecord& f) {
@@ -210,7 +212,7 @@ class LocalAgent::Impl {
 
   void on_round_over(RoundOver over) {
     if (over_) return;  // our own announcement, already adopted
-    if (!signalled_) spdlog::warn("stopping: {}", over.reason);
+    if (!signalled_ && !runner_.idle()) spdlog::warn("stopping: {}", over.reason);
     over_ = std::move(over);
     runner_.stop(SIGTERM);
   }
@@ -327,11 +329,11 @@ class LocalAgent::Impl {
           outcome = RoundOver{RoundOver::Kind::kFinal, 1,
                               "lost the rendezvous store at " + store_address() + " (" + err + ")"};
         });
-    KeyWatch over(
-        io_, handler_->connect(), {over_key(info.round)},
-        [&](std::vector<std::string> v) { outcome = RoundOver::parse(v[0]); }, [](std::string) {});
-    while (!all_done && !outcome && signalled_ == 0) io_.run_one();
+    // The attempt's watch on the round's end goes on: it sets over_.
+    while (!all_done && !over_ && !outcome && signalled_ == 0) io_.run_one();
+    over_watch_.reset();
     if (all_done) return std::nullopt;
+    if (!outcome) outcome = over_;
     if (outcome && outcome->kind != RoundOver::Kind::kFinal) {
       spdlog::warn("this node finished, but the round ended: {}", outcome->reason);
     }

@@ -1,6 +1,7 @@
 #include "rendezvous/etcd_store.h"
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -97,26 +98,33 @@ std::vector<std::string> EtcdStore::wait_for(const std::vector<std::string>& key
   auto deadline = EtcdClient::Clock::now() + timeout;
   std::vector<std::string> full;
   for (const auto& k : keys) full.push_back(prefix_ + k);
-  while (true) {
-    auto found = client_->ranges(full);
-    std::set<std::string> missing;
-    std::vector<std::string> values;
-    for (size_t i = 0; i < full.size(); ++i) {
-      if (found[i].kvs.empty()) missing.insert(full[i]);
-      else values.push_back(found[i].kvs[0].value);
-    }
-    if (missing.empty()) return values;
+  auto found = client_->ranges(full);
+  std::map<std::string, std::string> values;  // by full key
+  std::set<std::string> missing;
+  for (size_t i = 0; i < full.size(); ++i) {
+    if (found[i].kvs.empty()) missing.insert(full[i]);
+    else values[full[i]] = found[i].kvs[0].value;
+  }
+  if (!missing.empty()) {
     // Watch what the missing keys share, from just after the revision read: a key
-    // created in between is an event, not a miss.
+    // created in between is an event, not a miss. The events carry the values.
     std::string lo = *missing.begin();
     std::string hi = *missing.rbegin();
     size_t common = 0;
     while (common < lo.size() && common < hi.size() && lo[common] == hi[common]) ++common;
     std::string start = missing.size() == 1 ? lo : lo.substr(0, common);
     std::string end = missing.size() == 1 ? "" : etcd_prefix_end(start);
+    std::set<std::string> wanted(full.begin(), full.end());
     bool all_there = client_->watch(start, end, found[0].revision + 1, deadline,
                                     [&](const EtcdEvent& e) {
-                                      if (!e.deleted) missing.erase(e.kv.key);
+                                      if (!wanted.count(e.kv.key)) return true;
+                                      if (e.deleted) {
+                                        values.erase(e.kv.key);
+                                        missing.insert(e.kv.key);
+                                      } else {
+                                        values[e.kv.key] = e.kv.value;
+                                        missing.erase(e.kv.key);
+                                      }
                                       return !missing.empty();
                                     });
     if (!all_there) {
@@ -126,9 +134,11 @@ std::vector<std::string> EtcdStore::wait_for(const std::vector<std::string>& key
                          " ms waiting for key(s) " + names + " in etcd at " +
                          client_->endpoints_text());
     }
-    if (!values_wanted) return {};  // every key was created: that is all a wait needs
-    // Read them again: values as of now (a key may also have gone meanwhile).
   }
+  if (!values_wanted) return {};
+  std::vector<std::string> out;
+  for (const auto& k : full) out.push_back(values[k]);
+  return out;
 }
 
 std::optional<std::vector<std::pair<std::string, std::string>>> EtcdStore::list_prefix(
