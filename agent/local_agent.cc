@@ -162,7 +162,7 @@ class LocalAgent::Impl {
     bool done = false;
     if (multi_node()) {
       over_watch_ = std::make_unique<KeyWatch>(
-          io_, handler_->connect(), std::vector<std::string>{over_key(info.round)},
+          io_, handler_->connect_round(info), std::vector<std::string>{over_key(info.round)},
           [this](std::vector<std::string> v) { on_round_over(RoundOver::parse(v[0])); },
           [this](std::string err) { on_store_lost(err); });
       if (handler_->elastic()) watch_heartbeats(info);
@@ -324,7 +324,7 @@ class LocalAgent::Impl {
                        "lost the rendezvous store: " + std::string(e.what())};
     }
     KeyWatch done(
-        io_, handler_->connect(), keys, [&](auto) { all_done = true; },
+        io_, handler_->connect_round(info), keys, [&](auto) { all_done = true; },
         [&](std::string err) {
           outcome = RoundOver{RoundOver::Kind::kFinal, 1,
                               "lost the rendezvous store at " + store_address() + " (" + err + ")"};

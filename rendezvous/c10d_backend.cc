@@ -41,7 +41,7 @@ std::string C10dBackend::prefix(const std::string& run_id) const {
   return std::string(RendezvousHandler::kAgentPrefix) + "c10d/" + run_id + "/";
 }
 
-std::unique_ptr<Store> C10dBackend::connect(milliseconds timeout) {
+std::unique_ptr<Store> C10dBackend::connect(milliseconds timeout, int64_t /*newer_than*/) {
   TcpStoreClient::Options o;
   o.timeout = timeout;
   return std::make_unique<TcpStoreClient>(options_.host, options_.port, o);

@@ -31,7 +31,7 @@ class C10dBackend : public RendezvousBackend {
   ~C10dBackend() override;
 
   std::string prefix(const std::string& run_id) const override;
-  std::unique_ptr<Store> connect(std::chrono::milliseconds timeout) override;
+  std::unique_ptr<Store> connect(std::chrono::milliseconds timeout, int64_t newer_than) override;
   void start_liveness(const std::string& prefix, const std::string& node) override;
   std::vector<std::string> dead_members(const std::string& prefix,
                                         const std::vector<std::string>& members,

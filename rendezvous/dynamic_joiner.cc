@@ -10,6 +10,11 @@ namespace ddprun::rendezvous {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
+// How long at least an announced node lets the state stay still before it writes
+// itself, and how many others' writes it waits through.
+constexpr auto kAnnouncedWaitMin = std::chrono::microseconds(10'000);
+constexpr int kAnnouncedMaxChanges = 32;
+
 DynamicJoiner::DynamicJoiner(Store& store, std::unique_ptr<StateStore> state, std::string prefix,
                              DynamicConfig config, WallClock wall_ms)
     : store_(store),
@@ -36,24 +41,48 @@ static bool concerns_participants(const DynamicState& from, const DynamicState& 
 
 bool DynamicJoiner::write(const StateSnapshot& from, const DynamicState& to,
                           const std::optional<Announcement>& on_loss) {
-  if (!state_->write(from, to.to_json(), concerns_participants(from.state, to), on_loss)) {
-    // Lost to another node: back off a little (more each time, at random) so that
-    // many nodes arriving together do not all retry in lockstep.
-    ++lost_writes_;
-    int64_t cap_us = std::min<int64_t>(20'000, int64_t{250} << std::min(lost_writes_, 7));
-    std::this_thread::sleep_for(std::chrono::microseconds(jitter_() % (cap_us + 1)));
-    return false;
+  auto start = Clock::now();
+  bool won = state_->write(from, to.to_json(), concerns_participants(from.state, to), on_loss);
+  write_time_ = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start);
+  lost_writes_ = won ? 0 : lost_writes_ + 1;
+  return won;
+}
+
+// After a lost write: back off a little (more each time, at random) so that many
+// nodes arriving together do not all retry in lockstep. A node others can take in
+// (it announced itself) instead waits while they keep writing: each of their writes
+// takes in the nodes announced before it, so this one most often need not write at
+// all. It writes itself once the state stays still for a while (a few write times:
+// the store may be slow under load). Returns the state last seen.
+std::optional<StateSnapshot> DynamicJoiner::back_off(const std::string& node, bool announced) {
+  int64_t cap_us = std::min<int64_t>(20'000, int64_t{250} << std::min(lost_writes_, 7));
+  auto jitter = std::chrono::microseconds(jitter_() % (cap_us + 1));
+  if (!announced) {
+    std::this_thread::sleep_for(jitter);
+    return std::nullopt;
   }
-  lost_writes_ = 0;
-  return true;
+  auto still = std::chrono::duration_cast<milliseconds>(
+      std::max<std::chrono::microseconds>(kAnnouncedWaitMin, 3 * write_time_) + jitter);
+  StateSnapshot now = state_->read();
+  for (int changes = 0; changes < kAnnouncedMaxChanges; ++changes) {
+    if (now.state.participants.count(node) || now.state.complete || now.state.closed) break;
+    state_->wait(now, false, still);
+    StateSnapshot next = state_->read();
+    bool moved = next.version != now.version;
+    now = std::move(next);
+    if (!moved) break;
+  }
+  return now;
 }
 
 DynamicState DynamicJoiner::join(const std::string& node, int local_world_size, int min_round,
                                  milliseconds timeout, const std::atomic<bool>& cancelled) {
   auto deadline = Clock::now() + timeout;
+  std::optional<StateSnapshot> seen;  // the state as a back-off left it
   while (true) {
     if (cancelled) throw Error("rendezvous cancelled");
-    StateSnapshot snap = state_->read();
+    StateSnapshot snap = seen ? std::move(*seen) : state_->read();
+    seen.reset();
     Action a;  // default: wait for the state to change
     if (snap.state.round >= min_round || snap.state.closed) {
       a = decide_join(snap.state, node, local_world_size, wall_ms_(), config_);
@@ -66,6 +95,7 @@ DynamicState DynamicJoiner::join(const std::string& node, int local_world_size, 
         state_->withdraw(announced_round_, node);
         announced_round_ = -1;
       }
+      epoch_revision_ = snap.epoch_revision;
       return snap.state;
     }
     if (a.kind == Action::Kind::kWrite) {
@@ -78,6 +108,7 @@ DynamicState DynamicJoiner::join(const std::string& node, int local_world_size, 
       }
       bool won = write(snap, next, on_loss);
       if (!won && on_loss) announced_round_ = snap.state.round;
+      if (!won) seen = back_off(node, announced_round_ == snap.state.round && !snap.state.complete);
       if (won && asked_to_join) {
         // We arrived while a round runs: end it for everyone so the next one has us.
         std::set<std::string> members;

@@ -47,6 +47,10 @@ class DynamicJoiner {
   DynamicState join(const std::string& node, int local_world_size, int min_round,
                     std::chrono::milliseconds timeout, const std::atomic<bool>& cancelled);
 
+  /// Stores with revisions (etcd): when the round join() returned completed; every
+  /// key of that round is newer. 0 elsewhere.
+  int64_t completed_at() const { return epoch_revision_; }
+
   /// Begins the round after `round` unless someone already did (see next_round()).
   void start_next_round(int round, bool failure, const std::set<std::string>& alive);
 
@@ -59,6 +63,7 @@ class DynamicJoiner {
  private:
   bool write(const StateSnapshot& from, const DynamicState& to,
              const std::optional<Announcement>& on_loss = std::nullopt);
+  std::optional<StateSnapshot> back_off(const std::string& node, bool announced);
   DynamicState with_announced(const DynamicState& read, DynamicState next,
                               const std::string& self);
 
@@ -68,8 +73,10 @@ class DynamicJoiner {
   DynamicConfig config_;
   WallClock wall_ms_;
   int lost_writes_ = 0;       // compare-and-sets lost in a row
+  std::chrono::microseconds write_time_{0};  // how long the last one took
   bool listing_ = true;       // the store can list keys (until it says it cannot)
   int announced_round_ = -1;  // the round this node announced itself for
+  int64_t epoch_revision_ = 0;  // see completed_at()
   std::minstd_rand jitter_{std::random_device{}()};
 };
 

@@ -35,7 +35,7 @@ DynamicRendezvous::DynamicRendezvous(Options options, std::unique_ptr<Rendezvous
   char pid[16];
   std::snprintf(pid, sizeof(pid), "%010d", static_cast<int>(::getpid()));
   node_id_ = address_ + "/" + pid + "/" + std::to_string(worker_store_->port());
-  client_ = backend_->connect(options_.read_timeout);
+  client_ = backend_->connect(options_.read_timeout, 0);
   joiner_ = std::make_unique<DynamicJoiner>(
       *client_, backend_->state_store(*client_, prefix_, options_.read_timeout), prefix_,
       options_.config, wall_ms);
@@ -45,7 +45,11 @@ DynamicRendezvous::DynamicRendezvous(Options options, std::unique_ptr<Rendezvous
 
 DynamicRendezvous::~DynamicRendezvous() = default;
 
-std::unique_ptr<Store> DynamicRendezvous::connect() { return backend_->connect(options_.read_timeout); }
+std::unique_ptr<Store> DynamicRendezvous::connect() { return backend_->connect(options_.read_timeout, 0); }
+
+std::unique_ptr<Store> DynamicRendezvous::connect_round(const RendezvousInfo& info) {
+  return backend_->connect(options_.read_timeout, info.completed_at);
+}
 
 std::string DynamicRendezvous::round_prefix(int round) const {
   return joiner_->round_prefix(round);
@@ -76,6 +80,7 @@ RendezvousInfo DynamicRendezvous::make_info(const DynamicState& state) {
   info.round = state.round;
   info.restart_count = state.restarts;
   info.members = ordered_members(state);
+  info.completed_at = joiner_->completed_at();
   info.group_world_size = static_cast<int>(info.members.size());
   for (size_t i = 0; i < info.members.size(); ++i) {
     if (info.members[i] == node_id_) info.group_rank = static_cast<int>(i);

@@ -40,6 +40,7 @@ class DynamicRendezvous : public RendezvousHandler {
   RendezvousInfo next_rendezvous(int round, int local_world_size) override;
   Store& store() override { return *client_; }
   std::unique_ptr<Store> connect() override;
+  std::unique_ptr<Store> connect_round(const RendezvousInfo& info) override;
   std::string round_prefix(int round) const override;
   void cancel() override;
   void close() override { joiner_->close(); }

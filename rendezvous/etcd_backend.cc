@@ -41,12 +41,15 @@ std::string EtcdBackend::prefix(const std::string& run_id) const {
 
 std::unique_ptr<StateStore> EtcdBackend::state_store(Store&, const std::string& prefix,
                                                      std::chrono::milliseconds timeout) {
-  return std::make_unique<EtcdStateStore>(std::make_unique<EtcdClient>(options_.endpoints, timeout),
-                                          prefix, [this] { return lease_.load(); });
+  auto state = std::make_unique<EtcdStateStore>(std::make_unique<EtcdClient>(options_.endpoints, timeout),
+                                                prefix, [this] { return lease_.load(); });
+  state_store_ = state.get();
+  return state;
 }
 
-std::unique_ptr<Store> EtcdBackend::connect(std::chrono::milliseconds timeout) {
-  return std::make_unique<EtcdStore>(std::make_unique<EtcdClient>(options_.endpoints, timeout), "");
+std::unique_ptr<Store> EtcdBackend::connect(std::chrono::milliseconds timeout, int64_t newer_than) {
+  return std::make_unique<EtcdStore>(std::make_unique<EtcdClient>(options_.endpoints, timeout), "",
+                                     newer_than);
 }
 
 std::string EtcdBackend::where() const { return "etcd at " + probe_.endpoints_text(); }
@@ -58,11 +61,20 @@ void EtcdBackend::take_lease(EtcdClient& client) {
 
 void EtcdBackend::start_liveness(const std::string& prefix, const std::string& node) {
   alive_key_ = prefix + "alive/" + node;
-  EtcdOp alive = EtcdOp::put(alive_key_, "1", lease_);
-  // The run's one tracking writer is the first agent to get here.
-  primary_ = liveness_.txn(EtcdCompare{prefix + "primary", 0},
-                           {EtcdOp::put(prefix + "primary", node), alive}, {alive})
-                 .succeeded;
+  // The run's one tracking writer is the first agent to get here; the same
+  // transaction reads the rendezvous state for the joiner's first look.
+  std::vector<EtcdOp> success{EtcdOp::put(prefix + "primary", node),
+                              EtcdOp::put(alive_key_, "1", lease_)};
+  std::vector<EtcdOp> failure{EtcdOp::put(alive_key_, "1", lease_)};
+  if (state_store_ != nullptr) {
+    for (const auto& op : state_store_->first_reads()) {
+      success.push_back(op);
+      failure.push_back(op);
+    }
+  }
+  auto r = liveness_.txn(EtcdCompare{prefix + "primary", 0}, success, failure);
+  primary_ = r.succeeded;
+  if (state_store_ != nullptr) state_store_->prime(r);
   thread_ = std::thread([this] { keep_alive_loop(); });
 }
 

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "rendezvous/etcd_client.h"
+#include "rendezvous/etcd_state_store.h"
 #include "rendezvous/rendezvous_backend.h"
 
 namespace ddprun::rendezvous {
@@ -30,7 +31,7 @@ class EtcdBackend : public RendezvousBackend {
   ~EtcdBackend() override;
 
   std::string prefix(const std::string& run_id) const override;
-  std::unique_ptr<Store> connect(std::chrono::milliseconds timeout) override;
+  std::unique_ptr<Store> connect(std::chrono::milliseconds timeout, int64_t newer_than) override;
   std::unique_ptr<StateStore> state_store(Store& client, const std::string& prefix,
                                           std::chrono::milliseconds timeout) override;
   /// Puts "alive/<node>" under the lease and claims "primary" in one transaction.
@@ -51,6 +52,7 @@ class EtcdBackend : public RendezvousBackend {
   std::string alive_key_;
   std::atomic<int64_t> lease_{0};
   bool primary_ = false;
+  EtcdStateStore* state_store_ = nullptr;  // the joiner's, primed by start_liveness()
   std::thread thread_;
   std::mutex mutex_;
   std::condition_variable stop_cv_;

@@ -363,12 +363,12 @@ bool EtcdClient::put_if_revision(const std::string& key, int64_t mod_revision,
   return r.succeeded;
 }
 
-EtcdOp EtcdOp::range(std::string key, std::string range_end) {
-  return {Kind::kRange, std::move(key), std::move(range_end), "", 0};
+EtcdOp EtcdOp::range(std::string key, std::string range_end, bool keys_only) {
+  return {Kind::kRange, std::move(key), std::move(range_end), "", 0, keys_only};
 }
 
 EtcdOp EtcdOp::put(std::string key, std::string value, int64_t lease) {
-  return {Kind::kPut, std::move(key), "", std::move(value), lease};
+  return {Kind::kPut, std::move(key), "", std::move(value), lease, false};
 }
 
 namespace {
@@ -380,6 +380,7 @@ nlohmann::json txn_ops(const std::vector<EtcdOp>& ops) {
     if (!op.range_end.empty()) body["range_end"] = b64(op.range_end);
     switch (op.kind) {
       case EtcdOp::Kind::kRange:
+        if (op.keys_only) body["keys_only"] = true;
         out.push_back({{"request_range", body}});
         break;
       case EtcdOp::Kind::kPut:
@@ -489,6 +490,10 @@ bool EtcdClient::watch(const std::string& key, const std::string& range_end,
           auto result = message.value("result", nlohmann::json::object());
           if (message.contains("error")) decode("/v3/watch", {500, message.dump()});
           if (result.value("canceled", false)) {
+            if (int_field(result, "compact_revision") > 0) {
+              throw EtcdCompactedError("etcd at " + endpoints_[current_].text() +
+                                       " has compacted revision " + std::to_string(next));
+            }
             throw StoreError("etcd canceled the watch on " + key + ": " +
                              result.value("cancel_reason", std::string("compacted")));
           }

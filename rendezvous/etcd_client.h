@@ -29,6 +29,12 @@ class EtcdAuthError : public EtcdRefusedError {
   using EtcdRefusedError::EtcdRefusedError;
 };
 
+/// A watch asked for revisions etcd has compacted away.
+class EtcdCompactedError : public EtcdRefusedError {
+ public:
+  using EtcdRefusedError::EtcdRefusedError;
+};
+
 struct EtcdEndpoint {
   std::string host;
   int port = 2379;
@@ -60,8 +66,9 @@ struct EtcdOp {
   std::string range_end;  // ranges: empty for one key
   std::string value;      // puts
   int64_t lease = 0;      // puts
+  bool keys_only = false;  // ranges: revisions without the values
 
-  static EtcdOp range(std::string key, std::string range_end = "");
+  static EtcdOp range(std::string key, std::string range_end = "", bool keys_only = false);
   static EtcdOp put(std::string key, std::string value, int64_t lease = 0);
 };
 
@@ -127,6 +134,7 @@ class EtcdClient {
   /// Watches [key, range_end) from `start_revision` on, handing every event to
   /// `on_event` until it returns false (then true) or `deadline` passes (then false).
   /// A broken stream resumes on the next endpoint after the last revision seen.
+  /// Throws EtcdCompactedError when `start_revision` is compacted.
   bool watch(const std::string& key, const std::string& range_end, int64_t start_revision,
              Clock::time_point deadline, const std::function<bool(const EtcdEvent&)>& on_event);
 

@@ -3,36 +3,57 @@
 #include "rendezvous/generic_state_store.h"
 
 namespace ddprun::rendezvous {
+namespace {
+
+// "<version> <epoch>\n<state JSON>": the state key's value, and the epoch key's.
+std::string encode(int64_t version, int64_t epoch, const std::string& state) {
+  return std::to_string(version) + " " + std::to_string(epoch) + "\n" + state;
+}
+
+}  // namespace
 
 EtcdStateStore::EtcdStateStore(std::unique_ptr<EtcdClient> client, std::string prefix,
                                std::function<int64_t()> lease)
     : client_(std::move(client)), prefix_(std::move(prefix)), lease_(std::move(lease)) {}
 
-// Version, epoch, state and the announcements for `round`: what a decision needs.
+// The state and the announcements for `round`: what a decision needs.
 std::vector<EtcdOp> EtcdStateStore::reads(int round) const {
   std::string dir = announce_dir(prefix_, round);
-  return {EtcdOp::range(prefix_ + "version"), EtcdOp::range(prefix_ + "epoch"),
-          EtcdOp::range(prefix_ + "state"), EtcdOp::range(dir, etcd_prefix_end(dir))};
+  return {EtcdOp::range(prefix_ + "state"), EtcdOp::range(prefix_ + "epoch", "", true),
+          EtcdOp::range(dir, etcd_prefix_end(dir))};
+}
+
+StateSnapshot EtcdStateStore::snapshot(const EtcdKv& kv, const StateSnapshot& before) const {
+  StateSnapshot s;
+  size_t nl = kv.value.find('\n');
+  size_t space = kv.value.find(' ');
+  try {
+    if (nl == std::string::npos || space > nl) throw std::invalid_argument("no header");
+    s.version = std::stoll(kv.value.substr(0, space));
+    s.epoch = std::stoll(kv.value.substr(space + 1, nl - space - 1));
+    s.raw = kv.value.substr(nl + 1);
+    s.state = DynamicState::from_json(s.raw);
+  } catch (const std::exception& e) {
+    throw StoreError("etcd at " + client_->endpoints_text() + ": " + kv.key +
+                     " does not hold a ddprun rendezvous state (" + e.what() + ")");
+  }
+  s.revision = kv.mod_revision;
+  s.state_revision = kv.mod_revision;  // the epoch key is only ever written with the state
+  // The epoch key was written in the same transaction exactly when the number moved.
+  s.epoch_revision = s.epoch != before.epoch ? kv.mod_revision : before.epoch_revision;
+  return s;
 }
 
 StateSnapshot EtcdStateStore::parse(const EtcdClient::TxnResult& r, int round) {
-  if (r.ranges.size() != 4) {
+  if (r.ranges.size() != 3) {
     throw StoreError("etcd at " + client_->endpoints_text() + ": short transaction reply");
   }
-  auto value = [&](size_t i) -> const EtcdKv* {
-    return r.ranges[i].kvs.empty() ? nullptr : &r.ranges[i].kvs[0];
-  };
   StateSnapshot s;
+  if (!r.ranges[0].kvs.empty()) s = snapshot(r.ranges[0].kvs[0], {});
   s.revision = r.revision;
-  if (const EtcdKv* v = value(0); v && !v->value.empty()) s.version = std::stoll(v->value);
-  if (const EtcdKv* e = value(1); e && !e->value.empty()) s.epoch = std::stoll(e->value);
-  if (const EtcdKv* state = value(2)) {
-    s.raw = state->value;
-    s.state = DynamicState::from_json(s.raw);
-    s.state_revision = state->mod_revision;
-  }
+  s.epoch_revision = r.ranges[1].kvs.empty() ? 0 : r.ranges[1].kvs[0].mod_revision;
   std::vector<std::pair<std::string, std::string>> listed;
-  for (const auto& kv : r.ranges[3].kvs) listed.emplace_back(kv.key, kv.value);
+  for (const auto& kv : r.ranges[2].kvs) listed.emplace_back(kv.key, kv.value);
   listed_ = parse_announcements(announce_dir(prefix_, round), listed);
   listed_round_ = round;
   round_seen_ = s.state.round;
@@ -51,11 +72,10 @@ StateSnapshot EtcdStateStore::read() {
 
 bool EtcdStateStore::write(const StateSnapshot& from, const std::string& to,
                            bool wakes_participants, const std::optional<Announcement>& on_loss) {
-  std::vector<EtcdOp> success{EtcdOp::put(prefix_ + "state", to),
-                              EtcdOp::put(prefix_ + "version", std::to_string(from.version + 1))};
-  if (wakes_participants) {
-    success.push_back(EtcdOp::put(prefix_ + "epoch", std::to_string(from.epoch + 1)));
-  }
+  int64_t epoch = from.epoch + (wakes_participants ? 1 : 0);
+  std::string value = encode(from.version + 1, epoch, to);
+  std::vector<EtcdOp> success{EtcdOp::put(prefix_ + "state", value)};
+  if (wakes_participants) success.push_back(EtcdOp::put(prefix_ + "epoch", value));
   std::vector<EtcdOp> failure;
   if (on_loss) {
     failure.push_back(EtcdOp::put(announce_dir(prefix_, on_loss->round) + on_loss->node,
@@ -68,23 +88,28 @@ bool EtcdStateStore::write(const StateSnapshot& from, const std::string& to,
     fresh_ = parse(r, round);
     return false;
   }
-  StateSnapshot now;
-  now.version = from.version + 1;
-  now.epoch = from.epoch + (wakes_participants ? 1 : 0);
-  now.raw = to;
-  now.state = DynamicState::from_json(to);
-  now.revision = r.revision;
-  now.state_revision = r.revision;
-  round_seen_ = now.state.round;
-  fresh_ = std::move(now);
+  fresh_ = snapshot(EtcdKv{prefix_ + "state", value, 0, r.revision}, from);
+  round_seen_ = fresh_->state.round;
   listed_round_ = -1;  // not read with this write
   return true;
 }
 
 void EtcdStateStore::wait(const StateSnapshot& from, bool participant,
                           std::chrono::milliseconds timeout) {
-  client_->watch(prefix_ + (participant ? "epoch" : "version"), "", from.revision + 1,
-                 EtcdClient::Clock::now() + timeout, [](const EtcdEvent&) { return false; });
+  // The event carries the state written: the next read() needs no request. No event
+  // before the timeout: `from` is still the state.
+  bool changed = true;
+  try {
+    changed = client_->watch(prefix_ + (participant ? "epoch" : "state"), "", from.revision + 1,
+                             EtcdClient::Clock::now() + timeout, [&](const EtcdEvent& e) {
+                               if (e.deleted) return true;
+                               fresh_ = snapshot(e.kv, from);
+                               return false;
+                             });
+  } catch (const EtcdCompactedError&) {
+    return;  // that history is gone: the next read() reads
+  }
+  if (!changed && !participant) fresh_ = from;
 }
 
 std::optional<std::vector<std::pair<std::string, int>>> EtcdStateStore::announced(int round) {

@@ -9,18 +9,24 @@
 
 namespace ddprun::rendezvous {
 
-/// The rendezvous state in etcd, every step one request: a read is one transaction
-/// (version, epoch, state and the announcements of the round last seen, at one
-/// revision); a write is one transaction on the state's mod revision that also moves
-/// the version (and the epoch), and when it loses, announces the node and reads the
-/// state afresh; a wait is one watch on "version" or "epoch" from just after the
-/// revision read. Announcements are held by the node's lease: etcd removes them when
-/// the node leaves or dies.
+/// The rendezvous state in etcd, every step one request. "<prefix>state" holds
+/// "<version> <epoch>\n<state JSON>"; a write that concerns participants puts the same
+/// value in "<prefix>epoch". A read is one transaction (the state and the
+/// announcements of the round last seen); a write is one transaction on the state's
+/// mod revision, which when it loses announces the node and reads the state afresh;
+/// a wait is one watch on "state" (or "epoch") from just after the revision read, and
+/// its event is the next read. Announcements are held by the node's lease: etcd
+/// removes them when the node leaves or dies.
 class EtcdStateStore : public StateStore {
  public:
   /// `lease`: the node's current lease (it changes if the lease ever expired).
   EtcdStateStore(std::unique_ptr<EtcdClient> client, std::string prefix,
                  std::function<int64_t()> lease);
+
+  /// The reads a first read() needs, to put in another transaction; prime() takes
+  /// that transaction's result, which the next read() returns.
+  std::vector<EtcdOp> first_reads() const { return reads(round_seen_); }
+  void prime(const EtcdClient::TxnResult& r) { fresh_ = parse(r, round_seen_); }
 
   StateSnapshot read() override;
   bool write(const StateSnapshot& from, const std::string& to, bool wakes_participants,
@@ -33,11 +39,13 @@ class EtcdStateStore : public StateStore {
  private:
   std::vector<EtcdOp> reads(int round) const;
   StateSnapshot parse(const EtcdClient::TxnResult& r, int round);
+  /// The state in `kv` (the state key's or the epoch key's), written after `before`.
+  StateSnapshot snapshot(const EtcdKv& kv, const StateSnapshot& before) const;
 
   std::unique_ptr<EtcdClient> client_;
   std::string prefix_;
   std::function<int64_t()> lease_;
-  std::optional<StateSnapshot> fresh_;  // read by the last write: the next read()
+  std::optional<StateSnapshot> fresh_;  // read by the last write or wait: the next read()
   int round_seen_ = 0;                  // in the state read or written last
   int listed_round_ = -1;               // the round `listed_` holds announcements of
   std::vector<std::pair<std::string, int>> listed_;

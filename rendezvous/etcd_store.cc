@@ -7,8 +7,8 @@
 
 namespace ddprun::rendezvous {
 
-EtcdStore::EtcdStore(std::unique_ptr<EtcdClient> client, std::string prefix)
-    : client_(std::move(client)), prefix_(std::move(prefix)) {}
+EtcdStore::EtcdStore(std::unique_ptr<EtcdClient> client, std::string prefix, int64_t newer_than)
+    : client_(std::move(client)), prefix_(std::move(prefix)), newer_than_(newer_than) {}
 
 template <typename Next>
 auto EtcdStore::update(const std::string& key, Next next) {
@@ -98,16 +98,22 @@ std::vector<std::string> EtcdStore::wait_for(const std::vector<std::string>& key
   auto deadline = EtcdClient::Clock::now() + timeout;
   std::vector<std::string> full;
   for (const auto& k : keys) full.push_back(prefix_ + k);
-  auto found = client_->ranges(full);
   std::map<std::string, std::string> values;  // by full key
-  std::set<std::string> missing;
-  for (size_t i = 0; i < full.size(); ++i) {
-    if (found[i].kvs.empty()) missing.insert(full[i]);
-    else values[full[i]] = found[i].kvs[0].value;
+  std::set<std::string> missing(full.begin(), full.end());
+  int64_t from = newer_than_;
+  if (from == 0) {
+    auto found = client_->ranges(full);
+    for (size_t i = 0; i < full.size(); ++i) {
+      if (found[i].kvs.empty()) continue;
+      values[full[i]] = found[i].kvs[0].value;
+      missing.erase(full[i]);
+    }
+    from = found[0].revision;
   }
   if (!missing.empty()) {
-    // Watch what the missing keys share, from just after the revision read: a key
-    // created in between is an event, not a miss. The events carry the values.
+    // Watch what the missing keys share, from just after the revision read (or known
+    // to precede them): a key created in between is an event, not a miss. The events
+    // carry the values.
     std::string lo = *missing.begin();
     std::string hi = *missing.rbegin();
     size_t common = 0;
@@ -115,18 +121,26 @@ std::vector<std::string> EtcdStore::wait_for(const std::vector<std::string>& key
     std::string start = missing.size() == 1 ? lo : lo.substr(0, common);
     std::string end = missing.size() == 1 ? "" : etcd_prefix_end(start);
     std::set<std::string> wanted(full.begin(), full.end());
-    bool all_there = client_->watch(start, end, found[0].revision + 1, deadline,
-                                    [&](const EtcdEvent& e) {
-                                      if (!wanted.count(e.kv.key)) return true;
-                                      if (e.deleted) {
-                                        values.erase(e.kv.key);
-                                        missing.insert(e.kv.key);
-                                      } else {
-                                        values[e.kv.key] = e.kv.value;
-                                        missing.erase(e.kv.key);
-                                      }
-                                      return !missing.empty();
-                                    });
+    bool all_there = false;
+    try {
+      all_there = client_->watch(start, end, from + 1, deadline, [&](const EtcdEvent& e) {
+        if (!wanted.count(e.kv.key)) return true;
+        if (e.deleted) {
+          values.erase(e.kv.key);
+          missing.insert(e.kv.key);
+        } else {
+          values[e.kv.key] = e.kv.value;
+          missing.erase(e.kv.key);
+        }
+        return !missing.empty();
+      });
+    } catch (const EtcdCompactedError&) {
+      if (newer_than_ == 0) throw;
+      newer_than_ = 0;  // that history is gone: read first
+      return wait_for(keys, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                deadline - EtcdClient::Clock::now()),
+                      values_wanted);
+    }
     if (!all_there) {
       std::string names;
       for (const auto& m : missing) names += (names.empty() ? "" : ", ") + m.substr(prefix_.size());

@@ -18,7 +18,9 @@ namespace ddprun::rendezvous {
 /// Thread-safety: one call at a time (one connection); interrupt() from any thread.
 class EtcdStore : public Store {
  public:
-  EtcdStore(std::unique_ptr<EtcdClient> client, std::string prefix);
+  /// `newer_than`: every key waited for is newer than this revision, so waits watch
+  /// from just after it without reading first (0: they read first).
+  EtcdStore(std::unique_ptr<EtcdClient> client, std::string prefix, int64_t newer_than = 0);
 
   void set(const std::string& key, const std::string& value) override;
   std::string get(const std::string& key, std::chrono::milliseconds timeout) override;
@@ -56,6 +58,7 @@ class EtcdStore : public Store {
 
   std::unique_ptr<EtcdClient> client_;
   std::string prefix_;
+  int64_t newer_than_;
   std::map<std::string, std::optional<EtcdKv>> seen_;  // key -> as last seen (nullopt: missing)
 };
 

@@ -20,6 +20,7 @@ struct RendezvousInfo {
   std::vector<std::string> members;    // node ids, by group rank
   std::string master_addr;             // the worker-facing store (hosted by an agent)
   int master_port = 0;
+  int64_t completed_at = 0;  // stores with revisions (etcd): the round's keys are newer
 
   /// First global rank of node `g`: the sum of the lower nodes' local world sizes.
   int rank_offset(int g) const {
@@ -50,6 +51,12 @@ class RendezvousHandler {
 
   /// Opens a further connection to the shared store, for a thread of its own.
   virtual std::unique_ptr<Store> connect() = 0;
+  /// The same, for waiting on keys of the round `info` (which are all newer than the
+  /// round): where the store has revisions, its waits need not read first.
+  virtual std::unique_ptr<Store> connect_round(const RendezvousInfo& info) {
+    (void)info;
+    return connect();
+  }
 
   /// Prefix of this round's agent keys, for the agents' own signals: "over" (the
   /// round ends for everyone: "<restart|membership|final>|<exit code>|<reason>") and

@@ -17,8 +17,10 @@ struct StateSnapshot {
   int64_t epoch = 0;    // changes that concern nodes already in the forming round
   std::string raw;      // the state as stored (empty: none yet)
   DynamicState state;
-  int64_t revision = 0;        // stores with revisions (etcd): when this was read
-  int64_t state_revision = 0;  // ... and when the state was last written (0: never)
+  int64_t revision = 0;        // stores with revisions (etcd): when this was read,
+  int64_t state_revision = 0;  // when the state was last written (0: never)
+  int64_t epoch_revision = 0;  // and when the epoch last moved: a round complete in
+                               // this state completed then, and its keys are newer
 };
 
 /// A node that wants into `round` with `local_world_size` workers, for any writer of

@@ -74,6 +74,38 @@ TEST_F(EtcdStoreTest, WaitWakesWhenTheLastKeyIsSet) {
   EXPECT_TRUE(woke.load());
 }
 
+TEST_F(EtcdStoreTest, WaitsForKeysNewerThanARevisionWatchFromThere) {
+  std::string prefix = "/t/newer/";
+  auto writer = store_at(cluster_->endpoints(), prefix);
+  writer->set("mark", "1");
+  int64_t revision = writer->client().range(prefix + "mark").kvs.at(0).mod_revision;
+  writer->set("round/1/over", "restart|1|why");  // after the revision: replayed
+  auto waiter = std::make_unique<EtcdStore>(
+      std::make_unique<EtcdClient>(parse_etcd_endpoints(cluster_->endpoints()), 10s), prefix,
+      revision);
+  EXPECT_EQ(waiter->multi_get({"round/1/over"}, 5s)[0], "restart|1|why");
+  std::thread t([&] { EXPECT_EQ(waiter->multi_get({"round/1/done/0", "round/1/done/1"}, 30s),
+                                (std::vector<std::string>{"a", "b"})); });
+  writer->set("round/1/done/1", "b");
+  writer->set("round/1/done/0", "a");
+  t.join();
+}
+
+TEST_F(EtcdStoreTest, WaitsFromACompactedRevisionReadInstead) {
+  std::string prefix = "/t/compacted/";
+  auto writer = store_at(cluster_->endpoints(), prefix);
+  writer->set("early", "1");
+  int64_t old = writer->client().range(prefix + "early").kvs.at(0).mod_revision;
+  writer->set("round/2/over", "final|1|why");
+  writer->set("later", "1");
+  int64_t now = writer->client().range(prefix + "later").kvs.at(0).mod_revision;
+  writer->client().call("/v3/kv/compaction", {{"revision", std::to_string(now)}});
+  auto waiter = std::make_unique<EtcdStore>(
+      std::make_unique<EtcdClient>(parse_etcd_endpoints(cluster_->endpoints()), 10s), prefix,
+      old);
+  EXPECT_EQ(waiter->multi_get({"round/2/over"}, 5s)[0], "final|1|why");
+}
+
 TEST_F(EtcdStoreTest, ConcurrentAddsAndCompareSetsLoseNothing) {
   constexpr int kEach = 40;
   std::vector<std::thread> threads;
