@@ -20,8 +20,10 @@ class RunObserver {
 
   /// The rendezvous store is up (before the first round): `primary` is true on the
   /// job's one primary agent (the run's one writer), which the others reach at
-  /// its `address`. The store may be used on the agent's thread until the job ends.
-  virtual void attach(rendezvous::Store& store, const std::string& address, bool primary) = 0;
+  /// its `address`. The store may be used on the agent's thread until the job ends;
+  /// `own` is a further connection the observer may use on a thread of its own.
+  virtual void attach(rendezvous::Store& store, std::unique_ptr<rendezvous::Store> own,
+                      const std::string& address, bool primary) = 0;
   /// Extra environment for one worker (where it writes its records, ...).
   virtual void add_worker_env(int node, int rank, int attempt,
                               std::map<std::string, std::string>& env) = 0;

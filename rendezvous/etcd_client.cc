@@ -522,6 +522,7 @@ bool EtcdClient::watch(const std::string& key, const std::string& range_end,
       throw;
     } catch (const StoreError& e) {
       if (interrupted_) throw StoreError("etcd client at " + endpoints_text() + " interrupted");
+      spdlog::debug("etcd watch on {} broke ({}); resuming from revision {}", key, e.what(), next);
       fail_over(e.what());
       if (Clock::now() >= deadline) return false;
     }

@@ -47,6 +47,8 @@ RunTracker::RunTracker(Options options) : options_(std::move(options)) {
 }
 
 RunTracker::~RunTracker() {
+  if (lookup_store_) lookup_store_->interrupt();  // the early lookup ends now
+  if (early_endpoint_.valid()) early_endpoint_.wait();
   watcher_.reset();
   if (agent_stream_fd_ >= 0) ::close(agent_stream_fd_);
 }
@@ -112,9 +114,22 @@ void RunTracker::become_forwarder(const std::string& run_name) {
                                              [this](bool final) { stream_pass(final); });
 }
 
-void RunTracker::attach(rendezvous::Store& store, const std::string& address, bool primary) {
+void RunTracker::attach(rendezvous::Store& store, std::unique_ptr<rendezvous::Store> own,
+                        const std::string& address, bool primary) {
   rendezvous_store_ = &store;
   if (!options_.multi_node) return;
+  if (!primary) {
+    // The primary publishes first thing, so most agents find it already: off the
+    // path from the round's completion to the workers' start.
+    lookup_store_ = std::move(own);
+    early_endpoint_ = std::async(std::launch::async, [own = lookup_store_.get(), key = endpoint_key()] {
+      try {
+        return own->get_now(key).value_or("");
+      } catch (const std::exception&) {
+        return std::string();  // looked up again after the round
+      }
+    });
+  }
   guarded("setting up the run", [&] {
     if (primary) {
       become_primary();
@@ -175,7 +190,8 @@ void RunTracker::rendezvous_complete(int round, int attempt, int world_size,
     // The primary published its endpoint and run before it joined the round (none:
     // it runs without tracking, and this node's records stay here for a merge).
     guarded("finding the primary agent", [&] {
-      std::string published = rendezvous_store_->get_now(endpoint_key()).value_or("");
+      std::string published = early_endpoint_.valid() ? early_endpoint_.get() : "";
+      if (published.empty()) published = rendezvous_store_->get_now(endpoint_key()).value_or("");
       size_t nl = published.find('\n');
       size_t space = published.rfind(' ', nl);
       if (!forwarder_) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <map>
 #include <memory>
 #include <string>
@@ -51,7 +52,8 @@ class RunTracker : public agent::RunObserver {
   /// The directory this node's workers write their streams under.
   const std::string& run_dir() const { return node_dir_; }
 
-  void attach(rendezvous::Store& store, const std::string& address, bool primary) override;
+  void attach(rendezvous::Store& store, std::unique_ptr<rendezvous::Store> own,
+              const std::string& address, bool primary) override;
   void add_worker_env(int node, int rank, int attempt,
                       std::map<std::string, std::string>& env) override;
   void rendezvous_complete(int round, int attempt, int world_size,
@@ -88,6 +90,10 @@ class RunTracker : public agent::RunObserver {
   std::atomic<int> node_{0};  // read by the stream thread too
   std::chrono::steady_clock::time_point last_sample_{};
   rendezvous::Store* rendezvous_store_ = nullptr;
+  // Non-primary: the primary's published endpoint, looked up on a thread while this
+  // agent joins (empty: not published yet; then looked up again after the round).
+  std::unique_ptr<rendezvous::Store> lookup_store_;
+  std::future<std::string> early_endpoint_;
   std::string address_;  // how the other agents reach this one (primary)
   bool primary_ = false;
   bool primary_found_ = false;  // a forwarder knows the primary's endpoint
