@@ -41,9 +41,9 @@ def free_port():
 ETCD = None  # "127.0.0.1:port" of the etcd started for the etcd rows
 
 
-def start_etcd():
+def start_etcd(data_parent=None):
     global ETCD
-    d = tempfile.mkdtemp(prefix="ddprun_bench_etcd_")
+    d = tempfile.mkdtemp(prefix="ddprun_bench_etcd_", dir=data_parent)
     client, peer = free_port(), free_port()
     proc = subprocess.Popen(
         ["etcd", "--name=b", f"--data-dir={d}", f"--listen-client-urls=http://127.0.0.1:{client}",

@@ -127,7 +127,7 @@ DynamicState DynamicJoiner::join(const std::string& node, int local_world_size, 
     }
     auto wait_for = std::chrono::duration_cast<milliseconds>(deadline - now);
     if (a.wake_at_ms > 0) wait_for = std::min(wait_for, milliseconds(a.wake_at_ms - wall_ms_()));
-    wait_for = std::clamp(wait_for, milliseconds(1), milliseconds(1000));
+    wait_for = std::clamp(wait_for, milliseconds(1), state_->longest_wait());
     // A node already in the forming round sleeps through other nodes joining: N
     // joining nodes then cost N wake-ups, not N squared. After the wait (a change, the
     // last call's end or a slice passed) it decides again.

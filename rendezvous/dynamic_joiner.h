@@ -24,7 +24,7 @@ class RendezvousClosedError : public Error {
 /// Applies the DynamicState machine to a StateStore through compare-and-set. Waiting
 /// nodes block until the next change (nothing polls); nodes already in the forming
 /// round wait only for changes that concern them (it completes, a last call starts, a
-/// new round, closing), re-reading at least every second. Other keys of a round
+/// new round, closing), re-reading at least every longest_wait(). Other keys of a round
 /// ("over") go through `store`.
 /// Not thread-safe (one per store connection); the wall clock is injectable.
 class DynamicJoiner {

@@ -35,6 +35,9 @@ class EtcdStateStore : public StateStore {
   std::optional<std::vector<std::pair<std::string, int>>> announced(int round) override;
   void withdraw(int, const std::string&) override {}  // goes with the lease
   void interrupt() override { client_->interrupt(); }
+  /// Watches miss nothing (they resume after the last revision seen): re-reading every
+  /// second would only load etcd with as many reads as there are waiting nodes.
+  std::chrono::milliseconds longest_wait() const override { return std::chrono::seconds(10); }
 
  private:
   std::vector<EtcdOp> reads(int round) const;

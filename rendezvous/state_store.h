@@ -56,6 +56,9 @@ class StateStore {
   virtual void withdraw(int round, const std::string& node) = 0;
   /// Makes a call blocked in another thread fail promptly.
   virtual void interrupt() = 0;
+  /// The longest wait before a node reads the state again anyway: a safety net
+  /// where a wake-up could be missed (deadlines of the state wake nodes by themselves).
+  virtual std::chrono::milliseconds longest_wait() const { return std::chrono::seconds(1); }
 };
 
 }  // namespace ddprun::rendezvous
