@@ -10,9 +10,10 @@ namespace ddprun::rendezvous {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-// How long at least an announced node lets the state stay still before it writes
-// itself, and how many others' writes it waits through.
+// How long an announced node lets the state stay still before it writes itself (at
+// least, at most), and how many others' writes it waits through.
 constexpr auto kAnnouncedWaitMin = std::chrono::microseconds(10'000);
+constexpr auto kAnnouncedWaitMax = std::chrono::microseconds(200'000);
 constexpr int kAnnouncedMaxChanges = 32;
 
 DynamicJoiner::DynamicJoiner(Store& store, std::unique_ptr<StateStore> state, std::string prefix,
@@ -62,7 +63,9 @@ std::optional<StateSnapshot> DynamicJoiner::back_off(const std::string& node, bo
     return std::nullopt;
   }
   auto still = std::chrono::duration_cast<milliseconds>(
-      std::max<std::chrono::microseconds>(kAnnouncedWaitMin, 3 * write_time_) + jitter);
+      std::clamp<std::chrono::microseconds>(3 * write_time_, kAnnouncedWaitMin,
+                                            kAnnouncedWaitMax) +
+      jitter);
   StateSnapshot now = state_->read();
   for (int changes = 0; changes < kAnnouncedMaxChanges; ++changes) {
     if (now.state.participants.count(node) || now.state.complete || now.state.closed) break;
