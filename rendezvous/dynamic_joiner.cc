@@ -51,14 +51,15 @@ bool DynamicJoiner::write(const StateSnapshot& from, const DynamicState& to,
 
 // After a lost write: back off a little (more each time, at random) so that many
 // nodes arriving together do not all retry in lockstep. A node others can take in
-// (it announced itself) instead waits while they keep writing: each of their writes
-// takes in the nodes announced before it, so this one most often need not write at
-// all. It writes itself once the state stays still for a while (a few write times:
-// the store may be slow under load). Returns the state last seen.
+// (it announced itself) that keeps losing waits while they keep writing instead:
+// each of their writes takes in the nodes announced before it, so this one most
+// often need not write at all. It writes itself once the state stays still for a
+// while (a few write times, within bounds: the store may be slow under load).
+// Returns the state last seen.
 std::optional<StateSnapshot> DynamicJoiner::back_off(const std::string& node, bool announced) {
   int64_t cap_us = std::min<int64_t>(20'000, int64_t{250} << std::min(lost_writes_, 7));
   auto jitter = std::chrono::microseconds(jitter_() % (cap_us + 1));
-  if (!announced) {
+  if (!announced || lost_writes_ < 2) {  // a crowd only when writes keep losing
     std::this_thread::sleep_for(jitter);
     return std::nullopt;
   }
