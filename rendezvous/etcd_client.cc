@@ -274,8 +274,8 @@ nlohmann::json EtcdClient::decode(const std::string& path, const Response& r) {
 
 nlohmann::json EtcdClient::call(const std::string& path, const nlohmann::json& body) {
   auto deadline = Clock::now() + timeout_;
-  auto per_attempt = std::clamp<std::chrono::milliseconds>(timeout_ / 2, std::chrono::seconds(1),
-                                                        std::chrono::seconds(10));
+  auto per_attempt = std::clamp<std::chrono::milliseconds>(
+      timeout_ / 3, std::chrono::milliseconds(500), std::chrono::seconds(10));
   std::string text = body.dump();
   auto backoff = std::chrono::milliseconds(50);
   for (size_t attempt = 1;; ++attempt) {
