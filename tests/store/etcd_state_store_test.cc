@@ -1,0 +1,89 @@
+// The rendezvous state in real etcd (EtcdStateStore): one request per step, and what
+// each step hands back — a lost write announces the node and carries the state
+// that won, a wait's event is the next read, a participant sleeps through changes
+// that do not concern it.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "rendezvous/etcd_state_store.h"
+#include "tests/helpers/etcd_cluster.h"
+
+namespace ddprun::rendezvous {
+namespace {
+
+using namespace std::chrono_literals;
+
+class EtcdStateStoreTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { cluster_ = new test::EtcdCluster(1); }
+  static void TearDownTestSuite() { delete cluster_; }
+  std::unique_ptr<EtcdStateStore> node() {
+    std::string prefix = std::string("/s/") +
+                         ::testing::UnitTest::GetInstance()->current_test_info()->name() + "/";
+    return std::make_unique<EtcdStateStore>(
+        std::make_unique<EtcdClient>(parse_etcd_endpoints(cluster_->endpoints()), 10s), prefix,
+        [] { return int64_t{0}; });
+  }
+  static std::string with(const std::vector<std::string>& nodes, bool complete = false) {
+    DynamicState s;
+    for (const auto& n : nodes) s.participants[n] = 1;
+    s.complete = complete;
+    return s.to_json();
+  }
+  static test::EtcdCluster* cluster_;
+};
+test::EtcdCluster* EtcdStateStoreTest::cluster_ = nullptr;
+
+TEST_F(EtcdStateStoreTest, ALostWriteAnnouncesAndCarriesTheWinningState) {
+  auto a = node();
+  auto b = node();
+  StateSnapshot empty_a = a->read();
+  StateSnapshot empty_b = b->read();
+  EXPECT_TRUE(empty_a.raw.empty());
+  ASSERT_TRUE(a->write(empty_a, with({"a"}), false, std::nullopt));
+  EXPECT_FALSE(b->write(empty_b, with({"b"}), false, Announcement{0, "b", 4}));
+  StateSnapshot now = b->read();
+  EXPECT_EQ(now.state.participants.count("a"), 1u) << now.raw;
+  EXPECT_EQ(now.version, 1);
+  auto announced = b->announced(0);
+  ASSERT_TRUE(announced.has_value());
+  EXPECT_EQ(*announced, (std::vector<std::pair<std::string, int>>{{"b", 4}}));
+  // A writes again on what it wrote, b's announcement taken in.
+  StateSnapshot mine = a->read();
+  EXPECT_EQ(mine.version, 1);
+  EXPECT_TRUE(a->write(mine, with({"a", "b"}), false, std::nullopt));
+}
+
+TEST_F(EtcdStateStoreTest, AWaitEndsWithTheNextWriteAndHandsItOver) {
+  auto a = node();
+  auto b = node();
+  ASSERT_TRUE(a->write(a->read(), with({"a"}), false, std::nullopt));
+  StateSnapshot seen = b->read();
+  std::thread writer([&] { EXPECT_TRUE(a->write(a->read(), with({"a", "c"}), false, std::nullopt)); });
+  b->wait(seen, false, 30s);
+  writer.join();
+  StateSnapshot next = b->read();
+  EXPECT_EQ(next.version, seen.version + 1);
+  EXPECT_EQ(next.state.participants.count("c"), 1u) << next.raw;
+}
+
+TEST_F(EtcdStateStoreTest, AParticipantSleepsThroughChangesThatDoNotConcernIt) {
+  auto a = node();
+  auto b = node();
+  ASSERT_TRUE(a->write(a->read(), with({"a", "b"}), false, std::nullopt));
+  StateSnapshot seen = b->read();
+  std::thread writer([&] {
+    EXPECT_TRUE(a->write(a->read(), with({"a", "b", "c"}), false, std::nullopt));
+    EXPECT_TRUE(a->write(a->read(), with({"a", "b", "c"}, true), true, std::nullopt));
+  });
+  b->wait(seen, true, 30s);
+  writer.join();
+  StateSnapshot next = b->read();
+  EXPECT_TRUE(next.state.complete) << "woken by the write that completed the round, not before";
+  EXPECT_EQ(next.epoch, seen.epoch + 1);
+  EXPECT_GT(next.epoch_revision, seen.epoch_revision) << "the round's keys are newer than this";
+}
+
+}  // namespace
+}  // namespace ddprun::rendezvous
