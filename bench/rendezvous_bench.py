@@ -3,10 +3,11 @@
 backend (a real etcd started here) and torchrun's c10d backend.
 
     /usr/bin/python3 bench/rendezvous_bench.py [--ddprun build/launcher/ddprun]
-        [--agents 2,8,32,128] [--torch-agents 2,8]
+        [--agents 2,8,32,128] [--torch-agents 2,8] [--repeat 5]
 
 For N agents with one /bin/sh worker each (all on 127.0.0.1): the time from the last
-agent's start until every worker has started (workers write a timestamp). Then the
+agent's start until every worker has started (workers write a timestamp); ddprun's
+columns are medians of --repeat runs, torchrun's one run. Then the
 restart latency across 2 agents: from the death of a worker to the start of the last
 worker of the next attempt. Each torchrun agent costs ~235 MiB and ~1 s of CPU, so its
 counts stay small on this machine.
@@ -14,6 +15,7 @@ counts stay small on this machine.
 import argparse
 import os
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -41,9 +43,9 @@ def free_port():
 ETCD = None  # "127.0.0.1:port" of the etcd started for the etcd rows
 
 
-def start_etcd(data_parent=None):
+def start_etcd():
     global ETCD
-    d = tempfile.mkdtemp(prefix="ddprun_bench_etcd_", dir=data_parent)
+    d = tempfile.mkdtemp(prefix="ddprun_bench_etcd_")
     client, peer = free_port(), free_port()
     proc = subprocess.Popen(
         ["etcd", "--name=b", f"--data-dir={d}", f"--listen-client-urls=http://127.0.0.1:{client}",
@@ -109,6 +111,9 @@ def main():
     ap.add_argument("--ddprun", default=os.path.join(ROOT, "build", "launcher", "ddprun"))
     ap.add_argument("--agents", default="2,8,32,128")
     ap.add_argument("--torch-agents", default="2,8")
+    ap.add_argument("--repeat", type=int, default=5,
+                    help="ddprun runs per count (the median is shown: one run on a loaded "
+                         "2-core machine varies by +-30%%)")
     args = ap.parse_args()
     ours = [args.ddprun]
     torch_counts = {int(x) for x in args.torch_agents.split(",") if x}
@@ -119,8 +124,11 @@ def main():
               "torchrun / ddprun c10d |")
         print("|---|---|---|---|---|---|")
         for n in [int(x) for x in args.agents.split(",")]:
-            t_ours, _ = run_agents(ours, "ddprun", n, MARK)
-            t_etcd, _ = run_agents(ours, "ddprun-etcd", n, MARK)
+            ours_runs, etcd_runs = [], []
+            for _ in range(args.repeat):  # interleaved: both see the same machine
+                ours_runs.append(run_agents(ours, "ddprun", n, MARK)[0])
+                etcd_runs.append(run_agents(ours, "ddprun-etcd", n, MARK)[0])
+            t_ours, t_etcd = statistics.median(ours_runs), statistics.median(etcd_runs)
             row = (f"| {n} | {t_ours * 1000:.0f} ms | {t_etcd * 1000:.0f} ms | "
                    f"x{t_etcd / t_ours:.2f} |")
             if n in torch_counts:
