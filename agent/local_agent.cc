@@ -112,8 +112,8 @@ class LocalAgent::Impl {
         if (!handler_) {
           handler_ = make_rendezvous(config_);
           if (observer_) {
-            observer_->attach(handler_->store(), handler_->connect(), handler_->address(),
-                              handler_->primary());
+            observer_->attach(handler_->store(), multi_node() ? handler_->connect() : nullptr,
+                              handler_->address(), handler_->primary());
           }
         }
         result = handler_->next_rendezvous(round, config_.spec.local_world_size);

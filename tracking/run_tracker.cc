@@ -118,7 +118,7 @@ void RunTracker::attach(rendezvous::Store& store, std::unique_ptr<rendezvous::St
                         const std::string& address, bool primary) {
   rendezvous_store_ = &store;
   if (!options_.multi_node) return;
-  if (!primary) {
+  if (!primary && own) {
     // The primary publishes first thing, so most agents find it already: off the
     // path from the round's completion to the workers' start.
     lookup_store_ = std::move(own);
