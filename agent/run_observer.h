@@ -40,8 +40,7 @@ class RunObserver {
   virtual std::chrono::milliseconds poll_interval() const = 0;
   /// The job is over: status finished, failed or killed. Comes after the poll(true)
   /// of the last attempt.
-  virtual void finished(const std::string& status, int exitcode,
-                        const std::string& root_cause) = 0;
+  virtual void finished(const std::string& status, int exitcode, const std::string& root_cause) = 0;
 };
 
 }  // namespace ddprun::agent

@@ -1,9 +1,9 @@
 #include "rendezvous/dynamic_joiner.h"
 
-#include "rendezvous/generic_state_store.h"
-
 #include <algorithm>
 #include <thread>
+
+#include "rendezvous/generic_state_store.h"
 
 namespace ddprun::rendezvous {
 
@@ -64,8 +64,7 @@ std::optional<StateSnapshot> DynamicJoiner::back_off(const std::string& node, bo
     return std::nullopt;
   }
   auto still = std::chrono::duration_cast<milliseconds>(
-      std::clamp<std::chrono::microseconds>(3 * write_time_, kAnnouncedWaitMin,
-                                            kAnnouncedWaitMax) +
+      std::clamp<std::chrono::microseconds>(3 * write_time_, kAnnouncedWaitMin, kAnnouncedWaitMax) +
       jitter);
   StateSnapshot now = state_->read();
   for (int changes = 0; changes < kAnnouncedMaxChanges; ++changes) {

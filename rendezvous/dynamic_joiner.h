@@ -64,19 +64,18 @@ class DynamicJoiner {
   bool write(const StateSnapshot& from, const DynamicState& to,
              const std::optional<Announcement>& on_loss = std::nullopt);
   std::optional<StateSnapshot> back_off(const std::string& node, bool announced);
-  DynamicState with_announced(const DynamicState& read, DynamicState next,
-                              const std::string& self);
+  DynamicState with_announced(const DynamicState& read, DynamicState next, const std::string& self);
 
   Store& store_;
   std::unique_ptr<StateStore> state_;
   std::string prefix_;
   DynamicConfig config_;
   WallClock wall_ms_;
-  int lost_writes_ = 0;       // compare-and-sets lost in a row
+  int lost_writes_ = 0;                      // compare-and-sets lost in a row
   std::chrono::microseconds write_time_{0};  // how long the last one took
-  bool listing_ = true;       // the store can list keys (until it says it cannot)
-  int announced_round_ = -1;  // the round this node announced itself for
-  int64_t epoch_revision_ = 0;  // see completed_at()
+  bool listing_ = true;                      // the store can list keys (until it says it cannot)
+  int announced_round_ = -1;                 // the round this node announced itself for
+  int64_t epoch_revision_ = 0;               // see completed_at()
   std::minstd_rand jitter_{std::random_device{}()};
 };
 

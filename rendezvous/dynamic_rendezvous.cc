@@ -45,7 +45,9 @@ DynamicRendezvous::DynamicRendezvous(Options options, std::unique_ptr<Rendezvous
 
 DynamicRendezvous::~DynamicRendezvous() = default;
 
-std::unique_ptr<Store> DynamicRendezvous::connect() { return backend_->connect(options_.read_timeout, 0); }
+std::unique_ptr<Store> DynamicRendezvous::connect() {
+  return backend_->connect(options_.read_timeout, 0);
+}
 
 std::unique_ptr<Store> DynamicRendezvous::connect_round(const RendezvousInfo& info) {
   return backend_->connect(options_.read_timeout, info.completed_at);

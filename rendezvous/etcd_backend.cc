@@ -13,8 +13,8 @@ namespace ddprun::rendezvous {
 EtcdBackend::EtcdBackend(Options options)
     : options_(std::move(options)),
       probe_(options_.endpoints, options_.call_timeout),
-      liveness_(options_.endpoints, std::max(options_.heartbeat_interval * 2,
-                                             std::chrono::milliseconds(2000))) {
+      liveness_(options_.endpoints,
+                std::max(options_.heartbeat_interval * 2, std::chrono::milliseconds(2000))) {
   take_lease(probe_);  // reachable, the v3 API, no auth wanted
 }
 
@@ -41,8 +41,9 @@ std::string EtcdBackend::prefix(const std::string& run_id) const {
 
 std::unique_ptr<StateStore> EtcdBackend::state_store(Store&, const std::string& prefix,
                                                      std::chrono::milliseconds timeout) {
-  auto state = std::make_unique<EtcdStateStore>(std::make_unique<EtcdClient>(options_.endpoints, timeout),
-                                                prefix, [this] { return lease_.load(); });
+  auto state =
+      std::make_unique<EtcdStateStore>(std::make_unique<EtcdClient>(options_.endpoints, timeout),
+                                       prefix, [this] { return lease_.load(); });
   state_store_ = state.get();
   return state;
 }

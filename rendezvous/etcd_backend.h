@@ -47,8 +47,8 @@ class EtcdBackend : public RendezvousBackend {
   void take_lease(EtcdClient& client);
 
   Options options_;
-  EtcdClient probe_;      // reads liveness (agent thread)
-  EtcdClient liveness_;   // grants and keeps the lease (its own thread)
+  EtcdClient probe_;     // reads liveness (agent thread)
+  EtcdClient liveness_;  // grants and keeps the lease (its own thread)
   std::string alive_key_;
   std::atomic<int64_t> lease_{0};
   bool primary_ = false;

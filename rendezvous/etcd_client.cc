@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <thread>
 
+#include <spdlog/spdlog.h>
 #include <boost/asio/buffer.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
-#include <spdlog/spdlog.h>
 
 #include "common/error.h"
 
@@ -96,8 +96,10 @@ size_t json_object_end(const std::string& s, size_t from) {
   for (size_t i = from; i < s.size(); ++i) {
     char c = s[i];
     if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
     } else if (c == '"') {
       in_string = true;
     } else if (c == '{') {
@@ -121,7 +123,8 @@ std::vector<EtcdEndpoint> parse_etcd_endpoints(const std::string& spec) {
   size_t start = 0;
   while (start <= spec.size()) {
     size_t comma = spec.find(',', start);
-    std::string item = spec.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    std::string item =
+        spec.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     start = comma == std::string::npos ? spec.size() + 1 : comma + 1;
     // Tolerate the URL form etcd's own tools print.
     for (const char* scheme : {"http://", "https://"}) {
@@ -131,10 +134,12 @@ std::vector<EtcdEndpoint> parse_etcd_endpoints(const std::string& spec) {
     std::string port;
     if (!item.empty() && item[0] == '[') {
       size_t close = item.find(']');
-      if (close == std::string::npos) throw UsageError("--rdzv_endpoint: bad etcd endpoint '" + item + "'");
+      if (close == std::string::npos)
+        throw UsageError("--rdzv_endpoint: bad etcd endpoint '" + item + "'");
       e.host = item.substr(1, close - 1);
       if (close + 1 < item.size()) {
-        if (item[close + 1] != ':') throw UsageError("--rdzv_endpoint: bad etcd endpoint '" + item + "'");
+        if (item[close + 1] != ':')
+          throw UsageError("--rdzv_endpoint: bad etcd endpoint '" + item + "'");
         port = item.substr(close + 2);
       }
     } else {
@@ -216,9 +221,10 @@ void EtcdClient::send_request(const std::string& path, const std::string& body,
                               Clock::time_point deadline) {
   const EtcdEndpoint& e = endpoints_[current_];
   spdlog::trace("etcd {} {} {}", e.text(), path, body.substr(0, 300));
-  std::string request = "POST " + path + " HTTP/1.1\r\nHost: " + e.text() +
-                        "\r\nContent-Type: application/json\r\nContent-Length: " +
-                        std::to_string(body.size()) + "\r\n\r\n" + body;
+  std::string request =
+      "POST " + path + " HTTP/1.1\r\nHost: " + e.text() +
+      "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+      "\r\n\r\n" + body;
   socket_.send_all(request.data(), request.size(), deadline);
 }
 
@@ -232,8 +238,8 @@ EtcdClient::Response EtcdClient::read_response(Clock::time_point deadline) {
       size_t used = parser.put(boost::asio::buffer(pending_), ec);
       pending_.erase(0, used);
       if (ec && ec != http::error::need_more) {
-        throw StoreError("etcd at " + endpoints_[current_].text() + " sent a malformed reply: " +
-                         ec.message());
+        throw StoreError("etcd at " + endpoints_[current_].text() +
+                         " sent a malformed reply: " + ec.message());
       }
       if (parser.is_done()) break;
       if (used > 0 && !pending_.empty()) continue;
@@ -248,20 +254,23 @@ EtcdClient::Response EtcdClient::read_response(Clock::time_point deadline) {
 nlohmann::json EtcdClient::decode(const std::string& path, const Response& r) {
   std::string where = "etcd at " + endpoints_[current_].text();
   if (r.status == 404) {
-    throw EtcdRefusedError(where + " does not serve " + path +
-                     " (HTTP 404): not etcd, or an etcd without the v3 JSON API (3.4 or later "
-                     "is needed)");
+    throw EtcdRefusedError(
+        where + " does not serve " + path +
+        " (HTTP 404): not etcd, or an etcd without the v3 JSON API (3.4 or later "
+        "is needed)");
   }
   auto j = nlohmann::json::parse(r.body, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
     throw EtcdRefusedError(where + " sent a reply to " + path + " that is not JSON (HTTP " +
-                     std::to_string(r.status) + ")");
+                           std::to_string(r.status) + ")");
   }
   if (j.contains("error") || r.status >= 400) {
-    std::string message = j.value("message", j.value("error", std::string("HTTP ") + std::to_string(r.status)));
+    std::string message =
+        j.value("message", j.value("error", std::string("HTTP ") + std::to_string(r.status)));
     int64_t code = int_field(j, "code");
     bool auth = code == 16 || message.find("user name is empty") != std::string::npos ||
-                message.find("auth") != std::string::npos || message.find("token") != std::string::npos;
+                message.find("auth") != std::string::npos ||
+                message.find("token") != std::string::npos;
     if (auth) {
       throw EtcdAuthError(where + " requires authentication (" + message +
                           "); ddprun does not log in to etcd: give it an etcd without auth");
@@ -306,10 +315,12 @@ nlohmann::json EtcdClient::call(const std::string& path, const nlohmann::json& b
                  (last_errors_[i].empty() ? "not tried" : last_errors_[i]);
       }
       throw StoreError("cannot reach etcd (" + path + ", " +
-                       std::to_string(timeout_.count() / 1000.0).substr(0, 4) + " s); tried:" + tried);
+                       std::to_string(timeout_.count() / 1000.0).substr(0, 4) +
+                       " s); tried:" + tried);
     }
     if (attempt % endpoints_.size() == 0) {  // every endpoint failed once: back off
-      std::this_thread::sleep_for(std::min(backoff, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now())));
+      std::this_thread::sleep_for(std::min(
+          backoff, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now())));
       backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
     }
   }
@@ -336,7 +347,8 @@ std::vector<EtcdClient::Range> EtcdClient::ranges(const std::vector<std::string>
     oldest = oldest == 0 ? r.revision : std::min(oldest, r.revision);
     for (auto& range : r.ranges) out.push_back(std::move(range));
   }
-  if (out.size() != keys.size()) throw StoreError("etcd at " + endpoints_text() + ": short txn reply");
+  if (out.size() != keys.size())
+    throw StoreError("etcd at " + endpoints_text() + ": short txn reply");
   // The revision every key was read at or after: a watch from just after it misses nothing.
   for (auto& r : out) r.revision = oldest;
   return out;
@@ -350,7 +362,8 @@ void EtcdClient::put(const std::string& key, const std::string& value, int64_t l
 
 bool EtcdClient::put_if_revision(const std::string& key, int64_t mod_revision,
                                  const std::string& value, std::optional<EtcdKv>* current) {
-  TxnResult r = txn(EtcdCompare{key, mod_revision}, {EtcdOp::put(key, value)}, {EtcdOp::range(key)});
+  TxnResult r =
+      txn(EtcdCompare{key, mod_revision}, {EtcdOp::put(key, value)}, {EtcdOp::range(key)});
   if (current != nullptr) {
     current->reset();
     if (r.succeeded) {
@@ -447,8 +460,8 @@ void EtcdClient::revoke_lease(int64_t lease) {
   call("/v3/lease/revoke", {{"ID", std::to_string(lease)}});
 }
 
-bool EtcdClient::watch(const std::string& key, const std::string& range_end,
-                       int64_t start_revision, Clock::time_point deadline,
+bool EtcdClient::watch(const std::string& key, const std::string& range_end, int64_t start_revision,
+                       Clock::time_point deadline,
                        const std::function<bool(const EtcdEvent&)>& on_event) {
   int64_t next = start_revision;
   while (true) {
@@ -469,7 +482,8 @@ bool EtcdClient::watch(const std::string& key, const std::string& range_end,
         boost::system::error_code ec;
         size_t used = parser.put(boost::asio::buffer(pending_), ec);
         pending_.erase(0, used);
-        if (ec && ec != http::error::need_more) throw StoreError("malformed watch stream: " + ec.message());
+        if (ec && ec != http::error::need_more)
+          throw StoreError("malformed watch stream: " + ec.message());
         if (!parser.is_header_done()) continue;
         if (parser.get().result_int() != 200) {
           // Not a stream: the whole error reply, decoded (404, auth, ...).

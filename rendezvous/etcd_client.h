@@ -63,9 +63,9 @@ struct EtcdOp {
   enum class Kind { kRange, kPut };
   Kind kind = Kind::kRange;
   std::string key;
-  std::string range_end;  // ranges: empty for one key
-  std::string value;      // puts
-  int64_t lease = 0;      // puts
+  std::string range_end;   // ranges: empty for one key
+  std::string value;       // puts
+  int64_t lease = 0;       // puts
   bool keys_only = false;  // ranges: revisions without the values
 
   static EtcdOp range(std::string key, std::string range_end = "", bool keys_only = false);

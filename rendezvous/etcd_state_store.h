@@ -31,7 +31,8 @@ class EtcdStateStore : public StateStore {
   StateSnapshot read() override;
   bool write(const StateSnapshot& from, const std::string& to, bool wakes_participants,
              const std::optional<Announcement>& on_loss) override;
-  void wait(const StateSnapshot& from, bool participant, std::chrono::milliseconds timeout) override;
+  void wait(const StateSnapshot& from, bool participant,
+            std::chrono::milliseconds timeout) override;
   std::optional<std::vector<std::pair<std::string, int>>> announced(int round) override;
   void withdraw(int, const std::string&) override {}  // goes with the lease
   void interrupt() override { client_->interrupt(); }

@@ -94,7 +94,8 @@ std::vector<std::string> EtcdStore::multi_get(const std::vector<std::string>& ke
 }
 
 std::vector<std::string> EtcdStore::wait_for(const std::vector<std::string>& keys,
-                                             std::chrono::milliseconds timeout, bool values_wanted) {
+                                             std::chrono::milliseconds timeout,
+                                             bool values_wanted) {
   auto deadline = EtcdClient::Clock::now() + timeout;
   std::vector<std::string> full;
   for (const auto& k : keys) full.push_back(prefix_ + k);
@@ -137,8 +138,9 @@ std::vector<std::string> EtcdStore::wait_for(const std::vector<std::string>& key
     } catch (const EtcdCompactedError&) {
       if (newer_than_ == 0) throw;
       newer_than_ = 0;  // that history is gone: read first
-      return wait_for(keys, std::chrono::duration_cast<std::chrono::milliseconds>(
-                                deadline - EtcdClient::Clock::now()),
+      return wait_for(keys,
+                      std::chrono::duration_cast<std::chrono::milliseconds>(
+                          deadline - EtcdClient::Clock::now()),
                       values_wanted);
     }
     if (!all_there) {

@@ -20,7 +20,8 @@ class GenericStateStore : public StateStore {
   StateSnapshot read() override;
   bool write(const StateSnapshot& from, const std::string& to, bool wakes_participants,
              const std::optional<Announcement>& on_loss) override;
-  void wait(const StateSnapshot& from, bool participant, std::chrono::milliseconds timeout) override;
+  void wait(const StateSnapshot& from, bool participant,
+            std::chrono::milliseconds timeout) override;
   std::optional<std::vector<std::pair<std::string, int>>> announced(int round) override;
   void withdraw(int round, const std::string& node) override;
   void interrupt() override { store_.interrupt(); }

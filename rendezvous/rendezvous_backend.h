@@ -20,8 +20,7 @@ class RendezvousBackend {
   virtual std::string prefix(const std::string& run_id) const = 0;
   /// A new connection to the state; every call bounded by `timeout`. `newer_than`
   /// (stores with revisions): every key its waits are for is newer than that.
-  virtual std::unique_ptr<Store> connect(std::chrono::milliseconds timeout,
-                                         int64_t newer_than) = 0;
+  virtual std::unique_ptr<Store> connect(std::chrono::milliseconds timeout, int64_t newer_than) = 0;
   /// Where the joiner keeps the state; `client` is a connection from connect().
   virtual std::unique_ptr<StateStore> state_store(Store& client, const std::string& prefix,
                                                   std::chrono::milliseconds timeout) {

@@ -10,8 +10,8 @@
 #include <fstream>
 #include <iostream>
 
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include "common/host.h"
 
@@ -122,13 +122,14 @@ void RunTracker::attach(rendezvous::Store& store, std::unique_ptr<rendezvous::St
     // The primary publishes first thing, so most agents find it already: off the
     // path from the round's completion to the workers' start.
     lookup_store_ = std::move(own);
-    early_endpoint_ = std::async(std::launch::async, [own = lookup_store_.get(), key = endpoint_key()] {
-      try {
-        return own->get_now(key).value_or("");
-      } catch (const std::exception&) {
-        return std::string();  // looked up again after the round
-      }
-    });
+    early_endpoint_ =
+        std::async(std::launch::async, [own = lookup_store_.get(), key = endpoint_key()] {
+          try {
+            return own->get_now(key).value_or("");
+          } catch (const std::exception&) {
+            return std::string();  // looked up again after the round
+          }
+        });
   }
   guarded("setting up the run", [&] {
     if (primary) {
@@ -154,8 +155,12 @@ void RunTracker::record(const Event& e) {
     if (store_) {
       store_->add_event(e);
     } else if (agent_stream_fd_ >= 0) {
-      append_agent_record({{"k", "event"}, {"t", e.wall}, {"kind", e.kind}, {"node", e.node},
-                           {"rank", e.rank}, {"attempt", e.attempt},
+      append_agent_record({{"k", "event"},
+                           {"t", e.wall},
+                           {"kind", e.kind},
+                           {"node", e.node},
+                           {"rank", e.rank},
+                           {"attempt", e.attempt},
                            {"d", nlohmann::json::parse(e.data_json)}});
     }
   });
@@ -241,14 +246,15 @@ void RunTracker::report_skipped(const IngestStats& stats) {
                stats.bad_lines);
   nlohmann::json d{{"torn_records", stats.torn_records}, {"bad_lines", stats.bad_lines}};
   Event e{now_wall(), "records_skipped", node_, -1, -1, d.dump()};
-  if (ingest_store_) ingest_store_->add_event(e);
-  else record(e);
+  if (ingest_store_)
+    ingest_store_->add_event(e);
+  else
+    record(e);
 }
 
 void RunTracker::stream_pass(bool final) {
-  guarded("ingesting worker records", [&] {
-    report_skipped(ingester_ ? ingester_->drain(final) : forwarder_->pass(final));
-  });
+  guarded("ingesting worker records",
+          [&] { report_skipped(ingester_ ? ingester_->drain(final) : forwarder_->pass(final)); });
 }
 
 void RunTracker::poll(bool attempt_over) {

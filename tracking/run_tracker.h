@@ -87,7 +87,7 @@ class RunTracker : public agent::RunObserver {
   std::string agent_id_;
   SystemSampler sampler_;
   std::map<int, pid_t> live_workers_;  // global rank -> pid
-  std::atomic<int> node_{0};  // read by the stream thread too
+  std::atomic<int> node_{0};           // read by the stream thread too
   std::chrono::steady_clock::time_point last_sample_{};
   rendezvous::Store* rendezvous_store_ = nullptr;
   // Non-primary: the primary's published endpoint, looked up on a thread while this

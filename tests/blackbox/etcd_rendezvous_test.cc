@@ -47,7 +47,8 @@ TEST_F(EtcdRendezvous, AgentsAgreeOnRanksAndShareOneRun) {
   for (int rank = 0; rank < 4; ++rank) {
     EXPECT_NE(show.out.find("worker_exited attempt 0 rank " + std::to_string(rank)),
               std::string::npos)
-        << "one agent claimed the run, the other forwarded to it\n" << show.out;
+        << "one agent claimed the run, the other forwarded to it\n"
+        << show.out;
   }
 }
 
@@ -62,7 +63,8 @@ TEST_F(EtcdRendezvous, ScalesUpThenDownWhenAnAgentDies) {
   for (const auto& m : markers(dir, 2)) std::filesystem::remove(dir + "/" + m);
   ::kill(c.pid(), SIGKILL);  // its lease runs out, etcd drops its key
   ASSERT_TRUE(eventually([&] { return world_running(dir, 2, 0); }, std::chrono::seconds(20)))
-      << "the survivors go on with 2 nodes\n" << a.err() << b.err();
+      << "the survivors go on with 2 nodes\n"
+      << a.err() << b.err();
   for (auto* p : {&a, &b}) ::kill(p->pid(), SIGTERM);
   for (auto* p : {&a, &b}) EXPECT_EQ(p->wait(), 128 + SIGTERM);
   EXPECT_NE((a.err() + b.err()).find("lost node(s) 127.0.0.1/"), std::string::npos) << a.err();
@@ -118,13 +120,14 @@ TEST(EtcdRendezvousErrors, UnreachableEtcdNamesEveryEndpoint) {
   Job j;
   j.nnodes = "2";
   j.backend = "etcd";
-  j.endpoint = "127.0.0.1:" + std::to_string(free_port()) + ",127.0.0.1:" + std::to_string(free_port());
+  j.endpoint =
+      "127.0.0.1:" + std::to_string(free_port()) + ",127.0.0.1:" + std::to_string(free_port());
   j.conf = "read_timeout=1,join_timeout=5";
   Finished f = run_ddprun(j.agent({}, {"exit", "0"}), kEnv);
   EXPECT_EQ(f.code, 1);
   EXPECT_NE(f.err.find("cannot reach etcd"), std::string::npos) << f.err;
-  for (const std::string& e : {j.endpoint.substr(0, j.endpoint.find(',')),
-                               j.endpoint.substr(j.endpoint.find(',') + 1)}) {
+  for (const std::string& e :
+       {j.endpoint.substr(0, j.endpoint.find(',')), j.endpoint.substr(j.endpoint.find(',') + 1)}) {
     EXPECT_NE(f.err.find(e), std::string::npos) << f.err;
   }
 }

@@ -19,8 +19,8 @@ class EtcdStateStoreTest : public ::testing::Test {
   static void SetUpTestSuite() { cluster_ = new test::EtcdCluster(1); }
   static void TearDownTestSuite() { delete cluster_; }
   std::unique_ptr<EtcdStateStore> node() {
-    std::string prefix = std::string("/s/") +
-                         ::testing::UnitTest::GetInstance()->current_test_info()->name() + "/";
+    std::string prefix =
+        std::string("/s/") + ::testing::UnitTest::GetInstance()->current_test_info()->name() + "/";
     return std::make_unique<EtcdStateStore>(
         std::make_unique<EtcdClient>(parse_etcd_endpoints(cluster_->endpoints()), 10s), prefix,
         [] { return int64_t{0}; });
@@ -60,7 +60,9 @@ TEST_F(EtcdStateStoreTest, AWaitEndsWithTheNextWriteAndHandsItOver) {
   auto b = node();
   ASSERT_TRUE(a->write(a->read(), with({"a"}), false, std::nullopt));
   StateSnapshot seen = b->read();
-  std::thread writer([&] { EXPECT_TRUE(a->write(a->read(), with({"a", "c"}), false, std::nullopt)); });
+  std::thread writer([&] {
+    EXPECT_TRUE(a->write(a->read(), with({"a", "c"}), false, std::nullopt));
+  });
   b->wait(seen, false, 30s);
   writer.join();
   StateSnapshot next = b->read();

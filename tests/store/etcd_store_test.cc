@@ -29,8 +29,9 @@ class EtcdStoreTest : public ::testing::Test {
   static void SetUpTestSuite() { cluster_ = new test::EtcdCluster(1); }
   static void TearDownTestSuite() { delete cluster_; }
   std::unique_ptr<EtcdStore> store() {
-    return store_at(cluster_->endpoints(),
-                    std::string("/t/") + ::testing::UnitTest::GetInstance()->current_test_info()->name() + "/");
+    return store_at(
+        cluster_->endpoints(),
+        std::string("/t/") + ::testing::UnitTest::GetInstance()->current_test_info()->name() + "/");
   }
   static test::EtcdCluster* cluster_;
 };
@@ -84,8 +85,10 @@ TEST_F(EtcdStoreTest, WaitsForKeysNewerThanARevisionWatchFromThere) {
       std::make_unique<EtcdClient>(parse_etcd_endpoints(cluster_->endpoints()), 10s), prefix,
       revision);
   EXPECT_EQ(waiter->multi_get({"round/1/over"}, 5s)[0], "restart|1|why");
-  std::thread t([&] { EXPECT_EQ(waiter->multi_get({"round/1/done/0", "round/1/done/1"}, 30s),
-                                (std::vector<std::string>{"a", "b"})); });
+  std::thread t([&] {
+    EXPECT_EQ(waiter->multi_get({"round/1/done/0", "round/1/done/1"}, 30s),
+              (std::vector<std::string>{"a", "b"}));
+  });
   writer->set("round/1/done/1", "b");
   writer->set("round/1/done/0", "a");
   t.join();
@@ -101,8 +104,7 @@ TEST_F(EtcdStoreTest, WaitsFromACompactedRevisionReadInstead) {
   int64_t now = writer->client().range(prefix + "later").kvs.at(0).mod_revision;
   writer->client().call("/v3/kv/compaction", {{"revision", std::to_string(now)}});
   auto waiter = std::make_unique<EtcdStore>(
-      std::make_unique<EtcdClient>(parse_etcd_endpoints(cluster_->endpoints()), 10s), prefix,
-      old);
+      std::make_unique<EtcdClient>(parse_etcd_endpoints(cluster_->endpoints()), 10s), prefix, old);
   EXPECT_EQ(waiter->multi_get({"round/2/over"}, 5s)[0], "final|1|why");
 }
 
