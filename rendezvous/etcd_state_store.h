@@ -10,13 +10,13 @@
 namespace ddprun::rendezvous {
 
 /// The rendezvous state in etcd, every step one request. "<prefix>state" holds
-/// "<version> <epoch>\n<state JSON>"; a write that concerns participants puts the same
-/// value in "<prefix>epoch". A read is one transaction (the state, when the epoch last
-/// moved, and the announcements of the round last seen); a write is one transaction on the state's
-/// mod revision, which when it loses announces the node and reads the state afresh;
-/// a wait is one watch on "state" (or "epoch") from just after the revision read, and
-/// its event is the next read. Announcements are held by the node's lease: etcd
-/// removes them when the node leaves or dies.
+/// "<version> <epoch>\n<state JSON>"; a write that concerns participants puts the
+/// same value in "<prefix>epoch". A read is one transaction (the state, when the epoch
+/// last moved, and the announcements of the round last seen); a write is one
+/// transaction on the state's mod revision, which when it loses announces the node and
+/// reads the state afresh; a wait is one watch on "state" (or "epoch") from just after
+/// the revision read, and its event is the next read. Announcements are held by the
+/// node's lease: etcd removes them when the node leaves or dies.
 class EtcdStateStore : public StateStore {
  public:
   /// `lease`: the node's current lease (it changes if the lease ever expired).
