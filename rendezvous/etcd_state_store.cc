@@ -52,12 +52,16 @@ StateSnapshot EtcdStateStore::parse(const EtcdClient::TxnResult& r, int round) {
   if (!r.ranges[0].kvs.empty()) s = snapshot(r.ranges[0].kvs[0], {});
   s.revision = r.revision;
   s.epoch_revision = r.ranges[1].kvs.empty() ? 0 : r.ranges[1].kvs[0].mod_revision;
-  std::vector<std::pair<std::string, std::string>> listed;
-  for (const auto& kv : r.ranges[2].kvs) listed.emplace_back(kv.key, kv.value);
-  listed_ = parse_announcements(announce_dir(prefix_, round), listed);
-  listed_round_ = round;
+  remember_announced(round, r.ranges[2].kvs);
   round_seen_ = s.state.round;
   return s;
+}
+
+void EtcdStateStore::remember_announced(int round, const std::vector<EtcdKv>& kvs) {
+  std::vector<std::pair<std::string, std::string>> listed;
+  for (const auto& kv : kvs) listed.emplace_back(kv.key, kv.value);
+  listed_ = parse_announcements(announce_dir(prefix_, round), listed);
+  listed_round_ = round;
 }
 
 StateSnapshot EtcdStateStore::read() {
@@ -97,7 +101,8 @@ bool EtcdStateStore::write(const StateSnapshot& from, const std::string& to,
 void EtcdStateStore::wait(const StateSnapshot& from, bool participant,
                           std::chrono::milliseconds timeout) {
   // The event carries the state written: the next read() needs no request. No event
-  // before the timeout: `from` is still the state.
+  // before the timeout: take `from` as still the state (if the watch came too late to
+  // see a change, the guess costs one lost write, which brings the state back).
   bool changed = true;
   try {
     changed = client_->watch(prefix_ + (participant ? "epoch" : "state"), "", from.revision + 1,
@@ -115,12 +120,7 @@ void EtcdStateStore::wait(const StateSnapshot& from, bool participant,
 std::optional<std::vector<std::pair<std::string, int>>> EtcdStateStore::announced(int round) {
   if (listed_round_ != round) {
     std::string dir = announce_dir(prefix_, round);
-    std::vector<std::pair<std::string, std::string>> listed;
-    for (auto& kv : client_->range(dir, etcd_prefix_end(dir)).kvs) {
-      listed.emplace_back(std::move(kv.key), std::move(kv.value));
-    }
-    listed_ = parse_announcements(dir, listed);
-    listed_round_ = round;
+    remember_announced(round, client_->range(dir, etcd_prefix_end(dir)).kvs);
   }
   return listed_;
 }

@@ -43,6 +43,7 @@ class EtcdStateStore : public StateStore {
  private:
   std::vector<EtcdOp> reads(int round) const;
   StateSnapshot parse(const EtcdClient::TxnResult& r, int round);
+  void remember_announced(int round, const std::vector<EtcdKv>& kvs);
   /// The state in `kv` (the state key's or the epoch key's), written after `before`.
   StateSnapshot snapshot(const EtcdKv& kv, const StateSnapshot& before) const;
 

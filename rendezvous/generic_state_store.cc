@@ -23,10 +23,6 @@ std::vector<std::pair<std::string, int>> parse_announcements(
 GenericStateStore::GenericStateStore(Store& store, std::string prefix)
     : store_(store), prefix_(std::move(prefix)) {}
 
-std::string GenericStateStore::announce_dir(int round) const {
-  return rendezvous::announce_dir(prefix_, round);
-}
-
 StateSnapshot GenericStateStore::read() {
   StateSnapshot s;
   // All in one round trip where the store can (and consistent with each other).
@@ -45,7 +41,7 @@ bool GenericStateStore::write(const StateSnapshot& from, const std::string& to,
                               bool wakes_participants, const std::optional<Announcement>& on_loss) {
   if (store_.compare_set(prefix_ + "state", from.raw, to) != to) {
     if (on_loss) {
-      store_.set(announce_dir(on_loss->round) + on_loss->node,
+      store_.set(announce_dir(prefix_, on_loss->round) + on_loss->node,
                  std::to_string(on_loss->local_world_size));
     }
     return false;
@@ -71,14 +67,14 @@ void GenericStateStore::wait(const StateSnapshot& from, bool participant,
 }
 
 std::optional<std::vector<std::pair<std::string, int>>> GenericStateStore::announced(int round) {
-  std::string dir = announce_dir(round);
+  std::string dir = announce_dir(prefix_, round);
   auto listed = store_.list_prefix(dir);
   if (!listed) return std::nullopt;
   return parse_announcements(dir, *listed);
 }
 
 void GenericStateStore::withdraw(int round, const std::string& node) {
-  store_.delete_key(announce_dir(round) + node);
+  store_.delete_key(announce_dir(prefix_, round) + node);
 }
 
 }  // namespace ddprun::rendezvous

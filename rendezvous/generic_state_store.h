@@ -27,8 +27,6 @@ class GenericStateStore : public StateStore {
   void interrupt() override { store_.interrupt(); }
 
  private:
-  std::string announce_dir(int round) const;
-
   Store& store_;
   std::string prefix_;
 };

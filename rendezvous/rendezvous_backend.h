@@ -22,6 +22,7 @@ class RendezvousBackend {
   /// (stores with revisions): every key its waits are for is newer than that.
   virtual std::unique_ptr<Store> connect(std::chrono::milliseconds timeout, int64_t newer_than) = 0;
   /// Where the joiner keeps the state; `client` is a connection from connect().
+  /// Called once, before start_liveness() (which may take the state's first read).
   virtual std::unique_ptr<StateStore> state_store(Store& client, const std::string& prefix,
                                                   std::chrono::milliseconds timeout) {
     (void)timeout;
