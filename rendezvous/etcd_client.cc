@@ -10,106 +10,16 @@
 #include <boost/beast/http/string_body.hpp>
 
 #include "common/error.h"
+#include "rendezvous/etcd_wire.h"
 
 namespace ddprun::rendezvous {
 namespace http = boost::beast::http;
+using namespace etcd_wire;
+
 namespace {
 
 using Clock = EtcdClient::Clock;
 constexpr auto kConnectAttempt = std::chrono::seconds(1);
-constexpr size_t kMaxBody = 64u << 20;
-
-const char* kBase64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-std::string b64(const std::string& in) {
-  std::string out;
-  out.reserve((in.size() + 2) / 3 * 4);
-  size_t i = 0;
-  for (; i + 2 < in.size(); i += 3) {
-    uint32_t v = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8) | uint8_t(in[i + 2]);
-    for (int s = 18; s >= 0; s -= 6) out += kBase64[(v >> s) & 63];
-  }
-  if (i + 1 == in.size()) {
-    uint32_t v = uint8_t(in[i]) << 16;
-    out += kBase64[(v >> 18) & 63];
-    out += kBase64[(v >> 12) & 63];
-    out += "==";
-  } else if (i + 2 == in.size()) {
-    uint32_t v = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8);
-    out += kBase64[(v >> 18) & 63];
-    out += kBase64[(v >> 12) & 63];
-    out += kBase64[(v >> 6) & 63];
-    out += '=';
-  }
-  return out;
-}
-
-std::string unb64(const std::string& in) {
-  std::string out;
-  uint32_t acc = 0;
-  int bits = 0;
-  for (char c : in) {
-    const char* p = c ? std::strchr(kBase64, c) : nullptr;
-    if (p == nullptr) continue;  // '=' padding
-    acc = (acc << 6) | static_cast<uint32_t>(p - kBase64);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out += static_cast<char>((acc >> bits) & 0xff);
-    }
-  }
-  return out;
-}
-
-// etcd's gateway writes 64-bit integers as JSON strings, and leaves zero values out.
-int64_t int_field(const nlohmann::json& j, const char* name) {
-  auto it = j.find(name);
-  if (it == j.end()) return 0;
-  if (it->is_string()) return std::stoll(it->get<std::string>());
-  if (it->is_number_integer()) return it->get<int64_t>();
-  return 0;
-}
-
-EtcdKv to_kv(const nlohmann::json& j) {
-  EtcdKv kv;
-  kv.key = unb64(j.value("key", ""));
-  kv.value = unb64(j.value("value", ""));
-  kv.create_revision = int_field(j, "create_revision");
-  kv.mod_revision = int_field(j, "mod_revision");
-  return kv;
-}
-
-EtcdClient::Range to_range(const nlohmann::json& j) {
-  EtcdClient::Range r;
-  if (auto h = j.find("header"); h != j.end()) r.revision = int_field(*h, "revision");
-  if (auto kvs = j.find("kvs"); kvs != j.end()) {
-    for (const auto& kv : *kvs) r.kvs.push_back(to_kv(kv));
-  }
-  r.count = int_field(j, "count");
-  return r;
-}
-
-// Where the first complete JSON object in `s` (from `from`) ends, or npos.
-size_t json_object_end(const std::string& s, size_t from) {
-  int depth = 0;
-  bool in_string = false;
-  for (size_t i = from; i < s.size(); ++i) {
-    char c = s[i];
-    if (in_string) {
-      if (c == '\\')
-        ++i;
-      else if (c == '"')
-        in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{') {
-      ++depth;
-    } else if (c == '}' && --depth == 0) {
-      return i + 1;
-    }
-  }
-  return std::string::npos;
-}
 
 }  // namespace
 
@@ -384,30 +294,6 @@ EtcdOp EtcdOp::put(std::string key, std::string value, int64_t lease) {
   return {Kind::kPut, std::move(key), "", std::move(value), lease, false};
 }
 
-namespace {
-
-nlohmann::json txn_ops(const std::vector<EtcdOp>& ops) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const auto& op : ops) {
-    nlohmann::json body{{"key", b64(op.key)}};
-    if (!op.range_end.empty()) body["range_end"] = b64(op.range_end);
-    switch (op.kind) {
-      case EtcdOp::Kind::kRange:
-        if (op.keys_only) body["keys_only"] = true;
-        out.push_back({{"request_range", body}});
-        break;
-      case EtcdOp::Kind::kPut:
-        body["value"] = b64(op.value);
-        if (op.lease != 0) body["lease"] = std::to_string(op.lease);
-        out.push_back({{"request_put", body}});
-        break;
-    }
-  }
-  return out;
-}
-
-}  // namespace
-
 EtcdClient::TxnResult EtcdClient::txn(const std::optional<EtcdCompare>& compare,
                                       const std::vector<EtcdOp>& success,
                                       const std::vector<EtcdOp>& failure) {
@@ -458,89 +344,6 @@ bool EtcdClient::keep_alive(int64_t lease) {
 
 void EtcdClient::revoke_lease(int64_t lease) {
   call("/v3/lease/revoke", {{"ID", std::to_string(lease)}});
-}
-
-bool EtcdClient::watch(const std::string& key, const std::string& range_end, int64_t start_revision,
-                       Clock::time_point deadline,
-                       const std::function<bool(const EtcdEvent&)>& on_event) {
-  int64_t next = start_revision;
-  while (true) {
-    if (interrupted_) throw StoreError("etcd client at " + endpoints_text() + " interrupted");
-    nlohmann::json create{{"key", b64(key)}, {"start_revision", std::to_string(next)}};
-    if (!range_end.empty()) create["range_end"] = b64(range_end);
-    try {
-      connect(deadline);
-      send_request("/v3/watch", nlohmann::json{{"create_request", create}}.dump(), deadline);
-      http::response_parser<http::string_body> parser;
-      parser.body_limit(kMaxBody);
-      parser.eager(true);
-      char buf[16384];
-      bool done = false;
-      while (!done) {
-        size_t n = socket_.recv_some(buf, sizeof(buf), deadline);
-        pending_.append(buf, n);
-        boost::system::error_code ec;
-        size_t used = parser.put(boost::asio::buffer(pending_), ec);
-        pending_.erase(0, used);
-        if (ec && ec != http::error::need_more)
-          throw StoreError("malformed watch stream: " + ec.message());
-        if (!parser.is_header_done()) continue;
-        if (parser.get().result_int() != 200) {
-          // Not a stream: the whole error reply, decoded (404, auth, ...).
-          while (!parser.is_done()) {
-            n = socket_.recv_some(buf, sizeof(buf), deadline);
-            pending_.append(buf, n);
-            used = parser.put(boost::asio::buffer(pending_), ec);
-            pending_.erase(0, used);
-          }
-          decode("/v3/watch", {parser.get().result_int(), parser.get().body()});
-          throw StoreError("etcd at " + endpoints_[current_].text() + " refused the watch");
-        }
-        std::string& body = parser.get().body();
-        size_t end;
-        while (!done && (end = json_object_end(body, 0)) != std::string::npos) {
-          auto message = nlohmann::json::parse(body.substr(0, end), nullptr, false);
-          body.erase(0, end);
-          auto result = message.value("result", nlohmann::json::object());
-          if (message.contains("error")) decode("/v3/watch", {500, message.dump()});
-          if (result.value("canceled", false)) {
-            if (int_field(result, "compact_revision") > 0) {
-              throw EtcdCompactedError("etcd at " + endpoints_[current_].text() +
-                                       " has compacted revision " + std::to_string(next));
-            }
-            throw StoreError("etcd canceled the watch on " + key + ": " +
-                             result.value("cancel_reason", std::string("compacted")));
-          }
-          for (const auto& ev : result.value("events", nlohmann::json::array())) {
-            EtcdEvent event;
-            event.deleted = ev.value("type", "") == "DELETE";
-            event.kv = to_kv(ev.value("kv", nlohmann::json::object()));
-            next = std::max(next, event.kv.mod_revision + 1);
-            if (!on_event(event)) {
-              done = true;
-              break;
-            }
-          }
-        }
-        if (parser.is_done()) throw StoreError("the watch stream ended");
-      }
-      drop_connection();  // the stream stays open server-side
-      return true;
-    } catch (const TimeoutError& e) {
-      if (Clock::now() >= deadline) {
-        drop_connection();
-        return false;
-      }
-      fail_over(e.what());  // could not connect to this endpoint in time
-    } catch (const EtcdRefusedError&) {
-      throw;
-    } catch (const StoreError& e) {
-      if (interrupted_) throw StoreError("etcd client at " + endpoints_text() + " interrupted");
-      spdlog::debug("etcd watch on {} broke ({}); resuming from revision {}", key, e.what(), next);
-      fail_over(e.what());
-      if (Clock::now() >= deadline) return false;
-    }
-  }
 }
 
 }  // namespace ddprun::rendezvous

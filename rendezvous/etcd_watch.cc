@@ -1,0 +1,103 @@
+#include "rendezvous/etcd_client.h"
+
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+#include <boost/asio/buffer.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/string_body.hpp>
+
+#include "rendezvous/etcd_wire.h"
+
+// The watch stream: one long HTTP reply of JSON objects, resumed on the next member
+// after the last revision seen when it breaks.
+namespace ddprun::rendezvous {
+
+using namespace etcd_wire;
+namespace http = boost::beast::http;
+
+bool EtcdClient::watch(const std::string& key, const std::string& range_end, int64_t start_revision,
+                       Clock::time_point deadline,
+                       const std::function<bool(const EtcdEvent&)>& on_event) {
+  int64_t next = start_revision;
+  while (true) {
+    if (interrupted_) throw StoreError("etcd client at " + endpoints_text() + " interrupted");
+    nlohmann::json create{{"key", b64(key)}, {"start_revision", std::to_string(next)}};
+    if (!range_end.empty()) create["range_end"] = b64(range_end);
+    try {
+      connect(deadline);
+      send_request("/v3/watch", nlohmann::json{{"create_request", create}}.dump(), deadline);
+      http::response_parser<http::string_body> parser;
+      parser.body_limit(kMaxBody);
+      parser.eager(true);
+      char buf[16384];
+      bool done = false;
+      while (!done) {
+        size_t n = socket_.recv_some(buf, sizeof(buf), deadline);
+        pending_.append(buf, n);
+        boost::system::error_code ec;
+        size_t used = parser.put(boost::asio::buffer(pending_), ec);
+        pending_.erase(0, used);
+        if (ec && ec != http::error::need_more)
+          throw StoreError("malformed watch stream: " + ec.message());
+        if (!parser.is_header_done()) continue;
+        if (parser.get().result_int() != 200) {
+          // Not a stream: the whole error reply, decoded (404, auth, ...).
+          while (!parser.is_done()) {
+            n = socket_.recv_some(buf, sizeof(buf), deadline);
+            pending_.append(buf, n);
+            used = parser.put(boost::asio::buffer(pending_), ec);
+            pending_.erase(0, used);
+          }
+          decode("/v3/watch", {parser.get().result_int(), parser.get().body()});
+          throw StoreError("etcd at " + endpoints_[current_].text() + " refused the watch");
+        }
+        std::string& body = parser.get().body();
+        size_t end;
+        while (!done && (end = json_object_end(body, 0)) != std::string::npos) {
+          auto message = nlohmann::json::parse(body.substr(0, end), nullptr, false);
+          body.erase(0, end);
+          auto result = message.value("result", nlohmann::json::object());
+          if (message.contains("error")) decode("/v3/watch", {500, message.dump()});
+          if (result.value("canceled", false)) {
+            if (int_field(result, "compact_revision") > 0) {
+              throw EtcdCompactedError("etcd at " + endpoints_[current_].text() +
+                                       " has compacted revision " + std::to_string(next));
+            }
+            throw StoreError("etcd canceled the watch on " + key + ": " +
+                             result.value("cancel_reason", std::string("compacted")));
+          }
+          for (const auto& ev : result.value("events", nlohmann::json::array())) {
+            EtcdEvent event;
+            event.deleted = ev.value("type", "") == "DELETE";
+            event.kv = to_kv(ev.value("kv", nlohmann::json::object()));
+            next = std::max(next, event.kv.mod_revision + 1);
+            if (!on_event(event)) {
+              done = true;
+              break;
+            }
+          }
+        }
+        if (parser.is_done()) throw StoreError("the watch stream ended");
+      }
+      drop_connection();  // the stream stays open server-side
+      return true;
+    } catch (const TimeoutError& e) {
+      if (Clock::now() >= deadline) {
+        drop_connection();
+        return false;
+      }
+      fail_over(e.what());  // could not connect to this endpoint in time
+    } catch (const EtcdRefusedError&) {
+      throw;
+    } catch (const StoreError& e) {
+      if (interrupted_) throw StoreError("etcd client at " + endpoints_text() + " interrupted");
+      spdlog::debug("etcd watch on {} broke ({}); resuming from revision {}", key, e.what(), next);
+      fail_over(e.what());
+      if (Clock::now() >= deadline) return false;
+    }
+  }
+}
+
+}  // namespace ddprun::rendezvous

@@ -1,0 +1,32 @@
+#pragma once
+
+// How the etcd client puts its requests into etcd's v3 JSON gateway and reads the
+// replies: keys and values in base64, 64-bit integers as strings, streamed watch
+// replies as JSON objects one after another. Internal to the etcd client.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "rendezvous/etcd_client.h"
+
+namespace ddprun::rendezvous::etcd_wire {
+
+/// The most a reply (or what a watch stream holds at once) may be.
+constexpr size_t kMaxBody = 64u << 20;
+
+std::string b64(const std::string& in);
+std::string unb64(const std::string& in);
+/// An integer field (the gateway writes 64-bit ones as strings and leaves out zeros).
+int64_t int_field(const nlohmann::json& j, const char* name);
+EtcdKv to_kv(const nlohmann::json& j);
+EtcdClient::Range to_range(const nlohmann::json& j);
+/// Where the first complete JSON object in `s` (from `from`) ends, or npos.
+size_t json_object_end(const std::string& s, size_t from);
+/// A transaction branch as the gateway takes it.
+nlohmann::json txn_ops(const std::vector<EtcdOp>& ops);
+
+}  // namespace ddprun::rendezvous::etcd_wire
