@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <iostream>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <thread>
@@ -14,12 +15,11 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
-#include <boost/asio/steady_timer.hpp>
 
+#include "agent/clock.h"
 #include "agent/key_watch.h"
 #include "agent/log_dir.h"
 #include "agent/orphan_guard.h"
-#include "agent/rendezvous_factory.h"
 #include "agent/round_over.h"
 #include "agent/run_observer.h"
 #include "agent/worker_group_runner.h"
@@ -29,18 +29,22 @@
 namespace asio = boost::asio;
 
 namespace ddprun::agent {
-namespace {}  // namespace
 
 class LocalAgent::Impl {
  public:
-  Impl(AgentConfig config, ProcessLauncher& launcher, OrphanGuard* guard, RunObserver* observer)
+  Impl(AgentConfig config, AgentServices services)
       : config_(std::move(config)),
-        guard_(guard),
-        observer_(observer),
+        io_(services.io),
+        make_rendezvous_(std::move(services.make_rendezvous)),
+        guard_(services.guard),
+        observer_(services.observer),
         stop_signals_(io_, SIGINT, SIGTERM, SIGHUP),
         log_dir_(config_.log_dir, config_.run_id),
         host_(host_name()),
-        runner_(io_, config_, launcher, guard, log_dir_, host_, observer) {
+        runner_(io_, config_, services.launcher, services.clock, guard_, log_dir_, host_,
+                observer_),
+        heartbeat_timer_(services.clock.make_timer()),
+        tracking_timer_(services.clock.make_timer()) {
     stop_signals_.add(SIGQUIT);
   }
 
@@ -49,6 +53,17 @@ class LocalAgent::Impl {
     // reap them and nothing escapes the job.
     ::prctl(PR_SET_CHILD_SUBREAPER, 1);
     wait_for_stop_signals();
+    try {
+      return run_rounds();
+    } catch (const Signalled&) {
+      return finish(128 + signalled_, "killed", "received " + signal_name(signalled_));
+    }
+  }
+
+ private:
+  struct Signalled {};  // a stop signal ended the rendezvous
+
+  int run_rounds() {
     for (int round = 0;; ++round) {
       rendezvous::RendezvousInfo info = rendezvous(round);
       round = info.round;
@@ -93,7 +108,6 @@ class LocalAgent::Impl {
     }
   }
 
- private:
   bool multi_node() const { return config_.max_nodes > 1; }
 
   std::string over_key(int round) const { return handler_->round_prefix(round) + "over"; }
@@ -102,7 +116,8 @@ class LocalAgent::Impl {
   }
 
   // Joins the round on a helper thread while this thread keeps handling signals: a
-  // Ctrl-C while other nodes are awaited ends ddprun at once (no worker runs now).
+  // Ctrl-C while other nodes are awaited cancels the join and ends ddprun (no worker
+  // runs now). Throws what the join threw; 128+signal ends the job.
   rendezvous::RendezvousInfo rendezvous(int round) {
     std::optional<rendezvous::RendezvousInfo> result;
     std::exception_ptr error;
@@ -110,11 +125,14 @@ class LocalAgent::Impl {
     std::thread joiner([&] {
       try {
         if (!handler_) {
-          handler_ = make_rendezvous(config_);
+          auto handler = make_rendezvous_();
           if (observer_) {
-            observer_->attach(handler_->store(), multi_node() ? handler_->connect() : nullptr,
-                              handler_->address(), handler_->primary());
+            observer_->attach(handler->store(), multi_node() ? handler->connect() : nullptr,
+                              handler->address(), handler->primary());
           }
+          std::lock_guard lock(handler_mutex_);
+          handler_ = std::move(handler);
+          if (cancelled_) throw Error("rendezvous cancelled");
         }
         result = handler_->next_rendezvous(round, config_.spec.local_world_size);
       } catch (...) {
@@ -126,14 +144,28 @@ class LocalAgent::Impl {
     while (!finished && signalled_ == 0) io_.run_one();
     if (!finished) {
       spdlog::warn("received {} while waiting for the other nodes", signal_name(signalled_));
-      std::cerr << std::flush;
-      if (guard_) guard_->release();
-      std::_Exit(128 + signalled_);
+      if (!cancel_rendezvous()) {
+        // Still connecting (a blocking connect with retries): nothing to cancel yet.
+        std::cerr << std::flush;
+        if (guard_) guard_->release();
+        std::_Exit(128 + signalled_);
+      }
+      joiner.join();
+      throw Signalled{};
     }
     joiner.join();
     if (error) std::rethrow_exception(error);
     if (multi_node()) set_log_node_rank(result->group_rank);
     return *result;
+  }
+
+  // True when a handler existed to cancel (the join in progress then throws soon).
+  bool cancel_rendezvous() {
+    std::lock_guard lock(handler_mutex_);
+    cancelled_ = true;
+    if (!handler_) return false;
+    handler_->cancel();
+    return true;
   }
 
   WorkerGroup make_group(const rendezvous::RendezvousInfo& info) const {
@@ -173,8 +205,8 @@ class LocalAgent::Impl {
         [&done] { done = true; });
     if (observer_) poll_tracking();
     while (!done) io_.run_one();
-    tracking_timer_.cancel();
-    heartbeat_timer_.cancel();
+    tracking_timer_->cancel();
+    heartbeat_timer_->cancel();
     // A node whose workers all succeeded keeps watching for the round's end while it
     // waits for the others (wait_for_all_done); otherwise the watch ends with the attempt.
     if (over_ || !runner_.failures().empty() || signalled_ != 0) over_watch_.reset();
@@ -237,9 +269,8 @@ class LocalAgent::Impl {
   // Elastic jobs: a member whose heartbeat stopped is dropped and the survivors go
   // on at the smaller size if that is still at least MIN (torchrun leaves them hanging).
   void watch_heartbeats(const rendezvous::RendezvousInfo& info) {
-    heartbeat_timer_.expires_after(handler_->heartbeat_interval());
-    heartbeat_timer_.async_wait([this, info](const boost::system::error_code& ec) {
-      if (ec || over_) return;
+    heartbeat_timer_->start(handler_->heartbeat_interval(), [this, info] {
+      if (over_) return;
       std::vector<std::string> dead;
       try {
         dead = handler_->dead_members(info);
@@ -269,9 +300,7 @@ class LocalAgent::Impl {
 
   // A run is readable while the job runs: what workers wrote is ingested as it comes.
   void poll_tracking() {
-    tracking_timer_.expires_after(observer_->poll_interval());
-    tracking_timer_.async_wait([this](const boost::system::error_code& ec) {
-      if (ec) return;
+    tracking_timer_->start(observer_->poll_interval(), [this] {
       observer_->poll(false);
       poll_tracking();
     });
@@ -362,24 +391,27 @@ class LocalAgent::Impl {
   }
 
   AgentConfig config_;
+  asio::io_context& io_;
+  AgentServices::RendezvousFactory make_rendezvous_;
   OrphanGuard* guard_;
   RunObserver* observer_;
-  asio::io_context io_;
   asio::signal_set stop_signals_;
   LogDir log_dir_;
   std::string host_;
   WorkerGroupRunner runner_;
+  // Set once by the joining thread (under the mutex), then used on the loop's thread.
   std::unique_ptr<rendezvous::RendezvousHandler> handler_;
+  std::mutex handler_mutex_;
+  bool cancelled_ = false;  // guarded by handler_mutex_
   std::unique_ptr<KeyWatch> over_watch_;
-  asio::steady_timer heartbeat_timer_{io_};
-  asio::steady_timer tracking_timer_{io_};
+  std::unique_ptr<Timer> heartbeat_timer_;
+  std::unique_ptr<Timer> tracking_timer_;
   std::optional<RoundOver> over_;
   int signalled_ = 0;
 };
 
-LocalAgent::LocalAgent(AgentConfig config, ProcessLauncher& launcher, OrphanGuard* guard,
-                       RunObserver* observer)
-    : impl_(std::make_unique<Impl>(std::move(config), launcher, guard, observer)) {}
+LocalAgent::LocalAgent(AgentConfig config, AgentServices services)
+    : impl_(std::make_unique<Impl>(std::move(config), std::move(services))) {}
 
 LocalAgent::~LocalAgent() = default;
 

@@ -1,18 +1,38 @@
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include <boost/asio/io_context.hpp>
+
 #include "agent/agent_config.h"
 #include "agent/failure_summary.h"
 #include "agent/worker.h"
+#include "rendezvous/rendezvous_handler.h"
 
 namespace ddprun::agent {
 
+class Clock;
 class ProcessLauncher;
 class OrphanGuard;
 class RunObserver;
+
+/// What an agent runs on: the OS in production, fakes in tests. Everything here
+/// must outlive the agent.
+struct AgentServices {
+  using RendezvousFactory = std::function<std::unique_ptr<rendezvous::RendezvousHandler>()>;
+
+  boost::asio::io_context& io;  // the agent's one loop
+  ProcessLauncher& launcher;    // built on `io`
+  Clock& clock;                 // timers on `io`
+  /// Builds the job's rendezvous (connecting or hosting as it is built). Called once,
+  /// on a helper thread, before the first round.
+  RendezvousFactory make_rendezvous;
+  OrphanGuard* guard = nullptr;     // may be null
+  RunObserver* observer = nullptr;  // the job's tracking run; may be null
+};
 
 /// Runs one node's workers to the end of the job: spawns them with torchrun's
 /// environment, supervises them in one Asio loop driven by SIGCHLD (never polling),
@@ -22,13 +42,11 @@ class RunObserver;
 ///
 /// Exit code of run(): 0 if every worker exited 0; the root-cause worker's code
 /// (128+N for signal N) on failure; 128+S when ddprun received signal S.
-/// Single-threaded: construct and run on one thread.
+/// Single-threaded: construct and run on the loop's thread; nothing else may run the
+/// loop meanwhile. Catches SIGINT, SIGTERM, SIGHUP and SIGQUIT from construction on.
 class LocalAgent {
  public:
-  /// `launcher`, `guard` and `observer` must outlive the agent; `guard` and
-  /// `observer` (the job's tracking run) may be null.
-  LocalAgent(AgentConfig config, ProcessLauncher& launcher, OrphanGuard* guard,
-             RunObserver* observer = nullptr);
+  LocalAgent(AgentConfig config, AgentServices services);
   ~LocalAgent();
 
   int run();

@@ -1,15 +1,11 @@
 #include "agent/worker_group_runner.h"
 
 #include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <spdlog/spdlog.h>
 
 #include "agent/log_dir.h"
 #include "agent/orphan_guard.h"
-#include "agent/process_launcher.h"
-#include "agent/process_table.h"
 #include "agent/run_observer.h"
 #include "agent/worker_env.h"
 #include "agent/worker_output.h"
@@ -21,16 +17,11 @@ namespace {
 // after the last worker exited before ddprun stops waiting for their EOF.
 constexpr std::chrono::milliseconds kPipeDrainTimeout{2000};
 
-int exitcode_of(int status) {
-  if (WIFSIGNALED(status)) return -WTERMSIG(status);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
-}
-
 }  // namespace
 
 WorkerGroupRunner::WorkerGroupRunner(boost::asio::io_context& io, const AgentConfig& config,
-                                     ProcessLauncher& launcher, OrphanGuard* guard, LogDir& log_dir,
-                                     std::string host, RunObserver* observer)
+                                     ProcessLauncher& launcher, Clock& clock, OrphanGuard* guard,
+                                     LogDir& log_dir, std::string host, RunObserver* observer)
     : io_(io),
       config_(config),
       launcher_(launcher),
@@ -39,10 +30,9 @@ WorkerGroupRunner::WorkerGroupRunner(boost::asio::io_context& io, const AgentCon
       log_dir_(log_dir),
       host_(std::move(host)),
       inherited_env_(current_environment()),
-      child_signals_(io, SIGCHLD),
-      grace_timer_(io),
-      drain_timer_(io) {
-  wait_for_children();
+      grace_timer_(clock.make_timer()),
+      drain_timer_(clock.make_timer()) {
+  launcher_.on_exit([this](const std::vector<ChildExit>& exits) { on_exits(exits); });
 }
 
 WorkerGroupRunner::~WorkerGroupRunner() = default;
@@ -87,25 +77,15 @@ void WorkerGroupRunner::start(WorkerGroup group,
   }
 }
 
-void WorkerGroupRunner::wait_for_children() {
-  child_signals_.async_wait([this](const boost::system::error_code& ec, int) {
-    if (ec) return;
-    reap_children();
-    wait_for_children();
-  });
-}
-
-// One SIGCHLD may stand for many exits: reap them all, then judge them together so
-// workers that failed at the same moment all count as failures.
-void WorkerGroupRunner::reap_children() {
+// Exits noticed together are judged together, so workers that failed at the same
+// moment all count as failures.
+void WorkerGroupRunner::on_exits(const std::vector<ChildExit>& exits) {
   bool was_running = phase_ == Phase::kRunning;
   size_t failures_before = failures_.size();
-  int status = 0;
-  pid_t pid = 0;
-  while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
-    Worker* w = find_worker(pid);
-    if (w == nullptr) continue;  // an orphaned grandchild or the guard
-    w->exit = WorkerExit{exitcode_of(status), std::time(nullptr)};
+  for (const ChildExit& e : exits) {
+    Worker* w = find_worker(e.pid);
+    if (w == nullptr) continue;  // a worker of an earlier attempt
+    w->exit = WorkerExit{e.exitcode, std::time(nullptr)};
     if (observer_) {
       observer_->worker_exited(group_.group_rank, w->global_rank, w->local_rank,
                                group_.restart_count, w->exit->exitcode);
@@ -131,13 +111,13 @@ void WorkerGroupRunner::reap_children() {
 
 Worker* WorkerGroupRunner::find_worker(pid_t pid) {
   for (auto& w : group_.workers)
-    if (w.pid == pid && !w.exit) return &w;
+    if (w.pid == pid && w.state == WorkerState::kHealthy) return &w;
   return nullptr;
 }
 
 int WorkerGroupRunner::running_workers() const {
   int n = 0;
-  for (const auto& w : group_.workers) n += (w.pid > 0 && !w.exit) ? 1 : 0;
+  for (const auto& w : group_.workers) n += w.state == WorkerState::kHealthy ? 1 : 0;
   return n;
 }
 
@@ -146,9 +126,7 @@ void WorkerGroupRunner::stop(int sig) {
   phase_ = Phase::kStopping;
   signal_running(sig);
   // (Re-)arming the timer: a second stop restarts the grace period.
-  grace_timer_.expires_after(config_.grace_period);
-  grace_timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (ec) return;
+  grace_timer_->start(config_.grace_period, [this] {
     spdlog::warn("workers did not stop within the grace period; sending SIGKILL");
     signal_running(SIGKILL);
   });
@@ -156,23 +134,18 @@ void WorkerGroupRunner::stop(int sig) {
 
 void WorkerGroupRunner::signal_running(int sig) {
   for (const auto& w : group_.workers)
-    if (w.pid > 0 && !w.exit) launcher_.signal_group(w.pid, sig);
+    if (w.state == WorkerState::kHealthy) launcher_.signal_group(w.pid, sig);
 }
 
 // Every worker has exited: kill whatever they left behind in their sessions (and
 // orphans re-parented to us), then wait for the pipes to close.
 void WorkerGroupRunner::begin_drain() {
   phase_ = Phase::kDraining;
-  grace_timer_.cancel();
+  grace_timer_->cancel();
   std::vector<pid_t> sessions;
   for (const auto& w : group_.workers) sessions.push_back(w.pid);
-  kill_sessions(sessions);
-  for (pid_t orphan : children_of(::getpid())) {
-    if (!guard_ || orphan != guard_->pid()) ::kill(orphan, SIGKILL);
-  }
-  drain_timer_.expires_after(kPipeDrainTimeout);
-  drain_timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (ec) return;
+  launcher_.kill_leftovers(sessions, guard_ ? guard_->pid() : -1);
+  drain_timer_->start(kPipeDrainTimeout, [this] {
     for (auto& out : outputs_) out->drain_and_close();
     maybe_done();
   });
@@ -183,7 +156,7 @@ void WorkerGroupRunner::maybe_done() {
   if (phase_ != Phase::kDraining) return;
   for (const auto& out : outputs_)
     if (out->open_pipes() > 0) return;
-  drain_timer_.cancel();
+  drain_timer_->cancel();
   phase_ = Phase::kIdle;
   if (on_done_) on_done_();
 }

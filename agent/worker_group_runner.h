@@ -6,23 +6,22 @@
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/signal_set.hpp>
-#include <boost/asio/steady_timer.hpp>
 
 #include "agent/agent_config.h"
+#include "agent/clock.h"
 #include "agent/failure_summary.h"
+#include "agent/process_launcher.h"
 #include "agent/worker.h"
 
 namespace ddprun::agent {
 
 class LogDir;
 class OrphanGuard;
-class ProcessLauncher;
 class RunObserver;
 class WorkerOutput;
 
 /// Runs one attempt of this node's workers inside the agent's io_context: spawns
-/// them with torchrun's environment, learns of every exit from SIGCHLD at once,
+/// them with torchrun's environment, learns of every exit from the launcher at once,
 /// stops the rest on the first failure (signal, grace period, SIGKILL), kills what
 /// they leave behind and drains their output.
 ///
@@ -31,9 +30,10 @@ class WorkerOutput;
 /// -> kIdle. Single-threaded: use on the io_context's thread.
 class WorkerGroupRunner {
  public:
-  /// `observer` (may be null) hears of every worker's start and exit.
+  /// Takes the launcher's exit notifications. `guard` and `observer` may be null; the
+  /// observer hears of every worker's start and exit.
   WorkerGroupRunner(boost::asio::io_context& io, const AgentConfig& config,
-                    ProcessLauncher& launcher, OrphanGuard* guard, LogDir& log_dir,
+                    ProcessLauncher& launcher, Clock& clock, OrphanGuard* guard, LogDir& log_dir,
                     std::string host, RunObserver* observer);
   ~WorkerGroupRunner();
 
@@ -54,8 +54,7 @@ class WorkerGroupRunner {
  private:
   enum class Phase { kIdle, kRunning, kStopping, kDraining };
 
-  void wait_for_children();
-  void reap_children();
+  void on_exits(const std::vector<ChildExit>& exits);
   Worker* find_worker(pid_t pid);
   void signal_running(int sig);
   void begin_drain();
@@ -69,9 +68,8 @@ class WorkerGroupRunner {
   LogDir& log_dir_;
   std::string host_;
   std::vector<std::string> inherited_env_;
-  boost::asio::signal_set child_signals_;
-  boost::asio::steady_timer grace_timer_;
-  boost::asio::steady_timer drain_timer_;
+  std::unique_ptr<Timer> grace_timer_;
+  std::unique_ptr<Timer> drain_timer_;
 
   Phase phase_ = Phase::kIdle;
   WorkerGroup group_;

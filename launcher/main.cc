@@ -8,6 +8,7 @@
 #include <iostream>
 #include <random>
 
+#include <boost/asio/io_context.hpp>
 #include <nlohmann/json.hpp>
 
 #include <spdlog/spdlog.h>
@@ -16,7 +17,9 @@
 #include "agent/executable.h"
 #include "agent/local_agent.h"
 #include "agent/orphan_guard.h"
-#include "agent/process_launcher.h"
+#include "agent/clock.h"
+#include "agent/posix_process_launcher.h"
+#include "agent/rendezvous_factory.h"
 #include "common/error.h"
 #include "common/host.h"
 #include "common/logging.h"
@@ -115,8 +118,13 @@ int launch(launcher::LaunchConfig& cfg, int argc, char** argv) {
   // A closed console must not kill the agent; writes to it fail with EPIPE instead.
   ::signal(SIGPIPE, SIG_IGN);
   agent::OrphanGuard guard;
-  agent::PosixProcessLauncher process_launcher;
-  agent::LocalAgent local_agent(cfg.agent, process_launcher, &guard, tracker.get());
+  boost::asio::io_context io;
+  agent::PosixProcessLauncher process_launcher(io);
+  agent::SteadyClock clock(io);
+  agent::AgentServices services{io, process_launcher, clock,
+                                [&cfg] { return agent::make_rendezvous(cfg.agent); }, &guard,
+                                tracker.get()};
+  agent::LocalAgent local_agent(cfg.agent, std::move(services));
   return local_agent.run();
 }
 

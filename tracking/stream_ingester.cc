@@ -27,7 +27,6 @@ StreamIngester::Stats StreamIngester::drain(bool final) {
     store_.rollback();
     throw;
   }
-  totals_ += stats;
   return stats;
 }
 

@@ -26,13 +26,10 @@ class StreamIngester {
   /// line is a torn record (counted, never stored).
   Stats drain(bool final);
 
-  const Stats& totals() const { return totals_; }
-
  private:
   RunStore& store_;
   std::string dir_;
   std::string key_prefix_;
-  Stats totals_;
 };
 
 }  // namespace ddprun::tracking
