@@ -16,19 +16,20 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 
-#include "agent/clock.h"
-#include "agent/key_watch.h"
 #include "agent/log_dir.h"
 #include "agent/orphan_guard.h"
-#include "agent/round_over.h"
 #include "agent/run_observer.h"
 #include "agent/worker_group_runner.h"
+#include "common/clock.h"
 #include "common/host.h"
 #include "common/logging.h"
+#include "rendezvous/round_coordinator.h"
 
 namespace asio = boost::asio;
 
 namespace ddprun::agent {
+
+using rendezvous::RoundEnd;
 
 class LocalAgent::Impl {
  public:
@@ -41,10 +42,9 @@ class LocalAgent::Impl {
         stop_signals_(io_, SIGINT, SIGTERM, SIGHUP),
         log_dir_(config_.log_dir, config_.run_id),
         host_(host_name()),
-        runner_(io_, config_, services.launcher, services.clock, guard_, log_dir_, host_,
-                observer_),
-        heartbeat_timer_(services.clock.make_timer()),
-        tracking_timer_(services.clock.make_timer()) {
+        clock_(services.clock),
+        runner_(io_, config_, services.launcher, clock_, guard_, log_dir_, host_, observer_),
+        tracking_timer_(clock_.make_timer()) {
     stop_signals_.add(SIGQUIT);
   }
 
@@ -75,31 +75,30 @@ class LocalAgent::Impl {
       if (observer_) {
         observer_->poll(true);
         if (over_) {
-          static const char* kKinds[] = {"restart", "membership", "final"};
-          observer_->round_over(info.restart_count, kKinds[static_cast<int>(over_->kind)],
+          observer_->round_over(info.restart_count, RoundEnd::kind_name(over_->kind),
                                 over_->reason);
         }
       }
       if (signalled_ != 0) {
-        end_round(info, {RoundOver::Kind::kFinal, 128 + signalled_,
-                         "node " + std::to_string(info.group_rank) + " (" + host_ + ") received " +
-                             signal_name(signalled_)});
+        end_round({RoundEnd::Kind::kFinal, 128 + signalled_,
+                   "node " + std::to_string(info.group_rank) + " (" + host_ + ") received " +
+                       signal_name(signalled_)});
         return finish(128 + signalled_, "killed", "received " + signal_name(signalled_));
       }
       const auto& failures = runner_.failures();
       if (!over_ && failures.empty()) {
         // This node is done; the job is done when every node is (a later failure
         // elsewhere still restarts everyone, this node included).
-        if (multi_node()) over_ = wait_for_all_done(info);
+        over_ = wait_for_all_done();
         if (signalled_ != 0) {
           return finish(128 + signalled_, "killed", "received " + signal_name(signalled_));
         }
         if (!over_) return finish_success();
       }
-      if (!over_ || over_->kind == RoundOver::Kind::kFinal) {
-        return finish_failure(failures, over_.value_or(RoundOver{}));
+      if (!over_ || over_->kind == RoundEnd::Kind::kFinal) {
+        return finish_failure(failures, over_.value_or(RoundEnd{}));
       }
-      if (over_->kind == RoundOver::Kind::kRestart) {
+      if (over_->kind == RoundEnd::Kind::kRestart) {
         spdlog::warn("worker group failed ({}); restarting, attempt {} of {}", over_->reason,
                      info.restart_count + 1, config_.spec.max_restarts);
       } else {
@@ -110,15 +109,11 @@ class LocalAgent::Impl {
 
   bool multi_node() const { return config_.max_nodes > 1; }
 
-  std::string over_key(int round) const { return handler_->round_prefix(round) + "over"; }
-  std::string done_key(int round, int node) const {
-    return handler_->round_prefix(round) + "done/" + std::to_string(node);
-  }
-
   // Joins the round on a helper thread while this thread keeps handling signals: a
   // Ctrl-C while other nodes are awaited cancels the join and ends ddprun (no worker
   // runs now). Throws what the join threw; 128+signal ends the job.
   rendezvous::RendezvousInfo rendezvous(int round) {
+    round_.reset();  // the last round's watches end before the next join
     std::optional<rendezvous::RendezvousInfo> result;
     std::exception_ptr error;
     std::atomic<bool> finished{false};
@@ -193,23 +188,21 @@ class LocalAgent::Impl {
   void run_attempt(const rendezvous::RendezvousInfo& info) {
     over_.reset();
     bool done = false;
-    if (multi_node()) {
-      over_watch_ = std::make_unique<KeyWatch>(
-          io_, handler_->connect_round(info), std::vector<std::string>{over_key(info.round)},
-          [this](std::vector<std::string> v) { on_round_over(RoundOver::parse(v[0])); },
-          [this](std::string err) { on_store_lost(err); });
-      if (handler_->elastic()) watch_heartbeats(info);
-    }
+    round_ = handler_->coordinate(info, io_, clock_);
+    round_->watch_end([this](RoundEnd end) { on_round_end(std::move(end)); },
+                      [this](const std::string& what) { on_store_lost(what); });
+    round_->watch_members([this, info](std::vector<std::string> dead) { on_dead(info, dead); },
+                          [this](const std::string& what) { on_store_lost(what); });
     runner_.start(
         make_group(info), [this, info](const FailureRecord& f) { on_worker_failure(info, f); },
         [&done] { done = true; });
     if (observer_) poll_tracking();
     while (!done) io_.run_one();
     tracking_timer_->cancel();
-    heartbeat_timer_->cancel();
+    round_->stop_watching_members();
     // A node whose workers all succeeded keeps watching for the round's end while it
-    // waits for the others (wait_for_all_done); otherwise the watch ends with the attempt.
-    if (over_ || !runner_.failures().empty() || signalled_ != 0) over_watch_.reset();
+    // waits for the others (wait_for_all_done); otherwise the watches end with the attempt.
+    if (over_ || !runner_.failures().empty() || signalled_ != 0) round_->stop();
   }
 
   void on_worker_failure(const rendezvous::RendezvousInfo& info, const FailureRecord& f) {
@@ -218,9 +211,9 @@ class LocalAgent::Impl {
                        std::to_string(info.group_rank) + " (" + host_ + ") exited with " +
                        std::to_string(f.exitcode);
     bool budget_left = info.restart_count < config_.spec.max_restarts;
-    end_round(info, {budget_left ? RoundOver::Kind::kRestart : RoundOver::Kind::kFinal,
-                     shell_exit_code(f.exitcode), what});
-    if (budget_left && multi_node()) handler_->start_next_round(info.round, true, members(info));
+    end_round({budget_left ? RoundEnd::Kind::kRestart : RoundEnd::Kind::kFinal,
+               shell_exit_code(f.exitcode), what});
+    if (budget_left) round_->start_next_round(true, members(info));
   }
 
   static std::set<std::string> members(const rendezvous::RendezvousInfo& info) {
@@ -228,74 +221,44 @@ class LocalAgent::Impl {
   }
 
   // Publishes why the round ends (the first writer wins) and adopts the winner.
-  void end_round(const rendezvous::RendezvousInfo& info, const RoundOver& mine) {
-    if (over_) return;
-    if (!multi_node()) {
-      over_ = mine;
-      return;
-    }
-    try {
-      over_ =
-          RoundOver::parse(handler_->store().compare_set(over_key(info.round), "", mine.encode()));
-    } catch (const std::exception& e) {
-      spdlog::warn("could not tell the other nodes: {}", e.what());
-      over_ = mine;
-    }
+  void end_round(const RoundEnd& mine) {
+    if (!over_) over_ = round_->end(mine);
   }
 
-  void on_round_over(RoundOver over) {
+  void on_round_end(RoundEnd end) {
     if (over_) return;  // our own announcement, already adopted
-    if (!signalled_ && !runner_.idle()) spdlog::warn("stopping: {}", over.reason);
-    over_ = std::move(over);
+    if (!signalled_ && !runner_.idle()) spdlog::warn("stopping: {}", end.reason);
+    over_ = std::move(end);
     runner_.stop(SIGTERM);
   }
 
-  void on_store_lost(const std::string& err) {
+  void on_store_lost(const std::string& what) {
     if (runner_.idle() || over_) return;
-    std::string what = "lost the rendezvous store at " + store_address() + " (" + err + ")";
     spdlog::error("{}; stopping the workers", what);
-    over_ = RoundOver{RoundOver::Kind::kFinal, 1, what};
+    over_ = RoundEnd{RoundEnd::Kind::kFinal, 1, what};
     runner_.stop(SIGTERM);
-  }
-
-  std::string store_address() const {
-    if (config_.rdzv_backend == "etcd") return config_.rdzv_endpoint;  // etcd members
-    if (config_.rdzv_backend == "c10d" && config_.max_nodes > 1) {
-      return config_.rdzv_host + ":" + std::to_string(config_.rdzv_port);
-    }
-    return config_.master_addr + ":" + std::to_string(config_.master_port);
   }
 
   // Elastic jobs: a member whose heartbeat stopped is dropped and the survivors go
   // on at the smaller size if that is still at least MIN (torchrun leaves them hanging).
-  void watch_heartbeats(const rendezvous::RendezvousInfo& info) {
-    heartbeat_timer_->start(handler_->heartbeat_interval(), [this, info] {
-      if (over_) return;
-      std::vector<std::string> dead;
-      try {
-        dead = handler_->dead_members(info);
-      } catch (const std::exception& e) {
-        return on_store_lost(e.what());
-      }
-      if (dead.empty()) return watch_heartbeats(info);
-      std::set<std::string> alive = members(info);
-      std::string names;
-      for (const auto& d : dead) {
-        alive.erase(d);
-        names += (names.empty() ? "" : ", ") + d;
-      }
-      int left = static_cast<int>(alive.size());
-      if (left >= config_.min_nodes) {
-        end_round(info, {RoundOver::Kind::kMembership, 0, "lost node(s) " + names});
-        handler_->start_next_round(info.round, false, alive);
-      } else {
-        end_round(info,
-                  {RoundOver::Kind::kFinal, 1,
-                   "lost node(s) " + names + ": " + std::to_string(left) +
-                       " node(s) left, at least " + std::to_string(config_.min_nodes) + " needed"});
-      }
-      runner_.stop(SIGTERM);
-    });
+  void on_dead(const rendezvous::RendezvousInfo& info, const std::vector<std::string>& dead) {
+    if (over_) return;
+    std::set<std::string> alive = members(info);
+    std::string names;
+    for (const auto& d : dead) {
+      alive.erase(d);
+      names += (names.empty() ? "" : ", ") + d;
+    }
+    int left = static_cast<int>(alive.size());
+    if (left >= config_.min_nodes) {
+      end_round({RoundEnd::Kind::kMembership, 0, "lost node(s) " + names});
+      round_->start_next_round(false, alive);
+    } else {
+      end_round({RoundEnd::Kind::kFinal, 1,
+                 "lost node(s) " + names + ": " + std::to_string(left) +
+                     " node(s) left, at least " + std::to_string(config_.min_nodes) + " needed"});
+    }
+    runner_.stop(SIGTERM);
   }
 
   // A run is readable while the job runs: what workers wrote is ingested as it comes.
@@ -326,51 +289,31 @@ class LocalAgent::Impl {
   }
 
   int finish_success() {
-    // Whoever hosts the agents' store closes the run and keeps the store up until the
-    // others have left; where the state outlives the agents (etcd), every agent closes
-    // it (once is enough, and none is special).
-    if (multi_node() && (handler_->hosts_store() || handler_->state_outlives_agents())) {
-      try {
-        handler_->close();
-      } catch (const std::exception& e) {
-        spdlog::warn("could not close the rendezvous: {}", e.what());
-      }
-      if (handler_->hosts_store()) handler_->linger(std::chrono::seconds(5));
-    }
+    handler_->finish_job();
     log_dir_.remove_if_temporary();
     return finish(0, "finished", "");
   }
 
   // Marks this node done and waits until every node is, or the round ends anyway.
-  std::optional<RoundOver> wait_for_all_done(const rendezvous::RendezvousInfo& info) {
-    std::vector<std::string> keys;
-    for (int k = 0; k < info.group_world_size; ++k) keys.push_back(done_key(info.round, k));
-    std::optional<RoundOver> outcome;
+  std::optional<RoundEnd> wait_for_all_done() {
+    std::optional<RoundEnd> lost;
     bool all_done = false;
-    try {
-      handler_->store().set(done_key(info.round, info.group_rank), "1");
-    } catch (const std::exception& e) {
-      return RoundOver{RoundOver::Kind::kFinal, 1,
-                       "lost the rendezvous store: " + std::string(e.what())};
-    }
-    KeyWatch done(
-        io_, handler_->connect_round(info), keys, [&](auto) { all_done = true; },
-        [&](std::string err) {
-          outcome = RoundOver{RoundOver::Kind::kFinal, 1,
-                              "lost the rendezvous store at " + store_address() + " (" + err + ")"};
-        });
+    round_->finish_node([&all_done] { all_done = true; },
+                        [&lost](const std::string& what) {
+                          lost = RoundEnd{RoundEnd::Kind::kFinal, 1, what};
+                        });
     // The attempt's watch on the round's end goes on: it sets over_.
-    while (!all_done && !over_ && !outcome && signalled_ == 0) io_.run_one();
-    over_watch_.reset();
+    while (!all_done && !over_ && !lost && signalled_ == 0) io_.run_one();
+    round_->stop();
     if (all_done) return std::nullopt;
-    if (!outcome) outcome = over_;
-    if (outcome && outcome->kind != RoundOver::Kind::kFinal) {
+    std::optional<RoundEnd> outcome = lost ? lost : over_;
+    if (outcome && outcome->kind != RoundEnd::Kind::kFinal) {
       spdlog::warn("this node finished, but the round ended: {}", outcome->reason);
     }
     return outcome;
   }
 
-  int finish_failure(const std::vector<FailureRecord>& failures, const RoundOver& over) {
+  int finish_failure(const std::vector<FailureRecord>& failures, const RoundEnd& over) {
     if (failures.empty()) {
       std::cerr << "ddprun: the job failed: " << over.reason << "\n";
       return finish(over.exitcode, "failed", over.reason);
@@ -398,15 +341,15 @@ class LocalAgent::Impl {
   asio::signal_set stop_signals_;
   LogDir log_dir_;
   std::string host_;
+  Clock& clock_;
   WorkerGroupRunner runner_;
   // Set once by the joining thread (under the mutex), then used on the loop's thread.
   std::unique_ptr<rendezvous::RendezvousHandler> handler_;
   std::mutex handler_mutex_;
   bool cancelled_ = false;  // guarded by handler_mutex_
-  std::unique_ptr<KeyWatch> over_watch_;
-  std::unique_ptr<Timer> heartbeat_timer_;
+  std::unique_ptr<rendezvous::RoundCoordinator> round_;  // of the attempt running
   std::unique_ptr<Timer> tracking_timer_;
-  std::optional<RoundOver> over_;
+  std::optional<RoundEnd> over_;
   int signalled_ = 0;
 };
 

@@ -10,11 +10,11 @@
 #include "agent/agent_config.h"
 #include "agent/failure_summary.h"
 #include "agent/worker.h"
+#include "common/clock.h"
 #include "rendezvous/rendezvous_handler.h"
 
 namespace ddprun::agent {
 
-class Clock;
 class ProcessLauncher;
 class OrphanGuard;
 class RunObserver;

@@ -8,10 +8,10 @@
 #include <boost/asio/io_context.hpp>
 
 #include "agent/agent_config.h"
-#include "agent/clock.h"
 #include "agent/failure_summary.h"
 #include "agent/process_launcher.h"
 #include "agent/worker.h"
+#include "common/clock.h"
 
 namespace ddprun::agent {
 

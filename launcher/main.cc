@@ -17,7 +17,7 @@
 #include "agent/executable.h"
 #include "agent/local_agent.h"
 #include "agent/orphan_guard.h"
-#include "agent/clock.h"
+#include "common/clock.h"
 #include "agent/posix_process_launcher.h"
 #include "agent/rendezvous_factory.h"
 #include "common/error.h"
@@ -120,7 +120,7 @@ int launch(launcher::LaunchConfig& cfg, int argc, char** argv) {
   agent::OrphanGuard guard;
   boost::asio::io_context io;
   agent::PosixProcessLauncher process_launcher(io);
-  agent::SteadyClock clock(io);
+  SteadyClock clock(io);
   agent::AgentServices services{io, process_launcher, clock,
                                 [&cfg] { return agent::make_rendezvous(cfg.agent); }, &guard,
                                 tracker.get()};

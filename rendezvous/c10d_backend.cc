@@ -47,9 +47,8 @@ std::unique_ptr<Store> C10dBackend::connect(milliseconds timeout, int64_t /*newe
   return std::make_unique<TcpStoreClient>(options_.host, options_.port, o);
 }
 
-std::string C10dBackend::where() const {
-  return "store at " +
-         (options_.host.find(':') != std::string::npos ? "[" + options_.host + "]"
+std::string C10dBackend::endpoint() const {
+  return (options_.host.find(':') != std::string::npos ? "[" + options_.host + "]"
                                                        : options_.host) +
          ":" + std::to_string(options_.port);
 }

@@ -40,7 +40,8 @@ class C10dBackend : public RendezvousBackend {
   bool hosted() const override { return true; }
   bool hosts_state() const override { return server_ != nullptr; }
   void linger(std::chrono::milliseconds max) override;
-  std::string where() const override;
+  std::string endpoint() const override;
+  std::string where() const override { return "store at " + endpoint(); }
 
  private:
   void heartbeat_loop(std::string key);

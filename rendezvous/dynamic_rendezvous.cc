@@ -9,6 +9,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "rendezvous/store_round.h"
+
 namespace ddprun::rendezvous {
 namespace {
 
@@ -49,12 +51,39 @@ std::unique_ptr<Store> DynamicRendezvous::connect() {
   return backend_->connect(options_.read_timeout, 0);
 }
 
-std::unique_ptr<Store> DynamicRendezvous::connect_round(const RendezvousInfo& info) {
-  return backend_->connect(options_.read_timeout, info.completed_at);
+std::unique_ptr<RoundCoordinator> DynamicRendezvous::coordinate(const RendezvousInfo& info,
+                                                                boost::asio::io_context& io,
+                                                                Clock& clock) {
+  if (options_.config.max_nodes == 1) return make_local_round(io);
+  StoreRound::Options o;
+  o.info = info;
+  o.prefix = joiner_->round_prefix(info.round);
+  o.store = client_.get();
+  o.store_where = backend_->endpoint();
+  // The round's keys are all newer than its completion: waits need not read first.
+  o.connect = [this, newer_than = info.completed_at] {
+    return backend_->connect(options_.read_timeout, newer_than);
+  };
+  o.dead_members = [this, members = info.members] {
+    return backend_->dead_members(prefix_, members, node_id_);
+  };
+  o.heartbeat_interval = options_.heartbeat_interval;
+  o.start_next = [this, round = info.round](bool failure, const std::set<std::string>& alive) {
+    joiner_->start_next_round(round, failure, alive);
+  };
+  return std::make_unique<StoreRound>(io, clock, std::move(o));
 }
 
-std::string DynamicRendezvous::round_prefix(int round) const {
-  return joiner_->round_prefix(round);
+void DynamicRendezvous::finish_job() {
+  if (options_.config.max_nodes == 1) return;
+  bool hosts = backend_->hosts_state();
+  if (!hosts && backend_->hosted()) return;
+  try {
+    joiner_->close();
+  } catch (const std::exception& e) {
+    spdlog::warn("could not close the rendezvous: {}", e.what());
+  }
+  if (hosts) backend_->linger(std::chrono::seconds(5));
 }
 
 void DynamicRendezvous::cancel() {
@@ -108,13 +137,5 @@ RendezvousInfo DynamicRendezvous::make_info(const DynamicState& state) {
   return info;
 }
 
-void DynamicRendezvous::start_next_round(int round, bool failure,
-                                         const std::set<std::string>& alive) {
-  joiner_->start_next_round(round, failure, alive);
-}
-
-std::vector<std::string> DynamicRendezvous::dead_members(const RendezvousInfo& info) {
-  return backend_->dead_members(prefix_, info.members, node_id_);
-}
 
 }  // namespace ddprun::rendezvous

@@ -40,22 +40,18 @@ class DynamicRendezvous : public RendezvousHandler {
   RendezvousInfo next_rendezvous(int round, int local_world_size) override;
   Store& store() override { return *client_; }
   std::unique_ptr<Store> connect() override;
-  std::unique_ptr<Store> connect_round(const RendezvousInfo& info) override;
-  std::string round_prefix(int round) const override;
+  /// Members of an elastic round watch each other's liveness; the first node to
+  /// begin the next round does so for everyone.
+  std::unique_ptr<RoundCoordinator> coordinate(const RendezvousInfo& info,
+                                               boost::asio::io_context& io,
+                                               Clock& clock) override;
   void cancel() override;
-  void close() override { joiner_->close(); }
-  void start_next_round(int round, bool failure, const std::set<std::string>& alive) override;
-  std::vector<std::string> dead_members(const RendezvousInfo& info) override;
-  bool elastic() const override { return true; }
-  std::chrono::milliseconds heartbeat_interval() const override {
-    return options_.heartbeat_interval;
-  }
+  /// Closes the run where the state outlives the agents (every agent: once is enough
+  /// and none is special) or where this agent hosts it, then lingers as the host.
+  void finish_job() override;
 
   const std::string& node_id() const { return node_id_; }
-  bool hosts_store() const override { return backend_->hosts_state(); }
-  void linger(std::chrono::milliseconds max) override { backend_->linger(max); }
   std::string address() const override { return address_; }
-  bool state_outlives_agents() const override { return !backend_->hosted(); }
   bool primary() const override { return primary_; }
 
  private:

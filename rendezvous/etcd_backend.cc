@@ -53,7 +53,7 @@ std::unique_ptr<Store> EtcdBackend::connect(std::chrono::milliseconds timeout, i
                                      newer_than);
 }
 
-std::string EtcdBackend::where() const { return "etcd at " + probe_.endpoints_text(); }
+std::string EtcdBackend::endpoint() const { return probe_.endpoints_text(); }
 
 void EtcdBackend::take_lease(EtcdClient& client) {
   auto ttl = std::chrono::duration<double>(options_.heartbeat_interval * options_.heartbeat_misses);

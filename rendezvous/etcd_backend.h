@@ -40,7 +40,8 @@ class EtcdBackend : public RendezvousBackend {
   std::vector<std::string> dead_members(const std::string& prefix,
                                         const std::vector<std::string>& members,
                                         const std::string& self) override;
-  std::string where() const override;
+  std::string endpoint() const override;
+  std::string where() const override { return "etcd at " + endpoint(); }
 
  private:
   void keep_alive_loop();

@@ -49,7 +49,9 @@ class RendezvousBackend {
   virtual bool hosts_state() const { return false; }
   /// On the host, at the end: waits until the others let go, at most `max`.
   virtual void linger(std::chrono::milliseconds max) { (void)max; }
-  /// Where the state lives, for messages: "store at h:p", "etcd at a, b".
+  /// Where the state lives, for messages: "h:p", or etcd's "a, b".
+  virtual std::string endpoint() const = 0;
+  /// The same with what it is: "store at h:p", "etcd at a, b".
   virtual std::string where() const = 0;
 };
 

@@ -2,10 +2,13 @@
 
 #include <chrono>
 #include <memory>
-#include <set>
 #include <string>
 #include <vector>
 
+#include <boost/asio/io_context.hpp>
+
+#include "common/clock.h"
+#include "rendezvous/round_coordinator.h"
 #include "rendezvous/store.h"
 
 namespace ddprun::rendezvous {
@@ -32,9 +35,11 @@ struct RendezvousInfo {
 };
 
 /// Agrees with the other nodes on ranks and hosts or reaches the store that agents
-/// and workers share. Keys of the agents live under kAgentPrefix, which workers'
-/// keys (always '/'-prefixed or "init/") never use.
-/// Thread-safety: next_rendezvous() and the store from one thread; cancel() from any.
+/// and workers share; hands the agent each round's protocol (RoundCoordinator).
+/// Keys of the agents live under kAgentPrefix, which workers' keys (always
+/// '/'-prefixed or "init/") never use.
+/// Thread-safety: next_rendezvous() on one thread (the agent's joining thread), the
+/// rest on the agent's loop thread once a round is joined; cancel() from any thread.
 class RendezvousHandler {
  public:
   static constexpr const char* kAgentPrefix = "ddprun/";
@@ -42,8 +47,9 @@ class RendezvousHandler {
   virtual ~RendezvousHandler() = default;
 
   /// Joins round `round` (elastic: that round or a later one) with this node's worker
-  /// count; blocks until every node of the round is there. The workers' keys of earlier rounds are
-  /// gone when it returns. Throws TimeoutError naming what is missing, StoreError.
+  /// count; blocks until every node of the round is there. The workers' keys of earlier
+  /// rounds are gone when it returns. Throws TimeoutError naming what is missing,
+  /// StoreError, RendezvousClosedError, or Error after cancel().
   virtual RendezvousInfo next_rendezvous(int round, int local_world_size) = 0;
 
   /// The agent-side store (client of the shared store). Valid after construction.
@@ -51,57 +57,25 @@ class RendezvousHandler {
 
   /// Opens a further connection to the shared store, for a thread of its own.
   virtual std::unique_ptr<Store> connect() = 0;
-  /// The same, for waiting on keys of the round `info` (which are all newer than the
-  /// round): where the store has revisions, its waits need not read first.
-  virtual std::unique_ptr<Store> connect_round(const RendezvousInfo& info) {
-    (void)info;
-    return connect();
-  }
 
-  /// Prefix of this round's agent keys, for the agents' own signals: "over" (the
-  /// round ends for everyone: "<restart|membership|final>|<exit code>|<reason>") and
-  /// "done/<k>" (node k's workers all succeeded).
-  virtual std::string round_prefix(int round) const = 0;
-
-  /// Begins the round after `round` (once, whoever calls first): after a failure it
-  /// counts as a restart; after a membership change it does not. `alive` are the
-  /// members believed alive. No-op for static rendezvous (rounds simply follow).
-  virtual void start_next_round(int round, bool failure, const std::set<std::string>& alive) {
-    (void)round, (void)failure, (void)alive;
-  }
-
-  /// Members of the round whose heartbeats stopped (elastic only).
-  virtual std::vector<std::string> dead_members(const RendezvousInfo& info) {
-    (void)info;
-    return {};
-  }
-
-  /// True when this agent hosts the store the agents share (it must outlive the job).
-  virtual bool hosts_store() const = 0;
+  /// The protocol among the nodes of round `info` (as next_rendezvous() returned it),
+  /// driven from the agent's loop `io` with timers from `clock`. The handler outlives it.
+  virtual std::unique_ptr<RoundCoordinator> coordinate(const RendezvousInfo& info,
+                                                       boost::asio::io_context& io,
+                                                       Clock& clock) = 0;
 
   /// True on the one agent of the job that owns shared duties (the tracking run's
   /// writer): the store's host, or the agent that claimed it where none hosts.
-  virtual bool primary() const { return hosts_store(); }
-
-  /// True when the shared state lives outside the agents (etcd) and stays after them.
-  virtual bool state_outlives_agents() const { return false; }
+  virtual bool primary() const = 0;
 
   /// How the other agents reach this one ("" when they do not need to).
   virtual std::string address() const { return ""; }
 
-  /// Marks the run finished: agents arriving later fail with RendezvousClosedError
-  /// instead of waiting (elastic only; static runs have no shared state to close).
-  virtual void close() {}
-
-  /// On the host, at the end: waits (up to `max`) until the other agents have
-  /// disconnected, so none loses the store while it is still finishing.
-  virtual void linger(std::chrono::milliseconds max) = 0;
-
-  /// True when nodes may come and go (then dead_members() is worth asking).
-  virtual bool elastic() const { return false; }
-  virtual std::chrono::milliseconds heartbeat_interval() const {
-    return std::chrono::milliseconds(5000);
-  }
+  /// The job succeeded on this node. Where this agent should, marks the run finished
+  /// (agents arriving later fail with RendezvousClosedError instead of waiting) and,
+  /// where it hosts the agents' store, keeps it up until the others have left (at most
+  /// a few seconds). Errors are logged, never thrown.
+  virtual void finish_job() {}
 
   /// Unblocks a next_rendezvous() in progress (it throws). Thread-safe.
   virtual void cancel() = 0;

@@ -30,6 +30,8 @@ class Socket {
   /// call on another thread returns. Thread-safe.
   void shutdown();
   bool is_open() const { return fd_ >= 0; }
+  /// The descriptor, for waiting on it in an event loop (still owned here).
+  int fd() const { return fd_; }
   const std::string& peer() const { return peer_; }
 
  private:

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "rendezvous/store_round.h"
+
 namespace ddprun::rendezvous {
 namespace {
 
@@ -87,6 +89,24 @@ RendezvousInfo StaticRendezvous::next_rendezvous(int round, int local_world_size
   info.master_addr = options_.master_addr;
   info.master_port = port_;
   return info;
+}
+
+std::unique_ptr<RoundCoordinator> StaticRendezvous::coordinate(const RendezvousInfo& info,
+                                                               boost::asio::io_context& io,
+                                                               Clock& clock) {
+  if (options_.nnodes == 1) return make_local_round(io);
+  StoreRound::Options o;
+  o.info = info;
+  o.prefix = static_round_prefix(info.round);
+  o.store = client_.get();
+  o.store_where = options_.master_addr + ":" + std::to_string(port_);
+  o.connect = [this] { return connect(); };
+  return std::make_unique<StoreRound>(io, clock, std::move(o));
+}
+
+void StaticRendezvous::finish_job() {
+  constexpr std::chrono::seconds kLinger{5};
+  if (server_ && options_.nnodes > 1) server_->wait_until_connections_at_most(1, kLinger);
 }
 
 void StaticRendezvous::cancel() {

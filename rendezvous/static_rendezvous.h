@@ -38,12 +38,13 @@ class StaticRendezvous : public RendezvousHandler {
   RendezvousInfo next_rendezvous(int round, int local_world_size) override;
   Store& store() override { return *client_; }
   std::unique_ptr<Store> connect() override;
-  std::string round_prefix(int round) const override { return static_round_prefix(round); }
-  bool hosts_store() const override { return server_ != nullptr; }
+  std::unique_ptr<RoundCoordinator> coordinate(const RendezvousInfo& info,
+                                               boost::asio::io_context& io,
+                                               Clock& clock) override;
+  bool primary() const override { return server_ != nullptr; }
   std::string address() const override { return options_.master_addr; }
-  void linger(std::chrono::milliseconds max) override {
-    if (server_) server_->wait_until_connections_at_most(1, max);  // our own
-  }
+  /// Node 0 keeps the store up until the other nodes have left.
+  void finish_job() override;
   void cancel() override;
 
   /// The port the store listens on (node 0) or is reached at.

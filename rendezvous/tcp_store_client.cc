@@ -151,6 +151,19 @@ void TcpStoreClient::wait(const std::vector<std::string>& keys, std::chrono::mil
   }
 }
 
+int TcpStoreClient::start_wait(const std::vector<std::string>& keys) {
+  send(Request(options_.numbering, Op::kWait).keys(keys).bytes());
+  return socket_.fd();
+}
+
+void TcpStoreClient::finish_wait() {
+  uint8_t reply = read_scalar<uint8_t>(deadline());
+  if (reply != kStopWaiting) {
+    socket_.close();
+    throw StoreError("the store at " + address_ + " answered WAIT with " + std::to_string(reply));
+  }
+}
+
 bool TcpStoreClient::delete_key(const std::string& key) {
   send(Request(options_.numbering, Op::kDeleteKey).str(key).bytes());
   return read_scalar<int64_t>(deadline()) == 1;

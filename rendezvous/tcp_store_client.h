@@ -50,6 +50,13 @@ class TcpStoreClient : public Store {
   using Store::get_now;
   std::vector<std::optional<std::string>> get_now(const std::vector<std::string>& keys) override;
 
+  /// The first half of wait(), for an event loop: sends WAIT for `keys` and returns
+  /// the connection's descriptor, which turns readable when the store answers; then
+  /// finish_wait() reads the answer. No other call may come in between.
+  int start_wait(const std::vector<std::string>& keys);
+  /// Reads the answer to start_wait(); StoreError unless the keys are all there.
+  void finish_wait();
+
   /// Round trip with a nonce (2.x only); returns the nonce echoed.
   uint32_t ping(uint32_t nonce);
 

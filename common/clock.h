@@ -6,7 +6,7 @@
 
 #include <boost/asio/io_context.hpp>
 
-namespace ddprun::agent {
+namespace ddprun {
 
 /// A one-shot timer on the agent's loop. Single-threaded: the loop's thread only.
 class Timer {
@@ -37,4 +37,4 @@ class SteadyClock : public Clock {
   boost::asio::io_context& io_;
 };
 
-}  // namespace ddprun::agent
+}  // namespace ddprun

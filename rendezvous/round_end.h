@@ -2,11 +2,11 @@
 
 #include <string>
 
-namespace ddprun::agent {
+namespace ddprun::rendezvous {
 
 /// Why a round ended for every node, as stored in its "over" key:
 /// "<kind>|<exit code>|<what happened>". The first writer wins (compare-and-set).
-struct RoundOver {
+struct RoundEnd {
   enum class Kind {
     kRestart,     // a worker failed and the budget allows another round
     kMembership,  // a node joined or was lost: next round, no restart consumed
@@ -16,9 +16,12 @@ struct RoundOver {
   int exitcode = 1;
   std::string reason;
 
+  /// "restart", "membership" or "final": the kind as stored and as the run records it.
+  static const char* kind_name(Kind kind);
+
   std::string encode() const;
   /// Unknown text reads as a final stop with exit code 1.
-  static RoundOver parse(const std::string& value);
+  static RoundEnd parse(const std::string& value);
 };
 
-}  // namespace ddprun::agent
+}  // namespace ddprun::rendezvous

@@ -1,8 +1,8 @@
-#include "agent/clock.h"
+#include "common/clock.h"
 
 #include <boost/asio/steady_timer.hpp>
 
-namespace ddprun::agent {
+namespace ddprun {
 namespace {
 
 class SteadyTimer : public Timer {
@@ -39,4 +39,4 @@ class SteadyTimer : public Timer {
 
 std::unique_ptr<Timer> SteadyClock::make_timer() { return std::make_unique<SteadyTimer>(io_); }
 
-}  // namespace ddprun::agent
+}  // namespace ddprun

@@ -1,18 +1,25 @@
-#include "agent/round_over.h"
+#include "rendezvous/round_end.h"
 
-#include <vector>
+namespace ddprun::rendezvous {
 
-namespace ddprun::agent {
-
-std::string RoundOver::encode() const {
-  const char* k = kind == Kind::kRestart      ? "restart"
-                  : kind == Kind::kMembership ? "membership"
-                                              : "final";
-  return std::string(k) + "|" + std::to_string(exitcode) + "|" + reason;
+const char* RoundEnd::kind_name(Kind kind) {
+  switch (kind) {
+    case Kind::kRestart:
+      return "restart";
+    case Kind::kMembership:
+      return "membership";
+    case Kind::kFinal:
+      break;
+  }
+  return "final";
 }
 
-RoundOver RoundOver::parse(const std::string& value) {
-  RoundOver r;
+std::string RoundEnd::encode() const {
+  return std::string(kind_name(kind)) + "|" + std::to_string(exitcode) + "|" + reason;
+}
+
+RoundEnd RoundEnd::parse(const std::string& value) {
+  RoundEnd r;
   size_t a = value.find('|');
   size_t b = a == std::string::npos ? a : value.find('|', a + 1);
   if (b == std::string::npos) {
@@ -31,4 +38,4 @@ RoundOver RoundOver::parse(const std::string& value) {
   return r;
 }
 
-}  // namespace ddprun::agent
+}  // namespace ddprun::rendezvous

@@ -1,0 +1,39 @@
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+
+#include "rendezvous/store.h"
+
+namespace ddprun::rendezvous {
+
+/// Waits until all `keys` of a store exist, from an event loop, then calls
+/// `on_ready(values)` on the loop; a lost store calls `on_error(message)` instead.
+/// On a TCPStore the wait is the store's own WAIT request, whose answer is read as a
+/// completion on the loop: no thread. Other stores (etcd's watch stream, the
+/// in-process MemoryStore) only wait by blocking, so there one thread of the
+/// waiter's own blocks in the wait and posts the result.
+///
+/// `store` is a connection of the waiter's own. Destroying the waiter cancels the
+/// wait; no callback comes after. Single-threaded: the loop's thread only.
+class KeyWaiter {
+ public:
+  using OnReady = std::function<void(std::vector<std::string>)>;
+  using OnError = std::function<void(std::string)>;
+
+  KeyWaiter(boost::asio::io_context& io, std::unique_ptr<Store> store,
+            std::vector<std::string> keys, OnReady on_ready, OnError on_error);
+  ~KeyWaiter();
+  KeyWaiter(const KeyWaiter&) = delete;
+  KeyWaiter& operator=(const KeyWaiter&) = delete;
+
+ private:
+  struct Wait;
+  std::shared_ptr<Wait> wait_;  // shared with completions still queued
+};
+
+}  // namespace ddprun::rendezvous

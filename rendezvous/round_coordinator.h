@@ -1,0 +1,64 @@
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+
+#include "rendezvous/round_end.h"
+
+namespace ddprun::rendezvous {
+
+/// What the nodes of one round tell each other while their workers run: why the
+/// round ends (the first node to say wins, everyone stops), when every node has
+/// finished, which members stopped showing they are alive, and where the next round
+/// begins. The agent drives it from its loop: every wait is asynchronous and every
+/// callback comes on the loop's thread.
+///
+/// Thread-safety: the loop's thread only. Errors: a lost shared store reaches the
+/// `on_lost` callbacks as one message naming the store ("lost the rendezvous store at
+/// <where> (<why>)"); no method throws.
+class RoundCoordinator {
+ public:
+  using OnEnd = std::function<void(RoundEnd)>;
+  using OnLost = std::function<void(std::string)>;
+  using OnDead = std::function<void(std::vector<std::string>)>;
+  using OnAllDone = std::function<void()>;
+
+  virtual ~RoundCoordinator() = default;
+
+  /// Calls `on_end` once when the round ends (by any node's end(), this one's too),
+  /// or `on_lost` when the shared store is gone.
+  virtual void watch_end(OnEnd on_end, OnLost on_lost) = 0;
+
+  /// Where nodes may come and go: checks the members' liveness every heartbeat
+  /// interval and calls `on_dead` once with those gone. Does nothing where the
+  /// membership is fixed.
+  virtual void watch_members(OnDead on_dead, OnLost on_lost) = 0;
+  virtual void stop_watching_members() = 0;
+
+  /// Publishes why the round ends; the first writer wins and every node adopts what
+  /// it wrote. Returns the winner, or `mine` when the others cannot be told (said on
+  /// stderr).
+  virtual RoundEnd end(const RoundEnd& mine) = 0;
+
+  /// This node's workers all succeeded: marks it done and calls `on_all_done` once
+  /// every node of the round is (the end watch goes on meanwhile).
+  virtual void finish_node(OnAllDone on_all_done, OnLost on_lost) = 0;
+
+  /// Begins the round after this one (once, whoever calls first): after a failure it
+  /// counts as a restart, after a membership change it does not. `alive`: the members
+  /// believed alive. Nothing to do where rounds simply follow (static rendezvous).
+  virtual void start_next_round(bool failure, const std::set<std::string>& alive) = 0;
+
+  /// Ends every watch: no callback comes after.
+  virtual void stop() = 0;
+};
+
+/// The round of a one-node job: nobody else to tell or wait for.
+std::unique_ptr<RoundCoordinator> make_local_round(boost::asio::io_context& io);
+
+}  // namespace ddprun::rendezvous

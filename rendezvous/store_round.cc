@@ -1,0 +1,110 @@
+#include "rendezvous/store_round.h"
+
+#include <boost/asio/post.hpp>
+#include <spdlog/spdlog.h>
+
+namespace ddprun::rendezvous {
+namespace {
+
+class LocalRound : public RoundCoordinator {
+ public:
+  explicit LocalRound(boost::asio::io_context& io) : io_(io) {}
+  void watch_end(OnEnd, OnLost) override {}
+  void watch_members(OnDead, OnLost) override {}
+  void stop_watching_members() override {}
+  RoundEnd end(const RoundEnd& mine) override { return mine; }
+  void finish_node(OnAllDone on_all_done, OnLost) override {
+    boost::asio::post(io_, [alive = alive_, f = std::move(on_all_done)] {
+      if (*alive) f();
+    });
+  }
+  void start_next_round(bool, const std::set<std::string>&) override {}
+  void stop() override { *alive_ = false; }
+  ~LocalRound() override { stop(); }
+
+ private:
+  boost::asio::io_context& io_;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace
+
+std::unique_ptr<RoundCoordinator> make_local_round(boost::asio::io_context& io) {
+  return std::make_unique<LocalRound>(io);
+}
+
+StoreRound::StoreRound(boost::asio::io_context& io, Clock& clock, Options options)
+    : io_(io), options_(std::move(options)), heartbeat_(clock.make_timer()) {}
+
+StoreRound::~StoreRound() { stop(); }
+
+std::string StoreRound::lost(const std::string& why) const {
+  return "lost the rendezvous store at " + options_.store_where + " (" + why + ")";
+}
+
+void StoreRound::watch_end(OnEnd on_end, OnLost on_lost) {
+  end_wait_ = std::make_unique<KeyWaiter>(
+      io_, options_.connect(), std::vector<std::string>{options_.prefix + "over"},
+      [on_end](std::vector<std::string> v) { on_end(RoundEnd::parse(v.at(0))); },
+      [this, on_lost](const std::string& why) { on_lost(lost(why)); });
+}
+
+void StoreRound::watch_members(OnDead on_dead, OnLost on_lost) {
+  if (!options_.dead_members) return;
+  heartbeat_->start(options_.heartbeat_interval,
+                    [this, on_dead, on_lost] { check_members(on_dead, on_lost); });
+}
+
+// Judged on the loop: one quick read of the members' liveness per interval.
+void StoreRound::check_members(OnDead on_dead, OnLost on_lost) {
+  std::vector<std::string> dead;
+  try {
+    dead = options_.dead_members();
+  } catch (const std::exception& e) {
+    return on_lost(lost(e.what()));
+  }
+  if (dead.empty()) return watch_members(std::move(on_dead), std::move(on_lost));
+  on_dead(std::move(dead));
+}
+
+RoundEnd StoreRound::end(const RoundEnd& mine) {
+  try {
+    return RoundEnd::parse(options_.store->compare_set(options_.prefix + "over", "", mine.encode()));
+  } catch (const std::exception& e) {
+    spdlog::warn("could not tell the other nodes: {}", e.what());
+    return mine;
+  }
+}
+
+void StoreRound::finish_node(OnAllDone on_all_done, OnLost on_lost) {
+  const RendezvousInfo& info = options_.info;
+  try {
+    options_.store->set(options_.prefix + "done/" + std::to_string(info.group_rank), "1");
+  } catch (const std::exception& e) {
+    boost::asio::post(io_, [alive = alive_, on_lost, msg = lost(e.what())] {
+      if (*alive) on_lost(msg);
+    });
+    return;
+  }
+  std::vector<std::string> keys;
+  for (int k = 0; k < info.group_world_size; ++k) {
+    keys.push_back(options_.prefix + "done/" + std::to_string(k));
+  }
+  done_wait_ = std::make_unique<KeyWaiter>(
+      io_, options_.connect(), std::move(keys), [on_all_done](auto) { on_all_done(); },
+      [this, on_lost](const std::string& why) { on_lost(lost(why)); });
+}
+
+void StoreRound::start_next_round(bool failure, const std::set<std::string>& alive) {
+  if (options_.start_next) options_.start_next(failure, alive);
+}
+
+void StoreRound::stop() {
+  *alive_ = false;
+  alive_ = std::make_shared<bool>(true);  // for what is started after
+  heartbeat_->cancel();
+  end_wait_.reset();
+  done_wait_.reset();
+}
+
+}  // namespace ddprun::rendezvous

@@ -1,0 +1,63 @@
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+
+#include "common/clock.h"
+#include "rendezvous/key_waiter.h"
+#include "rendezvous/rendezvous_handler.h"
+#include "rendezvous/round_coordinator.h"
+#include "rendezvous/store.h"
+
+namespace ddprun::rendezvous {
+
+/// The round protocol over the agents' shared store, under the round's prefix:
+/// "over" holds the RoundEnd (compare-and-set: the first writer wins), "done/<k>"
+/// marks node k finished. Waits are KeyWaiters on connections of their own.
+class StoreRound : public RoundCoordinator {
+ public:
+  struct Options {
+    RendezvousInfo info;
+    std::string prefix;       // of the round's keys, e.g. "ddprun/c10d/<run>/round/3/"
+    Store* store = nullptr;   // the agent's connection (writes); outlives the round
+    std::string store_where;  // for messages: "h:p", or etcd's endpoints
+    /// A new connection for each wait.
+    std::function<std::unique_ptr<Store>()> connect;
+    /// Elastic rounds: the members gone, judged now (throws StoreError); null where
+    /// the membership is fixed.
+    std::function<std::vector<std::string>()> dead_members;
+    std::chrono::milliseconds heartbeat_interval{5000};
+    /// Elastic rounds: begins the next round; null for static ones.
+    std::function<void(bool failure, const std::set<std::string>& alive)> start_next;
+  };
+
+  StoreRound(boost::asio::io_context& io, Clock& clock, Options options);
+  ~StoreRound() override;
+
+  void watch_end(OnEnd on_end, OnLost on_lost) override;
+  void watch_members(OnDead on_dead, OnLost on_lost) override;
+  void stop_watching_members() override { heartbeat_->cancel(); }
+  RoundEnd end(const RoundEnd& mine) override;
+  void finish_node(OnAllDone on_all_done, OnLost on_lost) override;
+  void start_next_round(bool failure, const std::set<std::string>& alive) override;
+  void stop() override;
+
+ private:
+  std::string lost(const std::string& why) const;
+  void check_members(OnDead on_dead, OnLost on_lost);
+
+  boost::asio::io_context& io_;
+  Options options_;
+  std::unique_ptr<Timer> heartbeat_;
+  std::unique_ptr<KeyWaiter> end_wait_;
+  std::unique_ptr<KeyWaiter> done_wait_;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // false: stopped
+};
+
+}  // namespace ddprun::rendezvous
