@@ -10,14 +10,17 @@
 //   chatter N                print N long lines, each in several separate writes
 //   args ...                 print each argument on its own line
 //   lines TEXT...            print each TEXT on stdout and "err:" TEXT on stderr
+#include <dirent.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <vector>
 
 extern char** environ;
 
@@ -109,6 +112,20 @@ int main(int argc, char** argv) {
   }
   if (mode == "error_file" && argc > 2) return error_file(argv[2]);
   if (mode == "chatter" && argc > 2) return chatter(std::atoi(argv[2]));
+  if (mode == "fds") {  // the open descriptors, e.g. "fds 0 1 2"
+    DIR* dir = ::opendir("/proc/self/fd");
+    if (dir == nullptr) return 65;
+    std::vector<int> fds;
+    while (dirent* e = ::readdir(dir)) {
+      if (e->d_name[0] != '.' && std::atoi(e->d_name) != ::dirfd(dir)) fds.push_back(std::atoi(e->d_name));
+    }
+    ::closedir(dir);
+    std::sort(fds.begin(), fds.end());
+    std::printf("fds");
+    for (int fd : fds) std::printf(" %d", fd);
+    std::printf("\n");
+    return 0;
+  }
   if (mode == "args") {
     for (int i = 2; i < argc; ++i) std::printf("%s\n", argv[i]);
     return 0;

@@ -1,0 +1,157 @@
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+
+#include "rendezvous/memory_store.h"
+#include "rendezvous/rendezvous_handler.h"
+
+namespace ddprun::testing {
+
+/// What the agent did in one round, and the levers a test pulls to play the other
+/// nodes. Callbacks reach the agent on its loop, as a real coordinator's do.
+struct FakeRoundJournal {
+  using RoundEnd = rendezvous::RoundEnd;
+
+  rendezvous::RendezvousInfo info;
+  std::optional<RoundEnd> written;  // the round's end as stored: the first writer wins
+  std::vector<std::pair<bool, std::set<std::string>>> next_rounds;  // (failure, alive)
+  bool node_finished = false;
+  bool others_done = false;
+  bool stopped = false;
+
+  // -- levers (call on the loop's thread) --
+  /// Another node ends the round.
+  void end_by_other(const RoundEnd& end) {
+    if (!written) written = end;
+    deliver([this] {
+      if (on_end) on_end(*written);
+    });
+  }
+  /// The liveness check finds these members gone.
+  void report_dead(std::vector<std::string> dead) {
+    deliver([this, dead] {
+      if (on_dead) on_dead(dead);
+    });
+  }
+  void lose_store(const std::string& what) {
+    deliver([this, what] {
+      if (on_lost) on_lost(what);
+    });
+  }
+  /// Every other node finished (now, or before this one does).
+  void all_done() {
+    others_done = true;
+    deliver([this] {
+      if (on_all_done) on_all_done();
+    });
+  }
+
+  // -- wiring --
+  void deliver(std::function<void()> f) {
+    boost::asio::post(*io, [this, f = std::move(f)] {
+      if (!stopped) f();
+    });
+  }
+  boost::asio::io_context* io = nullptr;
+  rendezvous::RoundCoordinator::OnEnd on_end;
+  rendezvous::RoundCoordinator::OnLost on_lost;
+  rendezvous::RoundCoordinator::OnDead on_dead;
+  rendezvous::RoundCoordinator::OnAllDone on_all_done;
+};
+
+/// Everything a FakeRendezvous was asked, kept by the test (the agent owns the
+/// handler and destroys it when the job ends).
+struct FakeRendezvousJournal {
+  /// Members of each round by round number (this node is always the first). Rounds
+  /// past the end use the last entry. Each node runs the same number of workers.
+  std::vector<std::vector<std::string>> members = {{"a"}};
+  int restarts = 0;  // counted from next_rounds with failure = true
+  std::vector<std::shared_ptr<FakeRoundJournal>> rounds;
+  bool finished_job = false;
+  bool cancelled = false;
+};
+
+class FakeRound : public rendezvous::RoundCoordinator {
+ public:
+  FakeRound(std::shared_ptr<FakeRoundJournal> j, FakeRendezvousJournal& rdzv)
+      : j_(std::move(j)), rdzv_(rdzv) {}
+  ~FakeRound() override { j_->stopped = true; }
+
+  void watch_end(OnEnd on_end, OnLost on_lost) override {
+    j_->on_end = std::move(on_end);
+    j_->on_lost = std::move(on_lost);
+  }
+  void watch_members(OnDead on_dead, OnLost) override { j_->on_dead = std::move(on_dead); }
+  void stop_watching_members() override { j_->on_dead = nullptr; }
+  rendezvous::RoundEnd end(const rendezvous::RoundEnd& mine) override {
+    if (!j_->written) j_->end_by_other(mine);  // our own write reaches our watch too
+    return *j_->written;
+  }
+  void finish_node(OnAllDone on_all_done, OnLost on_lost) override {
+    j_->node_finished = true;
+    j_->on_all_done = std::move(on_all_done);
+    j_->on_lost = std::move(on_lost);
+    if (j_->info.group_world_size == 1 || j_->others_done) j_->all_done();
+  }
+  void start_next_round(bool failure, const std::set<std::string>& alive) override {
+    if (!j_->next_rounds.empty()) return;  // once, whoever comes first
+    j_->next_rounds.emplace_back(failure, alive);
+    if (failure) ++rdzv_.restarts;
+  }
+  void stop() override { j_->stopped = true; }
+
+ private:
+  std::shared_ptr<FakeRoundJournal> j_;
+  FakeRendezvousJournal& rdzv_;
+};
+
+/// A rendezvous that agrees at once: round r has journal.members[r] (this node
+/// first, so group rank 0), restart_count counts failures, the store is in memory.
+class FakeRendezvous : public rendezvous::RendezvousHandler {
+ public:
+  explicit FakeRendezvous(std::shared_ptr<FakeRendezvousJournal> journal)
+      : journal_(std::move(journal)) {}
+
+  rendezvous::RendezvousInfo next_rendezvous(int round, int local_world_size) override {
+    const auto& all = journal_->members;
+    rendezvous::RendezvousInfo info;
+    info.round = round;
+    info.restart_count = journal_->restarts;
+    info.members = all[std::min<size_t>(static_cast<size_t>(round), all.size() - 1)];
+    info.group_world_size = static_cast<int>(info.members.size());
+    info.local_world_sizes.assign(info.members.size(), local_world_size);
+    info.master_addr = "127.0.0.1";
+    info.master_port = 29500;
+    return info;
+  }
+  rendezvous::Store& store() override { return store_; }
+  std::unique_ptr<rendezvous::Store> connect() override {
+    return std::make_unique<rendezvous::MemoryStore>();
+  }
+  std::unique_ptr<rendezvous::RoundCoordinator> coordinate(const rendezvous::RendezvousInfo& info,
+                                                           boost::asio::io_context& io,
+                                                           Clock&) override {
+    auto j = std::make_shared<FakeRoundJournal>();
+    j->info = info;
+    j->io = &io;
+    journal_->rounds.push_back(j);
+    return std::make_unique<FakeRound>(j, *journal_);
+  }
+  bool primary() const override { return true; }
+  void finish_job() override { journal_->finished_job = true; }
+  void cancel() override { journal_->cancelled = true; }
+
+ private:
+  std::shared_ptr<FakeRendezvousJournal> journal_;
+  rendezvous::MemoryStore store_;
+};
+
+}  // namespace ddprun::testing

@@ -1,0 +1,283 @@
+// LocalAgent driven through fakes: no process, no socket, no real time. Each test
+// scripts the workers' exits (and the other nodes) and checks what the agent did.
+#include <signal.h>
+
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "agent/local_agent.h"
+#include "tests/fakes/fake_process_launcher.h"
+#include "tests/fakes/fake_rendezvous.h"
+#include "tests/fakes/manual_clock.h"
+
+namespace ddprun::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using agent::AgentConfig;
+using rendezvous::RoundEnd;
+
+class LocalAgentTest : public ::testing::Test {
+ protected:
+  LocalAgentTest() {
+    config_.spec.local_world_size = 2;
+    config_.spec.argv = {"/bin/true"};
+    config_.spec.entrypoint_name = "/bin/true";
+    config_.grace_period = 30s;
+    config_.log_dir = log_base_.string();
+  }
+  ~LocalAgentTest() override { std::filesystem::remove_all(log_base_); }
+
+  int run() {
+    auto handler = std::make_unique<FakeRendezvous>(journal_);
+    agent::AgentServices services{io_, launcher_, clock_,
+                                  [&handler] { return std::move(handler); }};
+    agent::LocalAgent agent(config_, std::move(services));
+    return agent.run();
+  }
+
+  /// Makes the agent a member of a job of several nodes (this node first).
+  void elastic(std::vector<std::vector<std::string>> members, int min_nodes) {
+    config_.min_nodes = min_nodes;
+    config_.max_nodes = 4;
+    journal_->members = std::move(members);
+  }
+
+  std::vector<FakeProcessLauncher::Process> attempt(int restart_count) const {
+    std::vector<FakeProcessLauncher::Process> out;
+    for (const auto& p : launcher_.spawned())
+      if (p.restart_count() == restart_count) out.push_back(p);
+    return out;
+  }
+  std::shared_ptr<FakeRoundJournal> round(size_t i) const { return journal_->rounds.at(i); }
+
+  /// The worker succeeds, and so does every other node of its round.
+  void finish_with_the_others(const FakeProcessLauncher::Process& p) {
+    launcher_.exit(p.pid, 0);
+    journal_->rounds.back()->all_done();
+  }
+
+  boost::asio::io_context io_;
+  FakeProcessLauncher launcher_{io_};
+  ManualClock clock_;
+  std::shared_ptr<FakeRendezvousJournal> journal_ = std::make_shared<FakeRendezvousJournal>();
+  AgentConfig config_;
+  std::filesystem::path log_base_ =
+      std::filesystem::temp_directory_path() /
+      ("ddprun_agent_test_" + std::to_string(::getpid()) + "_" +
+       ::testing::UnitTest::GetInstance()->current_test_info()->name());
+};
+
+TEST_F(LocalAgentTest, SucceedsWhenEveryWorkerExitsZero) {
+  launcher_.on_spawn = [&](const auto& p) { launcher_.exit(p.pid, 0); };
+  EXPECT_EQ(run(), 0);
+  ASSERT_EQ(launcher_.spawned().size(), 2u);
+  EXPECT_EQ(launcher_.spawned()[0].rank(), 0);
+  EXPECT_EQ(launcher_.spawned()[1].rank(), 1);
+  EXPECT_EQ(launcher_.spawned()[1].env("WORLD_SIZE"), "2");
+  EXPECT_TRUE(journal_->finished_job);
+  EXPECT_TRUE(round(0)->node_finished);
+  EXPECT_FALSE(round(0)->written) << "a successful round needs no end";
+  EXPECT_EQ(launcher_.leftover_kills.size(), 1u) << "what workers left behind is killed";
+}
+
+TEST_F(LocalAgentTest, FirstFailureStopsTheOthersWhenNoRestartIsLeft) {
+  launcher_.on_spawn = [&](const auto& p) {
+    if (p.rank() == 0) launcher_.exit(p.pid, 3);
+  };
+  EXPECT_EQ(run(), 3);
+  ASSERT_EQ(launcher_.spawned().size(), 2u) << "no restart";
+  EXPECT_EQ(launcher_.spawned()[1].signals, std::vector<int>{SIGTERM});
+  ASSERT_TRUE(round(0)->written);
+  EXPECT_EQ(round(0)->written->kind, RoundEnd::Kind::kFinal);
+  EXPECT_EQ(round(0)->written->exitcode, 3);
+  EXPECT_TRUE(round(0)->next_rounds.empty());
+  EXPECT_FALSE(journal_->finished_job);
+}
+
+TEST_F(LocalAgentTest, RestartsWithinTheBudget) {
+  config_.spec.max_restarts = 2;
+  launcher_.on_spawn = [&](const auto& p) {
+    launcher_.exit(p.pid, p.restart_count() == 0 && p.rank() == 1 ? 1 : 0);
+  };
+  EXPECT_EQ(run(), 0);
+  EXPECT_EQ(attempt(0).size(), 2u);
+  EXPECT_EQ(attempt(1).size(), 2u) << "the whole group restarts once";
+  EXPECT_EQ(launcher_.spawned().size(), 4u);
+  ASSERT_TRUE(round(0)->written);
+  EXPECT_EQ(round(0)->written->kind, RoundEnd::Kind::kRestart);
+  ASSERT_EQ(round(0)->next_rounds.size(), 1u);
+  EXPECT_TRUE(round(0)->next_rounds[0].first) << "a failure counts as a restart";
+}
+
+TEST_F(LocalAgentTest, SpentBudgetEndsTheJobWithTheRootCause) {
+  config_.spec.max_restarts = 1;
+  launcher_.on_spawn = [&](const auto& p) { launcher_.exit(p.pid, p.rank() == 0 ? 7 : 0); };
+  EXPECT_EQ(run(), 7);
+  EXPECT_EQ(attempt(0).size(), 2u);
+  EXPECT_EQ(attempt(1).size(), 2u);
+  EXPECT_EQ(launcher_.spawned().size(), 4u) << "one restart, then no more";
+  EXPECT_EQ(round(1)->written->kind, RoundEnd::Kind::kFinal);
+}
+
+TEST_F(LocalAgentTest, ExitsInAnyOrder) {
+  // Rank 1 succeeds first; rank 0 fails later: still a failure of the job.
+  launcher_.on_spawn = [&](const auto& p) {
+    if (p.rank() == 1) {
+      launcher_.exit(p.pid, 0);
+      boost::asio::post(io_, [&, rank0 = launcher_.spawned()[0].pid] {
+        launcher_.exit(rank0, -SIGSEGV);
+      });
+    }
+  };
+  EXPECT_EQ(run(), 128 + SIGSEGV);
+  EXPECT_TRUE(launcher_.spawned()[1].signals.empty()) << "nothing left to stop";
+}
+
+TEST_F(LocalAgentTest, ExitsNoticedTogetherAreJudgedTogether) {
+  launcher_.on_spawn = [&](const auto& p) {
+    if (p.rank() == 1) launcher_.exit({{launcher_.spawned()[0].pid, 4}, {p.pid, 5}});
+  };
+  EXPECT_EQ(run(), 4) << "the root cause is the first of the batch";
+  EXPECT_TRUE(launcher_.spawned()[1].signals.empty()) << "it had already failed";
+}
+
+TEST_F(LocalAgentTest, GracePeriodExpiryKills) {
+  launcher_.ignored = {SIGTERM};
+  launcher_.on_spawn = [&](const auto& p) {
+    if (p.rank() != 0) return;
+    launcher_.exit(p.pid, 1);
+    boost::asio::post(io_, [&] {
+      clock_.advance(config_.grace_period - 1ms);
+      EXPECT_EQ(launcher_.spawned()[1].signals, std::vector<int>{SIGTERM}) << "not yet";
+      clock_.advance(1ms);
+    });
+  };
+  EXPECT_EQ(run(), 1);
+  EXPECT_EQ(launcher_.spawned()[1].signals, (std::vector<int>{SIGTERM, SIGKILL}));
+}
+
+TEST_F(LocalAgentTest, ForwardsAStopSignalToEveryWorker) {
+  launcher_.on_spawn = [&](const auto& p) {
+    if (p.rank() == 1) ::raise(SIGINT);
+  };
+  EXPECT_EQ(run(), 128 + SIGINT);
+  for (const auto& p : launcher_.spawned()) EXPECT_EQ(p.signals, std::vector<int>{SIGINT});
+  ASSERT_TRUE(round(0)->written);
+  EXPECT_EQ(round(0)->written->kind, RoundEnd::Kind::kFinal) << "the other nodes stop too";
+  EXPECT_NE(round(0)->written->reason.find("received SIGINT"), std::string::npos);
+  EXPECT_EQ(launcher_.spawned().size(), 2u) << "a signal never restarts";
+}
+
+TEST_F(LocalAgentTest, SecondSignalKillsAtOnce) {
+  launcher_.ignored = {SIGTERM};
+  launcher_.on_spawn = [&](const auto& p) {
+    if (p.rank() == 1) ::raise(SIGTERM);
+  };
+  launcher_.on_signal = [&](const auto& p, int sig) {
+    if (sig == SIGTERM && p.rank() == 1) ::raise(SIGTERM);
+  };
+  EXPECT_EQ(run(), 128 + SIGTERM);
+  EXPECT_EQ(clock_.now(), 0ms) << "no grace period was waited for";
+  for (const auto& p : launcher_.spawned()) {
+    EXPECT_EQ(p.signals, (std::vector<int>{SIGTERM, SIGKILL}));
+  }
+}
+
+TEST_F(LocalAgentTest, LostMemberShrinksTheJobWithoutARestart) {
+  elastic({{"a", "b"}, {"a"}}, 1);
+  config_.spec.max_restarts = 0;
+  launcher_.on_spawn = [&](const auto& p) {
+    if (journal_->rounds.size() == 1) {
+      if (p.rank() == 1) round(0)->report_dead({"b"});
+    } else {
+      launcher_.exit(p.pid, 0);
+    }
+  };
+  EXPECT_EQ(run(), 0);
+  ASSERT_EQ(journal_->rounds.size(), 2u);
+  EXPECT_EQ(round(0)->written->kind, RoundEnd::Kind::kMembership);
+  ASSERT_EQ(round(0)->next_rounds.size(), 1u);
+  EXPECT_FALSE(round(0)->next_rounds[0].first) << "a lost node is no restart";
+  EXPECT_EQ(round(0)->next_rounds[0].second, std::set<std::string>{"a"});
+  EXPECT_EQ(attempt(0).size(), 4u) << "two groups of the first round's world (4 workers)";
+  auto later = launcher_.spawned();
+  ASSERT_EQ(later.size(), 4u);
+  EXPECT_EQ(later[2].env("WORLD_SIZE"), "2") << "the second round has one node";
+  EXPECT_EQ(later[0].env("WORLD_SIZE"), "4");
+}
+
+TEST_F(LocalAgentTest, TooFewMembersLeftEndsTheJob) {
+  elastic({{"a", "b", "c"}}, 3);
+  launcher_.on_spawn = [&](const auto& p) {
+    if (p.rank() == 1) round(0)->report_dead({"b", "c"});
+  };
+  EXPECT_EQ(run(), 1);
+  EXPECT_EQ(round(0)->written->kind, RoundEnd::Kind::kFinal);
+  EXPECT_NE(round(0)->written->reason.find("lost node(s) b, c: 1 node(s) left, at least 3"),
+            std::string::npos)
+      << round(0)->written->reason;
+  EXPECT_TRUE(round(0)->next_rounds.empty());
+}
+
+TEST_F(LocalAgentTest, RoundEndedElsewhereRestartsThisNodeToo) {
+  elastic({{"a", "b"}}, 2);
+  config_.spec.max_restarts = 1;
+  launcher_.on_spawn = [&](const auto& p) {
+    if (p.restart_count() == 1) return finish_with_the_others(p);
+    if (p.rank() == 1) round(0)->end_by_other({RoundEnd::Kind::kRestart, 1, "rank 3 failed"});
+  };
+  launcher_.on_signal = [&](const auto&, int) {
+    // The other node began the next round: it counts as a restart for everyone.
+    if (journal_->restarts == 0) journal_->restarts = 1;
+  };
+  EXPECT_EQ(run(), 0);
+  for (const auto& p : attempt(0)) EXPECT_EQ(p.signals, std::vector<int>{SIGTERM});
+  EXPECT_EQ(attempt(1).size(), 2u);
+}
+
+TEST_F(LocalAgentTest, LostStoreStopsTheWorkers) {
+  elastic({{"a", "b"}}, 2);
+  launcher_.on_spawn = [&](const auto& p) {
+    if (p.rank() == 1) round(0)->lose_store("lost the rendezvous store at h:1 (reset)");
+  };
+  EXPECT_EQ(run(), 1);
+  for (const auto& p : launcher_.spawned()) EXPECT_EQ(p.signals, std::vector<int>{SIGTERM});
+}
+
+TEST_F(LocalAgentTest, FinishedNodeWaitsForTheOthers) {
+  elastic({{"a", "b"}}, 2);
+  launcher_.on_spawn = [&](const auto& p) {
+    launcher_.exit(p.pid, 0);
+    if (p.rank() == 1) {
+      boost::asio::post(io_, [&] {
+        boost::asio::post(io_, [&] {
+          EXPECT_TRUE(round(0)->node_finished);
+          EXPECT_FALSE(journal_->finished_job) << "not before every node is done";
+          round(0)->all_done();
+        });
+      });
+    }
+  };
+  EXPECT_EQ(run(), 0);
+  EXPECT_TRUE(journal_->finished_job);
+}
+
+TEST_F(LocalAgentTest, FinishedNodeRestartsWhenAnotherFailsLater) {
+  elastic({{"a", "b"}}, 2);
+  config_.spec.max_restarts = 1;
+  launcher_.on_spawn = [&](const auto& p) {
+    if (p.restart_count() == 1) return finish_with_the_others(p);
+    launcher_.exit(p.pid, 0);
+    if (p.rank() == 1) {
+      journal_->restarts = 1;
+      round(0)->end_by_other({RoundEnd::Kind::kRestart, 1, "rank 2 on node 1 exited with 1"});
+    }
+  };
+  EXPECT_EQ(run(), 0);
+  EXPECT_EQ(attempt(1).size(), 2u) << "this node's workers run again";
+}
+
+}  // namespace
+}  // namespace ddprun::testing

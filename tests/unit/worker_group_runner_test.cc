@@ -1,0 +1,148 @@
+// WorkerGroupRunner over a fake launcher and a hand-moved clock.
+#include "agent/worker_group_runner.h"
+
+#include <signal.h>
+
+#include <filesystem>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <gtest/gtest.h>
+
+#include "agent/log_dir.h"
+#include "tests/fakes/fake_process_launcher.h"
+#include "tests/fakes/manual_clock.h"
+
+namespace ddprun::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+class WorkerGroupRunnerTest : public ::testing::Test {
+ protected:
+  WorkerGroupRunnerTest() {
+    config_.spec.local_world_size = 3;
+    config_.spec.argv = {"/bin/prog", "--slot=${local_rank}"};
+    config_.grace_period = 10s;
+  }
+  ~WorkerGroupRunnerTest() override { std::filesystem::remove_all(base_); }
+
+  agent::WorkerGroup group(int restart_count = 0) const {
+    agent::WorkerGroup g;
+    g.restart_count = restart_count;
+    for (int i = 0; i < config_.spec.local_world_size; ++i) {
+      agent::Worker w;
+      w.local_rank = i;
+      w.global_rank = 10 + i;
+      g.workers.push_back(w);
+    }
+    return g;
+  }
+
+  /// Starts a group and runs the loop until it is done.
+  void run_group(int restart_count = 0) {
+    done_ = false;
+    runner_.start(
+        group(restart_count), [this](const agent::FailureRecord& f) { first_failures_.push_back(f); },
+        [this] { done_ = true; });
+    while (!done_) io_.run_one();
+  }
+
+  pid_t pid(int local_rank) const { return launcher_.spawned().at(local_rank).pid; }
+
+  boost::asio::io_context io_;
+  // The agent's loop always has its signal waits; without work this one would stop.
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_{
+      io_.get_executor()};
+  FakeProcessLauncher launcher_{io_};
+  ManualClock clock_;
+  agent::AgentConfig config_;
+  std::filesystem::path base_ = std::filesystem::temp_directory_path() /
+                                ("ddprun_runner_test_" + std::to_string(::getpid()));
+  agent::LogDir log_dir_{base_.string(), "job"};
+  agent::WorkerGroupRunner runner_{io_, config_, launcher_, clock_, nullptr, log_dir_, "host", nullptr};
+  bool done_ = false;
+  std::vector<agent::FailureRecord> first_failures_;
+};
+
+TEST_F(WorkerGroupRunnerTest, SpawnsEveryWorkerWithItsArgumentsAndOutput) {
+  launcher_.on_spawn = [&](const auto& p) { launcher_.exit(p.pid, 0); };
+  run_group();
+  auto spawned = launcher_.spawned();
+  ASSERT_EQ(spawned.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(spawned[i].options.argv[1], "--slot=" + std::to_string(i));
+    EXPECT_EQ(spawned[i].env("LOCAL_RANK"), std::to_string(i));
+    EXPECT_EQ(spawned[i].env("RANK"), std::to_string(10 + i));
+    EXPECT_GE(spawned[i].options.stdout_fd, 0) << "output goes through ddprun";
+    EXPECT_GE(spawned[i].options.stderr_fd, 0);
+  }
+  EXPECT_TRUE(runner_.failures().empty());
+  EXPECT_TRUE(runner_.idle());
+}
+
+TEST_F(WorkerGroupRunnerTest, FailuresNoticedTogetherAllCount) {
+  launcher_.on_spawn = [&](const auto& p) {
+    if (p.options.argv[1] == "--slot=2") launcher_.exit({{pid(2), 9}, {pid(0), -SIGABRT}});
+  };
+  run_group();
+  ASSERT_EQ(runner_.failures().size(), 2u);
+  EXPECT_EQ(runner_.failures()[0].exitcode, 9) << "root cause first";
+  EXPECT_EQ(runner_.failures()[1].exitcode, -SIGABRT);
+  ASSERT_EQ(first_failures_.size(), 1u) << "on_failure once, for the first";
+  EXPECT_EQ(launcher_.process(pid(1)).signals, std::vector<int>{SIGTERM})
+      << "only the survivor is stopped";
+}
+
+TEST_F(WorkerGroupRunnerTest, WorkersStoppedAfterAFailureAreNotFailures) {
+  launcher_.on_spawn = [&](const auto& p) {
+    if (p.options.argv[1] == "--slot=0") launcher_.exit(p.pid, 1);
+  };
+  run_group();
+  ASSERT_EQ(runner_.failures().size(), 1u);
+  EXPECT_EQ(runner_.failures()[0].local_rank, 0);
+}
+
+TEST_F(WorkerGroupRunnerTest, GraceRestartsWithASecondStopAndEndsInSigkill) {
+  launcher_.ignored = {SIGUSR1};
+  launcher_.on_spawn = [&](const auto& p) {
+    if (p.options.argv[1] != "--slot=2") return;
+    launcher_.exit(pid(0), 0);
+    boost::asio::post(io_, [&] {  // once the loop has heard of that exit
+      runner_.stop(SIGUSR1);
+      clock_.advance(6s);
+      runner_.stop(SIGUSR1);  // the grace period starts again
+      clock_.advance(6s);
+      EXPECT_EQ(launcher_.process(pid(1)).signals, (std::vector<int>{SIGUSR1, SIGUSR1}));
+      clock_.advance(4s);
+    });
+  };
+  run_group();
+  EXPECT_TRUE(launcher_.process(pid(0)).signals.empty()) << "an exited worker gets nothing";
+  EXPECT_EQ(launcher_.process(pid(1)).signals, (std::vector<int>{SIGUSR1, SIGUSR1, SIGKILL}));
+  EXPECT_TRUE(runner_.failures().empty()) << "stopped, not failed";
+}
+
+TEST_F(WorkerGroupRunnerTest, LeftoversOfEveryWorkerSessionAreKilledBeforeDone) {
+  launcher_.on_spawn = [&](const auto& p) { launcher_.exit(p.pid, 0); };
+  run_group();
+  ASSERT_EQ(launcher_.leftover_kills.size(), 1u);
+  EXPECT_EQ(launcher_.leftover_kills[0], (std::vector<pid_t>{pid(0), pid(1), pid(2)}));
+}
+
+TEST_F(WorkerGroupRunnerTest, ExitOfAnEarlierAttemptDoesNotCount) {
+  launcher_.on_spawn = [&](const auto& p) { launcher_.exit(p.pid, 0); };
+  run_group(0);
+  pid_t old = pid(0);
+  launcher_.on_spawn = [&, old](const auto& p) {
+    if (p.restart_count() != 1 || p.options.argv[1] != "--slot=2") return;
+    // A late report for the last attempt's pid (pids are not reused this fast in
+    // reality, but a report can be) changes nothing now.
+    launcher_.report_stale_exit(old, 1);
+    for (size_t i = 3; i < 6; ++i) launcher_.exit(launcher_.spawned()[i].pid, 0);
+  };
+  run_group(1);
+  EXPECT_TRUE(runner_.failures().empty());
+}
+
+}  // namespace
+}  // namespace ddprun::testing
