@@ -1,44 +1,24 @@
 #pragma once
 
 #include <chrono>
-#include <map>
-#include <optional>
 #include <string>
 
 #include "agent/worker_spec.h"
 
 namespace ddprun::agent {
 
-/// Everything an agent needs to run one node's share of a job. Built by the
-/// launcher from the command line; plain data.
+/// What the agent itself uses to run one node's share of a job (the rendezvous gets
+/// its own parameters: rendezvous/rendezvous_params.h). Built by the launcher from the
+/// command line; plain data.
 struct AgentConfig {
   WorkerSpec spec;
 
+  /// How many nodes the job may have (the rendezvous' bounds: the agent judges with
+  /// them whether a smaller job may go on, and whether it has peers at all).
   int min_nodes = 1;
   int max_nodes = 1;
-  int node_rank = 0;
-  std::string rdzv_backend = "static";
-  std::string rdzv_endpoint;
+  /// The job's id (--rdzv_id): TORCHELASTIC_RUN_ID, the log directory's name.
   std::string run_id = "none";
-  std::map<std::string, std::string> rdzv_conf;
-  bool standalone = false;
-
-  std::string master_addr = "127.0.0.1";
-  /// Port of the store node 0 hosts; 0 = a free port (single-node jobs).
-  int master_port = 29500;
-  /// How long to wait for the other nodes (rdzv_conf join_timeout).
-  std::chrono::milliseconds join_timeout{600'000};
-
-  // Elastic (c10d) rendezvous, from --rdzv_endpoint and --rdzv_conf.
-  std::string rdzv_host = "localhost";
-  int rdzv_port = 29400;
-  std::optional<bool> rdzv_is_host;
-  std::string etcd_prefix = "/ddprun/rdzv";  // etcd backend: keys under <prefix>/<run id>/
-  std::chrono::milliseconds last_call_timeout{30'000};
-  std::chrono::milliseconds read_timeout{60'000};
-  std::chrono::milliseconds heartbeat_interval{5'000};
-  int heartbeat_misses = 3;
-  std::string local_addr;
 
   /// Base of torchrun's log layout; empty means a fresh temporary directory that is
   /// removed again when the job succeeds.

@@ -212,7 +212,7 @@ LaunchConfig parse_command_line(int argc, const char* const argv[], const EnvLoo
                        : (module ? ScriptKind::kPythonModule : ScriptKind::kPythonFile);
 
   agent::AgentConfig& a = cfg.agent;
-  fill_rendezvous(v, a);
+  fill_rendezvous(v, cfg);
   fill_worker_spec(v, env, a.spec);
   a.spec.local_world_size = resolve_nproc(v, devices);
   a.spec.entrypoint_name = cfg.script;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "agent/agent_config.h"
+#include "rendezvous/rendezvous_params.h"
 
 namespace ddprun::launcher {
 
@@ -16,6 +17,8 @@ enum class ScriptKind { kPythonFile, kPythonModule, kExecutable };
 /// The validated command line. Plain data produced by parse_command_line().
 struct LaunchConfig {
   agent::AgentConfig agent;  // spec.argv is filled by resolve_entrypoint()
+  rendezvous::RendezvousParams rendezvous;
+  bool standalone = false;
 
   std::string script;
   std::vector<std::string> script_args;

@@ -19,13 +19,13 @@
 #include "agent/orphan_guard.h"
 #include "common/clock.h"
 #include "agent/posix_process_launcher.h"
-#include "agent/rendezvous_factory.h"
 #include "common/error.h"
 #include "common/host.h"
 #include "common/logging.h"
 #include "launcher/cli.h"
 #include "launcher/entrypoint.h"
 #include "launcher/runs_command.h"
+#include "rendezvous/rendezvous_factory.h"
 #include "tracking/run_tracker.h"
 
 namespace {
@@ -99,7 +99,7 @@ std::unique_ptr<tracking::RunTracker> make_tracker(const launcher::LaunchConfig&
   o.config_json = nlohmann::json{{"nproc_per_node", cfg.agent.spec.local_world_size},
                                  {"nnodes", std::to_string(cfg.agent.min_nodes) + ":" +
                                                 std::to_string(cfg.agent.max_nodes)},
-                                 {"rdzv_backend", cfg.agent.rdzv_backend},
+                                 {"rdzv_backend", rendezvous::backend_name(cfg.rendezvous.backend)},
                                  {"max_restarts", cfg.agent.spec.max_restarts},
                                  {"entrypoint", cfg.agent.spec.argv}}
                       .dump();
@@ -111,7 +111,7 @@ std::unique_ptr<tracking::RunTracker> make_tracker(const launcher::LaunchConfig&
 int launch(launcher::LaunchConfig& cfg, int argc, char** argv) {
   setup_logging(cfg.log_level);
   launcher::resolve_entrypoint(cfg, real_env);
-  if (cfg.agent.standalone) cfg.agent.run_id = random_uuid();
+  if (cfg.standalone) cfg.agent.run_id = cfg.rendezvous.run_id = random_uuid();
   if (!cfg.agent.omp_num_threads.empty()) print_omp_banner(cfg.agent.omp_num_threads);
   // Before any worker starts: an unwritable tracking directory fails the launch here.
   auto tracker = make_tracker(cfg, argc, argv);
@@ -122,7 +122,7 @@ int launch(launcher::LaunchConfig& cfg, int argc, char** argv) {
   agent::PosixProcessLauncher process_launcher(io);
   SteadyClock clock(io);
   agent::AgentServices services{io, process_launcher, clock,
-                                [&cfg] { return agent::make_rendezvous(cfg.agent); }, &guard,
+                                [&cfg] { return rendezvous::make_rendezvous(cfg.rendezvous); }, &guard,
                                 tracker.get()};
   agent::LocalAgent local_agent(cfg.agent, std::move(services));
   return local_agent.run();

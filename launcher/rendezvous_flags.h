@@ -1,13 +1,13 @@
 #pragma once
 
-#include "agent/agent_config.h"
+#include "launcher/launch_config.h"
 #include "launcher/option_values.h"
 
 namespace ddprun::launcher {
 
 /// Fills the rendezvous part of `config` from --nnodes, --rdzv_*, --standalone,
-/// --node_rank, --master_*, --local_addr: validated, with torchrun's defaults (the
-/// c10d endpoint's port 29400, the rdzv_conf timeouts). Throws UsageError.
-void fill_rendezvous(const Values& v, agent::AgentConfig& config);
+/// --node_rank, --master_*, --local_addr through rendezvous::parse_rendezvous(), and
+/// gives the agent the bounds and the run id. Throws UsageError.
+void fill_rendezvous(const Values& v, LaunchConfig& config);
 
 }  // namespace ddprun::launcher

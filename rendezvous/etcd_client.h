@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "rendezvous/etcd_endpoint.h"
 #include "rendezvous/socket.h"
 #include "rendezvous/store.h"
 
@@ -35,15 +36,6 @@ class EtcdCompactedError : public EtcdRefusedError {
   using EtcdRefusedError::EtcdRefusedError;
 };
 
-struct EtcdEndpoint {
-  std::string host;
-  int port = 2379;
-  std::string text() const;
-};
-
-/// "h1:2379,h2:2379,[::1]:2379" (port 2379 when left out). Throws UsageError naming
-/// the bad entry.
-std::vector<EtcdEndpoint> parse_etcd_endpoints(const std::string& spec);
 
 struct EtcdKv {
   std::string key;

@@ -32,8 +32,8 @@ TEST(Cli, Defaults) {
   EXPECT_EQ(c.script, "train.py");
   EXPECT_EQ(c.kind, ScriptKind::kPythonFile);
   EXPECT_EQ(c.agent.spec.local_world_size, 1);
-  EXPECT_EQ(c.agent.master_addr, "127.0.0.1");
-  EXPECT_EQ(c.agent.master_port, 0) << "one node: the agent's store on a free port";
+  EXPECT_EQ(c.rendezvous.master_addr, "127.0.0.1");
+  EXPECT_EQ(c.rendezvous.master_port, 0) << "one node: the agent's store on a free port";
   EXPECT_EQ(c.agent.run_id, "none");
   EXPECT_EQ(c.agent.spec.role, "default");
   EXPECT_EQ(c.agent.grace_period.count(), 30000);
@@ -41,14 +41,14 @@ TEST(Cli, Defaults) {
 }
 
 TEST(Cli, MasterPortForStaticJobs) {
-  EXPECT_EQ(Cli{}.parse({"--master_port=1234", "t"}).agent.master_port, 1234);
+  EXPECT_EQ(Cli{}.parse({"--master_port=1234", "t"}).rendezvous.master_port, 1234);
   auto multi = Cli{}.parse({"--nnodes=2", "--node_rank=1", "t"});
-  EXPECT_EQ(multi.agent.master_port, 29500);
-  EXPECT_EQ(multi.agent.node_rank, 1);
+  EXPECT_EQ(multi.rendezvous.master_port, 29500);
+  EXPECT_EQ(multi.rendezvous.node_rank, 1);
   EXPECT_THROW(Cli{}.parse({"--nnodes=1:2", "t"}), UsageError);
   EXPECT_THROW(Cli{}.parse({"--nnodes=2", "--rdzv_backend=c10d", "t"}), UsageError);
   auto timeout = Cli{}.parse({"--rdzv_conf=join_timeout=2.5", "t"});
-  EXPECT_EQ(timeout.agent.join_timeout.count(), 2500);
+  EXPECT_EQ(timeout.rendezvous.join_timeout.count(), 2500);
 }
 
 TEST(Cli, BothSpellingsAndAbbreviations) {
@@ -79,7 +79,7 @@ TEST(Cli, PetEnvironmentDefaults) {
   cli.env = {{"PET_NPROC_PER_NODE", "4"}, {"PET_STANDALONE", "1"}, {"PET_MAX_RESTARTS", "2"}};
   auto c = cli.parse({"t.py"});
   EXPECT_EQ(c.agent.spec.local_world_size, 4);
-  EXPECT_TRUE(c.agent.standalone);
+  EXPECT_TRUE(c.standalone);
   EXPECT_EQ(c.agent.spec.max_restarts, 2);
   EXPECT_EQ(c.agent.omp_num_threads, "1");
   cli.env["OMP_NUM_THREADS"] = "8";
@@ -98,8 +98,8 @@ TEST(Cli, NprocCpuGpuAuto) {
 
 TEST(Cli, StandaloneIgnoresRendezvousFlags) {
   auto c = Cli{}.parse({"--standalone", "--rdzv_backend=static", "--nnodes=1", "t.py"});
-  EXPECT_TRUE(c.agent.standalone);
-  EXPECT_EQ(c.agent.rdzv_backend, "c10d");
+  EXPECT_TRUE(c.standalone);
+  EXPECT_EQ(c.rendezvous.backend, rendezvous::Backend::kC10d);
 }
 
 TEST(Cli, PrefixTemplateFlagPrefixesAllOutput) {

@@ -1,0 +1,73 @@
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "rendezvous/etcd_endpoint.h"
+
+namespace ddprun::rendezvous {
+
+/// Where the nodes of a job agree on ranks.
+enum class Backend {
+  kStatic,  // fixed nodes with given ranks; node 0 hosts the store (torchrun's default)
+  kC10d,    // elastic over a TCPStore one agent hosts (one node: a store of its own)
+  kEtcd,    // elastic with the state in etcd
+};
+
+/// "static", "c10d" or "etcd".
+const char* backend_name(Backend backend);
+
+/// One rendezvous flag as the user gave it: its value, where it came from ("--nnodes"
+/// or "PET_NNODES", for messages) and whether it was given at all.
+struct FlagValue {
+  std::string value;
+  std::string source;
+  bool given = false;
+};
+
+/// torchrun's rendezvous flags, unparsed: what parse_rendezvous() reads.
+struct RendezvousFlags {
+  FlagValue nnodes, rdzv_backend, rdzv_endpoint, rdzv_id, rdzv_conf, node_rank, master_addr,
+      master_port, local_addr;
+  bool standalone = false;
+};
+
+/// Everything a rendezvous needs, parsed and validated once: the launcher builds it,
+/// the agent hands it to the rendezvous factory unopened. Plain data.
+struct RendezvousParams {
+  Backend backend = Backend::kStatic;
+  std::string run_id = "none";
+  int min_nodes = 1;
+  int max_nodes = 1;
+  int node_rank = 0;                      // static: this node's rank
+  std::string master_addr = "127.0.0.1";  // static: node 0's store
+  int master_port = 29500;                // 0: a free port (single-node jobs)
+  std::string local_addr;                 // elastic: the address this node advertises
+  std::chrono::milliseconds join_timeout{600'000};
+
+  // Elastic only.
+  std::string c10d_host = "localhost";
+  int c10d_port = 29400;
+  std::optional<bool> c10d_is_host;  // unset: host if the endpoint can be bound here
+  std::vector<EtcdEndpoint> etcd_endpoints;
+  std::string etcd_prefix = "/ddprun/rdzv";  // keys under <prefix>/<run id>/
+  std::chrono::milliseconds last_call_timeout{30'000};
+  std::chrono::milliseconds read_timeout{60'000};
+  std::chrono::milliseconds heartbeat_interval{5'000};
+  int heartbeat_misses = 3;
+
+  /// Whether nodes may come and go: etcd, and c10d with more than one node. The one
+  /// place that decides it.
+  bool elastic() const {
+    return backend == Backend::kEtcd || (backend == Backend::kC10d && max_nodes > 1);
+  }
+};
+
+/// Parses and validates the flags with torchrun's defaults (the c10d endpoint's port
+/// 29400, the rdzv_conf timeouts, --standalone's single node). Throws UsageError
+/// naming the flag and value.
+RendezvousParams parse_rendezvous(const RendezvousFlags& flags);
+
+}  // namespace ddprun::rendezvous
