@@ -1,6 +1,5 @@
 #include "agent/device_count.h"
 
-#include <dlfcn.h>
 #include <sched.h>
 
 #include <cstdlib>
@@ -8,29 +7,10 @@
 #include <set>
 #include <sstream>
 
+#include "os/nvml.h"
+
 namespace ddprun::agent {
 namespace {
-
-// NVML's C API, resolved with dlsym so ddprun runs on machines without the driver.
-using NvmlInit = int (*)();
-using NvmlCount = int (*)(unsigned int*);
-using NvmlShutdown = int (*)();
-
-std::optional<int> nvml_device_count() {
-  void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (lib == nullptr) return std::nullopt;
-  auto init = reinterpret_cast<NvmlInit>(dlsym(lib, "nvmlInit_v2"));
-  auto count = reinterpret_cast<NvmlCount>(dlsym(lib, "nvmlDeviceGetCount_v2"));
-  auto shutdown = reinterpret_cast<NvmlShutdown>(dlsym(lib, "nvmlShutdown"));
-  std::optional<int> result;
-  unsigned int n = 0;
-  if (init && count && init() == 0) {
-    if (count(&n) == 0) result = static_cast<int>(n);
-    if (shutdown) shutdown();
-  }
-  dlclose(lib);
-  return result;
-}
 
 int proc_driver_gpu_count() {
   std::error_code ec;
@@ -55,7 +35,8 @@ int count_cpus() {
 }
 
 int count_visible_gpus() {
-  int physical = nvml_device_count().value_or(proc_driver_gpu_count());
+  auto nvml = os::Nvml::load();
+  int physical = (nvml ? nvml->device_count() : std::nullopt).value_or(proc_driver_gpu_count());
   const char* env = std::getenv("CUDA_VISIBLE_DEVICES");
   return apply_cuda_visible_devices(env ? std::optional<std::string>(env) : std::nullopt, physical);
 }

@@ -18,7 +18,7 @@
 
 #include "agent/log_dir.h"
 #include "agent/orphan_guard.h"
-#include "agent/run_observer.h"
+#include "tracking/run_observer.h"
 #include "agent/worker_group_runner.h"
 #include "common/clock.h"
 #include "common/host.h"
@@ -337,7 +337,7 @@ class LocalAgent::Impl {
   asio::io_context& io_;
   AgentServices::RendezvousFactory make_rendezvous_;
   OrphanGuard* guard_;
-  RunObserver* observer_;
+  tracking::RunObserver* observer_;
   asio::signal_set stop_signals_;
   LogDir log_dir_;
   std::string host_;

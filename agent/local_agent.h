@@ -12,12 +12,12 @@
 #include "agent/worker.h"
 #include "common/clock.h"
 #include "rendezvous/rendezvous_handler.h"
+#include "tracking/run_observer.h"
 
 namespace ddprun::agent {
 
 class ProcessLauncher;
 class OrphanGuard;
-class RunObserver;
 
 /// What an agent runs on: the OS in production, fakes in tests. Everything here
 /// must outlive the agent.
@@ -31,7 +31,7 @@ struct AgentServices {
   /// on a helper thread, before the first round.
   RendezvousFactory make_rendezvous;
   OrphanGuard* guard = nullptr;     // may be null
-  RunObserver* observer = nullptr;  // the job's tracking run; may be null
+  tracking::RunObserver* observer = nullptr;  // the job's tracking run; may be null
 };
 
 /// Runs one node's workers to the end of the job: spawns them with torchrun's

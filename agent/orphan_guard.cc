@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "agent/process_table.h"
+#include "os/process_table.h"
 #include "common/error.h"
 
 namespace ddprun::agent {
@@ -43,7 +43,7 @@ void detach_from_everything(int keep_fd) {
     if (n < 0 && errno == EINTR) continue;
     break;  // EOF: ddprun is gone
   }
-  kill_sessions(sessions);
+  os::kill_sessions(sessions);
   ::_exit(0);
 }
 

@@ -11,7 +11,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "agent/process_table.h"
+#include "os/process_table.h"
 #include "common/error.h"
 
 namespace ddprun::agent {
@@ -122,8 +122,8 @@ void PosixProcessLauncher::signal_group(pid_t pgid, int sig) {
 }
 
 void PosixProcessLauncher::kill_leftovers(const std::vector<pid_t>& sids, pid_t spare) {
-  kill_sessions(sids);
-  for (pid_t orphan : children_of(::getpid())) {
+  os::kill_sessions(sids);
+  for (pid_t orphan : os::children_of(::getpid())) {
     if (orphan != spare) ::kill(orphan, SIGKILL);
   }
 }

@@ -12,12 +12,12 @@
 #include "agent/process_launcher.h"
 #include "agent/worker.h"
 #include "common/clock.h"
+#include "tracking/run_observer.h"
 
 namespace ddprun::agent {
 
 class LogDir;
 class OrphanGuard;
-class RunObserver;
 class WorkerOutput;
 
 /// Runs one attempt of this node's workers inside the agent's io_context: spawns
@@ -34,7 +34,7 @@ class WorkerGroupRunner {
   /// observer hears of every worker's start and exit.
   WorkerGroupRunner(boost::asio::io_context& io, const AgentConfig& config,
                     ProcessLauncher& launcher, Clock& clock, OrphanGuard* guard, LogDir& log_dir,
-                    std::string host, RunObserver* observer);
+                    std::string host, tracking::RunObserver* observer);
   ~WorkerGroupRunner();
 
   /// Spawns the group's workers for attempt `group.restart_count`. `on_failure` runs at
@@ -64,7 +64,7 @@ class WorkerGroupRunner {
   const AgentConfig& config_;
   ProcessLauncher& launcher_;
   OrphanGuard* guard_;
-  RunObserver* observer_;
+  tracking::RunObserver* observer_;
   LogDir& log_dir_;
   std::string host_;
   std::vector<std::string> inherited_env_;

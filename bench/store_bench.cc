@@ -23,7 +23,7 @@
 #include <thread>
 #include <vector>
 
-#include "rendezvous/socket.h"
+#include "net/socket.h"
 #include "rendezvous/tcp_store_client.h"
 #include "rendezvous/tcp_store_server.h"
 
@@ -163,9 +163,9 @@ std::vector<OpKind> op_kinds() {
 Measurement throughput(int port, int clients, const OpKind& op, double seconds, int depth) {
   int drivers = 1;
   auto deadline = [] { return Clock::now() + std::chrono::seconds(30); };
-  std::vector<std::vector<Socket>> conns(drivers);
+  std::vector<std::vector<ddprun::net::Socket>> conns(drivers);
   for (int c = 0; c < clients; ++c) {
-    conns[c % drivers].push_back(Socket::connect("127.0.0.1", port, deadline()));
+    conns[c % drivers].push_back(ddprun::net::Socket::connect("127.0.0.1", port, deadline()));
   }
   {  // the key every op reads
     TcpStoreClient setup("127.0.0.1", port, client_options());

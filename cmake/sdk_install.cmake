@@ -3,10 +3,11 @@
 # ddprun::tracking.
 include(CMakePackageConfigHelpers)
 
-install(TARGETS ddprun_store_client ddprun_tracking_client EXPORT ddprunTargets
+install(TARGETS ddprun_net ddprun_store_client ddprun_tracking_client EXPORT ddprunTargets
         ARCHIVE DESTINATION lib)
 install(FILES common/error.h DESTINATION include/ddprun/common)
-install(FILES rendezvous/socket.h rendezvous/store.h rendezvous/tcp_store_client.h
+install(FILES net/socket.h DESTINATION include/ddprun/net)
+install(FILES rendezvous/store.h rendezvous/tcp_store_client.h
               rendezvous/tcp_store_protocol.h
         DESTINATION include/ddprun/rendezvous)
 install(FILES tracking/ddprun_tracking.hpp DESTINATION include/ddprun/tracking)

@@ -31,6 +31,13 @@ class SystemError : public Error {
   int errno_;
 };
 
+/// A connection or a store operation failed (connection lost, bad reply, server
+/// closed), or an address could not be listened on.
+class StoreError : public Error {
+ public:
+  using Error::Error;
+};
+
 /// Something did not happen before its deadline.
 class TimeoutError : public Error {
  public:

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "rendezvous/etcd_endpoint.h"
-#include "rendezvous/socket.h"
+#include "net/socket.h"
 #include "rendezvous/store.h"
 
 namespace ddprun::rendezvous {
@@ -153,7 +153,7 @@ class EtcdClient {
   size_t current_ = 0;
   std::vector<std::string> last_errors_;  // per endpoint, for the final error
   std::mutex socket_mutex_;               // guards socket_ against interrupt()
-  Socket socket_;
+  net::Socket socket_;
   std::string pending_;  // bytes read past the last response
   std::atomic<bool> interrupted_{false};
 };

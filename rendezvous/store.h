@@ -11,11 +11,7 @@
 
 namespace ddprun::rendezvous {
 
-/// A store operation failed (connection lost, bad reply, server closed).
-class StoreError : public Error {
- public:
-  using Error::Error;
-};
+using ddprun::StoreError;  // common/error.h: the network layer throws it too
 
 /// The key-value store that agents and workers rendezvous through, with the
 /// semantics of PyTorch's c10d Store. Keys and values are byte strings.

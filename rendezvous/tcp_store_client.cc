@@ -43,7 +43,7 @@ TcpStoreClient::TcpStoreClient(std::string host, int port, Options options)
 }
 
 void TcpStoreClient::connect() {
-  socket_ = Socket::connect(host_, port_, deadline());
+  socket_ = net::Socket::connect(host_, port_, deadline());
   if (options_.numbering == Numbering::kV2) {
     send(Request(Numbering::kV2, Op::kValidate).put(kValidationMagic).bytes());
     uint32_t nonce = static_cast<uint32_t>(::getpid());
@@ -52,7 +52,7 @@ void TcpStoreClient::connect() {
   }
 }
 
-Socket& TcpStoreClient::socket() {
+net::Socket& TcpStoreClient::socket() {
   if (!socket_.is_open()) connect();
   return socket_;
 }
@@ -67,7 +67,7 @@ void TcpStoreClient::send(const std::string& bytes) {
 }
 
 template <typename T>
-T TcpStoreClient::read_scalar(Socket::Deadline deadline) {
+T TcpStoreClient::read_scalar(net::Socket::Deadline deadline) {
   T v{};
   try {
     socket_.recv_exact(&v, sizeof(v), deadline);
@@ -78,7 +78,7 @@ T TcpStoreClient::read_scalar(Socket::Deadline deadline) {
   return v;
 }
 
-std::string TcpStoreClient::read_bytes(Socket::Deadline deadline) {
+std::string TcpStoreClient::read_bytes(net::Socket::Deadline deadline) {
   auto len = read_scalar<uint64_t>(deadline);
   if (len > kMaxValueSize) {
     socket_.close();

@@ -3,7 +3,7 @@
 #include <chrono>
 #include <string>
 
-#include "rendezvous/socket.h"
+#include "net/socket.h"
 #include "rendezvous/store.h"
 #include "rendezvous/tcp_store_protocol.h"
 
@@ -67,18 +67,18 @@ class TcpStoreClient : public Store {
  private:
   class Request;
   void connect();
-  Socket& socket();
-  Socket::Deadline deadline() const { return Clock::now() + options_.timeout; }
+  net::Socket& socket();
+  net::Socket::Deadline deadline() const { return Clock::now() + options_.timeout; }
   template <typename T>
-  T read_scalar(Socket::Deadline deadline);
-  std::string read_bytes(Socket::Deadline deadline);
+  T read_scalar(net::Socket::Deadline deadline);
+  std::string read_bytes(net::Socket::Deadline deadline);
   void send(const std::string& bytes);
 
   std::string host_;
   int port_;
   Options options_;
   std::string address_;
-  Socket socket_;
+  net::Socket socket_;
 };
 
 }  // namespace ddprun::rendezvous

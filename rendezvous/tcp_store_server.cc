@@ -12,7 +12,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "rendezvous/listen.h"
+#include "net/listen.h"
 #include "rendezvous/store.h"
 #include "rendezvous/tcp_store_session.h"
 
@@ -36,7 +36,7 @@ void raise_fd_limit() {
 class TcpStoreServer::Impl {
  public:
   Impl(const std::string& host, uint16_t port)
-      : acceptor_(open_acceptor(io_, host, port)), port_(acceptor_.local_endpoint().port()) {
+      : acceptor_(net::open_acceptor(io_, host, port)), port_(acceptor_.local_endpoint().port()) {
     raise_fd_limit();
     do_accept();
     thread_ = std::thread([this] { io_.run(); });

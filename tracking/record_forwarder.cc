@@ -52,7 +52,7 @@ bool RecordForwarder::connected() {
   }
   if (port == 0 || std::chrono::steady_clock::now() < retry_after_) return false;
   try {
-    socket_ = rendezvous::Socket::connect(host, port,
+    socket_ = net::Socket::connect(host, port,
                                           std::chrono::steady_clock::now() + kConnectTimeout);
     return true;
   } catch (const std::exception& e) {

@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "rendezvous/socket.h"
+#include "net/socket.h"
 #include "tracking/record_lines.h"
 
 namespace ddprun::tracking {
@@ -48,7 +48,7 @@ class RecordForwarder {
   std::mutex mutex_;  // guards host_, port_
   std::string host_;
   int port_ = 0;
-  rendezvous::Socket socket_;
+  net::Socket socket_;
   std::map<std::string, int64_t> sent_;     // stream -> offset the primary holds
   std::map<std::string, bool> torn_seen_;
   bool unsent_ = false;  // the last pass left complete lines behind

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include "rendezvous/listen.h"
+#include "net/listen.h"
 #include "tracking/record_lines.h"
 #include "tracking/record_link.h"
 #include "tracking/run_store.h"
@@ -25,7 +25,7 @@ namespace ddprun::tracking {
 class RecordReceiver::Impl {
  public:
   explicit Impl(const std::string& run_dir)
-      : store_(run_dir, false), acceptor_(rendezvous::open_acceptor(io_, "", 0)) {
+      : store_(run_dir, false), acceptor_(net::open_acceptor(io_, "", 0)) {
     port_ = acceptor_.local_endpoint().port();
     accept();
     thread_ = std::thread([this] { io_.run(); });

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "agent/run_observer.h"
+#include "tracking/run_observer.h"
 #include "tracking/record_forwarder.h"
 #include "tracking/record_receiver.h"
 #include "tracking/run_store.h"
@@ -32,7 +32,7 @@ namespace ddprun::tracking {
 /// deleted once the primary holds all of it, else kept for `ddprun runs merge`.
 /// A database or network error during the job is reported once and never stops the
 /// workers.
-class RunTracker : public agent::RunObserver {
+class RunTracker : public RunObserver {
  public:
   struct Options {
     std::string tracking_dir = "./ddprun-runs";

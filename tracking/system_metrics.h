@@ -3,9 +3,12 @@
 #include <sys/types.h>
 
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "os/nvml.h"
 
 namespace ddprun::tracking {
 
@@ -26,9 +29,8 @@ class SystemSampler {
   std::vector<std::pair<std::string, double>> sample(const std::map<int, pid_t>& workers);
 
  private:
-  struct Nvml;
   std::map<pid_t, std::pair<double, double>> last_cpu_;  // session -> (cpu seconds, wall)
-  Nvml* nvml_ = nullptr;
+  std::unique_ptr<os::Nvml> nvml_;  // null without a GPU driver
 };
 
 }  // namespace ddprun::tracking

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "rendezvous/socket.h"
+#include "net/socket.h"
 #include "tracking/record_forwarder.h"
 #include "tracking/record_link.h"
 #include "tracking/record_receiver.h"
@@ -105,13 +105,13 @@ TEST(RecordForwarding, BadFramesCloseOnlyTheirConnection) {
                               std::string("[1,2]\n"),
                               std::string("{\"agent\":\"a\",\"stream\":\"n0.r0.a0.jsonl\","
                                           "\"offset\":18446744073709551615}\n")}) {
-    auto bad = rendezvous::Socket::connect("127.0.0.1", receiver.port(), deadline);
+    auto bad = net::Socket::connect("127.0.0.1", receiver.port(), deadline);
     std::string frame = frame_length(payload.size()) + payload;
     bad.send_all(frame.data(), frame.size(), deadline);
     char c;
     EXPECT_ANY_THROW(bad.recv_exact(&c, 1, deadline)) << payload;
   }
-  auto huge = rendezvous::Socket::connect("127.0.0.1", receiver.port(), deadline);
+  auto huge = net::Socket::connect("127.0.0.1", receiver.port(), deadline);
   std::string frame = frame_length(kMaxFrame + 1);
   huge.send_all(frame.data(), frame.size(), deadline);
   char c;

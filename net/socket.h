@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <string>
 
-namespace ddprun::rendezvous {
+namespace ddprun::net {
 
 /// A connected TCP socket with deadline-bounded blocking I/O (poll-based), used by
 /// the store client. Owns its descriptor (O_CLOEXEC). Not thread-safe.
@@ -42,4 +42,4 @@ class Socket {
   std::string peer_;
 };
 
-}  // namespace ddprun::rendezvous
+}  // namespace ddprun::net

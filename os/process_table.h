@@ -4,7 +4,7 @@
 
 #include <vector>
 
-namespace ddprun::agent {
+namespace ddprun::os {
 
 /// Processes whose session id is `sid`, read from /proc (empty if /proc is missing).
 std::vector<pid_t> session_members(pid_t sid);
@@ -16,4 +16,4 @@ std::vector<pid_t> children_of(pid_t parent);
 /// (a dying process may still fork). Bounded: gives up after a few rounds.
 void kill_sessions(const std::vector<pid_t>& sids);
 
-}  // namespace ddprun::agent
+}  // namespace ddprun::os

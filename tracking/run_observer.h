@@ -9,10 +9,10 @@
 
 #include "rendezvous/store.h"
 
-namespace ddprun::agent {
+namespace ddprun::tracking {
 
-/// What the agent tells the job's experiment run as the job goes (the tracking
-/// module implements it; the agent knows nothing more of tracking). Called on the
+/// What the agent tells the job's experiment run as the job goes: the agent reports
+/// here and knows nothing more of tracking; tracking knows nothing of the agent. Called on the
 /// agent's thread; implementations report their own errors and never throw.
 class RunObserver {
  public:
@@ -43,4 +43,4 @@ class RunObserver {
   virtual void finished(const std::string& status, int exitcode, const std::string& root_cause) = 0;
 };
 
-}  // namespace ddprun::agent
+}  // namespace ddprun::tracking

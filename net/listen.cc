@@ -1,15 +1,15 @@
-#include "rendezvous/listen.h"
+#include "net/listen.h"
 
 #include <vector>
 
 #include <boost/asio/ip/v6_only.hpp>
 
-#include "rendezvous/store.h"
+#include "common/error.h"
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
 
-namespace ddprun::rendezvous {
+namespace ddprun::net {
 
 tcp::acceptor open_acceptor(asio::io_context& io, const std::string& host, uint16_t port) {
   std::vector<tcp::endpoint> candidates;
@@ -41,4 +41,4 @@ tcp::acceptor open_acceptor(asio::io_context& io, const std::string& host, uint1
                    std::to_string(port) + ": " + ec.message());
 }
 
-}  // namespace ddprun::rendezvous
+}  // namespace ddprun::net

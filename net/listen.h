@@ -6,7 +6,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
-namespace ddprun::rendezvous {
+namespace ddprun::net {
 
 /// A listening acceptor on host:port. `host` "" listens dual-stack on "::" (or
 /// 0.0.0.0 where IPv6 is off); port 0 picks a free port. Throws StoreError naming the
@@ -14,4 +14,4 @@ namespace ddprun::rendezvous {
 boost::asio::ip::tcp::acceptor open_acceptor(boost::asio::io_context& io, const std::string& host,
                                              uint16_t port);
 
-}  // namespace ddprun::rendezvous
+}  // namespace ddprun::net

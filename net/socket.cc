@@ -1,4 +1,4 @@
-#include "rendezvous/socket.h"
+#include "net/socket.h"
 
 #include <fcntl.h>
 #include <netdb.h>
@@ -13,9 +13,9 @@
 #include <cstring>
 #include <thread>
 
-#include "rendezvous/store.h"
+#include "common/error.h"
 
-namespace ddprun::rendezvous {
+namespace ddprun::net {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -167,4 +167,4 @@ size_t Socket::recv_some(void* data, size_t max, Deadline deadline) {
   }
 }
 
-}  // namespace ddprun::rendezvous
+}  // namespace ddprun::net

@@ -1,0 +1,85 @@
+#include "os/nvml.h"
+
+#include <dlfcn.h>
+
+namespace ddprun::os {
+namespace {
+
+// NVML's C structures, as its header declares them.
+struct NvmlUtilization {
+  unsigned int gpu;
+  unsigned int memory;
+};
+struct NvmlMemory {
+  unsigned long long total;
+  unsigned long long free;
+  unsigned long long used;
+};
+
+template <typename F>
+F symbol(void* lib, const char* name) {
+  return reinterpret_cast<F>(::dlsym(lib, name));
+}
+
+}  // namespace
+
+struct Nvml::Api {
+  void* lib = nullptr;
+  int (*count)(unsigned int*) = nullptr;
+  int (*handle)(unsigned int, void**) = nullptr;
+  int (*utilization)(void*, NvmlUtilization*) = nullptr;
+  int (*memory)(void*, NvmlMemory*) = nullptr;
+  int (*temperature)(void*, int, unsigned int*) = nullptr;
+  int (*power)(void*, unsigned int*) = nullptr;
+  int (*shutdown)() = nullptr;
+
+  ~Api() {
+    if (shutdown) shutdown();
+    if (lib) ::dlclose(lib);
+  }
+};
+
+std::unique_ptr<Nvml> Nvml::load() {
+  void* lib = ::dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) return nullptr;
+  auto init = symbol<int (*)()>(lib, "nvmlInit_v2");
+  auto api = std::make_unique<Api>();
+  api->lib = lib;
+  api->count = symbol<decltype(api->count)>(lib, "nvmlDeviceGetCount_v2");
+  api->handle = symbol<decltype(api->handle)>(lib, "nvmlDeviceGetHandleByIndex_v2");
+  api->utilization = symbol<decltype(api->utilization)>(lib, "nvmlDeviceGetUtilizationRates");
+  api->memory = symbol<decltype(api->memory)>(lib, "nvmlDeviceGetMemoryInfo");
+  api->temperature = symbol<decltype(api->temperature)>(lib, "nvmlDeviceGetTemperature");
+  api->power = symbol<decltype(api->power)>(lib, "nvmlDeviceGetPowerUsage");
+  if (!init || !api->count || init() != 0) return nullptr;  // ~Api closes the library
+  api->shutdown = symbol<decltype(api->shutdown)>(lib, "nvmlShutdown");
+  return std::unique_ptr<Nvml>(new Nvml(std::move(api)));
+}
+
+Nvml::Nvml(std::unique_ptr<Api> api) : api_(std::move(api)) {}
+Nvml::~Nvml() = default;
+
+std::optional<int> Nvml::device_count() {
+  unsigned int n = 0;
+  if (api_->count(&n) != 0) return std::nullopt;
+  return static_cast<int>(n);
+}
+
+std::optional<Nvml::Reading> Nvml::read(int index) {
+  void* h = nullptr;
+  if (!api_->handle || api_->handle(static_cast<unsigned int>(index), &h) != 0) return std::nullopt;
+  Reading r;
+  NvmlUtilization util{};
+  if (api_->utilization && api_->utilization(h, &util) == 0) r.utilization_percent = util.gpu;
+  NvmlMemory mem{};
+  if (api_->memory && api_->memory(h, &mem) == 0 && mem.total > 0) {
+    r.memory_used_percent = 100.0 * static_cast<double>(mem.used) / static_cast<double>(mem.total);
+  }
+  unsigned int temp = 0;
+  if (api_->temperature && api_->temperature(h, 0, &temp) == 0) r.temperature_celsius = temp;
+  unsigned int milliwatts = 0;
+  if (api_->power && api_->power(h, &milliwatts) == 0) r.power_watts = milliwatts / 1000.0;
+  return r;
+}
+
+}  // namespace ddprun::os

@@ -1,0 +1,57 @@
+// The one /proc/<pid>/stat parser (the agent's process table and tracking's metrics).
+#include "os/proc_stat.h"
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include <gtest/gtest.h>
+
+#include "os/process_table.h"
+
+namespace ddprun::os {
+namespace {
+
+TEST(ProcStat, ReadsThisProcessEvenWithParenthesesInItsName) {
+  char old_name[17] = {};
+  ::prctl(PR_GET_NAME, old_name);
+  ::prctl(PR_SET_NAME, "a) b (c) 1 2");
+  volatile double spin = 0;
+  for (int i = 0; i < 20'000'000; ++i) spin = spin + i;  // some CPU time to see
+  ProcStat st;
+  bool ok = read_proc_stat(::getpid(), st);
+  ::prctl(PR_SET_NAME, old_name);
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(st.pid, ::getpid());
+  EXPECT_EQ(st.state, 'R');
+  EXPECT_EQ(st.ppid, ::getppid());
+  EXPECT_EQ(st.session, ::getsid(0));
+  EXPECT_GT(st.utime + st.stime, 0u);
+  EXPECT_GT(st.rss_pages, 0);
+}
+
+TEST(ProcStat, GoneProcessIsFalse) {
+  ProcStat st;
+  EXPECT_FALSE(read_proc_stat(0x3fffffff, st));
+}
+
+TEST(ProcStat, ListsThisProcessAndItsChildren) {
+  bool seen = false;
+  for_each_process([&](const ProcStat& st) { seen = seen || st.pid == ::getpid(); });
+  EXPECT_TRUE(seen);
+  pid_t child = ::fork();
+  if (child == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  auto children = children_of(::getpid());
+  EXPECT_NE(std::find(children.begin(), children.end(), child), children.end());
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+}
+
+}  // namespace
+}  // namespace ddprun::os
