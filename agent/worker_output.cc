@@ -3,7 +3,10 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <boost/asio/read.hpp>
+#include <cerrno>
+#include <vector>
+
+#include <boost/asio/post.hpp>
 
 #include "common/error.h"
 
@@ -11,6 +14,16 @@ namespace ddprun::agent {
 namespace {
 
 constexpr size_t kReadChunk = 64 * 1024;
+// A stream that keeps its pipe full yields the loop after this many chunks per wake.
+constexpr int kChunksPerWake = 16;
+
+// Every stream reads into this one buffer once its pipe is readable: an idle worker
+// costs no buffer (512 workers' streams would hold 64 MiB otherwise). The agent is
+// single-threaded; tests that run agents on several threads get one each.
+char* read_buffer() {
+  static thread_local std::vector<char> buffer(kReadChunk);
+  return buffer.data();
+}
 
 int open_log_file(const std::string& path) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
@@ -49,11 +62,13 @@ void WorkerOutput::open_stream(Stream& s, bool is_stdout, const WorkerSpec& spec
   int fds[2];
   check_syscall(::pipe2(fds, O_CLOEXEC), "pipe for worker output");
   s.child_fd = fds[1];
+  // Ours never blocks (the worker's end does): a readable pipe is read until EAGAIN.
+  check_syscall(::fcntl(fds[0], F_SETFL, ::fcntl(fds[0], F_GETFL) | O_NONBLOCK),
+                "non-blocking worker output pipe");
   s.pipe = std::make_unique<boost::asio::posix::stream_descriptor>(io_, fds[0]);
   int console = is_stdout ? STDOUT_FILENO : STDERR_FILENO;
   bool prefixed = tee || spec.prefix_all_output;
   s.writer = std::make_unique<LineWriter>(console, s.file_fd, prefixed ? prefix : "");
-  s.buffer.resize(kReadChunk);
 }
 
 void WorkerOutput::start(std::function<void()> on_eof) {
@@ -67,27 +82,41 @@ void WorkerOutput::start(std::function<void()> on_eof) {
 }
 
 void WorkerOutput::read_more(Stream& s) {
-  s.pipe->async_read_some(boost::asio::buffer(s.buffer),
-                          [this, &s](const boost::system::error_code& ec, size_t n) {
-                            if (n > 0) s.writer->feed(s.buffer.data(), n);
-                            if (ec == boost::asio::error::operation_aborted || !s.pipe) return;
-                            if (ec) {
-                              close_stream(s);
-                              if (on_eof_) on_eof_();
-                              return;
-                            }
-                            read_more(s);
-                          });
+  s.pipe->async_wait(boost::asio::posix::descriptor_base::wait_read,
+                     [this, &s](const boost::system::error_code& ec) {
+                       if (ec == boost::asio::error::operation_aborted || !s.pipe) return;
+                       read_ready(s);
+                     });
+}
+
+// Reads what the pipe holds, then waits for more; end of file or an error closes it.
+void WorkerOutput::read_ready(Stream& s) {
+  int fd = s.pipe->native_handle();
+  for (int chunk = 0; chunk < kChunksPerWake; ++chunk) {
+    ssize_t n = ::read(fd, read_buffer(), kReadChunk);
+    if (n > 0) {
+      s.writer->feed(read_buffer(), static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return read_more(s);
+    close_stream(s);  // end of file, or the pipe broke
+    if (on_eof_) on_eof_();
+    return;
+  }
+  // Still full: let the others have the loop, then go on where we stopped.
+  boost::asio::post(io_, [this, &s] {
+    if (s.pipe) read_ready(s);
+  });
 }
 
 void WorkerOutput::drain_and_close() {
   for (auto& s : streams_) {
     if (!s.pipe) continue;
     int fd = s.pipe->native_handle();
-    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
     ssize_t n = 0;
-    while ((n = ::read(fd, s.buffer.data(), s.buffer.size())) > 0) {
-      s.writer->feed(s.buffer.data(), static_cast<size_t>(n));
+    while ((n = ::read(fd, read_buffer(), kReadChunk)) > 0 || (n < 0 && errno == EINTR)) {
+      if (n > 0) s.writer->feed(read_buffer(), static_cast<size_t>(n));
     }
     close_stream(s);
   }

@@ -49,12 +49,12 @@ class WorkerOutput {
     int file_fd = -1;   // log file (tee, redirect)
     std::unique_ptr<boost::asio::posix::stream_descriptor> pipe;
     std::unique_ptr<LineWriter> writer;
-    std::vector<char> buffer;
   };
 
   void open_stream(Stream& s, bool is_stdout, const WorkerSpec& spec, int local_rank,
                    const std::string& dir, const std::string& prefix);
   void read_more(Stream& s);
+  void read_ready(Stream& s);
   void close_stream(Stream& s);
 
   boost::asio::io_context& io_;

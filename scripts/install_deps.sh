@@ -8,6 +8,7 @@ packages=(
   libboost-dev libboost-program-options-dev libspdlog-dev nlohmann-json3-dev
   libsqlite3-dev libgtest-dev libgmock-dev
   clang libclang-rt-14-dev            # libFuzzer targets and sanitizer runtimes
+  clang-tidy                          # scripts/tidy.sh, the checks in .clang-tidy
   python3-torch                       # the reference torchrun and real DDP jobs
   iproute2 procps time                # multi-host tests, process checks, benchmarks
   chromium                            # the HTML report, checked headless
