@@ -191,7 +191,7 @@ class LocalAgent::Impl {
     round_ = handler_->coordinate(info, io_, clock_);
     round_->watch_end([this](RoundEnd end) { on_round_end(std::move(end)); },
                       [this](const std::string& what) { on_store_lost(what); });
-    round_->watch_members([this, info](std::vector<std::string> dead) { on_dead(info, dead); },
+    round_->watch_members([this, info](const std::vector<std::string>& dead) { on_dead(info, dead); },
                           [this](const std::string& what) { on_store_lost(what); });
     runner_.start(
         make_group(info), [this, info](const FailureRecord& f) { on_worker_failure(info, f); },

@@ -68,7 +68,12 @@ std::vector<std::string> build_worker_env(const std::vector<std::string>& inheri
   for (const auto& entry : inherited) {
     if (!set.count(key_of(entry))) env.push_back(entry);
   }
-  for (const auto& [k, v] : set) env.push_back(k + "=" + v);
+  for (const auto& [k, v] : set) {
+    std::string entry = k;
+    entry += '=';
+    entry += v;
+    env.push_back(std::move(entry));
+  }
   return env;
 }
 

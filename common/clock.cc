@@ -8,7 +8,11 @@ namespace {
 class SteadyTimer : public Timer {
  public:
   explicit SteadyTimer(boost::asio::io_context& io) : state_(std::make_shared<State>(io)) {}
-  ~SteadyTimer() override { cancel(); }
+  ~SteadyTimer() override {
+    ++state_->generation;
+    boost::system::error_code ignored;
+    state_->timer.cancel(ignored);
+  }
 
   void start(std::chrono::milliseconds delay, std::function<void()> fire) override {
     uint64_t generation = ++state_->generation;
@@ -23,7 +27,8 @@ class SteadyTimer : public Timer {
 
   void cancel() override {
     ++state_->generation;
-    state_->timer.cancel();
+    boost::system::error_code ignored;
+    state_->timer.cancel(ignored);
   }
 
  private:

@@ -124,10 +124,10 @@ SplitArgs split_argv(int argc, const char* const argv[], const po::options_descr
     out.option_tokens.push_back(tok);
     if (takes_value && !value_attached) {
       if (i + 1 >= argc) throw UsageError(tok + ": expected a value");
-      out.option_tokens.push_back(argv[++i]);
+      out.option_tokens.emplace_back(argv[++i]);
     }
   }
-  for (; i < argc; ++i) out.script_and_args.push_back(argv[i]);
+  for (; i < argc; ++i) out.script_and_args.emplace_back(argv[i]);
   return out;
 }
 

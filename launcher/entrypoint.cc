@@ -12,9 +12,9 @@ void resolve_entrypoint(LaunchConfig& config, const EnvLookup& env) {
   } else {
     auto python = env("PYTHON_EXEC");
     argv.push_back(agent::resolve_executable(python && !python->empty() ? *python : "python3"));
-    argv.push_back("-u");
+    argv.emplace_back("-u");
     if (config.kind == ScriptKind::kPythonModule) {
-      argv.push_back("-m");
+      argv.emplace_back("-m");
     } else if (config.script.find("${local_rank}") == std::string::npos) {
       agent::check_readable_file(config.script);
     }

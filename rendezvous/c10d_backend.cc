@@ -66,7 +66,7 @@ void C10dBackend::start_liveness(const std::string& prefix, const std::string& n
 
 // Heartbeats are a counter per node in a key of its own: cheap, and the shared state
 // is never rewritten for them.
-void C10dBackend::heartbeat_loop(std::string key) {
+void C10dBackend::heartbeat_loop(const std::string& key) {
   int64_t beat = 0;
   while (!stopping_) {
     try {
@@ -89,7 +89,8 @@ std::vector<std::string> C10dBackend::dead_members(const std::string& prefix,
                                                    const std::vector<std::string>& members,
                                                    const std::string& self) {
   std::vector<std::string> keys;
-  for (const auto& m : members) keys.push_back(prefix + "hb/" + m);
+  keys.reserve(members.size());
+  for (const auto& m : members) keys.push_back(prefix + "hb/" + m);  // NOLINT(performance-inefficient-string-concatenation): once per member
   // A member that has not beaten yet reads as "": judged from its first change.
   std::vector<std::string> beats = probe_->multi_get_now(keys);
   auto now = Clock::now();

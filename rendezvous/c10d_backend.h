@@ -44,7 +44,7 @@ class C10dBackend : public RendezvousBackend {
   std::string where() const override { return "store at " + endpoint(); }
 
  private:
-  void heartbeat_loop(std::string key);
+  void heartbeat_loop(const std::string& key);
 
   Options options_;
   std::unique_ptr<TcpStoreServer> server_;

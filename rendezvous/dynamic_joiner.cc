@@ -24,7 +24,7 @@ DynamicJoiner::DynamicJoiner(Store& store, std::unique_ptr<StateStore> state, st
       config_(config),
       wall_ms_(std::move(wall_ms)) {}
 
-DynamicJoiner::DynamicJoiner(Store& store, std::string prefix, DynamicConfig config,
+DynamicJoiner::DynamicJoiner(Store& store, const std::string& prefix, DynamicConfig config,
                              WallClock wall_ms)
     : DynamicJoiner(store, std::make_unique<GenericStateStore>(store, prefix), prefix, config,
                     std::move(wall_ms)) {}

@@ -34,7 +34,7 @@ class DynamicJoiner {
   DynamicJoiner(Store& store, std::unique_ptr<StateStore> state, std::string prefix,
                 DynamicConfig config, WallClock wall_ms);
   /// The state in `store` itself (GenericStateStore).
-  DynamicJoiner(Store& store, std::string prefix, DynamicConfig config, WallClock wall_ms);
+  DynamicJoiner(Store& store, const std::string& prefix, DynamicConfig config, WallClock wall_ms);
 
   /// Makes a call blocked in another thread fail promptly.
   void interrupt() { state_->interrupt(); }

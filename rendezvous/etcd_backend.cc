@@ -102,7 +102,8 @@ std::vector<std::string> EtcdBackend::dead_members(const std::string& prefix,
                                                    const std::vector<std::string>& members,
                                                    const std::string& self) {
   std::vector<std::string> keys;
-  for (const auto& m : members) keys.push_back(prefix + "alive/" + m);
+  keys.reserve(members.size());
+  for (const auto& m : members) keys.push_back(prefix + "alive/" + m);  // NOLINT(performance-inefficient-string-concatenation): once per member
   auto found = probe_.ranges(keys);
   std::vector<std::string> dead;
   for (size_t i = 0; i < members.size(); ++i) {

@@ -168,12 +168,18 @@ nlohmann::json EtcdClient::call(const std::string& path, const nlohmann::json& b
     if (Clock::now() >= deadline) {
       std::string tried;
       for (size_t i = 0; i < endpoints_.size(); ++i) {
-        tried += "\n  " + endpoints_[i].text() + ": " +
-                 (last_errors_[i].empty() ? "not tried" : last_errors_[i]);
+        tried += "\n  ";
+        tried += endpoints_[i].text();
+        tried += ": ";
+        tried += last_errors_[i].empty() ? "not tried" : last_errors_[i];
       }
-      throw StoreError("cannot reach etcd (" + path + ", " +
-                       std::to_string(timeout_.count() / 1000.0).substr(0, 4) +
-                       " s); tried:" + tried);
+      std::string message = "cannot reach etcd (";
+      message += path;
+      message += ", ";
+      message += std::to_string(static_cast<double>(timeout_.count()) / 1000.0).substr(0, 4);
+      message += " s); tried:";
+      message += tried;
+      throw StoreError(message);
     }
     if (attempt % endpoints_.size() == 0) {  // every endpoint failed once: back off
       std::this_thread::sleep_for(std::min(

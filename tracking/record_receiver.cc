@@ -77,7 +77,7 @@ class RecordReceiver::Impl {
     if (!s->said_bye) set_busy(-1);
   }
 
-  void read_frame(std::shared_ptr<Session> s) {
+  void read_frame(const std::shared_ptr<Session>& s) {
     asio::async_read(s->socket, asio::buffer(s->length), [this, s](auto ec, size_t) {
       if (ec) return close(s);
       size_t n = read_frame_length(s->length);

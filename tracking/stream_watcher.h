@@ -16,7 +16,7 @@ namespace ddprun::tracking {
 /// is done. The callback reports its own errors and must not throw.
 class StreamWatcher {
  public:
-  StreamWatcher(std::string dir, std::chrono::milliseconds interval,
+  StreamWatcher(const std::string& dir, std::chrono::milliseconds interval,
                 std::function<void(bool final)> pass);
   ~StreamWatcher();
   StreamWatcher(const StreamWatcher&) = delete;
