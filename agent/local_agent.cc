@@ -67,6 +67,12 @@ class LocalAgent::Impl {
     for (int round = 0;; ++round) {
       rendezvous::RendezvousInfo info = rendezvous(round);
       round = info.round;
+      begin_round(info);
+      if (signalled_ != 0) {
+        // The signal came as the round completed: start nothing, and tell the others.
+        end_round({RoundEnd::Kind::kFinal, 128 + signalled_, signalled_reason(info)});
+        return finish(128 + signalled_, "killed", "received " + signal_name(signalled_));
+      }
       if (observer_) {
         observer_->rendezvous_complete(info.round, info.restart_count, info.world_size(),
                                        info.members);
@@ -80,9 +86,7 @@ class LocalAgent::Impl {
         }
       }
       if (signalled_ != 0) {
-        end_round({RoundEnd::Kind::kFinal, 128 + signalled_,
-                   "node " + std::to_string(info.group_rank) + " (" + host_ + ") received " +
-                       signal_name(signalled_)});
+        end_round({RoundEnd::Kind::kFinal, 128 + signalled_, signalled_reason(info)});
         return finish(128 + signalled_, "killed", "received " + signal_name(signalled_));
       }
       const auto& failures = runner_.failures();
@@ -149,6 +153,9 @@ class LocalAgent::Impl {
       throw Signalled{};
     }
     joiner.join();
+    // A signal that came with the round may still wait in the loop: take it now, while
+    // no worker runs, so that none starts.
+    io_.poll();
     if (error) std::rethrow_exception(error);
     if (multi_node()) set_log_node_rank(result->group_rank);
     return *result;
@@ -185,10 +192,19 @@ class LocalAgent::Impl {
     return g;
   }
 
-  void run_attempt(const rendezvous::RendezvousInfo& info) {
+  std::string signalled_reason(const rendezvous::RendezvousInfo& info) const {
+    return "node " + std::to_string(info.group_rank) + " (" + host_ + ") received " +
+           signal_name(signalled_);
+  }
+
+  // The round's protocol among the nodes, from its start to the end of the attempt.
+  void begin_round(const rendezvous::RendezvousInfo& info) {
     over_.reset();
-    bool done = false;
     round_ = handler_->coordinate(info, io_, clock_);
+  }
+
+  void run_attempt(const rendezvous::RendezvousInfo& info) {
+    bool done = false;
     round_->watch_end([this](RoundEnd end) { on_round_end(std::move(end)); },
                       [this](const std::string& what) { on_store_lost(what); });
     round_->watch_members([this, info](const std::vector<std::string>& dead) { on_dead(info, dead); },

@@ -77,6 +77,8 @@ struct FakeRendezvousJournal {
   std::vector<std::shared_ptr<FakeRoundJournal>> rounds;
   bool finished_job = false;
   bool cancelled = false;
+  /// Runs in next_rendezvous(), on the agent's joining thread.
+  std::function<void()> on_join;
 };
 
 class FakeRound : public rendezvous::RoundCoordinator {
@@ -121,6 +123,7 @@ class FakeRendezvous : public rendezvous::RendezvousHandler {
       : journal_(std::move(journal)) {}
 
   rendezvous::RendezvousInfo next_rendezvous(int round, int local_world_size) override {
+    if (journal_->on_join) journal_->on_join();
     const auto& all = journal_->members;
     rendezvous::RendezvousInfo info;
     info.round = round;

@@ -170,6 +170,13 @@ TEST_F(LocalAgentTest, ForwardsAStopSignalToEveryWorker) {
   EXPECT_EQ(launcher_.spawned().size(), 2u) << "a signal never restarts";
 }
 
+TEST_F(LocalAgentTest, SignalAsTheRoundCompletesStartsNoWorker) {
+  elastic({{"a", "b"}}, 2);
+  journal_->on_join = [] { ::raise(SIGTERM); };  // lands while the join returns
+  EXPECT_EQ(run(), 128 + SIGTERM);
+  EXPECT_TRUE(launcher_.spawned().empty()) << "no worker may start after a stop signal";
+}
+
 TEST_F(LocalAgentTest, SecondSignalKillsAtOnce) {
   launcher_.ignored = {SIGTERM};
   launcher_.on_spawn = [&](const auto& p) {
