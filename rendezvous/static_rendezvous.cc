@@ -47,27 +47,21 @@ RendezvousInfo StaticRendezvous::next_rendezvous(int round, int local_world_size
   client_->set(node_key(round, options_.node_rank), std::to_string(local_world_size));
   std::vector<std::string> keys;
   for (int k = 0; k < options_.nnodes; ++k) keys.push_back(node_key(round, k));
-  auto deadline = Store::Clock::now() + options_.join_timeout;
-  // Wait in slices so cancel() is noticed.
-  while (true) {
+  // One wait: cancel() interrupts it.
+  try {
     if (cancelled_) throw Error("rendezvous cancelled");
-    auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Store::Clock::now());
-    try {
-      client_->wait(keys,
-                    std::clamp(left, std::chrono::milliseconds(1), std::chrono::milliseconds(200)));
-      break;
-    } catch (const TimeoutError&) {
-      if (Store::Clock::now() < deadline) continue;
-      std::string missing;
-      for (int k = 0; k < options_.nnodes; ++k) {
-        if (!client_->check({keys[k]}))
-          missing += (missing.empty() ? "" : ", ") + std::to_string(k);
-      }
-      throw TimeoutError("node rank(s) " + missing + " of " + std::to_string(options_.nnodes) +
-                         " did not join within " + format_seconds(options_.join_timeout) +
-                         " (store at " + options_.master_addr + ":" + std::to_string(port_) + ")");
+    client_->wait(keys, options_.join_timeout);
+  } catch (const StoreError&) {
+    if (cancelled_) throw Error("rendezvous cancelled");
+    throw;
+  } catch (const TimeoutError&) {
+    std::string missing;
+    for (int k = 0; k < options_.nnodes; ++k) {
+      if (!client_->check({keys[k]})) missing += (missing.empty() ? "" : ", ") + std::to_string(k);
     }
+    throw TimeoutError("node rank(s) " + missing + " of " + std::to_string(options_.nnodes) +
+                       " did not join within " + format_seconds(options_.join_timeout) +
+                       " (store at " + options_.master_addr + ":" + std::to_string(port_) + ")");
   }
   // Node 0 clears the previous round's worker keys once every node is here (so every
   // old worker is gone) and before any new worker starts (they wait for "ready").

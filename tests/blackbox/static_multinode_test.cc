@@ -4,6 +4,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <set>
 #include <sstream>
@@ -123,6 +124,34 @@ TEST(StaticMultiNode, SigtermOnOneNodeStopsTheWholeJob) {
   EXPECT_EQ(n1.wait(), 128 + SIGTERM);
   EXPECT_EQ(n0.wait(), 128 + SIGTERM) << n0.err();
   EXPECT_NE(n0.err().find("node 1"), std::string::npos) << n0.err();
+}
+
+// True once something accepts connections on 127.0.0.1:`port`.
+bool listening(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+  ::close(fd);
+  return ok;
+}
+
+TEST(StaticMultiNode, SignalWhileWaitingForTheOthersCancelsTheJoin) {
+  int port = free_port();
+  std::string runs = make_temp_dir();
+  DdprunProcess n0(concat(node_args(0, port, {"--rdzv_id=alone", "--tracking_dir", runs}),
+                          worker({"exit", "0"})),
+                   kEnv);
+  // Node 0 hosts the store, so it is in the join (node 1 never comes) once it listens.
+  ASSERT_TRUE(eventually([&] { return listening(port); }));
+  ::kill(n0.pid(), SIGTERM);
+  EXPECT_EQ(n0.wait(std::chrono::seconds(20)), 128 + SIGTERM) << n0.err();
+  EXPECT_NE(n0.err().find("received SIGTERM while waiting for the other nodes"), std::string::npos)
+      << n0.err();
+  Finished show = run_ddprun({"runs", "show", "alone", "--tracking_dir", runs});
+  EXPECT_NE(show.out.find("status:   killed (exit code 143)"), std::string::npos) << show.out;
 }
 
 }  // namespace
