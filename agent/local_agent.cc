@@ -23,6 +23,7 @@
 #include "common/clock.h"
 #include "common/host.h"
 #include "common/logging.h"
+#include "net/socket.h"
 #include "rendezvous/round_coordinator.h"
 
 namespace asio = boost::asio;
@@ -143,12 +144,7 @@ class LocalAgent::Impl {
     while (!finished && signalled_ == 0) io_.run_one();
     if (!finished) {
       spdlog::warn("received {} while waiting for the other nodes", signal_name(signalled_));
-      if (!cancel_rendezvous()) {
-        // Still connecting (a blocking connect with retries): nothing to cancel yet.
-        std::cerr << std::flush;
-        if (guard_) guard_->release();
-        std::_Exit(128 + signalled_);
-      }
+      cancel_rendezvous();
       joiner.join();
       throw Signalled{};
     }
@@ -161,13 +157,16 @@ class LocalAgent::Impl {
     return *result;
   }
 
-  // True when a handler existed to cancel (the join in progress then throws soon).
-  bool cancel_rendezvous() {
+  // Ends the join in progress: it throws soon. While the handler is still being built
+  // it can only be connecting (with retries): every connect of the process gives up.
+  void cancel_rendezvous() {
     std::lock_guard lock(handler_mutex_);
     cancelled_ = true;
-    if (!handler_) return false;
-    handler_->cancel();
-    return true;
+    if (handler_) {
+      handler_->cancel();
+    } else {
+      net::cancel_connects();
+    }
   }
 
   WorkerGroup make_group(const rendezvous::RendezvousInfo& info) const {

@@ -4,7 +4,21 @@
 #include <cstddef>
 #include <string>
 
+#include "common/error.h"
+
 namespace ddprun::net {
+
+/// A connect gave up because cancel_connects() was called.
+class ConnectCancelledError : public StoreError {
+ public:
+  using StoreError::StoreError;
+};
+
+/// Makes every Socket::connect() of this process, waiting now or started later, throw
+/// ConnectCancelledError at once. For a process that is stopping while it still
+/// connects (a signal before the rendezvous is reached); it cannot be undone.
+/// Thread-safe.
+void cancel_connects();
 
 /// A connected TCP socket with deadline-bounded blocking I/O (poll-based), used by
 /// the store client. Owns its descriptor (O_CLOEXEC). Not thread-safe.

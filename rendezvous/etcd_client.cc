@@ -158,6 +158,8 @@ nlohmann::json EtcdClient::call(const std::string& path, const nlohmann::json& b
       fail_over("HTTP " + std::to_string(r.status) + " " + r.body.substr(0, 200));
     } catch (const EtcdRefusedError&) {
       throw;
+    } catch (const net::ConnectCancelledError&) {
+      throw;
     } catch (const StoreError& e) {
       if (interrupted_) throw StoreError("etcd client at " + endpoints_text() + " interrupted");
       fail_over(e.what());
