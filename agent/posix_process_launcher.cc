@@ -121,11 +121,12 @@ void PosixProcessLauncher::signal_group(pid_t pgid, int sig) {
   if (::killpg(pgid, sig) == -1 && errno == ESRCH) ::kill(pgid, sig);
 }
 
-void PosixProcessLauncher::kill_leftovers(const std::vector<pid_t>& sids, pid_t spare) {
-  os::kill_sessions(sids);
-  for (pid_t orphan : os::children_of(::getpid())) {
-    if (orphan != spare) ::kill(orphan, SIGKILL);
-  }
+// ddprun is a child subreaper (LocalAgent::run): once a worker has exited, everything
+// it started that still lives has become ddprun's child, its session's members
+// included. So ddprun's own children are the leftovers: a few reads of its children
+// lists, not a scan of every process on the machine after every attempt.
+void PosixProcessLauncher::kill_leftovers(const std::vector<pid_t>& /*sids*/, pid_t spare) {
+  os::kill_own_children(spare);
 }
 
 void PosixProcessLauncher::wait_for_children() {

@@ -1,6 +1,11 @@
 #include "os/process_table.h"
 
+#include <dirent.h>
+#include <sched.h>
 #include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
 
 #include <algorithm>
 
@@ -26,6 +31,43 @@ std::vector<pid_t> session_members(pid_t sid) {
 
 std::vector<pid_t> children_of(pid_t parent) {
   return live_processes([parent](const ProcStat& st) { return st.ppid == parent; });
+}
+
+std::vector<pid_t> own_children() {
+  std::vector<pid_t> found;
+  bool listed = false;
+  if (DIR* tasks = ::opendir("/proc/self/task")) {
+    while (dirent* t = ::readdir(tasks)) {
+      if (t->d_name[0] == '.') continue;
+      char path[300];  // d_name holds at most 255 bytes
+      std::snprintf(path, sizeof(path), "/proc/self/task/%s/children", t->d_name);
+      FILE* f = std::fopen(path, "re");
+      if (f == nullptr) continue;
+      listed = true;
+      int pid = 0;
+      while (std::fscanf(f, "%d", &pid) == 1) {
+        ProcStat st;
+        if (read_proc_stat(pid, st) && st.state != 'Z') found.push_back(pid);
+      }
+      std::fclose(f);
+    }
+    ::closedir(tasks);
+  }
+  return listed ? found : children_of(::getpid());
+}
+
+void kill_own_children(pid_t spare) {
+  // A SIGKILLed process takes a moment to die; its children come to us when it has.
+  for (int round = 0; round < 1000; ++round) {
+    bool killed = false;
+    for (pid_t pid : own_children()) {
+      if (pid == spare) continue;
+      ::kill(pid, SIGKILL);
+      killed = true;
+    }
+    if (!killed) return;
+    ::sched_yield();
+  }
 }
 
 void kill_sessions(const std::vector<pid_t>& sids) {

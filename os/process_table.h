@@ -12,6 +12,16 @@ std::vector<pid_t> session_members(pid_t sid);
 /// Live (non-zombie) direct children of `parent`, read from /proc.
 std::vector<pid_t> children_of(pid_t parent);
 
+/// Live (non-zombie) children of this process, from the kernel's per-thread children
+/// lists (/proc/self/task/<tid>/children): a few small reads instead of a scan of every
+/// process; the scan where the kernel lacks those lists.
+std::vector<pid_t> own_children();
+
+/// For a child subreaper (PR_SET_CHILD_SUBREAPER), whose every orphaned descendant
+/// becomes its child: SIGKILLs every child but `spare`, then the descendants that come
+/// to it as those die, until only zombies are left (bounded).
+void kill_own_children(pid_t spare);
+
 /// SIGKILLs every process of the given sessions, repeating while new ones appear
 /// (a dying process may still fork). Bounded: gives up after a few rounds.
 void kill_sessions(const std::vector<pid_t>& sids);

@@ -12,6 +12,7 @@
 //   lines TEXT...            print each TEXT on stdout and "err:" TEXT on stderr
 #include <dirent.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -55,6 +56,28 @@ int hang(const std::string& dir, bool ignore_term) {
   }
   std::rename((path + ".tmp").c_str(), path.c_str());
   sleep_forever();
+}
+
+// Leaves a daemon behind (its own session, parent gone) and exits 0 once the daemon
+// has written its pid to <dir>/daemon.pid.
+int daemon_behind(const std::string& dir) {
+  int ready[2];
+  if (::pipe(ready) != 0) return 65;
+  pid_t child = ::fork();
+  if (child == 0) {
+    ::setsid();
+    if (::fork() == 0) {
+      std::ofstream(dir + "/daemon.pid") << ::getpid() << "\n";
+      char c = 1;
+      [[maybe_unused]] ssize_t n = ::write(ready[1], &c, 1);
+      sleep_forever();
+    }
+    ::_exit(0);
+  }
+  ::waitpid(child, nullptr, 0);
+  char c = 0;
+  [[maybe_unused]] ssize_t n = ::read(ready[0], &c, 1);
+  return 0;
 }
 
 int error_file(const std::string& msg) {
@@ -111,6 +134,7 @@ int main(int argc, char** argv) {
     sleep_forever();
   }
   if (mode == "error_file" && argc > 2) return error_file(argv[2]);
+  if (mode == "daemon" && argc > 2) return daemon_behind(argv[2]);
   if (mode == "chatter" && argc > 2) return chatter(std::atoi(argv[2]));
   if (mode == "fds") {  // the open descriptors, e.g. "fds 0 1 2"
     DIR* dir = ::opendir("/proc/self/fd");
