@@ -23,10 +23,10 @@ void detach_from_everything(int keep_fd) {
   ::prctl(PR_SET_NAME, "ddprun-guard");
   int devnull = ::open("/dev/null", O_RDWR);
   for (int fd = 0; fd <= 2; ++fd) ::dup2(devnull, fd);
-  // Hold no pipe the user may be reading (ddprun's stdout, log pipes): close the rest.
-  for (int fd = 3; fd < 4096; ++fd) {
-    if (fd != keep_fd) ::close(fd);
-  }
+  // Hold no pipe the user may be reading (ddprun's stdout, log pipes): close the rest
+  // (two calls, not one per possible descriptor).
+  if (keep_fd > 3) ::close_range(3, static_cast<unsigned>(keep_fd) - 1, 0);
+  ::close_range(static_cast<unsigned>(keep_fd) + 1, ~0U, 0);
 }
 
 [[noreturn]] void guard_main(int read_fd) {
