@@ -48,7 +48,8 @@ KeyWaiter::KeyWaiter(boost::asio::io_context& io, std::unique_ptr<Store> store,
     wait_->readable->async_wait(
         boost::asio::posix::descriptor_base::wait_read,
         [w = wait_, tcp](const boost::system::error_code& ec) {
-          if (ec || w->cancelled) return;
+          if (w->cancelled || ec == boost::asio::error::operation_aborted) return;
+          if (ec) return w->fail(ec.message());
           // The answer is there: reading it and the values is one quick round trip.
           try {
             tcp->finish_wait();
