@@ -18,13 +18,13 @@
 
 #include "agent/log_dir.h"
 #include "agent/orphan_guard.h"
-#include "tracking/run_observer.h"
 #include "agent/worker_group_runner.h"
 #include "common/clock.h"
 #include "common/host.h"
 #include "common/logging.h"
 #include "net/socket.h"
 #include "rendezvous/round_coordinator.h"
+#include "tracking/run_observer.h"
 
 namespace asio = boost::asio;
 

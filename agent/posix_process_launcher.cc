@@ -125,7 +125,7 @@ void PosixProcessLauncher::signal_group(pid_t pgid, int sig) {
 // it started that still lives has become ddprun's child, its session's members
 // included. So ddprun's own children are the leftovers: a few reads of its children
 // lists, not a scan of every process on the machine after every attempt.
-void PosixProcessLauncher::kill_leftovers(const std::vector<pid_t>& /*sids*/, pid_t spare) {
+void PosixProcessLauncher::kill_leftovers(pid_t spare) {
   os::kill_own_children(spare);
 }
 

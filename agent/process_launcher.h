@@ -52,9 +52,9 @@ class ProcessLauncher {
   /// Sends `sig` to the process group `pgid`; a group that no longer exists is fine.
   virtual void signal_group(pid_t pgid, int sig) = 0;
 
-  /// SIGKILLs every process left in the sessions `sids` (what exited workers started)
-  /// and every other child of ddprun except `spare` (the orphan guard).
-  virtual void kill_leftovers(const std::vector<pid_t>& sids, pid_t spare) = 0;
+  /// Once every worker has exited: SIGKILLs whatever they left alive (their sessions'
+  /// members, daemons they started), sparing `spare` (the orphan guard).
+  virtual void kill_leftovers(pid_t spare) = 0;
 };
 
 }  // namespace ddprun::agent

@@ -142,9 +142,7 @@ void WorkerGroupRunner::signal_running(int sig) {
 void WorkerGroupRunner::begin_drain() {
   phase_ = Phase::kDraining;
   grace_timer_->cancel();
-  std::vector<pid_t> sessions;
-  for (const auto& w : group_.workers) sessions.push_back(w.pid);
-  launcher_.kill_leftovers(sessions, guard_ ? guard_->pid() : -1);
+  launcher_.kill_leftovers(guard_ ? guard_->pid() : -1);
   drain_timer_->start(kPipeDrainTimeout, [this] {
     for (auto& out : outputs_) out->drain_and_close();
     maybe_done();

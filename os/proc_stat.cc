@@ -44,20 +44,16 @@ bool read_proc_stat(pid_t pid, ProcStat& out) {
   return true;
 }
 
-namespace detail {
-
-void* open_proc() { return ::opendir("/proc"); }
-
-pid_t next_pid(void* dir) {
-  auto* d = static_cast<DIR*>(dir);
-  while (dirent* e = ::readdir(d)) {
+void for_each_process(const std::function<void(const ProcStat&)>& visit) {
+  DIR* dir = ::opendir("/proc");
+  if (dir == nullptr) return;
+  while (dirent* e = ::readdir(dir)) {
     char* end = nullptr;
     long pid = std::strtol(e->d_name, &end, 10);
-    if (*end == '\0' && pid > 0) return static_cast<pid_t>(pid);
+    ProcStat st;
+    if (*end == '\0' && pid > 0 && read_proc_stat(static_cast<pid_t>(pid), st)) visit(st);
   }
-  ::closedir(d);
-  return 0;
+  ::closedir(dir);
 }
 
-}  // namespace detail
 }  // namespace ddprun::os

@@ -3,6 +3,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 
 namespace ddprun::os {
 
@@ -23,24 +24,6 @@ struct ProcStat {
 bool read_proc_stat(pid_t pid, ProcStat& out);
 
 /// Calls `visit(stat)` for every process /proc lists (nothing when /proc is missing).
-/// Allocates nothing but the directory stream.
-template <typename Visit>
-void for_each_process(Visit visit);
-
-namespace detail {
-void* open_proc();
-/// The next pid in the listing, 0 at the end (and closes it).
-pid_t next_pid(void* dir);
-}  // namespace detail
-
-template <typename Visit>
-void for_each_process(Visit visit) {
-  void* dir = detail::open_proc();
-  if (dir == nullptr) return;
-  while (pid_t pid = detail::next_pid(dir)) {
-    ProcStat st;
-    if (read_proc_stat(pid, st)) visit(st);
-  }
-}
+void for_each_process(const std::function<void(const ProcStat&)>& visit);
 
 }  // namespace ddprun::os

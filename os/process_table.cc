@@ -5,9 +5,8 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <cstdio>
-
 #include <algorithm>
+#include <cstdio>
 
 #include "os/proc_stat.h"
 
@@ -24,10 +23,6 @@ std::vector<pid_t> live_processes(Pred pred) {
 }
 
 }  // namespace
-
-std::vector<pid_t> session_members(pid_t sid) {
-  return live_processes([sid](const ProcStat& st) { return st.session == sid; });
-}
 
 std::vector<pid_t> children_of(pid_t parent) {
   return live_processes([parent](const ProcStat& st) { return st.ppid == parent; });

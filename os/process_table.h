@@ -6,9 +6,6 @@
 
 namespace ddprun::os {
 
-/// Processes whose session id is `sid`, read from /proc (empty if /proc is missing).
-std::vector<pid_t> session_members(pid_t sid);
-
 /// Live (non-zombie) direct children of `parent`, read from /proc.
 std::vector<pid_t> children_of(pid_t parent);
 

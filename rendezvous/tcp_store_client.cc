@@ -127,7 +127,7 @@ bool TcpStoreClient::check(const std::vector<std::string>& keys) {
 }
 
 void TcpStoreClient::wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
-  send(Request(options_.numbering, Op::kWait).keys(keys).bytes());
+  start_wait(keys);
   uint8_t reply = 0;
   try {
     socket_.recv_exact(&reply, 1, Clock::now() + timeout);
@@ -145,10 +145,7 @@ void TcpStoreClient::wait(const std::vector<std::string>& keys, std::chrono::mil
     }
     throw TimeoutError("timed out waiting for keys at the store " + address_);
   }
-  if (reply != kStopWaiting) {
-    socket_.close();
-    throw StoreError("the store at " + address_ + " answered WAIT with " + std::to_string(reply));
-  }
+  expect_stop_waiting(reply);
 }
 
 int TcpStoreClient::start_wait(const std::vector<std::string>& keys) {
@@ -156,12 +153,12 @@ int TcpStoreClient::start_wait(const std::vector<std::string>& keys) {
   return socket_.fd();
 }
 
-void TcpStoreClient::finish_wait() {
-  uint8_t reply = read_scalar<uint8_t>(deadline());
-  if (reply != kStopWaiting) {
-    socket_.close();
-    throw StoreError("the store at " + address_ + " answered WAIT with " + std::to_string(reply));
-  }
+void TcpStoreClient::finish_wait() { expect_stop_waiting(read_scalar<uint8_t>(deadline())); }
+
+void TcpStoreClient::expect_stop_waiting(uint8_t reply) {
+  if (reply == kStopWaiting) return;
+  socket_.close();  // what follows in the stream cannot be trusted
+  throw StoreError("the store at " + address_ + " answered WAIT with " + std::to_string(reply));
 }
 
 bool TcpStoreClient::delete_key(const std::string& key) {

@@ -73,6 +73,7 @@ class TcpStoreClient : public Store {
   T read_scalar(net::Socket::Deadline deadline);
   std::string read_bytes(net::Socket::Deadline deadline);
   void send(const std::string& bytes);
+  void expect_stop_waiting(uint8_t reply);
 
   std::string host_;
   int port_;

@@ -3,11 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <fstream>
-#include <sstream>
 
 #include "os/nvml.h"
 #include "os/proc_stat.h"

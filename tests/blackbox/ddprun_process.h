@@ -57,6 +57,9 @@ Finished run_ddprun(const std::vector<std::string>& args,
                     const std::map<std::string, std::optional<std::string>>& env = {});
 
 
+/// A connection to 127.0.0.1:`port` (the caller closes it), or -1 when nothing accepts.
+int connect_loopback(int port);
+
 /// True while `pid` exists and is not a zombie.
 bool process_alive(pid_t pid);
 

@@ -199,17 +199,6 @@ TEST(StaticMultiNodeRestart, NodeThatFinishedRestartsWhenAPeerFailsLater) {
 namespace ddprun::test {
 namespace {
 
-int connect_loopback(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) return fd;
-  ::close(fd);
-  return -1;
-}
-
 TEST(Elastic, LateAgentForAFinishedRunExitsWithAClearMessage) {
   Job job;
   job.nnodes = "2";

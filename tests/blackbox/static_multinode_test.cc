@@ -126,18 +126,6 @@ TEST(StaticMultiNode, SigtermOnOneNodeStopsTheWholeJob) {
   EXPECT_NE(n0.err().find("node 1"), std::string::npos) << n0.err();
 }
 
-// True once something accepts connections on 127.0.0.1:`port`.
-bool listening(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
-  ::close(fd);
-  return ok;
-}
-
 TEST(StaticMultiNode, SignalWhileWaitingForTheOthersCancelsTheJoin) {
   int port = free_port();
   std::string runs = make_temp_dir();
@@ -145,7 +133,9 @@ TEST(StaticMultiNode, SignalWhileWaitingForTheOthersCancelsTheJoin) {
                           worker({"exit", "0"})),
                    kEnv);
   // Node 0 hosts the store, so it is in the join (node 1 never comes) once it listens.
-  ASSERT_TRUE(eventually([&] { return listening(port); }));
+  int probe = -1;
+  ASSERT_TRUE(eventually([&] { return (probe = connect_loopback(port)) >= 0; }));
+  ::close(probe);
   ::kill(n0.pid(), SIGTERM);
   EXPECT_EQ(n0.wait(std::chrono::seconds(20)), 128 + SIGTERM) << n0.err();
   EXPECT_NE(n0.err().find("received SIGTERM while waiting for the other nodes"), std::string::npos)

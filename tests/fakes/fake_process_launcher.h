@@ -62,9 +62,7 @@ class FakeProcessLauncher : public agent::ProcessLauncher {
     }
   }
 
-  void kill_leftovers(const std::vector<pid_t>& sids, pid_t) override {
-    leftover_kills.push_back(sids);
-  }
+  void kill_leftovers(pid_t) override { leftover_kills.push_back(alive()); }
 
   /// Ends these processes together (exitcode as torchrun: -N for signal N); the agent
   /// hears of it on the loop, in one batch.
@@ -109,7 +107,7 @@ class FakeProcessLauncher : public agent::ProcessLauncher {
   std::function<void(const Process&, int sig)> on_signal;
   /// Signals fake processes survive (e.g. SIGTERM, to let the grace period run out).
   std::set<int> ignored;
-  /// The sessions passed to each kill_leftovers().
+  /// For each kill_leftovers(): the fake processes still alive when it came.
   std::vector<std::vector<pid_t>> leftover_kills;
 
  private:

@@ -1,0 +1,35 @@
+#include <boost/asio/post.hpp>
+
+#include "rendezvous/round_coordinator.h"
+
+namespace ddprun::rendezvous {
+namespace {
+
+class LocalRound : public RoundCoordinator {
+ public:
+  explicit LocalRound(boost::asio::io_context& io) : io_(io) {}
+  void watch_end(OnEnd, OnLost) override {}
+  void watch_members(OnDead, OnLost) override {}
+  void stop_watching_members() override {}
+  RoundEnd end(const RoundEnd& mine) override { return mine; }
+  void finish_node(OnAllDone on_all_done, OnLost) override {
+    boost::asio::post(io_, [alive = alive_, f = std::move(on_all_done)] {
+      if (*alive) f();
+    });
+  }
+  void start_next_round(bool, const std::set<std::string>&) override {}
+  void stop() override { *alive_ = false; }
+  ~LocalRound() override { stop(); }
+
+ private:
+  boost::asio::io_context& io_;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace
+
+std::unique_ptr<RoundCoordinator> make_local_round(boost::asio::io_context& io) {
+  return std::make_unique<LocalRound>(io);
+}
+
+}  // namespace ddprun::rendezvous
