@@ -206,8 +206,9 @@ class LocalAgent::Impl {
     bool done = false;
     round_->watch_end([this](RoundEnd end) { on_round_end(std::move(end)); },
                       [this](const std::string& what) { on_store_lost(what); });
-    round_->watch_members([this, info](const std::vector<std::string>& dead) { on_dead(info, dead); },
-                          [this](const std::string& what) { on_store_lost(what); });
+    round_->watch_members(
+        [this, info](const std::vector<std::string>& dead) { on_dead(info, dead); },
+        [this](const std::string& what) { on_store_lost(what); });
     runner_.start(
         make_group(info), [this, info](const FailureRecord& f) { on_worker_failure(info, f); },
         [&done] { done = true; });
@@ -361,7 +362,7 @@ class LocalAgent::Impl {
   // Set once by the joining thread (under the mutex), then used on the loop's thread.
   std::unique_ptr<rendezvous::RendezvousHandler> handler_;
   std::mutex handler_mutex_;
-  bool cancelled_ = false;  // guarded by handler_mutex_
+  bool cancelled_ = false;                               // guarded by handler_mutex_
   std::unique_ptr<rendezvous::RoundCoordinator> round_;  // of the attempt running
   std::unique_ptr<Timer> tracking_timer_;
   std::optional<RoundEnd> over_;

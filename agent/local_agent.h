@@ -30,7 +30,7 @@ struct AgentServices {
   /// Builds the job's rendezvous (connecting or hosting as it is built). Called once,
   /// on a helper thread, before the first round.
   RendezvousFactory make_rendezvous;
-  OrphanGuard* guard = nullptr;     // may be null
+  OrphanGuard* guard = nullptr;               // may be null
   tracking::RunObserver* observer = nullptr;  // the job's tracking run; may be null
 };
 

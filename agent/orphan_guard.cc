@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "os/process_table.h"
 #include "common/error.h"
+#include "os/process_table.h"
 
 namespace ddprun::agent {
 namespace {

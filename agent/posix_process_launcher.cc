@@ -11,8 +11,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "os/process_table.h"
 #include "common/error.h"
+#include "os/process_table.h"
 
 namespace ddprun::agent {
 namespace {
@@ -99,7 +99,8 @@ pid_t PosixProcessLauncher::spawn(const SpawnOptions& options) {
   std::vector<char*> envp = as_c_array(options.env);
   ChildArgs args{::getpid(), &options, argv.data(), envp.data()};
   char* stack = child_stack_top();
-  if (stack == nullptr) throw SystemError("stack for starting '" + options.executable + "'", ENOMEM);
+  if (stack == nullptr)
+    throw SystemError("stack for starting '" + options.executable + "'", ENOMEM);
   // A signal reaching the child before it resets its handlers would run the agent's
   // handler there, which writes to the agent's own signal pipe: the agent would think
   // it was signalled itself. So every signal is blocked until the child has execed.
@@ -125,9 +126,7 @@ void PosixProcessLauncher::signal_group(pid_t pgid, int sig) {
 // it started that still lives has become ddprun's child, its session's members
 // included. So ddprun's own children are the leftovers: a few reads of its children
 // lists, not a scan of every process on the machine after every attempt.
-void PosixProcessLauncher::kill_leftovers(pid_t spare) {
-  os::kill_own_children(spare);
-}
+void PosixProcessLauncher::kill_leftovers(pid_t spare) { os::kill_own_children(spare); }
 
 void PosixProcessLauncher::wait_for_children() {
   child_signals_.async_wait([this](const boost::system::error_code& ec, int) {

@@ -6,9 +6,9 @@
 
 #include "agent/log_dir.h"
 #include "agent/orphan_guard.h"
-#include "tracking/run_observer.h"
 #include "agent/worker_env.h"
 #include "agent/worker_output.h"
+#include "tracking/run_observer.h"
 
 namespace ddprun::agent {
 namespace {
@@ -21,7 +21,8 @@ constexpr std::chrono::milliseconds kPipeDrainTimeout{2000};
 
 WorkerGroupRunner::WorkerGroupRunner(boost::asio::io_context& io, const AgentConfig& config,
                                      ProcessLauncher& launcher, Clock& clock, OrphanGuard* guard,
-                                     LogDir& log_dir, std::string host, tracking::RunObserver* observer)
+                                     LogDir& log_dir, std::string host,
+                                     tracking::RunObserver* observer)
     : io_(io),
       config_(config),
       launcher_(launcher),

@@ -39,7 +39,8 @@ bool to_int(const std::string& s, int& out) {
 
 int parse_int(const std::string& flag, const std::string& value) {
   int v = 0;
-  if (!to_int(trim_text(value), v) || v < 0) fail_value(flag, value, "expected a non-negative integer");
+  if (!to_int(trim_text(value), v) || v < 0)
+    fail_value(flag, value, "expected a non-negative integer");
   return v;
 }
 
@@ -50,8 +51,9 @@ std::chrono::milliseconds parse_seconds(const std::string& flag, const std::stri
   double v = s.empty() ? NAN : std::strtod(s.c_str(), &end);
   if (s.empty() || end != s.c_str() + s.size() || !std::isfinite(v) || v < 0 ||
       (!allow_zero && v == 0) || v > 1e9) {
-    fail_value(flag, value,
-         allow_zero ? "expected a number of seconds >= 0" : "expected a number of seconds > 0");
+    fail_value(
+        flag, value,
+        allow_zero ? "expected a number of seconds >= 0" : "expected a number of seconds > 0");
   }
   return std::chrono::milliseconds(static_cast<long long>(std::llround(v * 1000)));
 }

@@ -17,8 +17,8 @@
 #include "agent/executable.h"
 #include "agent/local_agent.h"
 #include "agent/orphan_guard.h"
-#include "common/clock.h"
 #include "agent/posix_process_launcher.h"
+#include "common/clock.h"
 #include "common/error.h"
 #include "common/host.h"
 #include "common/logging.h"
@@ -121,9 +121,10 @@ int launch(launcher::LaunchConfig& cfg, int argc, char** argv) {
   boost::asio::io_context io;
   agent::PosixProcessLauncher process_launcher(io);
   SteadyClock clock(io);
-  agent::AgentServices services{io, process_launcher, clock,
-                                [&cfg] { return rendezvous::make_rendezvous(cfg.rendezvous); }, &guard,
-                                tracker.get()};
+  agent::AgentServices services{
+      io,     process_launcher,
+      clock,  [&cfg] { return rendezvous::make_rendezvous(cfg.rendezvous); },
+      &guard, tracker.get()};
   agent::LocalAgent local_agent(cfg.agent, std::move(services));
   return local_agent.run();
 }

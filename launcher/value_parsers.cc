@@ -15,7 +15,8 @@ agent::Std parse_std_digit(const std::string& flag, const std::string& whole,
                            const std::string& digit) {
   int v = -1;
   if (!to_int(digit, v) || v < 0 || v > 3) {
-    fail_value(flag, whole, "expected 0 (none), 1 (stdout), 2 (stderr), 3 (both) or a map like 0:1,1:2");
+    fail_value(flag, whole,
+               "expected 0 (none), 1 (stdout), 2 (stderr), 3 (both) or a map like 0:1,1:2");
   }
   return static_cast<agent::Std>(v);
 }

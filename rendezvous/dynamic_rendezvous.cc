@@ -137,5 +137,4 @@ RendezvousInfo DynamicRendezvous::make_info(const DynamicState& state) {
   return info;
 }
 
-
 }  // namespace ddprun::rendezvous

@@ -43,8 +43,7 @@ class DynamicRendezvous : public RendezvousHandler {
   /// Members of an elastic round watch each other's liveness; the first node to
   /// begin the next round does so for everyone.
   std::unique_ptr<RoundCoordinator> coordinate(const RendezvousInfo& info,
-                                               boost::asio::io_context& io,
-                                               Clock& clock) override;
+                                               boost::asio::io_context& io, Clock& clock) override;
   void cancel() override;
   /// Closes the run where the state outlives the agents (every agent: once is enough
   /// and none is special) or where this agent hosts it, then lingers as the host.

@@ -67,7 +67,8 @@ void EtcdClient::fail_over(const std::string& why) {
 void EtcdClient::connect(Clock::time_point deadline) {
   if (socket_.is_open()) return;
   const EtcdEndpoint& e = endpoints_[current_];
-  net::Socket s = net::Socket::connect(e.host, e.port, std::min(deadline, Clock::now() + kConnectAttempt));
+  net::Socket s =
+      net::Socket::connect(e.host, e.port, std::min(deadline, Clock::now() + kConnectAttempt));
   std::lock_guard lock(socket_mutex_);
   socket_ = std::move(s);
   if (interrupted_) socket_.shutdown();

@@ -11,8 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "rendezvous/etcd_endpoint.h"
 #include "net/socket.h"
+#include "rendezvous/etcd_endpoint.h"
 #include "rendezvous/store.h"
 
 namespace ddprun::rendezvous {
@@ -35,7 +35,6 @@ class EtcdCompactedError : public EtcdRefusedError {
  public:
   using EtcdRefusedError::EtcdRefusedError;
 };
-
 
 struct EtcdKv {
   std::string key;

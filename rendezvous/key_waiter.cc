@@ -45,19 +45,20 @@ KeyWaiter::KeyWaiter(boost::asio::io_context& io, std::unique_ptr<Store> store,
       return;
     }
     wait_->readable = std::make_unique<boost::asio::posix::stream_descriptor>(io, fd);
-    wait_->readable->async_wait(
-        boost::asio::posix::descriptor_base::wait_read,
-        [w = wait_, tcp](const boost::system::error_code& ec) {
-          if (w->cancelled || ec == boost::asio::error::operation_aborted) return;
-          if (ec) return w->fail(ec.message());
-          // The answer is there: reading it and the values is one quick round trip.
-          try {
-            tcp->finish_wait();
-            w->deliver(tcp->multi_get_now(w->keys));
-          } catch (const std::exception& e) {
-            w->fail(e.what());
-          }
-        });
+    wait_->readable->async_wait(boost::asio::posix::descriptor_base::wait_read,
+                                [w = wait_, tcp](const boost::system::error_code& ec) {
+                                  if (w->cancelled || ec == boost::asio::error::operation_aborted)
+                                    return;
+                                  if (ec) return w->fail(ec.message());
+                                  // The answer is there: reading it and the values is one quick
+                                  // round trip.
+                                  try {
+                                    tcp->finish_wait();
+                                    w->deliver(tcp->multi_get_now(w->keys));
+                                  } catch (const std::exception& e) {
+                                    w->fail(e.what());
+                                  }
+                                });
     return;
   }
   Store* s = wait_->store.get();

@@ -47,7 +47,8 @@ Backend parse_backend(const FlagValue& f) {
 // an error even where the entry does not matter.
 void read_conf(const std::string& src, const Conf& conf, RendezvousParams& p) {
   auto seconds = [&](const char* key, std::chrono::milliseconds& out) {
-    if (auto it = conf.find(key); it != conf.end()) out = parse_seconds(src + key, it->second, false);
+    if (auto it = conf.find(key); it != conf.end())
+      out = parse_seconds(src + key, it->second, false);
   };
   std::chrono::milliseconds unused{};
   seconds("close_timeout", unused);

@@ -39,8 +39,7 @@ class StaticRendezvous : public RendezvousHandler {
   Store& store() override { return *client_; }
   std::unique_ptr<Store> connect() override;
   std::unique_ptr<RoundCoordinator> coordinate(const RendezvousInfo& info,
-                                               boost::asio::io_context& io,
-                                               Clock& clock) override;
+                                               boost::asio::io_context& io, Clock& clock) override;
   bool primary() const override { return server_ != nullptr; }
   std::string address() const override { return options_.master_addr; }
   /// Node 0 keeps the store up until the other nodes have left.

@@ -1,7 +1,7 @@
 #include "rendezvous/store_round.h"
 
-#include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
+#include <boost/asio/post.hpp>
 
 namespace ddprun::rendezvous {
 
@@ -41,7 +41,8 @@ void StoreRound::check_members(OnDead on_dead, OnLost on_lost) {
 
 RoundEnd StoreRound::end(const RoundEnd& mine) {
   try {
-    return RoundEnd::parse(options_.store->compare_set(options_.prefix + "over", "", mine.encode()));
+    return RoundEnd::parse(
+        options_.store->compare_set(options_.prefix + "over", "", mine.encode()));
   } catch (const std::exception& e) {
     spdlog::warn("could not tell the other nodes: {}", e.what());
     return mine;

@@ -2,8 +2,8 @@
 
 #include <filesystem>
 
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include "tracking/record_link.h"
 
@@ -52,8 +52,7 @@ bool RecordForwarder::connected() {
   }
   if (port == 0 || std::chrono::steady_clock::now() < retry_after_) return false;
   try {
-    socket_ = net::Socket::connect(host, port,
-                                          std::chrono::steady_clock::now() + kConnectTimeout);
+    socket_ = net::Socket::connect(host, port, std::chrono::steady_clock::now() + kConnectTimeout);
     return true;
   } catch (const std::exception& e) {
     lost(e.what());
@@ -69,7 +68,8 @@ std::string RecordForwarder::request(const std::string& header, std::string_view
   unsigned char len[4];
   socket_.recv_exact(len, 4, deadline);
   size_t n = read_frame_length(len);
-  if (n > kMaxFrame) throw TrackingError("the primary sent a frame of " + std::to_string(n) + " bytes");
+  if (n > kMaxFrame)
+    throw TrackingError("the primary sent a frame of " + std::to_string(n) + " bytes");
   std::string reply(n, '\0');
   socket_.recv_exact(reply.data(), n, deadline);
   return reply;
@@ -79,7 +79,8 @@ int64_t RecordForwarder::send_chunk(const std::string& stream, int64_t offset,
                                     std::string_view data) {
   nlohmann::json header{{"agent", agent_id_}, {"stream", stream}, {"offset", offset}};
   auto reply = nlohmann::json::parse(request(header.dump(), data), nullptr, false);
-  if (reply.contains("error")) throw TrackingError("the primary could not store them: " + reply["error"].dump());
+  if (reply.contains("error"))
+    throw TrackingError("the primary could not store them: " + reply["error"].dump());
   if (!reply.contains("offset") || !reply["offset"].is_number_unsigned()) {
     throw TrackingError("the primary's reply is malformed");
   }

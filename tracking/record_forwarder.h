@@ -49,7 +49,7 @@ class RecordForwarder {
   std::string host_;
   int port_ = 0;
   net::Socket socket_;
-  std::map<std::string, int64_t> sent_;     // stream -> offset the primary holds
+  std::map<std::string, int64_t> sent_;  // stream -> offset the primary holds
   std::map<std::string, bool> torn_seen_;
   bool unsent_ = false;  // the last pass left complete lines behind
   bool warned_ = false;

@@ -4,13 +4,13 @@
 #include <mutex>
 #include <thread>
 
+#include <spdlog/spdlog.h>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 
 #include "net/listen.h"
 #include "tracking/record_lines.h"
@@ -114,8 +114,8 @@ class RecordReceiver::Impl {
     }
     StreamOrigin origin;
     if (!header.contains("stream") || !header["stream"].is_string() ||
-        !parse_stream_name(header["stream"].get<std::string>(), origin) || !header.contains("offset") ||
-        !header["offset"].is_number_unsigned() ||
+        !parse_stream_name(header["stream"].get<std::string>(), origin) ||
+        !header.contains("offset") || !header["offset"].is_number_unsigned() ||
         header["offset"].get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
       return {};
     }
@@ -136,7 +136,8 @@ class RecordReceiver::Impl {
       return nlohmann::json{{"offset", held}}.dump();
     } catch (const std::exception& e) {
       store_.rollback();
-      if (!error_reported_) spdlog::error("tracking: storing forwarded records failed: {}", e.what());
+      if (!error_reported_)
+        spdlog::error("tracking: storing forwarded records failed: {}", e.what());
       error_reported_ = true;
       return nlohmann::json{{"error", e.what()}}.dump();
     }

@@ -10,9 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tracking/run_observer.h"
 #include "tracking/record_forwarder.h"
 #include "tracking/record_receiver.h"
+#include "tracking/run_observer.h"
 #include "tracking/run_store.h"
 #include "tracking/stream_ingester.h"
 #include "tracking/stream_watcher.h"

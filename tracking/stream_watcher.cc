@@ -26,7 +26,8 @@ void drain_fd(int fd) {
 StreamWatcher::StreamWatcher(const std::string& dir, std::chrono::milliseconds interval,
                              std::function<void(bool)> pass)
     : pass_(std::move(pass)), interval_(interval) {
-  inotify_fd_ = static_cast<int>(check_syscall(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC), "inotify_init1"));
+  inotify_fd_ =
+      static_cast<int>(check_syscall(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC), "inotify_init1"));
   // Without a watch (the directory vanished) the interval still drives passes.
   watch_ = ::inotify_add_watch(inotify_fd_, dir.c_str(), IN_MODIFY | IN_CLOSE_WRITE | IN_CREATE);
   wake_fd_ = static_cast<int>(check_syscall(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), "eventfd"));

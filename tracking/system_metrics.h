@@ -30,7 +30,7 @@ class SystemSampler {
 
  private:
   std::map<pid_t, std::pair<double, double>> last_cpu_;  // session -> (cpu seconds, wall)
-  std::unique_ptr<os::Nvml> nvml_;  // null without a GPU driver
+  std::unique_ptr<os::Nvml> nvml_;                       // null without a GPU driver
 };
 
 }  // namespace ddprun::tracking

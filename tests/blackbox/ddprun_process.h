@@ -56,7 +56,6 @@ struct Finished {
 Finished run_ddprun(const std::vector<std::string>& args,
                     const std::map<std::string, std::optional<std::string>>& env = {});
 
-
 /// A connection to 127.0.0.1:`port` (the caller closes it), or -1 when nothing accepts.
 int connect_loopback(int port);
 

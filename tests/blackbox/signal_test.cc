@@ -64,12 +64,14 @@ TEST(SignalsGrace, WorkerIgnoringSigtermIsKilledAfterTheGracePeriod) {
 
 TEST(SignalsGrace, DaemonLeftByASuccessfulWorkerIsKilled) {
   std::string dir = make_temp_dir();
-  Finished f = run_ddprun({"--nproc_per_node=1", "--no_python", test_worker_binary(), "daemon", dir});
+  Finished f =
+      run_ddprun({"--nproc_per_node=1", "--no_python", test_worker_binary(), "daemon", dir});
   ASSERT_EQ(f.code, 0) << f.err;
   std::string text = read_file(dir + "/daemon.pid");
   ASSERT_FALSE(text.empty());
   pid_t daemon = static_cast<pid_t>(std::stoi(text));
-  EXPECT_TRUE(eventually([&] { return !process_alive(daemon); })) << "daemon " << daemon << " survived";
+  EXPECT_TRUE(eventually([&] { return !process_alive(daemon); }))
+      << "daemon " << daemon << " survived";
 }
 
 TEST(SignalsGrace, SigkillOfDdprunLeavesNothingBehind) {

@@ -21,11 +21,10 @@ std::vector<std::string> fd_lines(const Finished& f) {
 
 TEST(Spawn, WorkersHoldOnlyDescriptorsZeroOneAndTwo) {
   // The job's store listens in ddprun meanwhile and every worker's output has a pipe.
-  Finished f = run_ddprun({"--nproc_per_node=2", "--tee=3", "--no_python", test_worker_binary(),
-                           "fds"});
+  Finished f =
+      run_ddprun({"--nproc_per_node=2", "--tee=3", "--no_python", test_worker_binary(), "fds"});
   ASSERT_EQ(f.code, 0) << f.err;
-  EXPECT_EQ(fd_lines(f),
-            (std::vector<std::string>{"[default0]:fds 0 1 2", "[default1]:fds 0 1 2"}))
+  EXPECT_EQ(fd_lines(f), (std::vector<std::string>{"[default0]:fds 0 1 2", "[default1]:fds 0 1 2"}))
       << f.out;
 }
 
@@ -35,13 +34,12 @@ TEST(Spawn, DescriptorsDdprunInheritedStayWithDdprun) {
   int b = ::dup2(a, 9);
   ASSERT_GE(a, 3);
   ASSERT_EQ(b, 9);
-  Finished f = run_ddprun({"--nproc_per_node=2", "--tee=3", "--no_python", test_worker_binary(),
-                           "fds"});
+  Finished f =
+      run_ddprun({"--nproc_per_node=2", "--tee=3", "--no_python", test_worker_binary(), "fds"});
   ::close(a);
   ::close(b);
   ASSERT_EQ(f.code, 0) << f.err;
-  EXPECT_EQ(fd_lines(f),
-            (std::vector<std::string>{"[default0]:fds 0 1 2", "[default1]:fds 0 1 2"}))
+  EXPECT_EQ(fd_lines(f), (std::vector<std::string>{"[default0]:fds 0 1 2", "[default1]:fds 0 1 2"}))
       << f.out;
 }
 

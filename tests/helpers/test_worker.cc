@@ -141,7 +141,8 @@ int main(int argc, char** argv) {
     if (dir == nullptr) return 65;
     std::vector<int> fds;
     while (dirent* e = ::readdir(dir)) {
-      if (e->d_name[0] != '.' && std::atoi(e->d_name) != ::dirfd(dir)) fds.push_back(std::atoi(e->d_name));
+      if (e->d_name[0] != '.' && std::atoi(e->d_name) != ::dirfd(dir))
+        fds.push_back(std::atoi(e->d_name));
     }
     ::closedir(dir);
     std::sort(fds.begin(), fds.end());

@@ -126,9 +126,8 @@ TEST_F(LocalAgentTest, ExitsInAnyOrder) {
   launcher_.on_spawn = [&](const auto& p) {
     if (p.rank() == 1) {
       launcher_.exit(p.pid, 0);
-      boost::asio::post(io_, [&, rank0 = launcher_.spawned()[0].pid] {
-        launcher_.exit(rank0, -SIGSEGV);
-      });
+      boost::asio::post(
+          io_, [&, rank0 = launcher_.spawned()[0].pid] { launcher_.exit(rank0, -SIGSEGV); });
     }
   };
   EXPECT_EQ(run(), 128 + SIGSEGV);

@@ -49,7 +49,9 @@ TEST(RecordForwarding, EveryCompleteLineArrivesOnceAndResendsAreHarmless) {
   EXPECT_EQ(store.metric_count(), 2) << "the unterminated line waits";
   EXPECT_TRUE(forwarder.all_sent());
 
-  append(stream, R"("t":1.0,"d":{"v":3}})" "\n" R"({"k":"log","seq":4)");
+  append(stream, R"("t":1.0,"d":{"v":3}})"
+                 "\n"
+                 R"({"k":"log","seq":4)");
   IngestStats last = forwarder.pass(true);
   EXPECT_EQ(store.metric_count(), 3);
   EXPECT_EQ(last.torn_records, 1) << "the writer is gone: its last line is torn";
@@ -100,11 +102,12 @@ TEST(RecordForwarding, BadFramesCloseOnlyTheirConnection) {
   RunStore store(dir + "/run", true);
   RecordReceiver receiver(dir + "/run");
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  for (std::string payload : {std::string("no header line"), std::string("{\"agent\":\"../x\"}\n"),
-                              std::string("{\"agent\":\"a\",\"stream\":\"../../etc\",\"offset\":0}\n"),
-                              std::string("[1,2]\n"),
-                              std::string("{\"agent\":\"a\",\"stream\":\"n0.r0.a0.jsonl\","
-                                          "\"offset\":18446744073709551615}\n")}) {
+  for (std::string payload :
+       {std::string("no header line"), std::string("{\"agent\":\"../x\"}\n"),
+        std::string("{\"agent\":\"a\",\"stream\":\"../../etc\",\"offset\":0}\n"),
+        std::string("[1,2]\n"),
+        std::string("{\"agent\":\"a\",\"stream\":\"n0.r0.a0.jsonl\","
+                    "\"offset\":18446744073709551615}\n")}) {
     auto bad = net::Socket::connect("127.0.0.1", receiver.port(), deadline);
     std::string frame = frame_length(payload.size()) + payload;
     bad.send_all(frame.data(), frame.size(), deadline);

@@ -12,16 +12,23 @@ using namespace std::chrono_literals;
 
 // torchrun's defaults, overridden by `set` ("name=value" entries: flags as given).
 RendezvousParams parse(std::map<std::string, std::string> set, bool standalone = false) {
-  std::map<std::string, std::string> v = {{"nnodes", "1"},          {"rdzv_backend", "static"},
-                                          {"rdzv_endpoint", ""},    {"rdzv_id", "none"},
-                                          {"rdzv_conf", ""},        {"node_rank", "0"},
-                                          {"master_addr", "127.0.0.1"}, {"master_port", "29500"},
+  std::map<std::string, std::string> v = {{"nnodes", "1"},
+                                          {"rdzv_backend", "static"},
+                                          {"rdzv_endpoint", ""},
+                                          {"rdzv_id", "none"},
+                                          {"rdzv_conf", ""},
+                                          {"node_rank", "0"},
+                                          {"master_addr", "127.0.0.1"},
+                                          {"master_port", "29500"},
                                           {"local_addr", ""}};
   for (const auto& [k, x] : set) v[k] = x;
-  auto flag = [&](const char* name) { return FlagValue{v[name], "--" + std::string(name), set.count(name) > 0}; };
-  RendezvousFlags f{flag("nnodes"),    flag("rdzv_backend"), flag("rdzv_endpoint"),
-                    flag("rdzv_id"),   flag("rdzv_conf"),    flag("node_rank"),
-                    flag("master_addr"), flag("master_port"), flag("local_addr"), standalone};
+  auto flag = [&](const char* name) {
+    return FlagValue{v[name], "--" + std::string(name), set.count(name) > 0};
+  };
+  RendezvousFlags f{flag("nnodes"),      flag("rdzv_backend"), flag("rdzv_endpoint"),
+                    flag("rdzv_id"),     flag("rdzv_conf"),    flag("node_rank"),
+                    flag("master_addr"), flag("master_port"),  flag("local_addr"),
+                    standalone};
   return parse_rendezvous(f);
 }
 
@@ -34,9 +41,12 @@ TEST(RendezvousParams, OneNodeHostsItsStoreOnAFreePort) {
 }
 
 TEST(RendezvousParams, C10dWithSeveralNodesIsElasticWithItsEndpointParsed) {
-  auto p = parse({{"nnodes", "1:4"}, {"rdzv_backend", "c10d"}, {"rdzv_endpoint", "[::1]:1234"},
-                  {"rdzv_conf", "join_timeout=7,last_call_timeout=0.5,keep_alive_interval=2,"
-                                "keep_alive_max_attempt=4,is_host=0,read_timeout=9"}});
+  auto p = parse({{"nnodes", "1:4"},
+                  {"rdzv_backend", "c10d"},
+                  {"rdzv_endpoint", "[::1]:1234"},
+                  {"rdzv_conf",
+                   "join_timeout=7,last_call_timeout=0.5,keep_alive_interval=2,"
+                   "keep_alive_max_attempt=4,is_host=0,read_timeout=9"}});
   EXPECT_TRUE(p.elastic());
   EXPECT_EQ(p.c10d_host, "::1");
   EXPECT_EQ(p.c10d_port, 1234);
@@ -107,7 +117,8 @@ TEST(RendezvousParams, BadValuesNameTheirFlag) {
   EXPECT_NE(message({{"rdzv_backend", "etcd"}, {"rdzv_endpoint", "e"}, {"rdzv_conf", "cert=x"}})
                 .find("TLS"),
             std::string::npos);
-  EXPECT_NE(message({{"nnodes", "2"}, {"node_rank", "2"}}).find("--node_rank=2"), std::string::npos);
+  EXPECT_NE(message({{"nnodes", "2"}, {"node_rank", "2"}}).find("--node_rank=2"),
+            std::string::npos);
   EXPECT_NE(message({{"nnodes", "1:2"}}).find("fixed number of nodes"), std::string::npos);
   EXPECT_NE(message({{"master_port", "70000"}}).find("--master_port=70000"), std::string::npos);
 }

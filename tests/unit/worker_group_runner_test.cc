@@ -5,8 +5,8 @@
 
 #include <filesystem>
 
-#include <boost/asio/executor_work_guard.hpp>
 #include <gtest/gtest.h>
+#include <boost/asio/executor_work_guard.hpp>
 
 #include "agent/log_dir.h"
 #include "tests/fakes/fake_process_launcher.h"
@@ -42,7 +42,8 @@ class WorkerGroupRunnerTest : public ::testing::Test {
   void run_group(int restart_count = 0) {
     done_ = false;
     runner_.start(
-        group(restart_count), [this](const agent::FailureRecord& f) { first_failures_.push_back(f); },
+        group(restart_count),
+        [this](const agent::FailureRecord& f) { first_failures_.push_back(f); },
         [this] { done_ = true; });
     while (!done_) io_.run_one();
   }
@@ -56,10 +57,11 @@ class WorkerGroupRunnerTest : public ::testing::Test {
   FakeProcessLauncher launcher_{io_};
   ManualClock clock_;
   agent::AgentConfig config_;
-  std::filesystem::path base_ = std::filesystem::temp_directory_path() /
-                                ("ddprun_runner_test_" + std::to_string(::getpid()));
+  std::filesystem::path base_ =
+      std::filesystem::temp_directory_path() / ("ddprun_runner_test_" + std::to_string(::getpid()));
   agent::LogDir log_dir_{base_.string(), "job"};
-  agent::WorkerGroupRunner runner_{io_, config_, launcher_, clock_, nullptr, log_dir_, "host", nullptr};
+  agent::WorkerGroupRunner runner_{io_,     config_,  launcher_, clock_,
+                                   nullptr, log_dir_, "host",    nullptr};
   bool done_ = false;
   std::vector<agent::FailureRecord> first_failures_;
 };
