@@ -90,9 +90,12 @@ std::vector<std::string> C10dBackend::dead_members(const std::string& prefix,
                                                    const std::string& self) {
   std::vector<std::string> keys;
   keys.reserve(members.size());
-  for (const auto& m : members)
-    keys.push_back(prefix + "hb/" +
-                   m);  // NOLINT(performance-inefficient-string-concatenation): once per member
+  for (const auto& m : members) {
+    std::string key = prefix;
+    key += "hb/";
+    key += m;
+    keys.push_back(std::move(key));
+  }
   // A member that has not beaten yet reads as "": judged from its first change.
   std::vector<std::string> beats = probe_->multi_get_now(keys);
   auto now = Clock::now();

@@ -103,9 +103,12 @@ std::vector<std::string> EtcdBackend::dead_members(const std::string& prefix,
                                                    const std::string& self) {
   std::vector<std::string> keys;
   keys.reserve(members.size());
-  for (const auto& m : members)
-    keys.push_back(prefix + "alive/" +
-                   m);  // NOLINT(performance-inefficient-string-concatenation): once per member
+  for (const auto& m : members) {
+    std::string key = prefix;
+    key += "alive/";
+    key += m;
+    keys.push_back(std::move(key));
+  }
   auto found = probe_.ranges(keys);
   std::vector<std::string> dead;
   for (size_t i = 0; i < members.size(); ++i) {
