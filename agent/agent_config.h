@@ -3,6 +3,7 @@
 #include <chrono>
 #include <string>
 
+#include "agent/hang_options.h"
 #include "agent/worker_spec.h"
 
 namespace ddprun::agent {
@@ -25,6 +26,8 @@ struct AgentConfig {
   std::string log_dir;
   /// Time workers get between SIGTERM and SIGKILL when they are stopped.
   std::chrono::milliseconds grace_period{30'000};
+  /// When a worker counts as hung, and what ddprun does then.
+  HangOptions hang;
   /// Value exported as OMP_NUM_THREADS when the user did not set it ("" = leave unset).
   std::string omp_num_threads;
 };

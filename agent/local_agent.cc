@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <fstream>
 #include <iostream>
 #include <mutex>
 #include <optional>
@@ -16,6 +17,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 
+#include "agent/hang_watch.h"
 #include "agent/log_dir.h"
 #include "agent/orphan_guard.h"
 #include "agent/worker_group_runner.h"
@@ -32,6 +34,9 @@ namespace ddprun::agent {
 
 using rendezvous::RoundEnd;
 
+// How long the nodes wait for each other's hang reports.
+constexpr std::chrono::milliseconds kHangGatherTimeout{20'000};
+
 class LocalAgent::Impl {
  public:
   Impl(AgentConfig config, AgentServices services)
@@ -44,7 +49,9 @@ class LocalAgent::Impl {
         log_dir_(config_.log_dir, config_.run_id),
         host_(host_name()),
         clock_(services.clock),
-        runner_(io_, config_, services.launcher, clock_, guard_, log_dir_, host_, observer_),
+        runner_(io_, config_, services.launcher, clock_, guard_, log_dir_, host_, observer_,
+                services.inspector),
+        hang_(config_, clock_, runner_, services.inspector, host_),
         tracking_timer_(clock_.make_timer()) {
     stop_signals_.add(SIGQUIT);
   }
@@ -79,6 +86,7 @@ class LocalAgent::Impl {
                                        info.members);
       }
       run_attempt(info);
+      if (over_ && over_->hang) report_hang(info);
       if (observer_) {
         observer_->poll(true);
         if (over_) {
@@ -99,6 +107,7 @@ class LocalAgent::Impl {
           return finish(128 + signalled_, "killed", "received " + signal_name(signalled_));
         }
         if (!over_) return finish_success();
+        if (over_->hang) report_hang(info);
       }
       if (!over_ || over_->kind == RoundEnd::Kind::kFinal) {
         return finish_failure(failures, over_.value_or(RoundEnd{}));
@@ -213,7 +222,12 @@ class LocalAgent::Impl {
         make_group(info), [this, info](const FailureRecord& f) { on_worker_failure(info, f); },
         [&done] { done = true; });
     if (observer_) poll_tracking();
-    while (!done) io_.run_one();
+    if (config_.hang.enabled()) {
+      hang_.start([this, info](const Stall& stall) { on_hang(info, stall); });
+    }
+    // A stack capture in progress ends before the attempt does.
+    while (!done || hang_.capturing()) io_.run_one();
+    hang_.stop();
     tracking_timer_->cancel();
     round_->stop_watching_members();
     // A node whose workers all succeeded keeps watching for the round's end while it
@@ -232,6 +246,69 @@ class LocalAgent::Impl {
     if (budget_left) round_->start_next_round(true, members(info));
   }
 
+  // A worker made no progress for too long: the round ends as after a failure, but
+  // every node first captures its workers' stacks (on_round_end).
+  void on_hang(const rendezvous::RendezvousInfo& info, const Stall& stall) {
+    std::string what = "hang: " + hang_.describe(stall) + " on node " +
+                       std::to_string(info.group_rank) + " (" + host_ + ")";
+    spdlog::warn("{}; capturing the workers' stacks", what);
+    bool budget_left = info.restart_count < config_.spec.max_restarts;
+    RoundEnd mine{budget_left ? RoundEnd::Kind::kRestart : RoundEnd::Kind::kFinal, kHangExitCode,
+                  what, true};
+    if (!over_) {
+      over_ = round_->end(mine);
+      stop_workers(*over_);
+    }
+    if (budget_left) round_->start_next_round(true, members(info));
+  }
+
+  // Ends the attempt's workers: after a hang, once their stacks are captured.
+  void stop_workers(const RoundEnd& end) {
+    if (!end.hang) return runner_.stop(SIGTERM);
+    hang_part_ = "[]";
+    hang_.capture([this](std::string part) {
+      hang_part_ = std::move(part);
+      runner_.stop(SIGTERM);
+    });
+  }
+
+  // Every node shares what it captured; each judges the same reports alike, so every
+  // node names the same culprit and takes the same decision on restarting.
+  void report_hang(const rendezvous::RendezvousInfo& info) {
+    while (hang_.capturing() && signalled_ == 0) io_.run_one();
+    std::optional<std::vector<std::string>> parts;
+    round_->gather("hang", hang_part_, kHangGatherTimeout,
+                   [&parts](std::vector<std::string> p) { parts = std::move(p); });
+    while (!parts && signalled_ == 0) io_.run_one();
+    if (!parts) return;
+    HangWatch::Verdict v = hang_.judge(*parts);
+    std::string report = format_hang_report(over_->reason, v.ranks, v.diagnosis);
+    std::string path = log_dir_.run_dir() + "/attempt_" + std::to_string(info.restart_count) +
+                       "/hang_node" + std::to_string(info.group_rank) + ".txt";
+    std::ofstream(path) << report;
+    std::cerr << "ddprun: " << over_->reason << "\n"
+              << v.diagnosis.summary << (v.missing.empty() ? "" : "  " + v.missing + "\n")
+              << "  stacks of every rank: " << path << "\n"
+              << std::flush;
+    if (observer_) {
+      nlohmann::json ranks = nlohmann::json::array();
+      for (const auto& r : v.ranks) ranks.push_back(to_json(r));
+      observer_->hang(info.restart_count,
+                      nlohmann::json{{"reason", over_->reason},
+                                     {"culprits", v.diagnosis.culprits},
+                                     {"why", v.diagnosis.why},
+                                     {"summary", v.diagnosis.summary},
+                                     {"ranks", ranks}}
+                          .dump());
+    }
+    if (v.no_progress_limit) {
+      over_ = RoundEnd{RoundEnd::Kind::kFinal, kNoProgressExitCode,
+                       over_->reason + "; " + std::to_string(config_.hang.max_no_progress_restarts) +
+                           " restart(s) in a row got no rank past the step where it hung before",
+                       true};
+    }
+  }
+
   static std::set<std::string> members(const rendezvous::RendezvousInfo& info) {
     return {info.members.begin(), info.members.end()};
   }
@@ -245,7 +322,7 @@ class LocalAgent::Impl {
     if (over_) return;  // our own announcement, already adopted
     if (!signalled_ && !runner_.idle()) spdlog::warn("stopping: {}", end.reason);
     over_ = std::move(end);
-    runner_.stop(SIGTERM);
+    stop_workers(*over_);
   }
 
   void on_store_lost(const std::string& what) {
@@ -359,6 +436,8 @@ class LocalAgent::Impl {
   std::string host_;
   Clock& clock_;
   WorkerGroupRunner runner_;
+  HangWatch hang_;
+  std::string hang_part_;  // this node's hang reports (JSON), to share
   // Set once by the joining thread (under the mutex), then used on the loop's thread.
   std::unique_ptr<rendezvous::RendezvousHandler> handler_;
   std::mutex handler_mutex_;

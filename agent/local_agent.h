@@ -17,6 +17,7 @@
 namespace ddprun::agent {
 
 class ProcessLauncher;
+class ProcessInspector;
 class OrphanGuard;
 
 /// What an agent runs on: the OS in production, fakes in tests. Everything here
@@ -32,13 +33,18 @@ struct AgentServices {
   RendezvousFactory make_rendezvous;
   OrphanGuard* guard = nullptr;               // may be null
   tracking::RunObserver* observer = nullptr;  // the job's tracking run; may be null
+  /// Looks into workers (state, CPU, stacks) for hang detection; may be null.
+  ProcessInspector* inspector = nullptr;
 };
 
 /// Runs one node's workers to the end of the job: spawns them with torchrun's
 /// environment, supervises them in one Asio loop driven by SIGCHLD (never polling),
 /// routes their output, stops the group on the first failure (SIGTERM, grace period,
 /// SIGKILL), restarts it within the budget, forwards SIGINT/SIGTERM/SIGHUP/SIGQUIT,
-/// and prints torchrun's failure summary.
+/// and prints torchrun's failure summary. With hang detection on, a worker that makes
+/// no progress ends the round like a failure, after every node has captured its
+/// workers' stacks; the culprit is named on the console, in the log directory and in
+/// the run.
 ///
 /// Exit code of run(): 0 if every worker exited 0; the root-cause worker's code
 /// (128+N for signal N) on failure; 128+S when ddprun received signal S.

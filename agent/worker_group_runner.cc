@@ -2,10 +2,13 @@
 
 #include <signal.h>
 
+#include <cstdlib>
+
 #include <spdlog/spdlog.h>
 
 #include "agent/log_dir.h"
 #include "agent/orphan_guard.h"
+#include "agent/progress_page.h"
 #include "agent/worker_env.h"
 #include "agent/worker_output.h"
 #include "tracking/run_observer.h"
@@ -16,13 +19,21 @@ namespace {
 // Pipes held open by a process that escaped the worker's session get this long
 // after the last worker exited before ddprun stops waiting for their EOF.
 constexpr std::chrono::milliseconds kPipeDrainTimeout{2000};
+// A worker not gone this long after SIGKILL is stuck in the kernel: it is left behind.
+constexpr std::chrono::milliseconds kKillWait{5000};
+
+bool env_set(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0';
+}
 
 }  // namespace
 
 WorkerGroupRunner::WorkerGroupRunner(boost::asio::io_context& io, const AgentConfig& config,
                                      ProcessLauncher& launcher, Clock& clock, OrphanGuard* guard,
                                      LogDir& log_dir, std::string host,
-                                     tracking::RunObserver* observer)
+                                     tracking::RunObserver* observer,
+                                     ProcessInspector* inspector)
     : io_(io),
       config_(config),
       launcher_(launcher),
@@ -32,7 +43,9 @@ WorkerGroupRunner::WorkerGroupRunner(boost::asio::io_context& io, const AgentCon
       host_(std::move(host)),
       inherited_env_(current_environment()),
       grace_timer_(clock.make_timer()),
-      drain_timer_(clock.make_timer()) {
+      drain_timer_(clock.make_timer()),
+      kill_timer_(clock.make_timer()),
+      inspector_(inspector) {
   launcher_.on_exit([this](const std::vector<ChildExit>& exits) { on_exits(exits); });
 }
 
@@ -46,6 +59,8 @@ void WorkerGroupRunner::start(WorkerGroup group,
   retired_outputs_ = std::move(outputs_);
   outputs_.clear();
   failures_.clear();
+  pages_.clear();
+  dirs_.clear();
   group_ = std::move(group);
   on_failure_ = std::move(on_failure);
   on_done_ = std::move(on_done);
@@ -53,6 +68,7 @@ void WorkerGroupRunner::start(WorkerGroup group,
   int attempt = group_.restart_count;
   for (auto& w : group_.workers) {
     std::string dir = log_dir_.worker_dir(attempt, w.local_rank);
+    dirs_.push_back(dir);
     w.error_file = dir + "/error.json";
     PrefixVars vars{config_.spec.role, w.local_rank, w.global_rank, group_.group_rank, host_};
     auto out =
@@ -63,6 +79,7 @@ void WorkerGroupRunner::start(WorkerGroup group,
     opts.executable = opts.argv.front();
     std::map<std::string, std::string> extra;
     if (observer_) observer_->add_worker_env(group_.group_rank, w.global_rank, attempt, extra);
+    if (config_.hang.enabled()) add_hang_env(dir, extra);
     opts.env = build_worker_env(inherited_env_, config_, group_, w, extra);
     opts.stdout_fd = out->child_stdout();
     opts.stderr_fd = out->child_stderr();
@@ -76,6 +93,34 @@ void WorkerGroupRunner::start(WorkerGroup group,
     outputs_.push_back(std::move(out));
     spdlog::debug("started local_rank {} (rank {}) as pid {}", w.local_rank, w.global_rank, w.pid);
   }
+}
+
+// What hang detection needs in a worker: a progress page, the stack dump hook for
+// Python, and PyTorch's NCCL flight recorder (where the user did not set it up).
+void WorkerGroupRunner::add_hang_env(const std::string& dir,
+                                     std::map<std::string, std::string>& extra) {
+  pages_.push_back(std::make_unique<ProgressPage>(dir + "/progress"));
+  extra["DDPRUN_PROGRESS_FILE"] = pages_.back()->path();
+  extra["DDPRUN_STACK_FILE"] = dir + "/python_stacks.txt";
+  extra["DDPRUN_STACK_SIGNAL"] = std::to_string(stack_dump_signal());
+  if (!config_.hang.python_hook_dir.empty()) {
+    auto it = extra.find("PYTHONPATH");
+    const char* inherited = std::getenv("PYTHONPATH");
+    std::string rest = it != extra.end() ? it->second : (inherited ? inherited : "");
+    extra["PYTHONPATH"] = config_.hang.python_hook_dir + (rest.empty() ? "" : ":" + rest);
+  }
+  if (!env_set("TORCH_NCCL_TRACE_BUFFER_SIZE")) extra["TORCH_NCCL_TRACE_BUFFER_SIZE"] = "2000";
+  if (!env_set("TORCH_NCCL_DUMP_ON_TIMEOUT")) extra["TORCH_NCCL_DUMP_ON_TIMEOUT"] = "1";
+  if (!env_set("TORCH_NCCL_DEBUG_INFO_TEMP_FILE")) {
+    extra["TORCH_NCCL_DEBUG_INFO_TEMP_FILE"] = dir + "/nccl_trace_rank_";
+  }
+}
+
+ProgressSample WorkerGroupRunner::progress(int local_rank) const {
+  auto i = static_cast<size_t>(local_rank);
+  ProgressSample s = i < pages_.size() ? pages_[i]->read() : ProgressSample{};
+  if (i < outputs_.size()) s.output = outputs_[i]->reads();
+  return s;
 }
 
 // Exits noticed together are judged together, so workers that failed at the same
@@ -130,7 +175,27 @@ void WorkerGroupRunner::stop(int sig) {
   grace_timer_->start(config_.grace_period, [this] {
     spdlog::warn("workers did not stop within the grace period; sending SIGKILL");
     signal_running(SIGKILL);
+    kill_timer_->start(kKillWait, [this] { abandon_unkillable(); });
   });
+}
+
+// SIGKILL takes effect when a process leaves the kernel; one in uninterruptible sleep
+// (a hung filesystem, a frozen cgroup) may never. Say so, and go on without it.
+void WorkerGroupRunner::abandon_unkillable() {
+  for (auto& w : group_.workers) {
+    if (w.state != WorkerState::kHealthy) continue;
+    ProcessLook look = inspector_ ? inspector_->look(w.pid) : ProcessLook{};
+    std::string why = look.state == 'D'
+                          ? "it is in uninterruptible sleep (D" +
+                                (look.wait_channel.empty() ? "" : ", in " + look.wait_channel) +
+                                ")"
+                          : "state " + std::string(1, look.state);
+    spdlog::error("rank {} (pid {}) did not die {} ms after SIGKILL ({}); leaving it behind",
+                  w.global_rank, w.pid, kKillWait.count(), why);
+    w.state = WorkerState::kStopped;
+    w.exit = WorkerExit{-SIGKILL, std::time(nullptr)};
+  }
+  if (running_workers() == 0 && phase_ == Phase::kStopping) begin_drain();
 }
 
 void WorkerGroupRunner::signal_running(int sig) {
@@ -143,6 +208,7 @@ void WorkerGroupRunner::signal_running(int sig) {
 void WorkerGroupRunner::begin_drain() {
   phase_ = Phase::kDraining;
   grace_timer_->cancel();
+  kill_timer_->cancel();
   launcher_.kill_leftovers(guard_ ? guard_->pid() : -1);
   drain_timer_->start(kPipeDrainTimeout, [this] {
     for (auto& out : outputs_) out->drain_and_close();

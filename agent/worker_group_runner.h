@@ -1,6 +1,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -9,6 +10,8 @@
 
 #include "agent/agent_config.h"
 #include "agent/failure_summary.h"
+#include "agent/hang_monitor.h"
+#include "agent/process_inspector.h"
 #include "agent/process_launcher.h"
 #include "agent/worker.h"
 #include "common/clock.h"
@@ -18,6 +21,7 @@ namespace ddprun::agent {
 
 class LogDir;
 class OrphanGuard;
+class ProgressPage;
 class WorkerOutput;
 
 /// Runs one attempt of this node's workers inside the agent's io_context: spawns
@@ -30,11 +34,12 @@ class WorkerOutput;
 /// -> kIdle. Single-threaded: use on the io_context's thread.
 class WorkerGroupRunner {
  public:
-  /// Takes the launcher's exit notifications. `guard` and `observer` may be null; the
-  /// observer hears of every worker's start and exit.
+  /// Takes the launcher's exit notifications. `guard`, `inspector` and `observer` may
+  /// be null; the observer hears of every worker's start and exit.
   WorkerGroupRunner(boost::asio::io_context& io, const AgentConfig& config,
                     ProcessLauncher& launcher, Clock& clock, OrphanGuard* guard, LogDir& log_dir,
-                    std::string host, tracking::RunObserver* observer);
+                    std::string host, tracking::RunObserver* observer,
+                    ProcessInspector* inspector = nullptr);
   ~WorkerGroupRunner();
 
   /// Spawns the group's workers for attempt `group.restart_count`. `on_failure` runs at
@@ -44,9 +49,17 @@ class WorkerGroupRunner {
              std::function<void()> on_done);
 
   /// Sends `sig` to every running worker's group, then SIGKILL after the grace period.
+  /// A worker still there a while after SIGKILL (uninterruptible sleep) is named and
+  /// left behind, so that stopping never waits forever.
   void stop(int sig);
 
   bool idle() const { return phase_ == Phase::kIdle; }
+  bool running() const { return phase_ == Phase::kRunning; }
+  const WorkerGroup& group() const { return group_; }
+  /// Where a worker of this attempt keeps its logs (and progress page, stack dumps).
+  const std::string& worker_dir(int local_rank) const { return dirs_.at(local_rank); }
+  /// A worker's progress now: its progress page (with hang detection on) and output.
+  ProgressSample progress(int local_rank) const;
   int running_workers() const;
   /// This attempt's failed workers, root cause first (empty if none failed).
   const std::vector<FailureRecord>& failures() const { return failures_; }
@@ -55,6 +68,8 @@ class WorkerGroupRunner {
   enum class Phase { kIdle, kRunning, kStopping, kDraining };
 
   void on_exits(const std::vector<ChildExit>& exits);
+  void add_hang_env(const std::string& dir, std::map<std::string, std::string>& extra);
+  void abandon_unkillable();
   Worker* find_worker(pid_t pid);
   void signal_running(int sig);
   void begin_drain();
@@ -70,11 +85,15 @@ class WorkerGroupRunner {
   std::vector<std::string> inherited_env_;
   std::unique_ptr<Timer> grace_timer_;
   std::unique_ptr<Timer> drain_timer_;
+  std::unique_ptr<Timer> kill_timer_;
+  ProcessInspector* inspector_;
 
   Phase phase_ = Phase::kIdle;
   WorkerGroup group_;
   std::vector<std::unique_ptr<WorkerOutput>> outputs_;
   std::vector<std::unique_ptr<WorkerOutput>> retired_outputs_;
+  std::vector<std::unique_ptr<ProgressPage>> pages_;  // with hang detection on
+  std::vector<std::string> dirs_;
   std::vector<FailureRecord> failures_;
   std::function<void(const FailureRecord&)> on_failure_;
   std::function<void()> on_done_;

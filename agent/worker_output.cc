@@ -95,6 +95,7 @@ void WorkerOutput::read_ready(Stream& s) {
   for (int chunk = 0; chunk < kChunksPerWake; ++chunk) {
     ssize_t n = ::read(fd, read_buffer(), kReadChunk);
     if (n > 0) {
+      ++reads_;
       s.writer->feed(read_buffer(), static_cast<size_t>(n));
       continue;
     }

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -43,6 +44,9 @@ class WorkerOutput {
   /// Piped streams not yet at end of file.
   int open_pipes() const;
 
+  /// Reads of output so far (a sign of life: output sent to files directly is not seen).
+  uint64_t reads() const { return reads_; }
+
  private:
   struct Stream {
     int child_fd = -1;  // what the worker writes to
@@ -60,6 +64,7 @@ class WorkerOutput {
   boost::asio::io_context& io_;
   Stream streams_[2];
   std::function<void()> on_eof_;
+  uint64_t reads_ = 0;
 };
 
 }  // namespace ddprun::agent

@@ -44,4 +44,9 @@ class SteadyTimer : public Timer {
 
 std::unique_ptr<Timer> SteadyClock::make_timer() { return std::make_unique<SteadyTimer>(io_); }
 
+std::chrono::milliseconds SteadyClock::now() const {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now().time_since_epoch());
+}
+
 }  // namespace ddprun

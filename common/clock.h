@@ -25,6 +25,8 @@ class Clock {
  public:
   virtual ~Clock() = default;
   virtual std::unique_ptr<Timer> make_timer() = 0;
+  /// Time since a fixed point of this clock's own (monotonic).
+  virtual std::chrono::milliseconds now() const = 0;
 };
 
 /// Real time: steady_timer on the agent's io_context.
@@ -32,6 +34,7 @@ class SteadyClock : public Clock {
  public:
   explicit SteadyClock(boost::asio::io_context& io) : io_(io) {}
   std::unique_ptr<Timer> make_timer() override;
+  std::chrono::milliseconds now() const override;
 
  private:
   boost::asio::io_context& io_;

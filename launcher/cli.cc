@@ -9,6 +9,7 @@
 #include <boost/program_options.hpp>
 
 #include "common/error.h"
+#include "launcher/hang_flags.h"
 #include "launcher/option_values.h"
 #include "launcher/rendezvous_flags.h"
 #include "launcher/value_parsers.h"
@@ -51,6 +52,16 @@ constexpr OptionDef kOptions[] = {
     {"run_name", 0, false, "", "a name for the run (default: its id)"},
     {"no_tracking", 0, true, "0", "do not record an experiment run"},
     {"tracking_interval", 0, false, "15", "seconds between system metric samples"},
+    {"hang_timeout", 0, false, "off",
+     "stop (and restart) the job when a rank makes no progress for SECONDS, or auto: a "
+     "safety factor x the longest interval seen; progress is any tracking call or output line"},
+    {"hang_initial_timeout", 0, false, "1800",
+     "seconds a rank may take to its first progress (auto: its first few)"},
+    {"hang_safety_factor", 0, false, "5", "auto: the timeout is this x the longest interval"},
+    {"hang_min_timeout", 0, false, "60", "auto: the timeout is never shorter (seconds)"},
+    {"max_no_progress_restarts", 0, false, "3",
+     "hangs in a row, after restarts that got no rank past the step it hung at, before "
+     "ddprun stops with exit status 125"},
     {"help", 'h', true, "0", "print this help and exit"},
     {"version", 0, true, "0", "print the version and exit"},
 };
@@ -224,6 +235,7 @@ LaunchConfig parse_command_line(int argc, const char* const argv[], const EnvLoo
     throw UsageError(v.source("start_method") + "=" + sm + ": expected spawn, fork or forkserver");
   }
   if (!env("OMP_NUM_THREADS") && a.spec.local_world_size > 1) a.omp_num_threads = "1";
+  fill_hang_options(v, a.hang);
   cfg.tracking = !v.flag("no_tracking");
   cfg.tracking_dir = v.str("tracking_dir");
   if (cfg.tracking_dir.empty()) throw UsageError(v.source("tracking_dir") + "=: must not be empty");
@@ -248,6 +260,9 @@ std::string help_text() {
          "  128+S  the root-cause worker was killed by signal S, or ddprun itself\n"
          "         received signal S (SIGINT, SIGTERM, SIGHUP, SIGQUIT)\n"
          "  2      usage error\n"
+         "  124    a rank hung (--hang_timeout) and no restart was left\n"
+         "  125    the job hung again after --max_no_progress_restarts restarts that got\n"
+         "         no rank past the step where it hung before\n"
          "  126    the script or program is not executable\n"
          "  127    the script, program or Python interpreter was not found\n";
   return out.str();

@@ -17,6 +17,7 @@
 #include "agent/executable.h"
 #include "agent/local_agent.h"
 #include "agent/orphan_guard.h"
+#include "agent/posix_process_inspector.h"
 #include "agent/posix_process_launcher.h"
 #include "common/clock.h"
 #include "common/error.h"
@@ -76,6 +77,13 @@ std::string tracking_python_dir() {
   return std::string(DDPRUN_SOURCE_DIR) + "/tracking/python";
 }
 
+// ddprun's Python start-up hook (sitecustomize.py), next to the tracking module.
+std::string python_hook_dir() {
+  std::string installed = tracking_python_dir() + "/hook";
+  if (std::filesystem::exists(installed + "/sitecustomize.py")) return installed;
+  return std::string(DDPRUN_SOURCE_DIR) + "/agent/python";
+}
+
 // A run id for the tracking run: the rendezvous id when there is one, else a fresh one.
 std::string tracking_run_id(const launcher::LaunchConfig& cfg) {
   if (cfg.agent.run_id != "none") return cfg.agent.run_id;
@@ -121,10 +129,15 @@ int launch(launcher::LaunchConfig& cfg, int argc, char** argv) {
   boost::asio::io_context io;
   agent::PosixProcessLauncher process_launcher(io);
   SteadyClock clock(io);
-  agent::AgentServices services{
-      io,     process_launcher,
-      clock,  [&cfg] { return rendezvous::make_rendezvous(cfg.rendezvous); },
-      &guard, tracker.get()};
+  agent::PosixProcessInspector inspector(io, process_launcher, clock);
+  if (cfg.agent.hang.enabled()) cfg.agent.hang.python_hook_dir = python_hook_dir();
+  agent::AgentServices services{io,
+                                process_launcher,
+                                clock,
+                                [&cfg] { return rendezvous::make_rendezvous(cfg.rendezvous); },
+                                &guard,
+                                tracker.get(),
+                                &inspector};
   agent::LocalAgent local_agent(cfg.agent, std::move(services));
   return local_agent.run();
 }

@@ -18,7 +18,16 @@ class LocalRound : public RoundCoordinator {
     });
   }
   void start_next_round(bool, const std::set<std::string>&) override {}
-  void stop() override { *alive_ = false; }
+  void gather(const std::string&, const std::string& mine, std::chrono::milliseconds,
+              OnGathered on_gathered) override {
+    boost::asio::post(io_, [alive = alive_, f = std::move(on_gathered), mine] {
+      if (*alive) f({mine});
+    });
+  }
+  void stop() override {
+    *alive_ = false;
+    alive_ = std::make_shared<bool>(true);  // for what is started after
+  }
   ~LocalRound() override { stop(); }
 
  private:

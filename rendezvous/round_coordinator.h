@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <set>
@@ -27,6 +28,7 @@ class RoundCoordinator {
   using OnLost = std::function<void(std::string)>;
   using OnDead = std::function<void(std::vector<std::string>)>;
   using OnAllDone = std::function<void()>;
+  using OnGathered = std::function<void(std::vector<std::string>)>;
 
   virtual ~RoundCoordinator() = default;
 
@@ -53,6 +55,12 @@ class RoundCoordinator {
   /// counts as a restart, after a membership change it does not. `alive`: the members
   /// believed alive. Nothing to do where rounds simply follow (static rendezvous).
   virtual void start_next_round(bool failure, const std::set<std::string>& alive) = 0;
+
+  /// Shares this node's part of something every node of the round contributes under
+  /// `name` (its hang report, ...) and calls `on_gathered` once with every node's part,
+  /// by group rank; a part that has not come within `timeout` is left empty.
+  virtual void gather(const std::string& name, const std::string& mine,
+                      std::chrono::milliseconds timeout, OnGathered on_gathered) = 0;
 
   /// Ends every watch: no callback comes after.
   virtual void stop() = 0;

@@ -15,7 +15,8 @@ const char* RoundEnd::kind_name(Kind kind) {
 }
 
 std::string RoundEnd::encode() const {
-  return std::string(kind_name(kind)) + "|" + std::to_string(exitcode) + "|" + reason;
+  return std::string(kind_name(kind)) + (hang ? "+hang" : "") + "|" + std::to_string(exitcode) +
+         "|" + reason;
 }
 
 RoundEnd RoundEnd::parse(const std::string& value) {
@@ -27,6 +28,11 @@ RoundEnd RoundEnd::parse(const std::string& value) {
     return r;
   }
   std::string kind = value.substr(0, a);
+  const std::string hang = "+hang";
+  if (kind.size() > hang.size() && kind.compare(kind.size() - hang.size(), hang.size(), hang) == 0) {
+    r.hang = true;
+    kind.resize(kind.size() - hang.size());
+  }
   r.kind = kind == "restart"      ? Kind::kRestart
            : kind == "membership" ? Kind::kMembership
                                   : Kind::kFinal;

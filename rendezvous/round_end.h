@@ -5,7 +5,7 @@
 namespace ddprun::rendezvous {
 
 /// Why a round ended for every node, as stored in its "over" key:
-/// "<kind>|<exit code>|<what happened>". The first writer wins (compare-and-set).
+/// "<kind>[+hang]|<exit code>|<what happened>". The first writer wins (compare-and-set).
 struct RoundEnd {
   enum class Kind {
     kRestart,     // a worker failed and the budget allows another round
@@ -15,6 +15,8 @@ struct RoundEnd {
   Kind kind = Kind::kFinal;
   int exitcode = 1;
   std::string reason;
+  /// A rank hung: every node captures its workers' stacks before stopping them.
+  bool hang = false;
 
   /// "restart", "membership" or "final": the kind as stored and as the run records it.
   static const char* kind_name(Kind kind);

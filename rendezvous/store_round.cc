@@ -6,7 +6,7 @@
 namespace ddprun::rendezvous {
 
 StoreRound::StoreRound(boost::asio::io_context& io, Clock& clock, Options options)
-    : io_(io), options_(std::move(options)), heartbeat_(clock.make_timer()) {}
+    : io_(io), clock_(clock), options_(std::move(options)), heartbeat_(clock.make_timer()) {}
 
 StoreRound::~StoreRound() { stop(); }
 
@@ -70,6 +70,56 @@ void StoreRound::finish_node(OnAllDone on_all_done, OnLost on_lost) {
 
 void StoreRound::start_next_round(bool failure, const std::set<std::string>& alive) {
   if (options_.start_next) options_.start_next(failure, alive);
+}
+
+void StoreRound::gather(const std::string& name, const std::string& mine,
+                        std::chrono::milliseconds timeout, OnGathered on_gathered) {
+  int me = options_.info.group_rank;
+  std::vector<std::string> keys;
+  for (int k = 0; k < options_.info.group_world_size; ++k) {
+    keys.push_back(options_.prefix + "gather/" + name + "/" + std::to_string(k));
+  }
+  gather_timer_ = clock_.make_timer();
+  // Whichever comes first, every part or the timeout, answers; the other is dropped.
+  auto answered = std::make_shared<bool>(false);
+  auto answer = [this, answered, on_gathered](std::vector<std::string> parts) {
+    if (*answered) return;
+    *answered = true;
+    gather_timer_->cancel();
+    boost::asio::post(io_, [this, on_gathered, parts = std::move(parts)] {
+      gather_wait_.reset();
+      on_gathered(parts);
+    });
+  };
+  try {
+    options_.store->set(keys.at(static_cast<size_t>(me)), mine);
+    gather_wait_ = std::make_unique<KeyWaiter>(
+        io_, options_.connect(), keys, answer,
+        [this, answer, keys, me, mine](const std::string&) {
+          answer(present_parts(keys, me, mine));
+        });
+  } catch (const std::exception& e) {
+    spdlog::warn("could not share with the other nodes: {}", e.what());
+    std::vector<std::string> parts(keys.size());
+    parts.at(static_cast<size_t>(me)) = mine;
+    return answer(parts);
+  }
+  gather_timer_->start(timeout, [this, answer, keys, me, mine] {
+    answer(present_parts(keys, me, mine));
+  });
+}
+
+std::vector<std::string> StoreRound::present_parts(const std::vector<std::string>& keys,
+                                                   int mine_at, const std::string& mine) {
+  std::vector<std::string> parts(keys.size());
+  try {
+    auto present = options_.store->get_now(keys);
+    for (size_t k = 0; k < keys.size(); ++k) parts[k] = present[k].value_or("");
+  } catch (const std::exception& e) {
+    spdlog::warn("could not read what the other nodes shared: {}", e.what());
+  }
+  parts.at(static_cast<size_t>(mine_at)) = mine;
+  return parts;
 }
 
 void StoreRound::stop() {

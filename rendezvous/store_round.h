@@ -46,15 +46,24 @@ class StoreRound : public RoundCoordinator {
   RoundEnd end(const RoundEnd& mine) override;
   void finish_node(OnAllDone on_all_done, OnLost on_lost) override;
   void start_next_round(bool failure, const std::set<std::string>& alive) override;
+  /// Parts are "gather/<name>/<k>" keys of the round.
+  void gather(const std::string& name, const std::string& mine, std::chrono::milliseconds timeout,
+              OnGathered on_gathered) override;
   void stop() override;
 
  private:
   std::string lost(const std::string& why) const;
   void check_members(OnDead on_dead, OnLost on_lost);
 
+  std::vector<std::string> present_parts(const std::vector<std::string>& keys, int mine_at,
+                                         const std::string& mine);
+
   boost::asio::io_context& io_;
+  Clock& clock_;
   Options options_;
   std::unique_ptr<Timer> heartbeat_;
+  std::unique_ptr<Timer> gather_timer_;
+  std::unique_ptr<KeyWaiter> gather_wait_;
   std::unique_ptr<KeyWaiter> end_wait_;
   std::unique_ptr<KeyWaiter> done_wait_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // false: stopped

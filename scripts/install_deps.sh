@@ -13,6 +13,7 @@ packages=(
   iproute2 procps time                # multi-host tests, process checks, benchmarks
   chromium                            # the HTML report, checked headless
   etcd-server etcd-client             # the etcd rendezvous backend, tested against real etcd
+  elfutils gdb                        # native stacks of hung workers (eu-stack; gdb as fallback)
 )
 
 missing=()

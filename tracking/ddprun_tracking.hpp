@@ -6,14 +6,18 @@
 //   ddprun::track::config({{"lr", "0.1"}});
 //   ddprun::track::log({{"loss", 0.25}}, /*step=*/10);
 //   ddprun::track::summary({{"best_acc", "0.91"}});
+//   ddprun::track::heartbeat();                          // "still going"
+//   { ddprun::track::Section s("checkpoint", std::chrono::minutes(10)); save(); }
 //
 // Records go to this process's stream (DDPRUN_TRACKING_STREAM, set by ddprun) as JSON
 // lines, buffered and written in whole lines by a background thread every
 // DDPRUN_TRACKING_FLUSH seconds (default 1), when the buffer grows, on flush() and at
 // exit. Outside ddprun every call does nothing. Calls never block on disk I/O and never
-// throw; thread-safe.
+// throw; thread-safe. With --hang_timeout every call is also progress that ddprun
+// watches, written to a shared page (DDPRUN_PROGRESS_FILE) with no system call.
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -23,6 +27,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <initializer_list>
 #include <mutex>
 #include <optional>
@@ -185,7 +190,79 @@ inline void append_wall_time(std::string& out) {
   out.append(frac, 6);
 }
 
+// The progress page ddprun reads (layout in ddprun's agent/progress_page.h): beats at
+// 8, the last step at 16, the section's timeout in ms at 24 and its name at 32.
+class ProgressPage {
+ public:
+  static ProgressPage& get() {
+    static ProgressPage page;
+    return page;
+  }
+  void beat(std::optional<int64_t> step = std::nullopt) {
+    if (base_ == nullptr) return;
+    if (step) std::atomic_ref<int64_t>(*reinterpret_cast<int64_t*>(base_ + 16)).store(*step);
+    std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(base_ + 8)).fetch_add(1);
+  }
+  void show_section(const std::string& name, uint64_t timeout_ms) {
+    if (base_ == nullptr) return;
+    char field[64] = {};
+    std::memcpy(field, name.data(), name.size() < 63 ? name.size() : 63);
+    std::memcpy(base_ + 32, field, sizeof(field));
+    std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(base_ + 24)).store(timeout_ms);
+  }
+
+ private:
+  ProgressPage() {
+    const char* path = std::getenv("DDPRUN_PROGRESS_FILE");
+    if (path == nullptr || *path == '\0') return;
+    int fd = ::open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) return;
+    void* map = ::mmap(nullptr, 128, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    ::close(fd);
+    if (map == MAP_FAILED) return;
+    if (std::memcmp(map, "DDPRPG01", 8) != 0) {
+      ::munmap(map, 128);
+      return;
+    }
+    base_ = static_cast<char*>(map);
+  }
+  char* base_ = nullptr;  // mapped for the process's life
+};
+
 }  // namespace detail
+
+/// Tells ddprun this rank is making progress, for code that logs rarely: no record,
+/// no system call.
+inline void heartbeat() { detail::ProgressPage::get().beat(); }
+
+/// A known-long phase (checkpointing, evaluation) with its own hang timeout (none:
+/// never counted as hung inside). Sections nest on one thread.
+class Section {
+ public:
+  explicit Section(std::string name, std::optional<std::chrono::milliseconds> timeout = std::nullopt)
+      : outer_(current()) {
+    uint64_t ms = timeout ? static_cast<uint64_t>(timeout->count() > 0 ? timeout->count() : 1)
+                          : ~uint64_t{0};
+    current() = {std::move(name), ms};
+    detail::ProgressPage::get().show_section(current().first, ms);
+    heartbeat();
+  }
+  ~Section() {
+    current() = outer_;
+    detail::ProgressPage::get().show_section(outer_.first, outer_.second);
+    heartbeat();
+  }
+  Section(const Section&) = delete;
+  Section& operator=(const Section&) = delete;
+
+ private:
+  using Shown = std::pair<std::string, uint64_t>;  // name, timeout in ms (0: none)
+  static Shown& current() {
+    thread_local Shown shown{"", 0};
+    return shown;
+  }
+  Shown outer_;
+};
 
 /// True under ddprun with tracking on.
 inline bool active() { return detail::Stream::get().active(); }
@@ -193,6 +270,7 @@ inline bool active() { return detail::Stream::get().active(); }
 /// Records metric values, optionally at a training step (any step, in any order).
 inline void log(std::initializer_list<std::pair<std::string, double>> values,
                 std::optional<int64_t> step = std::nullopt) {
+  detail::ProgressPage::get().beat(step);
   auto& s = detail::Stream::get();
   if (!s.active()) return;
   s.append([&](std::string& line, int64_t seq) {
@@ -219,6 +297,7 @@ inline void log(std::initializer_list<std::pair<std::string, double>> values,
 
 namespace detail {
 inline void record(const char* kind, std::initializer_list<std::pair<std::string, std::string>> kv) {
+  ProgressPage::get().beat();
   auto& s = Stream::get();
   if (!s.active()) return;
   std::string line = std::string("{\"k\":\"") + kind + "\",\"d\":{";

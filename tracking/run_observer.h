@@ -32,6 +32,9 @@ class RunObserver {
   virtual void worker_started(int node, int rank, int local_rank, int attempt, pid_t pid) = 0;
   /// `exitcode` as torchrun: negative for a signal.
   virtual void worker_exited(int node, int rank, int local_rank, int attempt, int exitcode) = 0;
+  /// The job hung in this attempt: `report_json` holds the reason, the culprits and
+  /// every rank's state and stacks (every agent calls it with the same report).
+  virtual void hang(int attempt, const std::string& report_json) = 0;
   /// The round ended for everyone: kind is restart, membership or final.
   virtual void round_over(int attempt, const std::string& kind, const std::string& reason) = 0;
   /// Ingest what workers wrote so far (called every poll_interval() and when an

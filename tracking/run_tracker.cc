@@ -225,6 +225,11 @@ void RunTracker::worker_exited(int node, int rank, int local_rank, int attempt, 
   record({now_wall(), "worker_exited", node, rank, attempt, d.dump()});
 }
 
+void RunTracker::hang(int attempt, const std::string& report_json) {
+  if (!primary_) return;  // every agent has the same report; the primary records it once
+  record({now_wall(), "hang", -1, -1, attempt, report_json});
+}
+
 void RunTracker::round_over(int attempt, const std::string& kind, const std::string& reason) {
   // Every agent learns the same outcome; the primary records it once.
   if (!primary_) return;

@@ -25,6 +25,8 @@ struct FakeRoundJournal {
   std::vector<std::pair<bool, std::set<std::string>>> next_rounds;  // (failure, alive)
   bool node_finished = false;
   bool others_done = false;
+  std::vector<std::pair<std::string, std::string>> shared;  // gather(): (name, this node's part)
+  std::vector<std::string> other_parts;  // what the other nodes contribute to a gather
   bool stopped = false;
 
   // -- levers (call on the loop's thread) --
@@ -107,6 +109,14 @@ class FakeRound : public rendezvous::RoundCoordinator {
     if (!j_->next_rounds.empty()) return;  // once, whoever comes first
     j_->next_rounds.emplace_back(failure, alive);
     if (failure) ++rdzv_.restarts;
+  }
+  void gather(const std::string& name, const std::string& mine, std::chrono::milliseconds,
+              OnGathered on_gathered) override {
+    j_->shared.emplace_back(name, mine);
+    std::vector<std::string> parts{mine};
+    parts.insert(parts.end(), j_->other_parts.begin(), j_->other_parts.end());
+    // Comes even after stop(), as the real round's does (a gather follows the attempt).
+    boost::asio::post(*j_->io, [f = std::move(on_gathered), parts] { f(parts); });
   }
   void stop() override { j_->stopped = true; }
 

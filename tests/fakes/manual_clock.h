@@ -16,7 +16,7 @@ class ManualClock : public Clock {
  public:
   std::unique_ptr<Timer> make_timer() override { return std::make_unique<ManualTimer>(*this); }
 
-  std::chrono::milliseconds now() const { return now_; }
+  std::chrono::milliseconds now() const override { return now_; }
 
   void advance(std::chrono::milliseconds d) {
     auto until = now_ + d;

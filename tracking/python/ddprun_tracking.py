@@ -4,21 +4,30 @@
     run.config({"lr": 0.1})
     run.log({"loss": 0.25}, step=10)
     run.summary({"best_acc": 0.91})
+    run.heartbeat()                      # "still going", for code that logs rarely
+    with run.section("checkpoint", timeout=600):
+        save()                           # a known-long phase with its own hang timeout
 
 No dependencies; ddprun puts this module on PYTHONPATH. Outside ddprun (no
 DDPRUN_TRACKING_STREAM in the environment) every call does nothing. Calls never block
 training on I/O for long and never set the run's status: records are appended to this
 process's stream file, flushed every DDPRUN_TRACKING_FLUSH seconds (default 1), when
 the buffer grows, on flush() and at exit; the launcher ingests them.
+
+With --hang_timeout, every call is also progress that ddprun watches: it lands in a
+shared page (DDPRUN_PROGRESS_FILE) with no system call.
 """
 import atexit
+import contextlib
 import json
+import mmap
 import os
 import signal
+import struct
 import threading
 import time
 
-__all__ = ["log", "config", "summary", "flush", "active"]
+__all__ = ["log", "config", "summary", "heartbeat", "section", "flush", "active"]
 
 _PATH = os.environ.get("DDPRUN_TRACKING_STREAM")
 _INTERVAL = float(os.environ.get("DDPRUN_TRACKING_FLUSH", "1"))
@@ -31,6 +40,69 @@ _buffer = []
 _seq = 0
 _fd = None
 _flusher = None
+
+
+def _map_progress_page():
+    path = os.environ.get("DDPRUN_PROGRESS_FILE")
+    if not path:
+        return None
+    try:
+        with open(path, "r+b") as f:
+            page = mmap.mmap(f.fileno(), 128)
+        return page if page[:8] == b"DDPRPG01" else None
+    except (OSError, ValueError):
+        return None
+
+
+# The progress page (layout in ddprun's agent/progress_page.h): beats at 8, the last
+# step at 16, the section's timeout in ms at 24 and its name at 32.
+_page = _map_progress_page()
+_beats = 0
+_pack_u64 = struct.Struct("<Q").pack_into
+_pack_i64 = struct.Struct("<q").pack_into
+_sections = []  # (name, timeout in ms) of the sections entered, innermost last
+_NO_LIMIT = (1 << 64) - 1
+
+
+def _beat(step=None):
+    global _beats
+    if _page is None:
+        return
+    _beats += 1
+    _pack_u64(_page, 8, _beats)
+    if step is not None:
+        _pack_i64(_page, 16, int(step))
+
+
+def _show_section():
+    name, timeout_ms = _sections[-1] if _sections else ("", 0)
+    _page[32:96] = name.encode()[:63].ljust(64, b"\0")
+    _pack_u64(_page, 24, timeout_ms)
+
+
+def heartbeat():
+    """Tells ddprun this rank is making progress (for code that logs rarely). Costs
+    less than log(): no record, no system call."""
+    _beat()
+
+
+@contextlib.contextmanager
+def section(name, timeout=None):
+    """A known-long phase (checkpointing, evaluation) with its own hang timeout in
+    seconds (None: never counted as hung inside). Sections nest."""
+    if _page is None:
+        yield
+        return
+    ms = _NO_LIMIT if timeout is None else max(1, int(timeout * 1000))
+    _sections.append((str(name), ms))
+    _show_section()
+    _beat()
+    try:
+        yield
+    finally:
+        _sections.pop()
+        _show_section()
+        _beat()
 
 
 def active():
@@ -80,6 +152,7 @@ def _after_fork_in_child():
 
 def log(data, step=None):
     """Records the numeric values of `data` (other values are ignored by the run)."""
+    _beat(step)
     if _PATH is None:
         return
     record = {"k": "log", "t": time.time(), "d": dict(data)}
@@ -90,12 +163,14 @@ def log(data, step=None):
 
 def config(data):
     """Records configuration values (any JSON value)."""
+    _beat()
     if _PATH is not None:
         _append({"k": "config", "d": dict(data)})
 
 
 def summary(data):
     """Records summary values (any JSON value)."""
+    _beat()
     if _PATH is not None:
         _append({"k": "summary", "d": dict(data)})
 

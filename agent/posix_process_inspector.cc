@@ -1,0 +1,168 @@
+#include "agent/posix_process_inspector.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/post.hpp>
+
+#include "agent/hang_options.h"
+#include "agent/process_launcher.h"
+#include "os/proc_stat.h"
+#include "os/process_probe.h"
+
+namespace ddprun::agent {
+namespace {
+
+using std::chrono::milliseconds;
+
+// A Python dump is complete when its file stops growing for this long...
+constexpr milliseconds kDumpPoll{50};
+constexpr int kStablePolls = 2;
+// ...and is given up after this long (a worker that blocks the signal, or is stopped).
+constexpr milliseconds kDumpTimeout{3000};
+// eu-stack or gdb on a process in uninterruptible sleep may never finish.
+constexpr milliseconds kNativeTimeout{10'000};
+
+int64_t file_size(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? static_cast<int64_t>(st.st_size) : 0;
+}
+
+std::string read_from(const std::string& path, int64_t offset) {
+  std::ifstream in(path, std::ios::binary);
+  in.seekg(offset);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+}  // namespace
+
+struct PosixProcessInspector::Capture {
+  std::vector<StackRequest> requests;
+  std::vector<CapturedStacks> results;
+  std::vector<int64_t> dump_start;  // size of each Python dump file before the signal
+  std::vector<std::unique_ptr<Timer>> timers;
+  std::vector<std::unique_ptr<boost::asio::posix::stream_descriptor>> exits;
+  int pending = 0;
+  OnStacks done;
+
+  void finish_one(boost::asio::io_context& io) {
+    if (--pending > 0) return;
+    boost::asio::post(io, [done = std::move(done), results = std::move(results)] { done(results); });
+  }
+};
+
+PosixProcessInspector::PosixProcessInspector(boost::asio::io_context& io,
+                                             ProcessLauncher& launcher, Clock& clock)
+    : io_(io), launcher_(launcher), clock_(clock) {}
+
+PosixProcessInspector::~PosixProcessInspector() = default;
+
+ProcessLook PosixProcessInspector::look(pid_t pid) {
+  ProcessLook look;
+  os::ProcStat st;
+  if (!os::read_proc_stat(pid, st)) return look;
+  static const long kTicks = ::sysconf(_SC_CLK_TCK);
+  look.alive = st.state != 'Z';
+  look.state = st.state;
+  look.cpu = milliseconds(static_cast<int64_t>((st.utime + st.stime) * 1000 / kTicks));
+  if (st.state == 'D') look.wait_channel = os::wait_channel(pid);
+  return look;
+}
+
+void PosixProcessInspector::capture(std::vector<StackRequest> requests, OnStacks done) {
+  auto c = std::make_shared<Capture>();
+  size_t n = requests.size();
+  c->requests = std::move(requests);
+  c->results.resize(n);
+  c->dump_start.resize(n);
+  c->timers.resize(n * 2);
+  c->exits.resize(n);
+  c->pending = static_cast<int>(n * 2) + 1;
+  c->done = std::move(done);
+  for (size_t i = 0; i < n; ++i) {
+    capture_python(c, i);
+    capture_native(c, i);
+  }
+  c->finish_one(io_);  // the +1: nothing finishes before every capture has begun
+}
+
+void PosixProcessInspector::capture_python(const std::shared_ptr<Capture>& c, size_t i) {
+  const StackRequest& r = c->requests[i];
+  if (r.pid <= 0) return c->finish_one(io_);  // gone already
+  if (r.python_dump_file.empty() || !os::catches_signal(r.pid, stack_dump_signal())) {
+    if (!r.python_dump_file.empty()) c->results[i].note = "no Python stack dump handler";
+    return c->finish_one(io_);
+  }
+  c->dump_start[i] = file_size(r.python_dump_file);
+  ::kill(r.pid, stack_dump_signal());
+  c->timers[i * 2] = clock_.make_timer();
+  poll_dump(c, i, c->dump_start[i], 0);
+}
+
+// Done when the dump has grown and then stopped growing, or at the timeout.
+void PosixProcessInspector::poll_dump(const std::shared_ptr<Capture>& c, size_t i,
+                                      int64_t last_size, int polls) {
+  c->timers[i * 2]->start(kDumpPoll, [this, c, i, last_size, polls] {
+    const std::string& path = c->requests[i].python_dump_file;
+    int64_t size = file_size(path);
+    int stable = size == last_size && size > c->dump_start[i] ? polls + 1 : 0;
+    bool timed_out = (polls + 1) * kDumpPoll >= kDumpTimeout;
+    if (stable < kStablePolls && !timed_out) return poll_dump(c, i, size, stable);
+    c->results[i].python = read_from(path, c->dump_start[i]);
+    if (c->results[i].python.empty()) c->results[i].note = "the Python stack dump did not come";
+    c->finish_one(io_);
+  });
+}
+
+void PosixProcessInspector::capture_native(const std::shared_ptr<Capture>& c, size_t i) {
+  const StackRequest& r = c->requests[i];
+  if (r.pid <= 0) return c->finish_one(io_);
+  std::vector<std::string> argv = os::native_stack_command(r.pid);
+  CapturedStacks& out = c->results[i];
+  if (argv.empty()) {
+    if (out.note.empty()) out.note = "no native stack tool (install elfutils or gdb)";
+    return c->finish_one(io_);
+  }
+  int fd = ::open(r.native_out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  pid_t tool = -1;
+  try {
+    SpawnOptions opts;
+    opts.executable = argv.front();
+    opts.argv = argv;
+    opts.stdout_fd = fd;
+    opts.stderr_fd = fd;
+    tool = launcher_.spawn(opts);
+  } catch (const std::exception& e) {
+    out.note = std::string("could not run ") + argv.front() + ": " + e.what();
+  }
+  if (fd >= 0) ::close(fd);
+  // Reaped by the launcher on the loop, so it cannot be gone before this pidfd exists.
+  int pidfd = tool > 0 ? static_cast<int>(::syscall(SYS_pidfd_open, tool, 0)) : -1;
+  if (pidfd < 0) {
+    if (tool > 0) c->results[i].native = read_from(r.native_out, 0);
+    return c->finish_one(io_);
+  }
+  c->exits[i] = std::make_unique<boost::asio::posix::stream_descriptor>(io_, pidfd);
+  c->timers[i * 2 + 1] = clock_.make_timer();
+  c->timers[i * 2 + 1]->start(kNativeTimeout, [this, tool] { launcher_.signal_group(tool, SIGKILL); });
+  c->exits[i]->async_wait(boost::asio::posix::stream_descriptor::wait_read,
+                          [this, c, i](const boost::system::error_code&) {
+                            c->timers[i * 2 + 1]->cancel();
+                            c->results[i].native = read_from(c->requests[i].native_out, 0);
+                            if (c->results[i].native.empty()) {
+                              c->results[i].note = "the native stack tool printed nothing";
+                            }
+                            c->finish_one(io_);
+                          });
+}
+
+}  // namespace ddprun::agent
