@@ -13,6 +13,9 @@ namespace {
 
 using nlohmann::json;
 
+// The `where` of a rank that had exited when the stacks were captured.
+const char* const kExited = "(exited)";
+
 std::string base_name(const std::string& path) {
   size_t slash = path.rfind('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
@@ -177,6 +180,10 @@ RankReport rank_report_from_json(const json& j) {
 }
 
 void describe_stacks(RankReport& r) {
+  if (r.state == 'X') {
+    r.where = kExited;
+    return;
+  }
   auto python = parse_python_stacks(r.python_stack);
   add_source_lines(python);
   const ThreadStack* t = main_thread(python);
@@ -222,6 +229,12 @@ HangDiagnosis diagnose(const std::vector<RankReport>& ranks) {
   std::set<int> culprits(d.culprits.begin(), d.culprits.end());
   for (const auto& r : ranks) {
     if (!culprits.count(r.rank)) continue;
+    d.headline = place(r) + " stopped in " + r.where;
+    if (culprits.size() > 1) d.headline += " (and " + std::to_string(culprits.size() - 1) + " more)";
+    break;
+  }
+  for (const auto& r : ranks) {
+    if (!culprits.count(r.rank)) continue;
     out << "  culprit: " << place(r) << " is in " << r.where << "\n           " << details(r)
         << "\n";
   }
@@ -230,8 +243,13 @@ HangDiagnosis diagnose(const std::vector<RankReport>& ranks) {
   for (const auto& r : ranks)
     if (!culprits.count(r.rank)) others[r.where].push_back(r.rank);
   for (const auto& [where, members] : others) {
-    out << "  " << (members.size() == 1 ? "rank " : "ranks ") << rank_list(members)
-        << (members.size() == 1 ? " is in " : " are in ") << where << "\n";
+    bool one = members.size() == 1;
+    out << "  " << (one ? "rank " : "ranks ") << rank_list(members);
+    if (where == kExited) {
+      out << (one ? " had " : " had all ") << "exited\n";
+    } else {
+      out << (one ? " is in " : " are in ") << where << "\n";
+    }
   }
   d.summary = out.str();
   return d;
@@ -240,7 +258,7 @@ HangDiagnosis diagnose(const std::vector<RankReport>& ranks) {
 std::string format_hang_report(const std::string& trigger, const std::vector<RankReport>& ranks,
                                const HangDiagnosis& diagnosis) {
   std::ostringstream out;
-  out << "hang: " << trigger << "\n" << diagnosis.summary;
+  out << trigger << "\n" << diagnosis.summary;
   if (!diagnosis.why.empty()) out << "  (culprit: " << diagnosis.why << ")\n";
   for (const auto& r : ranks) {
     out << "\n=== " << place(r) << ", pid " << r.pid << ": " << details(r) << "\n";

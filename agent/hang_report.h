@@ -45,6 +45,7 @@ void describe_stacks(RankReport& r);
 struct HangDiagnosis {
   std::vector<int> culprits;  // global ranks; empty when no rank stands out
   std::string why;            // how they were told apart
+  std::string headline;       // "rank 3 (local_rank 1) on node 1 (b) in load_batch (...)"
   std::string summary;        // lines for the console, each ending in '\n'
 };
 

@@ -68,11 +68,10 @@ void HangWatch::tick() {
 
 std::string HangWatch::describe(const Stall& stall) const {
   const Worker& w = runner_.group().workers.at(static_cast<size_t>(stall.local_rank));
-  std::string s = "rank " + std::to_string(w.global_rank) + " (local_rank " +
-                  std::to_string(w.local_rank) + ") made no progress for " + seconds(stall.idle) +
-                  " (timeout " + seconds(stall.timeout);
+  std::string s = "no progress for " + seconds(stall.idle) + " (timeout " + seconds(stall.timeout);
   if (!stall.section.empty()) s += ", in section '" + stall.section + "'";
-  return s + ")";
+  return s + ") on rank " + std::to_string(w.global_rank) + " (local_rank " +
+         std::to_string(w.local_rank) + ")";
 }
 
 void HangWatch::capture(std::function<void(std::string)> done) {
@@ -102,7 +101,7 @@ void HangWatch::capture(std::function<void(std::string)> done) {
       if (p.sample.in_section) r.section = p.sample.section;
     }
     if (w.state != WorkerState::kHealthy) {
-      r.stack_note = "exited before the capture";
+      r.stack_note = "exited before the stacks were captured";
       r.state = 'X';
     }
     reports->push_back(r);

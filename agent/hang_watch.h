@@ -38,7 +38,7 @@ class HangWatch {
   /// Watches the attempt's workers from now; `on_stall` once when one hangs.
   void start(std::function<void(const Stall&)> on_stall);
   void stop();
-  /// "rank 1 (local_rank 1) made no progress for 5.2 s (timeout 5.0 s)".
+  /// "no progress for 5.2 s (timeout 5.0 s) on rank 1 (local_rank 1)".
   std::string describe(const Stall& stall) const;
 
   /// Captures every worker's state and stacks; `done` gets this node's reports as

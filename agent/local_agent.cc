@@ -249,7 +249,7 @@ class LocalAgent::Impl {
   // A worker made no progress for too long: the round ends as after a failure, but
   // every node first captures its workers' stacks (on_round_end).
   void on_hang(const rendezvous::RendezvousInfo& info, const Stall& stall) {
-    std::string what = "hang: " + hang_.describe(stall) + " on node " +
+    std::string what = "hang: " + hang_.describe(stall) + ", node " +
                        std::to_string(info.group_rank) + " (" + host_ + ")";
     spdlog::warn("{}; capturing the workers' stacks", what);
     bool budget_left = info.restart_count < config_.spec.max_restarts;
@@ -283,10 +283,13 @@ class LocalAgent::Impl {
     if (!parts) return;
     HangWatch::Verdict v = hang_.judge(*parts);
     std::string report = format_hang_report(over_->reason, v.ranks, v.diagnosis);
+    // From here on the job's root cause names the culprit (alike on every node).
+    if (!v.diagnosis.headline.empty()) over_->reason = "hang: " + v.diagnosis.headline;
     std::string path = log_dir_.run_dir() + "/attempt_" + std::to_string(info.restart_count) +
                        "/hang_node" + std::to_string(info.group_rank) + ".txt";
     std::ofstream(path) << report;
-    std::cerr << "ddprun: " << over_->reason << "\n"
+    log_dir_.keep();
+    std::cerr << "ddprun: " << report.substr(0, report.find('\n')) << "\n"
               << v.diagnosis.summary << (v.missing.empty() ? "" : "  " + v.missing + "\n")
               << "  stacks of every rank: " << path << "\n"
               << std::flush;

@@ -19,6 +19,9 @@ class LogDir {
 
   /// Deletes the base directory if ddprun created it as a temporary one.
   void remove_if_temporary();
+  /// Keeps the directory even if it is a temporary one (it holds a report the user
+  /// was pointed to).
+  void keep() { temporary_ = false; }
 
  private:
   std::string base_;

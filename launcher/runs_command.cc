@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "common/error.h"
 #include "tracking/html_report.h"
 #include "tracking/part_merge.h"
@@ -72,6 +74,15 @@ int list(const std::string& dir) {
   return 0;
 }
 
+// A hang event holds every rank's stacks: show who hung and where each rank was.
+void print_hang(const std::string& data_json) {
+  auto d = nlohmann::json::parse(data_json, nullptr, false);
+  std::cout << "  " << (d.is_object() ? d.value("reason", "") : data_json) << "\n";
+  if (!d.is_object()) return;
+  std::istringstream summary(d.value("summary", ""));
+  for (std::string line; std::getline(summary, line);) std::cout << "      " << line << "\n";
+}
+
 int show(RunStore& s, const std::string& id) {
   std::cout << "run:      " << id << " (" << s.meta("name").value_or(id) << ")\n"
             << "status:   " << tracking::effective_status(s);
@@ -98,6 +109,10 @@ int show(RunStore& s, const std::string& id) {
     std::cout << "  +" << std::fixed << std::setprecision(3) << e.wall - start << "s  " << e.kind;
     if (e.attempt >= 0) std::cout << " attempt " << e.attempt;
     if (e.rank >= 0) std::cout << " rank " << e.rank;
+    if (e.kind == "hang") {
+      print_hang(e.data_json);
+      continue;
+    }
     std::cout << "  " << e.data_json << "\n";
   }
   return 0;
