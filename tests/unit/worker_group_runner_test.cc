@@ -9,6 +9,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 
 #include "agent/log_dir.h"
+#include "tests/fakes/fake_process_inspector.h"
 #include "tests/fakes/fake_process_launcher.h"
 #include "tests/fakes/manual_clock.h"
 
@@ -147,6 +148,31 @@ TEST_F(WorkerGroupRunnerTest, ExitOfAnEarlierAttemptDoesNotCount) {
   };
   run_group(1);
   EXPECT_TRUE(runner_.failures().empty());
+}
+
+TEST_F(WorkerGroupRunnerTest, AWorkerThatSigkillCannotEndIsNamedAndLeftBehind) {
+  // A process in uninterruptible sleep ignores every signal until it leaves the kernel.
+  FakeProcessInspector inspector(io_);
+  agent::WorkerGroupRunner runner{io_,      config_, launcher_, clock_,   nullptr,
+                                  log_dir_, "host",  nullptr,   &inspector};
+  launcher_.on_spawn = [&](const auto& p) {
+    if (p.options.argv[1] != "--slot=2") return;
+    launcher_.ignored = {SIGTERM, SIGKILL};
+    inspector.states[pid(1)] = 'D';
+    launcher_.exit(pid(0), 0);
+    launcher_.exit(pid(2), 0);
+    boost::asio::post(io_, [&] {
+      runner.stop(SIGTERM);
+      clock_.advance(config_.grace_period);  // SIGKILL
+      clock_.advance(std::chrono::minutes(1));
+    });
+  };
+  bool done = false;
+  runner.start(group(), nullptr, [&done] { done = true; });
+  while (!done) io_.run_one();
+  EXPECT_EQ(launcher_.process(pid(1)).signals, (std::vector<int>{SIGTERM, SIGKILL}));
+  EXPECT_TRUE(launcher_.process(pid(1)).alive) << "still there, and ddprun went on";
+  EXPECT_TRUE(runner.idle());
 }
 
 }  // namespace

@@ -1,0 +1,46 @@
+#pragma once
+
+#include <map>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+
+#include "agent/process_inspector.h"
+
+namespace ddprun::testing {
+
+/// Looks at fake processes: every one is alive in the state the test gives it
+/// (`states`, default 'S'), and a capture answers on the loop with a Python dump that
+/// names the process, recording what it was asked and when (`on_capture`).
+class FakeProcessInspector : public agent::ProcessInspector {
+ public:
+  explicit FakeProcessInspector(boost::asio::io_context& io) : io_(io) {}
+
+  agent::ProcessLook look(pid_t pid) override {
+    auto it = states.find(pid);
+    return {true, it == states.end() ? 'S' : it->second, std::chrono::milliseconds(0),
+            it != states.end() && it->second == 'D' ? "fuse_wait" : ""};
+  }
+
+  void capture(std::vector<agent::StackRequest> requests, OnStacks done) override {
+    captures.push_back(requests);
+    if (on_capture) on_capture(requests);
+    std::vector<agent::CapturedStacks> out;
+    for (const auto& r : requests) {
+      out.push_back({"Current thread 0x1 (most recent call first):\n  File \"/job/pid" +
+                         std::to_string(r.pid) + ".py\", line 1 in <module>\n",
+                     "", ""});
+    }
+    boost::asio::post(io_, [done = std::move(done), out] { done(out); });
+  }
+
+  std::map<pid_t, char> states;
+  std::vector<std::vector<agent::StackRequest>> captures;
+  std::function<void(const std::vector<agent::StackRequest>&)> on_capture;
+
+ private:
+  boost::asio::io_context& io_;
+};
+
+}  // namespace ddprun::testing
