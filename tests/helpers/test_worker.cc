@@ -126,6 +126,9 @@ int main(int argc, char** argv) {
     sleep_forever();
   }
   if (mode == "hang" && argc > 2) return hang(argv[2], argc > 3);
+  if (mode == "sleep") {  // stuck in sleep(3), as a hung C++ program would be
+    for (;;) ::sleep(3600);
+  }
   if (mode == "mark" && argc > 2) {
     std::string name = std::string(argv[2]) + "/w" + std::to_string(env_int("WORLD_SIZE")) + ".r" +
                        std::to_string(env_int("RANK")) + ".a" +

@@ -1,0 +1,72 @@
+// Hang detection of the built ddprun with native (non-Python) workers.
+#include <unistd.h>
+
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "tests/blackbox/ddprun_process.h"
+
+namespace ddprun::test {
+namespace {
+
+std::string report_;  // the last run's full report
+
+// Where the report says every rank's stacks are.
+std::string report_path(const std::string& err) {
+  const std::string marker = "stacks of every rank: ";
+  size_t at = err.find(marker);
+  if (at == std::string::npos) return "";
+  size_t start = at + marker.size();
+  return err.substr(start, err.find('\n', start) - start);
+}
+
+// A worker that sleeps forever in C++ and never reports progress. (The log directory,
+// which a hang keeps for its report, is removed with the test.)
+Finished run_hung_worker(std::vector<std::string> flags) {
+  auto logs = std::filesystem::temp_directory_path() / ("ddprun_hang_" + std::to_string(::getpid()));
+  flags.insert(flags.end(), {"--log_dir", logs.string(), "--hang_timeout=1", "--hang_initial_timeout=1", "--no_tracking",
+                             "--no_python", test_worker_binary(), "sleep"});
+  Finished f = run_ddprun(flags, {{"OMP_NUM_THREADS", "1"}});
+  report_ = read_file(report_path(f.err));
+  std::filesystem::remove_all(logs);
+  return f;
+}
+
+TEST(Hang, ACppWorkerStuckInSleepIsReportedWithItsNativeStack) {
+  // eu-stack comes with Debian's elfutils, which scripts/install_deps.sh installs.
+  ASSERT_EQ(::access("/usr/bin/eu-stack", X_OK), 0) << "elfutils is not installed";
+  Finished f = run_hung_worker({"--nproc_per_node=2"});
+  EXPECT_EQ(f.code, 124) << f.err;
+  EXPECT_NE(f.err.find("hang: no progress for"), std::string::npos) << f.err;
+  EXPECT_NE(report_.find("--- native stacks"), std::string::npos) << report_;
+  EXPECT_NE(report_.find("nanosleep"), std::string::npos) << report_;
+  EXPECT_NE(f.err.find("are in clock_nanosleep"), std::string::npos) << f.err;
+}
+
+TEST(Hang, RestartsWithoutProgressEndWithTheirOwnExitCode) {
+  Finished f = run_hung_worker({"--max_restarts=5", "--max_no_progress_restarts=1"});
+  EXPECT_EQ(f.code, 125) << f.err;
+  EXPECT_NE(f.err.find("restart(s) in a row got no rank past the step where it hung before"),
+            std::string::npos)
+      << f.err;
+  EXPECT_EQ(lines_starting_with(f.err, "ddprun: hang:").size(), 2u) << f.err;
+}
+
+TEST(Hang, BadValuesAreUsageErrorsNamingTheirSource) {
+  Finished flag = run_ddprun({"--hang_timeout=soon", "/bin/true"});
+  EXPECT_EQ(flag.code, 2);
+  EXPECT_NE(flag.err.find("--hang_timeout=soon: expected off, auto or a number of seconds > 0"),
+            std::string::npos)
+      << flag.err;
+  Finished env = run_ddprun({"/bin/true"}, {{"PET_HANG_SAFETY_FACTOR", "0.5"}});
+  EXPECT_EQ(env.code, 2);
+  EXPECT_NE(env.err.find("PET_HANG_SAFETY_FACTOR=0.5: expected a number >= 1"), std::string::npos)
+      << env.err;
+  Finished zero = run_ddprun({"--max_no_progress_restarts=0", "/bin/true"});
+  EXPECT_EQ(zero.code, 2);
+  EXPECT_NE(zero.err.find("--max_no_progress_restarts"), std::string::npos) << zero.err;
+}
+
+}  // namespace
+}  // namespace ddprun::test
