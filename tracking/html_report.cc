@@ -9,8 +9,9 @@ namespace {
 
 // Draws line charts on canvases from the embedded DATA: one chart per metric with a
 // line per rank and attempt (x = step when logged, else sequence), one per system
-// metric, and a timeline of workers per attempt (green: exit 0, red: failed or stopped)
-// with restarts marked. Written for this report; no library.
+// metric, a timeline of workers per attempt (green: exit 0, red: failed or stopped) with
+// restarts marked, and every hang with its culprit and each rank's stacks. Written for
+// this report; no library.
 constexpr const char* kScript = R"JS(
 const COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"];
 function chart(title, series, xLabel) {
@@ -70,6 +71,20 @@ for (const [name, ranks] of Object.entries(DATA.metrics)) {
 }
 for (const [name, pts] of Object.entries(DATA.system)) chart(name, [{name: name, points: pts}], "seconds");
 timeline(DATA.events);
+// Every hang: who hung and where each rank was, with each rank's stacks folded away.
+function text(tag, content) { const n = document.createElement(tag); n.textContent = content; return n; }
+for (const e of DATA.events.filter(e => e.kind === "hang" && e.data)) {
+  const box = document.getElementById("hangs");
+  box.appendChild(text("h2", "hang in attempt " + e.attempt));
+  box.appendChild(text("p", e.data.reason || ""));
+  box.appendChild(text("pre", e.data.summary || ""));
+  for (const r of e.data.ranks || []) {
+    const d = document.createElement("details");
+    d.appendChild(text("summary", "rank " + r.rank + " (node " + r.node + ", " + r.host + "): " + r.where));
+    d.appendChild(text("pre", (r.python_stack || "") + (r.native_stack || "") || r.stack_note || ""));
+    box.appendChild(d);
+  }
+}
 )JS";
 
 std::string escape_html(const std::string& s) {
@@ -116,7 +131,7 @@ std::string html_report(RunStore& store, const std::string& run_id) {
          ".chart{display:inline-block;margin:8px;border:1px solid #ddd;padding:6px}"
          "h3{font-size:13px;margin:2px}</style></head><body>\n<h1>run " +
          escape_html(run_id) + "</h1>\n<p>status: " + escape_html(status) +
-         "</p>\n<div id=\"charts\"></div>\n<script>const DATA = " + json + ";\n" + kScript +
+         "</p>\n<div id=\"charts\"></div>\n<div id=\"hangs\"></div>\n<script>const DATA = " + json + ";\n" + kScript +
          "</script>\n</body></html>\n";
 }
 

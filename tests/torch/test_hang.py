@@ -66,6 +66,12 @@ class OneNode(unittest.TestCase):
         for k in range(nproc):
             if k != hang_rank:
                 self.assertIn("all_reduce", stacks[k])
+        # `runs show` tells who hung, not the raw stacks.
+        runs = os.path.join(tmp, "runs")
+        show = subprocess.run([DDPRUN, "runs", "show", os.listdir(runs)[0], "--tracking_dir", runs],
+                              capture_output=True, text=True, timeout=TIMEOUT)
+        self.assertIn(f"culprit: rank {hang_rank} (local_rank {hang_rank})", show.stdout)
+        self.assertNotIn("python_stack", show.stdout)
 
     def test_two_workers(self):
         self.stalled_rank_is_named_and_the_job_recovers(2, 1)
