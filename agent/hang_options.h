@@ -1,7 +1,7 @@
 #pragma once
 
-#include <csignal>
 #include <chrono>
+#include <csignal>
 #include <string>
 
 namespace ddprun::agent {

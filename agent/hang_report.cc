@@ -1,6 +1,7 @@
 #include "agent/hang_report.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -34,10 +35,21 @@ std::string frame_text(const Frame& f, bool with_code) {
 }
 
 bool collective_frame(const Frame& f) {
-  static const std::set<std::string> kCollectives = {
-      "all_reduce",     "all_gather",     "all_gather_into_tensor", "reduce_scatter",
-      "reduce_scatter_tensor", "broadcast", "barrier", "monitored_barrier", "all_to_all",
-      "all_to_all_single", "reduce", "gather", "scatter", "send", "recv"};
+  static const std::set<std::string> kCollectives = {"all_reduce",
+                                                     "all_gather",
+                                                     "all_gather_into_tensor",
+                                                     "reduce_scatter",
+                                                     "reduce_scatter_tensor",
+                                                     "broadcast",
+                                                     "barrier",
+                                                     "monitored_barrier",
+                                                     "all_to_all",
+                                                     "all_to_all_single",
+                                                     "reduce",
+                                                     "gather",
+                                                     "scatter",
+                                                     "send",
+                                                     "recv"};
   if (f.file.find("torch/distributed/") != std::string::npos) return true;
   if (f.file.find("torch/autograd/") != std::string::npos) return true;  // DDP's all-reduce
   if (!f.file.empty()) return kCollectives.count(f.function) > 0 && library_file(f.file);
@@ -52,7 +64,8 @@ std::string python_where(const ThreadStack& t) {
   const Frame& top = t.frames.front();
   if (!library_file(top.file)) return frame_text(top, true);
   for (const Frame& f : t.frames) {
-    if (!library_file(f.file)) return frame_text(top, false) + ", called from " + frame_text(f, true);
+    if (!library_file(f.file))
+      return frame_text(top, false) + ", called from " + frame_text(f, true);
   }
   return frame_text(top, true);
 }
@@ -83,9 +96,10 @@ std::string seconds(double s) {
 std::string details(const RankReport& r) {
   std::string s = r.step ? "last step " + std::to_string(*r.step) : "no step logged";
   s += ", " + seconds(r.idle_s) + " without progress";
-  if (r.cpu_percent >= 0) s += ", " + std::to_string(static_cast<int>(r.cpu_percent + 0.5)) + "% CPU";
+  if (r.cpu_percent >= 0) s += ", " + std::to_string(std::lround(r.cpu_percent)) + "% CPU";
   if (r.state == 'D') {
-    s += ", in uninterruptible sleep (D" + (r.wait_channel.empty() ? "" : ": " + r.wait_channel) + ")";
+    s += ", in uninterruptible sleep (D" + (r.wait_channel.empty() ? "" : ": " + r.wait_channel) +
+         ")";
   } else if (r.state != '?') {
     s += ", state " + std::string(1, r.state);
   }
@@ -201,8 +215,9 @@ void describe_stacks(RankReport& r) {
 
 HangDiagnosis diagnose(const std::vector<RankReport>& ranks) {
   HangDiagnosis d;
-  if ((d.culprits = some_not_all(ranks, [](const RankReport& r) { return r.state == 'D'; }))
-          .size()) {
+  if ((d.culprits = some_not_all(ranks, [](const RankReport& r) {
+         return r.state == 'D';
+       })).size()) {
     d.why = "in uninterruptible sleep while the others are not";
   } else if ((d.culprits = some_not_all(ranks, [](const RankReport& r) {
                 return !r.in_collective;
@@ -230,7 +245,8 @@ HangDiagnosis diagnose(const std::vector<RankReport>& ranks) {
   for (const auto& r : ranks) {
     if (!culprits.count(r.rank)) continue;
     d.headline = place(r) + " stopped in " + r.where;
-    if (culprits.size() > 1) d.headline += " (and " + std::to_string(culprits.size() - 1) + " more)";
+    if (culprits.size() > 1)
+      d.headline += " (and " + std::to_string(culprits.size() - 1) + " more)";
     break;
   }
   for (const auto& r : ranks) {

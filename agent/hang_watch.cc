@@ -106,8 +106,8 @@ void HangWatch::capture(std::function<void(std::string)> done) {
     }
     reports->push_back(r);
     std::string dir = runner_.worker_dir(w.local_rank);
-    requests.push_back({w.state == WorkerState::kHealthy ? w.pid : -1,
-                        dir + "/python_stacks.txt", dir + "/native_stack.txt"});
+    requests.push_back({w.state == WorkerState::kHealthy ? w.pid : -1, dir + "/python_stacks.txt",
+                        dir + "/native_stack.txt"});
   }
   auto finish = [this, reports, done = std::move(done)](std::vector<CapturedStacks> stacks) {
     nlohmann::json part = nlohmann::json::array();

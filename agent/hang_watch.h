@@ -26,7 +26,7 @@ class HangWatch {
   struct Verdict {
     std::vector<RankReport> ranks;  // every rank reported, by rank
     HangDiagnosis diagnosis;
-    std::string missing;            // "node 1 did not report", ...
+    std::string missing;             // "node 1 did not report", ...
     bool no_progress_limit = false;  // this hang ends the job (kNoProgressExitCode)
   };
 

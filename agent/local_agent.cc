@@ -296,19 +296,19 @@ class LocalAgent::Impl {
     if (observer_) {
       nlohmann::json ranks = nlohmann::json::array();
       for (const auto& r : v.ranks) ranks.push_back(to_json(r));
-      observer_->hang(info.restart_count,
-                      nlohmann::json{{"reason", over_->reason},
-                                     {"culprits", v.diagnosis.culprits},
-                                     {"why", v.diagnosis.why},
-                                     {"summary", v.diagnosis.summary},
-                                     {"ranks", ranks}}
-                          .dump());
+      observer_->hang(info.restart_count, nlohmann::json{{"reason", over_->reason},
+                                                         {"culprits", v.diagnosis.culprits},
+                                                         {"why", v.diagnosis.why},
+                                                         {"summary", v.diagnosis.summary},
+                                                         {"ranks", ranks}}
+                                              .dump());
     }
     if (v.no_progress_limit) {
-      over_ = RoundEnd{RoundEnd::Kind::kFinal, kNoProgressExitCode,
-                       over_->reason + "; " + std::to_string(config_.hang.max_no_progress_restarts) +
-                           " restart(s) in a row got no rank past the step where it hung before",
-                       true};
+      over_ =
+          RoundEnd{RoundEnd::Kind::kFinal, kNoProgressExitCode,
+                   over_->reason + "; " + std::to_string(config_.hang.max_no_progress_restarts) +
+                       " restart(s) in a row got no rank past the step where it hung before",
+                   true};
     }
   }
 

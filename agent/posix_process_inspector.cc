@@ -56,12 +56,13 @@ struct PosixProcessInspector::Capture {
 
   void finish_one(boost::asio::io_context& io) {
     if (--pending > 0) return;
-    boost::asio::post(io, [done = std::move(done), results = std::move(results)] { done(results); });
+    boost::asio::post(io,
+                      [done = std::move(done), results = std::move(results)] { done(results); });
   }
 };
 
-PosixProcessInspector::PosixProcessInspector(boost::asio::io_context& io,
-                                             ProcessLauncher& launcher, Clock& clock)
+PosixProcessInspector::PosixProcessInspector(boost::asio::io_context& io, ProcessLauncher& launcher,
+                                             Clock& clock)
     : io_(io), launcher_(launcher), clock_(clock) {}
 
 PosixProcessInspector::~PosixProcessInspector() = default;
@@ -153,7 +154,8 @@ void PosixProcessInspector::capture_native(const std::shared_ptr<Capture>& c, si
   }
   c->exits[i] = std::make_unique<boost::asio::posix::stream_descriptor>(io_, pidfd);
   c->timers[i * 2 + 1] = clock_.make_timer();
-  c->timers[i * 2 + 1]->start(kNativeTimeout, [this, tool] { launcher_.signal_group(tool, SIGKILL); });
+  c->timers[i * 2 + 1]->start(kNativeTimeout,
+                              [this, tool] { launcher_.signal_group(tool, SIGKILL); });
   c->exits[i]->async_wait(boost::asio::posix::stream_descriptor::wait_read,
                           [this, c, i](const boost::system::error_code&) {
                             c->timers[i * 2 + 1]->cancel();

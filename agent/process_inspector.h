@@ -13,9 +13,9 @@ namespace ddprun::agent {
 /// One look at a process from outside.
 struct ProcessLook {
   bool alive = false;
-  char state = '?';          // R, S, D (uninterruptible sleep), Z, T, ...
+  char state = '?';                  // R, S, D (uninterruptible sleep), Z, T, ...
   std::chrono::milliseconds cpu{0};  // user + system time so far
-  std::string wait_channel;  // where the kernel has it waiting, when in D
+  std::string wait_channel;          // where the kernel has it waiting, when in D
 };
 
 /// Whose stacks to capture, and where a Python worker's dump arrives.

@@ -32,8 +32,7 @@ bool env_set(const char* name) {
 WorkerGroupRunner::WorkerGroupRunner(boost::asio::io_context& io, const AgentConfig& config,
                                      ProcessLauncher& launcher, Clock& clock, OrphanGuard* guard,
                                      LogDir& log_dir, std::string host,
-                                     tracking::RunObserver* observer,
-                                     ProcessInspector* inspector)
+                                     tracking::RunObserver* observer, ProcessInspector* inspector)
     : io_(io),
       config_(config),
       launcher_(launcher),
@@ -187,8 +186,7 @@ void WorkerGroupRunner::abandon_unkillable() {
     ProcessLook look = inspector_ ? inspector_->look(w.pid) : ProcessLook{};
     std::string why = look.state == 'D'
                           ? "it is in uninterruptible sleep (D" +
-                                (look.wait_channel.empty() ? "" : ", in " + look.wait_channel) +
-                                ")"
+                                (look.wait_channel.empty() ? "" : ", in " + look.wait_channel) + ")"
                           : "state " + std::string(1, look.state);
     spdlog::error("rank {} (pid {}) did not die {} ms after SIGKILL ({}); leaving it behind",
                   w.global_rank, w.pid, kKillWait.count(), why);

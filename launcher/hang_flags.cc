@@ -17,7 +17,8 @@ void fill_hang_options(const Values& v, agent::HangOptions& hang) {
     try {
       hang.timeout = parse_seconds(v.source("hang_timeout"), timeout, false);
     } catch (const UsageError&) {
-      fail_value(v.source("hang_timeout"), timeout, "expected off, auto or a number of seconds > 0");
+      fail_value(v.source("hang_timeout"), timeout,
+                 "expected off, auto or a number of seconds > 0");
     }
   }
   hang.initial_timeout =
@@ -27,7 +28,8 @@ void fill_hang_options(const Values& v, agent::HangOptions& hang) {
   auto factor = parse_seconds(v.source("hang_safety_factor"), v.str("hang_safety_factor"), false);
   hang.factor = static_cast<double>(factor.count()) / 1000;
   if (hang.factor < 1) {
-    fail_value(v.source("hang_safety_factor"), v.str("hang_safety_factor"), "expected a number >= 1");
+    fail_value(v.source("hang_safety_factor"), v.str("hang_safety_factor"),
+               "expected a number >= 1");
   }
   hang.max_no_progress_restarts = v.integer("max_no_progress_restarts");
   if (hang.max_no_progress_restarts < 1) {

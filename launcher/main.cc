@@ -131,13 +131,11 @@ int launch(launcher::LaunchConfig& cfg, int argc, char** argv) {
   SteadyClock clock(io);
   agent::PosixProcessInspector inspector(io, process_launcher, clock);
   if (cfg.agent.hang.enabled()) cfg.agent.hang.python_hook_dir = python_hook_dir();
-  agent::AgentServices services{io,
-                                process_launcher,
-                                clock,
-                                [&cfg] { return rendezvous::make_rendezvous(cfg.rendezvous); },
-                                &guard,
-                                tracker.get(),
-                                &inspector};
+  agent::AgentServices services{
+      io,        process_launcher,
+      clock,     [&cfg] { return rendezvous::make_rendezvous(cfg.rendezvous); },
+      &guard,    tracker.get(),
+      &inspector};
   agent::LocalAgent local_agent(cfg.agent, std::move(services));
   return local_agent.run();
 }

@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <sstream>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -39,10 +39,10 @@ std::string duration(RunStore& s) {
   auto a = s.meta("created");
   auto b = s.meta("finished");
   if (!a) return "-";
-  double end = b ? std::stod(*b)
-                 : std::chrono::duration<double>(
-                       std::chrono::system_clock::now().time_since_epoch())
-                       .count();
+  double end =
+      b ? std::stod(*b)
+        : std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+              .count();
   std::ostringstream out;
   out << std::fixed << std::setprecision(1) << end - std::stod(*a) << " s";
   return out.str();
@@ -60,7 +60,8 @@ int list(const std::string& dir) {
   }
   std::sort(runs.begin(), runs.end());
   std::cout << std::left << std::setw(40) << "RUN" << std::setw(10) << "STATUS" << std::setw(21)
-            << "CREATED" << "DURATION\n";
+            << "CREATED"
+            << "DURATION\n";
   for (const auto& r : runs) {
     try {
       RunStore s(r.string(), false);
@@ -191,8 +192,9 @@ int runs_command(int argc, const char* const argv[]) {
       return 2;
     }
   }
-  const char* usage = "usage: ddprun runs list | show RUN | export RUN [--format csv|jsonl] | "
-                      "report RUN -o FILE.html | merge PART_DIR|RUN_DIR  [--tracking_dir DIR]";
+  const char* usage =
+      "usage: ddprun runs list | show RUN | export RUN [--format csv|jsonl] | "
+      "report RUN -o FILE.html | merge PART_DIR|RUN_DIR  [--tracking_dir DIR]";
   if (positional.empty()) {
     std::cerr << usage << "\n";
     return 2;

@@ -29,7 +29,8 @@ RoundEnd RoundEnd::parse(const std::string& value) {
   }
   std::string kind = value.substr(0, a);
   const std::string hang = "+hang";
-  if (kind.size() > hang.size() && kind.compare(kind.size() - hang.size(), hang.size(), hang) == 0) {
+  if (kind.size() > hang.size() &&
+      kind.compare(kind.size() - hang.size(), hang.size(), hang) == 0) {
     r.hang = true;
     kind.resize(kind.size() - hang.size());
   }

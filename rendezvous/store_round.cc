@@ -93,20 +93,18 @@ void StoreRound::gather(const std::string& name, const std::string& mine,
   };
   try {
     options_.store->set(keys.at(static_cast<size_t>(me)), mine);
-    gather_wait_ = std::make_unique<KeyWaiter>(
-        io_, options_.connect(), keys, answer,
-        [this, answer, keys, me, mine](const std::string&) {
-          answer(present_parts(keys, me, mine));
-        });
+    gather_wait_ = std::make_unique<KeyWaiter>(io_, options_.connect(), keys, answer,
+                                               [this, answer, keys, me, mine](const std::string&) {
+                                                 answer(present_parts(keys, me, mine));
+                                               });
   } catch (const std::exception& e) {
     spdlog::warn("could not share with the other nodes: {}", e.what());
     std::vector<std::string> parts(keys.size());
     parts.at(static_cast<size_t>(me)) = mine;
     return answer(parts);
   }
-  gather_timer_->start(timeout, [this, answer, keys, me, mine] {
-    answer(present_parts(keys, me, mine));
-  });
+  gather_timer_->start(timeout,
+                       [this, answer, keys, me, mine] { answer(present_parts(keys, me, mine)); });
 }
 
 std::vector<std::string> StoreRound::present_parts(const std::vector<std::string>& keys,

@@ -50,11 +50,21 @@ inline void append_json_string(std::string& out, const std::string& s) {
   out.append(s, 0, plain);  // most keys: copied whole
   for (char c : std::string_view(s).substr(plain)) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           char buf[8];
@@ -141,7 +151,8 @@ class Stream {
     if (fd_ < 0) return;  // tracking must never break training
     const char* interval = std::getenv("DDPRUN_TRACKING_FLUSH");
     double seconds = interval ? std::atof(interval) : 1.0;
-    interval_ = std::chrono::milliseconds(static_cast<int64_t>((seconds > 0 ? seconds : 1.0) * 1000));
+    interval_ =
+        std::chrono::milliseconds(static_cast<int64_t>((seconds > 0 ? seconds : 1.0) * 1000));
     flusher_ = std::thread([this] { flush_loop(); });
   }
 
@@ -239,10 +250,11 @@ inline void heartbeat() { detail::ProgressPage::get().beat(); }
 /// never counted as hung inside). Sections nest on one thread.
 class Section {
  public:
-  explicit Section(std::string name, std::optional<std::chrono::milliseconds> timeout = std::nullopt)
+  explicit Section(std::string name,
+                   std::optional<std::chrono::milliseconds> timeout = std::nullopt)
       : outer_(current()) {
-    uint64_t ms = timeout ? static_cast<uint64_t>(timeout->count() > 0 ? timeout->count() : 1)
-                          : ~uint64_t{0};
+    uint64_t ms =
+        timeout ? static_cast<uint64_t>(timeout->count() > 0 ? timeout->count() : 1) : ~uint64_t{0};
     current() = {std::move(name), ms};
     detail::ProgressPage::get().show_section(current().first, ms);
     heartbeat();
@@ -296,7 +308,8 @@ inline void log(std::initializer_list<std::pair<std::string, double>> values,
 }
 
 namespace detail {
-inline void record(const char* kind, std::initializer_list<std::pair<std::string, std::string>> kv) {
+inline void record(const char* kind,
+                   std::initializer_list<std::pair<std::string, std::string>> kv) {
   ProgressPage::get().beat();
   auto& s = Stream::get();
   if (!s.active()) return;

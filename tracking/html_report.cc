@@ -90,10 +90,14 @@ for (const e of DATA.events.filter(e => e.kind === "hang" && e.data)) {
 std::string escape_html(const std::string& s) {
   std::string out;
   for (char c : s) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else out += c;
+    if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '&')
+      out += "&amp;";
+    else
+      out += c;
   }
   return out;
 }
@@ -116,8 +120,11 @@ std::string html_report(RunStore& store, const std::string& run_id) {
   data["events"] = nlohmann::json::array();
   for (const auto& e : store.events()) {
     nlohmann::json d = nlohmann::json::parse(e.data_json, nullptr, false);
-    data["events"].push_back({{"wall", e.wall}, {"kind", e.kind}, {"rank", e.rank},
-                              {"attempt", e.attempt}, {"data", d.is_discarded() ? nullptr : d}});
+    data["events"].push_back({{"wall", e.wall},
+                              {"kind", e.kind},
+                              {"rank", e.rank},
+                              {"attempt", e.attempt},
+                              {"data", d.is_discarded() ? nullptr : d}});
   }
   std::string status = store.meta("status").value_or("unknown");
   std::string json = data.dump();
@@ -131,8 +138,8 @@ std::string html_report(RunStore& store, const std::string& run_id) {
          ".chart{display:inline-block;margin:8px;border:1px solid #ddd;padding:6px}"
          "h3{font-size:13px;margin:2px}</style></head><body>\n<h1>run " +
          escape_html(run_id) + "</h1>\n<p>status: " + escape_html(status) +
-         "</p>\n<div id=\"charts\"></div>\n<div id=\"hangs\"></div>\n<script>const DATA = " + json + ";\n" + kScript +
-         "</script>\n</body></html>\n";
+         "</p>\n<div id=\"charts\"></div>\n<div id=\"hangs\"></div>\n<script>const DATA = " + json +
+         ";\n" + kScript + "</script>\n</body></html>\n";
 }
 
 }  // namespace ddprun::tracking

@@ -24,9 +24,11 @@ std::string report_path(const std::string& err) {
 // A worker that sleeps forever in C++ and never reports progress. (The log directory,
 // which a hang keeps for its report, is removed with the test.)
 Finished run_hung_worker(std::vector<std::string> flags) {
-  auto logs = std::filesystem::temp_directory_path() / ("ddprun_hang_" + std::to_string(::getpid()));
-  flags.insert(flags.end(), {"--log_dir", logs.string(), "--hang_timeout=1", "--hang_initial_timeout=1", "--no_tracking",
-                             "--no_python", test_worker_binary(), "sleep"});
+  auto logs =
+      std::filesystem::temp_directory_path() / ("ddprun_hang_" + std::to_string(::getpid()));
+  flags.insert(flags.end(),
+               {"--log_dir", logs.string(), "--hang_timeout=1", "--hang_initial_timeout=1",
+                "--no_tracking", "--no_python", test_worker_binary(), "sleep"});
   Finished f = run_ddprun(flags, {{"OMP_NUM_THREADS", "1"}});
   report_ = read_file(report_path(f.err));
   std::filesystem::remove_all(logs);

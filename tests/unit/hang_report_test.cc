@@ -106,8 +106,7 @@ TEST(HangReport, UninterruptibleSleepComesFirst) {
 }
 
 TEST(HangReport, TheSmallerGroupThenTheLowestStep) {
-  std::vector<RankReport> ranks = {rank(0, kPythonDump), rank(1, kPythonDump),
-                                   rank(2, kEuStack)};
+  std::vector<RankReport> ranks = {rank(0, kPythonDump), rank(1, kPythonDump), rank(2, kEuStack)};
   // No collective anywhere: the odd one out by where it stopped.
   ranks[2].python_stack.clear();
   ranks[2].native_stack = kEuStack;

@@ -33,10 +33,9 @@ class LocalAgentTest : public ::testing::Test {
 
   int run() {
     auto handler = std::make_unique<FakeRendezvous>(journal_);
-    agent::AgentServices services{io_,     launcher_,
-                                  clock_,  [&handler] { return std::move(handler); },
-                                  nullptr, nullptr,
-                                  &inspector_};
+    agent::AgentServices services{
+        io_,     launcher_, clock_,     [&handler] { return std::move(handler); },
+        nullptr, nullptr,   &inspector_};
     agent::LocalAgent agent(config_, std::move(services));
     return agent.run();
   }

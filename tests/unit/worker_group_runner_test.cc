@@ -153,7 +153,7 @@ TEST_F(WorkerGroupRunnerTest, ExitOfAnEarlierAttemptDoesNotCount) {
 TEST_F(WorkerGroupRunnerTest, AWorkerThatSigkillCannotEndIsNamedAndLeftBehind) {
   // A process in uninterruptible sleep ignores every signal until it leaves the kernel.
   FakeProcessInspector inspector(io_);
-  agent::WorkerGroupRunner runner{io_,      config_, launcher_, clock_,   nullptr,
+  agent::WorkerGroupRunner runner{io_,      config_, launcher_, clock_,    nullptr,
                                   log_dir_, "host",  nullptr,   &inspector};
   launcher_.on_spawn = [&](const auto& p) {
     if (p.options.argv[1] != "--slot=2") return;
