@@ -211,15 +211,16 @@ class ProgressPage {
   }
   void beat(std::optional<int64_t> step = std::nullopt) {
     if (base_ == nullptr) return;
-    if (step) std::atomic_ref<int64_t>(*reinterpret_cast<int64_t*>(base_ + 16)).store(*step);
-    std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(base_ + 8)).fetch_add(1);
+    // GCC/Clang atomics on the shared page (std::atomic_ref would need C++20).
+    if (step) __atomic_store_n(reinterpret_cast<int64_t*>(base_ + 16), *step, __ATOMIC_RELAXED);
+    __atomic_fetch_add(reinterpret_cast<uint64_t*>(base_ + 8), 1, __ATOMIC_RELAXED);
   }
   void show_section(const std::string& name, uint64_t timeout_ms) {
     if (base_ == nullptr) return;
     char field[64] = {};
     std::memcpy(field, name.data(), name.size() < 63 ? name.size() : 63);
     std::memcpy(base_ + 32, field, sizeof(field));
-    std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(base_ + 24)).store(timeout_ms);
+    __atomic_store_n(reinterpret_cast<uint64_t*>(base_ + 24), timeout_ms, __ATOMIC_RELAXED);
   }
 
  private:
