@@ -249,16 +249,15 @@ class LocalAgent::Impl {
   // A worker made no progress for too long: the round ends as after a failure, but
   // every node first captures its workers' stacks (on_round_end).
   void on_hang(const rendezvous::RendezvousInfo& info, const Stall& stall) {
+    if (over_) return;  // the round is ending already
     std::string what = "hang: " + hang_.describe(stall) + ", node " +
                        std::to_string(info.group_rank) + " (" + host_ + ")";
     spdlog::warn("{}; capturing the workers' stacks", what);
     bool budget_left = info.restart_count < config_.spec.max_restarts;
     RoundEnd mine{budget_left ? RoundEnd::Kind::kRestart : RoundEnd::Kind::kFinal, kHangExitCode,
                   what, true};
-    if (!over_) {
-      over_ = round_->end(mine);
-      stop_workers(*over_);
-    }
+    end_round(mine);
+    stop_workers(*over_);
     if (budget_left) round_->start_next_round(true, members(info));
   }
 

@@ -12,6 +12,7 @@
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
 
+#include "agent/executable.h"
 #include "agent/hang_options.h"
 #include "agent/process_launcher.h"
 #include "os/proc_stat.h"
@@ -43,13 +44,31 @@ std::string read_from(const std::string& path, int64_t offset) {
   return out.str();
 }
 
+// Every thread's native stack of `pid`: eu-stack (elfutils), else gdb in batch mode;
+// empty when neither is on PATH.
+std::vector<std::string> native_stack_command(pid_t pid) {
+  std::string id = std::to_string(pid);
+  for (const char* tool : {"eu-stack", "gdb"}) {
+    std::string path;
+    try {
+      path = resolve_executable(tool);
+    } catch (const ExecError&) {
+      continue;
+    }
+    if (std::string(tool) == "eu-stack") return {path, "-p", id};
+    return {path, "-batch", "-nx", "-p", id, "-ex", "thread apply all bt"};
+  }
+  return {};
+}
+
 }  // namespace
 
 struct PosixProcessInspector::Capture {
   std::vector<StackRequest> requests;
   std::vector<CapturedStacks> results;
   std::vector<int64_t> dump_start;  // size of each Python dump file before the signal
-  std::vector<std::unique_ptr<Timer>> timers;
+  std::vector<std::unique_ptr<Timer>> dump_polls;   // per request: the Python dump's
+  std::vector<std::unique_ptr<Timer>> tool_limits;  // per request: the stack tool's
   std::vector<std::unique_ptr<boost::asio::posix::stream_descriptor>> exits;
   int pending = 0;
   OnStacks done;
@@ -85,7 +104,8 @@ void PosixProcessInspector::capture(std::vector<StackRequest> requests, OnStacks
   c->requests = std::move(requests);
   c->results.resize(n);
   c->dump_start.resize(n);
-  c->timers.resize(n * 2);
+  c->dump_polls.resize(n);
+  c->tool_limits.resize(n);
   c->exits.resize(n);
   c->pending = static_cast<int>(n * 2) + 1;
   c->done = std::move(done);
@@ -105,14 +125,14 @@ void PosixProcessInspector::capture_python(const std::shared_ptr<Capture>& c, si
   }
   c->dump_start[i] = file_size(r.python_dump_file);
   ::kill(r.pid, stack_dump_signal());
-  c->timers[i * 2] = clock_.make_timer();
+  c->dump_polls[i] = clock_.make_timer();
   poll_dump(c, i, c->dump_start[i], 0);
 }
 
 // Done when the dump has grown and then stopped growing, or at the timeout.
 void PosixProcessInspector::poll_dump(const std::shared_ptr<Capture>& c, size_t i,
                                       int64_t last_size, int polls) {
-  c->timers[i * 2]->start(kDumpPoll, [this, c, i, last_size, polls] {
+  c->dump_polls[i]->start(kDumpPoll, [this, c, i, last_size, polls] {
     const std::string& path = c->requests[i].python_dump_file;
     int64_t size = file_size(path);
     int stable = size == last_size && size > c->dump_start[i] ? polls + 1 : 0;
@@ -127,7 +147,7 @@ void PosixProcessInspector::poll_dump(const std::shared_ptr<Capture>& c, size_t 
 void PosixProcessInspector::capture_native(const std::shared_ptr<Capture>& c, size_t i) {
   const StackRequest& r = c->requests[i];
   if (r.pid <= 0) return c->finish_one(io_);
-  std::vector<std::string> argv = os::native_stack_command(r.pid);
+  std::vector<std::string> argv = native_stack_command(r.pid);
   CapturedStacks& out = c->results[i];
   if (argv.empty()) {
     if (out.note.empty()) out.note = "no native stack tool (install elfutils or gdb)";
@@ -153,12 +173,11 @@ void PosixProcessInspector::capture_native(const std::shared_ptr<Capture>& c, si
     return c->finish_one(io_);
   }
   c->exits[i] = std::make_unique<boost::asio::posix::stream_descriptor>(io_, pidfd);
-  c->timers[i * 2 + 1] = clock_.make_timer();
-  c->timers[i * 2 + 1]->start(kNativeTimeout,
-                              [this, tool] { launcher_.signal_group(tool, SIGKILL); });
+  c->tool_limits[i] = clock_.make_timer();
+  c->tool_limits[i]->start(kNativeTimeout, [this, tool] { launcher_.signal_group(tool, SIGKILL); });
   c->exits[i]->async_wait(boost::asio::posix::stream_descriptor::wait_read,
                           [this, c, i](const boost::system::error_code&) {
-                            c->timers[i * 2 + 1]->cancel();
+                            c->tool_limits[i]->cancel();
                             c->results[i].native = read_from(c->requests[i].native_out, 0);
                             if (c->results[i].native.empty()) {
                               c->results[i].note = "the native stack tool printed nothing";

@@ -3,7 +3,6 @@
 #include <sys/types.h>
 
 #include <string>
-#include <vector>
 
 namespace ddprun::os {
 
@@ -13,9 +12,5 @@ bool catches_signal(pid_t pid, int sig);
 
 /// Where the kernel has `pid` waiting (/proc/<pid>/wchan; "" when unknown).
 std::string wait_channel(pid_t pid);
-
-/// The command that prints every thread's native stack of `pid`: eu-stack (elfutils)
-/// when it is on PATH, else gdb in batch mode; empty when neither is installed.
-std::vector<std::string> native_stack_command(pid_t pid);
 
 }  // namespace ddprun::os
