@@ -11,6 +11,8 @@ import subprocess
 import tempfile
 import unittest
 
+from test_torch_jobs import free_port
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 TRAIN = os.path.join(HERE, "hang_train.py")
 DDPRUN = os.environ["DDPRUN"]
@@ -94,12 +96,6 @@ class OneNode(unittest.TestCase):
                    TRAIN, "--section-sleep", "5")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertNotIn("hang", r.stderr)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class TwoNodes(unittest.TestCase):
