@@ -384,6 +384,7 @@ class LocalAgent::Impl {
   }
 
   int finish_success() {
+    round_.reset();  // its watches' connections would keep the store waiting for them
     handler_->finish_job();
     log_dir_.remove_if_temporary();
     return finish(0, "finished", "");

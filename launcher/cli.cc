@@ -12,6 +12,7 @@
 #include "launcher/hang_flags.h"
 #include "launcher/option_values.h"
 #include "launcher/rendezvous_flags.h"
+#include "launcher/slurm_flags.h"
 #include "launcher/value_parsers.h"
 
 namespace po = boost::program_options;
@@ -62,6 +63,9 @@ constexpr OptionDef kOptions[] = {
     {"max_no_progress_restarts", 0, false, "3",
      "hangs in a row, after restarts that got no rank past the step it hung at, before "
      "ddprun stops with exit status 125"},
+    {"slurm", 0, false, "auto",
+     "auto: under Slurm (SLURM_JOB_ID set) the step gives --nnodes, --node_rank, the master "
+     "address and port and --rdzv_id where not given; off: ignore Slurm's environment"},
     {"help", 'h', true, "0", "print this help and exit"},
     {"version", 0, true, "0", "print the version and exit"},
 };
@@ -183,10 +187,24 @@ void fill_worker_spec(const Values& v, const EnvLookup& env, agent::WorkerSpec& 
   }
 }
 
+// --slurm=auto|off: the step's values where the user gave none.
+SlurmDefaults apply_slurm_environment(Values& v, const EnvLookup& env,
+                                      const NodeAddressLookup& node_address,
+                                      std::vector<std::string>& notices) {
+  const std::string& mode = v.str("slurm");
+  if (mode == "off") return {};
+  if (mode != "auto") throw UsageError(v.source("slurm") + "=" + mode + ": expected auto or off");
+  auto step = read_slurm_step(env);
+  if (!step) return {};
+  return apply_slurm(v, *step, node_address ? node_address : slurm_node_address_lookup(env),
+                     notices);
+}
+
 }  // namespace
 
 LaunchConfig parse_command_line(int argc, const char* const argv[], const EnvLookup& env,
-                                const DeviceCounter& devices) {
+                                const DeviceCounter& devices,
+                                const NodeAddressLookup& node_address) {
   po::options_description desc = make_description();
   SplitArgs split = split_argv(argc, argv, desc);
   po::variables_map vm;
@@ -223,7 +241,11 @@ LaunchConfig parse_command_line(int argc, const char* const argv[], const EnvLoo
                        : (module ? ScriptKind::kPythonModule : ScriptKind::kPythonFile);
 
   agent::AgentConfig& a = cfg.agent;
+  SlurmDefaults slurm = apply_slurm_environment(v, env, node_address, cfg.notices);
   fill_rendezvous(v, cfg);
+  if (slurm.c10d_is_host && !cfg.rendezvous.c10d_is_host) {
+    cfg.rendezvous.c10d_is_host = slurm.c10d_is_host;
+  }
   fill_worker_spec(v, env, a.spec);
   a.spec.local_world_size = resolve_nproc(v, devices);
   a.spec.entrypoint_name = cfg.script;

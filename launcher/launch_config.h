@@ -32,6 +32,9 @@ struct LaunchConfig {
   std::chrono::milliseconds tracking_interval{15'000};
   bool help = false;
   bool version = false;
+  /// Lines for the user about values ddprun chose or was told against its environment
+  /// (e.g. an explicit --nnodes that contradicts the Slurm step). main() prints them.
+  std::vector<std::string> notices;
 };
 
 /// Looks up an environment variable; injectable so tests need not touch the real one.

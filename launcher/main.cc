@@ -118,6 +118,7 @@ std::unique_ptr<tracking::RunTracker> make_tracker(const launcher::LaunchConfig&
 
 int launch(launcher::LaunchConfig& cfg, int argc, char** argv) {
   setup_logging(cfg.log_level);
+  for (const auto& notice : cfg.notices) std::cerr << "ddprun: " << notice << "\n";
   launcher::resolve_entrypoint(cfg, real_env);
   if (cfg.standalone) cfg.agent.run_id = cfg.rendezvous.run_id = random_uuid();
   if (!cfg.agent.omp_num_threads.empty()) print_omp_banner(cfg.agent.omp_num_threads);

@@ -47,6 +47,11 @@ bool Values::given(const std::string& name) const {
 
 int Values::integer(const std::string& name) const { return parse_int(source(name), str(name)); }
 
+void Values::derive(const std::string& name, const std::string& value, const std::string& source) {
+  set(name, value, source);
+  given_[name] = true;
+}
+
 void Values::set(const std::string& name, const std::string& value, const std::string& source) {
   values_[name] = value;
   sources_[name] = source;

@@ -36,6 +36,9 @@ class Values {
   bool given(const std::string& name) const;
   /// The value as a non-negative integer (UsageError naming the source otherwise).
   int integer(const std::string& name) const;
+  /// Sets an option the user did not give from another source (e.g. "SLURM_NODEID"),
+  /// which later messages then name; it counts as given.
+  void derive(const std::string& name, const std::string& value, const std::string& source);
 
  private:
   void set(const std::string& name, const std::string& value, const std::string& source);

@@ -89,6 +89,9 @@ KeyWaiter::~KeyWaiter() {
     wait_->store->interrupt();
     wait_->thread.join();
   }
+  // Closed now, not when the cancelled handler (which holds the Wait) next runs: a
+  // store waiting for its clients to leave must not wait for this one.
+  wait_->store.reset();
 }
 
 }  // namespace ddprun::rendezvous
