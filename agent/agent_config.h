@@ -1,7 +1,10 @@
 #pragma once
 
+#include <signal.h>
+
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include "agent/hang_options.h"
 #include "agent/worker_spec.h"
@@ -28,6 +31,11 @@ struct AgentConfig {
   std::chrono::milliseconds grace_period{30'000};
   /// When a worker counts as hung, and what ddprun does then.
   HangOptions hang;
+  /// Signals sent on to every worker, after which the job stops (--signals_to_handle,
+  /// torchrun's) or goes on (--signals_to_forward). SIGUSR1 and SIGUSR2 in neither
+  /// list are ignored with a warning: they never kill ddprun.
+  std::vector<int> stop_signals{SIGTERM, SIGINT, SIGHUP, SIGQUIT};
+  std::vector<int> forward_signals{SIGUSR1, SIGUSR2};
   /// Value exported as OMP_NUM_THREADS when the user did not set it ("" = leave unset).
   std::string omp_num_threads;
 };

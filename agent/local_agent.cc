@@ -4,6 +4,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <fstream>
 #include <iostream>
@@ -25,6 +26,8 @@
 #include "common/host.h"
 #include "common/logging.h"
 #include "net/socket.h"
+#include "os/process_probe.h"
+#include "os/signal_catcher.h"
 #include "rendezvous/round_coordinator.h"
 #include "tracking/run_observer.h"
 
@@ -45,15 +48,17 @@ class LocalAgent::Impl {
         make_rendezvous_(std::move(services.make_rendezvous)),
         guard_(services.guard),
         observer_(services.observer),
-        stop_signals_(io_, SIGINT, SIGTERM, SIGHUP),
+        stop_signals_(io_),
         log_dir_(config_.log_dir, config_.run_id),
         host_(host_name()),
         clock_(services.clock),
         runner_(io_, config_, services.launcher, clock_, guard_, log_dir_, host_, observer_,
                 services.inspector),
         hang_(config_, clock_, runner_, services.inspector, host_),
-        tracking_timer_(clock_.make_timer()) {
-    stop_signals_.add(SIGQUIT);
+        tracking_timer_(clock_.make_timer()),
+        forwarded_signals_(io_, signals_to_catch(config_),
+                           [this](int sig, pid_t sender) { on_forwarded_signal(sig, sender); }) {
+    for (int sig : config_.stop_signals) stop_signals_.add(sig);
   }
 
   int run() {
@@ -383,6 +388,35 @@ class LocalAgent::Impl {
     runner_.stop(sig);
   }
 
+  // The signals forwarded without stopping, and SIGUSR1/SIGUSR2 wherever they are not
+  // handled otherwise (their default action would kill ddprun and so the job).
+  static std::vector<int> signals_to_catch(const AgentConfig& config) {
+    std::set<int> sigs(config.forward_signals.begin(), config.forward_signals.end());
+    sigs.insert({SIGUSR1, SIGUSR2});
+    for (int sig : config.stop_signals) sigs.erase(sig);
+    return {sigs.begin(), sigs.end()};
+  }
+
+  void on_forwarded_signal(int sig, pid_t sender) {
+    const auto& forward = config_.forward_signals;
+    if (std::find(forward.begin(), forward.end(), sig) == forward.end()) {
+      spdlog::warn(
+          "received {}; ignored (it is in neither --signals_to_forward nor "
+          "--signals_to_handle)",
+          signal_name(sig));
+      return;
+    }
+    // slurmstepd signals every process of the step (scancel --signal, srun --signal):
+    // the workers have it already, and a second one could cut their handler short.
+    if (sender > 0 && os::process_name(sender) == "slurmstepd") {
+      spdlog::warn("received {} from Slurm, which sent it to every worker too; the job goes on",
+                   signal_name(sig));
+      return;
+    }
+    int n = runner_.forward(sig);
+    spdlog::warn("received {}; forwarded it to {} worker(s); the job goes on", signal_name(sig), n);
+  }
+
   int finish_success() {
     round_.reset();  // its watches' connections would keep the store waiting for them
     handler_->finish_job();
@@ -447,6 +481,7 @@ class LocalAgent::Impl {
   bool cancelled_ = false;                               // guarded by handler_mutex_
   std::unique_ptr<rendezvous::RoundCoordinator> round_;  // of the attempt running
   std::unique_ptr<Timer> tracking_timer_;
+  os::SignalCatcher forwarded_signals_;
   std::optional<RoundEnd> over_;
   int signalled_ = 0;
 };

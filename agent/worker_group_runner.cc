@@ -196,6 +196,11 @@ void WorkerGroupRunner::abandon_unkillable() {
   if (running_workers() == 0 && phase_ == Phase::kStopping) begin_drain();
 }
 
+int WorkerGroupRunner::forward(int sig) {
+  signal_running(sig);
+  return running_workers();
+}
+
 void WorkerGroupRunner::signal_running(int sig) {
   for (const auto& w : group_.workers)
     if (w.state == WorkerState::kHealthy) launcher_.signal_group(w.pid, sig);

@@ -48,6 +48,8 @@ class WorkerGroupRunner {
   void start(WorkerGroup group, std::function<void(const FailureRecord&)> on_failure,
              std::function<void()> on_done);
 
+  /// Sends `sig` to every running worker's group and nothing more; returns how many.
+  int forward(int sig);
   /// Sends `sig` to every running worker's group, then SIGKILL after the grace period.
   /// A worker still there a while after SIGKILL (uninterruptible sleep) is named and
   /// left behind, so that stopping never waits forever.

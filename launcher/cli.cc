@@ -63,6 +63,13 @@ constexpr OptionDef kOptions[] = {
     {"max_no_progress_restarts", 0, false, "3",
      "hangs in a row, after restarts that got no rank past the step it hung at, before "
      "ddprun stops with exit status 125"},
+    {"signals_to_handle", 0, false, "SIGTERM,SIGINT,SIGHUP,SIGQUIT",
+     "signals ddprun sends on to every worker and then stops the job (SIGKILL after "
+     "--grace_period)"},
+    {"signals_to_forward", 0, false, "SIGUSR1,SIGUSR2",
+     "signals ddprun sends on to every worker while the job goes on (e.g. to checkpoint "
+     "before a time limit); in both lists, a signal stops the job. SIGUSR1/2 in neither are "
+     "ignored with a warning"},
     {"slurm", 0, false, "auto",
      "auto: under Slurm (SLURM_JOB_ID set) the step gives --nnodes, --node_rank, the master "
      "address and port and --rdzv_id where not given; off: ignore Slurm's environment"},
@@ -127,6 +134,12 @@ SplitArgs split_argv(int argc, const char* const argv[], const po::options_descr
       value_attached = eq != std::string::npos;
       if (!takes_value && value_attached) {
         throw UsageError("--" + name + ": this flag takes no value");
+      }
+      if (value_attached && eq + 1 == tok.size()) {
+        // "--flag=" sets an empty value (program_options would want one after '=').
+        out.option_tokens.push_back("--" + od->long_name());
+        out.option_tokens.emplace_back("");
+        continue;
       }
       tok = "--" + od->long_name() + (value_attached ? tok.substr(eq) : "");
     } else {
@@ -256,6 +269,9 @@ LaunchConfig parse_command_line(int argc, const char* const argv[], const EnvLoo
   if (sm != "spawn" && sm != "fork" && sm != "forkserver") {
     throw UsageError(v.source("start_method") + "=" + sm + ": expected spawn, fork or forkserver");
   }
+  a.stop_signals = parse_signal_list(v.source("signals_to_handle"), v.str("signals_to_handle"));
+  a.forward_signals =
+      parse_signal_list(v.source("signals_to_forward"), v.str("signals_to_forward"));
   if (!env("OMP_NUM_THREADS") && a.spec.local_world_size > 1) a.omp_num_threads = "1";
   fill_hang_options(v, a.hang);
   cfg.tracking = !v.flag("no_tracking");

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <csignal>
 #include <vector>
 
 #include "common/error.h"
@@ -21,7 +22,40 @@ agent::Std parse_std_digit(const std::string& flag, const std::string& whole,
   return static_cast<agent::Std>(v);
 }
 
+// The signals a user may have ddprun catch: the ones that stop or warn a job. SIGKILL,
+// SIGSTOP cannot be caught; SIGCHLD, SIGPIPE and SIGCONT are ddprun's own business.
+constexpr std::pair<const char*, int> kSignals[] = {
+    {"HUP", SIGHUP},   {"INT", SIGINT},   {"QUIT", SIGQUIT}, {"TERM", SIGTERM}, {"USR1", SIGUSR1},
+    {"USR2", SIGUSR2}, {"ALRM", SIGALRM}, {"XCPU", SIGXCPU}, {"PWR", SIGPWR},   {"WINCH", SIGWINCH},
+};
+
 }  // namespace
+
+std::vector<int> parse_signal_list(const std::string& flag, const std::string& value) {
+  std::vector<int> out;
+  if (trim_text(value).empty()) return out;
+  std::string unknown;
+  for (const auto& item : split_text(value, ',')) {
+    std::string name = trim_text(item);
+    std::transform(name.begin(), name.end(), name.begin(),
+                   [](unsigned char c) { return std::toupper(c); });
+    if (name.rfind("SIG", 0) == 0) name = name.substr(3);
+    auto it = std::find_if(std::begin(kSignals), std::end(kSignals),
+                           [&name](const auto& s) { return name == s.first; });
+    if (it == std::end(kSignals)) {
+      unknown += (unknown.empty() ? "" : ", ") + trim_text(item);
+    } else if (std::find(out.begin(), out.end(), it->second) == out.end()) {
+      out.push_back(it->second);
+    }
+  }
+  if (!unknown.empty()) {
+    std::string valid;
+    for (const auto& [name, sig] : kSignals)
+      valid += (valid.empty() ? "SIG" : ", SIG") + std::string(name);
+    fail_value(flag, value, "unknown or uncatchable signal(s) " + unknown + "; expected " + valid);
+  }
+  return out;
+}
 
 agent::StdSpec parse_std_spec(const std::string& flag, const std::string& value) {
   agent::StdSpec spec;

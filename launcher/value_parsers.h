@@ -2,6 +2,7 @@
 
 #include <set>
 #include <string>
+#include <vector>
 
 #include "agent/worker_spec.h"
 #include "common/value_parsers.h"
@@ -13,6 +14,10 @@ namespace ddprun::launcher {
 
 /// "0".."3" or "local_rank:std,..." as for --redirects and --tee.
 agent::StdSpec parse_std_spec(const std::string& flag, const std::string& value);
+
+/// "SIGTERM,SIGINT" (the SIG prefix optional, any case; "" for none): signals ddprun may
+/// catch. Throws UsageError naming the unknown ones and the valid names.
+std::vector<int> parse_signal_list(const std::string& flag, const std::string& value);
 
 /// "0,1,3": comma-separated local ranks.
 std::set<int> parse_rank_list(const std::string& flag, const std::string& value);

@@ -29,4 +29,11 @@ std::string wait_channel(pid_t pid) {
   return channel == "0" ? "" : channel;
 }
 
+std::string process_name(pid_t pid) {
+  std::ifstream in(proc_file(pid, "comm"));
+  std::string name;
+  std::getline(in, name);
+  return name;
+}
+
 }  // namespace ddprun::os

@@ -14,6 +14,7 @@ packages=(
   chromium                            # the HTML report, checked headless
   etcd-server etcd-client             # the etcd rendezvous backend, tested against real etcd
   elfutils gdb                        # native stacks of hung workers (eu-stack; gdb as fallback)
+  slurm-wlm munge                     # a real Slurm cluster on this machine for the tests
 )
 
 missing=()

@@ -78,24 +78,11 @@ DdprunProcess::~DdprunProcess() {
 int DdprunProcess::wait(std::chrono::seconds timeout) {
   if (exit_code_) return *exit_code_;
   auto deadline = std::chrono::steady_clock::now() + timeout;
-  char buf[65536];
   while (out_fd_ >= 0 || err_fd_ >= 0) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) break;
-    pollfd fds[2] = {{out_fd_, POLLIN, 0}, {err_fd_, POLLIN, 0}};
-    if (::poll(fds, 2, static_cast<int>(left.count())) <= 0) continue;
-    for (int i = 0; i < 2; ++i) {
-      int& fd = i == 0 ? out_fd_ : err_fd_;
-      if (fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      ssize_t n = ::read(fd, buf, sizeof(buf));
-      if (n > 0) {
-        (i == 0 ? out_ : err_).append(buf, static_cast<size_t>(n));
-      } else {
-        ::close(fd);
-        fd = -1;
-      }
-    }
+    read_output(static_cast<int>(left.count()));
   }
   if (out_fd_ >= 0 || err_fd_ >= 0) {  // timed out
     ::kill(pid_, SIGKILL);
@@ -107,6 +94,28 @@ int DdprunProcess::wait(std::chrono::seconds timeout) {
   ::waitpid(pid_, &status, 0);
   exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return *exit_code_;
+}
+
+void DdprunProcess::read_output(int wait_ms) {
+  char buf[65536];
+  pollfd fds[2] = {{out_fd_, POLLIN, 0}, {err_fd_, POLLIN, 0}};
+  if (::poll(fds, 2, wait_ms) <= 0) return;
+  for (int i = 0; i < 2; ++i) {
+    int& fd = i == 0 ? out_fd_ : err_fd_;
+    if (fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+    ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n > 0) {
+      (i == 0 ? out_ : err_).append(buf, static_cast<size_t>(n));
+    } else {
+      ::close(fd);
+      fd = -1;
+    }
+  }
+}
+
+const std::string& DdprunProcess::err_so_far() {
+  read_output(0);
+  return err_;
 }
 
 Finished run_ddprun(const std::vector<std::string>& args,

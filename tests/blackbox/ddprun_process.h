@@ -29,6 +29,9 @@ class DdprunProcess {
                 const std::map<std::string, std::optional<std::string>>& env = {});
   ~DdprunProcess();
 
+  DdprunProcess(const DdprunProcess&) = delete;
+  DdprunProcess& operator=(const DdprunProcess&) = delete;
+
   pid_t pid() const { return pid_; }
 
   /// Waits (bounded) for exit and end of output. On timeout kills ddprun, and the
@@ -37,8 +40,13 @@ class DdprunProcess {
 
   const std::string& out() const { return out_; }
   const std::string& err() const { return err_; }
+  /// What ddprun wrote to stderr so far, without waiting.
+  const std::string& err_so_far();
 
  private:
+  /// Reads what the pipes hold, waiting up to `wait_ms`; closes a pipe at its end.
+  void read_output(int wait_ms);
+
   pid_t pid_ = -1;
   int out_fd_ = -1;
   int err_fd_ = -1;

@@ -27,14 +27,13 @@ struct Job {
                                          std::optional<bool> is_host = std::nullopt) const {
     std::string c = conf;
     if (is_host) c += std::string(",is_host=") + (*is_host ? "1" : "0");
-    std::vector<std::string> args{"--nnodes=" + nnodes,
-                                  "--rdzv_backend=" + backend,
-                                  "--rdzv_endpoint=" + (endpoint.empty()
-                                                            ? "127.0.0.1:" + std::to_string(port)
-                                                            : endpoint),
-                                  "--rdzv_id=" + id,
-                                  "--local_addr=127.0.0.1",
-                                  "--rdzv_conf=" + c};
+    std::vector<std::string> args{
+        "--nnodes=" + nnodes,
+        "--rdzv_backend=" + backend,
+        "--rdzv_endpoint=" + (endpoint.empty() ? "127.0.0.1:" + std::to_string(port) : endpoint),
+        "--rdzv_id=" + id,
+        "--local_addr=127.0.0.1",
+        "--rdzv_conf=" + c};
     args.insert(args.end(), flags.begin(), flags.end());
     args.insert(args.end(), command.begin(), command.end());
     return args;

@@ -38,10 +38,16 @@ TEST(CppCpuExample, TwoStaticNodesGatherAllFourRanks) {
   std::string runs = make_temp_dir() + "/runs";
   int port = free_port();
   auto node = [&](int k) {
-    return std::vector<std::string>{"--nnodes=2", "--node_rank=" + std::to_string(k),
-                                    "--master_addr=127.0.0.1", "--master_port=" + std::to_string(port),
-                                    "--nproc_per_node=2", "--rdzv_id=cpu2", "--tracking_dir", runs,
-                                    "--no_python", DDPRUN_CPP_CPU};
+    return std::vector<std::string>{"--nnodes=2",
+                                    "--node_rank=" + std::to_string(k),
+                                    "--master_addr=127.0.0.1",
+                                    "--master_port=" + std::to_string(port),
+                                    "--nproc_per_node=2",
+                                    "--rdzv_id=cpu2",
+                                    "--tracking_dir",
+                                    runs,
+                                    "--no_python",
+                                    DDPRUN_CPP_CPU};
   };
   DdprunProcess a(node(0), kEnv);
   DdprunProcess b(node(1), kEnv);
@@ -50,14 +56,14 @@ TEST(CppCpuExample, TwoStaticNodesGatherAllFourRanks) {
   EXPECT_EQ(count(a.out() + b.out(), "/4: all-gather sum 14 ok"), 4u) << a.out() << b.out();
   Finished csv = run_ddprun({"runs", "export", "cpu2", "--format", "csv", "--tracking_dir", runs});
   EXPECT_EQ(count(csv.out, ",gathered_sum,14"), 4u) << "one run holds both nodes' ranks\n"
-                                                     << csv.out;
+                                                    << csv.out;
 }
 
 TEST(ExistingBinaryExample, GetsTheEnvironmentAndItsDeviceOnTheCommandLine) {
-  Finished f = run_ddprun({"--standalone", "--nproc_per_node=2", "--no_python",
-                           DDPRUN_SOURCE_DIR "/examples/existing_binary/report_rank.sh", "--device",
-                           "${local_rank}"},
-                          kEnv);
+  Finished f = run_ddprun(
+      {"--standalone", "--nproc_per_node=2", "--no_python",
+       DDPRUN_SOURCE_DIR "/examples/existing_binary/report_rank.sh", "--device", "${local_rank}"},
+      kEnv);
   ASSERT_EQ(f.code, 0) << f.err;
   EXPECT_NE(f.out.find("rank 0 of 2, local rank 0 on device 0, store at localhost:"),
             std::string::npos)

@@ -18,8 +18,7 @@ std::map<std::string, std::optional<std::string>> env() {
 }
 
 size_t csv_rows(const std::string& csv, int node, int rank) {
-  return lines_starting_with(csv, std::to_string(node) + "," + std::to_string(rank) + ",0,")
-      .size();
+  return lines_starting_with(csv, std::to_string(node) + "," + std::to_string(rank) + ",0,").size();
 }
 
 TEST(SharedRun, TwoAgentsLogToOneRun) {
@@ -45,7 +44,8 @@ TEST(SharedRun, TwoAgentsLogToOneRun) {
   for (int rank = 0; rank < 4; ++rank) {
     EXPECT_NE(show.out.find("worker_exited attempt 0 rank " + std::to_string(rank)),
               std::string::npos)
-        << "both agents' events are in the run\n" << show.out;
+        << "both agents' events are in the run\n"
+        << show.out;
   }
   EXPECT_FALSE(std::filesystem::exists(runs + "/" + job.id + "/parts"))
       << "a node's local copy goes once the primary holds it";
@@ -106,7 +106,8 @@ TEST(SharedRun, NodeOfAVanishedPrimaryKeepsItsRecordsForMerge) {
   Finished show = run_ddprun({"runs", "show", job.id, "--tracking_dir", runs});
   EXPECT_NE(show.out.find("worker_exited attempt 0 rank " + std::to_string(*ranks.begin())),
             std::string::npos)
-      << "the node's own events after the primary vanished are merged too\n" << show.out;
+      << "the node's own events after the primary vanished are merged too\n"
+      << show.out;
   // The vanished primary's own workers' records: recovered from the run's streams.
   std::string run_dir = runs + "/" + job.id;
   for (int time = 0; time < 2; ++time) {

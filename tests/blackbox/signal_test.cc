@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 
 #include "tests/blackbox/ddprun_process.h"
@@ -36,6 +38,8 @@ void expect_all_gone(const std::vector<pid_t>& pids) {
   }
 }
 
+bool file_exists(const std::string& path) { return std::filesystem::exists(path); }
+
 class Signals : public ::testing::TestWithParam<int> {};
 
 TEST_P(Signals, AreForwardedAndLeaveNoSurvivors) {
@@ -50,6 +54,64 @@ TEST_P(Signals, AreForwardedAndLeaveNoSurvivors) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Forwarding, Signals, ::testing::Values(SIGINT, SIGTERM, SIGHUP, SIGQUIT));
+
+// Starts two workers that exit 0 on `sig`, and waits until they catch it.
+std::unique_ptr<DdprunProcess> start_catching(int sig, const std::string& dir,
+                                              std::vector<std::string> flags) {
+  flags.insert(flags.end(), {"--nproc_per_node=2", "--no_python", test_worker_binary(), "catch",
+                             std::to_string(sig), dir});
+  auto p = std::make_unique<DdprunProcess>(
+      flags, std::map<std::string, std::optional<std::string>>{{"OMP_NUM_THREADS", "1"}});
+  EXPECT_TRUE(eventually([&] {
+    return file_exists(dir + "/0.ready") && file_exists(dir + "/1.ready");
+  })) << "workers did not start";
+  return p;
+}
+
+TEST(ForwardedSignals, Usr1ReachesEveryWorkerAndTheJobGoesOn) {
+  for (int sig : {SIGUSR1, SIGUSR2}) {
+    std::string dir = make_temp_dir();
+    auto p = start_catching(sig, dir, {});
+    ::kill(p->pid(), sig);
+    // The workers exit 0 from their handlers: the job ends as a success, not killed.
+    EXPECT_EQ(p->wait(), 0) << p->err();
+    EXPECT_TRUE(file_exists(dir + "/0.got") && file_exists(dir + "/1.got")) << p->err();
+    EXPECT_NE(p->err().find("forwarded it to 2 worker(s); the job goes on"), std::string::npos)
+        << p->err();
+  }
+}
+
+TEST(ForwardedSignals, InSignalsToHandleItIsForwardedAndStopsTheJob) {
+  std::string dir = make_temp_dir();
+  auto p = start_catching(SIGUSR1, dir, {"--signals-to-handle=SIGTERM,usr1"});
+  ::kill(p->pid(), SIGUSR1);
+  EXPECT_EQ(p->wait(), 128 + SIGUSR1) << p->err();
+  EXPECT_TRUE(file_exists(dir + "/0.got") && file_exists(dir + "/1.got")) << p->err();
+}
+
+TEST(ForwardedSignals, Usr1InNeitherListIsIgnoredAndNeverKillsDdprun) {
+  std::string dir = make_temp_dir();
+  auto p = start_catching(SIGUSR1, dir, {"--signals_to_forward="});
+  ::kill(p->pid(), SIGUSR1);
+  EXPECT_TRUE(eventually([&] { return p->err_so_far().find("ignored") != std::string::npos; }));
+  EXPECT_TRUE(process_alive(p->pid()));
+  ::kill(p->pid(), SIGTERM);
+  EXPECT_EQ(p->wait(), 128 + SIGTERM) << p->err();
+  EXPECT_FALSE(file_exists(dir + "/0.got") || file_exists(dir + "/1.got"));
+  EXPECT_NE(p->err().find("received SIGUSR1; ignored (it is in neither --signals_to_forward nor "
+                          "--signals_to_handle)"),
+            std::string::npos)
+      << p->err();
+}
+
+TEST(ForwardedSignals, UnknownSignalNamesAreAUsageError) {
+  auto r = run_ddprun({"--signals_to_handle=SIGTERM,SIGFOO,KILL", "--no_python", "/bin/true"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--signals_to_handle=SIGTERM,SIGFOO,KILL: unknown or uncatchable "
+                       "signal(s) SIGFOO, KILL; expected SIGHUP, SIGINT"),
+            std::string::npos)
+      << r.err;
+}
 
 TEST(SignalsGrace, WorkerIgnoringSigtermIsKilledAfterTheGracePeriod) {
   std::string dir = make_temp_dir();

@@ -67,8 +67,8 @@ TEST(Tracking, EveryPointOfEveryRankAndAttemptIsInTheRun) {
 
 TEST(Tracking, FailedRunRecordsTheRootCause) {
   std::string dir = make_temp_dir();
-  Finished f = run_ddprun({"--rdzv_id=t2", "--tracking_dir", dir, "--no_python",
-                           test_worker_binary(), "exit", "7"});
+  Finished f = run_ddprun(
+      {"--rdzv_id=t2", "--tracking_dir", dir, "--no_python", test_worker_binary(), "exit", "7"});
   EXPECT_EQ(f.code, 7);
   Finished show = run_ddprun({"runs", "show", "t2", "--tracking_dir", dir});
   EXPECT_NE(show.out.find("status:   failed (exit code 7)"), std::string::npos) << show.out;
@@ -80,8 +80,8 @@ TEST(Tracking, UnwritableTrackingDirFailsBeforeAnyWorkerStarts) {
   std::string marker = dir + "/worker_ran";
   std::string blocked = dir + "/file_not_dir";
   std::ofstream(blocked) << "x";
-  Finished f = run_ddprun({"--tracking_dir", blocked + "/runs", "--no_python", "/bin/sh", "-c",
-                           "touch " + marker});
+  Finished f = run_ddprun(
+      {"--tracking_dir", blocked + "/runs", "--no_python", "/bin/sh", "-c", "touch " + marker});
   EXPECT_EQ(f.code, 1);
   EXPECT_NE(f.err.find("cannot write the tracking directory " + blocked), std::string::npos)
       << f.err;
@@ -92,23 +92,22 @@ TEST(Tracking, SigtermEndsTheRunKilledAndSigkillLeavesItCrashed) {
   for (int sig : {SIGTERM, SIGKILL}) {
     std::string dir = make_temp_dir();
     std::string pids = make_temp_dir();
-    DdprunProcess p({"--rdzv_id=t3", "--tracking_dir", dir, "--no_python", test_worker_binary(),
-                     "hang", pids});
+    DdprunProcess p(
+        {"--rdzv_id=t3", "--tracking_dir", dir, "--no_python", test_worker_binary(), "hang", pids});
     ASSERT_TRUE(eventually([&] { return !read_file(pids + "/0.pids").empty(); }));
     ::kill(p.pid(), sig);
     p.wait();
     Finished list = run_ddprun({"runs", "list", "--tracking_dir", dir});
-    EXPECT_NE(list.out.find(sig == SIGTERM ? "killed" : "crashed"), std::string::npos)
-        << list.out;
+    EXPECT_NE(list.out.find(sig == SIGTERM ? "killed" : "crashed"), std::string::npos) << list.out;
   }
 }
 
 TEST(Tracking, TornRecordOfAKilledWorkerIsCountedNotStored) {
   std::string dir = make_temp_dir();
-  Finished f = run_ddprun(
-      {"--rdzv_id=t4", "--tracking_dir", dir, "--no_python", "/bin/sh", "-c",
-       "printf '{\"k\":\"log\",\"seq\":1,\"d\":{\"a\":1}}\\n{\"k\":\"log\",\"se' "
-       ">> \"$DDPRUN_TRACKING_STREAM\"; kill -9 $$"});
+  Finished f =
+      run_ddprun({"--rdzv_id=t4", "--tracking_dir", dir, "--no_python", "/bin/sh", "-c",
+                  "printf '{\"k\":\"log\",\"seq\":1,\"d\":{\"a\":1}}\\n{\"k\":\"log\",\"se' "
+                  ">> \"$DDPRUN_TRACKING_STREAM\"; kill -9 $$"});
   EXPECT_EQ(f.code, 137);
   EXPECT_NE(f.err.find("1 torn"), std::string::npos) << f.err;
   Finished csv = run_ddprun({"runs", "export", "t4", "--format", "csv", "--tracking_dir", dir});
@@ -130,16 +129,16 @@ TEST(Tracking, CppWorkersLogThroughTheHeader) {
 TEST(Tracking, SystemMetricsOfEveryWorkerTree) {
   std::string dir = make_temp_dir();
   // Each worker keeps a child busy: its CPU and memory count for the worker's rank.
-  Finished f = run_ddprun({"--nproc_per_node=2", "--rdzv_id=sys", "--tracking_dir", dir,
-                           "--tracking_interval=0.2", "--no_python", "/bin/sh", "-c",
-                           "timeout 1 sh -c 'while :; do :; done'; true"},
-                          {{"OMP_NUM_THREADS", "1"}});
+  Finished f = run_ddprun(
+      {"--nproc_per_node=2", "--rdzv_id=sys", "--tracking_dir", dir, "--tracking_interval=0.2",
+       "--no_python", "/bin/sh", "-c", "timeout 1 sh -c 'while :; do :; done'; true"},
+      {{"OMP_NUM_THREADS", "1"}});
   ASSERT_EQ(f.code, 0) << f.err;
   Finished show = run_ddprun({"runs", "show", "sys", "--tracking_dir", dir});
   for (const char* key : {"memory_percent", "rank0/proc.memory.rssMB", "rank1/proc.memory.rssMB",
                           "rank0/cpu", "rank1/cpu"}) {
     EXPECT_NE(show.out.find(std::string("  ") + key + "  "), std::string::npos) << key << "\n"
-                                                                                 << show.out;
+                                                                                << show.out;
   }
 }
 
@@ -155,8 +154,13 @@ TEST(Tracking, RunsCommandErrors) {
 TEST(Tracking, TheSameRunIdAgainMakesANewRun) {
   std::string dir = make_temp_dir();
   std::string runs = dir + "/runs";
-  std::vector<std::string> args{"--nproc_per_node=1", "--rdzv_id=again", "--tracking_dir", runs,
-                                "--no_python", DDPRUN_CPP_LOGGER, "5"};
+  std::vector<std::string> args{"--nproc_per_node=1",
+                                "--rdzv_id=again",
+                                "--tracking_dir",
+                                runs,
+                                "--no_python",
+                                DDPRUN_CPP_LOGGER,
+                                "5"};
   ASSERT_EQ(run_ddprun(args).code, 0);
   Finished second = run_ddprun(args);
   ASSERT_EQ(second.code, 0) << second.err;
@@ -164,14 +168,15 @@ TEST(Tracking, TheSameRunIdAgainMakesANewRun) {
   for (std::string id : {"again", "again.1"}) {
     Finished csv = run_ddprun({"runs", "export", id, "--format", "csv", "--tracking_dir", runs});
     EXPECT_EQ(lines_starting_with(csv.out, "0,0,0,").size(), 10u)
-        << id << " holds its own job's points only\n" << csv.out;
+        << id << " holds its own job's points only\n"
+        << csv.out;
   }
 }
 
 TEST(Tracking, NoTrackingLeavesNothingAndWorkersGetWandbGroup) {
   std::string dir = make_temp_dir();
-  Finished off = run_ddprun({"--no_tracking", "--tracking_dir", dir + "/runs", "--no_python",
-                             "/bin/true"});
+  Finished off =
+      run_ddprun({"--no_tracking", "--tracking_dir", dir + "/runs", "--no_python", "/bin/true"});
   EXPECT_EQ(off.code, 0);
   EXPECT_FALSE(std::filesystem::exists(dir + "/runs"));
   Finished on = run_ddprun({"--rdzv_id=grp", "--tracking_dir", dir, "--tee=1", "--no_python",

@@ -5,12 +5,15 @@
 //   fail_before N CODE       exit CODE while TORCHELASTIC_RESTART_COUNT < N, else 0
 //   fail_rank R CODE         rank R exits CODE at once, the others wait to be stopped
 //   hang DIR [ignore_term]   write DIR/<rank>.pids (own pid and a grandchild's) and sleep
+//   catch SIG DIR            on signal SIG (a number) create DIR/<rank>.got and exit 0;
+//                            DIR/<rank>.ready once the handler is in place
 //   mark DIR                 create DIR/w<WORLD_SIZE>.r<RANK>.a<RESTART_COUNT> and sleep
 //   error_file MSG           write torchrun's error file with MSG and exit 1
 //   chatter N                print N long lines, each in several separate writes
 //   args ...                 print each argument on its own line
 //   lines TEXT...            print each TEXT on stdout and "err:" TEXT on stderr
 #include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -43,6 +46,22 @@ void write_str(int fd, const std::string& s) {
 
 [[noreturn]] void sleep_forever() {
   while (true) ::pause();
+}
+
+std::string g_got_path;
+
+void got_signal(int /*sig*/) {
+  int fd = ::open(g_got_path.c_str(), O_CREAT | O_WRONLY, 0644);
+  if (fd >= 0) ::close(fd);
+  ::_exit(0);
+}
+
+int catch_signal(int sig, const std::string& dir) {
+  std::string rank = std::to_string(env_int("RANK"));
+  g_got_path = dir + "/" + rank + ".got";
+  ::signal(sig, got_signal);
+  std::ofstream(dir + "/" + rank + ".ready") << ::getpid() << "\n";
+  sleep_forever();
 }
 
 int hang(const std::string& dir, bool ignore_term) {
@@ -129,6 +148,7 @@ int main(int argc, char** argv) {
   if (mode == "sleep") {  // stuck in sleep(3), as a hung C++ program would be
     for (;;) ::sleep(3600);
   }
+  if (mode == "catch" && argc > 3) return catch_signal(std::atoi(argv[2]), argv[3]);
   if (mode == "mark" && argc > 2) {
     std::string name = std::string(argv[2]) + "/w" + std::to_string(env_int("WORLD_SIZE")) + ".r" +
                        std::to_string(env_int("RANK")) + ".a" +

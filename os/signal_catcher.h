@@ -1,0 +1,32 @@
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+
+namespace ddprun::os {
+
+/// Catches signals and delivers each on the loop with the pid that sent it (siginfo's
+/// si_pid; 0 when the kernel did), which asio::signal_set cannot tell. The handler
+/// only writes 8 bytes to a pipe. One instance at a time; the signals' previous
+/// actions come back when it is destroyed.
+class SignalCatcher {
+ public:
+  using OnSignal = std::function<void(int sig, pid_t sender)>;
+
+  /// Throws SystemError if the pipe or an action cannot be set up.
+  SignalCatcher(boost::asio::io_context& io, const std::vector<int>& signals, OnSignal on_signal);
+  ~SignalCatcher();
+  SignalCatcher(const SignalCatcher&) = delete;
+  SignalCatcher& operator=(const SignalCatcher&) = delete;
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace ddprun::os
