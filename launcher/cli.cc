@@ -259,6 +259,7 @@ LaunchConfig parse_command_line(int argc, const char* const argv[], const EnvLoo
   if (slurm.c10d_is_host && !cfg.rendezvous.c10d_is_host) {
     cfg.rendezvous.c10d_is_host = slurm.c10d_is_host;
   }
+  cfg.port_hint = slurm.port_hint;
   fill_worker_spec(v, env, a.spec);
   a.spec.local_world_size = resolve_nproc(v, devices);
   a.spec.entrypoint_name = cfg.script;

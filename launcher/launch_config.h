@@ -35,6 +35,8 @@ struct LaunchConfig {
   /// Lines for the user about values ddprun chose or was told against its environment
   /// (e.g. an explicit --nnodes that contradicts the Slurm step). main() prints them.
   std::vector<std::string> notices;
+  /// Said after "cannot listen" when the store's port was chosen for the user.
+  std::string port_hint;
 };
 
 /// Looks up an environment variable; injectable so tests need not touch the real one.

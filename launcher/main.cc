@@ -166,6 +166,10 @@ int main(int argc, char** argv) {
     return e.exit_code();
   } catch (const std::exception& e) {
     std::cerr << "ddprun: error: " << e.what() << "\n";
+    if (!cfg.port_hint.empty() &&
+        std::string(e.what()).find("cannot listen") != std::string::npos) {
+      std::cerr << "ddprun: " << cfg.port_hint << "\n";
+    }
     return 1;
   }
 }

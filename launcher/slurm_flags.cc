@@ -40,6 +40,12 @@ std::string first_node_address(const SlurmStep& step, const NodeAddressLookup& l
   return found->address;
 }
 
+std::string port_hint(const SlurmStep& step, int port, const std::string& flag) {
+  return "port " + std::to_string(port) + " is ddprun's default for Slurm job " + step.job_id +
+         " (derived from SLURM_JOB_ID); another program on this node holds it: pass " + flag +
+         " with a free port, the same on every node";
+}
+
 void check_nnodes(const Values& v, const SlurmStep& step, std::vector<std::string>& notices) {
   auto [lo, hi] = parse_nnodes(v.source("nnodes"), v.str("nnodes"));
   if (step.nodes >= lo && step.nodes <= hi) return;
@@ -85,12 +91,16 @@ SlurmDefaults apply_slurm(Values& v, const SlurmStep& step, const NodeAddressLoo
     if (!v.given("master_addr")) {
       v.derive("master_addr", first_node_address(step, lookup, notices), "the Slurm node list");
     }
-    if (!v.given("master_port")) v.derive("master_port", std::to_string(port), "SLURM_JOB_ID");
+    if (!v.given("master_port")) {
+      v.derive("master_port", std::to_string(port), "SLURM_JOB_ID");
+      out.port_hint = port_hint(step, port, "--master_port=PORT");
+    }
   } else if (backend == "c10d" && !v.given("rdzv_endpoint")) {
     std::string host = first_node_address(step, lookup, notices);
     if (host.find(':') != std::string::npos) host = "[" + host + "]";
     v.derive("rdzv_endpoint", host + ":" + std::to_string(port), "the Slurm node list");
     out.c10d_is_host = step.node_id == 0;
+    out.port_hint = port_hint(step, port, "--rdzv_endpoint=HOST:PORT");
   }
   return out;
 }

@@ -13,6 +13,7 @@ namespace ddprun::launcher {
 /// What the Slurm step decides beyond the flags' values.
 struct SlurmDefaults {
   std::optional<bool> c10d_is_host;  // the first node hosts a c10d store it derived
+  std::string port_hint;             // what to do when the derived port is taken
 };
 
 /// Fills in the rendezvous options the user did not give (flag or PET_ variable) from

@@ -5,6 +5,7 @@ Run with /usr/bin/python3 as root; DDPRUN names the binary. One cluster per test
 """
 import os
 import shutil
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -100,6 +101,42 @@ class Srun(SlurmTest):
         restarted = [l for l in lines if "TORCHELASTIC_RESTART_COUNT=1" in l]
         self.assertEqual(len(restarted), 4, self.fail_with(r))
         self.assertEqual(run_meta(self.runs)[1], "finished")
+
+    def test_elastic_c10d_meets_at_the_first_node(self):
+        r = self.srun("--rdzv_backend=c10d", "--nnodes=1:2", WORKER, "env")
+        self.assertEqual(r.returncode, 0, self.fail_with(r))
+        lines = [l for l in r.stdout.splitlines() if l.startswith("env ")]
+        self.assertEqual(sorted(l.split()[1] for l in lines),
+                         ["RANK=0", "RANK=1", "RANK=2", "RANK=3"], self.fail_with(r))
+        run_ids = {dict(kv.split("=", 1) for kv in l.split()[1:])["TORCHELASTIC_RUN_ID"]
+                   for l in lines}
+        self.assertEqual(len(run_ids), 1)
+        self.assertRegex(run_ids.pop(), r"^\d+$", "elastic: the job id alone")
+
+    def test_taken_port_is_named_with_the_flag_that_overrides_it(self):
+        # A fresh cluster's jobs are 1, 2, ...: their static ports (step 0) are 20000 + 8 * id.
+        holders = []
+        for job in (1, 2):
+            s = socket.socket()
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind(("", 20000 + 8 * job))
+            s.listen()
+            holders.append(s)
+        self.addCleanup(lambda: [h.close() for h in holders])
+        r = self.cluster.run(["srun", "-N2", "--ntasks-per-node=1", "--kill-on-bad-exit=1",
+                              *self.ddprun(WORKER, "env")], env=self.env, cwd=self.tmp,
+                             timeout=60)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("cannot listen on *:20008", r.stderr)
+        self.assertIn("port 20008 is ddprun's default for Slurm job 1 (derived from "
+                      "SLURM_JOB_ID); another program on this node holds it: pass "
+                      "--master_port=PORT with a free port, the same on every node", r.stderr)
+        with socket.socket() as free:
+            free.bind(("127.0.0.1", 0))
+            port = free.getsockname()[1]
+        r = self.srun(f"--master_port={port}", WORKER, "env")
+        self.assertEqual(r.returncode, 0, self.fail_with(r))
+        self.assertIn(f"MASTER_PORT={port}", r.stdout)
 
     def test_two_tasks_per_node_are_refused_with_the_fix(self):
         r = self.cluster.run(["srun", "-N2", "--ntasks-per-node=2", *self.ddprun(WORKER, "env")],
