@@ -213,6 +213,18 @@ SlurmDefaults apply_slurm_environment(Values& v, const EnvLookup& env,
                      notices);
 }
 
+// Kubernetes' PyTorchJob (Kubeflow's training operator) gives every pod PET_NNODES and
+// PET_NODE_RANK, and node 0 as MASTER_ADDR and MASTER_PORT, which torchrun ignores: a
+// multi-node static job takes them where no flag or PET_ variable says otherwise.
+void apply_master_environment(Values& v, const EnvLookup& env) {
+  if (parse_nnodes(v.source("nnodes"), v.str("nnodes")).second < 2) return;
+  for (const auto& [option, var] :
+       {std::pair{"master_addr", "MASTER_ADDR"}, std::pair{"master_port", "MASTER_PORT"}}) {
+    auto value = env(var);
+    if (value && !value->empty() && !v.from_user(option)) v.derive(option, *value, var);
+  }
+}
+
 }  // namespace
 
 LaunchConfig parse_command_line(int argc, const char* const argv[], const EnvLookup& env,
@@ -255,11 +267,12 @@ LaunchConfig parse_command_line(int argc, const char* const argv[], const EnvLoo
 
   agent::AgentConfig& a = cfg.agent;
   SlurmDefaults slurm = apply_slurm_environment(v, env, node_address, cfg.notices);
+  apply_master_environment(v, env);
   fill_rendezvous(v, cfg);
   if (slurm.c10d_is_host && !cfg.rendezvous.c10d_is_host) {
     cfg.rendezvous.c10d_is_host = slurm.c10d_is_host;
   }
-  cfg.port_hint = slurm.port_hint;
+  if (v.source("master_port") != "MASTER_PORT") cfg.port_hint = slurm.port_hint;
   fill_worker_spec(v, env, a.spec);
   a.spec.local_world_size = resolve_nproc(v, devices);
   a.spec.entrypoint_name = cfg.script;

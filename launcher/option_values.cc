@@ -50,6 +50,7 @@ int Values::integer(const std::string& name) const { return parse_int(source(nam
 void Values::derive(const std::string& name, const std::string& value, const std::string& source) {
   set(name, value, source);
   given_[name] = true;
+  derived_.insert(name);
 }
 
 void Values::set(const std::string& name, const std::string& value, const std::string& source) {

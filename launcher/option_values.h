@@ -1,6 +1,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <span>
 #include <string>
 
@@ -32,8 +33,10 @@ class Values {
   const std::string& str(const std::string& name) const { return values_.at(name); }
   const std::string& source(const std::string& name) const { return sources_.at(name); }
   bool flag(const std::string& name) const { return values_.at(name) == "1"; }
-  /// True when the command line or a PET_ variable set it.
+  /// True when the command line or a PET_ variable set it, or derive() did.
   bool given(const std::string& name) const;
+  /// True when the command line or a PET_ variable set it.
+  bool from_user(const std::string& name) const { return given(name) && !derived_.count(name); }
   /// The value as a non-negative integer (UsageError naming the source otherwise).
   int integer(const std::string& name) const;
   /// Sets an option the user did not give from another source (e.g. "SLURM_NODEID"),
@@ -46,6 +49,7 @@ class Values {
   std::map<std::string, std::string> values_;
   std::map<std::string, std::string> sources_;
   std::map<std::string, bool> given_;
+  std::set<std::string> derived_;
 };
 
 }  // namespace ddprun::launcher

@@ -266,6 +266,35 @@ TEST(SlurmFlags, MalformedEnvironmentNamesTheVariable) {
   }
 }
 
+TEST(MasterEnvironment, MultiNodeStaticJobsTakeMasterAddrAndPortAsKubernetesSetsThem) {
+  // What Kubeflow's training operator gives a PyTorchJob's worker pod 1.
+  Slurm pod{Env{{"PET_NNODES", "2"},
+                {"PET_NODE_RANK", "1"},
+                {"PET_NPROC_PER_NODE", "2"},
+                {"MASTER_ADDR", "job-master-0"},
+                {"MASTER_PORT", "23456"},
+                {"WORLD_SIZE", "4"},
+                {"RANK", "1"}}};
+  auto c = pod.parse({});
+  EXPECT_EQ(c.rendezvous.max_nodes, 2);
+  EXPECT_EQ(c.rendezvous.node_rank, 1);
+  EXPECT_EQ(c.rendezvous.master_addr, "job-master-0");
+  EXPECT_EQ(c.rendezvous.master_port, 23456);
+  EXPECT_EQ(c.agent.spec.local_world_size, 2);
+  EXPECT_EQ(pod.parse({"--master_port=999"}).rendezvous.master_port, 999) << "flags win";
+
+  Slurm single{Env{{"MASTER_ADDR", "elsewhere"}, {"MASTER_PORT", "23456"}}};
+  EXPECT_EQ(single.parse({}).rendezvous.master_port, 0) << "one node keeps its free port";
+
+  Slurm slurm;  // an old wrapper script's exports win over the step's defaults
+  slurm.env["MASTER_ADDR"] = "head";
+  slurm.env["MASTER_PORT"] = "4444";
+  auto s = slurm.parse({});
+  EXPECT_EQ(s.rendezvous.master_addr, "head");
+  EXPECT_EQ(s.rendezvous.master_port, 4444);
+  EXPECT_TRUE(s.port_hint.empty()) << "the port was not ddprun's choice";
+}
+
 TEST(NodeAddress, AliasesAndScontrolOutput) {
   EXPECT_EQ(node_alias_address("a:10.0.0.1:ha,b:10.0.0.2:hb", "b"), "10.0.0.2");
   EXPECT_EQ(node_alias_address("ab:10.0.0.1:x,b:[fe80::1]:hb", "b"), "fe80::1");
