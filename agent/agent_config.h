@@ -36,6 +36,9 @@ struct AgentConfig {
   /// list are ignored with a warning: they never kill ddprun.
   std::vector<int> stop_signals{SIGTERM, SIGINT, SIGHUP, SIGQUIT};
   std::vector<int> forward_signals{SIGUSR1, SIGUSR2};
+  /// Stop the job (as on SIGTERM) when standard input reaches its end: an agent started
+  /// over ssh by a controller notices so that the controller or its connection is gone.
+  bool stop_on_stdin_close = false;
   /// Value exported as OMP_NUM_THREADS when the user did not set it ("" = leave unset).
   std::string omp_num_threads;
 };

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <fstream>
 #include <iostream>
 #include <mutex>
@@ -15,6 +16,7 @@
 
 #include <spdlog/spdlog.h>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 
@@ -66,6 +68,7 @@ class LocalAgent::Impl {
     // reap them and nothing escapes the job.
     ::prctl(PR_SET_CHILD_SUBREAPER, 1);
     wait_for_stop_signals();
+    if (config_.stop_on_stdin_close) watch_stdin();
     try {
       return run_rounds();
     } catch (const Signalled&) {
@@ -388,6 +391,35 @@ class LocalAgent::Impl {
     runner_.stop(sig);
   }
 
+  // --stop_on_stdin_close: the end of standard input stops the job as SIGTERM would.
+  // Only waited on, then read with a plain read(): the descriptor is shared with the
+  // workers, whose stdin must stay blocking.
+  void watch_stdin() {
+    int fd = ::dup(STDIN_FILENO);
+    if (fd < 0) return on_stdin_closed();
+    stdin_ = std::make_unique<asio::posix::stream_descriptor>(io_, fd);
+    wait_stdin();
+  }
+
+  void wait_stdin() {
+    stdin_->async_wait(asio::posix::descriptor_base::wait_read,
+                       [this](const boost::system::error_code& ec) {
+                         if (ec) return;
+                         char buf[512];
+                         ssize_t n = ::read(stdin_->native_handle(), buf, sizeof(buf));
+                         if (n > 0 || (n < 0 && (errno == EINTR || errno == EAGAIN))) {
+                           return wait_stdin();
+                         }
+                         on_stdin_closed();
+                       });
+  }
+
+  void on_stdin_closed() {
+    if (signalled_ != 0) return;
+    spdlog::warn("standard input closed: the controller (or its ssh connection) is gone");
+    on_stop_signal(SIGTERM);
+  }
+
   // The signals forwarded without stopping, and SIGUSR1/SIGUSR2 wherever they are not
   // handled otherwise (their default action would kill ddprun and so the job).
   static std::vector<int> signals_to_catch(const AgentConfig& config) {
@@ -482,6 +514,7 @@ class LocalAgent::Impl {
   std::unique_ptr<rendezvous::RoundCoordinator> round_;  // of the attempt running
   std::unique_ptr<Timer> tracking_timer_;
   os::SignalCatcher forwarded_signals_;
+  std::unique_ptr<asio::posix::stream_descriptor> stdin_;  // --stop_on_stdin_close
   std::optional<RoundEnd> over_;
   int signalled_ = 0;
 };

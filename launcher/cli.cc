@@ -13,6 +13,7 @@
 #include "launcher/option_values.h"
 #include "launcher/rendezvous_flags.h"
 #include "launcher/slurm_flags.h"
+#include "launcher/ssh_flags.h"
 #include "launcher/value_parsers.h"
 
 namespace po = boost::program_options;
@@ -70,6 +71,21 @@ constexpr OptionDef kOptions[] = {
      "signals ddprun sends on to every worker while the job goes on (e.g. to checkpoint "
      "before a time limit); in both lists, a signal stops the job. SIGUSR1/2 in neither are "
      "ignored with a warning"},
+    {"hostfile", 0, false, "",
+     "start the job on every host listed (a line per host: host [slots=N]) over ssh, one "
+     "agent per host, the first host as master"},
+    {"hosts", 0, false, "", "like --hostfile, inline: a,b:4,c (:N gives slots)"},
+    {"include", 0, false, "", "the hosts (and slots) to use: a@b:0,2 (DeepSpeed's syntax)"},
+    {"exclude", 0, false, "", "the hosts (and slots) to leave out, same syntax"},
+    {"ssh_cmd", 0, false, "ssh", "the ssh command with its options (also DDPRUN_SSH)"},
+    {"remote_ddprun", 0, false, "", "ddprun's path on the other hosts (default: this one's)"},
+    {"ssh_timeout", 0, false, "30", "seconds to reach a host before the launch fails"},
+    {"export", 0, false, "",
+     "VAR or VAR=value for the agents on every host (repeatable; NCCL_*, PYTHON*, CUDA_*, "
+     "OMP_*, TORCH_*, WANDB_*, PET_* and .ddprun_env go anyway)"},
+    {"stop_on_stdin_close", 0, true, "0",
+     "stop the job when standard input closes (how an agent started over ssh notices that "
+     "its controller is gone)"},
     {"slurm", 0, false, "auto",
      "auto: under Slurm (SLURM_JOB_ID set) the step gives --nnodes, --node_rank, the master "
      "address and port and --rdzv_id where not given; off: ignore Slurm's environment"},
@@ -105,7 +121,20 @@ po::options_description make_description() {
 struct SplitArgs {
   std::vector<std::string> option_tokens;
   std::vector<std::string> script_and_args;
+  std::vector<OptionTokens> options;  // the same tokens, per option
+  std::vector<std::string> exports;   // --export may repeat: kept apart
 };
+
+// Appends one option's tokens, or keeps an --export value apart.
+void add_option(SplitArgs& out, const std::string& name, std::vector<std::string> tokens) {
+  if (name == "export") {
+    out.exports.push_back(tokens.size() > 1 ? tokens[1]
+                                            : tokens[0].substr(tokens[0].find('=') + 1));
+    return;
+  }
+  out.option_tokens.insert(out.option_tokens.end(), tokens.begin(), tokens.end());
+  out.options.push_back({name, std::move(tokens)});
+}
 
 SplitArgs split_argv(int argc, const char* const argv[], const po::options_description& desc) {
   SplitArgs out;
@@ -135,13 +164,13 @@ SplitArgs split_argv(int argc, const char* const argv[], const po::options_descr
       if (!takes_value && value_attached) {
         throw UsageError("--" + name + ": this flag takes no value");
       }
+      name = od->long_name();
       if (value_attached && eq + 1 == tok.size()) {
         // "--flag=" sets an empty value (program_options would want one after '=').
-        out.option_tokens.push_back("--" + od->long_name());
-        out.option_tokens.emplace_back("");
+        add_option(out, name, {"--" + name, ""});
         continue;
       }
-      tok = "--" + od->long_name() + (value_attached ? tok.substr(eq) : "");
+      tok = "--" + name + (value_attached ? tok.substr(eq) : "");
     } else {
       const OptionDef* d = find_short(tok[1]);
       if (d == nullptr) throw UsageError(tok + ": unrecognized flag");
@@ -149,11 +178,14 @@ SplitArgs split_argv(int argc, const char* const argv[], const po::options_descr
       value_attached = tok.size() > 2;
       if (!takes_value && value_attached) throw UsageError(tok + ": unrecognized flag");
     }
-    out.option_tokens.push_back(tok);
+    std::vector<std::string> tokens{tok};
     if (takes_value && !value_attached) {
       if (i + 1 >= argc) throw UsageError(tok + ": expected a value");
-      out.option_tokens.emplace_back(argv[++i]);
+      tokens.emplace_back(argv[++i]);
     }
+    std::string canonical =
+        tok[1] == '-' ? tok.substr(2, tok.find('=') - 2) : find_short(tok[1])->name;
+    add_option(out, canonical, std::move(tokens));
   }
   for (; i < argc; ++i) out.script_and_args.emplace_back(argv[i]);
   return out;
@@ -288,6 +320,8 @@ LaunchConfig parse_command_line(int argc, const char* const argv[], const EnvLoo
       parse_signal_list(v.source("signals_to_forward"), v.str("signals_to_forward"));
   if (!env("OMP_NUM_THREADS") && a.spec.local_world_size > 1) a.omp_num_threads = "1";
   fill_hang_options(v, a.hang);
+  a.stop_on_stdin_close = v.flag("stop_on_stdin_close");
+  cfg.ssh = read_ssh_job(v, env, split.options, split.exports, split.script_and_args);
   cfg.tracking = !v.flag("no_tracking");
   cfg.tracking_dir = v.str("tracking_dir");
   if (cfg.tracking_dir.empty()) throw UsageError(v.source("tracking_dir") + "=: must not be empty");

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "agent/agent_config.h"
+#include "launcher/ssh_job.h"
 #include "rendezvous/rendezvous_params.h"
 
 namespace ddprun::launcher {
@@ -37,6 +38,8 @@ struct LaunchConfig {
   std::vector<std::string> notices;
   /// Said after "cannot listen" when the store's port was chosen for the user.
   std::string port_hint;
+  /// With --hostfile/--hosts: this ddprun is the controller that starts the agents.
+  std::optional<SshJob> ssh;
 };
 
 /// Looks up an environment variable; injectable so tests need not touch the real one.

@@ -26,6 +26,7 @@
 #include "launcher/cli.h"
 #include "launcher/entrypoint.h"
 #include "launcher/runs_command.h"
+#include "launcher/ssh_controller.h"
 #include "rendezvous/rendezvous_factory.h"
 #include "tracking/run_tracker.h"
 
@@ -156,6 +157,11 @@ int main(int argc, char** argv) {
     if (cfg.version) {
       std::cout << "ddprun " << DDPRUN_VERSION << "\n";
       return 0;
+    }
+    if (cfg.ssh) {
+      setup_logging(cfg.log_level);
+      launcher::prepare_ssh_job(*cfg.ssh);
+      return launcher::run_ssh_job(*cfg.ssh);
     }
     return launch(cfg, argc, argv);
   } catch (const UsageError& e) {

@@ -15,6 +15,7 @@ packages=(
   etcd-server etcd-client             # the etcd rendezvous backend, tested against real etcd
   elfutils gdb                        # native stacks of hung workers (eu-stack; gdb as fallback)
   slurm-wlm munge                     # a real Slurm cluster on this machine for the tests
+  openssh-server openssh-client       # --hostfile over real ssh (an sshd per loopback address)
 )
 
 missing=()

@@ -12,32 +12,19 @@ and their fixed ports collide with nothing; otherwise they listen on free ports.
 Teardown (even when a test fails): every job cancelled, every process started under
 this cluster's SLURM_CONF killed, the daemons stopped, the directory removed.
 """
-import ctypes
 import os
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 
-CLONE_NEWNET = 0x40000000
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers"))
+from private_network import isolate_network  # noqa: E402
+
 NODES = ("n1", "n2")
-
-
-def isolate_network():
-    """True when this process now has a network namespace of its own (loopback only)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.unshare(CLONE_NEWNET) != 0:
-        return False
-    # A veth pair with both ends inside (it reaches nothing) and an address: without any
-    # address but loopback, getaddrinfo(AI_ADDRCONFIG) finds nothing and slurmd cannot bind.
-    for cmd in (["ip", "link", "set", "lo", "up"],
-                ["ip", "link", "add", "ddprun0", "type", "veth", "peer", "name", "ddprun1"],
-                ["ip", "addr", "add", "10.253.0.1/32", "dev", "ddprun0"],
-                ["ip", "link", "set", "ddprun0", "up"]):
-        subprocess.run(cmd, check=True)
-    return True
 
 
 def free_port():

@@ -16,7 +16,7 @@ import unittest
 from slurm_cluster import SlurmCluster
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-WORKER = os.path.join(HERE, "slurm_worker.py")
+WORKER = os.path.join(HERE, "..", "helpers", "py_worker.py")
 DDPRUN = os.environ["DDPRUN"]
 PYTHON = "/usr/bin/python3"
 

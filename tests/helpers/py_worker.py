@@ -1,10 +1,13 @@
-"""A worker for the Slurm tests, started by ddprun (PYTHON_EXEC=/usr/bin/python3).
+"""A Python worker for the Slurm and ssh tests, started by ddprun
+(PYTHON_EXEC=/usr/bin/python3).
 
-    slurm_worker.py env            print the rank's torchrun variables on one line
-    slurm_worker.py exit N         exit with status N
-    slurm_worker.py fail_once      rank 3 fails in the first attempt; then like env
-    slurm_worker.py wait DIR       write DIR/pid.<rank>, count SIGUSR1, exit 0 once
-                                   DIR/stop exists (or run until killed)
+    py_worker.py env            print the rank's torchrun variables, its working
+                                directory and every DDPRUN_TEST_* variable on one line
+    py_worker.py exit N [RANK]  exit with status N (only rank RANK when given; the
+                                other ranks exit 0)
+    py_worker.py fail_once      rank 3 fails in the first attempt; then like env
+    py_worker.py wait DIR       write DIR/pid.<rank>, count SIGUSR1, exit 0 once
+                                DIR/stop exists (or run until killed)
 """
 import os
 import signal
@@ -15,7 +18,9 @@ import time
 def env_line():
     keys = ("RANK", "GROUP_RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE",
             "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT")
-    return "env " + " ".join(f"{k}={os.environ.get(k, '')}" for k in keys)
+    line = "env " + " ".join(f"{k}={os.environ.get(k, '')}" for k in keys)
+    extra = sorted(k for k in os.environ if k.startswith("DDPRUN_TEST_"))
+    return line + f" CWD={os.getcwd()}" + "".join(f" {k}={os.environ[k]!r}" for k in extra)
 
 
 def wait(directory):
@@ -40,7 +45,8 @@ def main():
     if mode == "env":
         print(env_line(), flush=True)
     elif mode == "exit":
-        sys.exit(int(sys.argv[2]))
+        if len(sys.argv) < 4 or os.environ["RANK"] == sys.argv[3]:
+            sys.exit(int(sys.argv[2]))
     elif mode == "fail_once":
         if os.environ["RANK"] == "3" and os.environ["TORCHELASTIC_RESTART_COUNT"] == "0":
             sys.exit(1)
