@@ -298,15 +298,20 @@ LaunchConfig parse_command_line(int argc, const char* const argv[], const EnvLoo
                        : (module ? ScriptKind::kPythonModule : ScriptKind::kPythonFile);
 
   agent::AgentConfig& a = cfg.agent;
-  SlurmDefaults slurm = apply_slurm_environment(v, env, node_address, cfg.notices);
-  apply_master_environment(v, env);
-  fill_rendezvous(v, cfg);
-  if (slurm.c10d_is_host && !cfg.rendezvous.c10d_is_host) {
-    cfg.rendezvous.c10d_is_host = slurm.c10d_is_host;
+  // A controller (--hostfile/--hosts) runs no rendezvous and no workers itself: each
+  // agent resolves those on its own host.
+  bool controller = v.given("hostfile") || v.given("hosts");
+  if (!controller) {
+    SlurmDefaults slurm = apply_slurm_environment(v, env, node_address, cfg.notices);
+    apply_master_environment(v, env);
+    fill_rendezvous(v, cfg);
+    if (slurm.c10d_is_host && !cfg.rendezvous.c10d_is_host) {
+      cfg.rendezvous.c10d_is_host = slurm.c10d_is_host;
+    }
+    if (v.source("master_port") != "MASTER_PORT") cfg.port_hint = slurm.port_hint;
   }
-  if (v.source("master_port") != "MASTER_PORT") cfg.port_hint = slurm.port_hint;
   fill_worker_spec(v, env, a.spec);
-  a.spec.local_world_size = resolve_nproc(v, devices);
+  a.spec.local_world_size = controller ? 1 : resolve_nproc(v, devices);
   a.spec.entrypoint_name = cfg.script;
   a.log_dir = v.str("log_dir");
   a.grace_period = parse_seconds(v.source("grace_period"), v.str("grace_period"), false);

@@ -12,11 +12,11 @@ namespace {
 
 // The controller's own flags: never passed on.
 const std::set<std::string> kControllerFlags = {
-    "hostfile",      "hosts",       "include",     "exclude",     "ssh_cmd",
+    "nnodes",        "hostfile",    "hosts",       "include",     "exclude", "ssh_cmd",
     "remote_ddprun", "ssh_timeout", "master_addr", "master_port", "rdzv_id"};
 // The rendezvous the controller decides for every host.
-const std::set<std::string> kRefused = {"nnodes",        "node_rank",  "rdzv_backend",
-                                        "rdzv_endpoint", "standalone", "stop_on_stdin_close"};
+const std::set<std::string> kRefused = {"node_rank", "rdzv_backend", "rdzv_endpoint",
+                                        "rdzv_conf", "standalone",   "stop_on_stdin_close"};
 
 std::vector<HostSlots> read_hosts(const Values& v) {
   if (v.given("hostfile") && v.given("hosts")) {
@@ -59,6 +59,15 @@ std::optional<SshJob> read_ssh_job(const Values& v, const EnvLookup& env,
   double timeout = static_cast<double>(
       parse_seconds(v.source("ssh_timeout"), v.str("ssh_timeout"), false).count());
   job.ssh_timeout_s = std::max(1, static_cast<int>(timeout / 1000));
+  if (v.from_user("nnodes")) {
+    auto [lo, hi] = parse_nnodes(v.source("nnodes"), v.str("nnodes"));
+    if (lo == hi) {
+      throw UsageError(v.source("nnodes") + "=" + v.str("nnodes") +
+                       ": --hostfile/--hosts run one node per host; give MIN:MAX for an "
+                       "elastic job, or nothing");
+    }
+    job.nnodes = v.str("nnodes");
+  }
   if (v.from_user("master_addr")) job.master_addr = v.str("master_addr");
   if (v.from_user("master_port")) job.master_port = v.integer("master_port");
   if (v.from_user("rdzv_id")) job.run_id = v.str("rdzv_id");

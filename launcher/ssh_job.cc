@@ -44,10 +44,17 @@ std::string remote_command(const SshJob& job, size_t node_rank) {
   }
   argv.push_back(job.remote_ddprun);
   argv.insert(argv.end(), job.agent_args.begin(), job.agent_args.end());
-  argv.push_back("--nnodes=" + std::to_string(job.hosts.size()));
-  argv.push_back("--node_rank=" + std::to_string(node_rank));
-  argv.push_back("--master_addr=" + job.master_addr);
-  argv.push_back("--master_port=" + std::to_string(job.master_port));
+  if (job.nnodes.empty()) {
+    argv.push_back("--nnodes=" + std::to_string(job.hosts.size()));
+    argv.push_back("--node_rank=" + std::to_string(node_rank));
+    argv.push_back("--master_addr=" + job.master_addr);
+    argv.push_back("--master_port=" + std::to_string(job.master_port));
+  } else {  // elastic: the first host's agent hosts the c10d store
+    argv.push_back("--nnodes=" + job.nnodes);
+    argv.emplace_back("--rdzv_backend=c10d");
+    argv.push_back("--rdzv_endpoint=" + job.master_addr + ":" + std::to_string(job.master_port));
+    argv.push_back(std::string("--rdzv_conf=is_host=") + (node_rank == 0 ? "1" : "0"));
+  }
   argv.push_back("--rdzv_id=" + job.run_id);
   argv.emplace_back("--stop_on_stdin_close");
   int nproc = !host.picked.empty() ? static_cast<int>(host.picked.size()) : host.slots;

@@ -19,6 +19,7 @@ struct SshJob {
   std::vector<std::pair<std::string, std::string>> env;  // exported to the agents
   std::vector<std::string> agent_args;                   // the user's ddprun flags for every agent
   bool prefix_given = false;  // the user chose --log_line_prefix_template
+  std::string nnodes;         // --nnodes MIN:MAX given: elastic (c10d); else static
   std::string master_addr;    // the first host's address
   int master_port = 0;
   std::string run_id;

@@ -7,6 +7,7 @@ Run with /usr/bin/python3 as root; DDPRUN names the binary. One pair of sshds pe
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -104,6 +105,17 @@ class OneCommand(SshTest):
             self.assertIn("DDPRUN_TEST_PLAIN='from-the-controller'", v["line"])
             self.assertIn(f"DDPRUN_TEST_ODD={odd!r}", v["line"])
         self.assertEqual({v["MASTER_ADDR"] for v in ranks.values()}, {"127.0.0.2"})
+        # One shared run for the job, owned by the first host's agent.
+        runs = os.listdir(os.path.join(self.tmp, "runs"))
+        self.assertEqual(len(runs), 1, runs)
+        db = sqlite3.connect(os.path.join(self.tmp, "runs", runs[0], "run.db"))
+        self.assertEqual(db.execute("SELECT value FROM meta WHERE key = 'status'").fetchone(),
+                         ("finished",))
+
+    def test_elastic_job_over_two_hosts(self):
+        r = self.run_ddprun("--nnodes=1:2", WORKER, "env")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(sorted(parse_env_lines(r.stdout)), [0, 1, 2, 3], r.stdout + r.stderr)
 
     def test_failed_worker_restarts_on_both_hosts(self):
         r = self.run_ddprun("--max_restarts=1", WORKER, "fail_once")
