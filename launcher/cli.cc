@@ -355,7 +355,8 @@ std::string help_text() {
          "  125    the job hung again after --max_no_progress_restarts restarts that got\n"
          "         no rank past the step where it hung before\n"
          "  126    the script or program is not executable\n"
-         "  127    the script, program or Python interpreter was not found\n";
+         "  127    the script, program or Python interpreter was not found\n"
+         "  255    --hostfile/--hosts: a host could not be reached over ssh\n";
   return out.str();
 }
 
