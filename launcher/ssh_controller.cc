@@ -71,6 +71,8 @@ struct Agent {
   std::string err_partial;
   int open_streams = 2;
   std::optional<int> status;
+  // One buffer per stream: reads of several ready streams may complete in one go.
+  std::array<char, 16384> out_buf{}, err_buf{};
 };
 
 class Controller {
@@ -133,15 +135,16 @@ class Controller {
   }
 
   void read(Agent* a, asio::posix::stream_descriptor& d, bool is_err) {
-    d.async_read_some(asio::buffer(buf_),
-                      [this, a, &d, is_err](boost::system::error_code ec, size_t n) {
+    auto& buf = is_err ? a->err_buf : a->out_buf;
+    d.async_read_some(asio::buffer(buf),
+                      [this, a, &d, &buf, is_err](boost::system::error_code ec, size_t n) {
                         if (ec) {
                           (is_err ? a->err_lines : a->out_lines)->finish();
                           --a->open_streams;
                           return;
                         }
-                        (is_err ? a->err_lines : a->out_lines)->feed(buf_.data(), n);
-                        if (is_err) keep_tail(*a, buf_.data(), n);
+                        (is_err ? a->err_lines : a->out_lines)->feed(buf.data(), n);
+                        if (is_err) keep_tail(*a, buf.data(), n);
                         read(a, d, is_err);
                       });
   }
@@ -229,7 +232,6 @@ class Controller {
   asio::signal_set signals_;
   asio::signal_set children_;
   std::vector<std::unique_ptr<Agent>> agents_;
-  std::array<char, 65536> buf_{};
   int signalled_ = 0;
   bool stopping_ = false;
   bool unreachable_ = false;
