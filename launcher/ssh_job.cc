@@ -69,7 +69,11 @@ std::string remote_command(const SshJob& job, size_t node_rank) {
 
 std::vector<std::string> ssh_argv(const SshJob& job, size_t node_rank) {
   std::vector<std::string> argv = job.ssh_cmd;
-  for (const char* opt : {"-T", "-o", "BatchMode=yes", "-o"}) argv.emplace_back(opt);
+  // No tty, never a prompt; a dead connection noticed within 15 s (ssh then exits 255).
+  for (const char* opt : {"-T", "-o", "BatchMode=yes", "-o", "ServerAliveInterval=5", "-o",
+                          "ServerAliveCountMax=3", "-o"}) {
+    argv.emplace_back(opt);
+  }
   argv.push_back("ConnectTimeout=" + std::to_string(job.ssh_timeout_s));
   argv.push_back(job.hosts.at(node_rank).name);
   argv.push_back(remote_command(job, node_rank));

@@ -67,11 +67,12 @@ TEST(SshJob, SshArgvTimesOutAndNeverAsks) {
   job.ssh_cmd = {"ssh", "-F", "cfg"};
   job.ssh_timeout_s = 7;
   auto argv = ssh_argv(job, 1);
-  ASSERT_EQ(argv.size(), 10u);
-  EXPECT_EQ(std::vector<std::string>(argv.begin(), argv.begin() + 9),
+  ASSERT_EQ(argv.size(), 14u);
+  EXPECT_EQ(std::vector<std::string>(argv.begin(), argv.begin() + 13),
             (std::vector<std::string>{"ssh", "-F", "cfg", "-T", "-o", "BatchMode=yes", "-o",
+                                      "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3", "-o",
                                       "ConnectTimeout=7", "nodeB"}));
-  EXPECT_EQ(argv[9], remote_command(job, 1));
+  EXPECT_EQ(argv[13], remote_command(job, 1));
 }
 
 TEST(SshJob, ExportedEnvironmentDefaultsFileAndFlags) {
