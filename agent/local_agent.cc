@@ -4,9 +4,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <fstream>
 #include <iostream>
 #include <mutex>
@@ -16,11 +14,10 @@
 
 #include <spdlog/spdlog.h>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/signal_set.hpp>
 
 #include "agent/hang_watch.h"
+#include "agent/job_signals.h"
 #include "agent/log_dir.h"
 #include "agent/orphan_guard.h"
 #include "agent/worker_group_runner.h"
@@ -28,8 +25,6 @@
 #include "common/host.h"
 #include "common/logging.h"
 #include "net/socket.h"
-#include "os/process_probe.h"
-#include "os/signal_catcher.h"
 #include "rendezvous/round_coordinator.h"
 #include "tracking/run_observer.h"
 
@@ -50,7 +45,6 @@ class LocalAgent::Impl {
         make_rendezvous_(std::move(services.make_rendezvous)),
         guard_(services.guard),
         observer_(services.observer),
-        stop_signals_(io_),
         log_dir_(config_.log_dir, config_.run_id),
         host_(host_name()),
         clock_(services.clock),
@@ -58,17 +52,15 @@ class LocalAgent::Impl {
                 services.inspector),
         hang_(config_, clock_, runner_, services.inspector, host_),
         tracking_timer_(clock_.make_timer()),
-        forwarded_signals_(io_, signals_to_catch(config_),
-                           [this](int sig, pid_t sender) { on_forwarded_signal(sig, sender); }) {
-    for (int sig : config_.stop_signals) stop_signals_.add(sig);
-  }
+        signals_(io_, config_,
+                 {[this](int sig) { on_stop_signal(sig); },
+                  [this](int sig) { return runner_.forward(sig); }}) {}
 
   int run() {
     // Grandchildren orphaned by a dying worker are re-parented to us, so we can
     // reap them and nothing escapes the job.
     ::prctl(PR_SET_CHILD_SUBREAPER, 1);
-    wait_for_stop_signals();
-    if (config_.stop_on_stdin_close) watch_stdin();
+    signals_.start();
     try {
       return run_rounds();
     } catch (const Signalled&) {
@@ -372,14 +364,6 @@ class LocalAgent::Impl {
     });
   }
 
-  void wait_for_stop_signals() {
-    stop_signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
-      if (ec) return;
-      on_stop_signal(sig);
-      wait_for_stop_signals();
-    });
-  }
-
   void on_stop_signal(int sig) {
     if (signalled_ != 0) {
       spdlog::warn("received {} again; killing the workers now", signal_name(sig));
@@ -389,64 +373,6 @@ class LocalAgent::Impl {
     signalled_ = sig;
     spdlog::warn("received {}; stopping {} worker(s)", signal_name(sig), runner_.running_workers());
     runner_.stop(sig);
-  }
-
-  // --stop_on_stdin_close: the end of standard input stops the job as SIGTERM would.
-  // Only waited on, then read with a plain read(): the descriptor is shared with the
-  // workers, whose stdin must stay blocking.
-  void watch_stdin() {
-    int fd = ::dup(STDIN_FILENO);
-    if (fd < 0) return on_stdin_closed();
-    stdin_ = std::make_unique<asio::posix::stream_descriptor>(io_, fd);
-    wait_stdin();
-  }
-
-  void wait_stdin() {
-    stdin_->async_wait(asio::posix::descriptor_base::wait_read,
-                       [this](const boost::system::error_code& ec) {
-                         if (ec) return;
-                         char buf[512];
-                         ssize_t n = ::read(stdin_->native_handle(), buf, sizeof(buf));
-                         if (n > 0 || (n < 0 && (errno == EINTR || errno == EAGAIN))) {
-                           return wait_stdin();
-                         }
-                         on_stdin_closed();
-                       });
-  }
-
-  void on_stdin_closed() {
-    if (signalled_ != 0) return;
-    spdlog::warn("standard input closed: the controller (or its ssh connection) is gone");
-    on_stop_signal(SIGTERM);
-  }
-
-  // The signals forwarded without stopping, and SIGUSR1/SIGUSR2 wherever they are not
-  // handled otherwise (their default action would kill ddprun and so the job).
-  static std::vector<int> signals_to_catch(const AgentConfig& config) {
-    std::set<int> sigs(config.forward_signals.begin(), config.forward_signals.end());
-    sigs.insert({SIGUSR1, SIGUSR2});
-    for (int sig : config.stop_signals) sigs.erase(sig);
-    return {sigs.begin(), sigs.end()};
-  }
-
-  void on_forwarded_signal(int sig, pid_t sender) {
-    const auto& forward = config_.forward_signals;
-    if (std::find(forward.begin(), forward.end(), sig) == forward.end()) {
-      spdlog::warn(
-          "received {}; ignored (it is in neither --signals_to_forward nor "
-          "--signals_to_handle)",
-          signal_name(sig));
-      return;
-    }
-    // slurmstepd signals every process of the step (scancel --signal, srun --signal):
-    // the workers have it already, and a second one could cut their handler short.
-    if (sender > 0 && os::process_name(sender) == "slurmstepd") {
-      spdlog::warn("received {} from Slurm, which sent it to every worker too; the job goes on",
-                   signal_name(sig));
-      return;
-    }
-    int n = runner_.forward(sig);
-    spdlog::warn("received {}; forwarded it to {} worker(s); the job goes on", signal_name(sig), n);
   }
 
   int finish_success() {
@@ -500,7 +426,6 @@ class LocalAgent::Impl {
   AgentServices::RendezvousFactory make_rendezvous_;
   OrphanGuard* guard_;
   tracking::RunObserver* observer_;
-  asio::signal_set stop_signals_;
   LogDir log_dir_;
   std::string host_;
   Clock& clock_;
@@ -513,8 +438,7 @@ class LocalAgent::Impl {
   bool cancelled_ = false;                               // guarded by handler_mutex_
   std::unique_ptr<rendezvous::RoundCoordinator> round_;  // of the attempt running
   std::unique_ptr<Timer> tracking_timer_;
-  os::SignalCatcher forwarded_signals_;
-  std::unique_ptr<asio::posix::stream_descriptor> stdin_;  // --stop_on_stdin_close
+  JobSignals signals_;
   std::optional<RoundEnd> over_;
   int signalled_ = 0;
 };
