@@ -170,7 +170,9 @@ SplitArgs split_argv(int argc, const char* const argv[], const po::options_descr
         add_option(out, name, {"--" + name, ""});
         continue;
       }
-      tok = "--" + name + (value_attached ? tok.substr(eq) : "");
+      std::string canonical_tok = "--" + name;
+      if (value_attached) canonical_tok += tok.substr(eq);
+      tok = canonical_tok;
     } else {
       const OptionDef* d = find_short(tok[1]);
       if (d == nullptr) throw UsageError(tok + ": unrecognized flag");

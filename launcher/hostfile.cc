@@ -24,6 +24,12 @@ int positive(const std::string& where, const std::string& text) {
   return n;
 }
 
+[[noreturn]] void bad_entry(const std::string& flag, const std::string& value,
+                            const std::string& what, const std::string& item,
+                            const std::string& tail = "") {
+  throw UsageError(flag + "=" + value + ": " + what + " '" + item + "'" + tail);
+}
+
 void add_unique(std::vector<HostSlots>& hosts, HostSlots host, const std::string& where) {
   for (const auto& h : hosts) {
     if (h.name == host.name) throw UsageError(where + ": host " + host.name + " is listed twice");
@@ -39,17 +45,17 @@ std::map<std::string, std::set<int>> parse_selection(const std::string& flag,
     std::string item = trim_text(part);
     size_t colon = item.find(':');
     std::string host = item.substr(0, colon);
-    if (!valid_host(host)) throw UsageError(flag + "=" + value + ": bad host '" + host + "'");
+    if (!valid_host(host)) bad_entry(flag, value, "bad host", host);
     std::set<int>& slots = out[host];
     if (colon == std::string::npos) continue;
     for (const auto& s : split_text(item.substr(colon + 1), ',')) {
       int slot = -1;
       if (!to_int(trim_text(s), slot) || slot < 0) {
-        throw UsageError(flag + "=" + value + ": bad slot '" + s + "' of host " + host);
+        bad_entry(flag, value, "bad slot", s, " of host " + host);
       }
       slots.insert(slot);
     }
-    if (slots.empty()) throw UsageError(flag + "=" + value + ": no slots after '" + host + ":'");
+    if (slots.empty()) bad_entry(flag, value, "no slots after", host + ":");
   }
   return out;
 }
@@ -106,14 +112,14 @@ std::vector<HostSlots> parse_hostfile(const std::string& path, const std::string
 
 std::vector<HostSlots> parse_host_list(const std::string& flag, const std::string& value) {
   std::vector<HostSlots> hosts;
+  std::string where = flag + "=" + value;
   for (const auto& part : split_text(value, ',')) {
     std::string item = trim_text(part);
-    std::string where = flag + "=" + value;
     HostSlots h;
     size_t colon = item.rfind(':');
     h.name = item.substr(0, colon);
     if (colon != std::string::npos) h.slots = positive(where, item.substr(colon + 1));
-    if (!valid_host(h.name)) throw UsageError(where + ": bad host '" + item + "'");
+    if (!valid_host(h.name)) bad_entry(flag, value, "bad host", item);
     add_unique(hosts, std::move(h), where);
   }
   return hosts;

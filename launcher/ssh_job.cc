@@ -19,6 +19,10 @@ bool valid_name(const std::string& name) {
                      [](unsigned char c) { return std::isalnum(c) || c == '_'; });
 }
 
+[[noreturn]] void not_set_here(const std::string& entry, const std::string& name) {
+  throw UsageError("--export " + entry + ": " + name + " is not set here");
+}
+
 }  // namespace
 
 std::string shell_quote(const std::string& s) {
@@ -36,7 +40,12 @@ std::string shell_quote(const std::string& s) {
 std::string remote_command(const SshJob& job, size_t node_rank) {
   const HostSlots& host = job.hosts.at(node_rank);
   std::vector<std::string> argv{"env"};
-  for (const auto& [k, v] : job.env) argv.push_back(k + "=" + v);
+  for (const auto& [name, value] : job.env) {
+    std::string entry = name;
+    entry += '=';
+    entry += value;
+    argv.push_back(std::move(entry));
+  }
   if (!host.picked.empty()) {
     std::string devices;
     for (int s : host.picked) devices += (devices.empty() ? "" : ",") + std::to_string(s);
@@ -115,7 +124,7 @@ std::vector<std::pair<std::string, std::string>> exported_env(
     } else if (auto it = controller.find(name); it != controller.end()) {
       env[name] = it->second;
     } else {
-      throw UsageError("--export " + e + ": " + name + " is not set here");
+      not_set_here(e, name);
     }
   }
   return {env.begin(), env.end()};
