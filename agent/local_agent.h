@@ -40,8 +40,9 @@ struct AgentServices {
 /// Runs one node's workers to the end of the job: spawns them with torchrun's
 /// environment, supervises them in one Asio loop driven by SIGCHLD (never polling),
 /// routes their output, stops the group on the first failure (SIGTERM, grace period,
-/// SIGKILL), restarts it within the budget, forwards SIGINT/SIGTERM/SIGHUP/SIGQUIT,
-/// and prints torchrun's failure summary. With hang detection on, a worker that makes
+/// SIGKILL), restarts it within the budget, forwards the stop signals and those passed
+/// on while the job goes on (agent/job_signals.h), and prints torchrun's failure
+/// summary. With hang detection on, a worker that makes
 /// no progress ends the round like a failure, after every node has captured its
 /// workers' stacks; the culprit is named on the console, in the log directory and in
 /// the run.
@@ -49,7 +50,8 @@ struct AgentServices {
 /// Exit code of run(): 0 if every worker exited 0; the root-cause worker's code
 /// (128+N for signal N) on failure; 128+S when ddprun received signal S.
 /// Single-threaded: construct and run on the loop's thread; nothing else may run the
-/// loop meanwhile. Catches SIGINT, SIGTERM, SIGHUP and SIGQUIT from construction on.
+/// loop meanwhile. Catches the configured signals (by default SIGINT, SIGTERM, SIGHUP,
+/// SIGQUIT, SIGUSR1 and SIGUSR2) from construction on.
 class LocalAgent {
  public:
   LocalAgent(AgentConfig config, AgentServices services);
