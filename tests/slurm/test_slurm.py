@@ -169,6 +169,14 @@ class Sbatch(SlurmTest):
         with open(os.path.join(self.tmp, "out.txt")) as f:
             return r, f.read()
 
+    def test_batch_script_runs_the_job_on_both_nodes(self):
+        command = " ".join(["srun", "--ntasks-per-node=1", *self.ddprun(WORKER, "env")])
+        r, out = self.sbatch(command + "\nexit $?")
+        self.assertEqual(r.returncode, 0, self.fail_with(r) + out)
+        ranks = sorted(l.split()[1] for l in out.splitlines() if l.startswith("env "))
+        self.assertEqual(ranks, ["RANK=0", "RANK=1", "RANK=2", "RANK=3"], out)
+        self.assertEqual(run_meta(self.runs)[1], "finished")
+
     def test_exit_code_of_the_job_is_the_failed_workers(self):
         command = " ".join(["srun", "--ntasks-per-node=1", *self.ddprun(WORKER, "exit", "3")])
         r, out = self.sbatch(command + "\nexit $?")
