@@ -136,12 +136,16 @@ TEST(StaticMultiNode, SignalWhileWaitingForTheOthersCancelsTheJoin) {
   int probe = -1;
   ASSERT_TRUE(eventually([&] { return (probe = connect_loopback(port)) >= 0; }));
   ::close(probe);
+  // The run is made once the store listens, a moment later: wait for it, so that the
+  // signal finds it (a signal before would end a job that had no run yet).
+  ASSERT_TRUE(eventually([&] { return !read_file(runs + "/alone/run.db").empty(); }));
   ::kill(n0.pid(), SIGTERM);
   EXPECT_EQ(n0.wait(std::chrono::seconds(20)), 128 + SIGTERM) << n0.err();
   EXPECT_NE(n0.err().find("received SIGTERM while waiting for the other nodes"), std::string::npos)
       << n0.err();
   Finished show = run_ddprun({"runs", "show", "alone", "--tracking_dir", runs});
-  EXPECT_NE(show.out.find("status:   killed (exit code 143)"), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("status:   killed (exit code 143)"), std::string::npos)
+      << show.out << show.err << n0.err();
 }
 
 }  // namespace
