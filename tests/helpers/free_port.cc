@@ -5,18 +5,27 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <random>
+
 namespace ddprun::test {
 
+// Below Linux's ephemeral range (32768 and up): a port the kernel hands out could go to
+// a concurrent test's outgoing connection, and the agent meant to listen there would
+// find it taken.
 int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), len);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
+  static std::mt19937 random{std::random_device{}()};
+  std::uniform_int_distribution<int> ports(10000, 31999);
+  while (true) {
+    int port = ports(random);
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    bool free = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+    ::close(fd);
+    if (free) return port;
+  }
 }
 
 }  // namespace ddprun::test
