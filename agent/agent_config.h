@@ -39,6 +39,10 @@ struct AgentConfig {
   /// Stop the job (as on SIGTERM) when standard input reaches its end: an agent started
   /// over ssh by a controller notices so that the controller or its connection is gone.
   bool stop_on_stdin_close = false;
+  /// With stop_on_stdin_close: stop too when nothing arrives on standard input for this
+  /// long (0 = never). The controller sends a newline every third of it, so a frozen
+  /// controller or a connection that dropped without a word is noticed.
+  std::chrono::milliseconds stdin_timeout{0};
   /// Value exported as OMP_NUM_THREADS when the user did not set it ("" = leave unset).
   std::string omp_num_threads;
 };

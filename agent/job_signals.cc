@@ -1,5 +1,6 @@
 #include "agent/job_signals.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -29,17 +30,24 @@ std::vector<int> signals_to_catch(const AgentConfig& config) {
 }  // namespace
 
 JobSignals::JobSignals(asio::io_context& io, const AgentConfig& config, Handlers handlers)
-    : config_(config),
+    : io_(io),
+      config_(config),
       handlers_(std::move(handlers)),
       stop_(io),
+      stdin_silence_(io),
       forwarded_(io, signals_to_catch(config),
                  [this](int sig, pid_t sender) { on_forwarded(sig, sender); }) {
   for (int sig : config_.stop_signals) stop_.add(sig);
   if (config_.stop_on_stdin_close) {
-    // Only waited on, then read with a plain read(): the descriptor is shared with the
-    // workers, whose stdin must stay blocking.
-    int fd = ::dup(STDIN_FILENO);
+    // The agent keeps standard input (its controller's channel) to itself: the workers
+    // get /dev/null, so that none of them reads the controller's keep-alive lines.
+    int fd = ::fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
     if (fd >= 0) stdin_ = std::make_unique<asio::posix::stream_descriptor>(io, fd);
+    int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (devnull >= 0) {
+      ::dup2(devnull, STDIN_FILENO);
+      ::close(devnull);
+    }
   }
 }
 
@@ -48,6 +56,7 @@ void JobSignals::start() {
   if (!config_.stop_on_stdin_close) return;
   if (stdin_) {
     wait_stdin();
+    expect_stdin();
   } else {
     on_stdin_closed();
   }
@@ -56,7 +65,7 @@ void JobSignals::start() {
 void JobSignals::wait_stop() {
   stop_.async_wait([this](const boost::system::error_code& ec, int sig) {
     if (ec) return;
-    handlers_.stop(sig);
+    stop(sig);
     wait_stop();
   });
 }
@@ -67,6 +76,7 @@ void JobSignals::wait_stdin() {
                        if (ec) return;
                        char buf[512];
                        ssize_t n = ::read(stdin_->native_handle(), buf, sizeof(buf));
+                       if (n > 0) expect_stdin();
                        if (n > 0 || (n < 0 && (errno == EINTR || errno == EAGAIN))) {
                          return wait_stdin();
                        }
@@ -74,11 +84,41 @@ void JobSignals::wait_stdin() {
                      });
 }
 
+void JobSignals::expect_stdin() {
+  if (config_.stdin_timeout.count() <= 0 || stdin_closed_) return;
+  stdin_silence_.expires_after(config_.stdin_timeout);
+  stdin_silence_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || stdin_closed_) return;
+    stdin_closed_ = true;
+    spdlog::warn(
+        "nothing from the controller on standard input for {:.3g} s: it is frozen or its "
+        "connection was lost; stopping",
+        static_cast<double>(config_.stdin_timeout.count()) / 1000);
+    stop(SIGTERM);
+  });
+}
+
 void JobSignals::on_stdin_closed() {
   if (stdin_closed_) return;
   stdin_closed_ = true;
+  stdin_silence_.cancel();
   spdlog::warn("standard input closed: the controller (or its ssh connection) is gone");
-  handlers_.stop(SIGTERM);
+  stop(SIGTERM);
+}
+
+void JobSignals::stop(int sig) {
+  stopped_ = true;
+  handlers_.stop(sig);
+}
+
+bool JobSignals::await_stop(std::chrono::milliseconds max) {
+  asio::steady_timer moment(io_, max);
+  bool over = false;
+  moment.async_wait([&over](const boost::system::error_code&) { over = true; });
+  while (!over && !stopped_) io_.run_one();
+  moment.cancel();
+  while (!over) io_.run_one();  // the cancelled wait still runs, and refers to `over`
+  return stopped_;
 }
 
 void JobSignals::on_forwarded(int sig, pid_t sender) {

@@ -1,11 +1,13 @@
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include "agent/agent_config.h"
 #include "os/signal_catcher.h"
@@ -15,7 +17,8 @@ namespace ddprun::agent {
 /// Everything from outside that stops a job or reaches its workers, on the loop: the
 /// stop signals (--signals_to_handle), the signals passed on while the job goes on
 /// (--signals_to_forward; SIGUSR1/SIGUSR2 are always caught, so that they never kill
-/// ddprun) and, with --stop_on_stdin_close, the end of standard input (as SIGTERM).
+/// ddprun) and, with --stop_on_stdin_close, the end of standard input (as SIGTERM) or,
+/// with --stdin_timeout, its silence (the controller sends keep-alive lines).
 /// Caught from construction on; the handlers run once start() was called.
 class JobSignals {
  public:
@@ -28,18 +31,28 @@ class JobSignals {
 
   void start();
 
+  /// Runs the loop until a stop (signal, or stdin's end) has been handled or `max` has
+  /// passed; returns whether one was. A real timer, not the agent's Clock: this waits
+  /// for the kernel to deliver a signal, which a manual clock in tests would not end.
+  bool await_stop(std::chrono::milliseconds max);
+
  private:
   void wait_stop();
   void wait_stdin();
+  void expect_stdin();  // (re)arms the --stdin_timeout timer
   void on_stdin_closed();
   void on_forwarded(int sig, pid_t sender);
+  void stop(int sig);  // hands a stop to the agent, once it is decided
 
+  boost::asio::io_context& io_;
   const AgentConfig& config_;
   Handlers handlers_;
   boost::asio::signal_set stop_;
+  boost::asio::steady_timer stdin_silence_;
   os::SignalCatcher forwarded_;
   std::unique_ptr<boost::asio::posix::stream_descriptor> stdin_;
   bool stdin_closed_ = false;
+  bool stopped_ = false;  // a stop was handed on
 };
 
 }  // namespace ddprun::agent

@@ -4,6 +4,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <fstream>
 #include <iostream>
@@ -78,7 +79,7 @@ class LocalAgent::Impl {
       begin_round(info);
       if (signalled_ != 0) {
         // The signal came as the round completed: start nothing, and tell the others.
-        end_round({RoundEnd::Kind::kFinal, 128 + signalled_, signalled_reason(info)});
+        end_round(signalled_end(info));
         return finish(128 + signalled_, "killed", "received " + signal_name(signalled_));
       }
       if (observer_) {
@@ -95,7 +96,7 @@ class LocalAgent::Impl {
         }
       }
       if (signalled_ != 0) {
-        end_round({RoundEnd::Kind::kFinal, 128 + signalled_, signalled_reason(info)});
+        end_round(signalled_end(info));
         return finish(128 + signalled_, "killed", "received " + signal_name(signalled_));
       }
       const auto& failures = runner_.failures();
@@ -200,14 +201,22 @@ class LocalAgent::Impl {
     return g;
   }
 
-  std::string signalled_reason(const rendezvous::RendezvousInfo& info) const {
-    return "node " + std::to_string(info.group_rank) + " (" + host_ + ") received " +
-           signal_name(signalled_);
+  // What this node tells the others when a stop signal ends the job.
+  RoundEnd signalled_end(const rendezvous::RendezvousInfo& info) const {
+    RoundEnd end{RoundEnd::Kind::kFinal, 128 + signalled_,
+                 "node " + std::to_string(info.group_rank) + " (" + host_ + ") received " +
+                     signal_name(signalled_)};
+    end.signalled = true;
+    return end;
   }
 
   // The round's protocol among the nodes, from its start to the end of the attempt.
   void begin_round(const rendezvous::RendezvousInfo& info) {
     over_.reset();
+    dropped_ = false;
+    self_ = static_cast<size_t>(info.group_rank) < info.members.size()
+                ? info.members[static_cast<size_t>(info.group_rank)]
+                : "";
     round_ = handler_->coordinate(info, io_, clock_);
   }
 
@@ -227,12 +236,26 @@ class LocalAgent::Impl {
     }
     // A stack capture in progress ends before the attempt does.
     while (!done || hang_.capturing()) io_.run_one();
+    await_stop_signal_after_stopped_workers();
     hang_.stop();
     tracking_timer_->cancel();
     round_->stop_watching_members();
     // A node whose workers all succeeded keeps watching for the round's end while it
     // waits for the others (wait_for_all_done); otherwise the watches end with the attempt.
     if (over_ || !runner_.failures().empty() || signalled_ != 0) round_->stop();
+  }
+
+  // Workers that died of a stop signal mostly got it from whoever stops the whole job
+  // (scancel signals every process of the step, a shell its process group): ddprun's
+  // own copy is given a moment to arrive, so that the job ends "killed" by the signal
+  // rather than "failed" with a rank as its root cause.
+  void await_stop_signal_after_stopped_workers() {
+    const auto& failures = runner_.failures();
+    const auto& stops = config_.stop_signals;
+    if (signalled_ == 0 && !failures.empty() &&
+        std::find(stops.begin(), stops.end(), -failures.front().exitcode) != stops.end()) {
+      signals_.await_stop(std::chrono::milliseconds(200));
+    }
   }
 
   void on_worker_failure(const rendezvous::RendezvousInfo& info, const FailureRecord& f) {
@@ -317,11 +340,27 @@ class LocalAgent::Impl {
 
   // Publishes why the round ends (the first writer wins) and adopts the winner.
   void end_round(const RoundEnd& mine) {
-    if (!over_) over_ = round_->end(mine);
+    if (!over_) over_ = unless_dropped(round_->end(mine));
+  }
+
+  // The end as it applies to this node: when the others went on without it (it was
+  // frozen, or cut off from the rendezvous store), its workers belong to a world that no
+  // longer exists; they stop now, before they reach a collective or write a
+  // checkpoint, and the node leaves the job.
+  RoundEnd unless_dropped(RoundEnd end) {
+    if (!end.drops(self_)) return end;
+    dropped_ = true;
+    RoundEnd out{RoundEnd::Kind::kFinal, kDroppedExitCode,
+                 "this node was dropped from the job: the other nodes heard no heartbeat from "
+                 "it (frozen, or cut off from the rendezvous store) and went on without it; "
+                 "its workers are stopped"};
+    spdlog::error("{}", out.reason);
+    return out;
   }
 
   void on_round_end(RoundEnd end) {
     if (over_) return;  // our own announcement, already adopted
+    end = unless_dropped(std::move(end));
     if (!signalled_ && !runner_.idle()) spdlog::warn("stopping: {}", end.reason);
     over_ = std::move(end);
     stop_workers(*over_);
@@ -345,14 +384,15 @@ class LocalAgent::Impl {
       names += (names.empty() ? "" : ", ") + d;
     }
     int left = static_cast<int>(alive.size());
-    if (left >= config_.min_nodes) {
-      end_round({RoundEnd::Kind::kMembership, 0, "lost node(s) " + names});
-      round_->start_next_round(false, alive);
-    } else {
-      end_round({RoundEnd::Kind::kFinal, 1,
-                 "lost node(s) " + names + ": " + std::to_string(left) +
-                     " node(s) left, at least " + std::to_string(config_.min_nodes) + " needed"});
-    }
+    bool enough = left >= config_.min_nodes;
+    RoundEnd mine = enough ? RoundEnd{RoundEnd::Kind::kMembership, 0, "lost node(s) " + names}
+                           : RoundEnd{RoundEnd::Kind::kFinal, 1,
+                                      "lost node(s) " + names + ": " + std::to_string(left) +
+                                          " node(s) left, at least " +
+                                          std::to_string(config_.min_nodes) + " needed"};
+    mine.dropped = dead;  // so that they learn it, should they come back
+    end_round(mine);
+    if (enough) round_->start_next_round(false, alive);
     runner_.stop(SIGTERM);
   }
 
@@ -402,8 +442,12 @@ class LocalAgent::Impl {
   }
 
   int finish_failure(const std::vector<FailureRecord>& failures, const RoundEnd& over) {
-    if (failures.empty()) {
-      std::cerr << "ddprun: the job failed: " << over.reason << "\n";
+    if (over.signalled && !dropped_) {  // another node was told to stop the job
+      std::cerr << "ddprun: the job was stopped: " << over.reason << "\n";
+      return finish(over.exitcode, "killed", over.reason);
+    }
+    if (dropped_ || failures.empty()) {
+      std::cerr << "ddprun: " << (dropped_ ? "" : "the job failed: ") << over.reason << "\n";
       return finish(over.exitcode, "failed", over.reason);
     }
     std::cerr << format_failure_summary(config_.spec.entrypoint_name, host_, failures)
@@ -440,6 +484,8 @@ class LocalAgent::Impl {
   std::unique_ptr<Timer> tracking_timer_;
   JobSignals signals_;
   std::optional<RoundEnd> over_;
+  std::string self_;      // this node's id in the round running
+  bool dropped_ = false;  // the others went on without this node
   int signalled_ = 0;
 };
 

@@ -16,6 +16,10 @@
 
 namespace ddprun::agent {
 
+/// Exit status of an agent whose node the others dropped from an elastic job (no
+/// heartbeat from it: frozen, or cut off) while the job went on without it.
+constexpr int kDroppedExitCode = 123;
+
 class ProcessLauncher;
 class ProcessInspector;
 class OrphanGuard;

@@ -6,6 +6,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -37,7 +38,11 @@ void detach_from_everything(int keep_fd) {
     ssize_t n = ::read(read_fd, &value, sizeof(value));
     if (n == static_cast<ssize_t>(sizeof(value))) {
       if (value == kReleased) ::_exit(0);
-      sessions.push_back(static_cast<pid_t>(value));
+      if (value > 0) {
+        sessions.push_back(static_cast<pid_t>(value));
+      } else {
+        std::erase(sessions, static_cast<pid_t>(-value));  // forget(): the session is over
+      }
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
@@ -75,6 +80,12 @@ void OrphanGuard::watch(pid_t session) {
   if (write_fd_ < 0) return;
   int32_t value = static_cast<int32_t>(session);
   // A 4-byte write to a pipe is atomic; if the guard is gone there is nothing to do.
+  [[maybe_unused]] ssize_t n = ::write(write_fd_, &value, sizeof(value));
+}
+
+void OrphanGuard::forget(pid_t session) {
+  if (write_fd_ < 0 || session <= 0) return;
+  int32_t value = -static_cast<int32_t>(session);
   [[maybe_unused]] ssize_t n = ::write(write_fd_, &value, sizeof(value));
 }
 

@@ -21,6 +21,9 @@ class OrphanGuard {
 
   /// Registers a worker's session (its pid) for cleanup if ddprun dies.
   void watch(pid_t session);
+  /// A session that is over (its processes killed and reaped): the guard forgets it,
+  /// so that a later process given the same pid is never taken for it.
+  void forget(pid_t session);
 
   /// Everything was stopped cleanly: the guard exits without killing anything.
   void release();

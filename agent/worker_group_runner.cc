@@ -213,6 +213,11 @@ void WorkerGroupRunner::begin_drain() {
   grace_timer_->cancel();
   kill_timer_->cancel();
   launcher_.kill_leftovers(guard_ ? guard_->pid() : -1);
+  // Every session of this attempt is over: a thousand restarts leave the guard no
+  // thousand stale pids to kill should ddprun die later.
+  if (guard_) {
+    for (const auto& w : group_.workers) guard_->forget(w.pid);
+  }
   drain_timer_->start(kPipeDrainTimeout, [this] {
     for (auto& out : outputs_) out->drain_and_close();
     maybe_done();

@@ -16,10 +16,12 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -144,15 +146,20 @@ std::vector<OpKind> op_kinds() {
   std::string one_key = std::string("\x01\0\0\0\0\0\0\0", 8) + key;
   int64_t delta = 1;
   std::string getnumkeys = code(ts::Op::kGetNumKeys);
+  auto request = [&](ts::Op op, std::initializer_list<std::string_view> parts) {
+    std::string r = code(op);
+    for (auto part : parts) r += part;
+    return r;
+  };
   return {
       // SET has no reply: a GETNUMKEYS round trip after it paces the client.
-      {"set (+ a round trip)", code(ts::Op::kSet) + key + value + getnumkeys, 8},
-      {"get", code(ts::Op::kGet) + key, 8 + 64},
+      {"set (+ a round trip)", request(ts::Op::kSet, {key, value, getnumkeys}), 8},
+      {"get", request(ts::Op::kGet, {key}), 8 + 64},
       {"add",
-       code(ts::Op::kAdd) + wire_str("bench/counter") +
-           std::string(reinterpret_cast<const char*>(&delta), 8),
+       request(ts::Op::kAdd, {wire_str("bench/counter"),
+                              std::string_view(reinterpret_cast<const char*>(&delta), 8)}),
        8},
-      {"wait", code(ts::Op::kWait) + one_key, 1},
+      {"wait", request(ts::Op::kWait, {one_key}), 1},
   };
 }
 

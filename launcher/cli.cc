@@ -86,6 +86,12 @@ constexpr OptionDef kOptions[] = {
     {"stop_on_stdin_close", 0, true, "0",
      "stop the job when standard input closes (how an agent started over ssh notices that "
      "its controller is gone)"},
+    {"stdin_timeout", 0, false, "0",
+     "with --stop_on_stdin_close: stop too when nothing arrives on standard input for this "
+     "many seconds (0: never; the controller of --hosts sends a line every third of it)"},
+    {"ssh_keepalive", 0, false, "5",
+     "seconds between keep-alives on every ssh connection (--hosts/--hostfile); a host or "
+     "controller silent for 3 of them is taken as lost and the job stops"},
     {"slurm", 0, false, "auto",
      "auto: under Slurm (SLURM_JOB_ID set) the step gives --nnodes, --node_rank, the master "
      "address and port and --rdzv_id where not given; off: ignore Slurm's environment"},
@@ -306,7 +312,7 @@ LaunchConfig parse_command_line(int argc, const char* const argv[], const EnvLoo
   if (!controller) {
     SlurmDefaults slurm = apply_slurm_environment(v, env, node_address, cfg.notices);
     apply_master_environment(v, env);
-    fill_rendezvous(v, cfg);
+    fill_rendezvous(v, env, cfg);
     if (slurm.c10d_is_host && !cfg.rendezvous.c10d_is_host) {
       cfg.rendezvous.c10d_is_host = slurm.c10d_is_host;
     }
@@ -325,9 +331,13 @@ LaunchConfig parse_command_line(int argc, const char* const argv[], const EnvLoo
   a.stop_signals = parse_signal_list(v.source("signals_to_handle"), v.str("signals_to_handle"));
   a.forward_signals =
       parse_signal_list(v.source("signals_to_forward"), v.str("signals_to_forward"));
-  if (!env("OMP_NUM_THREADS") && a.spec.local_world_size > 1) a.omp_num_threads = "1";
+  if (!env("OMP_NUM_THREADS") && a.spec.local_world_size > 1) {
+    a.omp_num_threads = std::to_string(1);
+  }
   fill_hang_options(v, a.hang);
   a.stop_on_stdin_close = v.flag("stop_on_stdin_close");
+  a.stdin_timeout =
+      parse_seconds(v.source("stdin_timeout"), v.str("stdin_timeout"), /*allow_zero=*/true);
   cfg.ssh = read_ssh_job(v, env, split.options, split.exports, split.script_and_args);
   cfg.tracking = !v.flag("no_tracking");
   cfg.tracking_dir = v.str("tracking_dir");

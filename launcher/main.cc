@@ -103,6 +103,7 @@ std::unique_ptr<tracking::RunTracker> make_tracker(const launcher::LaunchConfig&
   o.tracking_dir = cfg.tracking_dir;
   o.run_id = tracking_run_id(cfg);
   o.multi_node = cfg.agent.max_nodes > 1;
+  o.token = cfg.rendezvous.token;
   o.run_name = cfg.run_name;
   o.command_json = nlohmann::json(std::vector<std::string>(argv, argv + argc)).dump();
   o.config_json = nlohmann::json{{"nproc_per_node", cfg.agent.spec.local_world_size},

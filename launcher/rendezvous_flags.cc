@@ -1,8 +1,12 @@
 #include "launcher/rendezvous_flags.h"
 
+#include <unistd.h>
+
+#include "net/job_token.h"
+
 namespace ddprun::launcher {
 
-void fill_rendezvous(const Values& v, LaunchConfig& config) {
+void fill_rendezvous(const Values& v, const EnvLookup& env, LaunchConfig& config) {
   auto flag = [&v](const char* name) {
     return rendezvous::FlagValue{v.str(name), v.source(name), v.given(name)};
   };
@@ -18,6 +22,21 @@ void fill_rendezvous(const Values& v, LaunchConfig& config) {
   f.local_addr = flag("local_addr");
   f.standalone = v.flag("standalone");
   config.rendezvous = rendezvous::parse_rendezvous(f);
+  rendezvous::RendezvousParams& p = config.rendezvous;
+  std::string token_source = f.rdzv_conf.source + " token_file";
+  if (p.token_file == "-") {
+    p.token = net::job_token::read_token_line(token_source, STDIN_FILENO);
+  } else if (!p.token_file.empty()) {
+    p.token = net::job_token::read_token_file(token_source, p.token_file);
+  } else if (auto token = env("DDPRUN_JOB_TOKEN"); token && !token->empty()) {
+    p.token = *token;
+  }
+  if (p.elastic() && p.backend == rendezvous::Backend::kC10d && p.token.empty()) {
+    config.notices.emplace_back(
+        "warning: no job token: whoever reaches the rendezvous endpoint can join this job or "
+        "read its keys; give every node the same --rdzv_conf=token_file=PATH or "
+        "DDPRUN_JOB_TOKEN");
+  }
   config.standalone = f.standalone;
   config.agent.min_nodes = config.rendezvous.min_nodes;
   config.agent.max_nodes = config.rendezvous.max_nodes;

@@ -7,7 +7,12 @@ namespace ddprun::launcher {
 namespace {
 
 std::string step_name(const SlurmStep& step) {
-  return step.job_id + (step.step_id ? "." + std::to_string(*step.step_id) : "");
+  std::string name = step.job_id;
+  if (step.step_id) {
+    name += '.';
+    name += std::to_string(*step.step_id);
+  }
+  return name;
 }
 
 void refuse_unservable(const Values& v, const SlurmStep& step) {

@@ -21,10 +21,12 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include "agent/failure_summary.h"
 #include "agent/line_writer.h"
 #include "common/error.h"
+#include "net/job_token.h"
 
 extern char** environ;
 
@@ -77,7 +79,8 @@ struct Agent {
 
 class Controller {
  public:
-  explicit Controller(const SshJob& job) : job_(job), signals_(io_), children_(io_, SIGCHLD) {
+  explicit Controller(const SshJob& job)
+      : job_(job), signals_(io_), children_(io_, SIGCHLD), keepalive_(io_) {
     for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) signals_.add(sig);
   }
 
@@ -86,6 +89,7 @@ class Controller {
     wait_signals();
     wait_children();
     for (size_t k = 0; k < job_.hosts.size(); ++k) start(k);
+    send_keepalives();
     while (!finished()) io_.run_one();
     return result();
   }
@@ -122,6 +126,13 @@ class Controller {
     ::close(in[0]);
     ::close(out[1]);
     ::close(err[1]);
+    if (!job_.token.empty()) {
+      std::string line = job_.token + "\n";  // read by the agent before anything else
+      if (::write(in[1], line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
+        throw SystemError("writing the job token to the agent on " + a->host, errno);
+      }
+    }
+    ::fcntl(in[1], F_SETFL, O_NONBLOCK);  // a keep-alive never blocks the loop
     a->pid = pid;
     a->stdin_fd = in[1];
     a->out = std::make_unique<asio::posix::stream_descriptor>(io_, out[0]);
@@ -175,9 +186,10 @@ class Controller {
       close_stdin(*a);
       if (*a->status == kUnreachable && !stopping_) {
         unreachable_ = true;
-        std::cerr << "ddprun: error: host " << a->host << " could not be reached or its agent "
-                  << "not started (ssh exited 255" << (a->err_tail.empty() ? "" : ": ")
-                  << a->err_tail << "); stopping the other hosts\n";
+        std::cerr << "ddprun: error: host " << a->host << " could not be reached, its agent "
+                  << "not started, or its connection was lost (ssh exited 255"
+                  << (a->err_tail.empty() ? "" : ": ") << a->err_tail
+                  << "); stopping the other hosts\n";
         stop_all();
       }
     }
@@ -198,6 +210,19 @@ class Controller {
         stop_all();
       }
       wait_signals();
+    });
+  }
+
+  // A line on every agent's standard input each keep-alive interval: an agent that hears
+  // nothing for 3 of them (--stdin_timeout) takes its controller as lost and stops, which
+  // ssh alone does not notice when a connection drops without a word.
+  void send_keepalives() {
+    for (auto& a : agents_) {
+      if (a->stdin_fd >= 0) (void)!::write(a->stdin_fd, "\n", 1);  // a full pipe: skipped
+    }
+    keepalive_.expires_after(std::chrono::seconds(job_.keepalive_s));
+    keepalive_.async_wait([this](const boost::system::error_code& ec) {
+      if (!ec) send_keepalives();
     });
   }
 
@@ -231,6 +256,7 @@ class Controller {
   asio::io_context io_;
   asio::signal_set signals_;
   asio::signal_set children_;
+  asio::steady_timer keepalive_;
   std::vector<std::unique_ptr<Agent>> agents_;
   int signalled_ = 0;
   bool stopping_ = false;
@@ -258,6 +284,7 @@ void prepare_ssh_job(SshJob& job) {
     job.master_port = 20000 + static_cast<int>(rd() % 12000);
   }
   if (job.run_id.empty()) job.run_id = random_id();
+  if (!job.nnodes.empty()) job.token = net::job_token::new_challenge();  // 32 random bytes
 }
 
 int run_ssh_job(const SshJob& job) { return Controller(job).run(); }

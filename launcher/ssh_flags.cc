@@ -13,10 +13,12 @@ namespace {
 // The controller's own flags: never passed on.
 const std::set<std::string> kControllerFlags = {
     "nnodes",        "hostfile",    "hosts",       "include",     "exclude", "ssh_cmd",
-    "remote_ddprun", "ssh_timeout", "master_addr", "master_port", "rdzv_id"};
+    "remote_ddprun", "ssh_timeout", "master_addr", "master_port", "rdzv_id",
+    "ssh_keepalive"};
 // The rendezvous the controller decides for every host.
 const std::set<std::string> kRefused = {"node_rank", "rdzv_backend", "rdzv_endpoint",
-                                        "rdzv_conf", "standalone",   "stop_on_stdin_close"};
+                                        "rdzv_conf", "standalone",   "stop_on_stdin_close",
+                                        "stdin_timeout"};
 
 std::vector<HostSlots> read_hosts(const Values& v) {
   if (v.given("hostfile") && v.given("hosts")) {
@@ -59,6 +61,9 @@ std::optional<SshJob> read_ssh_job(const Values& v, const EnvLookup& env,
   double timeout = static_cast<double>(
       parse_seconds(v.source("ssh_timeout"), v.str("ssh_timeout"), false).count());
   job.ssh_timeout_s = std::max(1, static_cast<int>(timeout / 1000));
+  double keepalive = static_cast<double>(
+      parse_seconds(v.source("ssh_keepalive"), v.str("ssh_keepalive"), false).count());
+  job.keepalive_s = std::max(1, static_cast<int>(keepalive / 1000));
   if (v.from_user("nnodes")) {
     auto [lo, hi] = parse_nnodes(v.source("nnodes"), v.str("nnodes"));
     if (lo == hi) {

@@ -48,7 +48,10 @@ std::string remote_command(const SshJob& job, size_t node_rank) {
   }
   if (!host.picked.empty()) {
     std::string devices;
-    for (int s : host.picked) devices += (devices.empty() ? "" : ",") + std::to_string(s);
+    for (int s : host.picked) {
+      if (!devices.empty()) devices += ',';
+      devices += std::to_string(s);
+    }
     argv.push_back("CUDA_VISIBLE_DEVICES=" + devices);
   }
   argv.push_back(job.remote_ddprun);
@@ -62,27 +65,34 @@ std::string remote_command(const SshJob& job, size_t node_rank) {
     argv.push_back("--nnodes=" + job.nnodes);
     argv.emplace_back("--rdzv_backend=c10d");
     argv.push_back("--rdzv_endpoint=" + job.master_addr + ":" + std::to_string(job.master_port));
-    argv.push_back(std::string("--rdzv_conf=is_host=") + (node_rank == 0 ? "1" : "0"));
+    // The job token arrives as the first line of the agent's standard input.
+    argv.push_back(std::string("--rdzv_conf=token_file=-,is_host=") + (node_rank == 0 ? "1" : "0"));
   }
   argv.push_back("--rdzv_id=" + job.run_id);
   argv.emplace_back("--stop_on_stdin_close");
+  argv.push_back("--stdin_timeout=" + std::to_string(3 * job.keepalive_s));
   int nproc = !host.picked.empty() ? static_cast<int>(host.picked.size()) : host.slots;
   if (nproc > 0) argv.push_back("--nproc_per_node=" + std::to_string(nproc));
   if (!job.prefix_given) argv.push_back("--log_line_prefix_template=[" + host.name + ":${rank}]:");
   argv.emplace_back("--");
   argv.insert(argv.end(), job.script_and_args.begin(), job.script_and_args.end());
   std::string command = "cd " + shell_quote(job.cwd) + " && exec";
-  for (const auto& a : argv) command += " " + shell_quote(a);
+  for (const auto& a : argv) {
+    command += ' ';
+    command += shell_quote(a);
+  }
   return command;
 }
 
 std::vector<std::string> ssh_argv(const SshJob& job, size_t node_rank) {
   std::vector<std::string> argv = job.ssh_cmd;
-  // No tty, never a prompt; a dead connection noticed within 15 s (ssh then exits 255).
-  for (const char* opt : {"-T", "-o", "BatchMode=yes", "-o", "ServerAliveInterval=5", "-o",
-                          "ServerAliveCountMax=3", "-o"}) {
+  // No tty, never a prompt; a dead connection noticed after 3 keep-alives without an
+  // answer (ssh then exits 255).
+  for (const char* opt : {"-T", "-o", "BatchMode=yes", "-o", "ServerAliveCountMax=3", "-o"}) {
     argv.emplace_back(opt);
   }
+  argv.push_back("ServerAliveInterval=" + std::to_string(job.keepalive_s));
+  argv.emplace_back("-o");
   argv.push_back("ConnectTimeout=" + std::to_string(job.ssh_timeout_s));
   argv.push_back(job.hosts.at(node_rank).name);
   argv.push_back(remote_command(job, node_rank));

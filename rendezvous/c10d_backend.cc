@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/error.h"
 #include "rendezvous/rendezvous_handler.h"
 
 namespace ddprun::rendezvous {
@@ -18,7 +19,8 @@ C10dBackend::C10dBackend(Options options) : options_(std::move(options)) {
   if (options_.is_host.value_or(true)) {
     try {
       server_ =
-          std::make_unique<TcpStoreServer>(options_.host, static_cast<uint16_t>(options_.port));
+          std::make_unique<TcpStoreServer>(options_.host, static_cast<uint16_t>(options_.port),
+                                           options_.token);
     } catch (const StoreError& e) {
       // Another agent here already hosts it, or the endpoint is another machine.
       if (options_.is_host.value_or(false)) throw;
@@ -26,6 +28,7 @@ C10dBackend::C10dBackend(Options options) : options_(std::move(options)) {
     }
   }
   TcpStoreClient::Options o;
+  o.token = options_.token;
   o.timeout = options_.connect_timeout;
   probe_ = std::make_unique<TcpStoreClient>(options_.host, options_.port, o);
   probe_->set_timeout(options_.call_timeout);
@@ -33,7 +36,10 @@ C10dBackend::C10dBackend(Options options) : options_(std::move(options)) {
 
 C10dBackend::~C10dBackend() {
   stopping_ = true;
-  if (heartbeat_client_) heartbeat_client_->interrupt();
+  {
+    std::lock_guard lock(heartbeat_mutex_);
+    if (heartbeat_client_) heartbeat_client_->interrupt();
+  }
   if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
 }
 
@@ -43,6 +49,7 @@ std::string C10dBackend::prefix(const std::string& run_id) const {
 
 std::unique_ptr<Store> C10dBackend::connect(milliseconds timeout, int64_t /*newer_than*/) {
   TcpStoreClient::Options o;
+  o.token = options_.token;
   o.timeout = timeout;
   return std::make_unique<TcpStoreClient>(options_.host, options_.port, o);
 }
@@ -57,10 +64,15 @@ void C10dBackend::linger(milliseconds max) {
   if (server_) server_->wait_until_connections_at_most(3, max);  // our own
 }
 
-void C10dBackend::start_liveness(const std::string& prefix, const std::string& node) {
+std::unique_ptr<TcpStoreClient> C10dBackend::connect_heartbeat() const {
   TcpStoreClient::Options o;
+  o.token = options_.token;
   o.timeout = std::max(options_.heartbeat_interval * 2, milliseconds(2000));
-  heartbeat_client_ = std::make_unique<TcpStoreClient>(options_.host, options_.port, o);
+  return std::make_unique<TcpStoreClient>(options_.host, options_.port, o);
+}
+
+void C10dBackend::start_liveness(const std::string& prefix, const std::string& node) {
+  heartbeat_client_ = connect_heartbeat();
   heartbeat_thread_ = std::thread([this, key = prefix + "hb/" + node] { heartbeat_loop(key); });
 }
 
@@ -70,8 +82,27 @@ void C10dBackend::heartbeat_loop(const std::string& key) {
   int64_t beat = 0;
   while (!stopping_) {
     try {
-      heartbeat_client_->set(key, std::to_string(++beat));
+      std::shared_ptr<TcpStoreClient> client;
+      {
+        std::lock_guard lock(heartbeat_mutex_);
+        client = heartbeat_client_;
+      }
+      if (!client) {
+        client = connect_heartbeat();
+        std::lock_guard lock(heartbeat_mutex_);
+        heartbeat_client_ = client;
+        if (stopping_) return;
+      }
+      client->set(key, std::to_string(++beat));
+    } catch (const TimeoutError& e) {
+      // The store did not answer in time (its host frozen, a network outage): beat
+      // again next interval, on a new connection, so that this node is still heard
+      // once the store answers again.
+      if (!stopping_) spdlog::debug("heartbeat timed out: {}; trying again", e.what());
+      std::lock_guard lock(heartbeat_mutex_);
+      heartbeat_client_.reset();
     } catch (const std::exception& e) {
+      // The store is gone (its host died): the agent hears of it on its own calls.
       if (!stopping_) spdlog::debug("heartbeat failed: {}", e.what());
       return;
     }
@@ -100,6 +131,17 @@ std::vector<std::string> C10dBackend::dead_members(const std::string& prefix,
   std::vector<std::string> beats = probe_->multi_get_now(keys);
   auto now = Clock::now();
   auto limit = options_.heartbeat_interval * options_.heartbeat_misses;
+  // Silence is judged only over time this node watched the store: if it could not for
+  // longer than a limit (this agent was frozen, or the store did not answer: its host
+  // frozen), nobody else could beat meanwhile either. Everyone's window starts again,
+  // instead of dropping a node that was waiting for the same store.
+  auto unwatched = std::max<Clock::duration>(limit, options_.heartbeat_interval * 2);
+  bool watched = last_check_ == Clock::time_point{} || now - last_check_ <= unwatched;
+  last_check_ = now;
+  if (!watched) {
+    for (size_t i = 0; i < members.size(); ++i) seen_[members[i]] = {beats[i], now};
+    return {};
+  }
   std::vector<std::string> dead;
   for (size_t i = 0; i < members.size(); ++i) {
     const std::string& m = members[i];

@@ -2,6 +2,8 @@
 
 #include <atomic>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <thread>
 
@@ -24,6 +26,7 @@ class C10dBackend : public RendezvousBackend {
     std::chrono::milliseconds call_timeout{60'000};      // every call after it
     std::chrono::milliseconds heartbeat_interval{5'000};
     int heartbeat_misses = 3;
+    std::string token;  // the job token ("" = none): the store admits only who proves it
   };
 
   /// Hosts the store when it should; connects (TimeoutError naming the endpoint).
@@ -36,7 +39,10 @@ class C10dBackend : public RendezvousBackend {
   std::vector<std::string> dead_members(const std::string& prefix,
                                         const std::vector<std::string>& members,
                                         const std::string& self) override;
-  void round_formed() override { seen_.clear(); }
+  void round_formed() override {
+    seen_.clear();
+    last_check_ = {};
+  }
   bool hosted() const override { return true; }
   bool hosts_state() const override { return server_ != nullptr; }
   void linger(std::chrono::milliseconds max) override;
@@ -45,15 +51,18 @@ class C10dBackend : public RendezvousBackend {
 
  private:
   void heartbeat_loop(const std::string& key);
+  std::unique_ptr<TcpStoreClient> connect_heartbeat() const;
 
   Options options_;
   std::unique_ptr<TcpStoreServer> server_;
-  std::unique_ptr<TcpStoreClient> probe_;             // reads the heartbeats
-  std::unique_ptr<TcpStoreClient> heartbeat_client_;  // writes ours
+  std::unique_ptr<TcpStoreClient> probe_;  // reads the heartbeats
+  std::mutex heartbeat_mutex_;             // guards the pointer: replaced after a failure
+  std::shared_ptr<TcpStoreClient> heartbeat_client_;  // writes ours
   std::thread heartbeat_thread_;
   std::atomic<bool> stopping_{false};
   // Liveness as this node sees it: node -> (last heartbeat value, when it changed).
   std::map<std::string, std::pair<std::string, std::chrono::steady_clock::time_point>> seen_;
+  std::chrono::steady_clock::time_point last_check_;  // of dead_members; {} = none yet
 };
 
 }  // namespace ddprun::rendezvous

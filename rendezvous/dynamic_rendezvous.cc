@@ -22,6 +22,15 @@ int64_t wall_ms() {
       .count();
 }
 
+// Where the address ends in a node id "<address>/<pid>/<port>" (npos if it is not one).
+size_t address_end(const std::string& id) {
+  size_t port_at = id.rfind('/');
+  return port_at == std::string::npos || port_at == 0 ? std::string::npos
+                                                      : id.rfind('/', port_at - 1);
+}
+
+std::string member_address(const std::string& id) { return id.substr(0, address_end(id)); }
+
 }  // namespace
 
 DynamicRendezvous::DynamicRendezvous(Options options, std::unique_ptr<RendezvousBackend> backend)
@@ -117,12 +126,25 @@ RendezvousInfo DynamicRendezvous::make_info(const DynamicState& state) {
     if (info.members[i] == node_id_) info.group_rank = static_cast<int>(i);
     info.local_world_sizes.push_back(state.participants.at(info.members[i]));
   }
-  // Group rank 0 hosts the workers' store; its keys start empty every round.
-  if (info.group_rank == 0) worker_store_->clear_except(kAgentPrefix);
+  // Group rank 0 hosts the workers' store; its keys start empty every round. Only
+  // workers connect to it, and every worker of this node's earlier rounds is stopped by
+  // now: whoever is still connected is a stale worker of a node dropped from the job
+  // (frozen, or cut off), and is cut off before it can reach this round's keys.
+  if (info.group_rank == 0) {
+    if (size_t stale = worker_store_->close_connections(); stale > 0) {
+      spdlog::warn("closed {} store connection(s) of workers from an earlier round", stale);
+    }
+    worker_store_->clear_except(kAgentPrefix);
+    if (options_.members_only) {
+      std::vector<std::string> addresses;
+      addresses.reserve(info.members.size());
+      for (const auto& m : info.members) addresses.push_back(member_address(m));
+      worker_store_->admit_only(addresses);
+    }
+  }
   const std::string& host = info.members.at(0);  // "<address>/<pid>/<port>"
   size_t port_at = host.rfind('/');
-  size_t pid_at = port_at == std::string::npos || port_at == 0 ? std::string::npos
-                                                               : host.rfind('/', port_at - 1);
+  size_t pid_at = address_end(host);
   int port = 0;
   if (pid_at != std::string::npos) {
     std::from_chars(host.data() + port_at + 1, host.data() + host.size(), port);

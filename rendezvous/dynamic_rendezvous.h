@@ -31,6 +31,8 @@ class DynamicRendezvous : public RendezvousHandler {
     std::chrono::milliseconds join_timeout{600'000};
     std::chrono::milliseconds read_timeout{60'000};
     std::chrono::milliseconds heartbeat_interval{5'000};
+    /// The job has a token: the workers' store admits only the members' addresses.
+    bool members_only = false;
   };
 
   /// Connects through the backend and starts showing this node alive.

@@ -98,7 +98,12 @@ Action decide_join(const DynamicState& state, const std::string& node, int local
     next.last_call_deadline_ms = now_ms + config.last_call_timeout_ms;
     changed = true;
   }
-  if (enough && next.last_call_deadline_ms != 0 && now_ms >= next.last_call_deadline_ms) {
+  // The deadline is wall-clock time (nodes share no other clock). One further away than
+  // a whole last call was set by a clock ahead of ours, or ours jumped back: it counts
+  // as passed, so no clock change can hold a round open longer than that.
+  bool passed = now_ms >= next.last_call_deadline_ms ||
+                next.last_call_deadline_ms - now_ms > config.last_call_timeout_ms;
+  if (enough && next.last_call_deadline_ms != 0 && passed) {
     next.complete = true;
     next.last_call_deadline_ms = 0;
     return write(next);

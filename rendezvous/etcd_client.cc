@@ -123,9 +123,11 @@ nlohmann::json EtcdClient::decode(const std::string& path, const Response& r) {
                            std::to_string(r.status) + ")");
   }
   if (j.contains("error") || r.status >= 400) {
-    std::string message =
-        j.value("message", j.value("error", std::string("HTTP ") + std::to_string(r.status)));
-    int64_t code = int_field(j, "code");
+    auto [message, code] = read_reply(where, [&] {
+      return std::pair{
+          j.value("message", j.value("error", std::string("HTTP ") + std::to_string(r.status))),
+          int_field(j, "code")};
+    });
     bool auth = code == 16 || message.find("user name is empty") != std::string::npos ||
                 message.find("auth") != std::string::npos ||
                 message.find("token") != std::string::npos;
@@ -267,17 +269,21 @@ EtcdClient::TxnResult EtcdClient::txn(const std::optional<EtcdCompare>& compare,
     body["failure"] = txn_ops(failure);
   }
   auto reply = call("/v3/kv/txn", body);
-  TxnResult r;
-  r.succeeded = !compare || reply.value("succeeded", false);
-  r.revision = int_field(reply.value("header", nlohmann::json::object()), "revision");
-  const auto& taken = r.succeeded ? success : failure;
-  auto responses = reply.value("responses", nlohmann::json::array());
-  for (size_t i = 0; i < taken.size() && i < responses.size(); ++i) {
-    if (taken[i].kind == EtcdOp::Kind::kRange) {
-      r.ranges.push_back(to_range(responses[i].value("response_range", nlohmann::json::object())));
+  return read_reply("etcd at " + endpoints_[current_].text(), [&] {
+    TxnResult r;
+    r.succeeded = !compare || reply.value("succeeded", false);
+    r.revision = int_field(reply.value("header", nlohmann::json::object()), "revision");
+    const auto& taken = r.succeeded ? success : failure;
+    auto responses = reply.value("responses", nlohmann::json::array());
+    if (!responses.is_array()) throw StoreError("malformed etcd reply: 'responses' is not an array");
+    for (size_t i = 0; i < taken.size() && i < responses.size(); ++i) {
+      if (taken[i].kind == EtcdOp::Kind::kRange) {
+        r.ranges.push_back(
+            to_range(responses[i].value("response_range", nlohmann::json::object())));
+      }
     }
-  }
-  return r;
+    return r;
+  });
 }
 
 int64_t EtcdClient::remove(const std::string& key, const std::string& range_end) {

@@ -58,20 +58,29 @@ bool EtcdClient::watch(const std::string& key, const std::string& range_end, int
         while (!done && (end = json_object_end(body, 0)) != std::string::npos) {
           auto message = nlohmann::json::parse(body.substr(0, end), nullptr, false);
           body.erase(0, end);
-          auto result = message.value("result", nlohmann::json::object());
-          if (message.contains("error")) decode("/v3/watch", {500, message.dump()});
-          if (result.value("canceled", false)) {
-            if (int_field(result, "compact_revision") > 0) {
-              throw EtcdCompactedError("etcd at " + endpoints_[current_].text() +
-                                       " has compacted revision " + std::to_string(next));
-            }
-            throw StoreError("etcd canceled the watch on " + key + ": " +
-                             result.value("cancel_reason", std::string("compacted")));
+          if (message.is_object() && message.contains("error")) {
+            decode("/v3/watch", {500, message.dump()});
           }
-          for (const auto& ev : result.value("events", nlohmann::json::array())) {
-            EtcdEvent event;
-            event.deleted = ev.value("type", "") == "DELETE";
-            event.kv = to_kv(ev.value("kv", nlohmann::json::object()));
+          auto events = read_reply("etcd at " + endpoints_[current_].text(), [&] {
+            auto result = message.value("result", nlohmann::json::object());
+            if (result.value("canceled", false)) {
+              if (int_field(result, "compact_revision") > 0) {
+                throw EtcdCompactedError("etcd at " + endpoints_[current_].text() +
+                                         " has compacted revision " + std::to_string(next));
+              }
+              throw StoreError("etcd canceled the watch on " + key + ": " +
+                               result.value("cancel_reason", std::string("compacted")));
+            }
+            std::vector<EtcdEvent> out;
+            for (const auto& ev : result.value("events", nlohmann::json::array())) {
+              EtcdEvent event;
+              event.deleted = ev.value("type", "") == "DELETE";
+              event.kv = to_kv(ev.value("kv", nlohmann::json::object()));
+              out.push_back(std::move(event));
+            }
+            return out;
+          });
+          for (const auto& event : events) {
             next = std::max(next, event.kv.mod_revision + 1);
             if (!on_event(event)) {
               done = true;

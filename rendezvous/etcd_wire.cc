@@ -1,10 +1,29 @@
 #include "rendezvous/etcd_wire.h"
 
+#include <charconv>
+
 namespace ddprun::rendezvous::etcd_wire {
 
 namespace {
 
 const char* kBase64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+[[noreturn]] void malformed(const std::string& what) {
+  throw StoreError("malformed etcd reply: " + what);
+}
+
+const nlohmann::json& object(const nlohmann::json& j, const char* what) {
+  if (!j.is_object()) malformed(std::string(what) + " is not an object");
+  return j;
+}
+
+// A string field ("" when left out).
+std::string string_field(const nlohmann::json& j, const char* name) {
+  auto it = j.find(name);
+  if (it == j.end() || it->is_null()) return "";
+  if (!it->is_string()) malformed(std::string("'") + name + "' is not a string");
+  return it->get<std::string>();
+}
 
 }  // namespace
 
@@ -50,17 +69,26 @@ std::string unb64(const std::string& in) {
 
 // etcd's gateway writes 64-bit integers as JSON strings, and leaves zero values out.
 int64_t int_field(const nlohmann::json& j, const char* name) {
-  auto it = j.find(name);
-  if (it == j.end()) return 0;
-  if (it->is_string()) return std::stoll(it->get<std::string>());
+  auto it = object(j, "a reply").find(name);
+  if (it == j.end() || it->is_null()) return 0;
+  if (it->is_string()) {
+    const std::string& text = it->get_ref<const std::string&>();
+    int64_t value = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc() || end != text.data() + text.size() || text.empty()) {
+      malformed(std::string("'") + name + "' is not an integer: '" + text.substr(0, 40) + "'");
+    }
+    return value;
+  }
   if (it->is_number_integer()) return it->get<int64_t>();
-  return 0;
+  malformed(std::string("'") + name + "' is not an integer");
 }
 
 EtcdKv to_kv(const nlohmann::json& j) {
   EtcdKv kv;
-  kv.key = unb64(j.value("key", ""));
-  kv.value = unb64(j.value("value", ""));
+  object(j, "a key-value");
+  kv.key = unb64(string_field(j, "key"));
+  kv.value = unb64(string_field(j, "value"));
   kv.create_revision = int_field(j, "create_revision");
   kv.mod_revision = int_field(j, "mod_revision");
   return kv;
@@ -68,8 +96,10 @@ EtcdKv to_kv(const nlohmann::json& j) {
 
 EtcdClient::Range to_range(const nlohmann::json& j) {
   EtcdClient::Range r;
+  object(j, "a range");
   if (auto h = j.find("header"); h != j.end()) r.revision = int_field(*h, "revision");
-  if (auto kvs = j.find("kvs"); kvs != j.end()) {
+  if (auto kvs = j.find("kvs"); kvs != j.end() && !kvs->is_null()) {
+    if (!kvs->is_array()) malformed("'kvs' is not an array");
     for (const auto& kv : *kvs) r.kvs.push_back(to_kv(kv));
   }
   r.count = int_field(j, "count");

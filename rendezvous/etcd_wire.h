@@ -6,11 +6,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "common/error.h"
 #include "rendezvous/etcd_client.h"
 
 namespace ddprun::rendezvous::etcd_wire {
@@ -21,9 +23,24 @@ constexpr size_t kMaxBody = 64u << 20;
 std::string b64(const std::string& in);
 std::string unb64(const std::string& in);
 /// An integer field (the gateway writes 64-bit ones as strings and leaves out zeros).
+/// The readers below throw StoreError ("malformed etcd reply: ...") for a reply of the
+/// wrong shape: never a JSON library or std::stoll exception.
 int64_t int_field(const nlohmann::json& j, const char* name);
 EtcdKv to_kv(const nlohmann::json& j);
 EtcdClient::Range to_range(const nlohmann::json& j);
+
+/// Runs `read`, which interprets a reply from `where`: whatever a reply of the wrong
+/// shape makes the JSON library or a number conversion throw becomes one StoreError.
+template <typename F>
+auto read_reply(const std::string& where, F read) {
+  try {
+    return read();
+  } catch (const nlohmann::json::exception& e) {
+    throw StoreError(where + " sent a malformed reply (" + e.what() + ")");
+  } catch (const std::logic_error& e) {
+    throw StoreError(where + " sent a malformed reply (" + e.what() + ")");
+  }
+}
 /// Where the first complete JSON object in `s` (from `from`) ends, or npos.
 size_t json_object_end(const std::string& s, size_t from);
 /// A transaction branch as the gateway takes it.

@@ -48,16 +48,11 @@ bool KeyValueTable::contains_all(const std::vector<std::string>& keys) const {
 }
 
 size_t KeyValueTable::erase_all_except(const std::string& keep_prefix) {
-  size_t n = 0;
-  for (auto it = data_.begin(); it != data_.end();) {
-    if (it->first.compare(0, keep_prefix.size(), keep_prefix) != 0) {
-      it = data_.erase(it);
-      ++n;
-    } else {
-      ++it;
-    }
-  }
-  return n;
+  return std::erase_if(data_, [&](const auto& kv) { return !kv.first.starts_with(keep_prefix); });
+}
+
+size_t KeyValueTable::erase_prefix(const std::string& prefix) {
+  return std::erase_if(data_, [&](const auto& kv) { return kv.first.starts_with(prefix); });
 }
 
 }  // namespace ddprun::rendezvous

@@ -42,6 +42,8 @@ class KeyValueTable {
 
   /// Removes every key that does not start with `keep_prefix`; returns how many.
   size_t erase_all_except(const std::string& keep_prefix);
+  /// Deletes every key starting with `prefix`; returns how many.
+  size_t erase_prefix(const std::string& prefix);
 
  private:
   std::unordered_map<std::string, std::string> data_;

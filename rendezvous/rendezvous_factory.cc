@@ -26,6 +26,7 @@ std::unique_ptr<RendezvousBackend> make_backend(const RendezvousParams& p) {
   o.call_timeout = p.read_timeout;
   o.heartbeat_interval = p.heartbeat_interval;
   o.heartbeat_misses = p.heartbeat_misses;
+  o.token = p.token;
   return std::make_unique<C10dBackend>(o);
 }
 
@@ -42,6 +43,7 @@ std::unique_ptr<RendezvousHandler> make_rendezvous(const RendezvousParams& p) {
     o.join_timeout = p.join_timeout;
     o.read_timeout = p.read_timeout;
     o.heartbeat_interval = p.heartbeat_interval;
+    o.members_only = !p.token.empty();
     return std::make_unique<DynamicRendezvous>(o, make_backend(p));
   }
   StaticRendezvous::Options o;

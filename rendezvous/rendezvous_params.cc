@@ -64,6 +64,10 @@ void read_conf(const std::string& src, const Conf& conf, RendezvousParams& p) {
   if (auto it = conf.find("is_host"); it != conf.end()) {
     p.c10d_is_host = parse_bool(src + "is_host", it->second);
   }
+  if (auto it = conf.find("token_file"); it != conf.end()) {
+    if (it->second.empty()) throw UsageError(src + "token_file=: names no file");
+    p.token_file = it->second;
+  }
 }
 
 // etcd: one or more endpoints, plain HTTP, keys under a prefix of the user's choice.
@@ -136,7 +140,7 @@ RendezvousParams parse_rendezvous(const RendezvousFlags& f) {
     // nothing can race for it) unless the user asked for a port.
     if (f.standalone || !f.master_port.given) p.master_port = 0;
     if (p.backend != Backend::kStatic) {
-      p.master_addr = p.local_addr.empty() ? "localhost" : p.local_addr;
+      p.master_addr = p.local_addr.empty() ? "127.0.0.1" : p.local_addr;
     }
   }
   read_conf(f.rdzv_conf.source + " ", conf, p);

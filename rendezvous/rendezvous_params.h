@@ -45,6 +45,10 @@ struct RendezvousParams {
   std::string master_addr = "127.0.0.1";  // static: node 0's store
   int master_port = 29500;                // 0: a free port (single-node jobs)
   std::string local_addr;                 // elastic: the address this node advertises
+  /// The job token (rdzv_conf token_file=PATH, read by the launcher, or DDPRUN_JOB_TOKEN):
+  /// the agents' channels admit only who proves it. "" = none.
+  std::string token_file;
+  std::string token;
   std::chrono::milliseconds join_timeout{600'000};
 
   // Elastic only.

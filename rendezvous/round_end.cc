@@ -1,5 +1,7 @@
 #include "rendezvous/round_end.h"
 
+#include <algorithm>
+
 namespace ddprun::rendezvous {
 
 const char* RoundEnd::kind_name(Kind kind) {
@@ -14,9 +16,22 @@ const char* RoundEnd::kind_name(Kind kind) {
   return "final";
 }
 
+bool RoundEnd::drops(const std::string& node) const {
+  return std::find(dropped.begin(), dropped.end(), node) != dropped.end();
+}
+
 std::string RoundEnd::encode() const {
-  return std::string(kind_name(kind)) + (hang ? "+hang" : "") + "|" + std::to_string(exitcode) +
-         "|" + reason;
+  std::string out = kind_name(kind);
+  if (hang) out += "+hang";
+  if (signalled) out += "+signalled";
+  for (size_t i = 0; i < dropped.size(); ++i) {
+    out += i == 0 ? "+dropped=" : ",";
+    out += dropped[i];
+  }
+  out += '|';
+  out += std::to_string(exitcode);
+  out += '|';
+  return out + reason;
 }
 
 RoundEnd RoundEnd::parse(const std::string& value) {
@@ -27,12 +42,23 @@ RoundEnd RoundEnd::parse(const std::string& value) {
     r.reason = value;
     return r;
   }
-  std::string kind = value.substr(0, a);
-  const std::string hang = "+hang";
-  if (kind.size() > hang.size() &&
-      kind.compare(kind.size() - hang.size(), hang.size(), hang) == 0) {
-    r.hang = true;
-    kind.resize(kind.size() - hang.size());
+  std::string head = value.substr(0, a);
+  std::string kind = head.substr(0, head.find('+'));
+  for (size_t at = head.find('+'); at != std::string::npos;) {
+    size_t next = head.find('+', at + 1);
+    std::string flag = head.substr(at + 1, next == std::string::npos ? next : next - at - 1);
+    if (flag == "hang") r.hang = true;
+    if (flag == "signalled") r.signalled = true;
+    const std::string dropped = "dropped=";
+    if (flag.rfind(dropped, 0) == 0) {
+      std::string ids = flag.substr(dropped.size());
+      for (size_t from = 0; from <= ids.size();) {
+        size_t comma = std::min(ids.find(',', from), ids.size());
+        if (comma > from) r.dropped.push_back(ids.substr(from, comma - from));
+        from = comma + 1;
+      }
+    }
+    at = next;
   }
   r.kind = kind == "restart"      ? Kind::kRestart
            : kind == "membership" ? Kind::kMembership

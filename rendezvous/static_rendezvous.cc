@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <boost/asio/ip/address.hpp>
+
 #include "rendezvous/store_round.h"
 
 namespace ddprun::rendezvous {
@@ -9,6 +11,13 @@ namespace {
 
 std::string node_key(int round, int node) {
   return static_round_prefix(round) + "node/" + std::to_string(node);
+}
+
+bool is_loopback(const std::string& host) {
+  if (host == "localhost") return true;
+  boost::system::error_code ec;
+  auto address = boost::asio::ip::make_address(host, ec);
+  return !ec && address.is_loopback();
 }
 
 std::string format_seconds(std::chrono::milliseconds d) {
@@ -27,8 +36,14 @@ StaticRendezvous::StaticRendezvous(Options options) : options_(std::move(options
   TcpStoreClient::Options client_options;
   client_options.timeout = options_.join_timeout;
   if (options_.node_rank == 0) {
-    // Listen on every interface: the other nodes reach us by master_addr.
-    server_ = std::make_unique<TcpStoreServer>("", static_cast<uint16_t>(options_.master_port));
+    // A single node's store serves only its own workers: it listens on loopback, where
+    // no other machine can reach it. Otherwise on every interface: the other nodes
+    // reach us by master_addr, which may resolve differently here (a host name that
+    // /etc/hosts maps to 127.0.1.1), as it does for a single node given an address.
+    std::string listen_host =
+        options_.nnodes == 1 && is_loopback(options_.master_addr) ? options_.master_addr : "";
+    server_ = std::make_unique<TcpStoreServer>(listen_host,
+                                               static_cast<uint16_t>(options_.master_port));
     port_ = server_->port();
     client_ = std::make_unique<TcpStoreClient>("127.0.0.1", port_, client_options);
   } else {
@@ -68,6 +83,9 @@ RendezvousInfo StaticRendezvous::next_rendezvous(int round, int local_world_size
   std::string ready = static_round_prefix(round) + "ready";
   if (server_) {
     server_->clear_except(kAgentPrefix);
+    // Every node is in this round: the last one's keys are read by nobody any more (a
+    // job restarted a thousand times keeps one round's keys, not a thousand).
+    if (round > 0) server_->erase_prefix(static_round_prefix(round - 1));
     client_->set(ready, "1");
   } else {
     client_->wait({ready}, options_.join_timeout);

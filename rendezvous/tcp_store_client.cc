@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include "net/job_token.h"
+
 namespace ddprun::rendezvous {
 
 using namespace tcpstore;
@@ -36,7 +38,7 @@ class TcpStoreClient::Request {
 };
 
 TcpStoreClient::TcpStoreClient(std::string host, int port, Options options)
-    : host_(std::move(host)), port_(port), options_(options) {
+    : host_(std::move(host)), port_(port), options_(std::move(options)) {
   address_ = (host_.find(':') != std::string::npos ? "[" + host_ + "]" : host_) + ":" +
              std::to_string(port_);
   connect();
@@ -44,6 +46,10 @@ TcpStoreClient::TcpStoreClient(std::string host, int port, Options options)
 
 void TcpStoreClient::connect() {
   socket_ = net::Socket::connect(host_, port_, deadline());
+  if (!options_.token.empty()) {
+    net::job_token::answer_challenge(socket_, options_.token, "the store at " + address_,
+                                     deadline());
+  }
   if (options_.numbering == Numbering::kV2) {
     send(Request(Numbering::kV2, Op::kValidate).put(kValidationMagic).bytes());
     uint32_t nonce = static_cast<uint32_t>(::getpid());

@@ -23,6 +23,8 @@ class TcpStoreClient : public Store {
     /// Bound on each call, and on connecting (with retries and backoff).
     std::chrono::milliseconds timeout = kDefaultTimeout;
     tcpstore::Numbering numbering = tcpstore::Numbering::kV2;
+    /// The job token the server asks for ("" = none): proved on every connection.
+    std::string token = {};
   };
 
   TcpStoreClient(std::string host, int port, Options options);

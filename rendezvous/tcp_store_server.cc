@@ -2,7 +2,10 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <future>
+#include <optional>
+#include <set>
 #include <thread>
 #include <unordered_map>
 
@@ -15,12 +18,21 @@
 #include "net/listen.h"
 #include "rendezvous/store.h"
 #include "rendezvous/tcp_store_session.h"
+#include "rendezvous/token_gate.h"
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
 
 namespace ddprun::rendezvous {
 namespace {
+
+// An IPv4 client of a dual-stack listener shows as ::ffff:a.b.c.d: compare it as a.b.c.d.
+asio::ip::address unmapped(const asio::ip::address& a) {
+  if (a.is_v6() && a.to_v6().is_v4_mapped()) {
+    return asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6());
+  }
+  return a;
+}
 
 // Holding thousands of connections needs more descriptors than the usual soft limit.
 void raise_fd_limit() {
@@ -35,8 +47,10 @@ void raise_fd_limit() {
 
 class TcpStoreServer::Impl {
  public:
-  Impl(const std::string& host, uint16_t port)
-      : acceptor_(net::open_acceptor(io_, host, port)), port_(acceptor_.local_endpoint().port()) {
+  Impl(const std::string& host, uint16_t port, std::string token)
+      : acceptor_(net::open_acceptor(io_, host, port)),
+        port_(acceptor_.local_endpoint().port()),
+        gate_(io_, std::move(token), "store") {
     raise_fd_limit();
     do_accept();
     thread_ = std::thread([this] { io_.run(); });
@@ -73,6 +87,41 @@ class TcpStoreServer::Impl {
     return run_on_io([&] { return state_.table.erase_all_except(keep_prefix); });
   }
 
+  size_t erase_prefix(const std::string& prefix) {
+    return run_on_io([&] { return state_.table.erase_prefix(prefix); });
+  }
+
+  size_t close_connections() {
+    return run_on_io([&] {
+      size_t n = 0;
+      for (auto& [ptr, weak] : sessions_) {
+        auto session = weak.lock();
+        if (session && !session->closed()) {
+          session->close();
+          ++n;
+        }
+      }
+      sessions_.clear();
+      return n;
+    });
+  }
+
+  // Resolved here, on the caller's thread (a host name may take a lookup); one that
+  // does not resolve admits nothing more, and says so.
+  void admit_only(const std::vector<std::string>& hosts) {
+    std::vector<asio::ip::address> addresses;
+    asio::io_context io;
+    tcp::resolver resolver(io);
+    for (const auto& host : hosts) {
+      boost::system::error_code ec;
+      for (const auto& e : resolver.resolve(host, "", ec)) {
+        addresses.push_back(unmapped(e.endpoint().address()));
+      }
+      if (ec) spdlog::warn("store: cannot resolve node address {}: {}", host, ec.message());
+    }
+    run_on_io([&] { members_ = std::move(addresses); });
+  }
+
   size_t connection_count() {
     return run_on_io([&] {
       prune();
@@ -86,12 +135,44 @@ class TcpStoreServer::Impl {
       if (ec == asio::error::operation_aborted) return;
       if (ec) return pause_accepting(ec);
       accept_failing_ = false;
-      auto session = std::make_shared<tcpstore::Session>(std::move(socket), state_);
-      sessions_[session.get()] = session;
-      session->start();
-      if (sessions_.size() % 1024 == 0) prune();
+      if (!admitted(socket)) return do_accept();  // the socket closes as it goes
+      gate_.admit(std::move(socket), [this](tcp::socket s) { serve(std::move(s)); });
       do_accept();
     });
+  }
+
+  bool admitted(const tcp::socket& socket) {
+    if (!members_) return true;
+    boost::system::error_code ec;
+    auto peer = socket.remote_endpoint(ec);
+    if (ec) return false;  // gone already
+    auto address = unmapped(peer.address());
+    if (address == asio::ip::address_v4::loopback() ||
+        address == asio::ip::address_v6::loopback() ||
+        std::find(members_->begin(), members_->end(), address) != members_->end()) {
+      return true;
+    }
+    if (refused_.insert(address).second) {
+      spdlog::warn("store: refused a connection from {}: not the address of a node of this "
+                   "job (a node that connects from another address than it advertises needs "
+                   "--local_addr); further ones from there are refused silently",
+                   address.to_string());
+    }
+    return false;
+  }
+
+  void serve(tcp::socket socket) {
+    auto session = std::make_shared<tcpstore::Session>(std::move(socket), state_);
+    sessions_[session.get()] = session;
+    session->start();
+    // Closed sessions' memory stays with their entries until pruned: prune whenever
+    // the table doubled since, so the dead never outnumber the live by more than 64
+    // (a job restarted a thousand times opens thousands of short connections) at an
+    // amortized constant cost per accept.
+    if (sessions_.size() >= next_prune_) {
+      prune();
+      next_prune_ = std::max<size_t>(64, 2 * sessions_.size());
+    }
   }
 
   // Out of descriptors (EMFILE/ENFILE) or another accept error: keep serving the
@@ -117,20 +198,34 @@ class TcpStoreServer::Impl {
   uint16_t port_;
   tcpstore::StoreState state_;
   std::unordered_map<tcpstore::Session*, std::weak_ptr<tcpstore::Session>> sessions_;
+  size_t next_prune_ = 64;
+  TokenGate gate_;  // without a token, every client is served
+  std::optional<std::vector<asio::ip::address>> members_;  // unset: every address
+  std::set<asio::ip::address> refused_;                    // addresses already logged
   asio::steady_timer accept_retry_{io_};
   bool accept_failing_ = false;
   std::thread thread_;
 };
 
-TcpStoreServer::TcpStoreServer(const std::string& host, uint16_t port)
-    : impl_(std::make_unique<Impl>(host, port)) {}
+TcpStoreServer::TcpStoreServer(const std::string& host, uint16_t port, std::string token)
+    : impl_(std::make_unique<Impl>(host, port, std::move(token))) {}
 
 TcpStoreServer::~TcpStoreServer() = default;
 
 uint16_t TcpStoreServer::port() const { return impl_->port(); }
 
+size_t TcpStoreServer::close_connections() { return impl_->close_connections(); }
+
+size_t TcpStoreServer::erase_prefix(const std::string& prefix) {
+  return impl_->erase_prefix(prefix);
+}
+
 size_t TcpStoreServer::clear_except(const std::string& keep_prefix) {
   return impl_->clear_except(keep_prefix);
+}
+
+void TcpStoreServer::admit_only(const std::vector<std::string>& addresses) {
+  impl_->admit_only(addresses);
 }
 
 size_t TcpStoreServer::connection_count() { return impl_->connection_count(); }

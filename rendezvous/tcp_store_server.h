@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace ddprun::rendezvous {
 
@@ -19,7 +20,9 @@ class TcpStoreServer {
   /// IPv6 is off); port 0 picks a free port (read it back with port()). Bind first,
   /// publish after: no other process can race for the port. Throws StoreError naming
   /// the address.
-  TcpStoreServer(const std::string& host, uint16_t port);
+  /// With a `token`, a client is served only once it proved it (net/job_token.h): the
+  /// agents' own channels. PyTorch's clients cannot, so the workers' store has none.
+  TcpStoreServer(const std::string& host, uint16_t port, std::string token = "");
   /// Stops serving and closes every connection.
   ~TcpStoreServer();
   TcpStoreServer(const TcpStoreServer&) = delete;
@@ -30,6 +33,20 @@ class TcpStoreServer {
   /// Deletes every key not starting with `keep_prefix` (a new attempt must not see
   /// the workers' keys of the previous one). Returns how many were deleted.
   size_t clear_except(const std::string& keep_prefix);
+  /// Deletes every key starting with `prefix` (an agent's keys of a finished round).
+  size_t erase_prefix(const std::string& prefix);
+
+  /// Closes every client connection (the listener stays): clients of an earlier round
+  /// (a dropped node's stale workers) fail at their next request instead of going on.
+  /// Returns how many were closed.
+  size_t close_connections();
+
+  /// From now on, admits connections only from these addresses and from 127.0.0.1 and
+  /// ::1 (an IPv4 client of a dual-stack listener counts as its IPv4 address); every
+  /// other is closed before a byte is read, its address logged once. The workers' store
+  /// of a job with a token: PyTorch's clients cannot prove it, their nodes' addresses
+  /// are what is left to check. Connections already open are not affected.
+  void admit_only(const std::vector<std::string>& addresses);
 
   /// Open client connections (for tests and benchmarks).
   size_t connection_count();

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
+#include "net/job_token.h"
 #include "tracking/record_link.h"
 
 namespace ddprun::tracking {
@@ -17,8 +18,8 @@ constexpr auto kRetryAfter = std::chrono::seconds(5);
 
 }  // namespace
 
-RecordForwarder::RecordForwarder(std::string dir, std::string agent_id)
-    : dir_(std::move(dir)), agent_id_(std::move(agent_id)) {}
+RecordForwarder::RecordForwarder(std::string dir, std::string agent_id, std::string token)
+    : dir_(std::move(dir)), agent_id_(std::move(agent_id)), token_(std::move(token)) {}
 
 void RecordForwarder::set_endpoint(const std::string& host, int port) {
   std::lock_guard lock(mutex_);
@@ -52,7 +53,13 @@ bool RecordForwarder::connected() {
   }
   if (port == 0 || std::chrono::steady_clock::now() < retry_after_) return false;
   try {
-    socket_ = net::Socket::connect(host, port, std::chrono::steady_clock::now() + kConnectTimeout);
+    auto deadline = std::chrono::steady_clock::now() + kConnectTimeout;
+    net::Socket socket = net::Socket::connect(host, port, deadline);
+    if (!token_.empty()) {
+      net::job_token::answer_challenge(
+          socket, token_, "the run's primary at " + host + ":" + std::to_string(port), deadline);
+    }
+    socket_ = std::move(socket);  // only a connection that was let in counts
     return true;
   } catch (const std::exception& e) {
     lost(e.what());

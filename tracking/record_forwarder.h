@@ -19,7 +19,8 @@ namespace ddprun::tracking {
 /// pass() and bye() run on one thread; set_endpoint() may be called from any.
 class RecordForwarder {
  public:
-  RecordForwarder(std::string dir, std::string agent_id);
+  /// `token`: the job token the primary's receiver asks for ("" = none).
+  RecordForwarder(std::string dir, std::string agent_id, std::string token = "");
 
   void set_endpoint(const std::string& host, int port);
 
@@ -45,6 +46,7 @@ class RecordForwarder {
 
   std::string dir_;
   std::string agent_id_;
+  std::string token_;
   std::mutex mutex_;  // guards host_, port_
   std::string host_;
   int port_ = 0;

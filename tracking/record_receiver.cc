@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "net/listen.h"
+#include "rendezvous/token_gate.h"
 #include "tracking/record_lines.h"
 #include "tracking/record_link.h"
 #include "tracking/run_store.h"
@@ -24,8 +25,10 @@ namespace ddprun::tracking {
 
 class RecordReceiver::Impl {
  public:
-  explicit Impl(const std::string& run_dir)
-      : store_(run_dir, false), acceptor_(net::open_acceptor(io_, "", 0)) {
+  Impl(const std::string& run_dir, std::string token)
+      : store_(run_dir, false),
+        acceptor_(net::open_acceptor(io_, "", 0)),
+        gate_(io_, std::move(token), "record receiver") {
     port_ = acceptor_.local_endpoint().port();
     accept();
     thread_ = std::thread([this] { io_.run(); });
@@ -57,9 +60,11 @@ class RecordReceiver::Impl {
     acceptor_.async_accept([this](const boost::system::error_code& ec, tcp::socket socket) {
       if (ec == asio::error::operation_aborted) return;
       if (!ec) {
-        auto session = std::make_shared<Session>(std::move(socket));
-        set_busy(+1);
-        read_frame(session);
+        gate_.admit(std::move(socket), [this](tcp::socket s) {
+          auto session = std::make_shared<Session>(std::move(s));
+          set_busy(+1);
+          read_frame(session);
+        });
       }
       accept();
     });
@@ -146,6 +151,7 @@ class RecordReceiver::Impl {
   RunStore store_;
   asio::io_context io_{1};
   tcp::acceptor acceptor_;
+  rendezvous::TokenGate gate_;
   uint16_t port_ = 0;
   std::thread thread_;
   std::mutex mutex_;
@@ -154,8 +160,8 @@ class RecordReceiver::Impl {
   bool error_reported_ = false;
 };
 
-RecordReceiver::RecordReceiver(const std::string& run_dir)
-    : impl_(std::make_unique<Impl>(run_dir)) {}
+RecordReceiver::RecordReceiver(const std::string& run_dir, std::string token)
+    : impl_(std::make_unique<Impl>(run_dir, std::move(token))) {}
 RecordReceiver::~RecordReceiver() = default;
 uint16_t RecordReceiver::port() const { return impl_->port(); }
 void RecordReceiver::wait_for_agents(std::chrono::milliseconds max) { impl_->wait_for_agents(max); }

@@ -14,7 +14,8 @@ namespace ddprun::tracking {
 class RecordReceiver {
  public:
   /// Binds dual-stack on a free port and starts serving. Throws StoreError.
-  explicit RecordReceiver(const std::string& run_dir);
+  /// With a `token`, only agents that prove it may send (rendezvous/token_gate.h).
+  explicit RecordReceiver(const std::string& run_dir, std::string token = "");
   ~RecordReceiver();
   RecordReceiver(const RecordReceiver&) = delete;
   RecordReceiver& operator=(const RecordReceiver&) = delete;

@@ -109,7 +109,7 @@ void RunTracker::become_forwarder(const std::string& run_name) {
     throw TrackingError("cannot write " + node_dir_ + "/" + kAgentStream + ": " +
                         std::strerror(errno));
   }
-  forwarder_ = std::make_unique<RecordForwarder>(node_dir_, agent_id_);
+  forwarder_ = std::make_unique<RecordForwarder>(node_dir_, agent_id_, options_.token);
   watcher_ = std::make_unique<StreamWatcher>(node_dir_ + "/streams", kStreamInterval,
                                              [this](bool final) { stream_pass(final); });
 }
@@ -134,7 +134,7 @@ void RunTracker::attach(rendezvous::Store& store, std::unique_ptr<rendezvous::St
   guarded("setting up the run", [&] {
     if (primary) {
       become_primary();
-      receiver_ = std::make_unique<RecordReceiver>(run_dir_);
+      receiver_ = std::make_unique<RecordReceiver>(run_dir_, options_.token);
       // "<address> <port>\n<run name>": where the others send, and into which run.
       store.set(endpoint_key(),
                 address + " " + std::to_string(receiver_->port()) + "\n" + run_name_);

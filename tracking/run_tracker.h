@@ -43,6 +43,7 @@ class RunTracker : public RunObserver {
     std::string python_dir;           // where ddprun_tracking.py lives (put on PYTHONPATH)
     std::chrono::milliseconds system_interval{15'000};  // between system metric samples
     bool multi_node = false;  // primary or not is known once the store is up (attach)
+    std::string token;        // the job token: record forwarding requires it ("" = none)
   };
 
   /// Throws TrackingError naming the directory when it cannot be created or written.

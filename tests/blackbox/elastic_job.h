@@ -17,6 +17,7 @@ struct Job {
   std::string nnodes;
   std::string backend = "c10d";
   std::string endpoint;  // "" = 127.0.0.1:<port>
+  std::string local_addr = "127.0.0.1";  // what the agent advertises (ranks sort by it)
   std::string conf =
       "last_call_timeout=0.3,keep_alive_interval=0.1,keep_alive_max_attempt=10,"
       "join_timeout=20,read_timeout=2";
@@ -32,7 +33,7 @@ struct Job {
         "--rdzv_backend=" + backend,
         "--rdzv_endpoint=" + (endpoint.empty() ? "127.0.0.1:" + std::to_string(port) : endpoint),
         "--rdzv_id=" + id,
-        "--local_addr=127.0.0.1",
+        "--local_addr=" + local_addr,
         "--rdzv_conf=" + c};
     args.insert(args.end(), flags.begin(), flags.end());
     args.insert(args.end(), command.begin(), command.end());

@@ -5,8 +5,10 @@
 #include <signal.h>
 #include <sys/socket.h>
 
+#include <chrono>
 #include <filesystem>
 #include <set>
+#include <thread>
 
 #include "tests/blackbox/ddprun_process.h"
 #include "tests/blackbox/elastic_job.h"
@@ -60,6 +62,98 @@ TEST(Elastic, KilledAgentScalesDown) {
   for (auto* p : {&a, &b}) ::kill(p->pid(), SIGTERM);
   for (auto* p : {&a, &b}) EXPECT_EQ(p->wait(), 128 + SIGTERM);
   EXPECT_NE((a.err() + b.err()).find("lost node(s) 127.0.0.1/"), std::string::npos) << a.err();
+}
+
+// A node frozen past the heartbeat timeout (SIGSTOP of its agent: the workers go on) is
+// dropped; the job goes on without it, the store cuts its stale worker off, and when
+// it resumes it stops and leaves with a message and its own exit status.
+TEST(Elastic, FrozenNodeIsDroppedFencedAndLeaves) {
+  Job job;
+  job.nnodes = "1:2";
+  std::string dir = make_temp_dir();
+  auto agent = [&](bool host) {
+    std::vector<std::string> worker{store_worker_binary(), "poll", dir};
+    return job.agent_running({"--no_python", "--no_tracking"}, worker, host);
+  };
+  DdprunProcess a(agent(true), kEnv);  // 127.0.0.1: group rank 0, the workers' store
+  job.local_addr = "127.0.0.2";
+  DdprunProcess b(agent(false), kEnv);
+  ASSERT_TRUE(eventually([&] { return world_running(dir, 2, 0); })) << a.err() << b.err();
+  ::kill(b.pid(), SIGSTOP);
+  ASSERT_TRUE(eventually([&] { return world_running(dir, 1, 0); }))
+      << "the job goes on with one node\n"
+      << a.err_so_far();
+  // B's worker, still running in the old world, is cut off by the store it used.
+  EXPECT_TRUE(eventually([&] { return std::filesystem::exists(dir + "/cut.w2.r1"); }))
+      << a.err_so_far();
+  ::kill(b.pid(), SIGCONT);
+  EXPECT_EQ(b.wait(), 123) << b.err();
+  EXPECT_NE(b.err().find("this node was dropped from the job"), std::string::npos) << b.err();
+  EXPECT_FALSE(world_running(dir, 2, 1)) << "no new world of two: B left";
+  ::kill(a.pid(), SIGTERM);
+  EXPECT_EQ(a.wait(), 128 + SIGTERM) << a.err();
+  EXPECT_NE(a.err().find("closed 1 store connection(s) of workers from an earlier round"),
+            std::string::npos)
+      << a.err();
+}
+
+// The agent hosting the rendezvous store freezes for several heartbeat limits (its
+// workers run on): nobody can write or read a heartbeat meanwhile, so nobody is judged
+// by that time. Once it thaws, both nodes go on in the same world of two.
+TEST(Elastic, FrozenRendezvousHostIsWaitedForNotDropped) {
+  Job job;
+  job.nnodes = "1:2";
+  job.conf =
+      "last_call_timeout=0.3,keep_alive_interval=0.5,keep_alive_max_attempt=2,join_timeout=20,"
+      "read_timeout=60";  // a freeze well within the store's timeout
+  std::string dir = make_temp_dir();
+  DdprunProcess a(job.agent({"--no_tracking", "--max_restarts=3"}, {"mark", dir}, true), kEnv);
+  job.local_addr = "127.0.0.2";
+  DdprunProcess b(job.agent({"--no_tracking", "--max_restarts=3"}, {"mark", dir}, false), kEnv);
+  ASSERT_TRUE(eventually([&] { return world_running(dir, 2, 0); })) << a.err() << b.err();
+  ::kill(a.pid(), SIGSTOP);
+  std::this_thread::sleep_for(std::chrono::seconds(3));  // 3 limits (0.5 s x 2)
+  ::kill(a.pid(), SIGCONT);
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // time for a wrong judgement
+  EXPECT_TRUE(markers(dir, 1).empty()) << "no world of one\n" << a.err_so_far() << b.err_so_far();
+  EXPECT_FALSE(world_running(dir, 2, 1)) << "no restart\n" << a.err_so_far() << b.err_so_far();
+  for (auto* p : {&a, &b}) ::kill(p->pid(), SIGTERM);
+  for (auto* p : {&a, &b}) EXPECT_EQ(p->wait(), 128 + SIGTERM) << p->err();
+  EXPECT_EQ(b.err().find("membership changed"), std::string::npos) << b.err();
+  EXPECT_EQ(a.err().find("dropped"), std::string::npos) << a.err();
+}
+
+// With a job token, the rendezvous store admits only the agents that prove it: one with
+// another token is refused by name, one with the same token joins.
+TEST(Elastic, OnlyAgentsWithTheJobTokenGetIn) {
+  Job job;
+  job.nnodes = "1:2";
+  std::string dir = make_temp_dir();
+  auto env = [](const std::string& token) {
+    auto e = kEnv;
+    e["DDPRUN_JOB_TOKEN"] = token;
+    return e;
+  };
+  DdprunProcess a(job.agent({}, {"mark", dir}, true), env("the-job's"));
+  ASSERT_TRUE(eventually([&] { return world_running(dir, 1, 0); })) << a.err_so_far();
+  EXPECT_EQ(a.err_so_far().find("no job token"), std::string::npos) << a.err_so_far();
+  Finished intruder = run_ddprun(job.agent({}, {"mark", dir}, false), env("a guess"));
+  EXPECT_NE(intruder.code, 0);
+  EXPECT_NE(intruder.err.find("refused this node's job token"), std::string::npos)
+      << intruder.err;
+  DdprunProcess b(job.agent({}, {"mark", dir}, false), env("the-job's"));
+  EXPECT_TRUE(eventually([&] { return world_running(dir, 2, 0); })) << b.err_so_far();
+  for (auto* p : {&a, &b}) ::kill(p->pid(), SIGTERM);
+  for (auto* p : {&a, &b}) EXPECT_EQ(p->wait(), 128 + SIGTERM) << p->err();
+  EXPECT_NE(a.err().find("refused a connection from 127.0.0.1"), std::string::npos) << a.err();
+}
+
+TEST(Elastic, AJobWithoutATokenSaysSoOnce) {
+  Job job;
+  job.nnodes = "1:2";
+  Finished f = run_ddprun(job.agent({}, {"exit", "0"}, true), kEnv);
+  EXPECT_EQ(f.code, 0) << f.err;
+  EXPECT_NE(f.err.find("warning: no job token"), std::string::npos) << f.err;
 }
 
 TEST(Elastic, TooFewNodesLeftFailsWithACount) {

@@ -102,7 +102,7 @@ TEST(Environment, StandaloneUsesAFreshRunIdAndAFreePort) {
   EXPECT_EQ(id.size(), 36u) << id;
   EXPECT_EQ(first[1]["TORCHELASTIC_RUN_ID"], id);
   EXPECT_NE(second[0]["TORCHELASTIC_RUN_ID"], id);
-  EXPECT_EQ(first[0]["MASTER_ADDR"], "localhost");
+  EXPECT_EQ(first[0]["MASTER_ADDR"], "127.0.0.1");  // the store listens on loopback only
   EXPECT_EQ(first[0]["MASTER_PORT"], first[1]["MASTER_PORT"]);
   EXPECT_GT(std::stoi(first[0]["MASTER_PORT"]), 0);
 }

@@ -65,10 +65,10 @@ TEST(ExistingBinaryExample, GetsTheEnvironmentAndItsDeviceOnTheCommandLine) {
        DDPRUN_SOURCE_DIR "/examples/existing_binary/report_rank.sh", "--device", "${local_rank}"},
       kEnv);
   ASSERT_EQ(f.code, 0) << f.err;
-  EXPECT_NE(f.out.find("rank 0 of 2, local rank 0 on device 0, store at localhost:"),
+  EXPECT_NE(f.out.find("rank 0 of 2, local rank 0 on device 0, store at 127.0.0.1:"),
             std::string::npos)
       << f.out;
-  EXPECT_NE(f.out.find("rank 1 of 2, local rank 1 on device 1, store at localhost:"),
+  EXPECT_NE(f.out.find("rank 1 of 2, local rank 1 on device 1, store at 127.0.0.1:"),
             std::string::npos)
       << f.out;
 }

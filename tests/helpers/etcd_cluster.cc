@@ -79,7 +79,9 @@ EtcdCluster::~EtcdCluster() {
 std::string EtcdCluster::endpoints() const {
   std::string out;
   for (const auto& m : members_) {
-    out += (out.empty() ? "" : ",") + std::string("127.0.0.1:") + std::to_string(m.client_port);
+    if (!out.empty()) out += ',';
+    out += "127.0.0.1:";
+    out += std::to_string(m.client_port);
   }
   return out;
 }

@@ -17,7 +17,8 @@ import time
 
 def env_line():
     keys = ("RANK", "GROUP_RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE",
-            "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT")
+            "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT",
+            "CUDA_VISIBLE_DEVICES")
     line = "env " + " ".join(f"{k}={os.environ.get(k, '')}" for k in keys)
     extra = sorted(k for k in os.environ if k.startswith("DDPRUN_TEST_"))
     return line + f" CWD={os.getcwd()}" + "".join(f" {k}={os.environ[k]!r}" for k in extra)

@@ -190,9 +190,23 @@ PartitionName=debug Nodes={",".join(NODES)} Default=YES MaxTime=INFINITE State=U
         return all(states.get(n) == "idle" for n in NODES)
 
     def run(self, argv, timeout=120, **kw):
-        """Runs a client command (srun, sbatch, ...) against this cluster."""
-        return subprocess.run(argv, env=kw.pop("env", self.env), capture_output=True,
-                              text=True, timeout=timeout, **kw)
+        """Runs a client command (srun, sbatch, ...) against this cluster. Past timeout it
+        fails with what the command had printed, the processes of its jobs and the
+        daemons' logs."""
+        with subprocess.Popen(argv, env=kw.pop("env", self.env), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, **kw) as p:
+            try:
+                out, err = p.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                ps = subprocess.run(["ps", "-o", "pid,ppid,stat,etime,time,args", "-p",
+                                     ",".join(map(str, self.processes())) or "1"],
+                                    capture_output=True, text=True).stdout
+                p.kill()
+                out, err = p.communicate()
+                raise AssertionError(f"{argv[0]} still running after {timeout} s\nstdout:\n"
+                                     f"{out}\nstderr:\n{err}\nprocesses of the job:\n{ps}\n"
+                                     f"{self.logs()}") from None
+            return subprocess.CompletedProcess(argv, p.returncode, out, err)
 
     def popen(self, argv, **kw):
         return subprocess.Popen(argv, env=kw.pop("env", self.env), stdout=subprocess.PIPE,
@@ -221,7 +235,7 @@ PartitionName=debug Nodes={",".join(NODES)} Default=YES MaxTime=INFINITE State=U
         if self.env is not None:
             try:
                 self.run(["scancel", "--full", "-u", "root"], timeout=10)
-            except (OSError, subprocess.SubprocessError):
+            except (OSError, subprocess.SubprocessError, AssertionError):
                 pass
             kill(self.processes())
         # One at a time, the last started first (all at once, slurmd waits for a

@@ -14,6 +14,7 @@ import time
 import unittest
 
 from slurm_cluster import SlurmCluster
+from processes import alive
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "..", "helpers", "py_worker.py")
@@ -35,14 +36,6 @@ def wait_until(ready, what, timeout=60):
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.05)
-
-
-def alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(") ")[1][0] != "Z"
-    except OSError:
-        return False
 
 
 class SlurmTest(unittest.TestCase):

@@ -1,7 +1,7 @@
 """Hosts reached over real ssh, for tests: one sshd (Debian's openssh-server) per
-loopback address (127.0.0.2, 127.0.0.3, port 2222), host and client keys generated in a
-temporary directory, and an ssh config that names them nodeA, nodeB (and nodeC, a
-closed port). Root; the test process first moves into a network namespace of its own.
+loopback address (127.0.0.2, 127.0.0.3, 127.0.0.4, port 2222), host and client keys
+generated in a temporary directory, and an ssh config that names them nodeA, nodeB,
+nodeC (and nodeD, a closed port). Root; the test process first moves into a network namespace of its own.
 
     with SshHosts() as hosts:
         subprocess.run(hosts.ssh_cmd + ["nodeA", "hostname"])
@@ -20,32 +20,18 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers"))
 from private_network import isolate_network  # noqa: E402
+from processes import children_of  # noqa: E402
 
-HOSTS = {"nodeA": "127.0.0.2", "nodeB": "127.0.0.3"}
-CLOSED = ("nodeC", "127.0.0.4")  # nothing listens there
+HOSTS = {"nodeA": "127.0.0.2", "nodeB": "127.0.0.3", "nodeC": "127.0.0.4"}
+CLOSED = ("nodeD", "127.0.0.5")  # nothing listens there
 PORT = 2222
-
-
-def children_of(pids):
-    """Every descendant of `pids`, by /proc's parent links."""
-    parent = {}
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                parent[int(pid)] = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            pass
-    found, frontier = set(), set(pids)
-    while frontier:
-        frontier = {p for p, pp in parent.items() if pp in frontier and p not in found}
-        found |= frontier
-    return found
 
 
 class SshHosts:
     def __init__(self):
         self.dir = None
         self.daemons = []
+        self.daemon_of = {}  # host name -> its sshd
 
     def __enter__(self):
         try:
@@ -107,6 +93,7 @@ LogLevel ERROR
             with open(os.path.join(d, f"sshd_{name}.log"), "ab") as log:
                 self.daemons.append(subprocess.Popen([sshd, "-D", "-e", "-f", conf],
                                                      stdout=log, stderr=subprocess.STDOUT))
+                self.daemon_of[name] = self.daemons[-1]
         deadline = time.monotonic() + 20
         for addr in HOSTS.values():
             while not self.accepts(addr):
@@ -131,6 +118,10 @@ LogLevel ERROR
     def remote_processes(self):
         """Every process an sshd started (sessions and what they run)."""
         return children_of({p.pid for p in self.daemons})
+
+    def host_processes(self, name):
+        """Every process host `name`'s sshd started."""
+        return children_of({self.daemon_of[name].pid})
 
     def stop(self):
         for pid in self.remote_processes():

@@ -1,5 +1,5 @@
 """`ddprun --hosts/--hostfile` over real ssh (ssh_hosts.py: an sshd on 127.0.0.2 and one
-on 127.0.0.3, named nodeA and nodeB): one command starts, watches and stops the job on
+on 127.0.0.3 and one on 127.0.0.4, named nodeA, nodeB and nodeC): one command starts, watches and stops the job on
 every host.
 
 Run with /usr/bin/python3 as root; DDPRUN names the binary. One pair of sshds per case.
@@ -15,6 +15,7 @@ import time
 import unittest
 
 from ssh_hosts import SshHosts
+from processes import alive, children_of, eventually
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "..", "helpers", "py_worker.py")
@@ -37,23 +38,6 @@ def parse_env_lines(out):
     return ranks
 
 
-def alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def eventually(condition, timeout):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
-
-
 class SshTest(unittest.TestCase):
     def setUp(self):
         self.hosts = SshHosts().__enter__()
@@ -71,8 +55,9 @@ class SshTest(unittest.TestCase):
         return subprocess.run(self.argv(*args, hosts=hosts), env=self.env, cwd=self.tmp,
                               capture_output=True, text=True, timeout=timeout)
 
-    def start_waiting_job(self):
-        proc = subprocess.Popen(self.argv(WORKER, "wait", self.tmp), env=self.env, cwd=self.tmp,
+    def start_waiting_job(self, *flags):
+        proc = subprocess.Popen(self.argv(*flags, WORKER, "wait", self.tmp), env=self.env,
+                                cwd=self.tmp,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.addCleanup(lambda: (proc.kill(), proc.communicate()))
         files = [os.path.join(self.tmp, f"pid.{r}") for r in range(4)]
@@ -85,6 +70,17 @@ class SshTest(unittest.TestCase):
             with open(path) as f:
                 pids.append(int(f.read()))
         return proc, pids
+
+
+    def ps(self):
+        out = []
+        for pid in self.hosts.remote_processes():
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    out.append(f"{pid}: " + f.read().replace(b"\0", b" ").decode()[:100])
+            except OSError:
+                pass
+        return "\n".join(out)
 
 
 class OneCommand(SshTest):
@@ -138,6 +134,30 @@ class OneCommand(SshTest):
         ranks = parse_env_lines(r.stdout)
         self.assertEqual([ranks[k]["GROUP_RANK"] for k in range(4)], ["0", "1", "1", "1"])
 
+    def run_three_hosts(self, narrowing):
+        argv = [a for a in self.argv(WORKER, "env", hosts="nodeA:2,nodeB:2,nodeC:2")
+                if a != "--nproc_per_node=2"]
+        r = subprocess.run(argv[:1] + [narrowing] + argv[1:], env=self.env, cwd=self.tmp,
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return parse_env_lines(r.stdout)
+
+    def test_three_hosts_narrowed_by_include(self):
+        ranks = self.run_three_hosts("--include=nodeB:1@nodeC")
+        self.assertEqual([ranks[k]["prefix"] for k in range(3)],
+                         ["[nodeB:0]:", "[nodeC:1]:", "[nodeC:2]:"])
+        self.assertEqual([ranks[k]["CUDA_VISIBLE_DEVICES"] for k in range(3)], ["1", "", ""])
+
+    def test_three_hosts_narrowed_by_exclude(self):
+        ranks = self.run_three_hosts("--exclude=nodeB@nodeC:1")
+        self.assertEqual(sorted(ranks), [0, 1, 2])
+        self.assertEqual([ranks[k]["prefix"] for k in range(3)],
+                         ["[nodeA:0]:", "[nodeA:1]:", "[nodeC:2]:"])
+        self.assertEqual([ranks[k]["GROUP_RANK"] for k in range(3)], ["0", "0", "1"])
+        # nodeC keeps its slot 0 only: one worker, that device.
+        self.assertEqual(ranks[2]["CUDA_VISIBLE_DEVICES"], "0")
+        self.assertEqual(ranks[0]["CUDA_VISIBLE_DEVICES"], "")
+
     def test_malformed_hostfile_is_one_clear_error(self):
         hostfile = os.path.join(self.tmp, "hosts")
         with open(hostfile, "w") as f:
@@ -178,11 +198,47 @@ class Lifetime(SshTest):
         self.assertTrue(eventually(lambda: not self.hosts.remote_processes(), 5),
                         "a remote agent outlived its controller")
 
+    def test_frozen_controller_stops_every_host(self):
+        # A laptop that sleeps, a controller stopped with ^Z: its connections stay open
+        # but silent, which ssh alone never notices on the remote side.
+        proc, pids = self.start_waiting_job("--ssh_keepalive=1")
+        frozen = [proc.pid, *children_of({proc.pid})]
+        for pid in frozen:
+            os.kill(pid, signal.SIGSTOP)
+        self.addCleanup(lambda: [os.kill(p, signal.SIGCONT) for p in frozen if alive(p)])
+        self.assertTrue(eventually(lambda: not any(map(alive, pids)), 30),
+                        "a worker outlived its frozen controller")
+        # Only sshd's own session processes may wait for the frozen client.
+        self.assertTrue(eventually(lambda: "ddprun" not in self.ps(), 10),
+                        "a remote agent outlived its frozen controller: " + self.ps())
+        for pid in frozen:
+            os.kill(pid, signal.SIGCONT)
+        proc.communicate(timeout=60)
+        self.assertTrue(eventually(lambda: not self.hosts.remote_processes(), 10), self.ps())
+
+    def test_frozen_host_stops_the_job_and_leaves_nothing_when_it_thaws(self):
+        proc, pids = self.start_waiting_job("--ssh_keepalive=1")
+        frozen = self.hosts.host_processes("nodeB")
+        for pid in frozen:
+            os.kill(pid, signal.SIGSTOP)
+        self.addCleanup(lambda: [os.kill(p, signal.SIGCONT) for p in frozen if alive(p)])
+        out, err = proc.communicate(timeout=60)
+        self.assertEqual(proc.returncode, 255, err)
+        self.assertIn("host nodeB could not be reached, its agent not started, or its "
+                      "connection was lost", err)
+        self.assertFalse(any(map(alive, pids[:2])), "nodeA's workers outlived the job")
+        for pid in frozen:
+            os.kill(pid, signal.SIGCONT)  # the host comes back: its agent learns it is gone
+        self.assertTrue(eventually(lambda: not any(map(alive, pids)), 30),
+                        "nodeB's workers outlived the job")
+        self.assertTrue(eventually(lambda: not self.hosts.remote_processes(), 10),
+                        "an agent outlived the job")
+
     def test_unreachable_host_fails_fast_with_its_name(self):
         start = time.monotonic()
-        r = self.run_ddprun(WORKER, "wait", self.tmp, hosts="nodeA,nodeC", timeout=60)
+        r = self.run_ddprun(WORKER, "wait", self.tmp, hosts="nodeA,nodeD", timeout=60)
         self.assertEqual(r.returncode, 255, r.stderr)
-        self.assertIn("host nodeC could not be reached", r.stderr)
+        self.assertIn("host nodeD could not be reached", r.stderr)
         self.assertIn("Connection refused", r.stderr)
         self.assertLess(time.monotonic() - start, 40, "within --ssh_timeout and the grace")
         self.assertTrue(eventually(lambda: not self.hosts.remote_processes(), 5),

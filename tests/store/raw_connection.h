@@ -49,8 +49,17 @@ class Wire {
 
 class RawConnection {
  public:
-  explicit RawConnection(int port) {
+  /// Connects to 127.0.0.1:port, from the loopback address `from` when given.
+  explicit RawConnection(int port, const char* from = nullptr) {
     fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (from) {
+      sockaddr_in source{};
+      source.sin_family = AF_INET;
+      ::inet_pton(AF_INET, from, &source.sin_addr);
+      if (::bind(fd_, reinterpret_cast<sockaddr*>(&source), sizeof(source)) != 0) {
+        throw std::runtime_error(std::string("cannot bind ") + from);
+      }
+    }
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_port = htons(static_cast<uint16_t>(port));
@@ -68,8 +77,8 @@ class RawConnection {
   RawConnection(RawConnection&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
 
   /// Opens a 2.x connection: VALIDATE then nothing else.
-  static RawConnection v2(int port) {
-    RawConnection c(port);
+  static RawConnection v2(int port, const char* from = nullptr) {
+    RawConnection c(port, from);
     c.send(Wire(Numbering::kV2, Op::kValidate).put(rendezvous::tcpstore::kValidationMagic).bytes);
     return c;
   }

@@ -40,9 +40,11 @@ TEST(Robustness, GarbageAndTruncatedFramesDoNotDisturbOthers) {
   });
   TcpStoreClient good("127.0.0.1", server.port());
   for (int i = 0; i < 500; ++i) {
-    good.set("k" + std::to_string(i), "v" + std::to_string(i));
+    std::string key = std::to_string(i).insert(0, 1, 'k');
+    std::string value = std::to_string(i).insert(0, 1, 'v');
+    good.set(key, value);
     ASSERT_EQ(good.add("counter", 1), i + 1);
-    ASSERT_EQ(good.get("k" + std::to_string(i), std::chrono::seconds(5)), "v" + std::to_string(i));
+    ASSERT_EQ(good.get(key, std::chrono::seconds(5)), value);
   }
   stop = true;
   attacker.join();

@@ -61,6 +61,17 @@ TEST(DynamicState, LastCallStartsAtMinAndEndsTheRound) {
   EXPECT_EQ(s.participants.size(), 2u);
 }
 
+TEST(DynamicState, AWallClockJumpBackNeverHoldsTheLastCallOpen) {
+  DynamicState s;
+  auto c = config(2, 4, 1000);
+  step(s, "a", 10'000'000, c);
+  EXPECT_EQ(step(s, "b", 10'000'000, c).kind, Kind::kWait);
+  EXPECT_EQ(s.last_call_deadline_ms, 10'001'000);
+  // The wall clock jumps an hour back: the deadline is an hour away for this node.
+  EXPECT_EQ(step(s, "a", 10'000'000 - 3'600'000, c).kind, Kind::kDone)
+      << "a deadline further than one last call away counts as passed";
+}
+
 TEST(DynamicState, ArrivalDuringLastCallIsIncluded) {
   DynamicState s;
   auto c = config(1, 3, 1000);

@@ -72,7 +72,7 @@ RankReport rank(int r, const char* python, char state = 'S') {
   RankReport rep;
   rep.rank = r;
   rep.local_rank = r;
-  rep.host = "h";
+  rep.host = std::string("h");
   rep.state = state;
   rep.python_stack = python;
   rep.step = 4;

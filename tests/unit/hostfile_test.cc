@@ -10,12 +10,17 @@ namespace {
 std::string names(const std::vector<HostSlots>& hosts) {
   std::string out;
   for (const auto& h : hosts) {
-    out += (out.empty() ? "" : " ") + h.name + ":" + std::to_string(h.slots);
+    if (!out.empty()) out += ' ';
+    out += h.name;
+    out += ':';
+    out += std::to_string(h.slots);
     if (!h.picked.empty()) {
-      out += "[";
-      for (size_t i = 0; i < h.picked.size(); ++i)
-        out += (i ? "," : "") + std::to_string(h.picked[i]);
-      out += "]";
+      out += '[';
+      for (size_t i = 0; i < h.picked.size(); ++i) {
+        if (i > 0) out += ',';
+        out += std::to_string(h.picked[i]);
+      }
+      out += ']';
     }
   }
   return out;

@@ -170,6 +170,7 @@ TEST_F(LocalAgentTest, ForwardsAStopSignalToEveryWorker) {
   ASSERT_TRUE(round(0)->written);
   EXPECT_EQ(round(0)->written->kind, RoundEnd::Kind::kFinal) << "the other nodes stop too";
   EXPECT_NE(round(0)->written->reason.find("received SIGINT"), std::string::npos);
+  EXPECT_TRUE(round(0)->written->signalled) << "every node's run ends killed";
   EXPECT_EQ(launcher_.spawned().size(), 2u) << "a signal never restarts";
 }
 
@@ -211,11 +212,64 @@ TEST_F(LocalAgentTest, LostMemberShrinksTheJobWithoutARestart) {
   ASSERT_EQ(round(0)->next_rounds.size(), 1u);
   EXPECT_FALSE(round(0)->next_rounds[0].first) << "a lost node is no restart";
   EXPECT_EQ(round(0)->next_rounds[0].second, std::set<std::string>{"a"});
+  EXPECT_EQ(round(0)->written->dropped, std::vector<std::string>{"b"}) << "b learns it was dropped";
   EXPECT_EQ(attempt(0).size(), 4u) << "two groups of the first round's world (4 workers)";
   auto later = launcher_.spawned();
   ASSERT_EQ(later.size(), 4u);
   EXPECT_EQ(later[2].env("WORLD_SIZE"), "2") << "the second round has one node";
   EXPECT_EQ(later[0].env("WORLD_SIZE"), "4");
+}
+
+TEST_F(LocalAgentTest, DroppedNodeStopsItsWorkersAndLeaves) {
+  elastic({{"a", "b"}}, 1);  // this node is "a"
+  config_.spec.max_restarts = 3;
+  launcher_.on_spawn = [&](const auto& p) {
+    if (p.rank() != 1) return;
+    RoundEnd end{RoundEnd::Kind::kMembership, 0, "lost node(s) a"};
+    end.dropped = {"a"};
+    round(0)->end_by_other(end);  // as read when this node resumes after a freeze
+  };
+  EXPECT_EQ(run(), agent::kDroppedExitCode);
+  for (const auto& p : launcher_.spawned()) EXPECT_EQ(p.signals, std::vector<int>{SIGTERM});
+  EXPECT_EQ(journal_->rounds.size(), 1u) << "a dropped node does not join again";
+}
+
+TEST_F(LocalAgentTest, NodeNotDroppedGoesOnAfterAMembershipChange) {
+  elastic({{"a", "b"}, {"a"}}, 1);
+  launcher_.on_spawn = [&](const auto& p) {
+    if (journal_->rounds.size() > 1) return finish_with_the_others(p);
+    if (p.rank() != 1) return;
+    RoundEnd end{RoundEnd::Kind::kMembership, 0, "lost node(s) b"};
+    end.dropped = {"b"};
+    round(0)->end_by_other(end);
+  };
+  EXPECT_EQ(run(), 0);
+  EXPECT_EQ(journal_->rounds.size(), 2u);
+}
+
+TEST(RoundEndEncoding, KindHangAndDroppedNodesSurviveTheStore) {
+  RoundEnd end{RoundEnd::Kind::kMembership, 0, "lost node(s) 10.0.0.2/0000000042/2345 | x"};
+  end.hang = true;
+  end.dropped = {"10.0.0.2/0000000042/2345", "fe80::1/0000000043/2346"};
+  EXPECT_EQ(end.encode(),
+            "membership+hang+dropped=10.0.0.2/0000000042/2345,fe80::1/0000000043/2346|0|"
+            "lost node(s) 10.0.0.2/0000000042/2345 | x");
+  RoundEnd back = RoundEnd::parse(end.encode());
+  EXPECT_EQ(back.kind, RoundEnd::Kind::kMembership);
+  EXPECT_TRUE(back.hang);
+  EXPECT_EQ(back.dropped, end.dropped);
+  EXPECT_EQ(back.reason, end.reason);
+  EXPECT_FALSE(back.signalled);
+  RoundEnd stopped{RoundEnd::Kind::kFinal, 143, "node 1 (h) received SIGTERM"};
+  stopped.signalled = true;
+  EXPECT_EQ(stopped.encode(), "final+signalled|143|node 1 (h) received SIGTERM");
+  EXPECT_TRUE(RoundEnd::parse(stopped.encode()).signalled);
+  RoundEnd plain = RoundEnd::parse("restart|3|rank 1 failed");
+  EXPECT_EQ(plain.kind, RoundEnd::Kind::kRestart);
+  EXPECT_FALSE(plain.hang);
+  EXPECT_TRUE(plain.dropped.empty());
+  EXPECT_EQ(plain.exitcode, 3);
+  EXPECT_EQ(RoundEnd::parse("garbage").kind, RoundEnd::Kind::kFinal);
 }
 
 TEST_F(LocalAgentTest, TooFewMembersLeftEndsTheJob) {

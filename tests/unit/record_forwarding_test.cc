@@ -78,6 +78,28 @@ TEST(RecordForwarding, EveryCompleteLineArrivesOnceAndResendsAreHarmless) {
   EXPECT_EQ(store.metric_count(), 3);
 }
 
+TEST(RecordForwarding, WithAJobTokenOnlyAgentsThatProveItAreHeard) {
+  std::string dir = temp_dir();
+  RunStore store(dir + "/run", true);
+  RecordReceiver receiver(dir + "/run", "job secret");
+  append(stream_path(dir + "/part", 1, 3, 0), log_line(1) + log_line(2));
+
+  RecordForwarder stranger(dir + "/part", "intruder.1", "a guess");
+  stranger.set_endpoint("127.0.0.1", receiver.port());
+  stranger.pass(true);
+  RecordForwarder tokenless(dir + "/part", "intruder.2");
+  tokenless.set_endpoint("127.0.0.1", receiver.port());
+  tokenless.pass(true);
+  EXPECT_EQ(store.metric_count(), 0) << "nothing from who cannot prove the token";
+  EXPECT_FALSE(stranger.all_sent());
+
+  RecordForwarder member(dir + "/part", "hostb.42", "job secret");
+  member.set_endpoint("127.0.0.1", receiver.port());
+  member.pass(true);
+  EXPECT_EQ(store.metric_count(), 2);
+  EXPECT_TRUE(member.all_sent());
+}
+
 TEST(RecordForwarding, UnreachablePrimaryLeavesEverythingForMerge) {
   std::string dir = temp_dir();
   RunStore store(dir + "/run", true);

@@ -66,7 +66,7 @@ TEST(RendezvousParams, C10dOnOneNodeIsNotElastic) {
   auto p = parse({{"rdzv_backend", "c10d"}});
   EXPECT_EQ(p.backend, Backend::kC10d);
   EXPECT_FALSE(p.elastic());
-  EXPECT_EQ(p.master_addr, "localhost");
+  EXPECT_EQ(p.master_addr, "127.0.0.1");  // its store listens on loopback only
 }
 
 TEST(RendezvousParams, EtcdEndpointsAndPrefix) {

@@ -168,7 +168,8 @@ TEST(SlurmFlags, ElasticC10dMeetsAtTheFirstNodeWhichHostsTheStore) {
   EXPECT_EQ(c.rendezvous.c10d_port, 20000 + 42 * 8);
   EXPECT_EQ(c.agent.run_id, "42") << "every step of the job joins one rendezvous";
   EXPECT_EQ(c.rendezvous.c10d_is_host, false);
-  EXPECT_TRUE(c.notices.empty());
+  ASSERT_EQ(c.notices.size(), 1u) << "nothing but the missing token";
+  EXPECT_EQ(c.notices[0].rfind("warning: no job token", 0), 0u) << c.notices[0];
 
   Slurm first;
   first.env["SLURM_NODEID"] = "0";

@@ -50,7 +50,8 @@ TEST(SshJob, RemoteCommandCarriesTheRendezvousAndTheHostsShare) {
             "cd '/work dir' && exec 'env' 'NCCL_DEBUG=INFO' '/opt/ddprun/bin/ddprun' "
             "'--max_restarts=1' '--nproc_per_node' '2' '--nnodes=2' '--node_rank=0' "
             "'--master_addr=10.0.0.1' '--master_port=23456' '--rdzv_id=r1' "
-            "'--stop_on_stdin_close' '--log_line_prefix_template=[nodeA:${rank}]:' '--' "
+            "'--stop_on_stdin_close' '--stdin_timeout=15' "
+            "'--log_line_prefix_template=[nodeA:${rank}]:' '--' "
             "'train.py' '--lr' '0.1'");
   std::string node1 = remote_command(job, 1);
   EXPECT_NE(node1.find("'CUDA_VISIBLE_DEVICES=1,3'"), std::string::npos) << node1;
@@ -66,13 +67,16 @@ TEST(SshJob, SshArgvTimesOutAndNeverAsks) {
   SshJob job = two_hosts();
   job.ssh_cmd = {"ssh", "-F", "cfg"};
   job.ssh_timeout_s = 7;
+  job.keepalive_s = 2;
   auto argv = ssh_argv(job, 1);
   ASSERT_EQ(argv.size(), 14u);
   EXPECT_EQ(std::vector<std::string>(argv.begin(), argv.begin() + 13),
             (std::vector<std::string>{"ssh", "-F", "cfg", "-T", "-o", "BatchMode=yes", "-o",
-                                      "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3", "-o",
+                                      "ServerAliveCountMax=3", "-o", "ServerAliveInterval=2", "-o",
                                       "ConnectTimeout=7", "nodeB"}));
   EXPECT_EQ(argv[13], remote_command(job, 1));
+  // The agent stops after 3 keep-alive intervals without a line from the controller.
+  EXPECT_NE(argv[13].find("'--stdin_timeout=6'"), std::string::npos) << argv[13];
 }
 
 TEST(SshJob, ExportedEnvironmentDefaultsFileAndFlags) {

@@ -61,7 +61,7 @@ TEST(WorkerEnv, TorchrunVariables) {
 
 TEST(WorkerEnv, OmpOnlyWhenUnset) {
   Fixture f;
-  f.config.omp_num_threads = "1";
+  f.config.omp_num_threads = std::to_string(1);
   EXPECT_EQ(as_map(build_worker_env({}, f.config, f.group, f.worker))["OMP_NUM_THREADS"], "1");
   auto env = as_map(build_worker_env({"OMP_NUM_THREADS=6"}, f.config, f.group, f.worker));
   EXPECT_EQ(env["OMP_NUM_THREADS"], "6");

@@ -1,0 +1,85 @@
+#include "rendezvous/token_gate.h"
+
+#include <array>
+#include <chrono>
+#include <memory>
+
+#include <spdlog/spdlog.h>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+
+#include "net/job_token.h"
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+namespace ddprun::rendezvous {
+
+struct TokenGate::Handshake {
+  Handshake(tcp::socket s, asio::io_context& io, Admit a)
+      : socket(std::move(s)), timer(io), admit(std::move(a)) {}
+  tcp::socket socket;
+  asio::steady_timer timer;
+  Admit admit;
+  std::string challenge;
+  std::string line;
+  std::string answer;  // what came so far
+  std::array<char, 80> buf{};
+};
+
+TokenGate::TokenGate(asio::io_context& io, std::string token, std::string what)
+    : io_(io), token_(std::move(token)), what_(std::move(what)) {}
+
+void TokenGate::admit(tcp::socket socket, Admit admit) {
+  if (token_.empty()) return admit(std::move(socket));
+  auto h = std::make_shared<Handshake>(std::move(socket), io_, std::move(admit));
+  h->challenge = net::job_token::new_challenge();
+  h->line = std::string(net::job_token::kChallengePrefix) + h->challenge + "\n";
+  h->timer.expires_after(std::chrono::seconds(10));
+  h->timer.async_wait([this, h](const boost::system::error_code& ec) {
+    if (!ec) refuse(*h, "no answer to the job-token challenge");
+  });
+  asio::async_write(h->socket, asio::buffer(h->line), [this, h](auto ec, size_t) {
+    if (!ec) read_answer(h);
+  });
+}
+
+// The answer is 64 lowercase hex digits and '\n': anything else is refused at its first
+// wrong byte, without waiting for more.
+void TokenGate::read_answer(const std::shared_ptr<Handshake>& h) {
+  h->socket.async_read_some(asio::buffer(h->buf), [this, h](auto ec, size_t n) {
+    if (ec) return refuse(*h, "no answer to the job-token challenge");
+    constexpr size_t kHexDigits = 64;
+    for (size_t i = 0; i < n; ++i) {
+      char c = h->buf[i];
+      bool fits = h->answer.size() < kHexDigits
+                      ? (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')
+                      : h->answer.size() == kHexDigits && c == '\n' && i + 1 == n;
+      if (!fits) return refuse(*h, "no valid answer to the job-token challenge");
+      if (c != '\n') h->answer += c;
+    }
+    if (h->answer.size() < kHexDigits || h->buf[n - 1] != '\n') return read_answer(h);
+    h->timer.cancel();
+    if (!net::job_token::proves(token_, h->challenge, h->answer)) {
+      return refuse(*h, "a wrong job token");
+    }
+    asio::async_write(h->socket, asio::buffer("ok\n", 3), [h](auto ec, size_t) {
+      if (!ec) h->admit(std::move(h->socket));
+    });
+  });
+}
+
+void TokenGate::refuse(Handshake& h, const char* why) {
+  boost::system::error_code ec;
+  auto peer = h.socket.remote_endpoint(ec);
+  std::string address = ec ? std::string("an unknown address") : peer.address().to_string();
+  if (refused_.insert(address).second) {
+    spdlog::warn("{}: refused a connection from {} ({}); further ones from there are refused "
+                 "silently",
+                 what_, address, why);
+  }
+  h.timer.cancel();
+  h.socket.close(ec);
+}
+
+}  // namespace ddprun::rendezvous

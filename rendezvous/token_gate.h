@@ -1,0 +1,41 @@
+#pragma once
+
+#include <functional>
+#include <set>
+#include <string>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+namespace ddprun::rendezvous {
+
+/// The server's side of the job-token handshake (job_token.h) for the connections one
+/// listener accepts, on its io_context: a connection is handed on only once it proved
+/// the token; any other is closed before a byte of the channel's own protocol is read,
+/// at its first byte that cannot be part of an answer (a PyTorch client's request) or
+/// after 10 s of silence. Each refused address is logged once. Not thread-safe: used
+/// on the listener's io_context thread only.
+class TokenGate {
+ public:
+  using Admit = std::function<void(boost::asio::ip::tcp::socket)>;
+
+  /// `what` names the channel in the log ("store", "record receiver").
+  TokenGate(boost::asio::io_context& io, std::string token, std::string what);
+
+  /// Hands `socket` to `admit` once it proved the token (at once without a token).
+  void admit(boost::asio::ip::tcp::socket socket, Admit admit);
+
+  bool enabled() const { return !token_.empty(); }
+
+ private:
+  struct Handshake;
+  void read_answer(const std::shared_ptr<Handshake>& h);
+  void refuse(Handshake& h, const char* why);
+
+  boost::asio::io_context& io_;
+  std::string token_;
+  std::string what_;
+  std::set<std::string> refused_;  // addresses already logged
+};
+
+}  // namespace ddprun::rendezvous

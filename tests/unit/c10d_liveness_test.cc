@@ -1,0 +1,50 @@
+// How a c10d node judges the other members' heartbeats: a member is dead after the
+// limit of silence this node watched, never over time it could not watch the store.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "rendezvous/c10d_backend.h"
+#include "tests/helpers/free_port.h"
+
+namespace ddprun::rendezvous {
+namespace {
+
+using std::chrono::milliseconds;
+
+C10dBackend::Options options() {
+  C10dBackend::Options o;
+  o.host = "127.0.0.1";
+  o.port = test::free_port();
+  o.is_host = true;
+  o.heartbeat_interval = milliseconds(50);
+  o.heartbeat_misses = 3;  // dead after 150 ms of silence
+  return o;
+}
+
+// The other member never beats; this node checks every interval, as its agent does.
+TEST(C10dLiveness, AMemberSilentWhileThisNodeWatchedIsDead) {
+  C10dBackend backend(options());
+  std::vector<std::string> members{"me", "other"};
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  std::vector<std::string> dead;
+  while (dead.empty() && std::chrono::steady_clock::now() < deadline) {
+    dead = backend.dead_members("p/", members, "me");
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  EXPECT_EQ(dead, std::vector<std::string>{"other"});
+}
+
+// A check that comes long after the last (this agent was frozen, or the store did not
+// answer) judges nobody: the others could not beat meanwhile either.
+TEST(C10dLiveness, SilenceThisNodeCouldNotWatchIsNotDeath) {
+  C10dBackend backend(options());
+  std::vector<std::string> members{"me", "other"};
+  EXPECT_TRUE(backend.dead_members("p/", members, "me").empty());
+  std::this_thread::sleep_for(milliseconds(400));  // longer than the limit, unwatched
+  EXPECT_TRUE(backend.dead_members("p/", members, "me").empty());
+}
+
+}  // namespace
+}  // namespace ddprun::rendezvous

@@ -1,0 +1,57 @@
+// The orphan guard kills the sessions it watches when ddprun dies without releasing it,
+// and never one it was told is over (its pid may belong to someone else by then).
+#include "agent/orphan_guard.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+namespace ddprun::agent {
+namespace {
+
+// A child in a session of its own, as a worker runs.
+pid_t session_sleeper() {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setsid();
+    ::execl("/bin/sleep", "sleep", "30", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  return pid;
+}
+
+// Whether `pid` (our child) was killed within a few seconds; reaps it if so.
+bool killed_soon(pid_t pid) {
+  for (int i = 0; i < 500; ++i) {
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid) return WIFSIGNALED(status);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+TEST(OrphanGuard, KillsWatchedSessionsButNotForgottenOnesWhenDdprunDies) {
+  pid_t over = session_sleeper();
+  pid_t running = session_sleeper();
+  ASSERT_GT(over, 0);
+  ASSERT_GT(running, 0);
+  {
+    OrphanGuard guard;
+    guard.watch(over);
+    guard.watch(running);
+    guard.forget(over);
+  }  // destroyed without release(): as if ddprun died
+  EXPECT_TRUE(killed_soon(running)) << "a watched session outlived ddprun";
+  int status = 0;
+  EXPECT_EQ(::waitpid(over, &status, WNOHANG), 0) << "a forgotten session was killed";
+  ::kill(over, SIGKILL);
+  ::waitpid(over, &status, 0);
+}
+
+}  // namespace
+}  // namespace ddprun::agent
