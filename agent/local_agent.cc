@@ -37,6 +37,8 @@ using rendezvous::RoundEnd;
 
 // How long the nodes wait for each other's hang reports.
 constexpr std::chrono::milliseconds kHangGatherTimeout{20'000};
+// When the first tracking poll (and system sample) of an attempt comes at the latest.
+constexpr std::chrono::milliseconds kFirstTrackingPoll{1000};
 
 class LocalAgent::Impl {
  public:
@@ -230,7 +232,7 @@ class LocalAgent::Impl {
     runner_.start(
         make_group(info), [this, info](const FailureRecord& f) { on_worker_failure(info, f); },
         [&done] { done = true; });
-    if (observer_) poll_tracking();
+    if (observer_) poll_tracking(std::min(observer_->poll_interval(), kFirstTrackingPoll));
     if (config_.hang.enabled()) {
       hang_.start([this, info](const Stall& stall) { on_hang(info, stall); });
     }
@@ -397,10 +399,11 @@ class LocalAgent::Impl {
   }
 
   // A run is readable while the job runs: what workers wrote is ingested as it comes.
-  void poll_tracking() {
-    tracking_timer_->start(observer_->poll_interval(), [this] {
+  // The first poll comes early (`first`), so that a short job has system metrics too.
+  void poll_tracking(std::chrono::milliseconds first) {
+    tracking_timer_->start(first, [this] {
       observer_->poll(false);
-      poll_tracking();
+      poll_tracking(observer_->poll_interval());
     });
   }
 

@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
       out << "}}\n";
     }
   }
-  ddprun::tracking::RunStore store(dir, true);
+  ddprun::tracking::RunStore store(dir, ddprun::tracking::RunStore::Open::kCreate);
   ddprun::tracking::StreamIngester ingester(store, dir);
   auto start = Clock::now();
   auto stats = ingester.drain(true);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -15,9 +16,13 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
-#include "tracking/html_report.h"
+#include "dashboard/http_server.h"
+#include "dashboard/report_page.h"
+#include "dashboard/routes.h"
+#include "launcher/text_table.h"
 #include "tracking/part_merge.h"
 #include "tracking/run_store.h"
+#include "tracking/run_summary.h"
 #include "tracking/run_tracker.h"
 
 namespace ddprun::launcher {
@@ -25,9 +30,9 @@ namespace {
 
 using tracking::RunStore;
 
-std::string format_time(const std::string& epoch) {
-  if (epoch.empty()) return "-";
-  std::time_t t = static_cast<std::time_t>(std::stod(epoch));
+std::string format_time(double epoch) {
+  if (epoch <= 0) return "-";
+  auto t = static_cast<std::time_t>(epoch);
   std::tm tm{};
   localtime_r(&t, &tm);
   char buf[32];
@@ -35,43 +40,45 @@ std::string format_time(const std::string& epoch) {
   return buf;
 }
 
-std::string duration(RunStore& s) {
-  auto a = s.meta("created");
-  auto b = s.meta("finished");
-  if (!a) return "-";
-  double end =
-      b ? std::stod(*b)
-        : std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-              .count();
+// A value as `runs show` prints it: up to 6 significant digits.
+std::string number(double v) {
   std::ostringstream out;
-  out << std::fixed << std::setprecision(1) << end - std::stod(*a) << " s";
+  out << std::setprecision(6) << v;
   return out.str();
 }
 
-int list(const std::string& dir) {
-  std::error_code ec;
-  std::vector<std::filesystem::path> runs;
-  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
-    if (std::filesystem::exists(e.path() / "run.db")) runs.push_back(e.path());
-  }
-  if (ec) {
-    std::cerr << "ddprun: error: cannot read the tracking directory " << dir << "\n";
+std::string seconds(double s) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(1) << s << " s";
+  return out.str();
+}
+
+int list(const std::string& dir, int limit, const std::string& status) {
+  std::vector<tracking::RunSummary> runs;
+  try {
+    runs = tracking::list_runs(dir);
+  } catch (const tracking::TrackingError& e) {
+    std::cerr << "ddprun runs: error: " << e.what() << "\n";
     return 1;
   }
-  std::sort(runs.begin(), runs.end());
-  std::cout << std::left << std::setw(40) << "RUN" << std::setw(10) << "STATUS" << std::setw(21)
-            << "CREATED"
-            << "DURATION\n";
+  TextTable table({"RUN", "NAME", "STATUS", "STARTED", "DURATION", "NODES x RANKS", "RESTARTS",
+                   "EXIT", "CAUSE"},
+                  {false, false, false, false, true, true, true, true});
+  int shown = 0;
   for (const auto& r : runs) {
-    try {
-      RunStore s(r.string(), false);
-      std::cout << std::setw(40) << r.filename().string() << std::setw(10)
-                << tracking::effective_status(s) << std::setw(21)
-                << format_time(s.meta("created").value_or("")) << duration(s) << "\n";
-    } catch (const std::exception& e) {
-      std::cout << std::setw(40) << r.filename().string() << "unreadable: " << e.what() << "\n";
+    if (!status.empty() && r.status != status) continue;
+    if (limit > 0 && shown == limit) break;
+    ++shown;
+    if (!r.error.empty()) {
+      table.add({r.id, "-", "unreadable", "-", "-", "-", "-", "-", r.error});
+      continue;
     }
+    std::string size = r.nodes > 0 ? std::to_string(r.nodes) + " x " + std::to_string(r.ranks) : "-";
+    table.add({r.id, r.name, r.status, format_time(r.created), seconds(tracking::run_duration(r)),
+               size, std::to_string(r.restarts), r.exit_code ? std::to_string(*r.exit_code) : "-",
+               r.root_cause});
   }
+  table.print(std::cout);
   return 0;
 }
 
@@ -85,23 +92,32 @@ void print_hang(const std::string& data_json) {
 }
 
 int show(RunStore& s, const std::string& id) {
-  std::cout << "run:      " << id << " (" << s.meta("name").value_or(id) << ")\n"
-            << "status:   " << tracking::effective_status(s);
-  if (auto code = s.meta("exit_code")) std::cout << " (exit code " << *code << ")";
-  std::cout << "\ncreated:  " << format_time(s.meta("created").value_or("")) << "\n"
-            << "duration: " << duration(s) << "\n";
-  if (auto rc = s.meta("root_cause"); rc && !rc->empty()) std::cout << "cause:    " << *rc << "\n";
-  std::cout << "\nmetrics (per rank): key, rank, points, last, min, max\n";
-  for (const auto& m : s.metric_summaries()) {
-    std::cout << "  " << m.key << "  rank " << m.rank << "  " << m.count << "  " << m.last << "  "
-              << m.min << "  " << m.max << "\n";
+  tracking::RunSummary r = tracking::summarize_run(s, id);
+  std::cout << "run:      " << id << " (" << r.name << ")\n"
+            << "status:   " << r.status;
+  if (r.exit_code) std::cout << " (exit code " << *r.exit_code << ")";
+  std::cout << "\ncreated:  " << format_time(r.created) << "\n"
+            << "duration: " << seconds(tracking::run_duration(r)) << "\n";
+  if (r.nodes > 0) std::cout << "size:     " << r.nodes << " node(s), " << r.ranks << " rank(s)\n";
+  if (r.restarts > 0) std::cout << "restarts: " << r.restarts << "\n";
+  if (!r.root_cause.empty()) std::cout << "cause:    " << r.root_cause << "\n";
+  auto metrics = s.metric_summaries();
+  if (!metrics.empty()) {
+    std::cout << "\nmetrics (per rank):\n";
+    TextTable table({"KEY", "RANK", "POINTS", "LAST", "MIN", "MAX"},
+                    {false, true, true, true, true, true});
+    for (const auto& m : metrics) {
+      table.add({m.key, std::to_string(m.rank), std::to_string(m.count), number(m.last),
+                 number(m.min), number(m.max)});
+    }
+    table.print(std::cout, "  ");
   }
   auto system = s.system_metric_summaries();
   if (!system.empty()) {
-    std::cout << "\nsystem metrics: key, samples, last\n";
-    for (const auto& [key, n, last] : system) {
-      std::cout << "  " << key << "  " << n << "  " << last << "\n";
-    }
+    std::cout << "\nsystem metrics:\n";
+    TextTable table({"KEY", "SAMPLES", "LAST"}, {false, true, true});
+    for (const auto& [key, n, last] : system) table.add({key, std::to_string(n), number(last)});
+    table.print(std::cout, "  ");
   }
   std::cout << "\nevents:\n";
   double start = 0;
@@ -157,6 +173,39 @@ int merge(const std::string& part_dir, const std::optional<std::string>& dir) {
   }
 }
 
+// The dashboard's port unless told: TensorBoard's 6006 plus one, free on most machines.
+constexpr uint16_t kDashboardPort = 6007;
+
+int serve(const std::string& dir, const std::string& host, uint16_t port) {
+  if (!std::filesystem::is_directory(dir)) {
+    std::cerr << "ddprun runs: error: no tracking directory " << dir
+              << " (--tracking_dir names it)\n";
+    return 1;
+  }
+  try {
+    dashboard::Routes routes(dir);
+    dashboard::HttpServer server(routes, host, port);
+    std::string shown = host.find(':') != std::string::npos ? "[" + host + "]" : host;
+    std::cout << "ddprun: serving the runs in " << dir << " at http://" << shown << ":"
+              << server.port() << "/ (Ctrl-C stops)" << std::endl;
+    server.run();
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "ddprun runs: error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+// A count flag's value: a whole number >= 1.
+int parse_count(const std::string& flag, const std::string& text) {
+  char* end = nullptr;
+  long v = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || v < 1 || v > 1'000'000) {
+    throw UsageError(flag + "=" + text + ": expected a whole number from 1");
+  }
+  return static_cast<int>(v);
+}
+
 }  // namespace
 
 int runs_command(int argc, const char* const argv[]) {
@@ -165,6 +214,10 @@ int runs_command(int argc, const char* const argv[]) {
   bool dir_given = false;
   std::string format = "jsonl";
   std::string output;
+  int limit = 0;
+  std::string host = "127.0.0.1";
+  uint16_t port = kDashboardPort;
+  std::string status;
   std::vector<std::string> positional;
   for (size_t i = 0; i < args.size(); ++i) {
     std::string a = args[i];
@@ -182,6 +235,25 @@ int runs_command(int argc, const char* const argv[]) {
         format = value("--format");
       } else if (a == "-o" || a == "--output" || a.rfind("--output=", 0) == 0) {
         output = value(a == "-o" ? "-o" : "--output");
+      } else if (a == "--limit" || a.rfind("--limit=", 0) == 0) {
+        limit = parse_count("--limit", value("--limit"));
+      } else if (a == "--status" || a.rfind("--status=", 0) == 0) {
+        status = value("--status");
+        if (status != "running" && status != "finished" && status != "failed" &&
+            status != "killed" && status != "crashed") {
+          throw UsageError("--status=" + status +
+                           ": expected running, finished, failed, killed or crashed");
+        }
+      } else if (a == "--port" || a.rfind("--port=", 0) == 0) {
+        std::string text = value("--port");
+        char* end = nullptr;
+        long p = std::strtol(text.c_str(), &end, 10);
+        if (text.empty() || *end != '\0' || p < 0 || p > 65535) {
+          throw UsageError("--port=" + text + ": expected a port from 0 (any free one) to 65535");
+        }
+        port = static_cast<uint16_t>(p);
+      } else if (a == "--host" || a.rfind("--host=", 0) == 0) {
+        host = value("--host");
       } else if (a.rfind("--", 0) == 0) {
         throw UsageError(a + ": unrecognized flag");
       } else {
@@ -193,14 +265,17 @@ int runs_command(int argc, const char* const argv[]) {
     }
   }
   const char* usage =
-      "usage: ddprun runs list | show RUN | export RUN [--format csv|jsonl] | "
-      "report RUN -o FILE.html | merge PART_DIR|RUN_DIR  [--tracking_dir DIR]";
+      "usage: ddprun runs list [--limit N] [--status S] | show RUN | "
+      "export RUN [--format csv|jsonl] | "
+      "report RUN -o FILE.html | merge PART_DIR|RUN_DIR | serve [--port P] [--host H]  "
+      "[--tracking_dir DIR]";
   if (positional.empty()) {
     std::cerr << usage << "\n";
     return 2;
   }
   const std::string& verb = positional[0];
-  if (verb == "list" && positional.size() == 1) return list(dir);
+  if (verb == "list" && positional.size() == 1) return list(dir, limit, status);
+  if (verb == "serve" && positional.size() == 1) return serve(dir, host, port);
   if (verb == "merge" && positional.size() == 2) {
     return merge(positional[1], dir_given ? std::optional<std::string>(dir) : std::nullopt);
   }
@@ -220,10 +295,10 @@ int runs_command(int argc, const char* const argv[]) {
     return 1;
   }
   try {
-    RunStore store(run_dir, false);
+    RunStore store(run_dir, RunStore::Open::kReadOnly);
     if (verb == "report") {
       std::ofstream out(output);
-      out << tracking::html_report(store, id);
+      out << dashboard::report_page(store, id);
       if (!out) {
         std::cerr << "ddprun runs: error: cannot write " << output << "\n";
         return 1;

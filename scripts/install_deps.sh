@@ -11,7 +11,8 @@ packages=(
   clang-tidy                          # scripts/tidy.sh, the checks in .clang-tidy
   python3-torch                       # the reference torchrun and real DDP jobs
   iproute2 procps time                # multi-host tests, process checks, benchmarks
-  chromium                            # the HTML report, checked headless
+  chromium                            # the HTML report and the dashboard, checked headless
+  libjs-dygraphs                      # the charts of the dashboard and report (built in)
   etcd-server etcd-client             # the etcd rendezvous backend, tested against real etcd
   elfutils gdb                        # native stacks of hung workers (eu-stack; gdb as fallback)
   slurm-wlm munge                     # a real Slurm cluster on this machine for the tests

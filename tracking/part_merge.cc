@@ -30,7 +30,7 @@ MergeResult merge_part(const std::string& part_dir,
     throw TrackingError("no run '" + result.run_id + "' at " + result.run_dir +
                         " to merge into (pass --tracking_dir with the run's tracking directory)");
   }
-  RunStore store(result.run_dir, false);
+  RunStore store(result.run_dir, RunStore::Open::kExisting);
   StreamIngester ingester(store, part_dir, part["agent"].get<std::string>() + "/");
   result.stats = ingester.drain(true);
   return result;
@@ -40,7 +40,7 @@ MergeResult recover_run(const std::string& run_dir) {
   MergeResult result;
   result.run_dir = run_dir;
   {
-    RunStore store(run_dir, false);
+    RunStore store(run_dir, RunStore::Open::kExisting);
     result.run_id = store.meta("run_id").value_or(run_dir);
     if (effective_status(store) == "running") {
       throw TrackingError("run '" + result.run_id + "' is still running; its agent ingests it");

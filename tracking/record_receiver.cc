@@ -26,7 +26,7 @@ namespace ddprun::tracking {
 class RecordReceiver::Impl {
  public:
   Impl(const std::string& run_dir, std::string token)
-      : store_(run_dir, false),
+      : store_(run_dir, RunStore::Open::kExisting),
         acceptor_(net::open_acceptor(io_, "", 0)),
         gate_(io_, std::move(token), "record receiver") {
     port_ = acceptor_.local_endpoint().port();

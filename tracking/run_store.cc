@@ -70,9 +70,11 @@ COMMIT;
 
 }  // namespace
 
-RunStore::RunStore(const std::string& run_dir, bool create) : path_(run_dir + "/run.db") {
+RunStore::RunStore(const std::string& run_dir, Open mode) : path_(run_dir + "/run.db") {
+  bool create = mode == Open::kCreate;
   // One connection per thread (NOMUTEX): no lock taken on every call.
-  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
+  int flags = (mode == Open::kReadOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) |
+              SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
   if (sqlite3_open_v2(path_.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
     std::string why = db_ ? sqlite3_errmsg(db_) : "out of memory";
     sqlite3_close(db_);
@@ -89,7 +91,11 @@ RunStore::RunStore(const std::string& run_dir, bool create) : path_(run_dir + "/
     exec(kSchema);
     if (!meta("schema_version")) set_meta("schema_version", std::to_string(kSchemaVersion));
   }
-  exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA cache_size=-16384;");
+  if (mode == Open::kReadOnly) {
+    exec("PRAGMA cache_size=-16384;");
+  } else {
+    exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA cache_size=-16384;");
+  }
   auto version = meta("schema_version");
   if (!version || std::stoi(*version) != kSchemaVersion) {
     throw TrackingError(path_ + ": unsupported schema version " + version.value_or("(none)"));
@@ -152,6 +158,23 @@ std::vector<Event> RunStore::events() {
                    static_cast<int>(s.integer(3)), static_cast<int>(s.integer(4)), s.text(5)});
   }
   return out;
+}
+
+int64_t RunStore::count_events(const std::string& kind) {
+  Statement s(db_, "SELECT COUNT(*) FROM events WHERE kind = ?", path_);
+  s.bind(1, kind).step(path_);
+  return s.integer(0);
+}
+
+std::optional<Event> RunStore::last_event(const std::string& kind) {
+  Statement s(db_,
+              "SELECT wall, kind, node, rank, attempt, data FROM events WHERE kind = ? "
+              "ORDER BY wall DESC, id DESC LIMIT 1",
+              path_);
+  s.bind(1, kind);
+  if (!s.step(path_)) return std::nullopt;
+  return Event{s.real(0), s.text(1), static_cast<int>(s.integer(2)),
+               static_cast<int>(s.integer(3)), static_cast<int>(s.integer(4)), s.text(5)};
 }
 
 sqlite3_stmt* RunStore::prepare_insert(int rows) {
@@ -282,6 +305,65 @@ std::vector<MetricPoint> RunStore::metrics() {
     p.key = s.text(6);
     p.value = s.real(7);
     out.push_back(p);
+  }
+  return out;
+}
+
+std::vector<MetricPoint> RunStore::metrics_of(const std::string& key) {
+  flush_points();
+  Statement s(db_,
+              "SELECT node, rank, attempt, seq, wall, step, value FROM metrics WHERE key = ? "
+              "ORDER BY rank, attempt, seq",
+              path_);
+  s.bind(1, key);
+  std::vector<MetricPoint> out;
+  while (s.step(path_)) {
+    MetricPoint& p = out.emplace_back();
+    p.node = static_cast<int>(s.integer(0));
+    p.rank = static_cast<int>(s.integer(1));
+    p.attempt = static_cast<int>(s.integer(2));
+    p.seq = s.integer(3);
+    p.wall = s.real(4);
+    if (!s.is_null(5)) p.step = s.integer(5);
+    p.key = key;
+    p.value = s.real(6);
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, int64_t>> RunStore::metric_keys() {
+  flush_points();
+  Statement s(db_, "SELECT key, COUNT(*) FROM metrics GROUP BY key ORDER BY key", path_);
+  std::vector<std::pair<std::string, int64_t>> out;
+  while (s.step(path_)) out.emplace_back(s.text(0), s.integer(1));
+  return out;
+}
+
+namespace {
+
+std::vector<RunStore::Entry> read_entries(sqlite3* db, const std::string& table,
+                                          const std::string& path) {
+  Statement s(db, "SELECT node, rank, attempt, key, value FROM " + table + " ORDER BY rowid", path);
+  std::vector<RunStore::Entry> out;
+  while (s.step(path)) {
+    out.push_back({static_cast<int>(s.integer(0)), static_cast<int>(s.integer(1)),
+                   static_cast<int>(s.integer(2)), s.text(3), s.text(4)});
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<RunStore::Entry> RunStore::configs() { return read_entries(db_, "config", path_); }
+std::vector<RunStore::Entry> RunStore::summaries() {
+  return read_entries(db_, "summaries", path_);
+}
+
+std::vector<std::tuple<int, double, std::string, double>> RunStore::node_system_metrics() {
+  Statement s(db_, "SELECT node, wall, key, value FROM system_metrics ORDER BY wall, rowid", path_);
+  std::vector<std::tuple<int, double, std::string, double>> out;
+  while (s.step(path_)) {
+    out.emplace_back(static_cast<int>(s.integer(0)), s.real(1), s.text(2), s.real(3));
   }
   return out;
 }

@@ -53,8 +53,13 @@ class RunStore {
  public:
   static constexpr int kSchemaVersion = 1;
 
-  /// Opens (creating when `create`) `<run_dir>/run.db`.
-  RunStore(const std::string& run_dir, bool create);
+  enum class Open {
+    kCreate,    // made when missing; the primary agent, the only writer while a job runs
+    kExisting,  // read and written (merges, recovery)
+    kReadOnly,  // never written, readable while the job writes it (`ddprun runs`)
+  };
+  /// Opens `<run_dir>/run.db`.
+  RunStore(const std::string& run_dir, Open mode);
   ~RunStore();
   RunStore(const RunStore&) = delete;
   RunStore& operator=(const RunStore&) = delete;
@@ -64,6 +69,9 @@ class RunStore {
 
   void add_event(const Event& e);
   std::vector<Event> events();
+  /// How many events of one kind; the latest one of a kind, if any.
+  int64_t count_events(const std::string& kind);
+  std::optional<Event> last_event(const std::string& kind);
 
   /// Stores one point. Points are written in batches of kBatch rows (one statement
   /// each); call inside begin/commit, which writes what is still pending.
@@ -95,6 +103,23 @@ class RunStore {
 
   /// All points, ordered by (node, rank, attempt, seq).
   std::vector<MetricPoint> metrics();
+  /// The points of one key, ordered by (rank, attempt, seq).
+  std::vector<MetricPoint> metrics_of(const std::string& key);
+  /// Every metric key with its number of points, by key.
+  std::vector<std::pair<std::string, int64_t>> metric_keys();
+
+  /// A config or summary entry a worker logged (`value_json` as logged).
+  struct Entry {
+    int node;
+    int rank;
+    int attempt;
+    std::string key;
+    std::string value_json;
+  };
+  std::vector<Entry> configs();
+  std::vector<Entry> summaries();
+  /// All system samples with their node: node, wall, key, value, in time order.
+  std::vector<std::tuple<int, double, std::string, double>> node_system_metrics();
 
   /// Where ingestion of a stream file stopped (bytes), so it resumes there.
   int64_t stream_offset(const std::string& stream);

@@ -22,6 +22,8 @@ namespace {
 constexpr std::chrono::milliseconds kStreamInterval{1000};
 // How long the primary waits for the other agents' last records at the end.
 constexpr std::chrono::seconds kLastRecordsWait{5};
+// The least time between the sample at an attempt's first exit and the one before.
+constexpr std::chrono::seconds kEndSampleGap{1};
 
 double now_wall() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -77,8 +79,8 @@ void RunTracker::become_primary() {
               << "'; this job's run is '" << run_name_ << "'\n";
   }
   make_writable_dir(run_dir_ + "/streams", options_.tracking_dir);
-  store_ = std::make_unique<RunStore>(run_dir_, true);
-  ingest_store_ = std::make_unique<RunStore>(run_dir_, false);
+  store_ = std::make_unique<RunStore>(run_dir_, RunStore::Open::kCreate);
+  ingest_store_ = std::make_unique<RunStore>(run_dir_, RunStore::Open::kExisting);
   ingester_ = std::make_unique<StreamIngester>(*ingest_store_, run_dir_);
   store_->begin();  // one commit for the run's description
   store_->set_meta("run_id", run_name_);
@@ -213,12 +215,20 @@ void RunTracker::rendezvous_complete(int round, int attempt, int world_size,
 
 void RunTracker::worker_started(int node, int rank, int local_rank, int attempt, pid_t pid) {
   node_ = node;
+  if (live_workers_.empty()) attempt_workers_ = 0;
   live_workers_[rank] = pid;
+  attempt_workers_ = static_cast<int>(live_workers_.size());
   nlohmann::json d{{"local_rank", local_rank}, {"pid", pid}, {"host", host_name()}};
   record({now_wall(), "worker_started", node, rank, attempt, d.dump()});
 }
 
 void RunTracker::worker_exited(int node, int rank, int local_rank, int attempt, int exitcode) {
+  // The first exit of an attempt may be the job's end: a last sample of what still
+  // runs (the others, the node, its GPUs), at most one a second however fast restarts come.
+  if (live_workers_.size() == static_cast<size_t>(attempt_workers_) &&
+      std::chrono::steady_clock::now() - last_sample_ >= kEndSampleGap) {
+    sample_system(true);
+  }
   live_workers_.erase(rank);
   nlohmann::json d{{"local_rank", local_rank}, {"exitcode", exitcode}};
   if (exitcode < 0) d["signal"] = -exitcode;

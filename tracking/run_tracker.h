@@ -91,6 +91,7 @@ class RunTracker : public RunObserver {
   std::map<int, pid_t> live_workers_;  // global rank -> pid
   std::atomic<int> node_{0};           // read by the stream thread too
   std::chrono::steady_clock::time_point last_sample_{};
+  int attempt_workers_ = 0;  // workers this node started in the current attempt
   rendezvous::Store* rendezvous_store_ = nullptr;
   // Non-primary: the primary's published endpoint, looked up on a thread while this
   // agent joins (empty: not published yet; then looked up again after the round).

@@ -14,6 +14,7 @@ namespace {
 struct TreeUsage {
   double cpu_seconds = 0;
   double rss_mb = 0;
+  int processes = 0;
 };
 
 // Sums CPU time and RSS over every process of the given sessions (the workers and
@@ -30,6 +31,7 @@ std::map<pid_t, TreeUsage> usage_by_session(const std::map<int, pid_t>& workers)
     double jiffies = static_cast<double>(st.utime + st.stime + st.cutime + st.cstime);
     it->second.cpu_seconds += jiffies / ticks;
     it->second.rss_mb += static_cast<double>(st.rss_pages) * page_mb;
+    ++it->second.processes;
   });
   return out;
 }
@@ -65,6 +67,8 @@ std::vector<std::pair<std::string, double>> SystemSampler::sample(
   auto usage = usage_by_session(workers);
   for (const auto& [rank, sid] : workers) {
     const TreeUsage& u = usage[sid];
+    // No process in the session: not set up yet, or gone. Nothing to say, not zero.
+    if (u.processes == 0) continue;
     std::string prefix = "rank" + std::to_string(rank) + "/";
     out.emplace_back(prefix + "proc.memory.rssMB", u.rss_mb);
     auto last = last_cpu_.find(sid);

@@ -25,7 +25,8 @@ class SystemSampler {
   SystemSampler& operator=(const SystemSampler&) = delete;
 
   /// `workers`: global rank -> worker pid (its session id). Returns (key, value) pairs;
-  /// per-worker keys are prefixed "rank<r>/".
+  /// per-worker keys are prefixed "rank<r>/"; a worker whose session has no process
+  /// (not started yet, or ended) has none.
   std::vector<std::pair<std::string, double>> sample(const std::map<int, pid_t>& workers);
 
  private:

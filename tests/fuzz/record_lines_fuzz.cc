@@ -24,7 +24,7 @@ RunStore& store() {
   static RunStore store = [] {
     ::mkdtemp(run_dir);
     std::atexit([] { std::filesystem::remove_all(run_dir); });
-    return RunStore(run_dir, true);
+    return RunStore(run_dir, RunStore::Open::kCreate);
   }();
   return store;
 }

@@ -35,7 +35,7 @@ std::string log_line(int seq) {
 
 TEST(RecordForwarding, EveryCompleteLineArrivesOnceAndResendsAreHarmless) {
   std::string dir = temp_dir();
-  RunStore store(dir + "/run", true);
+  RunStore store(dir + "/run", RunStore::Open::kCreate);
   RecordReceiver receiver(dir + "/run");
   std::string stream = stream_path(dir + "/part", 1, 3, 0);
   append(stream, log_line(1) + log_line(2) + R"({"k":"log","seq":3,)");
@@ -80,7 +80,7 @@ TEST(RecordForwarding, EveryCompleteLineArrivesOnceAndResendsAreHarmless) {
 
 TEST(RecordForwarding, WithAJobTokenOnlyAgentsThatProveItAreHeard) {
   std::string dir = temp_dir();
-  RunStore store(dir + "/run", true);
+  RunStore store(dir + "/run", RunStore::Open::kCreate);
   RecordReceiver receiver(dir + "/run", "job secret");
   append(stream_path(dir + "/part", 1, 3, 0), log_line(1) + log_line(2));
 
@@ -102,7 +102,7 @@ TEST(RecordForwarding, WithAJobTokenOnlyAgentsThatProveItAreHeard) {
 
 TEST(RecordForwarding, UnreachablePrimaryLeavesEverythingForMerge) {
   std::string dir = temp_dir();
-  RunStore store(dir + "/run", true);
+  RunStore store(dir + "/run", RunStore::Open::kCreate);
   append(stream_path(dir + "/part", 0, 0, 0), log_line(1) + log_line(2));
   RecordForwarder forwarder(dir + "/part", "hosta.1");
   int port = 0;
@@ -121,7 +121,7 @@ TEST(RecordForwarding, UnreachablePrimaryLeavesEverythingForMerge) {
 
 TEST(RecordForwarding, BadFramesCloseOnlyTheirConnection) {
   std::string dir = temp_dir();
-  RunStore store(dir + "/run", true);
+  RunStore store(dir + "/run", RunStore::Open::kCreate);
   RecordReceiver receiver(dir + "/run");
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   for (std::string payload :
@@ -151,7 +151,7 @@ TEST(RecordForwarding, BadFramesCloseOnlyTheirConnection) {
 
 TEST(RecordForwarding, ABacklogLargerThanAChunkArrivesWhole) {
   std::string dir = temp_dir();
-  RunStore store(dir + "/run", true);
+  RunStore store(dir + "/run", RunStore::Open::kCreate);
   RecordReceiver receiver(dir + "/run");
   std::string lines;
   constexpr int kLines = 120'000;  // ~7 MiB: more than one 4 MiB chunk

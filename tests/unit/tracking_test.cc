@@ -26,18 +26,18 @@ void append(const std::string& path, const std::string& text) {
 TEST(RunStore, SchemaIsVersionedAndMetaPersists) {
   std::string dir = temp_run_dir();
   {
-    RunStore s(dir, true);
+    RunStore s(dir, RunStore::Open::kCreate);
     s.set_meta("status", "running");
   }
-  RunStore again(dir, false);
+  RunStore again(dir, RunStore::Open::kExisting);
   EXPECT_EQ(again.meta("status"), "running");
   EXPECT_EQ(again.meta("schema_version"), std::to_string(RunStore::kSchemaVersion));
-  EXPECT_THROW(RunStore("/nonexistent/dir", false), TrackingError);
+  EXPECT_THROW(RunStore("/nonexistent/dir", RunStore::Open::kExisting), TrackingError);
 }
 
 TEST(StreamIngester, StoresPointsInOrderWithRankAndAttempt) {
   std::string dir = temp_run_dir();
-  RunStore store(dir, true);
+  RunStore store(dir, RunStore::Open::kCreate);
   StreamIngester ingester(store, dir);
   append(stream_path(dir, 0, 1, 0), R"({"k":"log","seq":1,"t":1.5,"step":10,"d":{"loss":0.5,"acc":1}})"
                                     "\n"
@@ -61,7 +61,7 @@ TEST(StreamIngester, StoresPointsInOrderWithRankAndAttempt) {
 
 TEST(StreamIngester, ResumesAndWaitsForCompleteLines) {
   std::string dir = temp_run_dir();
-  RunStore store(dir, true);
+  RunStore store(dir, RunStore::Open::kCreate);
   StreamIngester ingester(store, dir);
   std::string path = stream_path(dir, 0, 0, 0);
   append(path, R"({"k":"log","seq":1,"d":{"a":1}})" "\n" R"({"k":"log","seq":2,"d":)");
@@ -74,7 +74,7 @@ TEST(StreamIngester, ResumesAndWaitsForCompleteLines) {
 
 TEST(StreamIngester, TornLastRecordIsCountedNotStored) {
   std::string dir = temp_run_dir();
-  RunStore store(dir, true);
+  RunStore store(dir, RunStore::Open::kCreate);
   StreamIngester ingester(store, dir);
   std::string path = stream_path(dir, 0, 0, 0);
   append(path, R"({"k":"log","seq":1,"d":{"a":1}})" "\n" R"({"k":"log","seq":2,"d":{"a")");
@@ -86,7 +86,7 @@ TEST(StreamIngester, TornLastRecordIsCountedNotStored) {
 
 TEST(StreamIngester, MalformedLinesAreSkippedAndCounted) {
   std::string dir = temp_run_dir();
-  RunStore store(dir, true);
+  RunStore store(dir, RunStore::Open::kCreate);
   StreamIngester ingester(store, dir);
   append(stream_path(dir, 0, 0, 0), "garbage\n{\"k\":\"odd\",\"d\":{}}\n"
                                     R"({"k":"log","seq":3,"d":{"ok":1}})" "\n");

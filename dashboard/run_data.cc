@@ -1,0 +1,147 @@
+#include "dashboard/run_data.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+#include <vector>
+
+namespace ddprun::dashboard {
+namespace {
+
+using nlohmann::json;
+using tracking::MetricPoint;
+
+// A JSON text stored in the run, parsed; text that is not JSON stays a string.
+json parsed(const std::string& text) {
+  json j = json::parse(text, nullptr, false);
+  return j.is_discarded() ? json(text) : j;
+}
+
+json point(const MetricPoint& p) {
+  double x = p.step ? static_cast<double>(*p.step) : static_cast<double>(p.seq);
+  return json::array({x, p.value, p.wall});
+}
+
+// Indexes of the points of [begin, end) to keep: all when they fit, else per bucket
+// the first, lowest and highest (in order), and the last point.
+std::vector<size_t> keep(const std::vector<MetricPoint>& points, size_t begin, size_t end,
+                         size_t max_points) {
+  std::vector<size_t> out;
+  size_t n = end - begin;
+  if (max_points == 0 || n <= max_points) {
+    for (size_t i = begin; i < end; ++i) out.push_back(i);
+    return out;
+  }
+  size_t buckets = std::max<size_t>(1, max_points / 3);
+  for (size_t b = 0; b < buckets; ++b) {
+    size_t lo = begin + n * b / buckets;
+    size_t hi = begin + n * (b + 1) / buckets;
+    if (lo == hi) continue;
+    size_t low = lo;
+    size_t high = lo;
+    for (size_t i = lo; i < hi; ++i) {
+      if (points[i].value < points[low].value) low = i;
+      if (points[i].value > points[high].value) high = i;
+    }
+    std::vector<size_t> picked{lo, low, high};
+    std::sort(picked.begin(), picked.end());
+    for (size_t i : picked) {
+      if (out.empty() || out.back() != i) out.push_back(i);
+    }
+  }
+  if (out.back() != end - 1) out.push_back(end - 1);
+  return out;
+}
+
+}  // namespace
+
+json summary_json(const tracking::RunSummary& run) {
+  if (!run.error.empty()) return {{"id", run.id}, {"error", run.error}};
+  return {{"id", run.id},
+          {"name", run.name},
+          {"status", run.status},
+          {"created", run.created},
+          {"finished", run.finished > 0 ? json(run.finished) : json(nullptr)},
+          {"duration", tracking::run_duration(run)},
+          {"nodes", run.nodes},
+          {"ranks", run.ranks},
+          {"restarts", run.restarts},
+          {"exit_code", run.exit_code ? json(*run.exit_code) : json(nullptr)},
+          {"root_cause", run.root_cause}};
+}
+
+json run_json(tracking::RunStore& store, const std::string& id) {
+  json j = summary_json(tracking::summarize_run(store, id));
+  j["command"] = parsed(store.meta("command").value_or("null"));
+  j["launch_config"] = parsed(store.meta("config").value_or("null"));
+  j["metrics"] = json::object();
+  for (const auto& [key, count] : store.metric_keys()) j["metrics"][key] = count;
+  auto entries = [](const std::vector<tracking::RunStore::Entry>& list) {
+    json out = json::array();
+    for (const auto& e : list) {
+      out.push_back({{"node", e.node},
+                     {"rank", e.rank},
+                     {"attempt", e.attempt},
+                     {"key", e.key},
+                     {"value", parsed(e.value_json)}});
+    }
+    return out;
+  };
+  j["config"] = entries(store.configs());
+  j["summary"] = entries(store.summaries());
+  j["events"] = json::array();
+  for (const auto& e : store.events()) {
+    j["events"].push_back({{"wall", e.wall},
+                           {"kind", e.kind},
+                           {"node", e.node},
+                           {"rank", e.rank},
+                           {"attempt", e.attempt},
+                           {"data", parsed(e.data_json)}});
+  }
+  return j;
+}
+
+json metric_json(tracking::RunStore& store, const std::string& key, size_t max_points) {
+  std::vector<MetricPoint> points = store.metrics_of(key);
+  if (points.empty()) return nullptr;
+  json series = json::array();
+  for (size_t begin = 0; begin < points.size();) {
+    size_t end = begin;
+    while (end < points.size() && points[end].rank == points[begin].rank &&
+           points[end].attempt == points[begin].attempt) {
+      ++end;
+    }
+    json kept = json::array();
+    for (size_t i : keep(points, begin, end, max_points)) kept.push_back(point(points[i]));
+    series.push_back({{"rank", points[begin].rank},
+                      {"node", points[begin].node},
+                      {"attempt", points[begin].attempt},
+                      {"count", end - begin},
+                      {"points", std::move(kept)}});
+    begin = end;
+  }
+  return {{"key", key}, {"points", points.size()}, {"series", std::move(series)}};
+}
+
+json system_json(tracking::RunStore& store) {
+  std::map<std::pair<std::string, int>, json> by_series;
+  for (const auto& [node, wall, key, value] : store.node_system_metrics()) {
+    by_series[{key, node}].push_back(json::array({wall, value}));
+  }
+  json series = json::array();
+  for (auto& [id, points] : by_series) {
+    series.push_back({{"key", id.first}, {"node", id.second}, {"points", std::move(points)}});
+  }
+  return {{"series", std::move(series)}};
+}
+
+json report_json(tracking::RunStore& store, const std::string& id, size_t max_points) {
+  json j = run_json(store, id);
+  json metrics = json::object();
+  for (const auto& [key, count] : store.metric_keys()) {
+    metrics[key] = metric_json(store, key, max_points);
+  }
+  return {{"run", std::move(j)}, {"metrics", std::move(metrics)}, {"system", system_json(store)}};
+}
+
+}  // namespace ddprun::dashboard

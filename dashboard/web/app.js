@@ -1,0 +1,542 @@
+// The pages of `ddprun runs serve` and of `ddprun runs report` (one script for both):
+// the runs list, a run, and runs compared. Charts are dygraphs; everything else is
+// plain DOM. In a report the data is embedded (window.DDPRUN_REPORT); served, it comes
+// from /api and is fetched again every 2 s while a run is running.
+"use strict";
+(function () {
+  const REPORT = window.DDPRUN_REPORT || null;
+  const COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2",
+                  "#17becf", "#bcbd22", "#7f7f7f"];
+  const DASHES = [null, [6, 3], [2, 2], [8, 3, 2, 3]];  // attempt 0, 1, 2, 3, ...
+  const REFRESH_MS = 2000;
+  const app = document.getElementById("app");
+
+  function el(tag, attrs, ...children) {
+    const n = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (k === "class") n.className = v;
+      else if (k.startsWith("on")) n.addEventListener(k.slice(2), v);
+      else if (v !== null && v !== undefined && v !== false) n.setAttribute(k, v === true ? "" : v);
+    }
+    for (const c of children.flat()) {
+      if (c !== null && c !== undefined) n.append(c instanceof Node ? c : String(c));
+    }
+    return n;
+  }
+  const enc = encodeURIComponent;
+  async function getJSON(url) {
+    const r = await fetch(url, {cache: "no-store"});
+    const j = await r.json();
+    if (!r.ok) throw new Error(j.error || r.statusText);
+    return j;
+  }
+  function pad(n) { return String(n).padStart(2, "0"); }
+  function fmtTime(epoch) {
+    if (!epoch) return "-";
+    const d = new Date(epoch * 1000);
+    return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ` +
+           `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+  }
+  function fmtClock(epoch) {
+    const d = new Date(epoch * 1000);
+    return `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+  }
+  function fmtDuration(s) {
+    if (s < 1) return s.toFixed(3) + " s";
+    if (s < 60) return s.toFixed(1) + " s";
+    if (s < 3600) return Math.floor(s / 60) + " min " + Math.round(s % 60) + " s";
+    return Math.floor(s / 3600) + " h " + Math.round((s % 3600) / 60) + " min";
+  }
+  function fmtValue(v) {
+    if (v === null || v === undefined) return "-";
+    if (typeof v !== "number") return typeof v === "string" ? v : JSON.stringify(v);
+    return Math.abs(v) >= 1e5 || (v !== 0 && Math.abs(v) < 1e-3) ? v.toExponential(4)
+                                                                   : String(+v.toPrecision(6));
+  }
+  // Replaces a node's children, skipping the null ones.
+  function fill(node, ...children) {
+    node.replaceChildren(...children.flat().filter(c => c !== null && c !== undefined));
+  }
+  function statusBadge(status) { return el("span", {class: "status status-" + status}, status); }
+  function table(header, rows, attrs) {
+    return el("table", attrs || {}, el("thead", {}, el("tr", {}, header.map(h => el("th", {}, h)))),
+              el("tbody", {}, rows));
+  }
+
+  // ---- the runs page ----------------------------------------------------------------
+  function runsPage() {
+    document.title = "ddprun runs";
+    const selected = new Set();
+    const filter = el("input", {type: "search", placeholder: "filter by name or id", id: "filter"});
+    const status = el("select", {id: "status-filter"},
+                      ["all", "running", "finished", "failed", "killed", "crashed"].map(
+                          s => el("option", {value: s === "all" ? "" : s}, s)));
+    const compare = el("button", {id: "compare", disabled: true, onclick: () => {
+      location.href = "/compare?runs=" + [...selected].map(enc).join(",");
+    }}, "compare selected");
+    const body = el("tbody");
+    app.append(el("h1", {}, "ddprun runs"),
+               el("div", {class: "controls"}, filter, status, compare),
+               el("table", {id: "runs"}, el("thead", {}, el("tr", {},
+                  ["", "name", "id", "status", "started", "duration", "nodes × ranks", "restarts",
+                   "exit", "root cause"].map(h => el("th", {}, h)))), body));
+    let runs = [];
+    function draw() {
+      const words = filter.value.toLowerCase();
+      body.replaceChildren(...runs.filter(r => (!status.value || r.status === status.value) &&
+          (!words || (r.name || "").toLowerCase().includes(words) || r.id.toLowerCase().includes(words)))
+        .map(r => {
+          if (r.error) {
+            return el("tr", {"data-run": r.id, "data-status": "unreadable"}, el("td"),
+                      el("td", {}, r.id), el("td", {}, r.id), el("td", {}, "unreadable"),
+                      el("td", {colspan: 6}, r.error));
+          }
+          const box = el("input", {type: "checkbox", checked: selected.has(r.id), onchange: e => {
+            if (e.target.checked) selected.add(r.id); else selected.delete(r.id);
+            compare.disabled = selected.size < 2;
+          }});
+          return el("tr", {"data-run": r.id, "data-status": r.status},
+                    el("td", {}, box), el("td", {}, el("a", {href: "/run/" + enc(r.id)}, r.name)),
+                    el("td", {}, r.id), el("td", {}, statusBadge(r.status)),
+                    el("td", {}, fmtTime(r.created)), el("td", {class: "num"}, fmtDuration(r.duration)),
+                    el("td", {class: "num"}, r.nodes ? `${r.nodes} × ${r.ranks}` : "-"),
+                    el("td", {class: "num"}, r.restarts),
+                    el("td", {class: "num"}, r.exit_code === null ? "-" : r.exit_code),
+                    el("td", {class: "cause"}, r.root_cause || ""));
+        }));
+    }
+    filter.addEventListener("input", draw);
+    status.addEventListener("change", draw);
+    async function load() {
+      try { runs = await getJSON("/api/runs"); draw(); } catch (e) { showError(e); }
+    }
+    load();
+    setInterval(load, REFRESH_MS);
+  }
+
+  function showError(e) {
+    let box = document.getElementById("error");
+    if (!box) app.prepend(box = el("p", {id: "error", class: "error"}));
+    box.textContent = String(e.message || e);
+  }
+
+  // ---- series for dygraphs ------------------------------------------------------------
+  // TensorBoard's smoothing: an exponential moving average, debiased at the start.
+  function smooth(values, weight) {
+    if (!weight) return values;
+    let last = 0, n = 0;
+    return values.map(v => {
+      if (!Number.isFinite(v)) return v;
+      last = last * weight + (1 - weight) * v;
+      n += 1;
+      return last / (1 - Math.pow(weight, n));
+    });
+  }
+
+  // series: [{label, color, dash, points: [[x, y, wall]]}] -> the options and rows of a chart.
+  function chartData(series, opts) {
+    const xs = new Map();
+    series.forEach(s => s.points.forEach(p => xs.set(p[0], true)));
+    const sortedX = [...xs.keys()].sort((a, b) => a - b);
+    const row = new Map(sortedX.map((x, i) => [x, i]));
+    const rows = sortedX.map(x => [x, ...series.map(() => null)]);
+    const walls = series.map(() => new Map());
+    series.forEach((s, i) => {
+      const ys = smooth(s.points.map(p => p[1]), opts.smoothing);
+      s.points.forEach((p, j) => {
+        rows[row.get(p[0])][i + 1] = ys[j];
+        if (p.length > 2) walls[i].set(p[0], p[2]);
+      });
+    });
+    const perSeries = {};
+    series.forEach(s => {
+      perSeries[s.label] = {color: s.color, strokePattern: s.dash || null,
+                            drawPoints: s.points.length < 40, pointSize: 3};
+    });
+    return {rows, walls, perSeries};
+  }
+
+  function escapeHtml(text) {
+    return String(text).replace(/[&<>"']/g, c => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"})[c]);
+  }
+
+  function legendFor(series, walls, xLabel) {
+    return data => {
+      if (data.x === null || data.x === undefined) return "";
+      const lines = data.series.filter(s => s.isVisible && s.y !== null && s.y !== undefined)
+        .map(s => {
+          const i = series.findIndex(x => x.label === s.label);
+          const wall = i >= 0 ? walls[i].get(data.x) : undefined;
+          return `<div><span style="color:${s.color}">■</span> ${escapeHtml(s.label)}: <b>${fmtValue(s.y)}</b>` +
+                 (wall ? ` <span class="wall">${fmtTime(wall)}</span>` : "") + "</div>";
+        });
+      return `<div>${xLabel} ${fmtValue(data.x)}</div>` + lines.join("");
+    };
+  }
+
+  // One chart box; returns {update(series, opts)} to redraw with new data, keeping zoom.
+  function makeChart(parent, title, attrs) {
+    const graph = el("div", {class: "graph"});
+    const box = el("div", Object.assign({class: "chart"}, attrs), el("h3", {}, title), graph);
+    parent.append(box);
+    let g = null, forced = false;
+    return {
+      box,
+      update(series, opts) {
+        const {rows, walls, perSeries} = chartData(series, opts);
+        box.setAttribute("data-series", series.length);
+        box.setAttribute("data-points", series.reduce((n, s) => n + s.points.length, 0));
+        if (!rows.length) return;
+        const options = {
+          file: rows, labels: [opts.xLabel, ...series.map(s => s.label)], series: perSeries,
+          logscale: !!opts.log, connectSeparatedPoints: true, highlightCircleSize: 4,
+          strokeWidth: 1.5, legend: "follow", xRangePad: 12, yRangePad: 8, xlabel: opts.xLabel, labelsKMB: true,
+          legendFormatter: legendFor(series, walls, opts.xLabel),
+          underlayCallback: (ctx, area, dg) => markers(ctx, area, dg, opts.markers || []),
+        };
+        // One x alone would sit on the axis' edge: a window around it instead.
+        if (rows.length === 1) {
+          options.dateWindow = [rows[0][0] - 1, rows[0][0] + 1];
+          forced = true;
+        } else if (forced) {
+          options.dateWindow = null;
+          forced = false;
+        }
+        if (g) { g.updateOptions(options); return; }
+        delete options.file;
+        g = new Dygraph(graph, rows, Object.assign({width: 540, height: 240}, options));
+      },
+    };
+  }
+
+  // Vertical lines where restarts happened (x in the chart's units), labelled.
+  function markers(ctx, area, dg, list) {
+    ctx.save();
+    ctx.strokeStyle = "#ff7f0e"; ctx.fillStyle = "#ff7f0e"; ctx.lineWidth = 1.5;
+    ctx.setLineDash([4, 3]); ctx.font = "10px sans-serif";
+    for (const m of list) {
+      const x = dg.toDomXCoord(m.x);
+      if (x < area.x || x > area.x + area.w) continue;
+      ctx.beginPath(); ctx.moveTo(x, area.y); ctx.lineTo(x, area.y + area.h); ctx.stroke();
+      ctx.fillText(m.label, x + 3, area.y + 10);
+    }
+    ctx.restore();
+  }
+
+  // ---- a run's page --------------------------------------------------------------------
+  function source(id) {
+    if (REPORT) {
+      return {run: async () => REPORT.run, metric: async k => REPORT.metrics[k],
+              system: async () => REPORT.system};
+    }
+    const base = "/api/runs/" + enc(id);
+    return {run: () => getJSON(base), metric: k => getJSON(base + "/metrics?key=" + enc(k)),
+            system: () => getJSON(base + "/system")};
+  }
+
+  function runPage(id) {
+    const src = source(id);
+    const opts = {x: "step", log: false, smoothing: 0};
+    const head = el("div", {id: "run-head"});
+    const controls = el("div", {class: "controls"},
+      el("label", {}, "x axis ", el("select", {id: "x-axis", onchange: e => { opts.x = e.target.value; redraw(); }},
+                                   el("option", {value: "step"}, "step"),
+                                   el("option", {value: "time"}, "wall time (s)"))),
+      el("label", {}, el("input", {type: "checkbox", id: "log-scale",
+                                   onchange: e => { opts.log = e.target.checked; redraw(); }}), " log scale"),
+      el("label", {}, "smoothing ", el("input", {type: "range", id: "smoothing", min: 0, max: 0.99, step: 0.01,
+                                                 value: 0, oninput: e => { opts.smoothing = +e.target.value; redraw(); }})),
+      el("span", {class: "hint"}, "drag to zoom, double-click to reset"));
+    const charts = el("div", {id: "charts"});
+    const system = el("div", {id: "system"});
+    const timelineBox = el("div", {id: "timeline"});
+    const hangs = el("div", {id: "hangs"});
+    const tables = el("div", {id: "tables"});
+    app.append(head, controls, el("h2", {}, "metrics"), charts, el("h2", {}, "system"), system,
+               el("h2", {}, "timeline"), timelineBox, hangs, tables);
+    const state = {run: null, metrics: {}, system: null, counts: {}, events: -1};
+    const chartsByKey = new Map();
+
+    function restartMarkers(series, run) {
+      if (opts.x === "time") {
+        return run.events.filter(e => e.kind === "restart")
+          .map((e, i) => ({x: e.wall - run.created, label: "restart " + (i + 1)}));
+      }
+      const firstX = new Map();  // attempt -> its first x
+      for (const s of series) {
+        if (s.attempt > 0 && s.points.length) {
+          const x = s.points[0][0];
+          if (!firstX.has(s.attempt) || x < firstX.get(s.attempt)) firstX.set(s.attempt, x);
+        }
+      }
+      return [...firstX].map(([a, x]) => ({x, label: "attempt " + a}));
+    }
+
+    function metricSeries(metric, run) {
+      const ranks = [...new Set(metric.series.map(s => s.rank))].sort((a, b) => a - b);
+      return metric.series.map(s => ({
+        label: `rank ${s.rank} · attempt ${s.attempt}`, rank: s.rank, attempt: s.attempt,
+        color: COLORS[ranks.indexOf(s.rank) % COLORS.length], dash: DASHES[s.attempt % DASHES.length],
+        points: opts.x === "time" ? s.points.map(p => [p[2] - run.created, p[1], p[2]]) : s.points,
+      }));
+    }
+
+    function drawMetric(key) {
+      const run = state.run, metric = state.metrics[key];
+      if (!metric) return;
+      let chart = chartsByKey.get(key);
+      if (!chart) {
+        if (!chartsByKey.size) charts.replaceChildren();  // the "no metrics" hint
+        chart = makeChart(charts, key, {"data-metric": key});
+        chartsByKey.set(key, chart);
+      }
+      const series = metricSeries(metric, run);
+      chart.update(series, {xLabel: opts.x === "time" ? "seconds" : "step", log: opts.log,
+                            smoothing: opts.smoothing, markers: restartMarkers(series, run)});
+    }
+
+    // System metrics: one chart per measure ("cpu", "proc.memory.rssMB", "gpu.0.gpu",
+    // "memory_percent"), a line per rank or node.
+    const systemCharts = new Map();
+    function drawSystem() {
+      const run = state.run, groups = new Map();
+      for (const s of state.system.series) {
+        const m = /^rank(\d+)\/(.*)$/.exec(s.key);
+        const measure = m ? m[2] : s.key;
+        const who = m ? "rank " + m[1] : "node " + s.node;
+        if (!groups.has(measure)) groups.set(measure, []);
+        groups.get(measure).push({label: who, points: s.points.map(p => [p[0] - run.created, p[1], p[0]])});
+      }
+      if (!groups.size) system.replaceChildren(el("p", {class: "hint"}, "no samples yet"));
+      for (const [measure, series] of groups) {
+        series.forEach((s, i) => { s.color = COLORS[i % COLORS.length]; });
+        let chart = systemCharts.get(measure);
+        if (!chart) {
+          if (!systemCharts.size) system.replaceChildren();
+          chart = makeChart(system, measure, {"data-system": measure});
+          systemCharts.set(measure, chart);
+        }
+        chart.update(series, {xLabel: "seconds", log: false, smoothing: 0});
+      }
+    }
+
+    function drawHead() {
+      const r = state.run;
+      document.title = "ddprun run " + r.name;
+      fill(head,
+        el("h1", {}, r.name, " ", statusBadge(r.status)),
+        el("p", {class: "facts"},
+           `id ${r.id} · started ${fmtTime(r.created)} · ${fmtDuration(r.duration)}` +
+           (r.nodes ? ` · ${r.nodes} node(s) × ${r.ranks} rank(s)` : "") +
+           ` · ${r.restarts} restart(s)` + (r.exit_code === null ? "" : ` · exit code ${r.exit_code}`)),
+        r.root_cause ? el("p", {class: "cause"}, "root cause: " + r.root_cause) : null,
+        REPORT ? null : el("p", {}, el("a", {href: "/"}, "all runs")));
+    }
+
+    function redraw() {
+      for (const key of Object.keys(state.metrics)) drawMetric(key);
+      if (state.system) drawSystem();
+    }
+
+    async function load() {
+      try {
+        const run = await src.run();
+        const first = state.run === null;
+        state.run = run;
+        drawHead();
+        const changed = Object.keys(run.metrics).filter(k => state.counts[k] !== run.metrics[k]);
+        for (const key of changed) {
+          state.metrics[key] = await src.metric(key);
+          state.counts[key] = run.metrics[key];
+          drawMetric(key);
+        }
+        if (!Object.keys(run.metrics).length) charts.replaceChildren(el("p", {class: "hint"}, "no metrics logged yet"));
+        state.system = await src.system();
+        drawSystem();
+        if (first || run.events.length !== state.events) {
+          state.events = run.events.length;
+          timeline(timelineBox, run);
+          drawHangs(hangs, run);
+          drawTables(tables, run);
+        }
+        if (!REPORT && run.status === "running") setTimeout(load, REFRESH_MS);
+      } catch (e) {
+        showError(e);
+        if (!REPORT) setTimeout(load, REFRESH_MS);
+      }
+    }
+    load();
+  }
+
+  // Rows per node and rank, a bar per attempt (green: exit 0, red: failed or stopped,
+  // grey: running), restarts as labelled lines, a time axis, and the root cause.
+  function timeline(box, run) {
+    const events = run.events;
+    const t0 = run.created || (events.length ? events[0].wall : 0);
+    const end = run.finished || Math.max(Date.now() / 1000, ...events.map(e => e.wall));
+    const span = Math.max(end - t0, 1e-3);
+    const pct = t => Math.max(0, Math.min(100, (t - t0) / span * 100)) + "%";
+    const rows = new Map();  // "node/rank" -> {node, rank, bars}
+    const open = new Map();
+    for (const e of events) {
+      if (e.kind !== "worker_started" && e.kind !== "worker_exited") continue;
+      const id = e.node + "/" + e.rank;
+      if (!rows.has(id)) rows.set(id, {node: e.node, rank: e.rank, bars: []});
+      if (e.kind === "worker_started") {
+        const bar = {start: e.wall, end: null, attempt: e.attempt, code: null, host: e.data.host};
+        rows.get(id).bars.push(bar);
+        open.set(id + "/" + e.attempt, bar);
+      } else {
+        const bar = open.get(id + "/" + e.attempt);
+        if (bar) { bar.end = e.wall; bar.code = e.data.exitcode; }
+      }
+    }
+    const sorted = [...rows.values()].sort((a, b) => a.node - b.node || a.rank - b.rank);
+    const lanes = el("div", {class: "lanes"});
+    for (const r of sorted) {
+      const lane = el("div", {class: "lane"});
+      for (const b of r.bars) {
+        const state = b.end === null ? "running" : b.code === 0 ? "ok" : "failed";
+        const stop = b.end === null ? end : b.end;
+        const label = `attempt ${b.attempt}: ${fmtClock(b.start)}–${b.end === null ? "running" : fmtClock(b.end)}` +
+                      (b.code === null ? "" : `, exit ${b.code}`);
+        lane.append(el("div", {class: "bar bar-" + state, title: label, "data-attempt": b.attempt,
+                               style: `left:${pct(b.start)};width:calc(${pct(stop)} - ${pct(b.start)})`},
+                       `a${b.attempt}`));
+      }
+      for (const e of events.filter(e => e.kind === "restart" || e.kind === "job_stopped")) {
+        lane.append(el("div", {class: "mark", style: `left:${pct(e.wall)}`}));
+      }
+      lanes.append(el("div", {class: "row", "data-node": r.node, "data-rank": r.rank},
+                      el("div", {class: "who"}, `node ${r.node} · rank ${r.rank}`), lane));
+    }
+    const axis = el("div", {class: "axis"});
+    for (let i = 0; i <= 4; i++) {
+      axis.append(el("span", {style: `left:${i * 25}%`}, "+" + fmtDuration(span * i / 4)));
+    }
+    const restarts = events.filter(e => e.kind === "restart")
+      .map((e, i) => el("li", {}, `restart ${i + 1} at +${fmtDuration(e.wall - t0)}: ${e.data.reason || e.data.kind || ""}`));
+    fill(box, lanes, el("div", {class: "row"}, el("div", {class: "who"}), axis),
+                        restarts.length ? el("ul", {class: "restarts"}, restarts) : null,
+                        run.root_cause ? el("p", {class: "cause"}, "root cause: " + run.root_cause) : null);
+  }
+
+  function drawHangs(box, run) {
+    box.replaceChildren();
+    for (const e of run.events.filter(e => e.kind === "hang" && e.data && typeof e.data === "object")) {
+      box.append(el("h2", {}, "hang in attempt " + e.attempt), el("p", {}, e.data.reason || ""),
+                 el("pre", {}, e.data.summary || ""));
+      for (const r of e.data.ranks || []) {
+        box.append(el("details", {}, el("summary", {}, `rank ${r.rank} (node ${r.node}, ${r.host}): ${r.where}`),
+                      el("pre", {}, (r.python_stack || "") + (r.native_stack || "") || r.stack_note || "")));
+      }
+    }
+  }
+
+  // Values equal on every rank show once; differing ones per rank.
+  function entryRows(entries) {
+    const byKey = new Map();
+    for (const e of entries) {
+      const v = typeof e.value === "string" ? e.value : JSON.stringify(e.value);
+      if (!byKey.has(e.key)) byKey.set(e.key, new Map());
+      const ranks = byKey.get(e.key);
+      ranks.set(e.rank, v);  // the latest attempt's value wins
+    }
+    const rows = [];
+    for (const [key, ranks] of byKey) {
+      const values = new Set(ranks.values());
+      if (values.size === 1) rows.push(el("tr", {}, el("td", {}, key), el("td", {}, "all"), el("td", {}, [...values][0])));
+      else for (const [rank, v] of ranks) rows.push(el("tr", {}, el("td", {}, key), el("td", {}, rank), el("td", {}, v)));
+    }
+    return rows;
+  }
+
+  function drawTables(box, run) {
+    const launch = [];
+    if (run.command) launch.push(el("tr", {}, el("td", {}, "command"), el("td", {}, Array.isArray(run.command) ? run.command.join(" ") : JSON.stringify(run.command))));
+    if (run.launch_config && typeof run.launch_config === "object") {
+      for (const [k, v] of Object.entries(run.launch_config)) {
+        launch.push(el("tr", {}, el("td", {}, k), el("td", {}, typeof v === "string" ? v : JSON.stringify(v))));
+      }
+    }
+    box.replaceChildren(
+      el("h2", {}, "config"), table(["key", "rank", "value"], entryRows(run.config), {id: "config"}),
+      el("h2", {}, "summary"), table(["key", "rank", "value"], entryRows(run.summary), {id: "summary"}),
+      el("h2", {}, "launch"), table(["setting", "value"], launch, {id: "launch"}));
+  }
+
+  // ---- runs compared -------------------------------------------------------------------
+  async function comparePage(ids) {
+    document.title = "ddprun: compare " + ids.join(", ");
+    app.append(el("h1", {}, "compare"), el("p", {}, el("a", {href: "/"}, "all runs")));
+    let runs;
+    try { runs = await Promise.all(ids.map(id => getJSON("/api/runs/" + enc(id)))); } catch (e) { return showError(e); }
+    const keys = [...new Set(runs.flatMap(r => Object.keys(r.metrics)))].sort();
+    const maxRank = Math.max(0, ...runs.map(r => r.ranks - 1));
+    const keySel = el("select", {id: "metric"}, keys.map(k => el("option", {value: k}, k)));
+    const rankSel = el("select", {id: "rank"}, el("option", {value: "mean"}, "mean over ranks"),
+                       [...Array(maxRank + 1).keys()].map(r => el("option", {value: r}, "rank " + r)));
+    const box = el("div", {id: "charts"});
+    app.append(el("div", {class: "controls"}, el("label", {}, "metric ", keySel), el("label", {}, " ", rankSel)), box);
+    const chart = makeChart(box, "", {"data-compare": "1"});
+    async function draw() {
+      const key = keySel.value;
+      chart.box.querySelector("h3").textContent = key;
+      const metrics = await Promise.all(runs.map(r => r.metrics[key] ? getJSON(`/api/runs/${enc(r.id)}/metrics?key=${enc(key)}`) : null));
+      const series = runs.map((r, i) => ({label: r.name === r.id ? r.id : `${r.name} (${r.id})`,
+                                          color: COLORS[i % COLORS.length], points: overlay(metrics[i], rankSel.value)}));
+      chart.update(series.filter(s => s.points.length), {xLabel: "step", log: false, smoothing: 0});
+    }
+    keySel.addEventListener("change", draw);
+    rankSel.addEventListener("change", draw);
+    if (keys.length) draw();
+    app.append(el("h2", {}, "config differences"), configDiff(runs));
+  }
+
+  // One line of a run for a metric: one rank's, or the mean over ranks at each x; where
+  // attempts repeat an x, the later attempt's value counts.
+  function overlay(metric, rank) {
+    if (!metric) return [];
+    const byX = new Map();  // x -> Map(rank -> [attempt, value])
+    for (const s of metric.series) {
+      if (rank !== "mean" && s.rank !== +rank) continue;
+      for (const p of s.points) {
+        if (!byX.has(p[0])) byX.set(p[0], new Map());
+        const at = byX.get(p[0]), old = at.get(s.rank);
+        if (!old || old[0] <= s.attempt) at.set(s.rank, [s.attempt, p[1]]);
+      }
+    }
+    return [...byX].sort((a, b) => a[0] - b[0]).map(([x, at]) => {
+      const vs = [...at.values()].map(v => v[1]);
+      return [x, vs.reduce((a, b) => a + b, 0) / vs.length];
+    });
+  }
+
+  function configDiff(runs) {
+    const flat = runs.map(r => {
+      const m = new Map();
+      for (const e of r.config) m.set(e.key, typeof e.value === "string" ? e.value : JSON.stringify(e.value));
+      if (r.launch_config && typeof r.launch_config === "object") {
+        for (const [k, v] of Object.entries(r.launch_config)) m.set("launch." + k, typeof v === "string" ? v : JSON.stringify(v));
+      }
+      return m;
+    });
+    const keys = [...new Set(flat.flatMap(m => [...m.keys()]))].sort();
+    const rows = keys.filter(k => new Set(flat.map(m => m.get(k))).size > 1)
+      .map(k => el("tr", {}, el("td", {}, k), flat.map(m => el("td", {}, m.has(k) ? m.get(k) : "-"))));
+    return rows.length ? table(["key", ...runs.map(r => r.name)], rows, {id: "config-diff"})
+                       : el("p", {id: "config-diff"}, "the runs' config is the same");
+  }
+
+  // ---- which page ----------------------------------------------------------------------
+  if (REPORT) {
+    runPage(REPORT.run.id);
+  } else if (location.pathname.startsWith("/run/")) {
+    runPage(decodeURIComponent(location.pathname.slice(5)));
+  } else if (location.pathname === "/compare") {
+    const ids = (new URLSearchParams(location.search).get("runs") || "").split(",").filter(Boolean);
+    comparePage(ids);
+  } else {
+    runsPage();
+  }
+})();

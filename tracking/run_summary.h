@@ -1,0 +1,37 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tracking/run_store.h"
+
+namespace ddprun::tracking {
+
+/// What one line about a run says: `runs list`, the dashboard's runs page and
+/// `/api/runs` show the same.
+struct RunSummary {
+  std::string id;           // the run's directory name
+  std::string name;         // --run_name, or the id
+  std::string status;       // running, finished, failed, killed, crashed (see effective_status)
+  double created = 0;       // wall clock, seconds since the epoch
+  double finished = 0;      // 0 while running
+  int nodes = 0;            // of the last rendezvous (0: none yet)
+  int ranks = 0;
+  int restarts = 0;
+  std::optional<int> exit_code;
+  std::string root_cause;
+  std::string error;        // set when the run could not be read; the rest is empty
+};
+
+/// One run's summary. Throws TrackingError when its database cannot be read.
+RunSummary summarize_run(RunStore& store, const std::string& id);
+
+/// Every run in `tracking_dir`, newest first; a run that cannot be read is listed
+/// with `error` set. Throws TrackingError when the directory cannot be read.
+std::vector<RunSummary> list_runs(const std::string& tracking_dir);
+
+/// Seconds from created to finished (or to now while running).
+double run_duration(const RunSummary& run);
+
+}  // namespace ddprun::tracking
