@@ -75,9 +75,7 @@ class Session : public std::enable_shared_from_this<Session> {
                      false);
     }
     Response r = routes_.handle(view(req.method_string()), view(req.target()));
-    bool head = req.method() == http::verb::head;
-    if (head) r.body.clear();
-    respond(std::move(r), req.keep_alive(), head);
+    respond(std::move(r), req.keep_alive(), req.method() == http::verb::head);
   }
 
   void respond(Response r, bool keep_alive, bool head = false) {
@@ -90,10 +88,12 @@ class Session : public std::enable_shared_from_this<Session> {
     res_.set("X-Content-Type-Options", "nosniff");
     res_.set("Content-Security-Policy", kPolicy);
     res_.keep_alive(keep_alive);
-    size_t length = r.body.size();
-    res_.body() = std::move(r.body);
-    if (!head) res_.prepare_payload();
-    else res_.content_length(length);
+    if (head) {
+      res_.content_length(r.body.size());  // what a GET would get, without the bytes
+    } else {
+      res_.body() = std::move(r.body);
+      res_.prepare_payload();
+    }
     http::async_write(stream_, res_,
                       [self = shared_from_this(), keep_alive](beast::error_code ec, size_t) {
                         if (ec || !keep_alive) return self->close();

@@ -4,8 +4,10 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "tests/blackbox/ddprun_process.h"
 
@@ -186,6 +188,55 @@ TEST(Tracking, NoTrackingLeavesNothingAndWorkersGetWandbGroup) {
                               test_worker_binary(), "env"},
                              {{"WANDB_RUN_GROUP", "mine"}});
   EXPECT_NE(kept.out.find("WANDB_RUN_GROUP=mine"), std::string::npos);
+}
+
+TEST(Tracking, AShortJobHasSystemMetricsWithoutWaitingAnInterval) {
+  std::string dir = make_temp_dir();
+  // The worker ends once its run shows a sample of it: far sooner than the default
+  // 15 s interval between samples (the test's limit fails it otherwise).
+  std::string wait = "for i in $(seq 300); do '" + ddprun_binary() +
+                     "' runs show short --tracking_dir '" + dir +
+                     "' | grep -q 'rank0/proc.memory.rssMB' && exit 0; sleep 0.1; done; exit 1";
+  Finished f = run_ddprun({"--rdzv_id=short", "--tracking_dir", dir, "--no_python", "/bin/sh",
+                           "-c", wait});
+  EXPECT_EQ(f.code, 0) << "no sample while the worker ran\n" << f.err;
+  Finished show = run_ddprun({"runs", "show", "short", "--tracking_dir", dir});
+  EXPECT_NE(show.out.find("  memory_percent  "), std::string::npos) << show.out;
+}
+
+TEST(Tracking, RunsListIsNewestFirstAlignedAndFiltered) {
+  std::string dir = make_temp_dir();
+  for (const char* id : {"first", "second", "third"}) {
+    bool fail = std::string(id) == "second";
+    run_ddprun({std::string("--rdzv_id=") + id, "--run_name", std::string("name-") + id,
+                "--tracking_dir", dir, "--no_python", "/bin/sh", "-c", fail ? "exit 4" : "true"});
+  }
+  Finished list = run_ddprun({"runs", "list", "--tracking_dir", dir});
+  ASSERT_EQ(list.code, 0) << list.err;
+  std::vector<std::string> lines;
+  std::istringstream in(list.out);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 4u) << list.out;
+  EXPECT_EQ(lines[0].rfind("RUN ", 0), 0u) << list.out;
+  EXPECT_EQ(lines[1].rfind("third ", 0), 0u) << "newest first\n" << list.out;
+  EXPECT_EQ(lines[2].rfind("second ", 0), 0u) << list.out;
+  EXPECT_EQ(lines[3].rfind("first ", 0), 0u) << list.out;
+  EXPECT_NE(lines[1].find("name-third"), std::string::npos) << "the run's name\n" << list.out;
+  // Aligned: every row's status starts where the header's STATUS does.
+  size_t status = lines[0].find("STATUS");
+  EXPECT_EQ(lines[1].substr(status, 8), "finished") << list.out;
+  EXPECT_EQ(lines[2].substr(status, 6), "failed") << list.out;
+  EXPECT_NE(lines[2].find("exited with 4"), std::string::npos) << "the root cause\n" << list.out;
+  Finished failed = run_ddprun({"runs", "list", "--status", "failed", "--tracking_dir", dir});
+  EXPECT_EQ(std::count(failed.out.begin(), failed.out.end(), '\n'), 2) << failed.out;
+  EXPECT_NE(failed.out.find("second"), std::string::npos) << failed.out;
+  Finished one = run_ddprun({"runs", "list", "--limit=1", "--tracking_dir", dir});
+  EXPECT_EQ(std::count(one.out.begin(), one.out.end(), '\n'), 2) << one.out;
+  EXPECT_NE(one.out.find("third"), std::string::npos) << one.out;
+  Finished bad = run_ddprun({"runs", "list", "--status", "exploded", "--tracking_dir", dir});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("--status=exploded: expected running, finished"), std::string::npos)
+      << bad.err;
 }
 
 }  // namespace

@@ -1,0 +1,133 @@
+"""`ddprun runs serve` read by headless Chromium: what the pages' DOM shows once their
+scripts ran, for a finished, a failed and a running run.
+
+Needs DDPRUN and Debian's chromium (scripts/install_deps.sh installs it).
+"""
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import unittest
+
+DDPRUN = os.environ["DDPRUN"]
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+ENV = dict(os.environ, PYTHON_EXEC="/usr/bin/python3", OMP_NUM_THREADS="1")
+# Rank 1 dies once after its points: the run has 2 ranks x 2 attempts.
+RESTARTED = """import os, sys, ddprun_tracking as run
+rank, attempt = int(os.environ["RANK"]), int(os.environ["TORCHELASTIC_RESTART_COUNT"])
+run.config({"lr": 0.1 * (rank + 1)})
+for i in range(20):
+    run.log({"loss": (rank + 1) / (i + 1) + attempt}, step=i)
+if rank == 1 and attempt == 0:
+    sys.exit(3)
+"""
+LIVE = """import time, ddprun_tracking as run
+i = 0
+while True:
+    run.log({"loss": 1 / (i + 1)}, step=i)
+    i += 1
+    time.sleep(0.05)
+"""
+
+
+class Dashboard(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="ddprun_dashboard_")
+        runs = os.path.join(cls.dir, "runs")
+        cls.runs = runs
+
+        def script(name, text):
+            path = os.path.join(cls.dir, name)
+            with open(path, "w") as f:
+                f.write(text)
+            return path
+
+        subprocess.run([DDPRUN, "--nproc_per_node=2", "--max_restarts=1", "--rdzv_id=done",
+                        "--tracking_dir", runs, script("restarted.py", RESTARTED)],
+                       env=ENV, check=True, capture_output=True, timeout=120)
+        bad = subprocess.run([DDPRUN, "--rdzv_id=bad", "--tracking_dir", runs, "--no_python",
+                              "/bin/sh", "-c", "exit 3"], capture_output=True, timeout=60)
+        assert bad.returncode == 3, bad.stderr
+        cls.live = subprocess.Popen([DDPRUN, "--rdzv_id=live", "--tracking_dir", runs,
+                                     script("live.py", LIVE)], env=ENV,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        cls.server = subprocess.Popen([DDPRUN, "runs", "serve", "--tracking_dir", runs,
+                                       "--port", "0"], stdout=subprocess.PIPE, text=True)
+        line = cls.server.stdout.readline()
+        cls.url = re.search(r"http://\S+/", line).group(0).rstrip("/")
+        # The live run has points before a page looks at it.
+        deadline = time.time() + 60
+        while time.time() < deadline and not cls.live_points():
+            time.sleep(0.2)
+
+    @classmethod
+    def live_points(cls):
+        r = subprocess.run([DDPRUN, "runs", "export", "live", "--format", "csv",
+                            "--tracking_dir", cls.runs], capture_output=True, text=True)
+        return max(0, len(r.stdout.splitlines()) - 1)
+
+    @classmethod
+    def tearDownClass(cls):
+        for p in (cls.live, cls.server):
+            p.send_signal(signal.SIGTERM)
+            p.wait(timeout=60)
+        cls.server.stdout.close()
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def dom(self, path):
+        """The page's DOM once its scripts have run (and fetched) for 3 s of page time."""
+        r = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
+                            "--no-first-run", "--disable-background-networking",
+                            "--disable-component-update", "--disable-sync",
+                            f"--user-data-dir={os.path.join(self.dir, 'profile')}",
+                            "--virtual-time-budget=3000", "--dump-dom", self.url + path],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        return r.stdout
+
+    def attribute(self, html, tag_pattern, name):
+        tag = re.search(tag_pattern, html)
+        self.assertIsNotNone(tag, f"no element matching {tag_pattern}")
+        return re.search(name + r'="([^"]*)"', tag.group(0)).group(1)
+
+    def test_runs_page_lists_each_run_with_its_status(self):
+        html = self.dom("/")
+        rows = dict(re.findall(r'<tr data-run="([^"]+)" data-status="([^"]+)"', html))
+        self.assertEqual(rows, {"done": "finished", "bad": "failed", "live": "running"}, html[-3000:])
+        order = re.findall(r'<tr data-run="([^"]+)"', html)
+        self.assertEqual(order, ["live", "bad", "done"], "newest first")
+        self.assertIn("rank 0 (local_rank 0) on", html, "the failed run's root cause")
+
+    def test_run_page_has_a_line_per_rank_and_attempt(self):
+        html = self.dom("/run/done")
+        loss = r'<div class="chart" data-metric="loss"[^>]*>'
+        self.assertEqual(self.attribute(html, loss, "data-series"), "4", "2 ranks x 2 attempts")
+        self.assertEqual(self.attribute(html, loss, "data-points"), "80")
+        self.assertIn("<canvas", html, "dygraphs drew the chart")
+        lanes = re.findall(r'data-node="0" data-rank="(\d)"', html)
+        self.assertEqual(lanes, ["0", "1"], "a timeline row per rank")
+        self.assertEqual(len(re.findall(r'class="bar bar-(?:ok|failed)"', html)), 4)
+        self.assertIn("restart 1 at", html)
+        self.assertIn('data-system="memory_percent"', html, "system metrics even for a short job")
+
+    def test_a_running_jobs_page_shows_new_points(self):
+        loss = r'<div class="chart" data-metric="loss"[^>]*>'
+        first = int(self.attribute(self.dom("/run/live"), loss, "data-points"))
+        time.sleep(2)
+        second = int(self.attribute(self.dom("/run/live"), loss, "data-points"))
+        self.assertGreater(second, first)
+
+    def test_compare_page_overlays_two_runs(self):
+        html = self.dom("/compare?runs=done,live")
+        chart = r'<div class="chart" data-compare="1"[^>]*>'
+        self.assertEqual(self.attribute(html, chart, "data-series"), "2", html[-3000:])
+        self.assertIn('id="config-diff"', html)
+        self.assertIn("lr", html, "the config that differs")
+
+
+if __name__ == "__main__":
+    unittest.main()

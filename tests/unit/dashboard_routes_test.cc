@@ -1,0 +1,221 @@
+// The dashboard's routes without a server: the JSON API against what run.db holds,
+// downsampling that keeps spikes, errors (404, 400, 405), the built-in assets, and
+// that answering never writes the database.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "dashboard/routes.h"
+#include "tracking/run_store.h"
+
+namespace ddprun::dashboard {
+namespace {
+
+using nlohmann::json;
+using tracking::Event;
+using tracking::PointOrigin;
+using tracking::RunStore;
+
+std::string temp_dir() {
+  char tmpl[] = "/tmp/ddprun_dash_XXXXXX";
+  return mkdtemp(tmpl);
+}
+
+// A finished 2-rank run with a restart: loss logged 3 times per rank and attempt.
+void make_run(const std::string& dir, const std::string& id, double created,
+              const std::string& status) {
+  std::filesystem::create_directories(dir + "/" + id);
+  RunStore s(dir + "/" + id, RunStore::Open::kCreate);
+  s.set_meta("name", "name-" + id);
+  s.set_meta("status", status);
+  s.set_meta("created", std::to_string(created));
+  s.set_meta("finished", std::to_string(created + 10));
+  s.set_meta("exit_code", status == "finished" ? "0" : "1");
+  s.add_event({created, "rendezvous", -1, -1, 0, R"({"members":["a","b"],"world_size":2})"});
+  s.add_event({created + 5, "restart", -1, -1, 0, R"({"kind":"restart","reason":"rank 1 died"})"});
+  s.begin();
+  for (int attempt : {0, 1}) {
+    for (int rank : {0, 1}) {
+      for (int step = 0; step < 3; ++step) {
+        PointOrigin at{rank, rank, attempt, step + 1, created + attempt * 5 + step, step};
+        s.add_metric(at, "loss", 10.0 * attempt + rank + step / 10.0);
+      }
+    }
+  }
+  s.commit();
+  s.add_config(0, 0, 0, "lr", "0.1");
+  s.add_summary(0, 1, 1, "best", "\"<script>\"");
+  s.add_system_metrics(0, created + 1, {{"memory_percent", 40}, {"rank0/cpu", 90}});
+}
+
+json body(const Response& r) { return json::parse(r.body); }
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+TEST(DashboardRoutes, RunsAreListedNewestFirstWithTheirSummary) {
+  std::string dir = temp_dir();
+  make_run(dir, "older", 1000, "finished");
+  make_run(dir, "newer", 2000, "failed");
+  Routes routes(dir);
+  Response r = routes.handle("GET", "/api/runs");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.content_type, "application/json");
+  json runs = body(r);
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0]["id"], "newer");
+  EXPECT_EQ(runs[0]["status"], "failed");
+  EXPECT_EQ(runs[0]["exit_code"], 1);
+  EXPECT_EQ(runs[1]["id"], "older");
+  EXPECT_EQ(runs[1]["name"], "name-older");
+  EXPECT_EQ(runs[1]["nodes"], 2);
+  EXPECT_EQ(runs[1]["ranks"], 2);
+  EXPECT_EQ(runs[1]["restarts"], 1);
+  EXPECT_DOUBLE_EQ(runs[1]["duration"].get<double>(), 10);
+}
+
+TEST(DashboardRoutes, MetricSeriesHoldWhatTheDatabaseHolds) {
+  std::string dir = temp_dir();
+  make_run(dir, "r", 1000, "finished");
+  Routes routes(dir);
+  json m = body(routes.handle("GET", "/api/runs/r/metrics?key=loss"));
+  EXPECT_EQ(m["points"], 12);
+  ASSERT_EQ(m["series"].size(), 4u);  // 2 ranks x 2 attempts
+  RunStore db(dir + "/r", RunStore::Open::kReadOnly);
+  std::vector<tracking::MetricPoint> stored = db.metrics_of("loss");
+  size_t i = 0;
+  for (const auto& s : m["series"]) {
+    for (const auto& p : s["points"]) {
+      ASSERT_LT(i, stored.size());
+      EXPECT_EQ(s["rank"], stored[i].rank);
+      EXPECT_EQ(s["attempt"], stored[i].attempt);
+      EXPECT_EQ(p[0].get<double>(), static_cast<double>(*stored[i].step));
+      EXPECT_EQ(p[1].get<double>(), stored[i].value);
+      EXPECT_EQ(p[2].get<double>(), stored[i].wall);
+      ++i;
+    }
+  }
+  EXPECT_EQ(i, stored.size());
+  json run = body(routes.handle("GET", "/api/runs/r"));
+  EXPECT_EQ(run["metrics"]["loss"], 12);
+  EXPECT_EQ(run["config"][0]["key"], "lr");
+  EXPECT_EQ(run["summary"][0]["value"], "<script>");
+  EXPECT_EQ(run["events"][1]["kind"], "restart");
+  EXPECT_EQ(run["events"][1]["data"]["reason"], "rank 1 died");
+  json system = body(routes.handle("GET", "/api/runs/r/system"));
+  ASSERT_EQ(system["series"].size(), 2u);
+  EXPECT_EQ(system["series"][0]["key"], "memory_percent");
+  EXPECT_EQ(system["series"][0]["points"][0][1], 40);
+}
+
+TEST(DashboardRoutes, LongSeriesAreDownsampledKeepingSpikesUnlessFullDataIsAsked) {
+  std::string dir = temp_dir();
+  std::filesystem::create_directories(dir + "/big");
+  {
+    RunStore s(dir + "/big", RunStore::Open::kCreate);
+    s.set_meta("created", "1");
+    s.begin();
+    for (int i = 0; i < 20000; ++i) {
+      double v = i == 12345 ? 1e6 : (i == 777 ? -1e6 : i % 7);
+      s.add_metric(PointOrigin{0, 0, 0, i + 1, 1.0 + i, i}, "x", v);
+    }
+    s.commit();
+  }
+  Routes routes(dir);
+  json m = body(routes.handle("GET", "/api/runs/big/metrics?key=x&max_points=300"));
+  const json& points = m["series"][0]["points"];
+  EXPECT_LE(points.size(), 301u);
+  EXPECT_EQ(m["series"][0]["count"], 20000);
+  auto has = [&](double v) {
+    return std::any_of(points.begin(), points.end(), [&](const json& p) { return p[1] == v; });
+  };
+  EXPECT_TRUE(has(1e6)) << "the spike survives";
+  EXPECT_TRUE(has(-1e6)) << "the dip survives";
+  EXPECT_EQ(points.front()[0], 0);
+  EXPECT_EQ(points.back()[0], 19999) << "the last point is kept";
+  EXPECT_LE(body(routes.handle("GET", "/api/runs/big/metrics?key=x"))["series"][0]["points"].size(),
+            Routes::kDefaultMaxPoints + 1);
+  json full = body(routes.handle("GET", "/api/runs/big/metrics?key=x&full=1"));
+  EXPECT_EQ(full["series"][0]["points"].size(), 20000u);
+}
+
+TEST(DashboardRoutes, UnknownThingsAre404AndMalformedQueries400) {
+  std::string dir = temp_dir();
+  make_run(dir, "r", 1000, "finished");
+  Routes routes(dir);
+  auto expect = [&](const char* target, int status, const std::string& says) {
+    Response r = routes.handle("GET", target);
+    EXPECT_EQ(r.status, status) << target << ": " << r.body;
+    EXPECT_NE(body(r)["error"].get<std::string>().find(says), std::string::npos)
+        << target << ": " << r.body;
+  };
+  expect("/api/runs/nope", 404, "no run 'nope'");
+  expect("/api/runs/nope/metrics?key=loss", 404, "no run 'nope'");
+  expect("/api/runs/r/metrics?key=acc", 404, "no metric 'acc'");
+  expect("/api/runs/r/other", 404, "no such endpoint");
+  expect("/nowhere", 404, "no such page");
+  expect("/static/nothing.js", 404, "no such file");
+  expect("/api/runs/r/metrics", 400, "expected ?key=");
+  expect("/api/runs/r/metrics?key=%zz", 400, "malformed query");
+  expect("/api/runs/r/metrics?key=loss&max_points=many", 400, "max_points=many");
+  expect("/api/runs/r/metrics?key=loss&max_points=1", 400, "max_points=1");
+  expect("/api/runs/..", 400, "malformed run id");
+  expect("/api/runs/%2e%2e%2fr", 400, "malformed run id");
+  EXPECT_EQ(routes.handle("POST", "/api/runs").status, 405);
+  EXPECT_EQ(routes.handle("DELETE", "/api/runs/r").status, 405);
+}
+
+TEST(DashboardRoutes, PagesAndTheirScriptsAreBuiltIn) {
+  Routes routes(temp_dir());
+  for (const char* page : {"/", "/run/x", "/compare?runs=a,b"}) {
+    Response r = routes.handle("GET", page);
+    EXPECT_EQ(r.status, 200) << page;
+    EXPECT_NE(r.body.find("/static/app.js"), std::string::npos) << page;
+    EXPECT_EQ(r.body.find("http"), std::string::npos) << page << ": nothing from the network";
+  }
+  Response dygraphs = routes.handle("GET", "/static/dygraph.min.js");
+  EXPECT_EQ(dygraphs.content_type, "text/javascript; charset=utf-8");
+  EXPECT_NE(dygraphs.body.find("Dygraph"), std::string::npos);
+  EXPECT_EQ(dygraphs.body.size(),
+            std::filesystem::file_size("/usr/share/javascript/dygraphs/dygraph.min.js"));
+  EXPECT_NE(routes.handle("GET", "/static/app.js").body.find("runsPage"), std::string::npos);
+  EXPECT_EQ(routes.handle("GET", "/static/app.css").content_type, "text/css; charset=utf-8");
+}
+
+TEST(DashboardRoutes, AnsweringNeverWritesTheRun) {
+  std::string dir = temp_dir();
+  make_run(dir, "r", 1000, "running");
+  // A job still writing: its connection stays open with the WAL in use.
+  RunStore writer(dir + "/r", RunStore::Open::kExisting);
+  writer.add_event({1001, "worker_started", 0, 0, 1, "{}"});
+  std::vector<std::string> files;
+  // run.db and its WAL (a reader's read marks live in the -shm index, not in the data).
+  for (const char* name : {"/run.db", "/run.db-wal"}) files.push_back(dir + "/r" + name);
+  std::vector<std::string> before;
+  for (const auto& f : files) before.push_back(file_bytes(f));
+  Routes routes(dir);
+  for (const char* target : {"/api/runs", "/api/runs/r", "/api/runs/r/metrics?key=loss",
+                             "/api/runs/r/system", "/api/runs/r/metrics?key=nothing"}) {
+    routes.handle("GET", target);
+  }
+  for (size_t i = 0; i < files.size(); ++i) {
+    EXPECT_EQ(file_bytes(files[i]), before[i]) << files[i] << " changed";
+  }
+  // And the writer goes on while readers are open.
+  tracking::RunStore reader(dir + "/r", RunStore::Open::kReadOnly);
+  writer.add_event({1002, "worker_exited", 0, 0, 1, "{}"});
+  EXPECT_EQ(reader.count_events("worker_exited"), 1);
+}
+
+}  // namespace
+}  // namespace ddprun::dashboard
