@@ -23,6 +23,7 @@
 #include "tracking/part_merge.h"
 #include "tracking/run_store.h"
 #include "tracking/run_summary.h"
+#include "tracking/tfevents.h"
 #include "tracking/run_tracker.h"
 
 namespace ddprun::launcher {
@@ -135,22 +136,31 @@ int show(RunStore& s, const std::string& id) {
   return 0;
 }
 
-int export_run(RunStore& s, const std::string& format) {
+int export_run(RunStore& s, const std::string& id, const std::string& format,
+               const std::string& output) {
+  if (format == "tfevents") {
+    std::string dir = output.empty() ? id + "-tfevents" : output;
+    auto files = tracking::export_tfevents(s, dir);
+    std::cout << "wrote " << files.size() << " TensorBoard event file(s) under " << dir
+              << " (tensorboard --logdir " << dir << ")\n";
+    return 0;
+  }
   if (format == "csv") {
     std::cout << "node,rank,attempt,seq,wall,step,key,value\n";
-    for (const auto& p : s.metrics()) {
+    s.for_each_metric([](const tracking::MetricPoint& p) {
       std::cout << p.node << "," << p.rank << "," << p.attempt << "," << p.seq << ","
                 << std::setprecision(17) << p.wall << "," << (p.step ? std::to_string(*p.step) : "")
                 << "," << p.key << "," << p.value << "\n";
-    }
+    });
     return 0;
   }
-  for (const auto& p : s.metrics()) {
+  s.for_each_metric([](const tracking::MetricPoint& p) {
     std::cout << "{\"node\":" << p.node << ",\"rank\":" << p.rank << ",\"attempt\":" << p.attempt
               << ",\"seq\":" << p.seq << ",\"wall\":" << std::setprecision(17) << p.wall
-              << ",\"step\":" << (p.step ? std::to_string(*p.step) : "null") << ",\"key\":\""
-              << p.key << "\",\"value\":" << p.value << "}\n";
-  }
+              << ",\"step\":" << (p.step ? std::to_string(*p.step) : "null") << ",\"key\":"
+              << nlohmann::json(p.key).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+              << ",\"value\":" << p.value << "}\n";
+  });
   return 0;
 }
 
@@ -266,7 +276,7 @@ int runs_command(int argc, const char* const argv[]) {
   }
   const char* usage =
       "usage: ddprun runs list [--limit N] [--status S] | show RUN | "
-      "export RUN [--format csv|jsonl] | "
+      "export RUN [--format csv|jsonl|tfevents [-o DIR]] | "
       "report RUN -o FILE.html | merge PART_DIR|RUN_DIR | serve [--port P] [--host H]  "
       "[--tracking_dir DIR]";
   if (positional.empty()) {
@@ -284,8 +294,9 @@ int runs_command(int argc, const char* const argv[]) {
     std::cerr << usage << "\n";
     return 2;
   }
-  if (format != "csv" && format != "jsonl") {
-    std::cerr << "ddprun runs: error: --format=" << format << ": expected csv or jsonl\n";
+  if (format != "csv" && format != "jsonl" && format != "tfevents") {
+    std::cerr << "ddprun runs: error: --format=" << format
+              << ": expected csv, jsonl or tfevents\n";
     return 2;
   }
   const std::string& id = positional[1];
@@ -306,7 +317,7 @@ int runs_command(int argc, const char* const argv[]) {
       std::cout << "wrote " << output << "\n";
       return 0;
     }
-    return verb == "show" ? show(store, id) : export_run(store, format);
+    return verb == "show" ? show(store, id) : export_run(store, id, format, output);
   } catch (const std::exception& e) {
     std::cerr << "ddprun runs: error: " << e.what() << "\n";
     return 1;

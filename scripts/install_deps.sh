@@ -13,6 +13,7 @@ packages=(
   iproute2 procps time                # multi-host tests, process checks, benchmarks
   chromium                            # the HTML report and the dashboard, checked headless
   libjs-dygraphs                      # the charts of the dashboard and report (built in)
+  protobuf-compiler                   # decodes the TensorBoard files `runs export` writes, in a test
   etcd-server etcd-client             # the etcd rendezvous backend, tested against real etcd
   elfutils gdb                        # native stacks of hung workers (eu-stack; gdb as fallback)
   slurm-wlm munge                     # a real Slurm cluster on this machine for the tests

@@ -288,25 +288,29 @@ std::vector<RunStore::MetricSummary> RunStore::metric_summaries() {
 }
 
 std::vector<MetricPoint> RunStore::metrics() {
+  std::vector<MetricPoint> out;
+  for_each_metric([&](const MetricPoint& p) { out.push_back(p); });
+  return out;
+}
+
+void RunStore::for_each_metric(const std::function<void(const MetricPoint&)>& visit) {
   flush_points();
   Statement s(db_,
               "SELECT node, rank, attempt, seq, wall, step, key, value FROM metrics "
               "ORDER BY node, rank, attempt, seq, key",
               path_);
-  std::vector<MetricPoint> out;
+  MetricPoint p;
   while (s.step(path_)) {
-    MetricPoint p;
     p.node = static_cast<int>(s.integer(0));
     p.rank = static_cast<int>(s.integer(1));
     p.attempt = static_cast<int>(s.integer(2));
     p.seq = s.integer(3);
     p.wall = s.real(4);
-    if (!s.is_null(5)) p.step = s.integer(5);
+    p.step = s.is_null(5) ? std::nullopt : std::optional<int64_t>(s.integer(5));
     p.key = s.text(6);
     p.value = s.real(7);
-    out.push_back(p);
+    visit(p);
   }
-  return out;
 }
 
 std::vector<MetricPoint> RunStore::metrics_of(const std::string& key) {

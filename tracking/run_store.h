@@ -3,6 +3,7 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -103,6 +104,8 @@ class RunStore {
 
   /// All points, ordered by (node, rank, attempt, seq).
   std::vector<MetricPoint> metrics();
+  /// The same, one at a time: a run of any size in constant memory.
+  void for_each_metric(const std::function<void(const MetricPoint&)>& visit);
   /// The points of one key, ordered by (rank, attempt, seq).
   std::vector<MetricPoint> metrics_of(const std::string& key);
   /// Every metric key with its number of points, by key.

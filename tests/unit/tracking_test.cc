@@ -8,6 +8,7 @@
 
 #include "tracking/run_store.h"
 #include "tracking/stream_ingester.h"
+#include "tracking/tfevents.h"
 
 namespace ddprun::tracking {
 namespace {
@@ -33,6 +34,11 @@ TEST(RunStore, SchemaIsVersionedAndMetaPersists) {
   EXPECT_EQ(again.meta("status"), "running");
   EXPECT_EQ(again.meta("schema_version"), std::to_string(RunStore::kSchemaVersion));
   EXPECT_THROW(RunStore("/nonexistent/dir", RunStore::Open::kExisting), TrackingError);
+}
+
+TEST(TfEvents, Crc32cIsCastagnolis) {
+  EXPECT_EQ(crc32c("123456789"), 0xE3069283u);  // the published check value
+  EXPECT_EQ(crc32c(""), 0u);
 }
 
 TEST(StreamIngester, StoresPointsInOrderWithRankAndAttempt) {
