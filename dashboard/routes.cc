@@ -139,7 +139,7 @@ Response Routes::api(std::string_view path, std::string_view query) const {
       return error(404, "no run '" + *id + "' in " + tracking_dir_);
     }
     tracking::RunStore store(run_dir, tracking::RunStore::Open::kReadOnly);
-    if (what.empty()) return json_response(run_json(store, *id));
+    if (what.empty()) return json_response(run_json(store, *id, cache_.metric_counts(run_dir, store)));
     if (what == "system") return json_response(system_json(store));
     if (what != "metrics") return error(404, "no such endpoint: /api/" + std::string(path));
     auto key = params->find("key");
@@ -152,7 +152,10 @@ Response Routes::api(std::string_view path, std::string_view query) const {
       if (!n || *n < 3) return error(400, "max_points=" + mp->second + ": expected a number >= 3");
       max_points = *n;
     }
-    json metric = metric_json(store, key->second, max_points);
+    json metric;
+    cache_.with_series(run_dir, store, key->second, [&](const RunCache::Lines& lines) {
+      metric = metric_json(key->second, lines, max_points);
+    });
     if (metric.is_null()) return error(404, "run '" + *id + "' has no metric '" + key->second + "'");
     return json_response(metric);
   } catch (const std::exception& e) {

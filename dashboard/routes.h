@@ -3,6 +3,8 @@
 #include <string>
 #include <string_view>
 
+#include "dashboard/run_cache.h"
+
 namespace ddprun::dashboard {
 
 /// What the dashboard answers to one request.
@@ -37,6 +39,7 @@ class Routes {
   Response api(std::string_view path, std::string_view query) const;
 
   std::string tracking_dir_;
+  mutable RunCache cache_;  // what was read of recent runs: a poll reads only what is new
 };
 
 }  // namespace ddprun::dashboard

@@ -1,6 +1,7 @@
 #include "dashboard/run_data.h"
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <tuple>
 #include <vector>
@@ -9,7 +10,6 @@ namespace ddprun::dashboard {
 namespace {
 
 using nlohmann::json;
-using tracking::MetricPoint;
 
 // A JSON text stored in the run, parsed; text that is not JSON stays a string.
 json parsed(const std::string& text) {
@@ -17,25 +17,19 @@ json parsed(const std::string& text) {
   return j.is_discarded() ? json(text) : j;
 }
 
-json point(const MetricPoint& p) {
-  double x = p.step ? static_cast<double>(*p.step) : static_cast<double>(p.seq);
-  return json::array({x, p.value, p.wall});
-}
-
-// Indexes of the points of [begin, end) to keep: all when they fit, else per bucket
-// the first, lowest and highest (in order), and the last point.
-std::vector<size_t> keep(const std::vector<MetricPoint>& points, size_t begin, size_t end,
-                         size_t max_points) {
+// Indexes of the points to keep: all when they fit, else per bucket the first, lowest
+// and highest (in order), and the last point.
+std::vector<size_t> keep(const std::vector<ChartPoint>& points, size_t max_points) {
   std::vector<size_t> out;
-  size_t n = end - begin;
+  size_t n = points.size();
   if (max_points == 0 || n <= max_points) {
-    for (size_t i = begin; i < end; ++i) out.push_back(i);
+    for (size_t i = 0; i < n; ++i) out.push_back(i);
     return out;
   }
   size_t buckets = std::max<size_t>(1, max_points / 3);
   for (size_t b = 0; b < buckets; ++b) {
-    size_t lo = begin + n * b / buckets;
-    size_t hi = begin + n * (b + 1) / buckets;
+    size_t lo = n * b / buckets;
+    size_t hi = n * (b + 1) / buckets;
     if (lo == hi) continue;
     size_t low = lo;
     size_t high = lo;
@@ -43,13 +37,13 @@ std::vector<size_t> keep(const std::vector<MetricPoint>& points, size_t begin, s
       if (points[i].value < points[low].value) low = i;
       if (points[i].value > points[high].value) high = i;
     }
-    std::vector<size_t> picked{lo, low, high};
+    std::array<size_t, 3> picked{lo, low, high};
     std::sort(picked.begin(), picked.end());
     for (size_t i : picked) {
       if (out.empty() || out.back() != i) out.push_back(i);
     }
   }
-  if (out.back() != end - 1) out.push_back(end - 1);
+  if (out.back() != n - 1) out.push_back(n - 1);
   return out;
 }
 
@@ -70,12 +64,12 @@ json summary_json(const tracking::RunSummary& run) {
           {"root_cause", run.root_cause}};
 }
 
-json run_json(tracking::RunStore& store, const std::string& id) {
+json run_json(tracking::RunStore& store, const std::string& id,
+              const std::map<std::string, int64_t>& counts) {
   json j = summary_json(tracking::summarize_run(store, id));
   j["command"] = parsed(store.meta("command").value_or("null"));
   j["launch_config"] = parsed(store.meta("config").value_or("null"));
-  j["metrics"] = json::object();
-  for (const auto& [key, count] : store.metric_keys()) j["metrics"][key] = count;
+  j["metrics"] = counts;
   auto entries = [](const std::vector<tracking::RunStore::Entry>& list) {
     json out = json::array();
     for (const auto& e : list) {
@@ -101,26 +95,24 @@ json run_json(tracking::RunStore& store, const std::string& id) {
   return j;
 }
 
-json metric_json(tracking::RunStore& store, const std::string& key, size_t max_points) {
-  std::vector<MetricPoint> points = store.metrics_of(key);
-  if (points.empty()) return nullptr;
+json metric_json(const std::string& key, const RunCache::Lines& lines, size_t max_points) {
+  if (lines.empty()) return nullptr;
   json series = json::array();
-  for (size_t begin = 0; begin < points.size();) {
-    size_t end = begin;
-    while (end < points.size() && points[end].rank == points[begin].rank &&
-           points[end].attempt == points[begin].attempt) {
-      ++end;
-    }
+  size_t total = 0;
+  for (const auto& [id, line] : lines) {
     json kept = json::array();
-    for (size_t i : keep(points, begin, end, max_points)) kept.push_back(point(points[i]));
-    series.push_back({{"rank", points[begin].rank},
-                      {"node", points[begin].node},
-                      {"attempt", points[begin].attempt},
-                      {"count", end - begin},
+    for (size_t i : keep(line.points, max_points)) {
+      const ChartPoint& p = line.points[i];
+      kept.push_back(json::array({p.x, p.value, p.wall}));
+    }
+    total += line.points.size();
+    series.push_back({{"rank", line.rank},
+                      {"node", line.node},
+                      {"attempt", line.attempt},
+                      {"count", line.points.size()},
                       {"points", std::move(kept)}});
-    begin = end;
   }
-  return {{"key", key}, {"points", points.size()}, {"series", std::move(series)}};
+  return {{"key", key}, {"points", total}, {"series", std::move(series)}};
 }
 
 json system_json(tracking::RunStore& store) {
@@ -136,12 +128,17 @@ json system_json(tracking::RunStore& store) {
 }
 
 json report_json(tracking::RunStore& store, const std::string& id, size_t max_points) {
-  json j = run_json(store, id);
+  RunCache cache;
+  auto counts = cache.metric_counts(id, store);
   json metrics = json::object();
-  for (const auto& [key, count] : store.metric_keys()) {
-    metrics[key] = metric_json(store, key, max_points);
+  for (const auto& [key, count] : counts) {
+    cache.with_series(id, store, key, [&](const RunCache::Lines& lines) {
+      metrics[key] = metric_json(key, lines, max_points);
+    });
   }
-  return {{"run", std::move(j)}, {"metrics", std::move(metrics)}, {"system", system_json(store)}};
+  return {{"run", run_json(store, id, counts)},
+          {"metrics", std::move(metrics)},
+          {"system", system_json(store)}};
 }
 
 }  // namespace ddprun::dashboard

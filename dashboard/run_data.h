@@ -1,10 +1,13 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <map>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "dashboard/run_cache.h"
 #include "tracking/run_store.h"
 #include "tracking/run_summary.h"
 
@@ -18,14 +21,15 @@ namespace ddprun::dashboard {
 nlohmann::json summary_json(const tracking::RunSummary& run);
 
 /// A run: its summary, the launch command and config, the metric keys with their
-/// point counts, config and summary entries per rank, every event (its data parsed).
-nlohmann::json run_json(tracking::RunStore& store, const std::string& id);
+/// point counts (`counts`), config and summary entries per rank, every event (its data
+/// parsed).
+nlohmann::json run_json(tracking::RunStore& store, const std::string& id,
+                        const std::map<std::string, int64_t>& counts);
 
 /// One metric: {key, points, series: [{rank, node, attempt, count, points: [[x, value,
-/// wall], ...]}]}, x the step when logged, else the record's sequence number. A series
-/// longer than `max_points` keeps each bucket's first, lowest and highest points, so
-/// spikes survive; 0 keeps every point. Returns null when the run has no such key.
-nlohmann::json metric_json(tracking::RunStore& store, const std::string& key,
+/// wall], ...]}]}. A line longer than `max_points` keeps each bucket's first, lowest
+/// and highest points, so spikes survive; 0 keeps every point. Null without lines.
+nlohmann::json metric_json(const std::string& key, const RunCache::Lines& lines,
                            size_t max_points);
 
 /// System metrics: {series: [{key, node, points: [[wall, value], ...]}]}; keys as

@@ -314,24 +314,9 @@ void RunStore::for_each_metric(const std::function<void(const MetricPoint&)>& vi
 }
 
 std::vector<MetricPoint> RunStore::metrics_of(const std::string& key) {
-  flush_points();
-  Statement s(db_,
-              "SELECT node, rank, attempt, seq, wall, step, value FROM metrics WHERE key = ? "
-              "ORDER BY rank, attempt, seq",
-              path_);
-  s.bind(1, key);
   std::vector<MetricPoint> out;
-  while (s.step(path_)) {
-    MetricPoint& p = out.emplace_back();
-    p.node = static_cast<int>(s.integer(0));
-    p.rank = static_cast<int>(s.integer(1));
-    p.attempt = static_cast<int>(s.integer(2));
-    p.seq = s.integer(3);
-    p.wall = s.real(4);
-    if (!s.is_null(5)) p.step = s.integer(5);
-    p.key = key;
-    p.value = s.real(6);
-  }
+  for_each_metric_added(key, 0, last_metric_row(), true,
+                        [&](const MetricPoint& p) { out.push_back(p); });
   return out;
 }
 
@@ -341,6 +326,47 @@ std::vector<std::pair<std::string, int64_t>> RunStore::metric_keys() {
   std::vector<std::pair<std::string, int64_t>> out;
   while (s.step(path_)) out.emplace_back(s.text(0), s.integer(1));
   return out;
+}
+
+int64_t RunStore::last_metric_row() {
+  flush_points();
+  Statement s(db_, "SELECT COALESCE(MAX(rowid), 0) FROM metrics", path_);
+  s.step(path_);
+  return s.integer(0);
+}
+
+std::vector<std::pair<std::string, int64_t>> RunStore::metric_keys_added(int64_t after,
+                                                                          int64_t upto) {
+  Statement s(db_,
+              "SELECT key, COUNT(*) FROM metrics WHERE rowid > ? AND rowid <= ? GROUP BY key",
+              path_);
+  s.bind(1, after).bind(2, upto);
+  std::vector<std::pair<std::string, int64_t>> out;
+  while (s.step(path_)) out.emplace_back(s.text(0), s.integer(1));
+  return out;
+}
+
+void RunStore::for_each_metric_added(const std::string& key, int64_t after, int64_t upto,
+                                     bool by_series,
+                                     const std::function<void(const MetricPoint&)>& visit) {
+  std::string sql =
+      "SELECT node, rank, attempt, seq, wall, step, value FROM metrics "
+      "WHERE rowid > ? AND rowid <= ? AND key = ? ORDER BY ";
+  sql += by_series ? "rank, attempt, seq" : "rowid";
+  Statement s(db_, sql, path_);
+  s.bind(1, after).bind(2, upto).bind(3, key);
+  MetricPoint p;
+  p.key = key;
+  while (s.step(path_)) {
+    p.node = static_cast<int>(s.integer(0));
+    p.rank = static_cast<int>(s.integer(1));
+    p.attempt = static_cast<int>(s.integer(2));
+    p.seq = s.integer(3);
+    p.wall = s.real(4);
+    p.step = s.is_null(5) ? std::nullopt : std::optional<int64_t>(s.integer(5));
+    p.value = s.real(6);
+    visit(p);
+  }
 }
 
 namespace {

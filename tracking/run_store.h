@@ -111,6 +111,15 @@ class RunStore {
   /// Every metric key with its number of points, by key.
   std::vector<std::pair<std::string, int64_t>> metric_keys();
 
+  /// Points are only ever added, each with a larger row id than the last: readers
+  /// catch up with what was added since they last looked (`after`, up to `upto`).
+  int64_t last_metric_row();
+  std::vector<std::pair<std::string, int64_t>> metric_keys_added(int64_t after, int64_t upto);
+  /// Points of `key` with row ids in (after, upto]: ordered by (rank, attempt, seq)
+  /// when `by_series`, else in the order they were stored.
+  void for_each_metric_added(const std::string& key, int64_t after, int64_t upto, bool by_series,
+                             const std::function<void(const MetricPoint&)>& visit);
+
   /// A config or summary entry a worker logged (`value_json` as logged).
   struct Entry {
     int node;

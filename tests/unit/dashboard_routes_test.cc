@@ -149,6 +149,65 @@ TEST(DashboardRoutes, LongSeriesAreDownsampledKeepingSpikesUnlessFullDataIsAsked
   EXPECT_EQ(full["series"][0]["points"].size(), 20000u);
 }
 
+// What a page polling a running job sees: after each poll, exactly what run.db holds,
+// whether points come in order, late (a part merged afterwards), or the run is made anew.
+TEST(DashboardRoutes, PollsOfAGrowingRunSeeEveryPointOnce) {
+  std::string dir = temp_dir();
+  std::filesystem::create_directories(dir + "/g");
+  auto as_stored = [&] {
+    RunStore db(dir + "/g", RunStore::Open::kReadOnly);
+    json lines = json::array();
+    std::pair<int, int> line{-1, -1};
+    for (const auto& p : db.metrics_of("loss")) {
+      if (std::make_pair(p.rank, p.attempt) != line) {
+        lines.push_back(json::array());
+        line = {p.rank, p.attempt};
+      }
+      lines.back().push_back(p.value);
+    }
+    return lines;
+  };
+  Routes routes(dir);
+  auto served = [&] {
+    json m = body(routes.handle("GET", "/api/runs/g/metrics?key=loss&full=1"));
+    json lines = json::array();
+    for (const auto& s : m["series"]) {
+      lines.push_back(json::array());
+      for (const auto& p : s["points"]) lines.back().push_back(p[1]);
+    }
+    EXPECT_EQ(body(routes.handle("GET", "/api/runs/g"))["metrics"]["loss"], m["points"]);
+    return lines;
+  };
+  {
+    RunStore w(dir + "/g", RunStore::Open::kCreate);
+    auto add = [&](int rank, int attempt, int64_t seq, double v) {
+      w.begin();
+      w.add_metric(PointOrigin{0, rank, attempt, seq, 1.0 * seq, std::nullopt}, "loss", v);
+      w.commit();
+    };
+    add(0, 0, 1, 1);
+    add(1, 0, 1, 10);
+    EXPECT_EQ(served(), as_stored());
+    add(0, 0, 2, 2);
+    add(1, 1, 1, 11);  // a new attempt's line
+    add(0, 0, 3, 3);
+    EXPECT_EQ(served(), as_stored());
+    add(0, 0, 0, 0.5);  // older than its line's last point: merged late
+    EXPECT_EQ(served(), as_stored());
+    EXPECT_EQ(served()[0][0], 0.5) << "in its line's order";
+  }
+  std::filesystem::remove_all(dir + "/g");
+  std::filesystem::create_directories(dir + "/g");
+  {
+    RunStore w(dir + "/g", RunStore::Open::kCreate);
+    w.begin();
+    w.add_metric(PointOrigin{0, 3, 0, 1, 1.0, 7}, "loss", 42);
+    w.commit();
+  }
+  EXPECT_EQ(served(), as_stored()) << "a run made again is read afresh";
+  EXPECT_EQ(served(), json::parse("[[42.0]]"));
+}
+
 TEST(DashboardRoutes, UnknownThingsAre404AndMalformedQueries400) {
   std::string dir = temp_dir();
   make_run(dir, "r", 1000, "finished");
