@@ -31,6 +31,9 @@ struct AgentConfig {
   std::chrono::milliseconds grace_period{30'000};
   /// When a worker counts as hung, and what ddprun does then.
   HangOptions hang;
+  /// torchrun's worker watchdog FIFO (TORCHELASTIC_ENABLE_FILE_TIMER=1; the path from
+  /// TORCHELASTIC_TIMER_FILE or made up); empty: no watchdog.
+  std::string timer_file;
   /// Signals sent on to every worker, after which the job stops (--signals_to_handle,
   /// torchrun's) or goes on (--signals_to_forward). SIGUSR1 and SIGUSR2 in neither
   /// list are ignored with a warning: they never kill ddprun.

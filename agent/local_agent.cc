@@ -21,6 +21,7 @@
 #include "agent/job_signals.h"
 #include "agent/log_dir.h"
 #include "agent/orphan_guard.h"
+#include "agent/timer_watchdog.h"
 #include "agent/worker_group_runner.h"
 #include "common/clock.h"
 #include "common/host.h"
@@ -54,6 +55,9 @@ class LocalAgent::Impl {
         runner_(io_, config_, services.launcher, clock_, guard_, log_dir_, host_, observer_,
                 services.inspector),
         hang_(config_, clock_, runner_, services.inspector, host_),
+        watchdog_(config_.timer_file.empty()
+                      ? nullptr
+                      : std::make_unique<TimerWatchdog>(io_, clock_, config_.timer_file)),
         tracking_timer_(clock_.make_timer()),
         signals_(io_, config_,
                  {[this](int sig) { on_stop_signal(sig); },
@@ -236,10 +240,12 @@ class LocalAgent::Impl {
     if (config_.hang.enabled()) {
       hang_.start([this, info](const Stall& stall) { on_hang(info, stall); });
     }
+    if (watchdog_) runner_.watch_timers(*watchdog_);
     // A stack capture in progress ends before the attempt does.
     while (!done || hang_.capturing()) io_.run_one();
     await_stop_signal_after_stopped_workers();
     hang_.stop();
+    if (watchdog_) watchdog_->stop();
     tracking_timer_->cancel();
     round_->stop_watching_members();
     // A node whose workers all succeeded keeps watching for the round's end while it
@@ -478,6 +484,7 @@ class LocalAgent::Impl {
   Clock& clock_;
   WorkerGroupRunner runner_;
   HangWatch hang_;
+  std::unique_ptr<TimerWatchdog> watchdog_;  // torchrun's worker watchdog, when asked for
   std::string hang_part_;  // this node's hang reports (JSON), to share
   // Set once by the joining thread (under the mutex), then used on the loop's thread.
   std::unique_ptr<rendezvous::RendezvousHandler> handler_;

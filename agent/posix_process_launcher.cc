@@ -122,6 +122,10 @@ void PosixProcessLauncher::signal_group(pid_t pgid, int sig) {
   if (::killpg(pgid, sig) == -1 && errno == ESRCH) ::kill(pgid, sig);
 }
 
+void PosixProcessLauncher::signal_process(pid_t pid, int sig) {
+  if (pid > 0) ::kill(pid, sig);
+}
+
 // ddprun is a child subreaper (LocalAgent::run): once a worker has exited, everything
 // it started that still lives has become ddprun's child, its session's members
 // included. So ddprun's own children are the leftovers: a few reads of its children

@@ -51,6 +51,9 @@ class ProcessLauncher {
 
   /// Sends `sig` to the process group `pgid`; a group that no longer exists is fine.
   virtual void signal_group(pid_t pgid, int sig) = 0;
+  /// Sends `sig` to one process (the worker watchdog's target); a process that no
+  /// longer exists is fine.
+  virtual void signal_process(pid_t pid, int sig) = 0;
 
   /// Once every worker has exited: SIGKILLs whatever they left alive (their sessions'
   /// members, daemons they started), sparing `spare` (the orphan guard).

@@ -9,8 +9,10 @@
 #include "agent/log_dir.h"
 #include "agent/orphan_guard.h"
 #include "agent/progress_page.h"
+#include "agent/timer_watchdog.h"
 #include "agent/worker_env.h"
 #include "agent/worker_output.h"
+#include "os/proc_stat.h"
 #include "tracking/run_observer.h"
 
 namespace ddprun::agent {
@@ -79,6 +81,7 @@ void WorkerGroupRunner::start(WorkerGroup group,
     std::map<std::string, std::string> extra;
     if (observer_) observer_->add_worker_env(group_.group_rank, w.global_rank, attempt, extra);
     if (config_.hang.enabled()) add_hang_env(dir, extra);
+    if (!config_.timer_file.empty()) extra["TORCHELASTIC_TIMER_FILE"] = config_.timer_file;
     opts.env = build_worker_env(inherited_env_, config_, group_, w, extra);
     opts.stdout_fd = out->child_stdout();
     opts.stderr_fd = out->child_stderr();
@@ -199,6 +202,30 @@ void WorkerGroupRunner::abandon_unkillable() {
 int WorkerGroupRunner::forward(int sig) {
   signal_running(sig);
   return running_workers();
+}
+
+void WorkerGroupRunner::watch_timers(TimerWatchdog& watchdog) {
+  auto worker_of = [this](pid_t session) -> std::optional<int> {
+    for (const auto& w : group_.workers) {
+      if (w.state == WorkerState::kHealthy && w.pid == session) return w.local_rank;
+    }
+    return std::nullopt;
+  };
+  // The worker itself, or a process of its session (a worker leads its own session).
+  auto owner = [worker_of](pid_t pid) -> std::optional<int> {
+    if (auto rank = worker_of(pid)) return rank;
+    os::ProcStat st;
+    if (os::read_proc_stat(pid, st) && st.session != pid) return worker_of(st.session);
+    return std::nullopt;
+  };
+  watchdog.start(owner, [this](const TimerWatchdog::Expiry& e) {
+    const Worker& w = group_.workers.at(static_cast<size_t>(e.local_rank));
+    spdlog::warn(
+        "worker watchdog: rank {} (local_rank {}) overstayed its timer '{}' by {:.1f} s: "
+        "sending {} to pid {}",
+        w.global_rank, e.local_rank, e.scope, e.overdue_seconds, signal_name(e.signal), e.pid);
+    launcher_.signal_process(e.pid, e.signal);
+  });
 }
 
 void WorkerGroupRunner::signal_running(int sig) {

@@ -22,6 +22,7 @@ namespace ddprun::agent {
 class LogDir;
 class OrphanGuard;
 class ProgressPage;
+class TimerWatchdog;
 class WorkerOutput;
 
 /// Runs one attempt of this node's workers inside the agent's io_context: spawns
@@ -50,6 +51,9 @@ class WorkerGroupRunner {
 
   /// Sends `sig` to every running worker's group and nothing more; returns how many.
   int forward(int sig);
+  /// Lets this attempt's workers set timers on `watchdog`: a timer that expires sends
+  /// its signal to the process that set it, which must be one of these workers' own.
+  void watch_timers(TimerWatchdog& watchdog);
   /// Sends `sig` to every running worker's group, then SIGKILL after the grace period.
   /// A worker still there a while after SIGKILL (uninterruptible sleep) is named and
   /// left behind, so that stopping never waits forever.

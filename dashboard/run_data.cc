@@ -131,7 +131,8 @@ json report_json(tracking::RunStore& store, const std::string& id, size_t max_po
   RunCache cache;
   auto counts = cache.metric_counts(id, store);
   json metrics = json::object();
-  for (const auto& [key, count] : counts) {
+  for (const auto& entry : counts) {
+    const std::string& key = entry.first;  // Clang 14 cannot capture structured bindings
     cache.with_series(id, store, key, [&](const RunCache::Lines& lines) {
       metrics[key] = metric_json(key, lines, max_points);
     });

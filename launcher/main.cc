@@ -123,6 +123,11 @@ int launch(launcher::LaunchConfig& cfg, int argc, char** argv) {
   for (const auto& notice : cfg.notices) std::cerr << "ddprun: " << notice << "\n";
   launcher::resolve_entrypoint(cfg, real_env);
   if (cfg.standalone) cfg.agent.run_id = cfg.rendezvous.run_id = random_uuid();
+  // torchrun's worker watchdog: asked for by the environment, as torchrun is.
+  if (real_env("TORCHELASTIC_ENABLE_FILE_TIMER") == "1") {
+    cfg.agent.timer_file = real_env("TORCHELASTIC_TIMER_FILE").value_or("");
+    if (cfg.agent.timer_file.empty()) cfg.agent.timer_file = "/tmp/watchdog_timer_" + random_uuid();
+  }
   if (!cfg.agent.omp_num_threads.empty()) print_omp_banner(cfg.agent.omp_num_threads);
   // Before any worker starts: an unwritable tracking directory fails the launch here.
   auto tracker = make_tracker(cfg, argc, argv);

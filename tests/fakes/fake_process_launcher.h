@@ -62,6 +62,9 @@ class FakeProcessLauncher : public agent::ProcessLauncher {
     }
   }
 
+  /// A worker's own pid is its group's: the same as signal_group.
+  void signal_process(pid_t pid, int sig) override { signal_group(pid, sig); }
+
   void kill_leftovers(pid_t) override { leftover_kills.push_back(alive()); }
 
   /// Ends these processes together (exitcode as torchrun: -N for signal N); the agent

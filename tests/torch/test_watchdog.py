@@ -1,0 +1,66 @@
+"""torchrun's worker watchdog (TORCHELASTIC_ENABLE_FILE_TIMER=1) with torch 1.13's own
+client, `torch.distributed.elastic.timer.FileTimerClient`, under ddprun and torchrun.
+
+Run with /usr/bin/python3 (the interpreter that has torch); DDPRUN names the binary.
+"""
+import os
+import tempfile
+import unittest
+
+from test_torch_jobs import DDPRUN, ddprun, run, torchrun
+
+# Rank 1 overstays a 1 s timer in attempt 0 (sleeping 60 s); every other scope is
+# released in time.
+SCRIPT = """import os, time
+import torch.distributed.elastic.timer as timer
+timer.configure(timer.FileTimerClient(os.environ["TORCHELASTIC_TIMER_FILE"]))
+rank, attempt = int(os.environ["RANK"]), int(os.environ["TORCHELASTIC_RESTART_COUNT"])
+with timer.expires(after=30):
+    time.sleep(0.1)
+if rank == 1 and attempt == 0:
+    with timer.expires(after=1):
+        time.sleep(60)
+print(f"rank {rank} done in attempt {attempt}", flush=True)
+"""
+
+
+class Watchdog(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="ddprun_watchdog_")
+        self.script = os.path.join(self.tmp, "timed.py")
+        with open(self.script, "w") as f:
+            f.write(SCRIPT)
+        os.environ["TORCHELASTIC_ENABLE_FILE_TIMER"] = "1"
+        self.addCleanup(os.environ.pop, "TORCHELASTIC_ENABLE_FILE_TIMER")
+
+    def test_an_overstaying_rank_is_killed_as_torchrun_kills_it(self):
+        d = ddprun("--no_tracking", "--nproc_per_node=2", self.script)
+        self.assertEqual(d.returncode, 137, d.stderr)
+        self.assertIn("rank 0 done", d.stdout)
+        self.assertNotIn("rank 1 done", d.stdout)
+        self.assertIn("worker watchdog: rank 1 (local_rank 1) overstayed its timer", d.stderr)
+        self.assertIn("sending SIGKILL", d.stderr)
+        t = torchrun("--nproc_per_node=2", self.script)
+        self.assertNotEqual(t.returncode, 0, t.stderr)
+        self.assertIn("rank 0 done", t.stdout)
+        self.assertNotIn("rank 1 done", t.stdout)
+        self.assertIn("exitcode  : -9", t.stderr)
+
+    def test_the_job_restarts_and_the_fifo_goes_with_it(self):
+        fifo = os.path.join(self.tmp, "timer.fifo")
+        os.environ["TORCHELASTIC_TIMER_FILE"] = fifo
+        self.addCleanup(os.environ.pop, "TORCHELASTIC_TIMER_FILE")
+        d = ddprun("--no_tracking", "--nproc_per_node=2", "--max_restarts=1", self.script)
+        self.assertEqual(d.returncode, 0, d.stderr)
+        self.assertIn("rank 1 done in attempt 1", d.stdout)
+        self.assertFalse(os.path.exists(fifo), "the FIFO is removed at the end")
+
+    def test_without_the_variable_there_is_no_watchdog(self):
+        os.environ["TORCHELASTIC_ENABLE_FILE_TIMER"] = "0"
+        d = run([DDPRUN, "--no_tracking", "--no_python", "/bin/sh", "-c",
+                 "echo timer=${TORCHELASTIC_TIMER_FILE:-unset}"])
+        self.assertIn("timer=unset", d.stdout, d.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
