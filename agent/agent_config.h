@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "agent/hang_options.h"
+#include "agent/numa_binding.h"
 #include "agent/worker_spec.h"
 
 namespace ddprun::agent {
@@ -34,6 +35,10 @@ struct AgentConfig {
   /// torchrun's worker watchdog FIFO (TORCHELASTIC_ENABLE_FILE_TIMER=1; the path from
   /// TORCHELASTIC_TIMER_FILE or made up); empty: no watchdog.
   std::string timer_file;
+  /// --numa_binding, and each local rank's CPUs planned from it once per agent (empty:
+  /// no binding).
+  NumaMode numa_mode = NumaMode::kOff;
+  std::vector<CpuBinding> cpu_bindings;
   /// Signals sent on to every worker, after which the job stops (--signals_to_handle,
   /// torchrun's) or goes on (--signals_to_forward). SIGUSR1 and SIGUSR2 in neither
   /// list are ignored with a warning: they never kill ddprun.

@@ -66,4 +66,17 @@ int apply_cuda_visible_devices(const std::optional<std::string>& visible, int ph
   return n;
 }
 
+int count_xpus() {
+  std::error_code ec;
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/sys/class/drm", ec)) {
+    if (e.path().filename().string().rfind("renderD", 0) != 0) continue;
+    std::filesystem::path driver = std::filesystem::read_symlink(e.path() / "device/driver", ec);
+    if (ec) continue;
+    std::string name = driver.filename().string();
+    if (name == "i915" || name == "xe") ++n;
+  }
+  return n;
+}
+
 }  // namespace ddprun::agent

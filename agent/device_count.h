@@ -13,6 +13,10 @@ int count_cpus();
 /// CUDA_VISIBLE_DEVICES. 0 on a machine without a GPU.
 int count_visible_gpus();
 
+/// Intel GPUs (`--nproc_per_node=xpu`): render devices under /sys/class/drm driven by
+/// i915 or xe. 0 without one.
+int count_xpus();
+
 /// How many of `physical` devices a CUDA_VISIBLE_DEVICES value leaves visible.
 /// Follows CUDA: entries are indices or GPU-/MIG- identifiers, the list ends at the
 /// first invalid entry, an empty value hides every device, unset (nullopt) hides none.

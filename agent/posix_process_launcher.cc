@@ -4,7 +4,9 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <linux/mempolicy.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,6 +28,8 @@ struct ChildArgs {
   const SpawnOptions* options;
   char* const* argv;
   char* const* envp;
+  const cpu_set_t* cpus;           // null: keep ddprun's affinity
+  const unsigned long* node_mask;  // null: keep the memory policy
 };
 
 std::vector<char*> as_c_array(const std::vector<std::string>& v) {
@@ -70,6 +74,12 @@ __attribute__((no_sanitize("address", "undefined"))) int exec_child(void* arg) {
   // The worker holds 0, 1 and 2 only: no store socket, no pipe of another worker,
   // nothing ddprun itself inherited.
   ::close_range(3, ~0U, 0);
+  // --numa_binding: set here, before exec, so that every thread the program starts
+  // inherits it (no numactl needed). A kernel that refuses leaves the worker unbound.
+  if (a->cpus != nullptr) ::sched_setaffinity(0, sizeof(cpu_set_t), a->cpus);
+  if (a->node_mask != nullptr) {
+    ::syscall(SYS_set_mempolicy, MPOL_PREFERRED, a->node_mask, sizeof(unsigned long) * 8 + 1);
+  }
   ::execve(o.executable.c_str(), a->argv, a->envp);
   int err = errno;
   const char* why = err == ENOENT ? "': not found\n" : "': permission denied or bad format\n";
@@ -97,7 +107,20 @@ pid_t PosixProcessLauncher::spawn(const SpawnOptions& options) {
   // Everything the child needs is prepared here: it may not allocate.
   std::vector<char*> argv = as_c_array(options.argv);
   std::vector<char*> envp = as_c_array(options.env);
-  ChildArgs args{::getpid(), &options, argv.data(), envp.data()};
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  bool bind = false;
+  for (int c : options.cpus) {
+    if (c >= 0 && c < CPU_SETSIZE) {
+      CPU_SET(c, &cpus);
+      bind = true;
+    }
+  }
+  unsigned long node_mask = 0;
+  bool prefer = options.memory_node >= 0 && options.memory_node < 64;
+  if (prefer) node_mask = 1UL << options.memory_node;
+  ChildArgs args{::getpid(), &options,  argv.data(), envp.data(), bind ? &cpus : nullptr,
+                 prefer ? &node_mask : nullptr};
   char* stack = child_stack_top();
   if (stack == nullptr)
     throw SystemError("stack for starting '" + options.executable + "'", ENOMEM);

@@ -16,6 +16,8 @@ struct SpawnOptions {
   std::vector<std::string> env;
   int stdout_fd = -1;
   int stderr_fd = -1;
+  std::vector<int> cpus;  // the CPUs it may run on (set before exec); empty: ddprun's
+  int memory_node = -1;   // memory preferred from this NUMA node; -1: the kernel's choice
 };
 
 /// One child that ended. `exitcode` follows torchrun: the exit status, or minus the

@@ -137,7 +137,7 @@ void TimerWatchdog::on_line(const std::string& line) {
   }
   double left = std::max(0.0, expiration - wall_());
   auto deadline = clock_.now() + milliseconds(static_cast<int64_t>(std::ceil(left * 1000)));
-  timers_[key] = Request{*local_rank, static_cast<int>(sig), expiration, deadline};
+  timers_[key] = Request{*local_rank, static_cast<int>(sig), expiration, left, deadline};
   arm();
 }
 
@@ -175,7 +175,8 @@ void TimerWatchdog::fire() {
       for (const auto& s : scopes) timers_.erase({pid, *s.first});
       continue;
     }
-    fired.push_back({pid, r.local_rank, *chosen->first, r.signal, wall_() - r.expiration});
+    fired.push_back(
+        {pid, r.local_rank, *chosen->first, r.signal, r.length, wall_() - r.expiration});
     done.push_back(pid);
   }
   for (pid_t pid : done) {

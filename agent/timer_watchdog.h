@@ -40,6 +40,7 @@ class TimerWatchdog {
     int local_rank = 0;
     std::string scope;
     int signal = 0;
+    double length_seconds = 0;  // the timer's length, as set (`expires(after=N)`)
     double overdue_seconds = 0;
   };
   /// The local rank of the worker a pid belongs to (the worker or a process of its
@@ -68,6 +69,7 @@ class TimerWatchdog {
     int local_rank = 0;
     int signal = 0;
     double expiration = 0;               // wall clock
+    double length = 0;                   // seconds from its arrival to its expiration
     std::chrono::milliseconds deadline;  // on `clock_`
   };
 

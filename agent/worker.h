@@ -33,6 +33,7 @@ struct Worker {
   WorkerState state = WorkerState::kInit;
   std::optional<WorkerExit> exit;
   std::string error_file;
+  std::string reaped_by;  // why the worker watchdog signalled it; "" when it did not
 };
 
 /// This node's workers for one attempt, with what the rendezvous decided.

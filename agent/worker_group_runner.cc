@@ -3,6 +3,9 @@
 #include <signal.h>
 
 #include <cstdlib>
+#include <iomanip>
+#include <sstream>
+#include <utility>
 
 #include <spdlog/spdlog.h>
 
@@ -85,6 +88,11 @@ void WorkerGroupRunner::start(WorkerGroup group,
     opts.env = build_worker_env(inherited_env_, config_, group_, w, extra);
     opts.stdout_fd = out->child_stdout();
     opts.stderr_fd = out->child_stderr();
+    if (static_cast<size_t>(w.local_rank) < config_.cpu_bindings.size()) {
+      const CpuBinding& b = config_.cpu_bindings[static_cast<size_t>(w.local_rank)];
+      opts.cpus = b.cpus;
+      opts.memory_node = b.memory_node;
+    }
     w.pid = launcher_.spawn(opts);
     w.state = WorkerState::kHealthy;
     if (guard_) guard_->watch(w.pid);
@@ -144,6 +152,16 @@ void WorkerGroupRunner::on_exits(const std::vector<ChildExit>& exits) {
       w->state = WorkerState::kFailed;
       failures_.push_back(describe_failure(w->global_rank, w->local_rank, w->pid, w->exit->exitcode,
                                            w->exit->wall_time, w->error_file));
+      if (!w->reaped_by.empty()) {
+        std::string& text = failures_.back().traceback;
+        std::string joined = w->reaped_by;
+        if (!text.empty()) {
+          joined += " (";
+          joined += text;
+          joined += ")";
+        }
+        text = std::move(joined);
+      }
     } else {
       w->state = WorkerState::kStopped;
     }
@@ -219,7 +237,13 @@ void WorkerGroupRunner::watch_timers(TimerWatchdog& watchdog) {
     return std::nullopt;
   };
   watchdog.start(owner, [this](const TimerWatchdog::Expiry& e) {
-    const Worker& w = group_.workers.at(static_cast<size_t>(e.local_rank));
+    Worker& w = group_.workers.at(static_cast<size_t>(e.local_rank));
+    if (w.pid == e.pid) {
+      std::ostringstream why;
+      why << "reaped by the worker watchdog: scope " << e.scope << " expired after "
+          << std::fixed << std::setprecision(1) << e.length_seconds << " s";
+      w.reaped_by = why.str();
+    }
     spdlog::warn(
         "worker watchdog: rank {} (local_rank {}) overstayed its timer '{}' by {:.1f} s: "
         "sending {} to pid {}",

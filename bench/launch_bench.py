@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """ddprun vs torchrun and vs a shell's floor, side by side in one run: trivial
-launch, 512 workers, one restart, memory.
+launch, 512 workers, NUMA binding's cost, one restart, memory.
 
     /usr/bin/python3 bench/launch_bench.py [--ddprun build/launcher/ddprun] [--repeat 10]
         [--wide 512] [--no-torch]
@@ -69,6 +69,8 @@ def main():
            args.torch_repeat)])),
         (f"{n} x /bin/sleep 1 on one node", [d, *wide], max(3, args.repeat // 3),
          [("shell floor", floor(n, "/bin/sleep 1"), max(3, args.repeat // 3))]),
+        ("4 x /bin/true, --numa_binding=node", [d, "--numa_binding=node", *trivial],
+         args.repeat, [("ddprun without binding", [d, *trivial], args.repeat)]),
         ("rank 1 fails once, 1 restart", [d, *restart], args.repeat,
          torch if torch is not None else
          [("torchrun --monitor_interval=0.1", [*t, "--monitor_interval=0.1", *restart],

@@ -24,7 +24,7 @@ namespace {
 // torchrun's flags first, then ddprun's own.
 constexpr OptionDef kOptions[] = {
     {"nnodes", 0, false, "1:1", "number of nodes, N or MIN:MAX (elastic)"},
-    {"nproc_per_node", 0, false, "1", "workers per node: an integer, cpu, gpu or auto"},
+    {"nproc_per_node", 0, false, "1", "workers per node: an integer, cpu, gpu, xpu or auto"},
     {"rdzv_backend", 0, false, "static", "rendezvous backend: static, c10d or etcd"},
     {"rdzv_endpoint", 0, false, "", "rendezvous endpoint, host[:port]"},
     {"rdzv_id", 0, false, "none", "job id shared by all nodes (TORCHELASTIC_RUN_ID)"},
@@ -95,6 +95,15 @@ constexpr OptionDef kOptions[] = {
     {"slurm", 0, false, "auto",
      "auto: under Slurm (SLURM_JOB_ID set) the step gives --nnodes, --node_rank, the master "
      "address and port and --rdzv_id where not given; off: ignore Slurm's environment"},
+    {"numa_binding", 0, false, "off",
+     "bind each worker to CPUs near its GPU (or, without GPUs, spread over the NUMA "
+     "nodes): node, socket, exclusive (own physical cores) or core-complex (own L3 group)"},
+    {"event_log_handler", 0, false, "null",
+     "torchrun 2.x's: null, or console (ddprun's agent events as JSON lines on stderr); the "
+     "run records them either way"},
+    {"logs_specs", 0, false, "",
+     "torchrun 2.x's Python plug-in for where logs go: not available in ddprun (--log_dir, "
+     "--redirects and --tee say where worker logs go)"},
     {"help", 'h', true, "0", "print this help and exit"},
     {"version", 0, true, "0", "print the version and exit"},
 };
@@ -210,6 +219,14 @@ int resolve_nproc(const Values& v, const DeviceCounter& devices) {
     }
     return n;
   }
+  if (raw == "xpu") {
+    int n = devices.xpus ? devices.xpus() : 0;
+    if (n < 1) {
+      throw UsageError(src + "=xpu: no Intel XPU is visible on this node (ddprun counts the "
+                             "i915 and xe render devices under /sys/class/drm)");
+    }
+    return n;
+  }
   if (raw == "auto") {
     int n = devices.gpus();
     return n > 0 ? n : std::max(1, devices.cpus());
@@ -218,7 +235,7 @@ int resolve_nproc(const Values& v, const DeviceCounter& devices) {
   try {
     n = parse_int(src, raw);
   } catch (const UsageError&) {
-    throw UsageError(src + "=" + raw + ": expected a positive integer, cpu, gpu or auto");
+    throw UsageError(src + "=" + raw + ": expected a positive integer, cpu, gpu, xpu or auto");
   }
   if (n < 1) throw UsageError(src + "=" + raw + ": at least one worker per node is needed");
   return n;
@@ -335,6 +352,7 @@ LaunchConfig parse_command_line(int argc, const char* const argv[], const EnvLoo
     a.omp_num_threads = std::to_string(1);
   }
   fill_hang_options(v, a.hang);
+  a.numa_mode = agent::parse_numa_mode(v.source("numa_binding"), v.str("numa_binding"));
   a.stop_on_stdin_close = v.flag("stop_on_stdin_close");
   a.stdin_timeout =
       parse_seconds(v.source("stdin_timeout"), v.str("stdin_timeout"), /*allow_zero=*/true);
@@ -343,6 +361,16 @@ LaunchConfig parse_command_line(int argc, const char* const argv[], const EnvLoo
   cfg.tracking_dir = v.str("tracking_dir");
   if (cfg.tracking_dir.empty()) throw UsageError(v.source("tracking_dir") + "=: must not be empty");
   cfg.run_name = v.str("run_name");
+  const std::string& events = v.str("event_log_handler");
+  if (events != "null" && events != "console") {
+    throw UsageError(v.source("event_log_handler") + "=" + events + ": expected null or console");
+  }
+  cfg.console_events = events == "console";
+  if (v.given("logs_specs")) {
+    throw UsageError(v.source("logs_specs") + "=" + v.str("logs_specs") +
+                     ": torchrun's LogsSpecs are Python plug-ins, which ddprun cannot load; "
+                     "--log_dir, --redirects and --tee say where worker logs go");
+  }
   cfg.tracking_interval =
       parse_seconds(v.source("tracking_interval"), v.str("tracking_interval"), false);
   return cfg;

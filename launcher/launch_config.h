@@ -28,6 +28,7 @@ struct LaunchConfig {
   std::string log_level = "warn";
 
   bool tracking = true;
+  bool console_events = false;  // --event_log_handler=console
   std::string tracking_dir = "./ddprun-runs";
   std::string run_name;
   std::chrono::milliseconds tracking_interval{15'000};
@@ -49,6 +50,7 @@ using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
 struct DeviceCounter {
   std::function<int()> cpus;
   std::function<int()> gpus;
+  std::function<int()> xpus;  // Intel GPUs; none when unset
 };
 
 }  // namespace ddprun::launcher

@@ -14,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "agent/device_count.h"
+#include "agent/numa_binding.h"
 #include "agent/executable.h"
 #include "agent/local_agent.h"
 #include "agent/orphan_guard.h"
@@ -24,10 +25,12 @@
 #include "common/host.h"
 #include "common/logging.h"
 #include "launcher/cli.h"
+#include "os/cpu_topology.h"
 #include "launcher/entrypoint.h"
 #include "launcher/runs_command.h"
 #include "launcher/ssh_controller.h"
 #include "rendezvous/rendezvous_factory.h"
+#include "tracking/console_event_log.h"
 #include "tracking/run_tracker.h"
 
 namespace {
@@ -55,6 +58,18 @@ std::string random_uuid() {
       out += c;
   }
   return out;
+}
+
+// --numa_binding: this machine's topology read once, each local rank's CPUs planned.
+void bind_workers_to_cpus(agent::AgentConfig& a) {
+  os::CpuTopology topology = os::read_cpu_topology("/", os::allowed_cpus());
+  std::vector<int> gpu_nodes = agent::visible_gpu_nodes("/", std::getenv("CUDA_VISIBLE_DEVICES"));
+  a.cpu_bindings =
+      agent::plan_numa_binding(topology, a.numa_mode, a.spec.local_world_size, gpu_nodes);
+  for (size_t i = 0; i < a.cpu_bindings.size(); ++i) {
+    spdlog::info("--numa_binding={}: local_rank {}: {}", agent::numa_mode_name(a.numa_mode), i,
+                 a.cpu_bindings[i].describe());
+  }
 }
 
 void print_omp_banner(const std::string& threads) {
@@ -106,13 +121,20 @@ std::unique_ptr<tracking::RunTracker> make_tracker(const launcher::LaunchConfig&
   o.token = cfg.rendezvous.token;
   o.run_name = cfg.run_name;
   o.command_json = nlohmann::json(std::vector<std::string>(argv, argv + argc)).dump();
-  o.config_json = nlohmann::json{{"nproc_per_node", cfg.agent.spec.local_world_size},
-                                 {"nnodes", std::to_string(cfg.agent.min_nodes) + ":" +
-                                                std::to_string(cfg.agent.max_nodes)},
-                                 {"rdzv_backend", rendezvous::backend_name(cfg.rendezvous.backend)},
-                                 {"max_restarts", cfg.agent.spec.max_restarts},
-                                 {"entrypoint", cfg.agent.spec.argv}}
-                      .dump();
+  nlohmann::json config{{"nproc_per_node", cfg.agent.spec.local_world_size},
+                        {"nnodes", std::to_string(cfg.agent.min_nodes) + ":" +
+                                       std::to_string(cfg.agent.max_nodes)},
+                        {"rdzv_backend", rendezvous::backend_name(cfg.rendezvous.backend)},
+                        {"max_restarts", cfg.agent.spec.max_restarts},
+                        {"entrypoint", cfg.agent.spec.argv}};
+  if (!cfg.agent.cpu_bindings.empty()) {
+    // Each local rank's CPUs, as bound on the first node (every node binds its own).
+    nlohmann::json bindings = nlohmann::json::array();
+    for (const auto& b : cfg.agent.cpu_bindings) bindings.push_back(b.describe());
+    config["numa_binding"] = {{"mode", agent::numa_mode_name(cfg.agent.numa_mode)},
+                              {"local_ranks", bindings}};
+  }
+  o.config_json = config.dump();
   o.python_dir = tracking_python_dir();
   o.system_interval = cfg.tracking_interval;
   return std::make_unique<tracking::RunTracker>(o);
@@ -123,6 +145,7 @@ int launch(launcher::LaunchConfig& cfg, int argc, char** argv) {
   for (const auto& notice : cfg.notices) std::cerr << "ddprun: " << notice << "\n";
   launcher::resolve_entrypoint(cfg, real_env);
   if (cfg.standalone) cfg.agent.run_id = cfg.rendezvous.run_id = random_uuid();
+  if (cfg.agent.numa_mode != agent::NumaMode::kOff) bind_workers_to_cpus(cfg.agent);
   // torchrun's worker watchdog: asked for by the environment, as torchrun is.
   if (real_env("TORCHELASTIC_ENABLE_FILE_TIMER") == "1") {
     cfg.agent.timer_file = real_env("TORCHELASTIC_TIMER_FILE").value_or("");
@@ -139,10 +162,16 @@ int launch(launcher::LaunchConfig& cfg, int argc, char** argv) {
   SteadyClock clock(io);
   agent::PosixProcessInspector inspector(io, process_launcher, clock);
   if (cfg.agent.hang.enabled()) cfg.agent.hang.python_hook_dir = python_hook_dir();
+  tracking::RunObserver* observer = tracker.get();
+  std::unique_ptr<tracking::ConsoleEventLog> console_events;
+  if (cfg.console_events) {
+    console_events = std::make_unique<tracking::ConsoleEventLog>(observer, std::cerr, host_name());
+    observer = console_events.get();
+  }
   agent::AgentServices services{
       io,        process_launcher,
       clock,     [&cfg] { return rendezvous::make_rendezvous(cfg.rendezvous); },
-      &guard,    tracker.get(),
+      &guard,    observer,
       &inspector};
   agent::LocalAgent local_agent(cfg.agent, std::move(services));
   return local_agent.run();
@@ -154,7 +183,8 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "runs") return launcher::runs_command(argc, argv);
   launcher::LaunchConfig cfg;
   try {
-    launcher::DeviceCounter devices{agent::count_cpus, agent::count_visible_gpus};
+    launcher::DeviceCounter devices{agent::count_cpus, agent::count_visible_gpus,
+                                    agent::count_xpus};
     cfg = launcher::parse_command_line(argc, argv, real_env, devices);
     if (cfg.help) {
       std::cout << launcher::help_text();

@@ -204,6 +204,25 @@ TEST(Tracking, AShortJobHasSystemMetricsWithoutWaitingAnInterval) {
   EXPECT_NE(show.out.find("  memory_percent  "), std::string::npos) << show.out;
 }
 
+TEST(Tracking, EventLogHandlerConsolePrintsTheAgentsEventsAsJsonLines) {
+  for (const char* tracking : {"--no_tracking", "--tracking_dir"}) {
+    std::string dir = make_temp_dir();
+    std::vector<std::string> args{"--event_log_handler=console", tracking};
+    if (std::string(tracking) == "--tracking_dir") args.push_back(dir);
+    for (const char* a : {"--nproc_per_node=2", "--no_python", "/bin/sh", "-c", "exit 0"}) {
+      args.emplace_back(a);
+    }
+    Finished f = run_ddprun(args);
+    ASSERT_EQ(f.code, 0) << f.err;
+    for (const char* name : {"rendezvous", "worker_started", "worker_exited", "run_finished"}) {
+      std::string field = std::string("\"name\":\"") + name + "\"";
+      EXPECT_NE(f.err.find(field), std::string::npos) << tracking << ": " << name << "\n" << f.err;
+    }
+    EXPECT_NE(f.err.find("\"source\":\"AGENT\""), std::string::npos) << f.err;
+    EXPECT_NE(f.err.find("\"exitcode\":0,\"global_rank\":1"), std::string::npos) << f.err;
+  }
+}
+
 TEST(Tracking, RunsListIsNewestFirstAlignedAndFiltered) {
   std::string dir = make_temp_dir();
   for (const char* id : {"first", "second", "third"}) {

@@ -40,7 +40,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (it == env.end()) return std::nullopt;
     return it->second;
   };
-  launcher::DeviceCounter devices{[] { return 2; }, [] { return 2; }};
+  launcher::DeviceCounter devices{[] { return 2; }, [] { return 2; }, [] { return 0; }};
   // Names resolve as they are: no network, no scontrol.
   launcher::NodeAddressLookup no_network =
       [](const std::string&) -> std::optional<launcher::NodeAddress> { return std::nullopt; };

@@ -15,13 +15,19 @@ import unittest
 DDPRUN = os.environ["DDPRUN"]
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 ENV = dict(os.environ, PYTHON_EXEC="/usr/bin/python3", OMP_NUM_THREADS="1")
-# Rank 1 dies once after its points: the run has 2 ranks x 2 attempts.
-RESTARTED = """import os, sys, ddprun_tracking as run
+# Rank 1 dies once, after rank 0 has logged its points too (a marker file says so):
+# the run has 2 ranks x 2 attempts, 20 points each.
+RESTARTED = """import os, sys, time, ddprun_tracking as run
 rank, attempt = int(os.environ["RANK"]), int(os.environ["TORCHELASTIC_RESTART_COUNT"])
 run.config({"lr": 0.1 * (rank + 1)})
 for i in range(20):
     run.log({"loss": (rank + 1) / (i + 1) + attempt}, step=i)
-if rank == 1 and attempt == 0:
+run.flush()
+if attempt == 0 and rank == 0:
+    open(sys.argv[1], "w").close()
+if attempt == 0 and rank == 1:
+    while not os.path.exists(sys.argv[1]):
+        time.sleep(0.01)
     sys.exit(3)
 """
 LIVE = """import time, ddprun_tracking as run
@@ -47,7 +53,8 @@ class Dashboard(unittest.TestCase):
             return path
 
         subprocess.run([DDPRUN, "--nproc_per_node=2", "--max_restarts=1", "--rdzv_id=done",
-                        "--tracking_dir", runs, script("restarted.py", RESTARTED)],
+                        "--tracking_dir", runs, script("restarted.py", RESTARTED),
+                        os.path.join(cls.dir, "rank0_logged")],
                        env=ENV, check=True, capture_output=True, timeout=120)
         bad = subprocess.run([DDPRUN, "--rdzv_id=bad", "--tracking_dir", runs, "--no_python",
                               "/bin/sh", "-c", "exit 3"], capture_output=True, timeout=60)

@@ -40,6 +40,8 @@ class Watchdog(unittest.TestCase):
         self.assertNotIn("rank 1 done", d.stdout)
         self.assertIn("worker watchdog: rank 1 (local_rank 1) overstayed its timer", d.stderr)
         self.assertIn("sending SIGKILL", d.stderr)
+        self.assertRegex(d.stderr, r"traceback : reaped by the worker watchdog: scope \S+ "
+                                   r"expired after \d+\.\d s", "the failure summary says why")
         t = torchrun("--nproc_per_node=2", self.script)
         self.assertNotEqual(t.returncode, 0, t.stderr)
         self.assertIn("rank 0 done", t.stdout)

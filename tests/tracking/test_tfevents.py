@@ -18,11 +18,17 @@ import unittest
 DDPRUN = os.environ["DDPRUN"]
 HERE = os.path.dirname(os.path.abspath(__file__))
 ENV = dict(os.environ, PYTHON_EXEC="/usr/bin/python3", OMP_NUM_THREADS="1")
-SCRIPT = """import os, sys, ddprun_tracking as run
+# Rank 1 dies once, after rank 0 has logged its points too (a marker file says so).
+SCRIPT = """import os, sys, time, ddprun_tracking as run
 rank, attempt = int(os.environ["RANK"]), int(os.environ["TORCHELASTIC_RESTART_COUNT"])
 for i in range(10):
     run.log({"loss": (rank + 1) / (i + 1) + attempt, "lr": 0.5}, step=i)
-if rank == 1 and attempt == 0:
+run.flush()
+if attempt == 0 and rank == 0:
+    open(sys.argv[1], "w").close()
+if attempt == 0 and rank == 1:
+    while not os.path.exists(sys.argv[1]):
+        time.sleep(0.01)
     sys.exit(3)
 """
 
@@ -94,7 +100,8 @@ class TfEvents(unittest.TestCase):
             f.write(SCRIPT)
         runs = os.path.join(tmp, "runs")
         subprocess.run([DDPRUN, "--nproc_per_node=2", "--max_restarts=1", "--rdzv_id=tb",
-                        "--tracking_dir", runs, script], env=ENV, check=True,
+                        "--tracking_dir", runs, script, os.path.join(tmp, "rank0_logged")],
+                       env=ENV, check=True,
                        capture_output=True, timeout=120)
         out = os.path.join(tmp, "tb")
         r = subprocess.run([DDPRUN, "runs", "export", "tb", "--format", "tfevents", "-o", out,

@@ -13,6 +13,7 @@ struct Cli {
   std::map<std::string, std::string> env;
   int cpus = 6;
   int gpus = 0;
+  int xpus = 0;
 
   LaunchConfig parse(std::vector<std::string> args) {
     args.insert(args.begin(), "ddprun");
@@ -23,7 +24,8 @@ struct Cli {
       return it == env.end() ? std::nullopt : std::optional<std::string>(it->second);
     };
     return parse_command_line(static_cast<int>(argv.size()), argv.data(), lookup,
-                              DeviceCounter{[this] { return cpus; }, [this] { return gpus; }});
+                              DeviceCounter{[this] { return cpus; }, [this] { return gpus; },
+                                            [this] { return xpus; }});
   }
 };
 
@@ -49,6 +51,43 @@ TEST(Cli, MasterPortForStaticJobs) {
   EXPECT_THROW(Cli{}.parse({"--nnodes=2", "--rdzv_backend=c10d", "t"}), UsageError);
   auto timeout = Cli{}.parse({"--rdzv_conf=join_timeout=2.5", "t"});
   EXPECT_EQ(timeout.rendezvous.join_timeout.count(), 2500);
+}
+
+// The message of the UsageError parsing `args` throws ("" when it parses).
+std::string usage_error(Cli cli, std::vector<std::string> args) {
+  try {
+    cli.parse(std::move(args));
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Cli, TorchrunTwoFlagsEventLogHandlerLogsSpecsAndXpu) {
+  EXPECT_FALSE(Cli{}.parse({"t.py"}).console_events);
+  EXPECT_TRUE(Cli{}.parse({"--event_log_handler=console", "t.py"}).console_events);
+  EXPECT_TRUE(Cli{}.parse({"--event-log-handler", "console", "t.py"}).console_events);
+  EXPECT_FALSE(Cli{}.parse({"--event_log_handler=null", "t.py"}).console_events);
+  Cli from_env;
+  from_env.env["PET_EVENT_LOG_HANDLER"] = "console";
+  EXPECT_TRUE(from_env.parse({"t.py"}).console_events);
+  EXPECT_EQ(usage_error(Cli{}, {"--event_log_handler=file", "t.py"}),
+            "--event_log_handler=file: expected null or console");
+  std::string specs = usage_error(Cli{}, {"--logs-specs=my.Specs", "t.py"});
+  EXPECT_NE(specs.find("--logs_specs=my.Specs: torchrun's LogsSpecs are Python plug-ins"),
+            std::string::npos)
+      << specs;
+  Cli specs_env;
+  specs_env.env["PET_LOGS_SPECS"] = "x";
+  EXPECT_NE(usage_error(specs_env, {"t.py"}).find("PET_LOGS_SPECS=x"), std::string::npos);
+  EXPECT_NE(usage_error(Cli{}, {"--nproc_per_node=xpu", "t.py"})
+                .find("--nproc_per_node=xpu: no Intel XPU is visible on this node"),
+            std::string::npos);
+  Cli with_xpus;
+  with_xpus.xpus = 2;
+  EXPECT_EQ(with_xpus.parse({"--nproc_per_node=xpu", "t.py"}).agent.spec.local_world_size, 2);
+  EXPECT_NE(usage_error(Cli{}, {"--nproc_per_node=tpu", "t.py"}).find("cpu, gpu, xpu or auto"),
+            std::string::npos);
 }
 
 TEST(Cli, BothSpellingsAndAbbreviations) {

@@ -50,7 +50,7 @@ struct Slurm {
       return it->second;
     };
     return parse_command_line(static_cast<int>(argv.size()), argv.data(), lookup,
-                              DeviceCounter{[] { return 4; }, [] { return 0; }}, address);
+                              DeviceCounter{[] { return 4; }, [] { return 0; }, [] { return 0; }}, address);
   }
 
   std::optional<SlurmStep> step() {

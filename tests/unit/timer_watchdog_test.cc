@@ -86,6 +86,7 @@ TEST_F(TimerWatchdogTest, AnExpiredTimerSignalsTheProcessThatSetIt) {
   EXPECT_EQ(expired_[0].local_rank, 1);
   EXPECT_EQ(expired_[0].scope, "train.py#12");
   EXPECT_EQ(expired_[0].signal, SIGKILL);
+  EXPECT_DOUBLE_EQ(expired_[0].length_seconds, 1.0);
   EXPECT_EQ(watchdog_->timers(), 0u) << "the pid's timers are forgotten once it is signalled";
 }
 

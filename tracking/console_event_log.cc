@@ -1,0 +1,107 @@
+#include "tracking/console_event_log.h"
+
+#include <chrono>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+namespace ddprun::tracking {
+namespace {
+
+using nlohmann::json;
+
+// Without a run, the agent still polls at this pace (nothing to do then).
+constexpr std::chrono::milliseconds kIdlePoll{60'000};
+
+int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+ConsoleEventLog::ConsoleEventLog(RunObserver* inner, std::ostream& out, std::string host)
+    : inner_(inner), out_(out), host_(std::move(host)) {}
+
+template <typename Metadata>
+void ConsoleEventLog::emit(const std::string& name, const Metadata& metadata) {
+  json m = metadata;
+  m["hostname"] = host_;
+  json event{{"name", name}, {"source", "AGENT"}, {"timestamp", now_ms()}, {"metadata", m}};
+  // One write per line: lines of several agents sharing a terminal never interleave.
+  std::string line = event.dump(-1, ' ', false, json::error_handler_t::replace);
+  line += '\n';
+  out_ << line << std::flush;
+}
+
+void ConsoleEventLog::attach(rendezvous::Store& store, std::unique_ptr<rendezvous::Store> own,
+                             const std::string& address, bool primary) {
+  if (inner_) inner_->attach(store, std::move(own), address, primary);
+}
+
+void ConsoleEventLog::add_worker_env(int node, int rank, int attempt,
+                                     std::map<std::string, std::string>& env) {
+  if (inner_) inner_->add_worker_env(node, rank, attempt, env);
+}
+
+void ConsoleEventLog::rendezvous_complete(int round, int attempt, int world_size,
+                                          const std::vector<std::string>& members) {
+  emit("rendezvous", json{{"round", round},
+                          {"attempt", attempt},
+                          {"world_size", world_size},
+                          {"members", members}});
+  if (inner_) inner_->rendezvous_complete(round, attempt, world_size, members);
+}
+
+void ConsoleEventLog::worker_started(int node, int rank, int local_rank, int attempt, pid_t pid) {
+  emit("worker_started", json{{"group_rank", node},
+                              {"global_rank", rank},
+                              {"local_rank", local_rank},
+                              {"attempt", attempt},
+                              {"pid", pid}});
+  if (inner_) inner_->worker_started(node, rank, local_rank, attempt, pid);
+}
+
+void ConsoleEventLog::worker_exited(int node, int rank, int local_rank, int attempt,
+                                    int exitcode) {
+  emit("worker_exited", json{{"group_rank", node},
+                             {"global_rank", rank},
+                             {"local_rank", local_rank},
+                             {"attempt", attempt},
+                             {"exitcode", exitcode}});
+  if (inner_) inner_->worker_exited(node, rank, local_rank, attempt, exitcode);
+}
+
+void ConsoleEventLog::hang(int attempt, const std::string& report_json) {
+  json report = json::parse(report_json, nullptr, false);
+  json m{{"attempt", attempt}};
+  if (report.is_object()) {
+    m["reason"] = report.value("reason", "");
+    if (report.contains("culprits")) m["culprits"] = report["culprits"];
+  }
+  emit("hang", m);
+  if (inner_) inner_->hang(attempt, report_json);
+}
+
+void ConsoleEventLog::round_over(int attempt, const std::string& kind, const std::string& reason) {
+  emit(kind == "final" ? "job_stopped" : kind, json{{"attempt", attempt}, {"reason", reason}});
+  if (inner_) inner_->round_over(attempt, kind, reason);
+}
+
+void ConsoleEventLog::poll(bool attempt_over) {
+  if (inner_) inner_->poll(attempt_over);
+}
+
+std::chrono::milliseconds ConsoleEventLog::poll_interval() const {
+  return inner_ ? inner_->poll_interval() : kIdlePoll;
+}
+
+void ConsoleEventLog::finished(const std::string& status, int exitcode,
+                               const std::string& root_cause) {
+  if (inner_) inner_->finished(status, exitcode, root_cause);
+  emit("run_finished",
+       json{{"status", status}, {"exitcode", exitcode}, {"root_cause", root_cause}});
+}
+
+}  // namespace ddprun::tracking

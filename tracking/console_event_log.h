@@ -1,0 +1,43 @@
+#pragma once
+
+#include <memory>
+#include <ostream>
+#include <string>
+
+#include "tracking/run_observer.h"
+
+namespace ddprun::tracking {
+
+/// `--event_log_handler=console` (torchrun 2.x's flag): every agent event as one JSON
+/// line, `{"name": ..., "source": "AGENT", "timestamp": ms since the epoch,
+/// "metadata": {...}}` (torchrun's shape; the names are ddprun's events: rendezvous,
+/// worker_started, worker_exited, hang, restart, membership, job_stopped,
+/// run_finished), and everything passed on to `inner` (the run; may be null).
+class ConsoleEventLog : public RunObserver {
+ public:
+  ConsoleEventLog(RunObserver* inner, std::ostream& out, std::string host);
+
+  void attach(rendezvous::Store& store, std::unique_ptr<rendezvous::Store> own,
+              const std::string& address, bool primary) override;
+  void add_worker_env(int node, int rank, int attempt,
+                      std::map<std::string, std::string>& env) override;
+  void rendezvous_complete(int round, int attempt, int world_size,
+                           const std::vector<std::string>& members) override;
+  void worker_started(int node, int rank, int local_rank, int attempt, pid_t pid) override;
+  void worker_exited(int node, int rank, int local_rank, int attempt, int exitcode) override;
+  void hang(int attempt, const std::string& report_json) override;
+  void round_over(int attempt, const std::string& kind, const std::string& reason) override;
+  void poll(bool attempt_over) override;
+  std::chrono::milliseconds poll_interval() const override;
+  void finished(const std::string& status, int exitcode, const std::string& root_cause) override;
+
+ private:
+  template <typename Metadata>
+  void emit(const std::string& name, const Metadata& metadata);
+
+  RunObserver* inner_;
+  std::ostream& out_;
+  std::string host_;
+};
+
+}  // namespace ddprun::tracking
