@@ -119,7 +119,7 @@ pid_t PosixProcessLauncher::spawn(const SpawnOptions& options) {
   unsigned long node_mask = 0;
   bool prefer = options.memory_node >= 0 && options.memory_node < 64;
   if (prefer) node_mask = 1UL << options.memory_node;
-  ChildArgs args{::getpid(), &options,  argv.data(), envp.data(), bind ? &cpus : nullptr,
+  ChildArgs args{::getpid(), &options, argv.data(), envp.data(), bind ? &cpus : nullptr,
                  prefer ? &node_mask : nullptr};
   char* stack = child_stack_top();
   if (stack == nullptr)

@@ -128,7 +128,7 @@ std::unique_ptr<tracking::RunTracker> make_tracker(const launcher::LaunchConfig&
                         {"max_restarts", cfg.agent.spec.max_restarts},
                         {"entrypoint", cfg.agent.spec.argv}};
   if (!cfg.agent.cpu_bindings.empty()) {
-    // Each local rank's CPUs, as bound on the first node (every node binds its own).
+    // This node's bindings (every node plans its own; the run keeps the primary's).
     nlohmann::json bindings = nlohmann::json::array();
     for (const auto& b : cfg.agent.cpu_bindings) bindings.push_back(b.describe());
     config["numa_binding"] = {{"mode", agent::numa_mode_name(cfg.agent.numa_mode)},
