@@ -373,7 +373,9 @@
   function timeline(box, run) {
     const events = run.events;
     const t0 = run.created || (events.length ? events[0].wall : 0);
-    const end = run.finished || Math.max(Date.now() / 1000, ...events.map(e => e.wall));
+    // A running job's timeline reaches now; a crashed one's ends at its last event.
+    const last = Math.max(t0, ...events.map(e => e.wall));
+    const end = run.finished || (run.status === "running" ? Math.max(Date.now() / 1000, last) : last);
     const span = Math.max(end - t0, 1e-3);
     const pct = t => Math.max(0, Math.min(100, (t - t0) / span * 100)) + "%";
     const rows = new Map();  // "node/rank" -> {node, rank, bars}
@@ -396,9 +398,11 @@
     for (const r of sorted) {
       const lane = el("div", {class: "lane"});
       for (const b of r.bars) {
-        const state = b.end === null ? "running" : b.code === 0 ? "ok" : "failed";
+        // No exit recorded: still running, or the run crashed before it was seen.
+        const open = run.status === "running" ? "running" : "unknown";
+        const state = b.end === null ? open : b.code === 0 ? "ok" : "failed";
         const stop = b.end === null ? end : b.end;
-        const label = `attempt ${b.attempt}: ${fmtClock(b.start)}–${b.end === null ? "running" : fmtClock(b.end)}` +
+        const label = `attempt ${b.attempt}: ${fmtClock(b.start)}–${b.end === null ? open : fmtClock(b.end)}` +
                       (b.code === null ? "" : `, exit ${b.code}`);
         lane.append(el("div", {class: "bar bar-" + state, title: label, "data-attempt": b.attempt,
                                style: `left:${pct(b.start)};width:calc(${pct(stop)} - ${pct(b.start)})`},
