@@ -7,6 +7,7 @@
 #include <sstream>
 #include <utility>
 
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include "agent/log_dir.h"
@@ -248,6 +249,16 @@ void WorkerGroupRunner::watch_timers(TimerWatchdog& watchdog) {
         "worker watchdog: rank {} (local_rank {}) overstayed its timer '{}' by {:.1f} s: "
         "sending {} to pid {}",
         w.global_rank, e.local_rank, e.scope, e.overdue_seconds, signal_name(e.signal), e.pid);
+    if (observer_) {
+      nlohmann::json d{{"scope", e.scope},
+                       {"signal", signal_name(e.signal)},
+                       {"pid", e.pid},
+                       {"local_rank", e.local_rank},
+                       {"timer_seconds", e.length_seconds},
+                       {"overdue_seconds", e.overdue_seconds}};
+      observer_->watchdog_reaped(group_.group_rank, w.global_rank, group_.restart_count,
+                                 d.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    }
     launcher_.signal_process(e.pid, e.signal);
   });
 }

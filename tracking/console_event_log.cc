@@ -84,6 +84,17 @@ void ConsoleEventLog::hang(int attempt, const std::string& report_json) {
   if (inner_) inner_->hang(attempt, report_json);
 }
 
+void ConsoleEventLog::watchdog_reaped(int node, int rank, int attempt,
+                                      const std::string& data_json) {
+  json m = json::parse(data_json, nullptr, false);
+  if (!m.is_object()) m = json::object();
+  m["group_rank"] = node;
+  m["global_rank"] = rank;
+  m["attempt"] = attempt;
+  emit("watchdog", m);
+  if (inner_) inner_->watchdog_reaped(node, rank, attempt, data_json);
+}
+
 void ConsoleEventLog::round_over(int attempt, const std::string& kind, const std::string& reason) {
   emit(kind == "final" ? "job_stopped" : kind, json{{"attempt", attempt}, {"reason", reason}});
   if (inner_) inner_->round_over(attempt, kind, reason);

@@ -36,6 +36,11 @@ class RunObserver {
   /// The job hung in this attempt: `report_json` holds the reason, the culprits and
   /// every rank's state and stacks (every agent calls it with the same report).
   virtual void hang(int attempt, const std::string& report_json) = 0;
+  /// torchrun's worker watchdog signalled a worker whose timer expired: `data_json` holds
+  /// the scope, signal, pid and how long the timer was and how late it fired.
+  virtual void watchdog_reaped(int node, int rank, int attempt, const std::string& data_json) {
+    (void)node, (void)rank, (void)attempt, (void)data_json;
+  }
   /// The round ended for everyone: kind is restart, membership or final.
   virtual void round_over(int attempt, const std::string& kind, const std::string& reason) = 0;
   /// Ingest what workers wrote so far (called every poll_interval() and when an

@@ -240,6 +240,10 @@ void RunTracker::hang(int attempt, const std::string& report_json) {
   record({now_wall(), "hang", -1, -1, attempt, report_json});
 }
 
+void RunTracker::watchdog_reaped(int node, int rank, int attempt, const std::string& data_json) {
+  record({now_wall(), "watchdog", node, rank, attempt, data_json});
+}
+
 void RunTracker::round_over(int attempt, const std::string& kind, const std::string& reason) {
   // Every agent learns the same outcome; the primary records it once.
   if (!primary_) return;

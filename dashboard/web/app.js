@@ -420,6 +420,12 @@
     }
     const restarts = events.filter(e => e.kind === "restart")
       .map((e, i) => el("li", {}, `restart ${i + 1} at +${fmtDuration(e.wall - t0)}: ${e.data.reason || e.data.kind || ""}`));
+    // torchrun's worker watchdog at work: which rank, which scope, how late.
+    for (const e of events.filter(e => e.kind === "watchdog")) {
+      restarts.push(el("li", {class: "watchdog"},
+        `+${fmtDuration(e.wall - t0)}: the worker watchdog sent ${e.data.signal} to rank ${e.rank} ` +
+        `(attempt ${e.attempt}): scope ${e.data.scope} expired after ${fmtDuration(e.data.timer_seconds || 0)}`));
+    }
     fill(box, lanes, el("div", {class: "row"}, el("div", {class: "who"}), axis),
                         restarts.length ? el("ul", {class: "restarts"}, restarts) : null,
                         run.root_cause ? el("p", {class: "cause"}, "root cause: " + run.root_cause) : null);

@@ -34,8 +34,12 @@ class Watchdog(unittest.TestCase):
         self.addCleanup(os.environ.pop, "TORCHELASTIC_ENABLE_FILE_TIMER")
 
     def test_an_overstaying_rank_is_killed_as_torchrun_kills_it(self):
-        d = ddprun("--no_tracking", "--nproc_per_node=2", self.script)
+        runs = os.path.join(self.tmp, "runs")
+        d = ddprun("--tracking_dir", runs, "--rdzv_id=wd", "--nproc_per_node=2", self.script)
         self.assertEqual(d.returncode, 137, d.stderr)
+        show = ddprun("runs", "show", "wd", "--tracking_dir", runs)
+        self.assertRegex(show.stdout, r'watchdog attempt 0 rank 1 .*"scope":"[^"]+".*'
+                                      r'"signal":"SIGKILL"', "the run records the reaping")
         self.assertIn("rank 0 done", d.stdout)
         self.assertNotIn("rank 1 done", d.stdout)
         self.assertIn("worker watchdog: rank 1 (local_rank 1) overstayed its timer", d.stderr)
