@@ -54,6 +54,27 @@ class Statement {
   sqlite3_stmt* stmt_ = nullptr;
 };
 
+// The columns of a stored point, in the order visit_points reads them.
+constexpr const char* kPointColumns =
+    "SELECT node, rank, attempt, seq, wall, step, key, value FROM metrics";
+
+// Every row of a statement that selects kPointColumns, one point at a time.
+void visit_points(Statement& s, const std::string& path,
+                  const std::function<void(const MetricPoint&)>& visit) {
+  MetricPoint p;
+  while (s.step(path)) {
+    p.node = static_cast<int>(s.integer(0));
+    p.rank = static_cast<int>(s.integer(1));
+    p.attempt = static_cast<int>(s.integer(2));
+    p.seq = s.integer(3);
+    p.wall = s.real(4);
+    p.step = s.is_null(5) ? std::nullopt : std::optional<int64_t>(s.integer(5));
+    p.key = s.text(6);
+    p.value = s.real(7);
+    visit(p);
+  }
+}
+
 constexpr const char* kSchema = R"(
 BEGIN;
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -296,21 +317,9 @@ std::vector<MetricPoint> RunStore::metrics() {
 void RunStore::for_each_metric(const std::function<void(const MetricPoint&)>& visit) {
   flush_points();
   Statement s(db_,
-              "SELECT node, rank, attempt, seq, wall, step, key, value FROM metrics "
-              "ORDER BY node, rank, attempt, seq, key",
+              std::string(kPointColumns) + " ORDER BY node, rank, attempt, seq, key",
               path_);
-  MetricPoint p;
-  while (s.step(path_)) {
-    p.node = static_cast<int>(s.integer(0));
-    p.rank = static_cast<int>(s.integer(1));
-    p.attempt = static_cast<int>(s.integer(2));
-    p.seq = s.integer(3);
-    p.wall = s.real(4);
-    p.step = s.is_null(5) ? std::nullopt : std::optional<int64_t>(s.integer(5));
-    p.key = s.text(6);
-    p.value = s.real(7);
-    visit(p);
-  }
+  visit_points(s, path_, visit);
 }
 
 std::vector<MetricPoint> RunStore::metrics_of(const std::string& key) {
@@ -349,24 +358,11 @@ std::vector<std::pair<std::string, int64_t>> RunStore::metric_keys_added(int64_t
 void RunStore::for_each_metric_added(const std::string& key, int64_t after, int64_t upto,
                                      bool by_series,
                                      const std::function<void(const MetricPoint&)>& visit) {
-  std::string sql =
-      "SELECT node, rank, attempt, seq, wall, step, value FROM metrics "
-      "WHERE rowid > ? AND rowid <= ? AND key = ? ORDER BY ";
-  sql += by_series ? "rank, attempt, seq" : "rowid";
+  std::string sql = std::string(kPointColumns) + " WHERE rowid > ? AND rowid <= ? AND key = ? ";
+  sql += by_series ? "ORDER BY rank, attempt, seq" : "ORDER BY rowid";
   Statement s(db_, sql, path_);
   s.bind(1, after).bind(2, upto).bind(3, key);
-  MetricPoint p;
-  p.key = key;
-  while (s.step(path_)) {
-    p.node = static_cast<int>(s.integer(0));
-    p.rank = static_cast<int>(s.integer(1));
-    p.attempt = static_cast<int>(s.integer(2));
-    p.seq = s.integer(3);
-    p.wall = s.real(4);
-    p.step = s.is_null(5) ? std::nullopt : std::optional<int64_t>(s.integer(5));
-    p.value = s.real(6);
-    visit(p);
-  }
+  visit_points(s, path_, visit);
 }
 
 namespace {
