@@ -68,8 +68,11 @@ void kill_own_children(pid_t spare) {
 void kill_sessions(const std::vector<pid_t>& sids) {
   if (sids.empty()) return;
   for (int round = 0; round < 20; ++round) {
-    auto victims = live_processes([&sids](const ProcStat& st) {
-      return std::find(sids.begin(), sids.end(), st.session) != sids.end();
+    // A session's leader forked but not yet through setsid() still sits in the
+    // caller's session: it is taken by its pid.
+    auto victims = live_processes([&sids, own = ::getsid(0)](const ProcStat& st) {
+      auto in = [&sids](pid_t p) { return std::find(sids.begin(), sids.end(), p) != sids.end(); };
+      return in(st.session) || (st.session == own && in(st.pid));
     });
     if (victims.empty()) return;
     for (pid_t pid : victims) ::kill(pid, SIGKILL);

@@ -18,9 +18,12 @@ struct Job {
   std::string backend = "c10d";
   std::string endpoint;  // "" = 127.0.0.1:<port>
   std::string local_addr = "127.0.0.1";  // what the agent advertises (ranks sort by it)
+  // A node is judged dead after 3 s of silence and a store call gives up after 10 s:
+  // short for a test, yet long enough that a sanitized build on a loaded 2-core machine
+  // is never taken for a dead node or a lost store.
   std::string conf =
-      "last_call_timeout=0.3,keep_alive_interval=0.1,keep_alive_max_attempt=10,"
-      "join_timeout=20,read_timeout=2";
+      "last_call_timeout=0.3,keep_alive_interval=0.1,keep_alive_max_attempt=30,"
+      "join_timeout=20,read_timeout=10";
 
   // ddprun's flags for this agent, then `command` (the program and its arguments).
   std::vector<std::string> agent_running(std::vector<std::string> flags,

@@ -25,6 +25,16 @@ pid_t session_sleeper() {
   return pid;
 }
 
+// A child still in our session: a worker forked but not yet through setsid().
+pid_t sleeper_without_session() {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::execl("/bin/sleep", "sleep", "30", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  return pid;
+}
+
 // Whether `pid` (our child) was killed within a few seconds; reaps it if so.
 bool killed_soon(pid_t pid) {
   for (int i = 0; i < 500; ++i) {
@@ -51,6 +61,23 @@ TEST(OrphanGuard, KillsWatchedSessionsButNotForgottenOnesWhenDdprunDies) {
   EXPECT_EQ(::waitpid(over, &status, WNOHANG), 0) << "a forgotten session was killed";
   ::kill(over, SIGKILL);
   ::waitpid(over, &status, 0);
+}
+
+// ddprun may die between forking a worker and the worker's setsid(): the guard still
+// kills it, by its pid, as it is in ddprun's session.
+TEST(OrphanGuard, KillsAWatchedWorkerThatHasNotMadeItsSessionYet) {
+  pid_t early = sleeper_without_session();
+  ASSERT_GT(early, 0);
+  {
+    OrphanGuard guard;
+    guard.watch(early);
+  }
+  bool killed = killed_soon(early);
+  EXPECT_TRUE(killed) << "a worker caught before setsid() outlived ddprun";
+  if (!killed) {
+    ::kill(early, SIGKILL);
+    ::waitpid(early, nullptr, 0);
+  }
 }
 
 }  // namespace
