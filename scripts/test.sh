@@ -13,7 +13,8 @@ scripts/tidy.sh build
 CXX=clang++ scripts/build.sh build-clang -DCMAKE_BUILD_TYPE=Release -DDDPRUN_WERROR=ON \
   -DDDPRUN_BUILD_TESTS=OFF
 
-scripts/build.sh build-asan -DDDPRUN_SANITIZE=ON -DDDPRUN_WERROR=ON
+# Clang: it builds the sanitized suite in well under half GCC's time.
+CXX=clang++ scripts/build.sh build-asan -DDDPRUN_SANITIZE=ON -DDDPRUN_WERROR=ON
 # The torch and fuzz cases exercise the same code; under ASan they only add minutes
 # (the fuzzer has its own ASan+UBSan build). The soak cases measure ddprun's memory,
 # which ASan's quarantine of freed blocks would swamp.
