@@ -3,8 +3,6 @@
 #include <signal.h>
 
 #include <cstdlib>
-#include <iomanip>
-#include <sstream>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -14,6 +12,7 @@
 #include "agent/orphan_guard.h"
 #include "agent/progress_page.h"
 #include "agent/timer_watchdog.h"
+#include "agent/watchdog_report.h"
 #include "agent/worker_env.h"
 #include "agent/worker_output.h"
 #include "os/proc_stat.h"
@@ -84,6 +83,7 @@ void WorkerGroupRunner::start(WorkerGroup group,
     opts.executable = opts.argv.front();
     std::map<std::string, std::string> extra;
     if (observer_) observer_->add_worker_env(group_.group_rank, w.global_rank, attempt, extra);
+    if (config_.hang.enabled() || !config_.timer_file.empty()) add_stack_env(dir, extra);
     if (config_.hang.enabled()) add_hang_env(dir, extra);
     if (!config_.timer_file.empty()) extra["TORCHELASTIC_TIMER_FILE"] = config_.timer_file;
     opts.env = build_worker_env(inherited_env_, config_, group_, w, extra);
@@ -106,12 +106,10 @@ void WorkerGroupRunner::start(WorkerGroup group,
   }
 }
 
-// What hang detection needs in a worker: a progress page, the stack dump hook for
-// Python, and PyTorch's NCCL flight recorder (where the user did not set it up).
-void WorkerGroupRunner::add_hang_env(const std::string& dir,
-                                     std::map<std::string, std::string>& extra) {
-  pages_.push_back(std::make_unique<ProgressPage>(dir + "/progress"));
-  extra["DDPRUN_PROGRESS_FILE"] = pages_.back()->path();
+// The stack dump hook for Python workers: their stacks are taken when they hang, and
+// before the worker watchdog reaps one.
+void WorkerGroupRunner::add_stack_env(const std::string& dir,
+                                      std::map<std::string, std::string>& extra) {
   extra["DDPRUN_STACK_FILE"] = dir + "/python_stacks.txt";
   extra["DDPRUN_STACK_SIGNAL"] = std::to_string(stack_dump_signal());
   if (!config_.hang.python_hook_dir.empty()) {
@@ -120,6 +118,14 @@ void WorkerGroupRunner::add_hang_env(const std::string& dir,
     std::string rest = it != extra.end() ? it->second : (inherited ? inherited : "");
     extra["PYTHONPATH"] = config_.hang.python_hook_dir + (rest.empty() ? "" : ":" + rest);
   }
+}
+
+// What hang detection needs besides stacks: a progress page, and PyTorch's NCCL flight
+// recorder (where the user did not set it up).
+void WorkerGroupRunner::add_hang_env(const std::string& dir,
+                                     std::map<std::string, std::string>& extra) {
+  pages_.push_back(std::make_unique<ProgressPage>(dir + "/progress"));
+  extra["DDPRUN_PROGRESS_FILE"] = pages_.back()->path();
   if (!env_set("TORCH_NCCL_TRACE_BUFFER_SIZE")) extra["TORCH_NCCL_TRACE_BUFFER_SIZE"] = "2000";
   if (!env_set("TORCH_NCCL_DUMP_ON_TIMEOUT")) extra["TORCH_NCCL_DUMP_ON_TIMEOUT"] = "1";
   if (!env_set("TORCH_NCCL_DEBUG_INFO_TEMP_FILE")) {
@@ -237,30 +243,37 @@ void WorkerGroupRunner::watch_timers(TimerWatchdog& watchdog) {
     if (os::read_proc_stat(pid, st) && st.session != pid) return worker_of(st.session);
     return std::nullopt;
   };
-  watchdog.start(owner, [this](const TimerWatchdog::Expiry& e) {
+  watchdog.start(owner, [this](const TimerWatchdog::Expiry& e) { reap(e); });
+}
+
+// The expired worker's stacks are taken first (where it was is the point of a report),
+// then it gets the timer's signal, unless it ended meanwhile.
+void WorkerGroupRunner::reap(const TimerWatchdog::Expiry& e) {
+  int attempt = group_.restart_count;
+  auto finish = [this, e, attempt](std::vector<CapturedStacks> stacks) {
     Worker& w = group_.workers.at(static_cast<size_t>(e.local_rank));
-    if (w.pid == e.pid) {
-      std::ostringstream why;
-      why << "reaped by the worker watchdog: scope " << e.scope << " expired after "
-          << std::fixed << std::setprecision(1) << e.length_seconds << " s";
-      w.reaped_by = why.str();
+    if (group_.restart_count != attempt || w.state != WorkerState::kHealthy) {
+      spdlog::debug("worker watchdog: local_rank {} ended before it was reaped", e.local_rank);
+      return;
     }
+    WatchdogReport report = watchdog_report(e, stacks.empty() ? CapturedStacks{} : stacks[0]);
+    if (w.pid == e.pid) w.reaped_by = report.reaped_by;
     spdlog::warn(
-        "worker watchdog: rank {} (local_rank {}) overstayed its timer '{}' by {:.1f} s: "
+        "worker watchdog: rank {} (local_rank {}) overstayed its timer '{}' by {:.1f} s{}: "
         "sending {} to pid {}",
-        w.global_rank, e.local_rank, e.scope, e.overdue_seconds, signal_name(e.signal), e.pid);
+        w.global_rank, e.local_rank, e.scope, e.overdue_seconds,
+        report.where.empty() ? "" : ", in " + report.where, signal_name(e.signal), e.pid);
     if (observer_) {
-      nlohmann::json d{{"scope", e.scope},
-                       {"signal", signal_name(e.signal)},
-                       {"pid", e.pid},
-                       {"local_rank", e.local_rank},
-                       {"timer_seconds", e.length_seconds},
-                       {"overdue_seconds", e.overdue_seconds}};
-      observer_->watchdog_reaped(group_.group_rank, w.global_rank, group_.restart_count,
-                                 d.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      observer_->watchdog_reaped(
+          group_.group_rank, w.global_rank, attempt,
+          report.event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     }
     launcher_.signal_process(e.pid, e.signal);
-  });
+  };
+  if (!inspector_) return finish({});
+  const std::string& dir = worker_dir(e.local_rank);
+  inspector_->capture({{e.pid, dir + "/python_stacks.txt", dir + "/watchdog_native_stack.txt"}},
+                      finish);
 }
 
 void WorkerGroupRunner::signal_running(int sig) {

@@ -13,6 +13,7 @@
 #include "agent/hang_monitor.h"
 #include "agent/process_inspector.h"
 #include "agent/process_launcher.h"
+#include "agent/timer_watchdog.h"
 #include "agent/worker.h"
 #include "common/clock.h"
 #include "tracking/run_observer.h"
@@ -22,7 +23,6 @@ namespace ddprun::agent {
 class LogDir;
 class OrphanGuard;
 class ProgressPage;
-class TimerWatchdog;
 class WorkerOutput;
 
 /// Runs one attempt of this node's workers inside the agent's io_context: spawns
@@ -52,7 +52,8 @@ class WorkerGroupRunner {
   /// Sends `sig` to every running worker's group and nothing more; returns how many.
   int forward(int sig);
   /// Lets this attempt's workers set timers on `watchdog`: a timer that expires sends
-  /// its signal to the process that set it, which must be one of these workers' own.
+  /// its signal to the process that set it, which must be one of these workers' own,
+  /// once its stacks are taken (with an inspector; bounded time).
   void watch_timers(TimerWatchdog& watchdog);
   /// Sends `sig` to every running worker's group, then SIGKILL after the grace period.
   /// A worker still there a while after SIGKILL (uninterruptible sleep) is named and
@@ -74,7 +75,9 @@ class WorkerGroupRunner {
   enum class Phase { kIdle, kRunning, kStopping, kDraining };
 
   void on_exits(const std::vector<ChildExit>& exits);
+  void add_stack_env(const std::string& dir, std::map<std::string, std::string>& extra);
   void add_hang_env(const std::string& dir, std::map<std::string, std::string>& extra);
+  void reap(const TimerWatchdog::Expiry& e);
   void abandon_unkillable();
   Worker* find_worker(pid_t pid);
   void signal_running(int sig);

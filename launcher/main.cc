@@ -161,7 +161,10 @@ int launch(launcher::LaunchConfig& cfg, int argc, char** argv) {
   agent::PosixProcessLauncher process_launcher(io);
   SteadyClock clock(io);
   agent::PosixProcessInspector inspector(io, process_launcher, clock);
-  if (cfg.agent.hang.enabled()) cfg.agent.hang.python_hook_dir = python_hook_dir();
+  // Python workers' stacks are taken when they hang and before the watchdog reaps one.
+  if (cfg.agent.hang.enabled() || !cfg.agent.timer_file.empty()) {
+    cfg.agent.hang.python_hook_dir = python_hook_dir();
+  }
   tracking::RunObserver* observer = tracker.get();
   std::unique_ptr<tracking::ConsoleEventLog> console_events;
   if (cfg.console_events) {

@@ -31,6 +31,9 @@ namespace {
 
 using tracking::RunStore;
 
+// Of a stack in an event, `runs show` prints this many lines (the dashboard has all).
+constexpr int kStackLines = 40;
+
 std::string format_time(double epoch) {
   if (epoch <= 0) return "-";
   auto t = static_cast<std::time_t>(epoch);
@@ -92,6 +95,37 @@ void print_hang(const std::string& data_json) {
   for (std::string line; std::getline(summary, line);) std::cout << "      " << line << "\n";
 }
 
+// A reaping by the worker watchdog: what expired, where the worker was, its stack.
+void print_watchdog(const std::string& data_json) {
+  auto d = nlohmann::json::parse(data_json, nullptr, false);
+  if (!d.is_object()) {
+    std::cout << "  " << data_json << "\n";
+    return;
+  }
+  auto text = [&d](const char* key) {
+    auto it = d.find(key);
+    return it != d.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  auto num = [&d](const char* key) {
+    auto it = d.find(key);
+    return it != d.end() && it->is_number() ? it->get<double>() : 0.0;
+  };
+  std::cout << "  " << text("signal") << " to pid " << std::llround(num("pid")) << ": scope "
+            << text("scope")
+            << " expired after " << seconds(num("timer_seconds")) << "\n";
+  if (!text("where").empty()) std::cout << "      in " << text("where") << "\n";
+  std::string stack = text("python_stack").empty() ? text("native_stack") : text("python_stack");
+  std::istringstream lines(stack);
+  int shown = 0, total = 0;
+  for (std::string line; std::getline(lines, line); ++total) {
+    if (shown < kStackLines) {
+      std::cout << "      " << line << "\n";
+      ++shown;
+    }
+  }
+  if (total > shown) std::cout << "      ... " << total - shown << " more line(s)\n";
+}
+
 int show(RunStore& s, const std::string& id) {
   tracking::RunSummary r = tracking::summarize_run(s, id);
   std::cout << "run:      " << id << " (" << r.name << ")\n"
@@ -129,6 +163,10 @@ int show(RunStore& s, const std::string& id) {
     if (e.rank >= 0) std::cout << " rank " << e.rank;
     if (e.kind == "hang") {
       print_hang(e.data_json);
+      continue;
+    }
+    if (e.kind == "watchdog") {
+      print_watchdog(e.data_json);
       continue;
     }
     std::cout << "  " << e.data_json << "\n";

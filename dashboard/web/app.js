@@ -441,6 +441,15 @@
                       el("pre", {}, (r.python_stack || "") + (r.native_stack || "") || r.stack_note || "")));
       }
     }
+    // A rank the worker watchdog reaped, with the stack taken just before.
+    for (const e of run.events.filter(e => e.kind === "watchdog" && e.data && typeof e.data === "object")) {
+      box.append(el("h2", {}, `worker watchdog in attempt ${e.attempt}`),
+                 el("p", {}, `rank ${e.rank}: scope ${e.data.scope} expired after ` +
+                             `${fmtDuration(e.data.timer_seconds || 0)}; ${e.data.signal} sent`),
+                 el("details", {}, el("summary", {}, `rank ${e.rank}: ${e.data.where || "unknown"}`),
+                    el("pre", {}, (e.data.python_stack || "") + (e.data.native_stack || "") ||
+                                  e.data.stack_note || "")));
+    }
   }
 
   // Values equal on every rank show once; differing ones per rank.

@@ -38,14 +38,18 @@ class Watchdog(unittest.TestCase):
         d = ddprun("--tracking_dir", runs, "--rdzv_id=wd", "--nproc_per_node=2", self.script)
         self.assertEqual(d.returncode, 137, d.stderr)
         show = ddprun("runs", "show", "wd", "--tracking_dir", runs)
-        self.assertRegex(show.stdout, r'watchdog attempt 0 rank 1 .*"scope":"[^"]+".*'
-                                      r'"signal":"SIGKILL"', "the run records the reaping")
+        # With the stack taken before the signal: the line it was stuck at.
+        self.assertRegex(show.stdout, r"watchdog attempt 0 rank 1  SIGKILL to pid \d+: scope \S+ "
+                                      r"expired after 1\.0 s\n +in <module> \(\S*timed\.py:9",
+                         "the run records the reaping and where rank 1 was")
+        self.assertIn('File "' + self.script + '", line 9 in <module>', show.stdout)
         self.assertIn("rank 0 done", d.stdout)
         self.assertNotIn("rank 1 done", d.stdout)
         self.assertIn("worker watchdog: rank 1 (local_rank 1) overstayed its timer", d.stderr)
         self.assertIn("sending SIGKILL", d.stderr)
         self.assertRegex(d.stderr, r"traceback : reaped by the worker watchdog: scope \S+ "
-                                   r"expired after \d+\.\d s", "the failure summary says why")
+                                   r"expired after \d+\.\d s, in <module> \(\S*timed\.py:9",
+                         "the failure summary says why, and where")
         t = torchrun("--nproc_per_node=2", self.script)
         self.assertNotEqual(t.returncode, 0, t.stderr)
         self.assertIn("rank 0 done", t.stdout)

@@ -1,7 +1,9 @@
 // WorkerGroupRunner over a fake launcher and a hand-moved clock.
 #include "agent/worker_group_runner.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <filesystem>
 
@@ -9,6 +11,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 
 #include "agent/log_dir.h"
+#include "agent/timer_watchdog.h"
 #include "tests/fakes/fake_process_inspector.h"
 #include "tests/fakes/fake_process_launcher.h"
 #include "tests/fakes/manual_clock.h"
@@ -173,6 +176,79 @@ TEST_F(WorkerGroupRunnerTest, AWorkerThatSigkillCannotEndIsNamedAndLeftBehind) {
   EXPECT_EQ(launcher_.process(pid(1)).signals, (std::vector<int>{SIGTERM, SIGKILL}));
   EXPECT_TRUE(launcher_.process(pid(1)).alive) << "still there, and ddprun went on";
   EXPECT_TRUE(runner.idle());
+}
+
+// torchrun's worker watchdog through the runner: requests on a real FIFO, time moved
+// by hand, and a fake inspector standing in for eu-stack and faulthandler.
+class WatchdogReapingTest : public WorkerGroupRunnerTest {
+ protected:
+  // What torch's FileTimerClient writes for `pid`: a `seconds` timer that ends in SIGKILL.
+  void request(pid_t pid, double seconds) {
+    std::string line = "{\"version\": 1, \"pid\": " + std::to_string(pid) +
+                       ", \"scope_id\": \"train.py#7\", \"expiration_time\": " +
+                       std::to_string(wall_ + seconds) + ", \"signal\": 9}\n";
+    int fd = ::open(watchdog_.path().c_str(), O_WRONLY | O_NONBLOCK);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::write(fd, line.data(), line.size()), static_cast<ssize_t>(line.size()));
+    ::close(fd);
+    io_.run_for(50ms);  // the loop reads it
+  }
+
+  FakeProcessInspector inspector_{io_};
+  agent::WorkerGroupRunner inspected_{io_,      config_, launcher_, clock_,    nullptr,
+                                      log_dir_, "host",  nullptr,   &inspector_};
+  double wall_ = 1000;
+  bool made_base_ = std::filesystem::create_directories(base_);  // before the FIFO in it
+  agent::TimerWatchdog watchdog_{io_, clock_, (base_ / "timer").string(), [this] { return wall_; }};
+};
+
+TEST_F(WatchdogReapingTest, TheStacksAreTakenBeforeTheSignalAndTheSummarySaysWhere) {
+  std::vector<int> signals_at_capture{-1};
+  inspector_.on_capture = [&](const std::vector<agent::StackRequest>&) {
+    signals_at_capture = launcher_.process(pid(1)).signals;
+  };
+  bool done = false;
+  std::vector<agent::FailureRecord> failures;
+  inspected_.start(
+      group(), [&](const agent::FailureRecord& f) { failures.push_back(f); },
+      [&done] { done = true; });
+  inspected_.watch_timers(watchdog_);
+  request(pid(1), 1.0);
+  wall_ += 1;
+  clock_.advance(1s);
+  while (failures.empty()) io_.run_one();
+  ASSERT_EQ(inspector_.captures.size(), 1u);
+  ASSERT_EQ(inspector_.captures[0].size(), 1u);
+  EXPECT_EQ(inspector_.captures[0][0].pid, pid(1));
+  EXPECT_TRUE(signals_at_capture.empty()) << "the stacks come first";
+  EXPECT_EQ(launcher_.process(pid(1)).signals, (std::vector<int>{SIGKILL}));
+  EXPECT_EQ(failures[0].local_rank, 1);
+  std::string where = "pid" + std::to_string(pid(1)) + ".py:1";
+  EXPECT_NE(failures[0].traceback.find("reaped by the worker watchdog: scope train.py#7 expired "
+                                       "after 1.0 s, in <module>"),
+            std::string::npos)
+      << failures[0].traceback;
+  EXPECT_NE(failures[0].traceback.find(where), std::string::npos) << failures[0].traceback;
+  inspected_.stop(SIGTERM);
+  while (!done) io_.run_one();
+}
+
+TEST_F(WatchdogReapingTest, AWorkerThatEndsWhileItsStacksAreTakenIsNotSignalled) {
+  inspector_.on_capture = [&](const std::vector<agent::StackRequest>&) {
+    launcher_.exit(pid(1), 0);
+  };
+  bool done = false;
+  inspected_.start(group(), nullptr, [&done] { done = true; });
+  inspected_.watch_timers(watchdog_);
+  request(pid(1), 1.0);
+  wall_ += 1;
+  clock_.advance(1s);
+  io_.run_for(50ms);
+  ASSERT_EQ(inspector_.captures.size(), 1u);
+  EXPECT_TRUE(launcher_.process(pid(1)).signals.empty());
+  EXPECT_TRUE(inspected_.failures().empty());
+  inspected_.stop(SIGTERM);
+  while (!done) io_.run_one();
 }
 
 }  // namespace
