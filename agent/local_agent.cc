@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <fstream>
 #include <iostream>
 #include <mutex>
 #include <optional>
@@ -17,6 +16,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 
+#include "agent/hang_publish.h"
 #include "agent/hang_watch.h"
 #include "agent/job_signals.h"
 #include "agent/log_dir.h"
@@ -312,27 +312,13 @@ class LocalAgent::Impl {
     while (!parts && signalled_ == 0) io_.run_one();
     if (!parts) return;
     HangWatch::Verdict v = hang_.judge(*parts);
-    std::string report = format_hang_report(over_->reason, v.ranks, v.diagnosis);
+    std::string trigger = over_->reason;
     // From here on the job's root cause names the culprit (alike on every node).
     if (!v.diagnosis.headline.empty()) over_->reason = "hang: " + v.diagnosis.headline;
     std::string path = log_dir_.run_dir() + "/attempt_" + std::to_string(info.restart_count) +
                        "/hang_node" + std::to_string(info.group_rank) + ".txt";
-    std::ofstream(path) << report;
+    publish_hang(v, trigger, over_->reason, path, info.restart_count, observer_);
     log_dir_.keep();
-    std::cerr << "ddprun: " << report.substr(0, report.find('\n')) << "\n"
-              << v.diagnosis.summary << (v.missing.empty() ? "" : "  " + v.missing + "\n")
-              << "  stacks of every rank: " << path << "\n"
-              << std::flush;
-    if (observer_) {
-      nlohmann::json ranks = nlohmann::json::array();
-      for (const auto& r : v.ranks) ranks.push_back(to_json(r));
-      observer_->hang(info.restart_count, nlohmann::json{{"reason", over_->reason},
-                                                         {"culprits", v.diagnosis.culprits},
-                                                         {"why", v.diagnosis.why},
-                                                         {"summary", v.diagnosis.summary},
-                                                         {"ranks", ranks}}
-                                              .dump());
-    }
     if (v.no_progress_limit) {
       over_ =
           RoundEnd{RoundEnd::Kind::kFinal, kNoProgressExitCode,
