@@ -36,6 +36,11 @@ void fill_rendezvous(const Values& v, const EnvLookup& env, LaunchConfig& config
         "warning: no job token: whoever reaches the rendezvous endpoint can join this job or "
         "read its keys; give every node the same --rdzv_conf=token_file=PATH or "
         "DDPRUN_JOB_TOKEN");
+  } else if (!p.elastic() && p.max_nodes > 1 && p.token.empty()) {
+    config.notices.emplace_back(
+        "warning: no job token: whoever reaches the master address can join this job or "
+        "read and write its keys; give every node the same DDPRUN_JOB_TOKEN or "
+        "--rdzv_conf=token_file=PATH");
   }
   config.standalone = f.standalone;
   config.agent.min_nodes = config.rendezvous.min_nodes;

@@ -70,12 +70,15 @@ bool proves(const std::string& token, const std::string& challenge, const std::s
 
 void answer_challenge(Socket& socket, const std::string& token, const std::string& where,
                       Socket::Deadline deadline) {
+  std::string hello = kHello;
+  socket.send_all(hello.data(), hello.size(), deadline);
   std::string challenge;
   try {
-    // A server that wants the token speaks at once; one that does not never will.
+    // A server that wants the token answers the hello at once; one that does not
+    // takes it for the start of a request and never will.
     challenge = read_line(socket, where,
                           std::min(deadline, Clock::now() + std::chrono::seconds(10)));
-  } catch (const TimeoutError&) {
+  } catch (const Error&) {  // silence, or closed on a hello it took for a bad request
     throw StoreError(where + " sent no job-token challenge: it runs without a token (give "
                              "every node the same token) or is not ddprun's");
   }

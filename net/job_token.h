@@ -7,12 +7,15 @@
 namespace ddprun::net {
 
 /// The secret the agents of one job share (--rdzv_conf=token_file=PATH or
-/// DDPRUN_JOB_TOKEN). A channel that requires it speaks first: the server sends
-/// "DDPRUN-AUTH1 <challenge>\n" (32 random bytes, hex); the client answers
-/// "<HMAC-SHA256(token, challenge), hex>\n"; the server answers "ok\n" and the channel's
-/// own protocol begins, or closes. The token itself never crosses the network.
+/// DDPRUN_JOB_TOKEN). On a channel that requires it the client says "DDPRUN-HELLO1\n";
+/// the server sends "DDPRUN-AUTH1 <challenge>\n" (32 random bytes, hex); the client
+/// answers "<HMAC-SHA256(token, challenge), hex>\n"; the server answers "ok\n" and the
+/// channel's own protocol begins, or closes. The token itself never crosses the network.
+/// The hello's first byte is no TCPStore request type: a store that agents and PyTorch
+/// clients share tells them apart by it without reading it (a static job's store).
 namespace job_token {
 
+constexpr const char* kHello = "DDPRUN-HELLO1\n";
 constexpr const char* kChallengePrefix = "DDPRUN-AUTH1 ";
 /// The longest line either side may send in the handshake.
 constexpr size_t kMaxLine = 128;
@@ -24,8 +27,8 @@ std::string proof(const std::string& token, const std::string& challenge);
 /// Whether `answer` proves `token` for `challenge` (compared in constant time).
 bool proves(const std::string& token, const std::string& challenge, const std::string& answer);
 
-/// The client's side over a connected socket: reads the challenge, answers it, reads
-/// "ok". Throws StoreError naming `where` when the server refuses or speaks no
+/// The client's side over a connected socket: says hello, reads the challenge, answers
+/// it, reads "ok". Throws StoreError naming `where` when the server refuses or speaks no
 /// challenge (a server without a token, or not ddprun's), TimeoutError past `deadline`.
 void answer_challenge(Socket& socket, const std::string& token, const std::string& where,
                       Socket::Deadline deadline);

@@ -52,6 +52,7 @@ std::unique_ptr<RendezvousHandler> make_rendezvous(const RendezvousParams& p) {
   o.master_addr = p.master_addr;
   o.master_port = p.master_port;
   o.join_timeout = p.join_timeout;
+  o.token = p.token;
   return std::make_unique<StaticRendezvous>(o);
 }
 

@@ -35,6 +35,7 @@ std::string static_round_prefix(int round) {
 StaticRendezvous::StaticRendezvous(Options options) : options_(std::move(options)) {
   TcpStoreClient::Options client_options;
   client_options.timeout = options_.join_timeout;
+  client_options.token = options_.token;
   if (options_.node_rank == 0) {
     // A single node's store serves only its own workers: it listens on loopback, where
     // no other machine can reach it. Otherwise on every interface: the other nodes
@@ -42,8 +43,11 @@ StaticRendezvous::StaticRendezvous(Options options) : options_(std::move(options
     // /etc/hosts maps to 127.0.1.1), as it does for a single node given an address.
     std::string listen_host =
         options_.nnodes == 1 && is_loopback(options_.master_addr) ? options_.master_addr : "";
+    // Agents and workers share it: with a token, a worker is served from the address
+    // of a node that proved it.
     server_ = std::make_unique<TcpStoreServer>(listen_host,
-                                               static_cast<uint16_t>(options_.master_port));
+                                               static_cast<uint16_t>(options_.master_port),
+                                               options_.token, TcpStoreServer::Guests::kMembers);
     port_ = server_->port();
     client_ = std::make_unique<TcpStoreClient>("127.0.0.1", port_, client_options);
   } else {
@@ -55,6 +59,7 @@ StaticRendezvous::StaticRendezvous(Options options) : options_(std::move(options
 std::unique_ptr<Store> StaticRendezvous::connect() {
   TcpStoreClient::Options o;
   o.timeout = options_.join_timeout;
+  o.token = options_.token;
   return std::make_unique<TcpStoreClient>(server_ ? "127.0.0.1" : options_.master_addr, port_, o);
 }
 

@@ -29,6 +29,9 @@ class StaticRendezvous : public RendezvousHandler {
     std::string master_addr = "127.0.0.1";
     int master_port = 0;  // 0 on node 0: any free port
     std::chrono::milliseconds join_timeout{600'000};
+    /// The job token: the nodes prove it to node 0's store, which serves PyTorch's
+    /// clients only from the addresses of nodes that did ("" = everyone is served).
+    std::string token;
   };
 
   /// Node 0 binds the store here (throws StoreError naming the address); the others

@@ -16,6 +16,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "net/listen.h"
+#include "net/peer_address.h"
 #include "rendezvous/store.h"
 #include "rendezvous/tcp_store_session.h"
 #include "rendezvous/token_gate.h"
@@ -25,14 +26,6 @@ using asio::ip::tcp;
 
 namespace ddprun::rendezvous {
 namespace {
-
-// An IPv4 client of a dual-stack listener shows as ::ffff:a.b.c.d: compare it as a.b.c.d.
-asio::ip::address unmapped(const asio::ip::address& a) {
-  if (a.is_v6() && a.to_v6().is_v4_mapped()) {
-    return asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6());
-  }
-  return a;
-}
 
 // Holding thousands of connections needs more descriptors than the usual soft limit.
 void raise_fd_limit() {
@@ -47,10 +40,11 @@ void raise_fd_limit() {
 
 class TcpStoreServer::Impl {
  public:
-  Impl(const std::string& host, uint16_t port, std::string token)
+  Impl(const std::string& host, uint16_t port, std::string token, Guests guests)
       : acceptor_(net::open_acceptor(io_, host, port)),
         port_(acceptor_.local_endpoint().port()),
-        gate_(io_, std::move(token), "store") {
+        gate_(io_, std::move(token), "store"),
+        guests_(guests) {
     raise_fd_limit();
     do_accept();
     thread_ = std::thread([this] { io_.run(); });
@@ -115,7 +109,7 @@ class TcpStoreServer::Impl {
     for (const auto& host : hosts) {
       boost::system::error_code ec;
       for (const auto& e : resolver.resolve(host, "", ec)) {
-        addresses.push_back(unmapped(e.endpoint().address()));
+        addresses.push_back(net::unmapped(e.endpoint().address()));
       }
       if (ec) spdlog::warn("store: cannot resolve node address {}: {}", host, ec.message());
     }
@@ -136,7 +130,12 @@ class TcpStoreServer::Impl {
       if (ec) return pause_accepting(ec);
       accept_failing_ = false;
       if (!admitted(socket)) return do_accept();  // the socket closes as it goes
-      gate_.admit(std::move(socket), [this](tcp::socket s) { serve(std::move(s)); });
+      auto serve_it = [this](tcp::socket s) { serve(std::move(s)); };
+      if (guests_ == Guests::kMembers) {
+        gate_.admit_shared(std::move(socket), serve_it, serve_it);
+      } else {
+        gate_.admit(std::move(socket), serve_it);
+      }
       do_accept();
     });
   }
@@ -146,9 +145,8 @@ class TcpStoreServer::Impl {
     boost::system::error_code ec;
     auto peer = socket.remote_endpoint(ec);
     if (ec) return false;  // gone already
-    auto address = unmapped(peer.address());
-    if (address == asio::ip::address_v4::loopback() ||
-        address == asio::ip::address_v6::loopback() ||
+    auto address = net::unmapped(peer.address());
+    if (net::is_loopback_peer(address) ||
         std::find(members_->begin(), members_->end(), address) != members_->end()) {
       return true;
     }
@@ -200,6 +198,7 @@ class TcpStoreServer::Impl {
   std::unordered_map<tcpstore::Session*, std::weak_ptr<tcpstore::Session>> sessions_;
   size_t next_prune_ = 64;
   TokenGate gate_;  // without a token, every client is served
+  Guests guests_;
   std::optional<std::vector<asio::ip::address>> members_;  // unset: every address
   std::set<asio::ip::address> refused_;                    // addresses already logged
   asio::steady_timer accept_retry_{io_};
@@ -207,8 +206,9 @@ class TcpStoreServer::Impl {
   std::thread thread_;
 };
 
-TcpStoreServer::TcpStoreServer(const std::string& host, uint16_t port, std::string token)
-    : impl_(std::make_unique<Impl>(host, port, std::move(token))) {}
+TcpStoreServer::TcpStoreServer(const std::string& host, uint16_t port, std::string token,
+                               Guests guests)
+    : impl_(std::make_unique<Impl>(host, port, std::move(token), guests)) {}
 
 TcpStoreServer::~TcpStoreServer() = default;
 

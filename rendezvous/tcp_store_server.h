@@ -21,8 +21,15 @@ class TcpStoreServer {
   /// publish after: no other process can race for the port. Throws StoreError naming
   /// the address.
   /// With a `token`, a client is served only once it proved it (net/job_token.h): the
-  /// agents' own channels. PyTorch's clients cannot, so the workers' store has none.
-  TcpStoreServer(const std::string& host, uint16_t port, std::string token = "");
+  /// agents' own channels. PyTorch's clients cannot, so the workers' store has none,
+  /// or lets them in as `guests`.
+  enum class Guests {
+    kNone,     // only clients that proved the token
+    kMembers,  // also clients from the address of one that did, this host or loopback:
+               // a static job's store, which its agents and its workers share
+  };
+  TcpStoreServer(const std::string& host, uint16_t port, std::string token = "",
+                 Guests guests = Guests::kNone);
   /// Stops serving and closes every connection.
   ~TcpStoreServer();
   TcpStoreServer(const TcpStoreServer&) = delete;

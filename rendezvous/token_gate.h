@@ -12,9 +12,9 @@ namespace ddprun::rendezvous {
 /// The server's side of the job-token handshake (job_token.h) for the connections one
 /// listener accepts, on its io_context: a connection is handed on only once it proved
 /// the token; any other is closed before a byte of the channel's own protocol is read,
-/// at its first byte that cannot be part of an answer (a PyTorch client's request) or
-/// after 10 s of silence. Each refused address is logged once. Not thread-safe: used
-/// on the listener's io_context thread only.
+/// at its first byte that cannot be part of the hello or the answer (a PyTorch client's
+/// request) or after 10 s of silence. Each refused address is logged once. Not
+/// thread-safe: used on the listener's io_context thread only.
 class TokenGate {
  public:
   using Admit = std::function<void(boost::asio::ip::tcp::socket)>;
@@ -25,17 +25,28 @@ class TokenGate {
   /// Hands `socket` to `admit` once it proved the token (at once without a token).
   void admit(boost::asio::ip::tcp::socket socket, Admit admit);
 
+  /// For a store that agents and PyTorch's clients share (a static job's): a connection
+  /// that opens with the hello goes through the handshake to `admit`, and from then on
+  /// its address is a member's; any other is handed to `plain` untouched (not a byte
+  /// read) when it comes from a member's address, from this host or from loopback, and
+  /// is closed otherwise. Without a token, every connection goes to `plain`.
+  void admit_shared(boost::asio::ip::tcp::socket socket, Admit admit, Admit plain);
+
   bool enabled() const { return !token_.empty(); }
 
  private:
   struct Handshake;
+  void read_hello(const std::shared_ptr<Handshake>& h);
+  void send_challenge(const std::shared_ptr<Handshake>& h);
   void read_answer(const std::shared_ptr<Handshake>& h);
   void refuse(Handshake& h, const char* why);
+  bool known(const boost::asio::ip::tcp::socket& socket) const;
 
   boost::asio::io_context& io_;
   std::string token_;
   std::string what_;
-  std::set<std::string> refused_;  // addresses already logged
+  std::set<std::string> refused_;                 // addresses already logged
+  std::set<boost::asio::ip::address> members_;  // that proved the token (admit_shared)
 };
 
 }  // namespace ddprun::rendezvous

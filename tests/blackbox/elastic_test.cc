@@ -79,7 +79,8 @@ TEST(Elastic, FrozenNodeIsDroppedFencedAndLeaves) {
   DdprunProcess a(agent(true), kEnv);  // 127.0.0.1: group rank 0, the workers' store
   job.local_addr = "127.0.0.2";
   DdprunProcess b(agent(false), kEnv);
-  ASSERT_TRUE(eventually([&] { return world_running(dir, 2, 0); })) << a.err() << b.err();
+  ASSERT_TRUE(eventually([&] { return world_running(dir, 2, 0); }))
+      << a.err_so_far() << b.err_so_far();
   ::kill(b.pid(), SIGSTOP);
   ASSERT_TRUE(eventually([&] { return world_running(dir, 1, 0); }))
       << "the job goes on with one node\n"
@@ -112,7 +113,8 @@ TEST(Elastic, FrozenRendezvousHostIsWaitedForNotDropped) {
   DdprunProcess a(job.agent({"--no_tracking", "--max_restarts=3"}, {"mark", dir}, true), kEnv);
   job.local_addr = "127.0.0.2";
   DdprunProcess b(job.agent({"--no_tracking", "--max_restarts=3"}, {"mark", dir}, false), kEnv);
-  ASSERT_TRUE(eventually([&] { return world_running(dir, 2, 0); })) << a.err() << b.err();
+  ASSERT_TRUE(eventually([&] { return world_running(dir, 2, 0); }))
+      << a.err_so_far() << b.err_so_far();
   ::kill(a.pid(), SIGSTOP);
   std::this_thread::sleep_for(std::chrono::seconds(3));  // 3 limits (0.5 s x 2)
   ::kill(a.pid(), SIGCONT);

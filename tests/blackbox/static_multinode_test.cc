@@ -148,5 +148,41 @@ TEST(StaticMultiNode, SignalWhileWaitingForTheOthersCancelsTheJoin) {
       << show.out << show.err << n0.err();
 }
 
+// With a job token, node 0's store takes only nodes that prove it; their workers, plain
+// PyTorch-protocol clients, are served as before (across a restart too).
+TEST(StaticMultiNode, OnlyNodesWithTheJobTokenGetIn) {
+  int port = free_port();
+  auto env = [](const std::string& token) {
+    auto e = kEnv;
+    e["DDPRUN_JOB_TOKEN"] = token;
+    return e;
+  };
+  auto args = [&](int node) {
+    return concat(node_args(node, port, {"--nproc_per_node=2", "--max_restarts=1", "--no_tracking"}),
+                  {"--no_python", store_worker_binary(), "leak_check"});
+  };
+  DdprunProcess n0(args(0), env("the-job's"));
+  Finished intruder = run_ddprun(args(1), env("a guess"));
+  EXPECT_NE(intruder.code, 0);
+  EXPECT_NE(intruder.err.find("refused this node's job token"), std::string::npos)
+      << intruder.err;
+  DdprunProcess n1(args(1), env("the-job's"));
+  EXPECT_EQ(n0.wait(), 0) << n0.err();
+  EXPECT_EQ(n1.wait(), 0) << n1.err();
+  EXPECT_EQ(n0.err().find("no job token"), std::string::npos) << n0.err();
+  EXPECT_NE(n0.err().find("refused a connection from 127.0.0.1"), std::string::npos) << n0.err();
+}
+
+TEST(StaticMultiNode, AJobWithoutATokenSaysSo) {
+  int port = free_port();
+  DdprunProcess n0(concat(node_args(0, port, {"--no_tracking"}), worker({"exit", "0"})), kEnv);
+  DdprunProcess n1(concat(node_args(1, port, {"--no_tracking"}), worker({"exit", "0"})), kEnv);
+  EXPECT_EQ(n0.wait(), 0) << n0.err();
+  EXPECT_EQ(n1.wait(), 0) << n1.err();
+  EXPECT_NE(n0.err().find("warning: no job token: whoever reaches the master address"),
+            std::string::npos)
+      << n0.err();
+}
+
 }  // namespace
 }  // namespace ddprun::test

@@ -148,11 +148,15 @@ class Srun(SlurmTest):
 
 class Torch(SlurmTest):
     def test_gloo_ddp_job_across_the_two_slurm_nodes(self):
+        # With a job token: node 0's store serves real PyTorch clients only from the
+        # nodes that proved it (both on loopback here).
         train = os.path.join(HERE, "..", "..", "examples", "pytorch_ddp", "train.py")
         r = self.cluster.run(["srun", "-N2", "--ntasks-per-node=1", DDPRUN, "--tracking_dir",
                               self.runs, "--nproc_per_node=1", train, "--epochs", "2"],
-                             env=self.env, cwd=self.tmp, timeout=150)
+                             env=dict(self.env, DDPRUN_JOB_TOKEN="the job's"), cwd=self.tmp,
+                             timeout=150)
         self.assertEqual(r.returncode, 0, self.fail_with(r))
+        self.assertNotIn("no job token", r.stderr)
         self.assertIn("epoch 1 loss", r.stdout, self.fail_with(r))
         self.assertEqual(run_meta(self.runs)[1], "finished")
 
@@ -168,9 +172,12 @@ class Sbatch(SlurmTest):
             return r, f.read()
 
     def test_batch_script_runs_the_job_on_both_nodes(self):
+        # The job token exported as the README and the example scripts do.
+        token = "export DDPRUN_JOB_TOKEN=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \\n')"
         command = " ".join(["srun", "--ntasks-per-node=1", *self.ddprun(WORKER, "env")])
-        r, out = self.sbatch(command + "\nexit $?")
+        r, out = self.sbatch(token + "\n" + command + "\nexit $?")
         self.assertEqual(r.returncode, 0, self.fail_with(r) + out)
+        self.assertNotIn("no job token", out)
         ranks = sorted(l.split()[1] for l in out.splitlines() if l.startswith("env "))
         self.assertEqual(ranks, ["RANK=0", "RANK=1", "RANK=2", "RANK=3"], out)
         self.assertEqual(run_meta(self.runs)[1], "finished")

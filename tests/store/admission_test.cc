@@ -1,8 +1,10 @@
 // The workers' store of a job with a token admits only the job's nodes: PyTorch's
 // clients from a member address or loopback are served; one from anywhere else is
-// closed before a key is read or written.
+// closed before a key is read or written. A static job's store, which agents and
+// workers share, learns its members from the agents that prove the token.
 #include <gtest/gtest.h>
 
+#include "net/job_token.h"
 #include "rendezvous/tcp_store_client.h"
 #include "rendezvous/tcp_store_server.h"
 #include "tests/store/raw_connection.h"
@@ -33,6 +35,59 @@ TEST(MemberAdmission, OnlyMembersAndLoopbackAreServed) {
 
 TEST(MemberAdmission, WithoutAMemberListEveryoneIsServed) {
   TcpStoreServer server{"", 0};
+  TcpStoreClient owner("127.0.0.1", server.port());
+  owner.set("k", "v");
+  RawConnection anyone = RawConnection::v2(server.port(), "127.0.0.3");
+  anyone.send(Wire(Numbering::kV2, Op::kGet).str("k").bytes);
+  EXPECT_EQ(anyone.read_bytes(), "v");
+}
+
+// An agent's side of the handshake over a raw connection (from any loopback address):
+// hello, the challenge, the answer for `token`. True when the store said "ok".
+bool prove(RawConnection& c, const std::string& token) {
+  c.send(net::job_token::kHello);
+  std::string prefix = net::job_token::kChallengePrefix;
+  auto line = c.read(prefix.size() + 65);
+  if (!line || line->rfind(prefix, 0) != 0) return false;
+  std::string challenge = line->substr(prefix.size(), 64);
+  c.send(net::job_token::proof(token, challenge) + "\n");
+  return c.read(3) == std::optional<std::string>("ok\n");
+}
+
+// A static job's store: its agents prove the token, its workers (PyTorch's clients)
+// cannot and are served from the address of a node that proved it, or this host.
+TEST(SharedAdmission, WorkersAreServedFromTheAddressesOfNodesThatProvedTheToken) {
+  TcpStoreServer server{"", 0, "s3cret", TcpStoreServer::Guests::kMembers};
+  TcpStoreClient node0("127.0.0.1", server.port());  // node 0's own client, over loopback
+  node0.set("nccl_id", "rank 0's");
+  auto worker_reads = [&](const char* from) {
+    RawConnection worker = RawConnection::v2(server.port(), from);
+    worker.send(Wire(Numbering::kV2, Op::kGet).str("nccl_id").bytes);
+    return worker.read_bytes();
+  };
+  EXPECT_EQ(worker_reads("127.0.0.2"), std::nullopt) << "no node proved the token from there";
+  RawConnection node1(server.port(), "127.0.0.2");
+  ASSERT_TRUE(prove(node1, "s3cret"));
+  EXPECT_EQ(worker_reads("127.0.0.2"), "rank 0's") << "a worker of a node that proved it";
+  RawConnection impostor(server.port(), "127.0.0.3");
+  EXPECT_FALSE(prove(impostor, "a guess"));
+  EXPECT_EQ(worker_reads("127.0.0.3"), std::nullopt) << "nor after a wrong token";
+  {
+    RawConnection forger = RawConnection::v2(server.port(), "127.0.0.4");
+    forger.send(Wire(Numbering::kV2, Op::kSet).str("nccl_id").str("forged").bytes);
+    EXPECT_TRUE(forger.closed_by_server());
+  }
+  EXPECT_EQ(node0.get_now(std::string("nccl_id")), "rank 0's") << "nobody else wrote";
+  // ddprun's own client proves the token on every connection, from a member's address
+  // too (its agent's second connection).
+  TcpStoreClient::Options o;
+  o.token = "s3cret";
+  TcpStoreClient again("127.0.0.1", server.port(), o);
+  EXPECT_EQ(again.get_now(std::string("nccl_id")), "rank 0's");
+}
+
+TEST(SharedAdmission, WithoutATokenEveryoneIsServed) {
+  TcpStoreServer server{"", 0, "", TcpStoreServer::Guests::kMembers};
   TcpStoreClient owner("127.0.0.1", server.port());
   owner.set("k", "v");
   RawConnection anyone = RawConnection::v2(server.port(), "127.0.0.3");
