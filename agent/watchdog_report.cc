@@ -3,6 +3,8 @@
 #include <iomanip>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "agent/failure_summary.h"
 #include "agent/hang_report.h"
 
@@ -23,16 +25,17 @@ WatchdogReport watchdog_report(const TimerWatchdog::Expiry& e, const CapturedSta
       << std::setprecision(1) << e.length_seconds << " s";
   if (known) why << ", in " << r.where;
   out.reaped_by = why.str();
-  out.event = {{"scope", e.scope},
-               {"signal", signal_name(e.signal)},
-               {"pid", e.pid},
-               {"local_rank", e.local_rank},
-               {"timer_seconds", e.length_seconds},
-               {"overdue_seconds", e.overdue_seconds},
-               {"where", r.where}};  // "unknown (why)" without a stack
-  if (!r.python_stack.empty()) out.event["python_stack"] = r.python_stack;
-  if (!r.native_stack.empty()) out.event["native_stack"] = r.native_stack;
-  if (!r.stack_note.empty()) out.event["stack_note"] = r.stack_note;
+  nlohmann::json event{{"scope", e.scope},
+                       {"signal", signal_name(e.signal)},
+                       {"pid", e.pid},
+                       {"local_rank", e.local_rank},
+                       {"timer_seconds", e.length_seconds},
+                       {"overdue_seconds", e.overdue_seconds},
+                       {"where", r.where}};  // "unknown (why)" without a stack
+  if (!r.python_stack.empty()) event["python_stack"] = r.python_stack;
+  if (!r.native_stack.empty()) event["native_stack"] = r.native_stack;
+  if (!r.stack_note.empty()) event["stack_note"] = r.stack_note;
+  out.event = event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   return out;
 }
 

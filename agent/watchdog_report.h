@@ -2,8 +2,6 @@
 
 #include <string>
 
-#include <nlohmann/json.hpp>
-
 #include "agent/process_inspector.h"
 #include "agent/timer_watchdog.h"
 
@@ -13,7 +11,7 @@ namespace ddprun::agent {
 struct WatchdogReport {
   std::string where;      // "step (train.py:12: time.sleep(60))"; "" when no stack came
   std::string reaped_by;  // the failure summary's "reaped by the worker watchdog: ..."
-  nlohmann::json event;   // the run's `watchdog` event: the expiry, `where`, the stacks
+  std::string event;      // the run's `watchdog` event (JSON): the expiry, `where`, stacks
 };
 
 WatchdogReport watchdog_report(const TimerWatchdog::Expiry& e, const CapturedStacks& stacks);

@@ -5,7 +5,6 @@
 #include <cstdlib>
 #include <utility>
 
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include "agent/log_dir.h"
@@ -264,9 +263,7 @@ void WorkerGroupRunner::reap(const TimerWatchdog::Expiry& e) {
         w.global_rank, e.local_rank, e.scope, e.overdue_seconds,
         report.where.empty() ? "" : ", in " + report.where, signal_name(e.signal), e.pid);
     if (observer_) {
-      observer_->watchdog_reaped(
-          group_.group_rank, w.global_rank, attempt,
-          report.event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      observer_->watchdog_reaped(group_.group_rank, w.global_rank, attempt, report.event);
     }
     launcher_.signal_process(e.pid, e.signal);
   };
