@@ -20,6 +20,7 @@
 #include "agent/orphan_guard.h"
 #include "agent/posix_process_inspector.h"
 #include "agent/posix_process_launcher.h"
+#include "common/build_info.h"
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/host.h"
@@ -27,6 +28,7 @@
 #include "launcher/cli.h"
 #include "os/cpu_topology.h"
 #include "launcher/entrypoint.h"
+#include "launcher/python_files.h"
 #include "launcher/runs_command.h"
 #include "launcher/ssh_controller.h"
 #include "rendezvous/rendezvous_factory.h"
@@ -81,25 +83,6 @@ void print_omp_banner(const std::string& threads) {
                "*****************************************\n";
 }
 
-// ddprun_tracking.py: installed next to the binary's share directory, or in the
-// source tree for a build that was not installed.
-std::string tracking_python_dir() {
-  std::error_code ec;
-  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    auto installed = exe.parent_path().parent_path() / "share" / "ddprun" / "python";
-    if (std::filesystem::exists(installed / "ddprun_tracking.py")) return installed;
-  }
-  return std::string(DDPRUN_SOURCE_DIR) + "/tracking/python";
-}
-
-// ddprun's Python start-up hook (sitecustomize.py), next to the tracking module.
-std::string python_hook_dir() {
-  std::string installed = tracking_python_dir() + "/hook";
-  if (std::filesystem::exists(installed + "/sitecustomize.py")) return installed;
-  return std::string(DDPRUN_SOURCE_DIR) + "/agent/python";
-}
-
 // A run id for the tracking run: the rendezvous id when there is one, else a fresh one.
 std::string tracking_run_id(const launcher::LaunchConfig& cfg) {
   if (cfg.agent.run_id != "none") return cfg.agent.run_id;
@@ -111,7 +94,8 @@ std::string tracking_run_id(const launcher::LaunchConfig& cfg) {
   return std::string(buf) + "-" + std::to_string(::getpid());
 }
 
-std::unique_ptr<tracking::RunTracker> make_tracker(const launcher::LaunchConfig& cfg, int argc,
+std::unique_ptr<tracking::RunTracker> make_tracker(const launcher::LaunchConfig& cfg,
+                                                   const launcher::PythonDirs& python, int argc,
                                                    char** argv) {
   if (!cfg.tracking) return nullptr;
   tracking::RunTracker::Options o;
@@ -135,7 +119,7 @@ std::unique_ptr<tracking::RunTracker> make_tracker(const launcher::LaunchConfig&
                               {"local_ranks", bindings}};
   }
   o.config_json = config.dump();
-  o.python_dir = tracking_python_dir();
+  o.python_dir = python.tracking;
   o.system_interval = cfg.tracking_interval;
   return std::make_unique<tracking::RunTracker>(o);
 }
@@ -152,8 +136,13 @@ int launch(launcher::LaunchConfig& cfg, int argc, char** argv) {
     if (cfg.agent.timer_file.empty()) cfg.agent.timer_file = "/tmp/watchdog_timer_" + random_uuid();
   }
   if (!cfg.agent.omp_num_threads.empty()) print_omp_banner(cfg.agent.omp_num_threads);
+  // Python workers import ddprun_tracking; their stacks are taken when they hang and
+  // before the watchdog reaps one.
+  bool stacks = cfg.agent.hang.enabled() || !cfg.agent.timer_file.empty();
+  launcher::PythonDirs python;
+  if (cfg.tracking || stacks) python = launcher::python_dirs();
   // Before any worker starts: an unwritable tracking directory fails the launch here.
-  auto tracker = make_tracker(cfg, argc, argv);
+  auto tracker = make_tracker(cfg, python, argc, argv);
   // A closed console must not kill the agent; writes to it fail with EPIPE instead.
   ::signal(SIGPIPE, SIG_IGN);
   agent::OrphanGuard guard;
@@ -161,10 +150,7 @@ int launch(launcher::LaunchConfig& cfg, int argc, char** argv) {
   agent::PosixProcessLauncher process_launcher(io);
   SteadyClock clock(io);
   agent::PosixProcessInspector inspector(io, process_launcher, clock);
-  // Python workers' stacks are taken when they hang and before the watchdog reaps one.
-  if (cfg.agent.hang.enabled() || !cfg.agent.timer_file.empty()) {
-    cfg.agent.hang.python_hook_dir = python_hook_dir();
-  }
+  if (stacks) cfg.agent.hang.python_hook_dir = python.hook;
   tracking::RunObserver* observer = tracker.get();
   std::unique_ptr<tracking::ConsoleEventLog> console_events;
   if (cfg.console_events) {
@@ -194,7 +180,10 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (cfg.version) {
-      std::cout << "ddprun " << DDPRUN_VERSION << "\n";
+      std::cout << "ddprun " << DDPRUN_VERSION << " (commit " << build_commit() << ", "
+                << (portable_build() ? "portable: everything but glibc linked in"
+                                     : "dynamically linked")
+                << ")\n";
       return 0;
     }
     if (cfg.ssh) {

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <fstream>
+#include <regex>
 
 #include "tests/blackbox/ddprun_process.h"
 
@@ -91,6 +92,11 @@ TEST(HelpAndVersion, ExitZero) {
   Finished version = run_ddprun({"--version"});
   EXPECT_EQ(version.code, 0);
   EXPECT_EQ(version.out.rfind("ddprun ", 0), 0u);
+  // The commit it was built from, and how it is linked.
+  EXPECT_TRUE(std::regex_search(version.out,
+                                std::regex(R"(^ddprun \d+\.\d+\.\d+ \(commit ([0-9a-f]{12}(-dirty)?|unknown), )"
+                                           R"((portable|dynamically linked))")))
+      << version.out;
 }
 
 }  // namespace
