@@ -10,6 +10,7 @@ packages=(
   clang libclang-rt-14-dev            # libFuzzer targets and sanitizer runtimes
   clang-tidy                          # scripts/tidy.sh, the checks in .clang-tidy
   python3-torch                       # the reference torchrun and real DDP jobs
+  python3-setuptools python3-wheel python3-venv python3-pip  # scripts/package.sh's wheel
   iproute2 procps time                # multi-host tests, process checks, benchmarks
   chromium                            # the HTML report and the dashboard, checked headless
   libjs-dygraphs                      # the charts of the dashboard and report (built in)

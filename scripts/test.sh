@@ -14,6 +14,8 @@ scripts/tidy.sh build
 CXX=clang++ scripts/build.sh build-clang -DCMAKE_BUILD_TYPE=Release -DDDPRUN_WERROR=ON \
   -DDDPRUN_BUILD_TESTS=OFF -DDDPRUN_PORTABLE=ON
 scripts/check_portable.sh build-clang/launcher/ddprun
+# The three artifacts users install from, made from that build and checked (dist/).
+scripts/package.sh build-clang
 
 # Clang: it builds the sanitized suite in well under half GCC's time.
 CXX=clang++ scripts/build.sh build-asan -DDDPRUN_SANITIZE=ON -DDDPRUN_WERROR=ON

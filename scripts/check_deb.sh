@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Checks ddprun's Debian package without installing it: the files it claims, and the
+# binary unpacked into a temporary root runs, finding its Python files beside it.
+# Usage: scripts/check_deb.sh DEB
+set -euo pipefail
+deb=$1
+fail() { echo "check_deb.sh: $*" >&2; exit 1; }
+listing=$(dpkg-deb -c "$deb" | awk '{print $6}')
+for f in ./usr/bin/ddprun \
+         ./usr/share/ddprun/python/ddprun_tracking.py \
+         ./usr/share/ddprun/python/hook/sitecustomize.py \
+         ./usr/include/ddprun/rendezvous/tcp_store_client.h \
+         ./usr/include/ddprun/tracking/ddprun_tracking.hpp \
+         ./usr/lib/cmake/ddprun/ddprunConfig.cmake \
+         ./usr/share/doc/ddprun/README.md \
+         ./usr/share/doc/ddprun/examples/pytorch_ddp/train.py; do
+  grep -qx "$f" <<<"$listing" || fail "$deb lacks $f"
+done
+dpkg-deb -f "$deb" Depends | grep -q "libc6" || fail "$deb declares no dependency on libc6"
+
+root=$(mktemp -d)
+trap 'rm -rf "$root"' EXIT
+dpkg-deb -x "$deb" "$root"
+"$root/usr/bin/ddprun" --version | grep -q "^ddprun " || fail "the unpacked ddprun does not run"
+cat > "$root/job.py" <<'PY'
+import ddprun_tracking
+print("client=" + ddprun_tracking.__file__, flush=True)
+PY
+out=$(cd "$root" && PYTHON_EXEC=/usr/bin/python3 "$root/usr/bin/ddprun" --nproc_per_node=1 \
+  --tee=1 --tracking_dir "$root/runs" job.py 2>&1) || fail "a job from the unpacked root failed: $out"
+grep -q "client=$root/usr/share/ddprun/python/ddprun_tracking.py" <<<"$out" ||
+  fail "the workers did not import the package's tracking client: $out"
+echo "check_deb.sh: $deb holds what it claims and runs unpacked"
