@@ -24,8 +24,10 @@ namespace {
 // torchrun's flags first, then ddprun's own.
 constexpr OptionDef kOptions[] = {
     {"nnodes", 0, false, "1:1", "number of nodes, N or MIN:MAX (elastic)"},
-    {"nproc_per_node", 0, false, "1", "workers per node: an integer, cpu, gpu, xpu or auto"},
-    {"rdzv_backend", 0, false, "static", "rendezvous backend: static, c10d or etcd"},
+    {"nproc_per_node", 0, false, "1", "workers per node: an integer, cpu, gpu, xpu or auto",
+     "cpu gpu xpu auto"},
+    {"rdzv_backend", 0, false, "static", "rendezvous backend: static, c10d or etcd",
+     "static c10d etcd"},
     {"rdzv_endpoint", 0, false, "", "rendezvous endpoint, host[:port]"},
     {"rdzv_id", 0, false, "none", "job id shared by all nodes (TORCHELASTIC_RUN_ID)"},
     {"rdzv_conf", 0, false, "", "rendezvous settings, key=value,key=value"},
@@ -33,14 +35,17 @@ constexpr OptionDef kOptions[] = {
     {"max_restarts", 0, false, "0", "restarts of the worker group before failing"},
     {"monitor_interval", 0, false, "5",
      "accepted for torchrun compatibility; ddprun is event-driven"},
-    {"start_method", 0, false, "spawn", "accepted for compatibility: spawn, fork or forkserver"},
+    {"start_method", 0, false, "spawn", "accepted for compatibility: spawn, fork or forkserver",
+     "spawn fork forkserver"},
     {"role", 0, false, "default", "worker role (ROLE_NAME, log prefix)"},
     {"module", 'm', true, "0", "run the script as a Python module (python -m)"},
     {"no_python", 0, true, "0", "execute the script directly instead of through Python"},
     {"run_path", 0, true, "0", "accepted for compatibility; the script runs as python -u script"},
-    {"log_dir", 0, false, "", "base directory for per-attempt logs and error files"},
-    {"redirects", 'r', false, "0", "send worker streams to log files only: 0-3 or 0:1,1:2"},
-    {"tee", 't', false, "0", "copy worker streams to log files as well: 0-3 or 0:1,1:2"},
+    {"log_dir", 0, false, "", "base directory for per-attempt logs and error files", "<dir>"},
+    {"redirects", 'r', false, "0", "send worker streams to log files only: 0-3 or 0:1,1:2",
+     "0 1 2 3"},
+    {"tee", 't', false, "0", "copy worker streams to log files as well: 0-3 or 0:1,1:2",
+     "0 1 2 3"},
     {"local_ranks_filter", 0, false, "", "show only these local ranks on the console, e.g. 0,1"},
     {"node_rank", 0, false, "0", "this node's rank (static rendezvous)"},
     {"master_addr", 0, false, "127.0.0.1", "address of node 0 (static rendezvous)"},
@@ -49,14 +54,17 @@ constexpr OptionDef kOptions[] = {
     {"grace_period", 0, false, "30", "seconds between SIGTERM and SIGKILL when stopping workers"},
     {"log_line_prefix_template", 0, false, "",
      "console prefix: ${role_name} ${local_rank} ${rank} ${node_rank} ${host}"},
-    {"log_level", 0, false, "warn", "ddprun's own log level: trace..critical, off"},
-    {"tracking_dir", 0, false, "./ddprun-runs", "where the job's experiment run is kept"},
+    {"log_level", 0, false, "warn", "ddprun's own log level: trace..critical, off",
+     "trace debug info warn error critical off"},
+    {"tracking_dir", 0, false, "./ddprun-runs", "where the job's experiment run is kept",
+     "<dir>"},
     {"run_name", 0, false, "", "a name for the run (default: its id)"},
     {"no_tracking", 0, true, "0", "do not record an experiment run"},
     {"tracking_interval", 0, false, "15", "seconds between system metric samples"},
     {"hang_timeout", 0, false, "off",
      "stop (and restart) the job when a rank makes no progress for SECONDS, or auto: a "
-     "safety factor x the longest interval seen; progress is any tracking call or output line"},
+     "safety factor x the longest interval seen; progress is any tracking call or output line",
+     "off auto"},
     {"hang_initial_timeout", 0, false, "1800",
      "seconds a rank may take to its first progress (auto: its first few)"},
     {"hang_safety_factor", 0, false, "5", "auto: the timeout is this x the longest interval"},
@@ -73,7 +81,8 @@ constexpr OptionDef kOptions[] = {
      "ignored with a warning"},
     {"hostfile", 0, false, "",
      "start the job on every host listed (a line per host: host [slots=N]) over ssh, one "
-     "agent per host, the first host as master"},
+     "agent per host, the first host as master",
+     "<file>"},
     {"hosts", 0, false, "", "like --hostfile, inline: a,b:4,c (:N gives slots)"},
     {"include", 0, false, "", "the hosts (and slots) to use: a@b:0,2 (DeepSpeed's syntax)"},
     {"exclude", 0, false, "", "the hosts (and slots) to leave out, same syntax"},
@@ -94,19 +103,28 @@ constexpr OptionDef kOptions[] = {
      "controller silent for 3 of them is taken as lost and the job stops"},
     {"slurm", 0, false, "auto",
      "auto: under Slurm (SLURM_JOB_ID set) the step gives --nnodes, --node_rank, the master "
-     "address and port and --rdzv_id where not given; off: ignore Slurm's environment"},
+     "address and port and --rdzv_id where not given; off: ignore Slurm's environment",
+     "auto off"},
     {"numa_binding", 0, false, "off",
      "bind each worker to CPUs near its GPU (or, without GPUs, spread over the NUMA "
-     "nodes): node, socket, exclusive (own physical cores) or core-complex (own L3 group)"},
+     "nodes): node, socket, exclusive (own physical cores) or core-complex (own L3 group)",
+     "off node socket exclusive core-complex"},
     {"event_log_handler", 0, false, "null",
      "torchrun 2.x's: null, or console (ddprun's agent events as JSON lines on stderr); the "
-     "run records them either way"},
+     "run records them either way",
+     "null console"},
     {"logs_specs", 0, false, "",
      "torchrun 2.x's Python plug-in for where logs go: not available in ddprun (--log_dir, "
      "--redirects and --tee say where worker logs go)"},
     {"help", 'h', true, "0", "print this help and exit"},
     {"version", 0, true, "0", "print the version and exit"},
 };
+
+}  // namespace
+
+std::span<const OptionDef> option_table() { return kOptions; }
+
+namespace {
 
 const OptionDef* find_short(char c) {
   for (const auto& d : kOptions)

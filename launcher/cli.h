@@ -1,9 +1,11 @@
 #pragma once
 
+#include <span>
 #include <string>
 
 #include "launcher/launch_config.h"
 #include "launcher/node_address.h"
+#include "launcher/option_values.h"
 
 namespace ddprun::launcher {
 
@@ -19,5 +21,9 @@ LaunchConfig parse_command_line(int argc, const char* const argv[], const EnvLoo
 
 /// The text printed for --help.
 std::string help_text();
+
+/// Every flag ddprun takes, torchrun's first: what parses them, prints --help and
+/// generates shell completion.
+std::span<const OptionDef> option_table();
 
 }  // namespace ddprun::launcher

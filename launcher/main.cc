@@ -26,6 +26,7 @@
 #include "common/host.h"
 #include "common/logging.h"
 #include "launcher/cli.h"
+#include "launcher/completion.h"
 #include "os/cpu_topology.h"
 #include "launcher/entrypoint.h"
 #include "launcher/python_files.h"
@@ -170,6 +171,15 @@ int launch(launcher::LaunchConfig& cfg, int argc, char** argv) {
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "runs") return launcher::runs_command(argc, argv);
+  if (argc > 1 && std::string(argv[1]) == "completion") {
+    try {
+      std::cout << launcher::completion_script(argc > 2 ? argv[2] : "");
+      return 0;
+    } catch (const UsageError& e) {
+      std::cerr << "ddprun: error: " << e.what() << "\n";
+      return 2;
+    }
+  }
   launcher::LaunchConfig cfg;
   try {
     launcher::DeviceCounter devices{agent::count_cpus, agent::count_visible_gpus,

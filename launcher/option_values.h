@@ -19,6 +19,9 @@ struct OptionDef {
   bool is_switch;        // takes no value
   const char* fallback;  // default when neither flag nor PET_ variable is given
   const char* help;
+  /// What shell completion offers for the value: words separated by spaces, "<file>",
+  /// "<dir>", or nullptr (nothing to offer).
+  const char* completes = nullptr;
 };
 
 /// The effective value of each option: command line, else PET_<NAME>, else default.
