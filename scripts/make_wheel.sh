@@ -72,6 +72,7 @@ for rank in 0 1; do
   grep -q "rank=$rank python=$venv client=$venv/" <<<"$out" ||
     fail "rank $rank did not run on the venv's python with the wheel's client: $out"
 done
-"$venv/bin/ddprun" runs show wheel --tracking_dir "$stage/runs" | grep -q "status:   finished" ||
-  fail "the run did not finish"
+show=$("$venv/bin/ddprun" runs show wheel --tracking_dir "$stage/runs")
+grep -q "status:   finished" <<<"$show" || fail "the run did not finish: $show"
+grep -Eq "^ +loss +1 +1 " <<<"$show" || fail "rank 1's metric is not in the run: $show"
 echo "make_wheel.sh: $(basename "$wheel") installs offline into a fresh venv and runs a tracked job"
