@@ -1,6 +1,7 @@
 #include "agent/worker_output.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -55,6 +56,7 @@ void WorkerOutput::open_stream(Stream& s, bool is_stdout, const WorkerSpec& spec
   bool hidden = !spec.local_ranks_filter.empty() && !spec.local_ranks_filter.count(local_rank);
   if (has(spec.redirects.for_rank(local_rank)) || hidden) {
     s.child_fd = open_log_file(path);
+    s.file_fd = ::fcntl(s.child_fd, F_DUPFD_CLOEXEC, 0);  // its size is the worker's progress
     return;
   }
   bool tee = has(spec.tee.for_rank(local_rank));
@@ -69,6 +71,17 @@ void WorkerOutput::open_stream(Stream& s, bool is_stdout, const WorkerSpec& spec
   int console = is_stdout ? STDOUT_FILENO : STDERR_FILENO;
   bool prefixed = tee || spec.prefix_all_output;
   s.writer = std::make_unique<LineWriter>(console, s.file_fd, prefixed ? prefix : "");
+}
+
+uint64_t WorkerOutput::reads() const {
+  uint64_t seen = reads_;
+  for (const auto& s : streams_) {
+    struct stat st {};
+    if (!s.pipe && s.file_fd >= 0 && ::fstat(s.file_fd, &st) == 0) {
+      seen += static_cast<uint64_t>(st.st_size);
+    }
+  }
+  return seen;
 }
 
 void WorkerOutput::start(std::function<void()> on_eof) {

@@ -44,13 +44,14 @@ class WorkerOutput {
   /// Piped streams not yet at end of file.
   int open_pipes() const;
 
-  /// Reads of output so far (a sign of life: output sent to files directly is not seen).
-  uint64_t reads() const { return reads_; }
+  /// Output so far, as a sign of life that only grows: the reads of piped streams plus
+  /// the bytes of streams sent straight to their file (--redirects).
+  uint64_t reads() const;
 
  private:
   struct Stream {
     int child_fd = -1;  // what the worker writes to
-    int file_fd = -1;   // log file (tee, redirect)
+    int file_fd = -1;   // log file (tee; redirect: ours, to see it grow)
     std::unique_ptr<boost::asio::posix::stream_descriptor> pipe;
     std::unique_ptr<LineWriter> writer;
   };

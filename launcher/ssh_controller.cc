@@ -284,7 +284,7 @@ void prepare_ssh_job(SshJob& job) {
     job.master_port = 20000 + static_cast<int>(rd() % 12000);
   }
   if (job.run_id.empty()) job.run_id = random_id();
-  if (!job.nnodes.empty()) job.token = net::job_token::new_challenge();  // 32 random bytes
+  job.token = net::job_token::new_challenge();  // 32 random bytes, a fresh one per job
 }
 
 int run_ssh_job(const SshJob& job) { return Controller(job).run(); }

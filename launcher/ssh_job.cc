@@ -61,11 +61,12 @@ std::string remote_command(const SshJob& job, size_t node_rank) {
     argv.push_back("--node_rank=" + std::to_string(node_rank));
     argv.push_back("--master_addr=" + job.master_addr);
     argv.push_back("--master_port=" + std::to_string(job.master_port));
+    // The job token arrives as the first line of the agent's standard input.
+    argv.emplace_back("--rdzv_conf=token_file=-");
   } else {  // elastic: the first host's agent hosts the c10d store
     argv.push_back("--nnodes=" + job.nnodes);
     argv.emplace_back("--rdzv_backend=c10d");
     argv.push_back("--rdzv_endpoint=" + job.master_addr + ":" + std::to_string(job.master_port));
-    // The job token arrives as the first line of the agent's standard input.
     argv.push_back(std::string("--rdzv_conf=token_file=-,is_host=") + (node_rank == 0 ? "1" : "0"));
   }
   argv.push_back("--rdzv_id=" + job.run_id);

@@ -23,7 +23,7 @@ struct SshJob {
   std::string master_addr;    // the first host's address
   int master_port = 0;
   std::string run_id;
-  std::string token;  // elastic: the job token, sent on each agent's standard input
+  std::string token;  // the job token, sent on each agent's standard input
   int ssh_timeout_s = 30;
   int keepalive_s = 5;  // ssh keep-alives and the controller's lines to each agent
   std::vector<std::string> script_and_args;

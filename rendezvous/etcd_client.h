@@ -124,7 +124,10 @@ class EtcdClient {
 
   /// Watches [key, range_end) from `start_revision` on, handing every event to
   /// `on_event` until it returns false (then true) or `deadline` passes (then false).
-  /// A broken stream resumes on the next endpoint after the last revision seen.
+  /// A broken stream resumes on the next endpoint after the last revision seen. A
+  /// stream silent for half the call timeout (1-10 s) proves nothing (a frozen member
+  /// is silent too): one read, which fails over as any call does, hands on what
+  /// changed meanwhile, and the watch resumes on the member that answered.
   /// Throws EtcdCompactedError when `start_revision` is compacted.
   bool watch(const std::string& key, const std::string& range_end, int64_t start_revision,
              Clock::time_point deadline, const std::function<bool(const EtcdEvent&)>& on_event);
@@ -146,6 +149,8 @@ class EtcdClient {
   nlohmann::json decode(const std::string& path, const Response& r);
   void fail_over(const std::string& why);
   void drop_connection();
+  bool catch_up(const std::string& key, const std::string& range_end, int64_t& next,
+                const std::function<bool(const EtcdEvent&)>& on_event);
 
   std::vector<EtcdEndpoint> endpoints_;
   std::chrono::milliseconds timeout_;

@@ -21,20 +21,25 @@ bool EtcdClient::watch(const std::string& key, const std::string& range_end, int
                        Clock::time_point deadline,
                        const std::function<bool(const EtcdEvent&)>& on_event) {
   int64_t next = start_revision;
+  const auto silence = std::clamp<std::chrono::milliseconds>(
+      timeout_ / 2, std::chrono::milliseconds(1000), std::chrono::milliseconds(10'000));
   while (true) {
     if (interrupted_) throw StoreError("etcd client at " + endpoints_text() + " interrupted");
     nlohmann::json create{{"key", b64(key)}, {"start_revision", std::to_string(next)}};
     if (!range_end.empty()) create["range_end"] = b64(range_end);
+    // A healthy stream with nothing to say is silent, and so is a frozen member's: after
+    // `silence` without a byte, one read (failing over as any call does) tells them apart.
+    auto quiet_until = [&] { return std::min(deadline, Clock::now() + silence); };
     try {
-      connect(deadline);
-      send_request("/v3/watch", nlohmann::json{{"create_request", create}}.dump(), deadline);
+      connect(quiet_until());
+      send_request("/v3/watch", nlohmann::json{{"create_request", create}}.dump(), quiet_until());
       http::response_parser<http::string_body> parser;
       parser.body_limit(kMaxBody);
       parser.eager(true);
       char buf[16384];
       bool done = false;
       while (!done) {
-        size_t n = socket_.recv_some(buf, sizeof(buf), deadline);
+        size_t n = socket_.recv_some(buf, sizeof(buf), quiet_until());
         pending_.append(buf, n);
         boost::system::error_code ec;
         size_t used = parser.put(boost::asio::buffer(pending_), ec);
@@ -93,20 +98,35 @@ bool EtcdClient::watch(const std::string& key, const std::string& range_end, int
       drop_connection();  // the stream stays open server-side
       return true;
     } catch (const TimeoutError& e) {
-      if (Clock::now() >= deadline) {
-        drop_connection();
-        return false;
-      }
-      fail_over(e.what());  // could not connect to this endpoint in time
+      drop_connection();
+      spdlog::debug("etcd watch on {}: {}; reading instead", key, e.what());
+      if (catch_up(key, range_end, next, on_event)) return true;
+      if (Clock::now() >= deadline) return false;
+      // Watch again from `next`, on whichever member answered the read.
     } catch (const EtcdRefusedError&) {
       throw;
     } catch (const StoreError& e) {
       if (interrupted_) throw StoreError("etcd client at " + endpoints_text() + " interrupted");
       spdlog::debug("etcd watch on {} broke ({}); resuming from revision {}", key, e.what(), next);
       fail_over(e.what());
-      if (Clock::now() >= deadline) return false;
+      if (Clock::now() >= deadline) return catch_up(key, range_end, next, on_event);
     }
   }
+}
+
+// What a silent watch may have missed, read once: each key changed since `next` as an
+// event, `next` moved past it (deletions cannot be seen this way; the callers read
+// again after a change).
+bool EtcdClient::catch_up(const std::string& key, const std::string& range_end, int64_t& next,
+                          const std::function<bool(const EtcdEvent&)>& on_event) {
+  for (const EtcdKv& kv : range(key, range_end).kvs) {
+    if (kv.mod_revision < next) continue;
+    next = std::max(next, kv.mod_revision + 1);
+    EtcdEvent event;
+    event.kv = kv;
+    if (!on_event(event)) return true;
+  }
+  return false;
 }
 
 }  // namespace ddprun::rendezvous

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <chrono>
 #include <filesystem>
+#include <thread>
 
 #include "tests/blackbox/ddprun_process.h"
 #include "tests/blackbox/elastic_job.h"
@@ -161,6 +163,32 @@ TEST(EtcdCluster3, AgentsKeepGoingWhenAMemberIsKilledMidJob) {
   DdprunProcess c(j.agent({}, {"mark", dir}), kEnv);
   EXPECT_TRUE(eventually([&] { return world_running(dir, 3, 0); }, std::chrono::seconds(30)))
       << a.err() << b.err() << c.err();
+  ::kill(a.pid(), SIGTERM);
+  for (auto* p : {&a, &b, &c}) EXPECT_EQ(p->wait(), 128 + SIGTERM) << p->err();
+}
+
+// A member frozen mid-job (SIGSTOP: its connections stay open, nothing answers) is no
+// crash: the agents' calls time out on it and go through the others, the job changes
+// membership meanwhile, and once the member thaws the job goes on as if nothing happened.
+TEST(EtcdCluster3, AFrozenMemberStopsNothing) {
+  EtcdCluster etcd(3);
+  Job j;
+  j.nnodes = "2:3";
+  j.backend = "etcd";
+  j.endpoint = etcd.endpoints();
+  j.conf += ",read_timeout=5";  // long enough for an election among the two left
+  std::string dir = make_temp_dir();
+  DdprunProcess a(j.agent({}, {"mark", dir}), kEnv);
+  DdprunProcess b(j.agent({}, {"mark", dir}), kEnv);
+  ASSERT_TRUE(eventually([&] { return world_running(dir, 2, 0); }))
+      << a.err_so_far() << b.err_so_far();
+  etcd.signal(0, SIGSTOP);  // the first endpoint, where every agent's connections are
+  DdprunProcess c(j.agent({}, {"mark", dir}), kEnv);
+  EXPECT_TRUE(eventually([&] { return world_running(dir, 3, 0); }, std::chrono::seconds(40)))
+      << a.err_so_far() << b.err_so_far() << c.err_so_far();
+  etcd.signal(0, SIGCONT);
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // time for a wrong judgement
+  EXPECT_FALSE(world_running(dir, 3, 1)) << "no restart after the thaw\n" << a.err_so_far();
   ::kill(a.pid(), SIGTERM);
   for (auto* p : {&a, &b, &c}) EXPECT_EQ(p->wait(), 128 + SIGTERM) << p->err();
 }

@@ -55,6 +55,20 @@ TEST(Hang, RestartsWithoutProgressEndWithTheirOwnExitCode) {
   EXPECT_EQ(lines_starting_with(f.err, "ddprun: hang:").size(), 2u) << f.err;
 }
 
+// Output sent straight to log files (--redirects) is progress too: a worker that prints
+// a line every 0.1 s for 4 s never counts as hung under a 3 s timeout.
+TEST(Hang, OutputRedirectedToFilesIsProgress) {
+  auto logs =
+      std::filesystem::temp_directory_path() / ("ddprun_redirect_" + std::to_string(::getpid()));
+  Finished f = run_ddprun({"--redirects=3", "--log_dir", logs.string(), "--hang_timeout=3",
+                           "--hang_initial_timeout=3", "--no_tracking", "--no_python",
+                           test_worker_binary(), "tick", "40", "100"},
+                          {{"OMP_NUM_THREADS", "1"}});
+  std::filesystem::remove_all(logs);
+  EXPECT_EQ(f.code, 0) << f.err;
+  EXPECT_EQ(f.err.find("hang:"), std::string::npos) << f.err;
+}
+
 TEST(Hang, BadValuesAreUsageErrorsNamingTheirSource) {
   Finished flag = run_ddprun({"--hang_timeout=soon", "/bin/true"});
   EXPECT_EQ(flag.code, 2);

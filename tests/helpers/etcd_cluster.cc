@@ -94,4 +94,8 @@ void EtcdCluster::kill(int member) {
   pid = -1;
 }
 
+void EtcdCluster::signal(int member, int sig) {
+  if (members_[member].pid > 0) ::kill(members_[member].pid, sig);
+}
+
 }  // namespace ddprun::test

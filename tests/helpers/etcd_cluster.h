@@ -22,6 +22,8 @@ class EtcdCluster {
   int client_port(int member) const { return members_[member].client_port; }
   /// SIGKILLs one member (the others keep the cluster going if a majority is left).
   void kill(int member);
+  /// Sends `sig` to one member (SIGSTOP freezes it: its sockets stay open, unanswered).
+  void signal(int member, int sig);
 
  private:
   struct Member {

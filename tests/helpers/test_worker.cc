@@ -10,6 +10,7 @@
 //   mark DIR                 create DIR/w<WORLD_SIZE>.r<RANK>.a<RESTART_COUNT> and sleep
 //   error_file MSG           write torchrun's error file with MSG and exit 1
 //   chatter N                print N long lines, each in several separate writes
+//   tick N MS                print a line every MS milliseconds, N times, then exit 0
 //   args ...                 print each argument on its own line
 //   lines TEXT...            print each TEXT on stdout and "err:" TEXT on stderr
 #include <dirent.h>
@@ -159,6 +160,13 @@ int main(int argc, char** argv) {
   if (mode == "error_file" && argc > 2) return error_file(argv[2]);
   if (mode == "daemon" && argc > 2) return daemon_behind(argv[2]);
   if (mode == "chatter" && argc > 2) return chatter(std::atoi(argv[2]));
+  if (mode == "tick" && argc > 3) {
+    for (int i = 0; i < std::atoi(argv[2]); ++i) {
+      write_str(1, "tick " + std::to_string(i) + "\n");
+      ::usleep(static_cast<useconds_t>(std::atoi(argv[3]) * 1000));
+    }
+    return 0;
+  }
   if (mode == "fds") {  // the open descriptors, e.g. "fds 0 1 2"
     DIR* dir = ::opendir("/proc/self/fd");
     if (dir == nullptr) return 65;

@@ -90,6 +90,7 @@ class OneCommand(SshTest):
         r = self.run_ddprun("--export", "DDPRUN_TEST_PLAIN", "--export", f"DDPRUN_TEST_ODD={odd}",
                             WORKER, "env")
         self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("no job token", r.stderr, "the controller gives every job a token")
         ranks = parse_env_lines(r.stdout)
         self.assertEqual(sorted(ranks), [0, 1, 2, 3], r.stdout + r.stderr)
         for rank, v in ranks.items():
@@ -177,6 +178,7 @@ class Torch(SshTest):
                            timeout=150)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("epoch 1 loss", r.stdout, r.stderr)
+        self.assertNotIn("no job token", r.stderr)  # PyTorch's clients let in by address
 
 
 class Lifetime(SshTest):

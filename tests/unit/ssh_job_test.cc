@@ -49,7 +49,8 @@ TEST(SshJob, RemoteCommandCarriesTheRendezvousAndTheHostsShare) {
   EXPECT_EQ(remote_command(job, 0),
             "cd '/work dir' && exec 'env' 'NCCL_DEBUG=INFO' '/opt/ddprun/bin/ddprun' "
             "'--max_restarts=1' '--nproc_per_node' '2' '--nnodes=2' '--node_rank=0' "
-            "'--master_addr=10.0.0.1' '--master_port=23456' '--rdzv_id=r1' "
+            "'--master_addr=10.0.0.1' '--master_port=23456' '--rdzv_conf=token_file=-' "
+            "'--rdzv_id=r1' "
             "'--stop_on_stdin_close' '--stdin_timeout=15' "
             "'--log_line_prefix_template=[nodeA:${rank}]:' '--' "
             "'train.py' '--lr' '0.1'");
