@@ -1,4 +1,5 @@
-"""ddprun's start-up hook for Python workers, on their path only with --hang_timeout.
+"""ddprun's start-up hook for Python workers, on their path with --hang_timeout or the
+worker watchdog (TORCHELASTIC_ENABLE_FILE_TIMER=1), whose reaping takes stacks too.
 
 When a rank hangs, ddprun sends DDPRUN_STACK_SIGNAL; faulthandler (a C-level handler,
 so it works while the main thread is blocked in a collective or holds the GIL) then
