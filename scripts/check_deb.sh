@@ -24,12 +24,6 @@ root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT
 dpkg-deb -x "$deb" "$root"
 "$root/usr/bin/ddprun" --version | grep -q "^ddprun " || fail "the unpacked ddprun does not run"
-cat > "$root/job.py" <<'PY'
-import ddprun_tracking
-print("client=" + ddprun_tracking.__file__, flush=True)
-PY
-out=$(cd "$root" && PYTHON_EXEC=/usr/bin/python3 "$root/usr/bin/ddprun" --nproc_per_node=1 \
-  --tee=1 --tracking_dir "$root/runs" job.py 2>&1) || fail "a job from the unpacked root failed: $out"
-grep -q "client=$root/usr/share/ddprun/python/ddprun_tracking.py" <<<"$out" ||
-  fail "the workers did not import the package's tracking client: $out"
+"$(dirname "$0")/check_tracked_job.sh" "$root" "$root/usr/share/ddprun/python/" "" \
+  env PYTHON_EXEC=/usr/bin/python3 "$root/usr/bin/ddprun"
 echo "check_deb.sh: $deb holds what it claims and runs unpacked"

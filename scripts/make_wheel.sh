@@ -58,21 +58,6 @@ venv="$stage/venv"
 "$python" -m venv "$venv" >/dev/null || fail "cannot make a venv: apt-get install python3-venv"
 "$venv/bin/pip" install -q --no-index "$wheel" || fail "pip could not install $wheel"
 [ -x "$venv/bin/ddprun" ] || fail "the wheel put no ddprun on the venv's PATH"
-cat > "$stage/job/job.py" <<'PY'
-import os, sys
-import ddprun_tracking
-ddprun_tracking.log({"loss": 0.5}, step=0)
-ddprun_tracking.flush()
-print(f"rank={os.environ['RANK']} python={sys.prefix} client={ddprun_tracking.__file__}",
-      flush=True)
-PY
-out=$(cd "$stage/job" && env -u PYTHON_EXEC PATH="$venv/bin:/usr/bin:/bin" ddprun --nproc_per_node=2 \
-  --tee=1 --tracking_dir "$stage/runs" --rdzv_id=wheel job.py 2>&1) || fail "the job failed: $out"
-for rank in 0 1; do
-  grep -q "rank=$rank python=$venv client=$venv/" <<<"$out" ||
-    fail "rank $rank did not run on the venv's python with the wheel's client: $out"
-done
-show=$("$venv/bin/ddprun" runs show wheel --tracking_dir "$stage/runs")
-grep -q "status:   finished" <<<"$show" || fail "the run did not finish: $show"
-grep -Eq "^ +loss +1 +1 " <<<"$show" || fail "rank 1's metric is not in the run: $show"
+scripts/check_tracked_job.sh "$stage/job" "$venv/" "$venv" \
+  env -u PYTHON_EXEC PATH="$venv/bin:/usr/bin:/bin" ddprun
 echo "make_wheel.sh: $(basename "$wheel") installs offline into a fresh venv and runs a tracked job"
