@@ -57,7 +57,13 @@ void TokenGate::admit_shared(tcp::socket socket, Admit admit, Admit plain) {
       asio::buffer(h->buf.data(), 1), tcp::socket::message_peek,
       [this, h, from_member, admit = std::move(admit)](auto ec, size_t n) mutable {
         h->timer.cancel();
-        if (ec || n == 0) return refuse(*h, "closed before a request");
+        if (ec || n == 0) {
+          // A member's idle connection closing (PyTorch 1.13's callback socket sends
+          // nothing in its life) is no intrusion.
+          if (!from_member) return refuse(*h, "closed before a request");
+          boost::system::error_code ignored;
+          return void(h->socket.close(ignored));
+        }
         if (h->buf[0] != net::job_token::kHello[0]) {
           if (!from_member) return refuse(*h, "not a node of this job: none proved the job token "
                                               "from there");

@@ -29,14 +29,15 @@ void RecordForwarder::set_endpoint(const std::string& host, int port) {
 
 std::string RecordForwarder::endpoint() {
   std::lock_guard lock(mutex_);
-  return port_ ? host_ + ":" + std::to_string(port_) : std::string("(none published)");
+  return port_ ? "at " + host_ + ":" + std::to_string(port_)
+               : std::string("whose address was never published");
 }
 
 void RecordForwarder::lost(const std::string& why) {
   socket_.close();
   retry_after_ = std::chrono::steady_clock::now() + kRetryAfter;
   if (!warned_) {
-    spdlog::warn("tracking: cannot forward records to the primary agent at {}: {}; they stay in {}",
+    spdlog::warn("tracking: cannot forward records to the primary agent {}: {}; they stay in {}",
                  endpoint(), why, dir_);
   }
   warned_ = true;

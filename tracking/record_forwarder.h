@@ -36,6 +36,7 @@ class RecordForwarder {
   bool all_sent() const { return !unsent_; }
 
   const std::string& dir() const { return dir_; }
+  /// "at HOST:PORT", or says that the primary never published one (for messages).
   std::string endpoint();
 
  private:

@@ -294,8 +294,8 @@ void RunTracker::finished(const std::string& status, int exitcode, const std::st
       std::filesystem::remove(run_dir_ + "/parts", ec);  // only when empty
       if (std::filesystem::is_empty(run_dir_, ec)) std::filesystem::remove(run_dir_, ec);
     } else {
-      std::cerr << "ddprun: the primary agent (" << forwarder_->endpoint()
-                << ") did not receive all of this node's tracking records; they are in "
+      std::cerr << "ddprun: the primary agent " << forwarder_->endpoint()
+                << " did not receive all of this node's tracking records; they are in "
                 << node_dir_ << ". Fold them into the run later with:\n  ddprun runs merge "
                 << node_dir_ << " --tracking_dir <the run's tracking directory>\n";
     }

@@ -102,6 +102,10 @@ def main():
         print(f"saved {args.checkpoint}", flush=True)
     if tracking:
         tracking.summary({"epochs": args.epochs})
+    # The DDP model goes first: when its reducer holds the group's last reference,
+    # PyTorch 1.13 joins gloo's threads holding the GIL that one of them may still need
+    # to free a tensor, and the rank never exits (a deadlock seen under load).
+    del model
     dist.destroy_process_group()
 
 

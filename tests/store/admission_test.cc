@@ -2,7 +2,13 @@
 // clients from a member address or loopback are served; one from anywhere else is
 // closed before a key is read or written. A static job's store, which agents and
 // workers share, learns its members from the agents that prove the token.
+#include <chrono>
+#include <sstream>
+#include <thread>
+
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 
 #include "net/job_token.h"
 #include "rendezvous/tcp_store_client.h"
@@ -84,6 +90,35 @@ TEST(SharedAdmission, WorkersAreServedFromTheAddressesOfNodesThatProvedTheToken)
   o.token = "s3cret";
   TcpStoreClient again("127.0.0.1", server.port(), o);
   EXPECT_EQ(again.get_now(std::string("nccl_id")), "rank 0's");
+}
+
+// PyTorch 1.13's clients open a second connection (for watched keys) that sends nothing
+// and closes when the worker ends: from a member that is no refusal worth a warning.
+TEST(SharedAdmission, AMembersIdleConnectionClosingIsNotReportedAsRefused) {
+  std::ostringstream log;
+  auto previous = spdlog::default_logger();
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>(
+      "capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(log)));
+  {
+    TcpStoreServer server{"", 0, "s3cret", TcpStoreServer::Guests::kMembers};
+    TcpStoreClient node0("127.0.0.1", server.port());
+    node0.set("k", "v");
+    { RawConnection idle(server.port(), "127.0.0.1"); }
+    { RawConnection stranger(server.port(), "127.0.0.3"); }
+    auto logged = [&] {
+      auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (log.str().find("127.0.0.3") == std::string::npos &&
+             std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      return log.str();
+    };
+    EXPECT_NE(logged().find("refused a connection from 127.0.0.3"), std::string::npos)
+        << log.str();
+    EXPECT_EQ(node0.get_now(std::string("k")), "v");  // the server is past both closes
+    EXPECT_EQ(log.str().find("127.0.0.1"), std::string::npos) << log.str();
+  }
+  spdlog::set_default_logger(previous);
 }
 
 TEST(SharedAdmission, WithoutATokenEveryoneIsServed) {
