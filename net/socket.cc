@@ -118,7 +118,8 @@ void cancel_connects() {
 
 Socket::~Socket() { close(); }
 
-Socket::Socket(Socket&& other) noexcept : fd_(other.fd_), peer_(std::move(other.peer_)) {
+Socket::Socket(Socket&& other) noexcept
+    : fd_(other.fd_), peer_(std::move(other.peer_)), part_of_connect_(other.part_of_connect_) {
   other.fd_ = -1;
 }
 
@@ -127,6 +128,7 @@ Socket& Socket::operator=(Socket&& other) noexcept {
     close();
     fd_ = other.fd_;
     peer_ = std::move(other.peer_);
+    part_of_connect_ = other.part_of_connect_;
     other.fd_ = -1;
   }
   return *this;
@@ -144,8 +146,9 @@ void Socket::shutdown() {
 
 void Socket::wait_for(short events, Deadline deadline, const char* what) {
   while (true) {
-    pollfd p{fd_, events, 0};
-    int n = ::poll(&p, 1, remaining_ms(deadline));
+    pollfd p[2] = {{fd_, events, 0}, {cancel_fd(), POLLIN, 0}};
+    int n = ::poll(p, part_of_connect_ ? 2 : 1, remaining_ms(deadline));
+    if (part_of_connect_ && g_connects_cancelled) throw_cancelled(peer_);
     if (n > 0) return;
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) throw StoreError(std::string(what) + " " + peer_ + ": " + std::strerror(errno));

@@ -44,6 +44,11 @@ class Socket {
   /// call on another thread returns. Thread-safe.
   void shutdown();
   bool is_open() const { return fd_ >= 0; }
+  /// While on, this connection's waits end like a connect's (ConnectCancelledError)
+  /// once cancel_connects() is called: for the exchange that is still part of
+  /// connecting (a handshake, a first ping), which a peer that accepted but never
+  /// answers would otherwise keep waiting past a stop signal. Off by default.
+  void set_part_of_connect(bool on) { part_of_connect_ = on; }
   /// The descriptor, for waiting on it in an event loop (still owned here).
   int fd() const { return fd_; }
   const std::string& peer() const { return peer_; }
@@ -54,6 +59,7 @@ class Socket {
 
   int fd_ = -1;
   std::string peer_;
+  bool part_of_connect_ = false;
 };
 
 }  // namespace ddprun::net

@@ -46,6 +46,7 @@ TcpStoreClient::TcpStoreClient(std::string host, int port, Options options)
 
 void TcpStoreClient::connect() {
   socket_ = net::Socket::connect(host_, port_, deadline());
+  socket_.set_part_of_connect(true);  // until the store answered
   if (!options_.token.empty()) {
     net::job_token::answer_challenge(socket_, options_.token, "the store at " + address_,
                                      deadline());
@@ -56,6 +57,7 @@ void TcpStoreClient::connect() {
     if (ping(nonce) != nonce)
       throw StoreError("the store at " + address_ + " answered PING wrongly");
   }
+  socket_.set_part_of_connect(false);
 }
 
 net::Socket& TcpStoreClient::socket() {

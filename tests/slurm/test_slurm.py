@@ -123,6 +123,9 @@ class Srun(SlurmTest):
                               "--error", errors, *self.ddprun(WORKER, "env")], env=self.env,
                              cwd=self.tmp, timeout=60)
         self.assertNotEqual(r.returncode, 0)
+        # Node 1 reached the holder, which accepts and never answers: Slurm's SIGTERM
+        # still ends it at once (not its SIGKILL after KillWait).
+        self.assertNotIn("task 1: Killed", r.stderr)
         with open(errors.replace("%t", "0")) as f:
             node0 = f.read()
         self.assertIn("cannot listen on *:20008", node0)

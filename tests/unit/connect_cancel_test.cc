@@ -1,10 +1,14 @@
 // net::cancel_connects() ends connects that would otherwise retry until their deadline.
 // It is process-wide and permanent, so each case runs in a child process of its own.
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <thread>
 
 #include "net/socket.h"
+#include "rendezvous/tcp_store_client.h"
 #include "tests/helpers/free_port.h"
 
 namespace ddprun::net {
@@ -49,6 +53,43 @@ TEST(ConnectCancelDeathTest, LaterConnectsFailAtOnce) {
         std::exit(1);
       },
       ::testing::ExitedWithCode(0), "");
+}
+
+// Exits 0 when a store client whose peer accepted the connection but never answers (a
+// program that is not a store holds the port, a frozen master) gave up because of the
+// cancel, long before its 20 s timeout.
+void store_client_then_cancel() {
+  int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  if (::bind(listener, reinterpret_cast<sockaddr*>(&a), len) != 0 || ::listen(listener, 4) != 0 ||
+      ::getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    std::exit(3);
+  }
+  bool cancelled = false;
+  std::thread client([&] {
+    rendezvous::TcpStoreClient::Options o;
+    o.timeout = 20s;
+    try {
+      rendezvous::TcpStoreClient("127.0.0.1", ntohs(a.sin_port), o);
+    } catch (const ConnectCancelledError&) {
+      cancelled = true;
+    } catch (...) {
+    }
+  });
+  int peer = ::accept(listener, nullptr, nullptr);
+  char request[64];
+  if (peer < 0 || ::recv(peer, request, sizeof(request), 0) <= 0) std::exit(4);
+  cancel_connects();  // the client is connected and waits for the answer
+  client.join();
+  std::exit(cancelled ? 0 : 1);
+}
+
+TEST(ConnectCancelDeathTest, EndsAStoreClientWhosePeerAcceptedButNeverAnswers) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(store_client_then_cancel(), ::testing::ExitedWithCode(0), "");
 }
 
 }  // namespace
