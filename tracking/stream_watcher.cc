@@ -24,12 +24,8 @@ void drain_fd(int fd) {
 }  // namespace
 
 StreamWatcher::StreamWatcher(const std::string& dir, std::chrono::milliseconds interval,
-                             std::function<void(bool)> pass)
-    : pass_(std::move(pass)), interval_(interval) {
-  inotify_fd_ =
-      static_cast<int>(check_syscall(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC), "inotify_init1"));
-  // Without a watch (the directory vanished) the interval still drives passes.
-  watch_ = ::inotify_add_watch(inotify_fd_, dir.c_str(), IN_MODIFY | IN_CLOSE_WRITE | IN_CREATE);
+                             std::function<void(bool)> pass, std::chrono::milliseconds watch_after)
+    : dir_(dir), pass_(std::move(pass)), interval_(interval), watch_after_(watch_after) {
   wake_fd_ = static_cast<int>(check_syscall(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), "eventfd"));
   // The thread never takes the process's signals (SIGCHLD and the stop signals are
   // the agent's loop's business).
@@ -48,11 +44,20 @@ StreamWatcher::~StreamWatcher() {
   uint64_t one = 1;
   (void)!::write(wake_fd_, &one, sizeof(one));
   thread_.join();
-  // Removing the watch first spares the close a wait for a kernel grace period
-  // (~10 ms at every exit otherwise).
-  if (watch_ >= 0) ::inotify_rm_watch(inotify_fd_, watch_);
-  ::close(inotify_fd_);
+  if (inotify_fd_ >= 0) {
+    if (watch_ >= 0) ::inotify_rm_watch(inotify_fd_, watch_);
+    ::close(inotify_fd_);
+  }
   ::close(wake_fd_);
+}
+
+void StreamWatcher::start_watching() {
+  // Without an instance or a watch (the directory vanished) the interval still drives
+  // passes.
+  inotify_fd_ = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  if (inotify_fd_ >= 0) {
+    watch_ = ::inotify_add_watch(inotify_fd_, dir_.c_str(), IN_MODIFY | IN_CLOSE_WRITE | IN_CREATE);
+  }
 }
 
 void StreamWatcher::final_pass() {
@@ -65,19 +70,31 @@ void StreamWatcher::final_pass() {
 }
 
 void StreamWatcher::loop() {
-  auto next_pass = std::chrono::steady_clock::now() + interval_;
+  using Clock = std::chrono::steady_clock;
+  const auto watch_at = Clock::now() + watch_after_;
+  auto next_pass = Clock::now() + interval_;
+  bool watching = false;
   for (;;) {
-    pollfd fds[2] = {{inotify_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
-    auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(
-        next_pass - std::chrono::steady_clock::now());
-    int n = ::poll(fds, 2, static_cast<int>(std::max<int64_t>(0, wait.count())));
-    bool written = n > 0 && (fds[0].revents & POLLIN);
+    if (!watching && Clock::now() >= watch_at) {
+      start_watching();
+      watching = true;
+      next_pass = Clock::now();  // a pass now takes what came before the watch
+    }
+    auto until = watching ? next_pass : std::min(next_pass, Clock::now() + kEarlyPoll);
+    pollfd fds[2] = {{wake_fd_, POLLIN, 0}, {inotify_fd_, POLLIN, 0}};
+    auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now());
+    int n =
+        ::poll(fds, inotify_fd_ >= 0 ? 2 : 1, static_cast<int>(std::max<int64_t>(0, wait.count())));
+    bool written = n > 0 && inotify_fd_ >= 0 && (fds[1].revents & POLLIN);
     if (written) {
-      // Let a burst of writes settle, then take it in one pass.
-      ::poll(nullptr, 0, static_cast<int>(kSettle.count()));
+      // Let a burst of writes settle, then take it in one pass; a final pass or the
+      // stop cuts the wait short.
+      pollfd wake{wake_fd_, POLLIN, 0};
+      ::poll(&wake, 1, static_cast<int>(kSettle.count()));
       drain_fd(inotify_fd_);
     }
-    if (n > 0 && (fds[1].revents & POLLIN)) drain_fd(wake_fd_);
+    written = written || !watching;  // before the watch, every early poll looks
+    drain_fd(wake_fd_);              // what it asked for is read below, under the lock
     uint64_t finals = 0;
     {
       std::lock_guard lock(mutex_);
@@ -85,9 +102,9 @@ void StreamWatcher::loop() {
       finals = finals_requested_;
     }
     bool final = finals > finals_done_;
-    if (written || final || std::chrono::steady_clock::now() >= next_pass) {
+    if (written || final || Clock::now() >= next_pass) {
       pass_(final);
-      next_pass = std::chrono::steady_clock::now() + interval_;
+      next_pass = Clock::now() + interval_;
     }
     if (final) {
       std::lock_guard lock(mutex_);

@@ -14,10 +14,18 @@ namespace ddprun::tracking {
 /// (inotify; writes that come close together share one pass), and at least every
 /// `interval`. `final_pass()` runs the last pass with final=true and returns when it
 /// is done. The callback reports its own errors and must not throw.
+///
+/// The inotify watch starts only `watch_after` into the watcher's life; until then a
+/// pass runs every kEarlyPoll. Closing an inotify instance waits for a kernel grace
+/// period (10-15 ms here, even with its watch removed first), which a job of a few
+/// milliseconds would otherwise spend at its exit.
 class StreamWatcher {
  public:
+  static constexpr std::chrono::milliseconds kEarlyPoll{50};
+
   StreamWatcher(const std::string& dir, std::chrono::milliseconds interval,
-                std::function<void(bool final)> pass);
+                std::function<void(bool final)> pass,
+                std::chrono::milliseconds watch_after = std::chrono::seconds(1));
   ~StreamWatcher();
   StreamWatcher(const StreamWatcher&) = delete;
   StreamWatcher& operator=(const StreamWatcher&) = delete;
@@ -26,10 +34,13 @@ class StreamWatcher {
 
  private:
   void loop();
+  void start_watching();
 
+  std::string dir_;
   std::function<void(bool)> pass_;
   std::chrono::milliseconds interval_;
-  int inotify_fd_ = -1;
+  std::chrono::milliseconds watch_after_;
+  int inotify_fd_ = -1;  // the thread's until it is joined; -1 until the watch starts
   int watch_ = -1;
   int wake_fd_ = -1;  // eventfd: final_pass() or the destructor
   std::mutex mutex_;

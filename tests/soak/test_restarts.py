@@ -1,7 +1,7 @@
 """A thousand restarts in one job: ddprun's descriptors and memory do not grow.
 
-The worker (a shell) fails until restart 1000; at restarts 10 and 1000 it samples its
-parent's (ddprun's) open descriptors and resident memory from /proc. A descriptor that
+The worker (a shell) fails until restart 1000; at restarts 10 (in a tracked job, once
+the stream watch has started) and 1000 it samples its parent's (ddprun's) open descriptors and resident memory from /proc. A descriptor that
 ddprun holds only for a moment (the sampler reading /proc, a log file being rotated) is
 not a leak, so the count is the least of a few looks, and the descriptors' targets are
 kept to name what differs. Run with /usr/bin/python3; DDPRUN names the binary.
@@ -16,6 +16,13 @@ import unittest
 DDPRUN = os.environ["DDPRUN"]
 WORKER = r"""
 c=$TORCHELASTIC_RESTART_COUNT
+if [ "$c" = 10 ] && [ "$2" = watched ]; then
+  # A tracked job's stream watch (inotify) starts 1 s in: the early look waits for it.
+  for wait in $(seq 200); do
+    ls -l /proc/$PPID/fd | grep -q inotify && break
+    sleep 0.05
+  done
+fi
 if [ "$c" = 10 ] || [ "$c" = 1000 ]; then
   least=
   for look in 1 2 3 4 5; do
@@ -34,12 +41,13 @@ exit 1
 
 
 class ThousandRestarts(unittest.TestCase):
-    def run_job(self, *flags):
+    def run_job(self, *flags, watched=False):
         tmp = tempfile.mkdtemp(prefix="ddprun_soak_")
         self.addCleanup(shutil.rmtree, tmp, True)
         samples = os.path.join(tmp, "samples")
         r = subprocess.run([DDPRUN, "--max_restarts=1000", "--tracking_dir", tmp + "/runs",
-                            *flags, "--no_python", "/bin/sh", "-c", WORKER, "sh", samples],
+                            *flags, "--no_python", "/bin/sh", "-c", WORKER, "sh", samples,
+                            "watched" if watched else ""],
                            capture_output=True, text=True, timeout=240)
         self.assertEqual(r.returncode, 0, r.stderr[-2000:])
         with open(samples) as f:
@@ -66,7 +74,8 @@ class ThousandRestarts(unittest.TestCase):
         self.assertLess(rss1000 - rss10, 128, "memory grows with restarts")
 
     def test_tracking_holds_no_more_than_sqlites_page_cache(self):
-        fds10, rss10, fds1000, rss1000 = self.run_job()
+        fds10, rss10, fds1000, rss1000 = self.run_job(watched=True)
+        self.assertIn("anon_inode:inotify", self.fd_targets[0])
         self.assert_no_descriptor_leak(fds10, fds1000)
         # The run's database grows by each restart's events; SQLite caches at most
         # 2 MiB of its pages per connection.

@@ -113,8 +113,7 @@ TEST(SharedAdmission, AMembersIdleConnectionClosingIsNotReportedAsRefused) {
       }
       return log.str();
     };
-    EXPECT_NE(logged().find("refused a connection from 127.0.0.3"), std::string::npos)
-        << log.str();
+    EXPECT_NE(logged().find("refused a connection from 127.0.0.3"), std::string::npos) << log.str();
     EXPECT_EQ(node0.get_now(std::string("k")), "v");  // the server is past both closes
     EXPECT_EQ(log.str().find("127.0.0.1"), std::string::npos) << log.str();
   }

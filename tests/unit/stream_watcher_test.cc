@@ -6,6 +6,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "tracking/stream_watcher.h"
 
@@ -31,11 +32,43 @@ TEST(StreamWatcher, WritesAreTakenWithoutWaitingForTheInterval) {
   char tmpl[] = "/tmp/ddprun_watch_XXXXXX";
   std::string dir = mkdtemp(tmpl);
   std::atomic<int> passes{0};
-  StreamWatcher watcher(dir, std::chrono::hours(1), [&](bool) { ++passes; });
+  // Watching from the start: no early polls either.
+  StreamWatcher watcher(
+      dir, std::chrono::hours(1), [&](bool) { ++passes; }, std::chrono::milliseconds(0));
   std::ofstream(dir + "/s.jsonl") << "x\n";
   // No timing in the assertion: an hour-long interval cannot be what wakes it.
   while (passes == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   SUCCEED();
+}
+
+int inotify_instances() {
+  int n = 0;
+  for (const auto& fd : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    n += std::filesystem::read_symlink(fd.path(), ec).string() == "anon_inode:inotify";
+  }
+  return n;
+}
+
+// Closing an inotify instance costs a kernel grace period: a job of a few milliseconds
+// is watched by early polls alone and never pays it at its exit.
+TEST(StreamWatcher, AShortJobsWritesAreTakenWithoutAnInotifyInstance) {
+  char tmpl[] = "/tmp/ddprun_watch_XXXXXX";
+  std::string dir = mkdtemp(tmpl);
+  std::string file = dir + "/s.jsonl";
+  std::atomic<int64_t> seen{0};
+  int before = inotify_instances();
+  StreamWatcher watcher(
+      dir, std::chrono::hours(1),
+      [&](bool) {
+        std::error_code ec;
+        auto size = std::filesystem::file_size(file, ec);
+        if (!ec) seen = static_cast<int64_t>(size);
+      },
+      std::chrono::hours(1));
+  std::ofstream(file) << "x\n";
+  while (seen == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(inotify_instances(), before);
 }
 
 }  // namespace
