@@ -13,6 +13,9 @@ namespace {
 
 constexpr auto kConnectTimeout = std::chrono::seconds(2);
 constexpr auto kReplyTimeout = std::chrono::seconds(30);
+// The last pass and the goodbye, as the agent exits: a primary cut off from this node
+// must not hold it half a minute (what is not taken stays in the node's part).
+constexpr auto kLastReplyTimeout = std::chrono::seconds(5);
 // After losing the primary, passes do not try to reach it again before this.
 constexpr auto kRetryAfter = std::chrono::seconds(5);
 
@@ -68,8 +71,9 @@ bool RecordForwarder::connected() {
   }
 }
 
-std::string RecordForwarder::request(const std::string& header, std::string_view data) {
-  auto deadline = std::chrono::steady_clock::now() + kReplyTimeout;
+std::string RecordForwarder::request(const std::string& header, std::string_view data,
+                                     std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
   std::string head = frame_length(header.size() + 1 + data.size()) + header + "\n";
   socket_.send_all(head.data(), head.size(), deadline);
   socket_.send_all(data.data(), data.size(), deadline);
@@ -84,9 +88,9 @@ std::string RecordForwarder::request(const std::string& header, std::string_view
 }
 
 int64_t RecordForwarder::send_chunk(const std::string& stream, int64_t offset,
-                                    std::string_view data) {
+                                    std::string_view data, std::chrono::milliseconds timeout) {
   nlohmann::json header{{"agent", agent_id_}, {"stream", stream}, {"offset", offset}};
-  auto reply = nlohmann::json::parse(request(header.dump(), data), nullptr, false);
+  auto reply = nlohmann::json::parse(request(header.dump(), data, timeout), nullptr, false);
   if (reply.contains("error"))
     throw TrackingError("the primary could not store them: " + reply["error"].dump());
   if (!reply.contains("offset") || !reply["offset"].is_number_unsigned()) {
@@ -121,7 +125,8 @@ IngestStats RecordForwarder::pass(bool final) {
         break;
       }
       try {
-        int64_t held = send_chunk(name, sent, std::string_view(data).substr(0, cut + 1));
+        int64_t held = send_chunk(name, sent, std::string_view(data).substr(0, cut + 1),
+                                  final ? kLastReplyTimeout : kReplyTimeout);
         if (held == sent) {  // nothing taken: try again next pass
           unsent_ = true;
           break;
@@ -140,7 +145,7 @@ IngestStats RecordForwarder::pass(bool final) {
 bool RecordForwarder::bye() {
   if (!connected()) return false;
   try {
-    request(nlohmann::json{{"agent", agent_id_}, {"bye", true}}.dump(), {});
+    request(nlohmann::json{{"agent", agent_id_}, {"bye", true}}.dump(), {}, kLastReplyTimeout);
     socket_.close();
     return true;
   } catch (const std::exception& e) {

@@ -41,8 +41,10 @@ class RecordForwarder {
 
  private:
   bool connected();
-  int64_t send_chunk(const std::string& stream, int64_t offset, std::string_view data);
-  std::string request(const std::string& header, std::string_view data);
+  int64_t send_chunk(const std::string& stream, int64_t offset, std::string_view data,
+                     std::chrono::milliseconds timeout);
+  std::string request(const std::string& header, std::string_view data,
+                      std::chrono::milliseconds timeout);
   void lost(const std::string& why);
 
   std::string dir_;

@@ -1,8 +1,12 @@
 // Forwarding a node's records to the primary: exactly once, whole lines only, resends
 // harmless, bad frames closing only their own connection.
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
@@ -117,6 +121,31 @@ TEST(RecordForwarding, UnreachablePrimaryLeavesEverythingForMerge) {
   StreamIngester merge(store, dir + "/part", "hosta.1/");
   EXPECT_EQ(merge.drain(true).points, 2);
   EXPECT_EQ(merge.drain(true).points, 0);
+}
+
+// A primary cut off mid-job (its link down, frozen) takes the records and never answers:
+// the exiting agent's last pass and goodbye give up after seconds, not the half minute
+// a pass mid-job waits, and the records stay for a merge.
+TEST(RecordForwarding, ASilentPrimaryHoldsTheLastPassForSecondsOnly) {
+  std::string dir = temp_dir();
+  append(stream_path(dir + "/part", 0, 0, 0), log_line(1));
+  int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&a), len), 0);
+  ASSERT_EQ(::listen(listener, 4), 0);
+  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  RecordForwarder forwarder(dir + "/part", "hosta.1");
+  forwarder.set_endpoint("127.0.0.1", ntohs(a.sin_port));
+  auto start = std::chrono::steady_clock::now();
+  forwarder.pass(true);  // connected (the backlog accepts), sent, no answer
+  EXPECT_FALSE(forwarder.bye());
+  // A bound only the mid-job reply timeout (30 s) can pass; the last one is 5 s.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+  EXPECT_FALSE(forwarder.all_sent());
+  ::close(listener);
 }
 
 TEST(RecordForwarding, BadFramesCloseOnlyTheirConnection) {
