@@ -69,6 +69,9 @@ void EtcdClient::connect(Clock::time_point deadline) {
   const EtcdEndpoint& e = endpoints_[current_];
   net::Socket s =
       net::Socket::connect(e.host, e.port, std::min(deadline, Clock::now() + kConnectAttempt));
+  // Until its first answer, a stop signal ends a wait on it as it ends a connect: a
+  // member that accepted and never answers must not hold a stopping agent.
+  s.set_part_of_connect(true);
   std::lock_guard lock(socket_mutex_);
   socket_ = std::move(s);
   if (interrupted_) socket_.shutdown();
@@ -105,6 +108,7 @@ EtcdClient::Response EtcdClient::read_response(Clock::time_point deadline) {
     size_t n = socket_.recv_some(buf, sizeof(buf), deadline);
     pending_.append(buf, n);
   }
+  socket_.set_part_of_connect(false);
   if (!parser.keep_alive()) drop_connection();
   return {parser.get().result_int(), std::move(parser.get().body())};
 }
@@ -275,7 +279,8 @@ EtcdClient::TxnResult EtcdClient::txn(const std::optional<EtcdCompare>& compare,
     r.revision = int_field(reply.value("header", nlohmann::json::object()), "revision");
     const auto& taken = r.succeeded ? success : failure;
     auto responses = reply.value("responses", nlohmann::json::array());
-    if (!responses.is_array()) throw StoreError("malformed etcd reply: 'responses' is not an array");
+    if (!responses.is_array())
+      throw StoreError("malformed etcd reply: 'responses' is not an array");
     for (size_t i = 0; i < taken.size() && i < responses.size(); ++i) {
       if (taken[i].kind == EtcdOp::Kind::kRange) {
         r.ranges.push_back(
