@@ -13,8 +13,9 @@ namespace {
 
 constexpr auto kConnectTimeout = std::chrono::seconds(2);
 constexpr auto kReplyTimeout = std::chrono::seconds(30);
-// The last pass and the goodbye, as the agent exits: a primary cut off from this node
-// must not hold it half a minute (what is not taken stays in the node's part).
+// A final pass (an attempt's end, the agent's exit) and the goodbye: a primary cut off
+// from this node must not hold it half a minute (what is not taken stays in the node's
+// part, and a later pass sends it).
 constexpr auto kLastReplyTimeout = std::chrono::seconds(5);
 // After losing the primary, passes do not try to reach it again before this.
 constexpr auto kRetryAfter = std::chrono::seconds(5);

@@ -1,10 +1,10 @@
 """A thousand restarts in one job: ddprun's descriptors and memory do not grow.
 
 The worker (a shell) fails until restart 1000; at restarts 10 (in a tracked job, once
-the stream watch has started) and 1000 it samples its parent's (ddprun's) open descriptors and resident memory from /proc. A descriptor that
-ddprun holds only for a moment (the sampler reading /proc, a log file being rotated) is
-not a leak, so the count is the least of a few looks, and the descriptors' targets are
-kept to name what differs. Run with /usr/bin/python3; DDPRUN names the binary.
+the stream watch has started) and 1000 it samples its parent's (ddprun's) open
+descriptors and resident memory from /proc. A descriptor that ddprun holds only for a
+moment (the sampler reading /proc, a log file being rotated) is not a leak, so the count
+is the least of a few looks, and the descriptors' targets are kept to name what differs. Run with /usr/bin/python3; DDPRUN names the binary.
 """
 import collections
 import os
