@@ -7,12 +7,14 @@ Run with /usr/bin/python3; DDPRUN names the binary.
 import json
 import os
 import re
-import socket
 import subprocess
+import sys
 import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "helpers"))
+from free_port import free_port  # noqa: E402
 MANIFEST = os.path.join(HERE, "..", "..", "examples", "kubernetes", "pytorchjob.yaml")
 DDPRUN = os.environ["DDPRUN"]
 
@@ -38,9 +40,7 @@ class PyTorchJob(unittest.TestCase):
     def test_manifest_command_runs_with_the_operators_environment(self):
         pods = container_commands()
         self.assertEqual(len(pods), 2, "a Master and a Worker replica spec")
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
+        port = free_port()
         tmp = tempfile.mkdtemp(prefix="ddprun_k8s_")
         procs = []
         for node_rank, (command, args) in enumerate(pods):

@@ -17,6 +17,9 @@ DDPRUN = os.environ.get("DDPRUN", os.path.join(ROOT, "build", "launcher", "ddpru
 PYTHON = "/usr/bin/python3"
 TIMEOUT = 120
 
+sys.path.insert(0, os.path.join(ROOT, "tests", "helpers"))
+from free_port import free_port  # noqa: E402
+
 
 def run(cmd, **kw):
     env = dict(os.environ, PYTHON_EXEC=PYTHON, OMP_NUM_THREADS="1")
@@ -99,22 +102,6 @@ class DdpJob(unittest.TestCase):
         self.assertRegex(summary, r"error_file: /\S+/attempt_0/1/error\.json")
         self.assertIn("Traceback (most recent call last):", summary)
         self.assertIn("RuntimeError: rank 1 fails on purpose in attempt 0", summary)
-
-
-def free_port():
-    """A port free on 127.0.0.1 now, below Linux's ephemeral range (32768 and up): a port
-    the kernel hands out would go to a concurrent test's outgoing connection as often as
-    not, and an agent meant to listen there would then find it taken."""
-    import random
-    import socket
-    while True:
-        port = random.randrange(10000, 32000)
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
 
 
 class StaticNodes(unittest.TestCase):
