@@ -157,10 +157,11 @@ void a_node_joins_despite(const std::function<void(EtcdCluster&)>& fault,
   j.backend = "etcd";
   j.endpoint = etcd.endpoints();
   // A request forwarded to a lost leader is dropped: calls need the time of an election
-  // (and some) to go through another member. A keep-alive stuck on the faulty member
-  // fails over after 2 s: the lease (0.1 s x 60) outlives that with room for a loaded
-  // machine (at 3 s a healthy node was once taken for dead).
-  j.conf += ",read_timeout=5,keep_alive_max_attempt=60";
+  // (and some) to go through another member. Keep-alives need the leader: a frozen one
+  // costs an election, and on a loaded machine leases of 3 and 6 s have each once
+  // expired on a healthy node; the lease here is the product's default length, 15 s
+  // (0.1 s x 150). Nobody dies in these tests, so no wait grows with it.
+  j.conf += ",read_timeout=5,keep_alive_max_attempt=150";
   std::string dir = make_temp_dir();
   DdprunProcess a(j.agent({}, {"mark", dir}), kEnv);
   DdprunProcess b(j.agent({}, {"mark", dir}), kEnv);
