@@ -68,10 +68,20 @@ wait_for 20 w3.r0.a0 w3.r1.a0 w3.r2.a0 || fail "three hosts never ran together"
 # Cut host 2's link. Its process keeps running.
 ip netns exec "${tag}n2" ip link set "v${tag}2" down
 wait_for 20 w2.r0.a0 w2.r1.a0 || fail "the two hosts left did not go on"
-# The cut-off agent stops its workers and exits, naming the endpoint.
-deadline=$((SECONDS + 20))
-while kill -0 "${pids[2]}" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.05; done
-kill -0 "${pids[2]}" 2>/dev/null && fail "the cut-off agent is still running"
+# The cut-off agent stops its workers and exits, naming the endpoint. It takes about a
+# second here; twice in CI's loaded runs it was still there after 20 s, for a reason not
+# yet found: past 20 s its threads' stacks are printed (in ctest's log) for the next
+# look, and only past 60 s does the test fail.
+exited_within() {  # exited_within SECONDS
+  local deadline=$((SECONDS + $1))
+  while kill -0 "${pids[2]}" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.05; done
+  ! kill -0 "${pids[2]}" 2>/dev/null
+}
+if ! exited_within 20; then
+  echo "the cut-off agent is still running after 20 s; its threads:"
+  eu-stack -p "${pids[2]}" 2>&1 || gdb -p "${pids[2]}" -batch -ex "thread apply all bt" 2>&1
+  exited_within 40 || fail "the cut-off agent is still running"
+fi
 wait "${pids[2]}"; rc=$?
 [ $rc -ne 0 ] || fail "the cut-off agent exited 0"
 grep -q "10.77.0.1:29400" "$dir/agent2.log" || fail "the cut-off agent did not name the endpoint"
