@@ -160,14 +160,9 @@ TEST(EtcdErrors, UnreachableNamesEveryEndpointTried) {
 
 // An HTTP server that knows no /v3 API (an etcd older than 3.4, or not etcd at all).
 TEST(EtcdErrors, WrongApiSaysSo) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), len);
-  ::listen(fd, 4);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  int port = 0;
+  int fd = ddprun::test::listen_on_loopback(port);
+  ASSERT_GE(fd, 0);
   std::thread server([fd] {
     int c = ::accept(fd, nullptr, nullptr);
     char buf[4096];
@@ -176,7 +171,7 @@ TEST(EtcdErrors, WrongApiSaysSo) {
     (void)!::write(c, reply.data(), reply.size());
     ::close(c);
   });
-  auto s = store_at("127.0.0.1:" + std::to_string(ntohs(addr.sin_port)), "/x/", 5s);
+  auto s = store_at("127.0.0.1:" + std::to_string(port), "/x/", 5s);
   try {
     s->set("k", "v");
     FAIL() << "not an etcd v3 API";

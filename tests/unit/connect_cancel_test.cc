@@ -1,7 +1,6 @@
 // net::cancel_connects() ends connects that would otherwise retry until their deadline.
 // It is process-wide and permanent, so each case runs in a child process of its own.
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -66,19 +65,13 @@ TEST(ConnectCancelDeathTest, LaterConnectsFailAtOnce) {
 // also end by the cancel, at its next connect: after its first attempt's 6.7 s, which
 // the bound of 5 s tells apart from "at once").
 void cancel_while_a_silent_peer_is_asked(const std::function<void(int port)>& client) {
-  int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  if (::bind(listener, reinterpret_cast<sockaddr*>(&a), len) != 0 || ::listen(listener, 4) != 0 ||
-      ::getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    std::exit(3);
-  }
+  int port = 0;
+  int listener = ddprun::test::listen_on_loopback(port);
+  if (listener < 0) std::exit(3);
   bool cancelled = false;
   std::thread asker([&] {
     try {
-      client(ntohs(a.sin_port));
+      client(port);
     } catch (const ConnectCancelledError&) {
       cancelled = true;
     } catch (...) {

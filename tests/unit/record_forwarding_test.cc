@@ -1,9 +1,7 @@
 // Forwarding a node's records to the primary: exactly once, whole lines only, resends
 // harmless, bad frames closing only their own connection.
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <stdlib.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -11,6 +9,7 @@
 #include <fstream>
 
 #include "net/socket.h"
+#include "tests/helpers/free_port.h"
 #include "tracking/record_forwarder.h"
 #include "tracking/record_link.h"
 #include "tracking/record_receiver.h"
@@ -129,16 +128,11 @@ TEST(RecordForwarding, UnreachablePrimaryLeavesEverythingForMerge) {
 TEST(RecordForwarding, ASilentPrimaryHoldsTheLastPassForSecondsOnly) {
   std::string dir = temp_dir();
   append(stream_path(dir + "/part", 0, 0, 0), log_line(1));
-  int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&a), len), 0);
-  ASSERT_EQ(::listen(listener, 4), 0);
-  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  int port = 0;
+  int listener = ddprun::test::listen_on_loopback(port);
+  ASSERT_GE(listener, 0);
   RecordForwarder forwarder(dir + "/part", "hosta.1");
-  forwarder.set_endpoint("127.0.0.1", ntohs(a.sin_port));
+  forwarder.set_endpoint("127.0.0.1", port);
   auto start = std::chrono::steady_clock::now();
   forwarder.pass(true);  // connected (the backlog accepts), sent, no answer
   EXPECT_FALSE(forwarder.bye());
