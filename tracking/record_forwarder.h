@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -16,11 +17,15 @@ namespace ddprun::tracking {
 /// whole lines of every stream in its directory (`streams/*.jsonl` and
 /// `agent.jsonl`) that the primary does not hold yet. The files stay on disk: they
 /// are the local copy `ddprun runs merge` folds in when the primary is unreachable.
-/// pass() and bye() run on one thread; set_endpoint() may be called from any.
+/// pass() and bye() run on one thread; set_endpoint() and hurry() may be called from
+/// any.
 class RecordForwarder {
  public:
   /// `token`: the job token the primary's receiver asks for ("" = none).
   RecordForwarder(std::string dir, std::string agent_id, std::string token = "");
+  ~RecordForwarder();
+  RecordForwarder(const RecordForwarder&) = delete;
+  RecordForwarder& operator=(const RecordForwarder&) = delete;
 
   void set_endpoint(const std::string& host, int port);
 
@@ -31,6 +36,11 @@ class RecordForwarder {
 
   /// Tells the primary this agent has sent everything; true if it answered.
   bool bye();
+
+  /// A final pass is wanted now: a reply already awaited, and every one until the
+  /// next final pass ends, is awaited no longer than a final pass's own (seconds, not
+  /// the half minute a pass mid-job allows a busy primary).
+  void hurry();
 
   /// True when the last pass left no complete line the primary does not hold.
   bool all_sent() const { return !unsent_; }
@@ -45,6 +55,7 @@ class RecordForwarder {
                      std::chrono::milliseconds timeout);
   std::string request(const std::string& header, std::string_view data,
                       std::chrono::milliseconds timeout);
+  std::chrono::steady_clock::time_point await_reply(std::chrono::steady_clock::time_point deadline);
   void lost(const std::string& why);
 
   std::string dir_;
@@ -58,6 +69,8 @@ class RecordForwarder {
   std::map<std::string, bool> torn_seen_;
   bool unsent_ = false;  // the last pass left complete lines behind
   bool warned_ = false;
+  std::atomic<bool> hurried_{false};
+  int hurry_fd_ = -1;  // eventfd, written by hurry()
   std::chrono::steady_clock::time_point retry_after_{};
 };
 

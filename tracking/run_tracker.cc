@@ -278,6 +278,7 @@ void RunTracker::stream_pass(bool final) {
 
 void RunTracker::poll(bool attempt_over) {
   if (!attempt_over) return sample_system(false);
+  if (forwarder_) forwarder_->hurry();  // a pass waiting on a silent primary gives up sooner
   if (watcher_) watcher_->final_pass();
 }
 
@@ -285,6 +286,7 @@ void RunTracker::finished(const std::string& status, int exitcode, const std::st
   if (forwarder_) {
     // Send the last events too, then (the watcher stopped: this thread owns the
     // forwarder now) let the primary know this agent is done.
+    forwarder_->hurry();
     watcher_->final_pass();
     watcher_.reset();
     bool answered = forwarder_->bye();
@@ -295,9 +297,9 @@ void RunTracker::finished(const std::string& status, int exitcode, const std::st
       if (std::filesystem::is_empty(run_dir_, ec)) std::filesystem::remove(run_dir_, ec);
     } else {
       std::cerr << "ddprun: the primary agent " << forwarder_->endpoint()
-                << " did not receive all of this node's tracking records; they are in "
-                << node_dir_ << ". Fold them into the run later with:\n  ddprun runs merge "
-                << node_dir_ << " --tracking_dir <the run's tracking directory>\n";
+                << " did not receive all of this node's tracking records; they are in " << node_dir_
+                << ". Fold them into the run later with:\n  ddprun runs merge " << node_dir_
+                << " --tracking_dir <the run's tracking directory>\n";
     }
     return;
   }

@@ -2,11 +2,13 @@
 // harmless, bad frames closing only their own connection.
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "net/socket.h"
 #include "tests/helpers/free_port.h"
@@ -139,6 +141,67 @@ TEST(RecordForwarding, ASilentPrimaryHoldsTheLastPassForSecondsOnly) {
   // A bound only the mid-job reply timeout (30 s) can pass; the last one is 5 s.
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
   EXPECT_FALSE(forwarder.all_sent());
+  ::close(listener);
+}
+
+// The primary at `listener`'s first connection has read a whole request of the
+// forwarder's (4-byte length, then the frame): the forwarder now awaits the reply.
+int accept_a_request(int listener) {
+  int conn = ::accept(listener, nullptr, nullptr);
+  if (conn < 0) return -1;
+  unsigned char len[4];
+  if (::recv(conn, len, 4, MSG_WAITALL) != 4) return -1;
+  std::string frame(read_frame_length(len), '\0');
+  if (::recv(conn, frame.data(), frame.size(), MSG_WAITALL) != static_cast<ssize_t>(frame.size()))
+    return -1;
+  return conn;
+}
+
+// An agent's attempt ends while a pass mid-job already awaits a primary that went
+// silent: asking for the final pass cuts that wait to the final pass's seconds, where
+// the pass would otherwise wait out its half minute before the final one could start.
+TEST(RecordForwarding, AFinalPassCutsShortAPassAlreadyWaitingOnASilentPrimary) {
+  std::string dir = temp_dir();
+  append(stream_path(dir + "/part", 0, 0, 0), log_line(1));
+  int port = 0;
+  int listener = ddprun::test::listen_on_loopback(port);
+  ASSERT_GE(listener, 0);
+  RecordForwarder forwarder(dir + "/part", "hosta.1");
+  forwarder.set_endpoint("127.0.0.1", port);
+  std::thread mid_job([&] { forwarder.pass(false); });
+  int conn = accept_a_request(listener);
+  ASSERT_GE(conn, 0);
+  auto asked = std::chrono::steady_clock::now();
+  forwarder.hurry();
+  mid_job.join();
+  // A bound only the mid-job reply timeout (30 s) can pass; a hurried one is 5 s.
+  EXPECT_LT(std::chrono::steady_clock::now() - asked, std::chrono::seconds(20));
+  EXPECT_FALSE(forwarder.all_sent());
+  ::close(conn);
+  ::close(listener);
+}
+
+// Hurrying only shortens the wait: a primary that answers within it is heard, and the
+// pass's records count as sent.
+TEST(RecordForwarding, AHurriedPassStillTakesThePrimarysAnswer) {
+  std::string dir = temp_dir();
+  std::string line = log_line(1);
+  append(stream_path(dir + "/part", 0, 0, 0), line);
+  int port = 0;
+  int listener = ddprun::test::listen_on_loopback(port);
+  ASSERT_GE(listener, 0);
+  RecordForwarder forwarder(dir + "/part", "hosta.1");
+  forwarder.set_endpoint("127.0.0.1", port);
+  std::thread mid_job([&] { forwarder.pass(false); });
+  int conn = accept_a_request(listener);
+  ASSERT_GE(conn, 0);
+  forwarder.hurry();
+  std::string reply = R"({"offset":)" + std::to_string(line.size()) + "}";
+  std::string frame = frame_length(reply.size()) + reply;
+  ASSERT_EQ(::send(conn, frame.data(), frame.size(), 0), static_cast<ssize_t>(frame.size()));
+  mid_job.join();
+  EXPECT_TRUE(forwarder.all_sent());
+  ::close(conn);
   ::close(listener);
 }
 
