@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "rendezvous/rendezvous_handler.h"
+#include "rendezvous/round_history.h"
 
 namespace ddprun::rendezvous {
 namespace {
@@ -18,9 +19,8 @@ using std::chrono::milliseconds;
 C10dBackend::C10dBackend(Options options) : options_(std::move(options)) {
   if (options_.is_host.value_or(true)) {
     try {
-      server_ =
-          std::make_unique<TcpStoreServer>(options_.host, static_cast<uint16_t>(options_.port),
-                                           options_.token);
+      server_ = std::make_unique<TcpStoreServer>(
+          options_.host, static_cast<uint16_t>(options_.port), options_.token);
     } catch (const StoreError& e) {
       // Another agent here already hosts it, or the endpoint is another machine.
       if (options_.is_host.value_or(false)) throw;
@@ -45,6 +45,13 @@ C10dBackend::~C10dBackend() {
 
 std::string C10dBackend::prefix(const std::string& run_id) const {
   return std::string(RendezvousHandler::kAgentPrefix) + "c10d/" + run_id + "/";
+}
+
+void C10dBackend::forget_history(const std::string& prefix, int round, bool /*first_member*/) {
+  if (!server_) return;
+  size_t n = server_->edit_keys(
+      [&](KeyValueTable& keys) { return rendezvous::forget_history(keys, prefix, round); });
+  if (n > 0) spdlog::debug("rendezvous: {} key(s) of earlier rounds deleted", n);
 }
 
 std::unique_ptr<Store> C10dBackend::connect(milliseconds timeout, int64_t /*newer_than*/) {

@@ -43,6 +43,8 @@ class C10dBackend : public RendezvousBackend {
     seen_.clear();
     last_check_ = {};
   }
+  /// On the host, from its own keys (no request).
+  void forget_history(const std::string& prefix, int round, bool first_member) override;
   bool hosted() const override { return true; }
   bool hosts_state() const override { return server_ != nullptr; }
   void linger(std::chrono::milliseconds max) override;

@@ -156,6 +156,7 @@ RendezvousInfo DynamicRendezvous::make_info(const DynamicState& state) {
   info.master_addr = host.substr(0, pid_at);
   info.master_port = port;
   backend_->round_formed();  // members are alive as of now
+  backend_->forget_history(prefix_, info.round, info.group_rank == 0);
   return info;
 }
 

@@ -98,6 +98,18 @@ void EtcdBackend::keep_alive_loop() {
   }
 }
 
+void EtcdBackend::forget_history(const std::string& prefix, int round, bool first_member) {
+  if (!first_member || round < 2) return;
+  for (const std::string dir : {"round/", "joining/"}) {
+    std::string old = prefix + dir + std::to_string(round - 2) + "/";
+    try {
+      probe_.remove(old, etcd_prefix_end(old));
+    } catch (const std::exception& e) {
+      spdlog::debug("rendezvous: the keys under {} stay: {}", old, e.what());
+    }
+  }
+}
+
 std::vector<std::string> EtcdBackend::dead_members(const std::string& prefix,
                                                    const std::vector<std::string>& members,
                                                    const std::string& self) {

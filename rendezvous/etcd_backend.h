@@ -40,6 +40,9 @@ class EtcdBackend : public RendezvousBackend {
   std::vector<std::string> dead_members(const std::string& prefix,
                                         const std::vector<std::string>& members,
                                         const std::string& self) override;
+  /// Group rank 0 deletes the protocol keys and announcements of the round before the
+  /// last one (a range delete each); the state's own keys are rewritten in place.
+  void forget_history(const std::string& prefix, int round, bool first_member) override;
   std::string endpoint() const override;
   std::string where() const override { return "etcd at " + endpoint(); }
 

@@ -43,6 +43,10 @@ class RendezvousBackend {
                                                 const std::string& self) = 0;
   /// A round has formed: every member counts as alive from here.
   virtual void round_formed() {}
+  /// Round `round` has formed: the keys only earlier rounds needed go
+  /// (round_history.h), so that restarts do not grow the state. `first_member`: this
+  /// node is the round's group rank 0. Best effort: a failure only leaves them.
+  virtual void forget_history(const std::string& prefix, int round, bool first_member) = 0;
   /// True when one of the agents hosts the state (c10d), false for a service (etcd).
   virtual bool hosted() const { return false; }
   /// True on the agent that hosts the state (it must outlive the job).

@@ -85,6 +85,10 @@ class TcpStoreServer::Impl {
     return run_on_io([&] { return state_.table.erase_prefix(prefix); });
   }
 
+  size_t edit_keys(const std::function<size_t(KeyValueTable&)>& edit) {
+    return run_on_io([&] { return edit(state_.table); });
+  }
+
   size_t close_connections() {
     return run_on_io([&] {
       size_t n = 0;
@@ -151,10 +155,11 @@ class TcpStoreServer::Impl {
       return true;
     }
     if (refused_.insert(address).second) {
-      spdlog::warn("store: refused a connection from {}: not the address of a node of this "
-                   "job (a node that connects from another address than it advertises needs "
-                   "--local_addr); further ones from there are refused silently",
-                   address.to_string());
+      spdlog::warn(
+          "store: refused a connection from {}: not the address of a node of this "
+          "job (a node that connects from another address than it advertises needs "
+          "--local_addr); further ones from there are refused silently",
+          address.to_string());
     }
     return false;
   }
@@ -218,6 +223,10 @@ size_t TcpStoreServer::close_connections() { return impl_->close_connections(); 
 
 size_t TcpStoreServer::erase_prefix(const std::string& prefix) {
   return impl_->erase_prefix(prefix);
+}
+
+size_t TcpStoreServer::edit_keys(const std::function<size_t(KeyValueTable&)>& edit) {
+  return impl_->edit_keys(edit);
 }
 
 size_t TcpStoreServer::clear_except(const std::string& keep_prefix) {

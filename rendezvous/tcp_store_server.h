@@ -2,9 +2,12 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "rendezvous/key_value_table.h"
 
 namespace ddprun::rendezvous {
 
@@ -42,6 +45,9 @@ class TcpStoreServer {
   size_t clear_except(const std::string& keep_prefix);
   /// Deletes every key starting with `prefix` (an agent's keys of a finished round).
   size_t erase_prefix(const std::string& prefix);
+  /// Runs `edit` on the server's thread with its keys (waiters are not woken: for
+  /// deleting what nobody waits for any more); returns what `edit` returns.
+  size_t edit_keys(const std::function<size_t(KeyValueTable&)>& edit);
 
   /// Closes every client connection (the listener stays): clients of an earlier round
   /// (a dropped node's stale workers) fail at their next request instead of going on.

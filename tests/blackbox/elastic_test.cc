@@ -7,6 +7,8 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <regex>
 #include <set>
 #include <thread>
@@ -143,8 +145,7 @@ TEST(Elastic, OnlyAgentsWithTheJobTokenGetIn) {
   EXPECT_EQ(a.err_so_far().find("no job token"), std::string::npos) << a.err_so_far();
   Finished intruder = run_ddprun(job.agent({}, {"mark", dir}, false), env("a guess"));
   EXPECT_NE(intruder.code, 0);
-  EXPECT_NE(intruder.err.find("refused this node's job token"), std::string::npos)
-      << intruder.err;
+  EXPECT_NE(intruder.err.find("refused this node's job token"), std::string::npos) << intruder.err;
   DdprunProcess b(job.agent({}, {"mark", dir}, false), env("the-job's"));
   EXPECT_TRUE(eventually([&] { return world_running(dir, 2, 0); })) << b.err_so_far();
   for (auto* p : {&a, &b}) ::kill(p->pid(), SIGTERM);
@@ -187,6 +188,29 @@ TEST(Elastic, WorkerFailureRestartsEveryNode) {
     EXPECT_NE(out->find("[default1]:attempt 1"), std::string::npos) << *out;
     EXPECT_EQ(out->find(":attempt 2"), std::string::npos) << *out;
   }
+}
+
+// A long job restarts many times: the rendezvous store keeps each round's keys only
+// while a node may still need them, so it does not grow with the restarts (a key per
+// state change and per round did, about 7 a restart).
+TEST(Elastic, RestartsDoNotGrowTheRendezvousStore) {
+  Job job;
+  job.nnodes = "2";
+  std::string dir = make_temp_dir();
+  std::string counts = dir + "/keys";
+  auto args = job.agent_running(
+      {"--nproc_per_node=1", "--max_restarts=40", "--no_python"},
+      {store_worker_binary(), "count_keys", std::to_string(job.port), counts, "40"});
+  DdprunProcess a(args, kEnv);
+  DdprunProcess b(args, kEnv);
+  ASSERT_EQ(a.wait(), 0) << a.err();
+  ASSERT_EQ(b.wait(), 0) << b.err();
+  std::map<int, int> keys;  // attempt -> keys in the store
+  std::ifstream in(counts);
+  for (int attempt, n; in >> attempt >> n;) keys[attempt] = n;
+  ASSERT_TRUE(keys.count(20) && keys.count(40)) << "attempts counted: " << keys.size();
+  // The same rounds' worth of keys at both points (give or take the current round's few).
+  EXPECT_LE(keys[40], keys[20] + 8) << "keys at attempt 20: " << keys[20];
 }
 
 TEST(Elastic, ExhaustedBudgetEndsEveryNodeWithTheRootCause) {

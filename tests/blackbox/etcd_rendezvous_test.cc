@@ -6,7 +6,9 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <map>
 #include <thread>
 
 #include "tests/blackbox/ddprun_process.h"
@@ -85,6 +87,30 @@ TEST_F(EtcdRendezvous, WorkerFailureRestartsEveryNode) {
     EXPECT_NE(out->find("[default0]:attempt 1"), std::string::npos) << *out;
     EXPECT_EQ(out->find(":attempt 2"), std::string::npos) << *out;
   }
+}
+
+// Many restarts leave the run's keys in etcd at the same count: each round's protocol
+// keys go once no node needs them (they grew by about 3 a restart).
+TEST_F(EtcdRendezvous, RestartsDoNotGrowTheRunsKeys) {
+  Job j = job("2");
+  std::string dir = make_temp_dir();
+  // Rank 0 counts the run's keys, then fails until attempt 30; rank 1 succeeds (rank
+  // 0's failure restarts both nodes).
+  std::string count = "[ \"$RANK\" = 0 ] || exit 0; n=$(etcdctl --endpoints=" + etcd_->endpoints() +
+                      " get --prefix --keys-only /ddprun/rdzv/" + j.id +
+                      "/ | grep -c .); echo \"$TORCHELASTIC_RESTART_COUNT $n\" >> " + dir +
+                      "/keys; [ \"$TORCHELASTIC_RESTART_COUNT\" = 30 ]";
+  auto args = j.agent_running({"--nproc_per_node=2", "--max_restarts=30", "--no_python"},
+                              {"/bin/sh", "-c", count});
+  DdprunProcess a(args, kEnv);
+  DdprunProcess b(args, kEnv);
+  ASSERT_EQ(a.wait(), 0) << a.err();
+  ASSERT_EQ(b.wait(), 0) << b.err();
+  std::map<int, int> keys;  // attempt -> the run's keys
+  std::ifstream in(dir + "/keys");
+  for (int attempt, n; in >> attempt >> n;) keys[attempt] = n;
+  ASSERT_TRUE(keys.count(10) && keys.count(30)) << "attempts counted: " << keys.size();
+  EXPECT_LE(keys[30], keys[10] + 6) << "keys at attempt 10: " << keys[10];
 }
 
 TEST_F(EtcdRendezvous, BudgetExhaustedEndsEveryNodeWithTheRootCause) {
