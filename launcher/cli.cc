@@ -44,8 +44,7 @@ constexpr OptionDef kOptions[] = {
     {"log_dir", 0, false, "", "base directory for per-attempt logs and error files", "<dir>"},
     {"redirects", 'r', false, "0", "send worker streams to log files only: 0-3 or 0:1,1:2",
      "0 1 2 3"},
-    {"tee", 't', false, "0", "copy worker streams to log files as well: 0-3 or 0:1,1:2",
-     "0 1 2 3"},
+    {"tee", 't', false, "0", "copy worker streams to log files as well: 0-3 or 0:1,1:2", "0 1 2 3"},
     {"local_ranks_filter", 0, false, "", "show only these local ranks on the console, e.g. 0,1"},
     {"node_rank", 0, false, "0", "this node's rank (static rendezvous)"},
     {"master_addr", 0, false, "127.0.0.1", "address of node 0 (static rendezvous)"},
@@ -56,8 +55,7 @@ constexpr OptionDef kOptions[] = {
      "console prefix: ${role_name} ${local_rank} ${rank} ${node_rank} ${host}"},
     {"log_level", 0, false, "warn", "ddprun's own log level: trace..critical, off",
      "trace debug info warn error critical off"},
-    {"tracking_dir", 0, false, "./ddprun-runs", "where the job's experiment run is kept",
-     "<dir>"},
+    {"tracking_dir", 0, false, "./ddprun-runs", "where the job's experiment run is kept", "<dir>"},
     {"run_name", 0, false, "", "a name for the run (default: its id)"},
     {"no_tracking", 0, true, "0", "do not record an experiment run"},
     {"tracking_interval", 0, false, "15", "seconds between system metric samples"},
@@ -240,8 +238,9 @@ int resolve_nproc(const Values& v, const DeviceCounter& devices) {
   if (raw == "xpu") {
     int n = devices.xpus ? devices.xpus() : 0;
     if (n < 1) {
-      throw UsageError(src + "=xpu: no Intel XPU is visible on this node (ddprun counts the "
-                             "i915 and xe render devices under /sys/class/drm)");
+      throw UsageError(src +
+                       "=xpu: no Intel XPU is visible on this node (ddprun counts the "
+                       "i915 and xe render devices under /sys/class/drm)");
     }
     return n;
   }
@@ -347,7 +346,7 @@ LaunchConfig parse_command_line(int argc, const char* const argv[], const EnvLoo
   if (!controller) {
     SlurmDefaults slurm = apply_slurm_environment(v, env, node_address, cfg.notices);
     apply_master_environment(v, env);
-    fill_rendezvous(v, env, cfg);
+    fill_rendezvous(v, env, cfg, slurm.token_by_munge);
     if (slurm.c10d_is_host && !cfg.rendezvous.c10d_is_host) {
       cfg.rendezvous.c10d_is_host = slurm.c10d_is_host;
     }

@@ -14,9 +14,9 @@
 #include <spdlog/spdlog.h>
 
 #include "agent/device_count.h"
-#include "agent/numa_binding.h"
 #include "agent/executable.h"
 #include "agent/local_agent.h"
+#include "agent/numa_binding.h"
 #include "agent/orphan_guard.h"
 #include "agent/posix_process_inspector.h"
 #include "agent/posix_process_launcher.h"
@@ -27,11 +27,12 @@
 #include "common/logging.h"
 #include "launcher/cli.h"
 #include "launcher/completion.h"
-#include "os/cpu_topology.h"
 #include "launcher/entrypoint.h"
 #include "launcher/python_files.h"
 #include "launcher/runs_command.h"
+#include "launcher/slurm_token.h"
 #include "launcher/ssh_controller.h"
+#include "os/cpu_topology.h"
 #include "rendezvous/rendezvous_factory.h"
 #include "tracking/console_event_log.h"
 #include "tracking/run_tracker.h"
@@ -106,12 +107,12 @@ std::unique_ptr<tracking::RunTracker> make_tracker(const launcher::LaunchConfig&
   o.token = cfg.rendezvous.token;
   o.run_name = cfg.run_name;
   o.command_json = nlohmann::json(std::vector<std::string>(argv, argv + argc)).dump();
-  nlohmann::json config{{"nproc_per_node", cfg.agent.spec.local_world_size},
-                        {"nnodes", std::to_string(cfg.agent.min_nodes) + ":" +
-                                       std::to_string(cfg.agent.max_nodes)},
-                        {"rdzv_backend", rendezvous::backend_name(cfg.rendezvous.backend)},
-                        {"max_restarts", cfg.agent.spec.max_restarts},
-                        {"entrypoint", cfg.agent.spec.argv}};
+  nlohmann::json config{
+      {"nproc_per_node", cfg.agent.spec.local_world_size},
+      {"nnodes", std::to_string(cfg.agent.min_nodes) + ":" + std::to_string(cfg.agent.max_nodes)},
+      {"rdzv_backend", rendezvous::backend_name(cfg.rendezvous.backend)},
+      {"max_restarts", cfg.agent.spec.max_restarts},
+      {"entrypoint", cfg.agent.spec.argv}};
   if (!cfg.agent.cpu_bindings.empty()) {
     // This node's bindings (every node plans its own; the run keeps the primary's).
     nlohmann::json bindings = nlohmann::json::array();
@@ -129,6 +130,11 @@ int launch(launcher::LaunchConfig& cfg, int argc, char** argv) {
   setup_logging(cfg.log_level);
   for (const auto& notice : cfg.notices) std::cerr << "ddprun: " << notice << "\n";
   launcher::resolve_entrypoint(cfg, real_env);
+  // Before the tracker, which needs the token too. No signal handler yet: a stop
+  // signal while this node waits for the first one ends it at once.
+  std::vector<std::string> token_notices;
+  launcher::settle_slurm_token(cfg.rendezvous, launcher::munge_loader(real_env), token_notices);
+  for (const auto& notice : token_notices) std::cerr << "ddprun: " << notice << "\n";
   if (cfg.standalone) cfg.agent.run_id = cfg.rendezvous.run_id = random_uuid();
   if (cfg.agent.numa_mode != agent::NumaMode::kOff) bind_workers_to_cpus(cfg.agent);
   // torchrun's worker watchdog: asked for by the environment, as torchrun is.

@@ -6,7 +6,8 @@
 
 namespace ddprun::launcher {
 
-void fill_rendezvous(const Values& v, const EnvLookup& env, LaunchConfig& config) {
+void fill_rendezvous(const Values& v, const EnvLookup& env, LaunchConfig& config,
+                     bool token_by_munge) {
   auto flag = [&v](const char* name) {
     return rendezvous::FlagValue{v.str(name), v.source(name), v.given(name)};
   };
@@ -31,7 +32,10 @@ void fill_rendezvous(const Values& v, const EnvLookup& env, LaunchConfig& config
   } else if (auto token = env("DDPRUN_JOB_TOKEN"); token && !token->empty()) {
     p.token = *token;
   }
-  if (p.elastic() && p.backend == rendezvous::Backend::kC10d && p.token.empty()) {
+  if (p.token.empty() && token_by_munge && p.max_nodes > 1 &&
+      p.backend != rendezvous::Backend::kEtcd) {
+    p.token_by_munge = true;  // whether MUNGE works here is known only at launch
+  } else if (p.elastic() && p.backend == rendezvous::Backend::kC10d && p.token.empty()) {
     config.notices.emplace_back(
         "warning: no job token: whoever reaches the rendezvous endpoint can join this job or "
         "read its keys; give every node the same --rdzv_conf=token_file=PATH or "

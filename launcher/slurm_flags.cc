@@ -100,11 +100,13 @@ SlurmDefaults apply_slurm(Values& v, const SlurmStep& step, const NodeAddressLoo
       v.derive("master_port", std::to_string(port), "SLURM_JOB_ID");
       out.port_hint = port_hint(step, port, "--master_port=PORT");
     }
+    out.token_by_munge = true;
   } else if (backend == "c10d" && !v.given("rdzv_endpoint")) {
     std::string host = first_node_address(step, lookup, notices);
     if (host.find(':') != std::string::npos) host = "[" + host + "]";
     v.derive("rdzv_endpoint", host + ":" + std::to_string(port), "the Slurm node list");
     out.c10d_is_host = step.node_id == 0;
+    out.token_by_munge = true;
     out.port_hint = port_hint(step, port, "--rdzv_endpoint=HOST:PORT");
   }
   return out;

@@ -14,6 +14,10 @@ namespace ddprun::launcher {
 struct SlurmDefaults {
   std::optional<bool> c10d_is_host;  // the first node hosts a c10d store it derived
   std::string port_hint;             // what to do when the derived port is taken
+  // The nodes may agree on a job token through MUNGE (launcher/slurm_token.h): a
+  // multi-node step whose store's host ddprun knows (node 0's, or the c10d endpoint
+  // it derived).
+  bool token_by_munge = false;
 };
 
 /// Fills in the rendezvous options the user did not give (flag or PET_ variable) from

@@ -20,7 +20,8 @@ C10dBackend::C10dBackend(Options options) : options_(std::move(options)) {
   if (options_.is_host.value_or(true)) {
     try {
       server_ = std::make_unique<TcpStoreServer>(
-          options_.host, static_cast<uint16_t>(options_.port), options_.token);
+          options_.host, static_cast<uint16_t>(options_.port), options_.token,
+          TcpStoreServer::Guests::kNone, options_.token_handout);
     } catch (const StoreError& e) {
       // Another agent here already hosts it, or the endpoint is another machine.
       if (options_.is_host.value_or(false)) throw;

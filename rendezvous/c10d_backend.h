@@ -27,6 +27,7 @@ class C10dBackend : public RendezvousBackend {
     std::chrono::milliseconds heartbeat_interval{5'000};
     int heartbeat_misses = 3;
     std::string token;  // the job token ("" = none): the store admits only who proves it
+    net::TokenHandout token_handout;  // the host: hands the token out (a Slurm step)
   };
 
   /// Hosts the store when it should; connects (TimeoutError naming the endpoint).

@@ -27,6 +27,7 @@ std::unique_ptr<RendezvousBackend> make_backend(const RendezvousParams& p) {
   o.heartbeat_interval = p.heartbeat_interval;
   o.heartbeat_misses = p.heartbeat_misses;
   o.token = p.token;
+  o.token_handout = p.token_handout;
   return std::make_unique<C10dBackend>(o);
 }
 
@@ -53,6 +54,7 @@ std::unique_ptr<RendezvousHandler> make_rendezvous(const RendezvousParams& p) {
   o.master_port = p.master_port;
   o.join_timeout = p.join_timeout;
   o.token = p.token;
+  o.token_handout = p.token_handout;
   return std::make_unique<StaticRendezvous>(o);
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "net/token_handout.h"
 #include "rendezvous/etcd_endpoint.h"
 
 namespace ddprun::rendezvous {
@@ -49,6 +50,11 @@ struct RendezvousParams {
   /// the agents' channels admit only who proves it. "" = none.
   std::string token_file;
   std::string token;
+  /// A Slurm step's nodes where none was given (launcher/slurm_token.h): the token is
+  /// made by the node hosting the job's store and handed out in MUNGE credentials.
+  bool token_by_munge = false;
+  /// On that node: how it hands the token out (no credentials elsewhere).
+  net::TokenHandout token_handout;
   std::chrono::milliseconds join_timeout{600'000};
 
   // Elastic only.

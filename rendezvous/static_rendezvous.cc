@@ -45,9 +45,9 @@ StaticRendezvous::StaticRendezvous(Options options) : options_(std::move(options
         options_.nnodes == 1 && is_loopback(options_.master_addr) ? options_.master_addr : "";
     // Agents and workers share it: with a token, a worker is served from the address
     // of a node that proved it.
-    server_ = std::make_unique<TcpStoreServer>(listen_host,
-                                               static_cast<uint16_t>(options_.master_port),
-                                               options_.token, TcpStoreServer::Guests::kMembers);
+    server_ = std::make_unique<TcpStoreServer>(
+        listen_host, static_cast<uint16_t>(options_.master_port), options_.token,
+        TcpStoreServer::Guests::kMembers, options_.token_handout);
     port_ = server_->port();
     client_ = std::make_unique<TcpStoreClient>("127.0.0.1", port_, client_options);
   } else {

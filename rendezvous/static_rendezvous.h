@@ -32,6 +32,7 @@ class StaticRendezvous : public RendezvousHandler {
     /// The job token: the nodes prove it to node 0's store, which serves PyTorch's
     /// clients only from the addresses of nodes that did ("" = everyone is served).
     std::string token;
+    net::TokenHandout token_handout;  // node 0: hands the token out (a Slurm step)
   };
 
   /// Node 0 binds the store here (throws StoreError naming the address); the others

@@ -40,10 +40,11 @@ void raise_fd_limit() {
 
 class TcpStoreServer::Impl {
  public:
-  Impl(const std::string& host, uint16_t port, std::string token, Guests guests)
+  Impl(const std::string& host, uint16_t port, std::string token, Guests guests,
+       net::TokenHandout handout)
       : acceptor_(net::open_acceptor(io_, host, port)),
         port_(acceptor_.local_endpoint().port()),
-        gate_(io_, std::move(token), "store"),
+        gate_(io_, std::move(token), "store", std::move(handout)),
         guests_(guests) {
     raise_fd_limit();
     do_accept();
@@ -212,8 +213,8 @@ class TcpStoreServer::Impl {
 };
 
 TcpStoreServer::TcpStoreServer(const std::string& host, uint16_t port, std::string token,
-                               Guests guests)
-    : impl_(std::make_unique<Impl>(host, port, std::move(token), guests)) {}
+                               Guests guests, net::TokenHandout handout)
+    : impl_(std::make_unique<Impl>(host, port, std::move(token), guests, std::move(handout))) {}
 
 TcpStoreServer::~TcpStoreServer() = default;
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "net/token_handout.h"
 #include "rendezvous/key_value_table.h"
 
 namespace ddprun::rendezvous {
@@ -31,8 +32,10 @@ class TcpStoreServer {
     kMembers,  // also clients from the address of one that did, this host or loopback:
                // a static job's store, which its agents and its workers share
   };
+  /// With a `handout`, it also hands the token to nodes that ask with a credential
+  /// (net/token_handout.h: a Slurm step whose token nobody gave).
   TcpStoreServer(const std::string& host, uint16_t port, std::string token = "",
-                 Guests guests = Guests::kNone);
+                 Guests guests = Guests::kNone, net::TokenHandout handout = {});
   /// Stops serving and closes every connection.
   ~TcpStoreServer();
   TcpStoreServer(const TcpStoreServer&) = delete;

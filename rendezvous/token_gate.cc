@@ -25,12 +25,14 @@ struct TokenGate::Handshake {
   std::string hello;  // what came of it so far
   std::string challenge;
   std::string line;
-  std::string answer;  // what came so far
+  std::string answer;   // what came so far
+  std::string request;  // a request for the token, so far
   std::array<char, 80> buf{};
 };
 
-TokenGate::TokenGate(asio::io_context& io, std::string token, std::string what)
-    : io_(io), token_(std::move(token)), what_(std::move(what)) {}
+TokenGate::TokenGate(asio::io_context& io, std::string token, std::string what,
+                     net::TokenHandout handout)
+    : io_(io), token_(std::move(token)), what_(std::move(what)), handout_(std::move(handout)) {}
 
 void TokenGate::admit(tcp::socket socket, Admit admit) {
   if (token_.empty()) return admit(std::move(socket));
@@ -65,8 +67,10 @@ void TokenGate::admit_shared(tcp::socket socket, Admit admit, Admit plain) {
           return void(h->socket.close(ignored));
         }
         if (h->buf[0] != net::job_token::kHello[0]) {
-          if (!from_member) return refuse(*h, "not a node of this job: none proved the job token "
-                                              "from there");
+          if (!from_member)
+            return refuse(*h,
+                          "not a node of this job: none proved the job token "
+                          "from there");
           return h->admit(std::move(h->socket));
         }
         // An agent: once it proved the token, its address is a member's.
@@ -93,20 +97,55 @@ bool TokenGate::known(const tcp::socket& socket) const {
          members_.count(address) > 0;
 }
 
-// The hello comes first; a byte that differs from it (a PyTorch client's request) is
+// The hello comes first (or a request for the token: both are 14 bytes); a byte that differs from both (a PyTorch client's request) is
 // refused at once, without waiting for more.
 void TokenGate::read_hello(const std::shared_ptr<Handshake>& h) {
-  const std::string expected = net::job_token::kHello;
-  size_t want = expected.size() - h->hello.size();
-  h->socket.async_read_some(asio::buffer(h->buf.data(), want), [this, h, expected](auto ec,
-                                                                                  size_t n) {
-    if (ec) return refuse(*h, "no job-token hello");
-    h->hello.append(h->buf.data(), n);
-    if (expected.compare(0, h->hello.size(), h->hello) != 0) {
-      return refuse(*h, "no job-token hello (not ddprun's agent)");
+  const std::string hello = net::job_token::kHello;
+  // A request for the token is answered even where none is handed out: the asking node
+  // is told so rather than left to guess.
+  const std::string ask = token_.empty() ? "" : net::token_handout::kAsk;
+  static_assert(std::char_traits<char>::length(net::job_token::kHello) ==
+                std::char_traits<char>::length(net::token_handout::kAsk));
+  size_t want = hello.size() - h->hello.size();
+  h->socket.async_read_some(
+      asio::buffer(h->buf.data(), want), [this, h, hello, ask](auto ec, size_t n) {
+        if (ec) return refuse(*h, "no job-token hello");
+        h->hello.append(h->buf.data(), n);
+        bool asks = !ask.empty() && ask.compare(0, h->hello.size(), h->hello) == 0;
+        if (!asks && hello.compare(0, h->hello.size(), h->hello) != 0) {
+          return refuse(*h, "no job-token hello (not ddprun's agent)");
+        }
+        if (h->hello.size() < hello.size()) return read_hello(h);
+        if (asks) return read_request(h);
+        send_challenge(h);
+      });
+}
+
+// A node asking for the token: its credential up to the line's end, then the answer,
+// and the connection ends either way.
+void TokenGate::read_request(const std::shared_ptr<Handshake>& h) {
+  h->socket.async_read_some(asio::buffer(h->buf), [this, h](auto ec, size_t n) {
+    if (ec) return refuse(*h, "no job-token request");
+    h->request.append(h->buf.data(), n);
+    size_t end = h->request.find('\n');
+    if (end == std::string::npos) {
+      if (h->request.size() > net::token_handout::kMaxLine) {
+        return refuse(*h, "a job-token request too long");
+      }
+      return read_request(h);
     }
-    if (h->hello.size() < expected.size()) return read_hello(h);
-    send_challenge(h);
+    h->timer.cancel();
+    h->line = net::token_handout::answer(handout_, token_, h->request.substr(0, end));
+    if (h->line.starts_with(net::token_handout::kRefused)) {
+      std::string why = h->line.substr(std::string(net::token_handout::kRefused).size());
+      why.pop_back();  // the '\n'
+      log_refusal(h->socket, "asked for the job token: " + why);
+    }
+    asio::async_write(h->socket, asio::buffer(h->line), [h](auto, size_t) {
+      boost::system::error_code ignored;
+      h->socket.shutdown(tcp::socket::shutdown_both, ignored);
+      h->socket.close(ignored);
+    });
   });
 }
 
@@ -144,17 +183,23 @@ void TokenGate::read_answer(const std::shared_ptr<Handshake>& h) {
 }
 
 void TokenGate::refuse(Handshake& h, const char* why) {
+  log_refusal(h.socket, why);
   boost::system::error_code ec;
-  auto peer = h.socket.remote_endpoint(ec);
+  h.timer.cancel();
+  h.socket.close(ec);
+}
+
+void TokenGate::log_refusal(const tcp::socket& socket, const std::string& why) {
+  boost::system::error_code ec;
+  auto peer = socket.remote_endpoint(ec);
   std::string address =
       ec ? std::string("an unknown address") : net::unmapped(peer.address()).to_string();
   if (refused_.insert(address).second) {
-    spdlog::warn("{}: refused a connection from {} ({}); further ones from there are refused "
-                 "silently",
-                 what_, address, why);
+    spdlog::warn(
+        "{}: refused a connection from {} ({}); further ones from there are refused "
+        "silently",
+        what_, address, why);
   }
-  h.timer.cancel();
-  h.socket.close(ec);
 }
 
 }  // namespace ddprun::rendezvous

@@ -7,6 +7,8 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
+#include "net/token_handout.h"
+
 namespace ddprun::rendezvous {
 
 /// The server's side of the job-token handshake (job_token.h) for the connections one
@@ -19,8 +21,12 @@ class TokenGate {
  public:
   using Admit = std::function<void(boost::asio::ip::tcp::socket)>;
 
-  /// `what` names the channel in the log ("store", "record receiver").
-  TokenGate(boost::asio::io_context& io, std::string token, std::string what);
+  /// `what` names the channel in the log ("store", "record receiver"). With a
+  /// `handout`, a node that asks for the token with a credential gets it
+  /// (net/token_handout.h) and is closed; it then connects again and proves it.
+  /// Without one, such a node is told that none is handed out here.
+  TokenGate(boost::asio::io_context& io, std::string token, std::string what,
+            net::TokenHandout handout = {});
 
   /// Hands `socket` to `admit` once it proved the token (at once without a token).
   void admit(boost::asio::ip::tcp::socket socket, Admit admit);
@@ -37,15 +43,18 @@ class TokenGate {
  private:
   struct Handshake;
   void read_hello(const std::shared_ptr<Handshake>& h);
+  void read_request(const std::shared_ptr<Handshake>& h);
   void send_challenge(const std::shared_ptr<Handshake>& h);
   void read_answer(const std::shared_ptr<Handshake>& h);
   void refuse(Handshake& h, const char* why);
+  void log_refusal(const boost::asio::ip::tcp::socket& socket, const std::string& why);
   bool known(const boost::asio::ip::tcp::socket& socket) const;
 
   boost::asio::io_context& io_;
   std::string token_;
   std::string what_;
-  std::set<std::string> refused_;                 // addresses already logged
+  net::TokenHandout handout_;
+  std::set<std::string> refused_;               // addresses already logged
   std::set<boost::asio::ip::address> members_;  // that proved the token (admit_shared)
 };
 

@@ -46,6 +46,7 @@ class SlurmTest(unittest.TestCase):
         self.addCleanup(shutil.rmtree, self.tmp, True)
         self.runs = os.path.join(self.tmp, "runs")
         self.env = dict(self.cluster.env, PYTHON_EXEC=PYTHON, OMP_NUM_THREADS="1")
+        self.env.pop("DDPRUN_JOB_TOKEN", None)  # the tests that want one say so
 
     def ddprun(self, *args):
         return [DDPRUN, "--tracking_dir", self.runs, "--nproc_per_node=2", *args]
@@ -83,6 +84,8 @@ class Srun(SlurmTest):
         self.assertIn("Slurm node n1 does not resolve; using its address 127.0.0.1 "
                       "(scontrol's NodeAddr)", r.stderr)
         self.assertEqual({v["MASTER_ADDR"] for v in ranks.values()}, {"127.0.0.1"})
+        # No token exported: node 0 made one and handed it to node 1 through MUNGE.
+        self.assertNotIn("no job token", r.stderr)
         run_id, status = run_meta(self.runs)
         self.assertEqual(status, "finished")
         self.assertEqual(run_id, ranks[0]["TORCHELASTIC_RUN_ID"])
@@ -105,6 +108,7 @@ class Srun(SlurmTest):
                    for l in lines}
         self.assertEqual(len(run_ids), 1)
         self.assertRegex(run_ids.pop(), r"^\d+$", "elastic: the job id alone")
+        self.assertNotIn("no job token", r.stderr, "the c10d host hands it out through MUNGE")
 
     def test_taken_port_is_named_with_the_flag_that_overrides_it(self):
         # A fresh cluster's jobs are 1, 2, ...: their static ports (step 0) are 20000 + 8 * id.
@@ -151,12 +155,13 @@ class Srun(SlurmTest):
 
 class Torch(SlurmTest):
     def test_gloo_ddp_job_across_the_two_slurm_nodes(self):
-        # With a job token: node 0's store serves real PyTorch clients only from the
-        # nodes that proved it (both on loopback here).
+        # No token exported: node 0 makes one and hands it to node 1 through MUNGE; its
+        # store then serves real PyTorch clients only from the nodes that proved it (both
+        # on loopback here).
         train = os.path.join(HERE, "..", "..", "examples", "pytorch_ddp", "train.py")
         r = self.cluster.run(["srun", "-N2", "--ntasks-per-node=1", DDPRUN, "--tracking_dir",
                               self.runs, "--nproc_per_node=1", train, "--epochs", "2"],
-                             env=dict(self.env, DDPRUN_JOB_TOKEN="the job's"), cwd=self.tmp,
+                             env=self.env, cwd=self.tmp,
                              timeout=150)
         self.assertEqual(r.returncode, 0, self.fail_with(r))
         self.assertNotIn("no job token", r.stderr)
@@ -175,7 +180,7 @@ class Sbatch(SlurmTest):
             return r, f.read()
 
     def test_batch_script_runs_the_job_on_both_nodes(self):
-        # The job token exported as the README and the example scripts do.
+        # The job token exported, as the README says to where MUNGE is not used.
         token = "export DDPRUN_JOB_TOKEN=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \\n')"
         command = " ".join(["srun", "--ntasks-per-node=1", *self.ddprun(WORKER, "env")])
         r, out = self.sbatch(token + "\n" + command + "\nexit $?")
