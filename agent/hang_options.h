@@ -34,6 +34,9 @@ struct HangOptions {
   /// Restarts in a row after a hang that get no rank past the step it hung at before
   /// the job stops with kNoProgressExitCode.
   int max_no_progress_restarts = 3;
+  /// A rank still running this long after every other rank of its node exited 0 is
+  /// named on the console, hang detection on or off (0: never). A warning only.
+  std::chrono::milliseconds straggler_warning{std::chrono::minutes(5)};
   /// Where ddprun's Python start-up hook (sitecustomize.py) lives: put first on the
   /// Python workers' path so that a signal dumps their stacks. Empty: none.
   std::string python_hook_dir;

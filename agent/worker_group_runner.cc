@@ -48,6 +48,7 @@ WorkerGroupRunner::WorkerGroupRunner(boost::asio::io_context& io, const AgentCon
       grace_timer_(clock.make_timer()),
       drain_timer_(clock.make_timer()),
       kill_timer_(clock.make_timer()),
+      straggler_timer_(clock.make_timer()),
       inspector_(inspector) {
   launcher_.on_exit([this](const std::vector<ChildExit>& exits) { on_exits(exits); });
 }
@@ -178,7 +179,31 @@ void WorkerGroupRunner::on_exits(const std::vector<ChildExit>& exits) {
   }
   if (running_workers() == 0 && (phase_ == Phase::kRunning || phase_ == Phase::kStopping)) {
     begin_drain();
+  } else {
+    watch_stragglers();
   }
+}
+
+// Counted from the last exit: once some workers succeeded (and none failed), those
+// still running are named when the time is up, once (nothing is stopped).
+void WorkerGroupRunner::watch_stragglers() {
+  auto after = config_.hang.straggler_warning;
+  int finished = 0;
+  for (const auto& w : group_.workers) finished += w.state == WorkerState::kSucceeded ? 1 : 0;
+  if (phase_ != Phase::kRunning || !failures_.empty() || after.count() <= 0 || finished == 0)
+    return;
+  straggler_timer_->start(after, [this, after, finished] {
+    if (phase_ != Phase::kRunning || !failures_.empty()) return;
+    for (const auto& w : group_.workers) {
+      if (w.state != WorkerState::kHealthy) continue;
+      spdlog::warn(
+          "rank {} (local_rank {}, pid {}) is still running {} s after the last of this "
+          "node's {} finished rank(s) exited 0; if it is stuck at its end (a deadlock "
+          "tearing the process group down, a thread never joined), --hang_timeout "
+          "stops it and shows where",
+          w.global_rank, w.local_rank, w.pid, after.count() / 1000, finished);
+    }
+  });
 }
 
 Worker* WorkerGroupRunner::find_worker(pid_t pid) {
@@ -196,6 +221,7 @@ int WorkerGroupRunner::running_workers() const {
 void WorkerGroupRunner::stop(int sig) {
   if (phase_ != Phase::kRunning && phase_ != Phase::kStopping) return;
   phase_ = Phase::kStopping;
+  straggler_timer_->cancel();
   signal_running(sig);
   // (Re-)arming the timer: a second stop restarts the grace period.
   grace_timer_->start(config_.grace_period, [this] {
@@ -284,6 +310,7 @@ void WorkerGroupRunner::begin_drain() {
   phase_ = Phase::kDraining;
   grace_timer_->cancel();
   kill_timer_->cancel();
+  straggler_timer_->cancel();
   launcher_.kill_leftovers(guard_ ? guard_->pid() : -1);
   // Every session of this attempt is over: a thousand restarts leave the guard no
   // thousand stale pids to kill should ddprun die later.

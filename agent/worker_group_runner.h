@@ -28,7 +28,8 @@ class WorkerOutput;
 /// Runs one attempt of this node's workers inside the agent's io_context: spawns
 /// them with torchrun's environment, learns of every exit from the launcher at once,
 /// stops the rest on the first failure (signal, grace period, SIGKILL), kills what
-/// they leave behind and drains their output.
+/// they leave behind and drains their output. A worker still running long after all
+/// the others exited 0 is named (HangOptions::straggler_warning).
 ///
 /// Phases of an attempt: kRunning -> kStopping (a worker failed or stop() was
 /// called) -> kDraining (all workers exited; reading what is left in their pipes)
@@ -78,6 +79,7 @@ class WorkerGroupRunner {
   void add_stack_env(const std::string& dir, std::map<std::string, std::string>& extra);
   void add_hang_env(const std::string& dir, std::map<std::string, std::string>& extra);
   void reap(const TimerWatchdog::Expiry& e);
+  void watch_stragglers();
   void abandon_unkillable();
   Worker* find_worker(pid_t pid);
   void signal_running(int sig);
@@ -95,6 +97,7 @@ class WorkerGroupRunner {
   std::unique_ptr<Timer> grace_timer_;
   std::unique_ptr<Timer> drain_timer_;
   std::unique_ptr<Timer> kill_timer_;
+  std::unique_ptr<Timer> straggler_timer_;
   ProcessInspector* inspector_;
 
   Phase phase_ = Phase::kIdle;

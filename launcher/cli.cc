@@ -70,6 +70,9 @@ constexpr OptionDef kOptions[] = {
     {"max_no_progress_restarts", 0, false, "3",
      "hangs in a row, after restarts that got no rank past the step it hung at, before "
      "ddprun stops with exit status 125"},
+    {"straggler_warning", 0, false, "300",
+     "name a rank still running this many seconds after every other rank of its node exited "
+     "0 (a rank stuck at its end); a warning only, with or without --hang_timeout (0: never)"},
     {"signals_to_handle", 0, false, "SIGTERM,SIGINT,SIGHUP,SIGQUIT",
      "signals ddprun sends on to every worker and then stops the job (SIGKILL after "
      "--grace_period)"},

@@ -31,6 +31,8 @@ void fill_hang_options(const Values& v, agent::HangOptions& hang) {
     fail_value(v.source("hang_safety_factor"), v.str("hang_safety_factor"),
                "expected a number >= 1");
   }
+  hang.straggler_warning =
+      parse_seconds(v.source("straggler_warning"), v.str("straggler_warning"), true);
   hang.max_no_progress_restarts = v.integer("max_no_progress_restarts");
   if (hang.max_no_progress_restarts < 1) {
     fail_value(v.source("max_no_progress_restarts"), v.str("max_no_progress_restarts"),

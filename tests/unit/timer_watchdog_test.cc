@@ -90,6 +90,20 @@ TEST_F(TimerWatchdogTest, AnExpiredTimerSignalsTheProcessThatSetIt) {
   EXPECT_EQ(watchdog_->timers(), 0u) << "the pid's timers are forgotten once it is signalled";
 }
 
+// torch's requests carry wall-clock expiries; each becomes a steady deadline when it
+// arrives, so a jump of the wall clock afterwards (NTP stepping it, an admin setting
+// it) neither reaps a worker early nor keeps one past its time.
+TEST_F(TimerWatchdogTest, AWallClockJumpAfterARequestMovesNoDeadline) {
+  request(101, "forward", wall_ + 10.0, SIGKILL);
+  request(100, "back", wall_ + 10.0, SIGKILL);
+  wall_ += 3600;  // an hour forward: both would be long overdue by the wall clock
+  clock_.advance(milliseconds(9999));
+  EXPECT_TRUE(expired_.empty());
+  wall_ -= 7200;  // an hour back from the start: both would be an hour away
+  clock_.advance(milliseconds(1));
+  ASSERT_EQ(expired_.size(), 2u);
+}
+
 TEST_F(TimerWatchdogTest, AReleasedScopeNeverFires) {
   request(100, "step", wall_ + 1.0, SIGKILL);
   request(100, "step", -1, SIGKILL);  // expiration_time -1: released

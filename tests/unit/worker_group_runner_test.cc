@@ -6,8 +6,11 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <sstream>
 
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 #include <boost/asio/executor_work_guard.hpp>
 
 #include "agent/log_dir.h"
@@ -53,6 +56,21 @@ class WorkerGroupRunnerTest : public ::testing::Test {
   }
 
   pid_t pid(int local_rank) const { return launcher_.spawned().at(local_rank).pid; }
+
+  /// Runs a group whose workers' fate is `steps`, each run on the loop once what the
+  /// one before it did (exits, which the launcher posts) has reached the runner.
+  void run_steps(const std::vector<std::function<void()>>& steps, int restart_count = 0) {
+    launcher_.on_spawn = [&](const auto& p) {
+      if (p.options.argv[1] != "--slot=2") return;
+      boost::asio::post(io_, [&] { next_step(steps, 0); });
+    };
+    run_group(restart_count);
+  }
+  void next_step(const std::vector<std::function<void()>>& steps, size_t i) {
+    if (i == steps.size()) return;
+    steps[i]();
+    boost::asio::post(io_, [this, &steps, i] { next_step(steps, i + 1); });
+  }
 
   boost::asio::io_context io_;
   // The agent's loop always has its signal waits; without work this one would stop.
@@ -178,15 +196,88 @@ TEST_F(WorkerGroupRunnerTest, AWorkerThatSigkillCannotEndIsNamedAndLeftBehind) {
   EXPECT_TRUE(runner.idle());
 }
 
+// Captures what the agent logs while it lives.
+class LogCapture {
+ public:
+  LogCapture() : previous_(spdlog::default_logger()) {
+    spdlog::set_default_logger(std::make_shared<spdlog::logger>(
+        "capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(text_)));
+  }
+  ~LogCapture() { spdlog::set_default_logger(previous_); }
+  std::string text() const { return text_.str(); }
+
+ private:
+  std::ostringstream text_;
+  std::shared_ptr<spdlog::logger> previous_;
+};
+
+// A rank stuck at its end (PyTorch 1.13's gloo teardown deadlock) while the node's other
+// ranks are done: named on the console after the time given, counted from the last
+// exit, and left running (a warning only: with hang detection off nothing is stopped).
+TEST_F(WorkerGroupRunnerTest, ARankStillRunningLongAfterTheOthersFinishedIsNamedOnce) {
+  LogCapture log;
+  config_.hang.straggler_warning = std::chrono::seconds(300);
+  // Each step after the exits before it reached the runner (they are posted).
+  std::vector<std::function<void()>> steps{
+      [&] { launcher_.exit(pid(0), 0); },
+      [&] {
+        clock_.advance(std::chrono::seconds(200));
+        launcher_.exit(pid(2), 0);  // the wait starts again from here
+      },
+      [&] {
+        clock_.advance(std::chrono::seconds(299));
+        EXPECT_EQ(log.text().find("still running"), std::string::npos) << log.text();
+        clock_.advance(std::chrono::seconds(1));
+        EXPECT_NE(log.text().find("rank 11 (local_rank 1, pid " + std::to_string(pid(1)) +
+                                  ") is still running 300 s after the last of this node's 2 "
+                                  "finished rank(s) exited 0"),
+                  std::string::npos)
+            << log.text();
+        clock_.advance(std::chrono::seconds(3000));
+        launcher_.exit(pid(1), 0);
+      }};
+  run_steps(steps);
+  EXPECT_TRUE(launcher_.process(pid(1)).signals.empty()) << "never stopped for it";
+  EXPECT_EQ(log.text().find("still running"), log.text().rfind("still running")) << "once";
+  EXPECT_TRUE(first_failures_.empty());
+}
+
+TEST_F(WorkerGroupRunnerTest, NoStragglerIsNamedAfterAFailureOrWhenTurnedOff) {
+  LogCapture log;
+  config_.hang.straggler_warning = std::chrono::seconds(0);
+  std::vector<std::function<void()>> off{[&] {
+                                           launcher_.exit(pid(0), 0);
+                                           launcher_.exit(pid(2), 0);
+                                         },
+                                         [&] {
+                                           clock_.advance(std::chrono::hours(1));
+                                           launcher_.exit(pid(1), 0);
+                                         }};
+  run_steps(off);
+  config_.hang.straggler_warning = std::chrono::seconds(300);
+  std::vector<std::function<void()>> failed{[&] {
+                                              launcher_.exit(pid(3), 0);
+                                              launcher_.exit(pid(5), 3);
+                                            },
+                                            [&] {
+                                              // The others are being stopped meanwhile.
+                                              clock_.advance(std::chrono::seconds(300));
+                                              clock_.advance(config_.grace_period);
+                                            }};
+  run_steps(failed, 1);
+  EXPECT_EQ(log.text().find("still running"), std::string::npos) << log.text();
+}
+
 // torchrun's worker watchdog through the runner: requests on a real FIFO, time moved
 // by hand, and a fake inspector standing in for eu-stack and faulthandler.
 class WatchdogReapingTest : public WorkerGroupRunnerTest {
  protected:
   // What torch's FileTimerClient writes for `pid`: a `seconds` timer that ends in SIGKILL.
   void request(pid_t pid, double seconds) {
-    std::string line = "{\"version\": 1, \"pid\": " + std::to_string(pid) +
-                       ", \"scope_id\": \"train.py#7\", \"expiration_time\": " +
-                       std::to_string(wall_ + seconds) + ", \"signal\": 9}\n";
+    std::string line =
+        "{\"version\": 1, \"pid\": " + std::to_string(pid) +
+        ", \"scope_id\": \"train.py#7\", \"expiration_time\": " + std::to_string(wall_ + seconds) +
+        ", \"signal\": 9}\n";
     int fd = ::open(watchdog_.path().c_str(), O_WRONLY | O_NONBLOCK);
     ASSERT_GE(fd, 0);
     ASSERT_EQ(::write(fd, line.data(), line.size()), static_cast<ssize_t>(line.size()));
@@ -195,7 +286,7 @@ class WatchdogReapingTest : public WorkerGroupRunnerTest {
   }
 
   FakeProcessInspector inspector_{io_};
-  agent::WorkerGroupRunner inspected_{io_,      config_, launcher_, clock_,    nullptr,
+  agent::WorkerGroupRunner inspected_{io_,      config_, launcher_, clock_,     nullptr,
                                       log_dir_, "host",  nullptr,   &inspector_};
   double wall_ = 1000;
   bool made_base_ = std::filesystem::create_directories(base_);  // before the FIFO in it
