@@ -59,6 +59,23 @@ class SlurmTest(unittest.TestCase):
         return f"exit {r.returncode}\nstdout:\n{r.stdout}\nstderr:\n{r.stderr}\n" + \
             self.cluster.logs()
 
+    def start_waiting_job(self):
+        proc = self.cluster.popen(["srun", "-N2", "--ntasks-per-node=1",
+                                   *self.ddprun(WORKER, "wait", self.tmp)],
+                                  env=self.env, cwd=self.tmp)
+        self.addCleanup(proc.kill)
+        pid_files = [os.path.join(self.tmp, f"pid.{r}") for r in range(4)]
+        wait_until(lambda: all(map(os.path.exists, pid_files)) or proc.poll() is not None,
+                   "4 workers")
+        if proc.poll() is not None:
+            self.fail("srun ended early: " + "".join(proc.communicate()))
+        pids = []
+        for path in pid_files:
+            with open(path) as f:
+                pids.append(int(f.read()))
+        (job,) = self.cluster.jobs()
+        return proc, job, pids
+
 
 class Srun(SlurmTest):
     def test_two_nodes_give_four_ranks_and_one_shared_run(self):
@@ -204,23 +221,6 @@ class Sbatch(SlurmTest):
 
 
 class Signals(SlurmTest):
-    def start_waiting_job(self):
-        proc = self.cluster.popen(["srun", "-N2", "--ntasks-per-node=1",
-                                   *self.ddprun(WORKER, "wait", self.tmp)],
-                                  env=self.env, cwd=self.tmp)
-        self.addCleanup(proc.kill)
-        pid_files = [os.path.join(self.tmp, f"pid.{r}") for r in range(4)]
-        wait_until(lambda: all(map(os.path.exists, pid_files)) or proc.poll() is not None,
-                   "4 workers")
-        if proc.poll() is not None:
-            self.fail("srun ended early: " + "".join(proc.communicate()))
-        pids = []
-        for path in pid_files:
-            with open(path) as f:
-                pids.append(int(f.read()))
-        (job,) = self.cluster.jobs()
-        return proc, job, pids
-
     def test_scancel_stops_every_worker_on_every_node_and_the_run_ends_killed(self):
         proc, job, pids = self.start_waiting_job()
         r = self.cluster.run(["scancel", job], env=self.env)
@@ -245,6 +245,55 @@ class Signals(SlurmTest):
         for rank in range(4):
             self.assertIn(f"rank {rank} got SIGUSR1 x1", out, err)
         self.assertEqual(run_meta(self.runs)[1], "finished")
+
+
+class Token(SlurmTest):
+    def ask_for_the_token(self, port, job):
+        """What node 0 answers a node asking for the job token with a real MUNGE
+        credential naming `job`, and the credential (to replay)."""
+        sock = os.path.join(self.cluster.dir, "munge", "socket")
+        cred = subprocess.run(["munge", "-S", sock, "-s", f"ddprun job token for {job}"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+        return self.send_token_request(port, cred), cred
+
+    def send_token_request(self, port, cred):
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as c:
+            c.sendall(f"DDPRUN-MUNGE1 {cred}\n".encode())
+            reply = b""
+            while not reply.endswith(b"\n"):
+                chunk = c.recv(4096)
+                if not chunk:
+                    break
+                reply += chunk
+        return reply.decode()
+
+    def test_the_job_token_goes_only_to_this_jobs_user_asking_for_this_job(self):
+        # Real MUNGE credentials sent to node 0's store by hand, as another node would.
+        proc, job, _ = self.start_waiting_job()
+        port = 20000 + (int(job) * 8) % 12000  # step 0 (README)
+        sock = os.path.join(self.cluster.dir, "munge", "socket")
+        other, _ = self.ask_for_the_token(port, f"{int(job) + 1}.0")
+        self.assertEqual(other, "DDPRUN-REFUSED1 the credential asks for another job's token "
+                                f"(this is {job}.0)\n")
+        reply, cred = self.ask_for_the_token(port, f"{job}.0")
+        self.assertTrue(reply.startswith("DDPRUN-TOKEN1 "), reply)
+        handed = reply[len("DDPRUN-TOKEN1 "):].strip()
+        self.assertNotIn(handed, ("", cred))
+        # Only MUNGE can read it, and only for this user: the token itself.
+        token = subprocess.run(["unmunge", "-S", sock, "-m", "/dev/null"], input=handed,
+                               capture_output=True, text=True, check=True).stdout
+        self.assertRegex(token, r"^[0-9a-f]{64}$")
+        # A credential seen on the wire is worth nothing twice.
+        replayed = self.send_token_request(port, cred)
+        self.assertTrue(replayed.startswith("DDPRUN-REFUSED1 the credential is not valid: "),
+                        replayed)
+        self.assertIn("replayed", replayed.lower())
+        open(os.path.join(self.tmp, "stop"), "w").close()
+        out, err = proc.communicate(timeout=60)
+        self.assertEqual(proc.returncode, 0, out + err)
+        self.assertIn("store: refused a connection from 127.0.0.1 (asked for the job token: "
+                      "the credential asks for another job's token", err)
+        self.assertNotIn("no job token", err)
 
 
 if __name__ == "__main__":
