@@ -216,6 +216,24 @@ void describe_stacks(RankReport& r) {
   r.in_collective = std::any_of(t->frames.begin(), t->frames.end(), collective_frame);
 }
 
+namespace {
+
+// Ranks at (almost) no CPU while every other rank keeps a core busy: where stacks do
+// not tell a collective apart, the CPU does (NCCL's waits spin; a rank asleep in its
+// data loader or on a lock does not). Every rank's use must be known.
+std::vector<int> idle_among_busy(const std::vector<RankReport>& ranks) {
+  constexpr double kIdle = 5, kBusy = 50;  // percent of one core
+  bool known = std::all_of(ranks.begin(), ranks.end(),
+                           [](const RankReport& r) { return r.cpu_percent >= 0; });
+  bool rest_busy = std::all_of(ranks.begin(), ranks.end(), [](const RankReport& r) {
+    return r.cpu_percent < kIdle || r.cpu_percent > kBusy;
+  });
+  if (!known || !rest_busy) return {};
+  return some_not_all(ranks, [](const RankReport& r) { return r.cpu_percent < kIdle; });
+}
+
+}  // namespace
+
 HangDiagnosis diagnose(const std::vector<RankReport>& ranks) {
   HangDiagnosis d;
   if ((d.culprits = some_not_all(ranks, [](const RankReport& r) {
@@ -226,6 +244,8 @@ HangDiagnosis diagnose(const std::vector<RankReport>& ranks) {
                 return !r.in_collective;
               })).size()) {
     d.why = "not in a collective while the others wait in one";
+  } else if ((d.culprits = idle_among_busy(ranks)).size()) {
+    d.why = "idle while the others spin (a collective that waits busily, as NCCL's does)";
   } else if ((d.culprits = smaller_group(ranks)).size()) {
     d.why = "stopped somewhere else than the others";
   } else {

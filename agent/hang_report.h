@@ -50,9 +50,10 @@ struct HangDiagnosis {
 };
 
 /// The culprits, in this order of evidence: ranks in uninterruptible sleep while
-/// others are not; ranks outside a collective while the others wait in one; the
-/// smaller group of ranks stopped in the same function; the ranks with the lowest
-/// step; the ranks longest without progress.
+/// others are not; ranks outside a collective while the others wait in one; ranks
+/// idle (under 5% of a core) while all the others are busy (over 50%); the smaller
+/// group of ranks stopped in the same function; the ranks with the lowest step; the
+/// ranks longest without progress.
 HangDiagnosis diagnose(const std::vector<RankReport>& ranks);
 
 /// The whole report: the trigger, the diagnosis and every rank's stacks.

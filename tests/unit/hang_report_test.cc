@@ -105,6 +105,25 @@ TEST(HangReport, UninterruptibleSleepComesFirst) {
   EXPECT_NE(d.summary.find("uninterruptible sleep (D: fuse_wait)"), std::string::npos);
 }
 
+// Stacks alike and no collective recognised (a native program, say), but three ranks
+// spin a core each while one sleeps: the sleeper. Unknown or middling use decides
+// nothing.
+TEST(HangReport, AnIdleRankAmongSpinningOnesIsTheCulprit) {
+  std::vector<RankReport> ranks = {rank(0, kPythonDump), rank(1, kPythonDump), rank(2, kPythonDump),
+                                   rank(3, kPythonDump)};
+  for (auto& r : ranks) r.cpu_percent = 99;
+  ranks[2].cpu_percent = 0.4;
+  ranks[2].step = 3;  // evidence further down the list would name it too; 0 says why
+  ranks[0].step = 3;
+  HangDiagnosis d = diagnose(ranks);
+  EXPECT_EQ(d.culprits, std::vector<int>{2});
+  EXPECT_EQ(d.why, "idle while the others spin (a collective that waits busily, as NCCL's does)");
+  ranks[1].cpu_percent = 30;  // not clearly busy: the CPU tells nothing
+  EXPECT_NE(diagnose(ranks).why, d.why);
+  ranks[1].cpu_percent = -1;  // unknown
+  EXPECT_NE(diagnose(ranks).why, d.why);
+}
+
 TEST(HangReport, TheSmallerGroupThenTheLowestStep) {
   std::vector<RankReport> ranks = {rank(0, kPythonDump), rank(1, kPythonDump), rank(2, kEuStack)};
   // No collective anywhere: the odd one out by where it stopped.
