@@ -105,6 +105,7 @@ std::unique_ptr<tracking::RunTracker> make_tracker(const launcher::LaunchConfig&
   o.run_id = tracking_run_id(cfg);
   o.multi_node = cfg.agent.max_nodes > 1;
   o.token = cfg.rendezvous.token;
+  o.listen_all = cfg.rendezvous.listen_all;
   o.run_name = cfg.run_name;
   o.command_json = nlohmann::json(std::vector<std::string>(argv, argv + argc)).dump();
   nlohmann::json config{

@@ -41,4 +41,33 @@ tcp::acceptor open_acceptor(asio::io_context& io, const std::string& host, uint1
                    std::to_string(port) + ": " + ec.message());
 }
 
+namespace {
+
+// Whether `address` is one of this host's (it can be bound).
+bool bindable(const tcp::endpoint& address) {
+  asio::io_context io;
+  tcp::acceptor probe(io);
+  boost::system::error_code ec;
+  probe.open(address.protocol(), ec);
+  if (!ec) probe.bind(tcp::endpoint(address.address(), 0), ec);
+  return !ec;
+}
+
+}  // namespace
+
+std::string listen_host_for(const std::string& advertised) {
+  if (advertised.empty()) return "";
+  boost::system::error_code ec;
+  auto literal = asio::ip::make_address(advertised, ec);
+  if (!ec) return bindable(tcp::endpoint(literal, 0)) ? literal.to_string() : "";
+  asio::io_context io;
+  tcp::resolver resolver(io);
+  for (const auto& e : resolver.resolve(advertised, "0", ec)) {
+    if (!e.endpoint().address().is_loopback() && bindable(e.endpoint())) {
+      return e.endpoint().address().to_string();
+    }
+  }
+  return "";
+}
+
 }  // namespace ddprun::net

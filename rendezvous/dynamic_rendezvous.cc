@@ -9,6 +9,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "net/listen.h"
 #include "rendezvous/store_round.h"
 
 namespace ddprun::rendezvous {
@@ -41,7 +42,8 @@ DynamicRendezvous::DynamicRendezvous(Options options, std::unique_ptr<Rendezvous
   // The store this node hosts for the workers when it is group rank 0, bound now: its
   // port is part of the node's id, so every member knows MASTER_ADDR and MASTER_PORT
   // the moment the round completes.
-  worker_store_ = std::make_unique<TcpStoreServer>("", 0);
+  worker_store_ = std::make_unique<TcpStoreServer>(
+      options_.listen_all ? "" : net::listen_host_for(address_), 0);
   // Sorting node ids orders nodes by address, then pid: deterministic ranks.
   char pid[16];
   std::snprintf(pid, sizeof(pid), "%010d", static_cast<int>(::getpid()));

@@ -33,6 +33,8 @@ class DynamicRendezvous : public RendezvousHandler {
     std::chrono::milliseconds heartbeat_interval{5'000};
     /// The job has a token: the workers' store admits only the members' addresses.
     bool members_only = false;
+    /// The workers' store listens on every interface, not on the advertised address.
+    bool listen_all = false;
   };
 
   /// Connects through the backend and starts showing this node alive.

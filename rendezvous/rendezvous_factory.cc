@@ -45,6 +45,7 @@ std::unique_ptr<RendezvousHandler> make_rendezvous(const RendezvousParams& p) {
     o.read_timeout = p.read_timeout;
     o.heartbeat_interval = p.heartbeat_interval;
     o.members_only = !p.token.empty();
+    o.listen_all = p.listen_all;
     return std::make_unique<DynamicRendezvous>(o, make_backend(p));
   }
   StaticRendezvous::Options o;
@@ -55,6 +56,7 @@ std::unique_ptr<RendezvousHandler> make_rendezvous(const RendezvousParams& p) {
   o.join_timeout = p.join_timeout;
   o.token = p.token;
   o.token_handout = p.token_handout;
+  o.listen_all = p.listen_all;
   return std::make_unique<StaticRendezvous>(o);
 }
 

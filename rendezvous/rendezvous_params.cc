@@ -64,6 +64,9 @@ void read_conf(const std::string& src, const Conf& conf, RendezvousParams& p) {
   if (auto it = conf.find("is_host"); it != conf.end()) {
     p.c10d_is_host = parse_bool(src + "is_host", it->second);
   }
+  if (auto it = conf.find("listen_all"); it != conf.end()) {
+    p.listen_all = parse_bool(src + "listen_all", it->second);
+  }
   if (auto it = conf.find("token_file"); it != conf.end()) {
     if (it->second.empty()) throw UsageError(src + "token_file=: names no file");
     p.token_file = it->second;

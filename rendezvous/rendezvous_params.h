@@ -46,6 +46,10 @@ struct RendezvousParams {
   std::string master_addr = "127.0.0.1";  // static: node 0's store
   int master_port = 29500;                // 0: a free port (single-node jobs)
   std::string local_addr;                 // elastic: the address this node advertises
+  /// Listeners other hosts reach (node 0's store, the workers' store, the record
+  /// receiver) listen on every interface rather than on the address the node
+  /// advertises (rdzv_conf listen_all=1).
+  bool listen_all = false;
   /// The job token (rdzv_conf token_file=PATH, read by the launcher, or DDPRUN_JOB_TOKEN):
   /// the agents' channels admit only who proves it. "" = none.
   std::string token_file;

@@ -4,6 +4,7 @@
 
 #include <boost/asio/ip/address.hpp>
 
+#include "net/listen.h"
 #include "rendezvous/store_round.h"
 
 namespace ddprun::rendezvous {
@@ -38,18 +39,25 @@ StaticRendezvous::StaticRendezvous(Options options) : options_(std::move(options
   client_options.token = options_.token;
   if (options_.node_rank == 0) {
     // A single node's store serves only its own workers: it listens on loopback, where
-    // no other machine can reach it. Otherwise on every interface: the other nodes
-    // reach us by master_addr, which may resolve differently here (a host name that
-    // /etc/hosts maps to 127.0.1.1), as it does for a single node given an address.
-    std::string listen_host =
-        options_.nnodes == 1 && is_loopback(options_.master_addr) ? options_.master_addr : "";
+    // no other machine can reach it. Several nodes reach it at master_addr: it listens
+    // there when that is this host's address, else on every interface (a name that
+    // /etc/hosts maps to 127.0.1.1 here may be how the others reach us), as it does for
+    // a single node given an address, or with listen_all.
+    std::string listen_host;
+    if (options_.nnodes == 1) {
+      if (is_loopback(options_.master_addr)) listen_host = options_.master_addr;
+    } else if (!options_.listen_all) {
+      listen_host = net::listen_host_for(options_.master_addr);
+    }
     // Agents and workers share it: with a token, a worker is served from the address
     // of a node that proved it.
     server_ = std::make_unique<TcpStoreServer>(
         listen_host, static_cast<uint16_t>(options_.master_port), options_.token,
         TcpStoreServer::Guests::kMembers, options_.token_handout);
     port_ = server_->port();
-    client_ = std::make_unique<TcpStoreClient>("127.0.0.1", port_, client_options);
+    // Its own connections go where it listens (any address of it, when that is all).
+    own_host_ = listen_host.empty() ? "127.0.0.1" : listen_host;
+    client_ = std::make_unique<TcpStoreClient>(own_host_, port_, client_options);
   } else {
     port_ = options_.master_port;
     client_ = std::make_unique<TcpStoreClient>(options_.master_addr, port_, client_options);
@@ -60,7 +68,7 @@ std::unique_ptr<Store> StaticRendezvous::connect() {
   TcpStoreClient::Options o;
   o.timeout = options_.join_timeout;
   o.token = options_.token;
-  return std::make_unique<TcpStoreClient>(server_ ? "127.0.0.1" : options_.master_addr, port_, o);
+  return std::make_unique<TcpStoreClient>(server_ ? own_host_ : options_.master_addr, port_, o);
 }
 
 RendezvousInfo StaticRendezvous::next_rendezvous(int round, int local_world_size) {

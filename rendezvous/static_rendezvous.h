@@ -33,6 +33,7 @@ class StaticRendezvous : public RendezvousHandler {
     /// clients only from the addresses of nodes that did ("" = everyone is served).
     std::string token;
     net::TokenHandout token_handout;  // node 0: hands the token out (a Slurm step)
+    bool listen_all = false;          // several nodes: every interface, not master_addr's
   };
 
   /// Node 0 binds the store here (throws StoreError naming the address); the others
@@ -57,6 +58,7 @@ class StaticRendezvous : public RendezvousHandler {
   Options options_;
   std::unique_ptr<TcpStoreServer> server_;  // node 0 only
   int port_ = 0;
+  std::string own_host_;  // node 0: where its own clients reach its store
   std::unique_ptr<TcpStoreClient> client_;
   std::atomic<bool> cancelled_{false};
 };

@@ -25,9 +25,9 @@ namespace ddprun::tracking {
 
 class RecordReceiver::Impl {
  public:
-  Impl(const std::string& run_dir, std::string token)
+  Impl(const std::string& run_dir, std::string token, const std::string& host)
       : store_(run_dir, RunStore::Open::kExisting),
-        acceptor_(net::open_acceptor(io_, "", 0)),
+        acceptor_(net::open_acceptor(io_, host, 0)),
         gate_(io_, std::move(token), "record receiver") {
     port_ = acceptor_.local_endpoint().port();
     accept();
@@ -160,8 +160,9 @@ class RecordReceiver::Impl {
   bool error_reported_ = false;
 };
 
-RecordReceiver::RecordReceiver(const std::string& run_dir, std::string token)
-    : impl_(std::make_unique<Impl>(run_dir, std::move(token))) {}
+RecordReceiver::RecordReceiver(const std::string& run_dir, std::string token,
+                               const std::string& host)
+    : impl_(std::make_unique<Impl>(run_dir, std::move(token), host)) {}
 RecordReceiver::~RecordReceiver() = default;
 uint16_t RecordReceiver::port() const { return impl_->port(); }
 void RecordReceiver::wait_for_agents(std::chrono::milliseconds max) { impl_->wait_for_agents(max); }

@@ -13,9 +13,11 @@ namespace ddprun::tracking {
 /// connection. Thread-safe.
 class RecordReceiver {
  public:
-  /// Binds dual-stack on a free port and starts serving. Throws StoreError.
-  /// With a `token`, only agents that prove it may send (rendezvous/token_gate.h).
-  explicit RecordReceiver(const std::string& run_dir, std::string token = "");
+  /// Binds on a free port of `host` ("" dual-stack on every interface) and starts
+  /// serving. Throws StoreError. With a `token`, only agents that prove it may send
+  /// (rendezvous/token_gate.h).
+  explicit RecordReceiver(const std::string& run_dir, std::string token = "",
+                          const std::string& host = "");
   ~RecordReceiver();
   RecordReceiver(const RecordReceiver&) = delete;
   RecordReceiver& operator=(const RecordReceiver&) = delete;

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/host.h"
+#include "net/listen.h"
 
 namespace ddprun::tracking {
 namespace {
@@ -136,7 +137,8 @@ void RunTracker::attach(rendezvous::Store& store, std::unique_ptr<rendezvous::St
   guarded("setting up the run", [&] {
     if (primary) {
       become_primary();
-      receiver_ = std::make_unique<RecordReceiver>(run_dir_, options_.token);
+      receiver_ = std::make_unique<RecordReceiver>(
+          run_dir_, options_.token, options_.listen_all ? "" : net::listen_host_for(address));
       // "<address> <port>\n<run name>": where the others send, and into which run.
       store.set(endpoint_key(),
                 address + " " + std::to_string(receiver_->port()) + "\n" + run_name_);

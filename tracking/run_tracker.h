@@ -44,6 +44,7 @@ class RunTracker : public RunObserver {
     std::chrono::milliseconds system_interval{15'000};  // between system metric samples
     bool multi_node = false;  // primary or not is known once the store is up (attach)
     std::string token;        // the job token: record forwarding requires it ("" = none)
+    bool listen_all = false;  // the receiver listens on every interface, not the address
   };
 
   /// Throws TrackingError naming the directory when it cannot be created or written.
