@@ -67,10 +67,9 @@ void TokenGate::admit_shared(tcp::socket socket, Admit admit, Admit plain) {
           return void(h->socket.close(ignored));
         }
         if (h->buf[0] != net::job_token::kHello[0]) {
-          if (!from_member)
-            return refuse(*h,
-                          "not a node of this job: none proved the job token "
-                          "from there");
+          if (!from_member) {
+            return refuse(*h, "not a node of this job: none proved the job token from there");
+          }
           return h->admit(std::move(h->socket));
         }
         // An agent: once it proved the token, its address is a member's.
@@ -97,8 +96,9 @@ bool TokenGate::known(const tcp::socket& socket) const {
          members_.count(address) > 0;
 }
 
-// The hello comes first (or a request for the token: both are 14 bytes); a byte that differs from both (a PyTorch client's request) is
-// refused at once, without waiting for more.
+// The hello comes first (or a request for the token: both are 14 bytes); a byte that
+// differs from both (a PyTorch client's request) is refused at once, without waiting
+// for more.
 void TokenGate::read_hello(const std::shared_ptr<Handshake>& h) {
   const std::string hello = net::job_token::kHello;
   // A request for the token is answered even where none is handed out: the asking node
