@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Every local deadline of ddprun is on the monotonic clock, so a jump of the wall clock
+# (NTP stepping it, someone setting it) moves none of them. This lists the product's
+# sources that read the wall clock and fails on any not below with its reason: a new
+# use must say why it is no deadline, or be made monotonic.
+# Usage: wall_clock_uses.sh SOURCE_DIR
+set -euo pipefail
+cd "$1"
+declare -A allowed=(
+  [agent/timer_watchdog.cc]="torch's watchdog requests carry wall-clock expiries; each becomes a monotonic deadline when it arrives"
+  [agent/worker_group_runner.cc]="a worker's exit time, shown in the failure summary"
+  [launcher/main.cc]="the run's default name (run-YYYYMMDD-HHMMSS)"
+  [rendezvous/dynamic_rendezvous.cc]="the last call's deadline, which the nodes share in wall time (one further than a last-call timeout away counts as passed)"
+  [tracking/console_event_log.cc]="event timestamps"
+  [tracking/run_summary.cc]="a running run's duration so far"
+  [tracking/run_tracker.cc]="record and event timestamps"
+)
+pattern='system_clock|std::time\(|[^_a-z]time\(nullptr\)|gettimeofday|CLOCK_REALTIME'
+mapfile -t found < <(git ls-files 'agent/*' 'common/*' 'dashboard/*' 'launcher/*' 'net/*' 'os/*' \
+  'rendezvous/*' 'tracking/*' | grep -E '\.(cc|h)$' | xargs grep -lE "$pattern" | sort)
+status=0
+for f in "${found[@]}"; do
+  if [ -z "${allowed[$f]+x}" ]; then
+    echo "wall_clock_uses: $f reads the wall clock and is not listed here with its reason:"
+    grep -nE "$pattern" "$f" | sed 's/^/  /'
+    status=1
+  fi
+done
+[ $status -eq 0 ] && echo "wall_clock_uses: ${#found[@]} sources read the wall clock, none for a local deadline"
+exit $status
