@@ -1,5 +1,6 @@
 #include "net/listen.h"
 
+#include <set>
 #include <vector>
 
 #include <boost/asio/ip/v6_only.hpp>
@@ -62,12 +63,15 @@ std::string listen_host_for(const std::string& advertised) {
   if (!ec) return bindable(tcp::endpoint(literal, 0)) ? literal.to_string() : "";
   asio::io_context io;
   tcp::resolver resolver(io);
+  std::set<asio::ip::address> own;
   for (const auto& e : resolver.resolve(advertised, "0", ec)) {
     if (!e.endpoint().address().is_loopback() && bindable(e.endpoint())) {
-      return e.endpoint().address().to_string();
+      own.insert(e.endpoint().address());
     }
   }
-  return "";
+  // One listener binds one address: a name with several of this host's (IPv4 and
+  // IPv6, say) may be reached at any of them.
+  return own.size() == 1 ? own.begin()->to_string() : "";
 }
 
 }  // namespace ddprun::net
