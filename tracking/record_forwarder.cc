@@ -25,6 +25,21 @@ constexpr auto kLastReplyTimeout = std::chrono::seconds(5);
 // After losing the primary, passes do not try to reach it again before this.
 constexpr auto kRetryAfter = std::chrono::seconds(5);
 
+// An eventfd's counter, set to wake a wait and cleared once seen (a failure only means
+// it was set, or clear, already).
+void poke(int fd) {
+  uint64_t one = 1;
+  if (fd >= 0) {
+    [[maybe_unused]] ssize_t n = ::write(fd, &one, sizeof(one));
+  }
+}
+void clear(int fd) {
+  uint64_t count = 0;
+  if (fd >= 0) {
+    [[maybe_unused]] ssize_t n = ::read(fd, &count, sizeof(count));
+  }
+}
+
 }  // namespace
 
 RecordForwarder::RecordForwarder(std::string dir, std::string agent_id, std::string token)
@@ -39,9 +54,7 @@ RecordForwarder::~RecordForwarder() {
 
 void RecordForwarder::hurry() {
   hurried_ = true;
-  uint64_t one = 1;
-  if (hurry_fd_ >= 0) [[maybe_unused]]
-    auto n = ::write(hurry_fd_, &one, sizeof(one));
+  poke(hurry_fd_);
 }
 
 void RecordForwarder::set_endpoint(const std::string& host, int port) {
@@ -123,8 +136,7 @@ std::chrono::steady_clock::time_point RecordForwarder::await_reply(
     if (n < 0 && errno != EINTR) return deadline;
     if (n > 0 && p[0].revents != 0) return deadline;
     if (n > 0 && (p[1].revents & POLLIN) != 0) {
-      uint64_t count = 0;
-      [[maybe_unused]] auto r = ::read(hurry_fd_, &count, sizeof(count));
+      clear(hurry_fd_);
       deadline = std::min(deadline, steady_clock::now() + kLastReplyTimeout);
     }
   }
@@ -147,9 +159,7 @@ IngestStats RecordForwarder::pass(bool final) {
   unsent_ = false;
   if (final) {  // the pass hurry() asked for: the ones after it take their time again
     hurried_ = false;
-    uint64_t count = 0;
-    if (hurry_fd_ >= 0) [[maybe_unused]]
-      auto r = ::read(hurry_fd_, &count, sizeof(count));
+    clear(hurry_fd_);
   }
   for (const auto& [name, path] : stream_files(dir_)) {
     int64_t& sent = sent_[name];
