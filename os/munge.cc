@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "os/shared_library.h"
 
 namespace ddprun::os {
 namespace {
@@ -14,11 +15,6 @@ namespace {
 // ints with 0 for success).
 constexpr int kOptSocket = 8;          // MUNGE_OPT_SOCKET (const char*)
 constexpr int kOptUidRestriction = 9;  // MUNGE_OPT_UID_RESTRICTION (uid_t)
-
-template <typename F>
-F symbol(void* lib, const char* name) {
-  return reinterpret_cast<F>(::dlsym(lib, name));
-}
 
 }  // namespace
 
@@ -45,13 +41,13 @@ std::unique_ptr<Munge> Munge::load(const std::string& socket, std::string* why) 
   }
   auto api = std::make_unique<Api>();
   api->lib = lib;
-  api->ctx_create = symbol<decltype(api->ctx_create)>(lib, "munge_ctx_create");
-  api->ctx_destroy = symbol<decltype(api->ctx_destroy)>(lib, "munge_ctx_destroy");
-  api->ctx_set = symbol<decltype(api->ctx_set)>(lib, "munge_ctx_set");
-  api->ctx_strerror = symbol<decltype(api->ctx_strerror)>(lib, "munge_ctx_strerror");
-  api->encode = symbol<decltype(api->encode)>(lib, "munge_encode");
-  api->decode = symbol<decltype(api->decode)>(lib, "munge_decode");
-  api->strerror = symbol<decltype(api->strerror)>(lib, "munge_strerror");
+  api->ctx_create = library_function<decltype(api->ctx_create)>(lib, "munge_ctx_create");
+  api->ctx_destroy = library_function<decltype(api->ctx_destroy)>(lib, "munge_ctx_destroy");
+  api->ctx_set = library_function<decltype(api->ctx_set)>(lib, "munge_ctx_set");
+  api->ctx_strerror = library_function<decltype(api->ctx_strerror)>(lib, "munge_ctx_strerror");
+  api->encode = library_function<decltype(api->encode)>(lib, "munge_encode");
+  api->decode = library_function<decltype(api->decode)>(lib, "munge_decode");
+  api->strerror = library_function<decltype(api->strerror)>(lib, "munge_strerror");
   if (!api->ctx_create || !api->ctx_destroy || !api->ctx_set || !api->ctx_strerror ||
       !api->encode || !api->decode || !api->strerror) {
     if (why) *why = "libmunge.so.2 lacks MUNGE's functions";
@@ -64,10 +60,16 @@ Munge::Munge(std::unique_ptr<Api> api, std::string socket)
     : api_(std::move(api)), socket_(std::move(socket)) {}
 Munge::~Munge() = default;
 
-std::string Munge::encode(const std::string& payload, std::optional<uid_t> only_uid) {
+// A context for one call, talking to munged at socket_.
+std::unique_ptr<void, void (*)(void*)> Munge::context() const {
   std::unique_ptr<void, void (*)(void*)> ctx(api_->ctx_create(), api_->ctx_destroy);
   if (!ctx) throw Error("MUNGE: cannot create a context");
   if (!socket_.empty()) api_->ctx_set(ctx.get(), kOptSocket, socket_.c_str());
+  return ctx;
+}
+
+std::string Munge::encode(const std::string& payload, std::optional<uid_t> only_uid) {
+  auto ctx = context();
   if (only_uid) api_->ctx_set(ctx.get(), kOptUidRestriction, *only_uid);
   char* cred = nullptr;
   int err = api_->encode(&cred, ctx.get(), payload.data(), static_cast<int>(payload.size()));
@@ -81,9 +83,7 @@ std::string Munge::encode(const std::string& payload, std::optional<uid_t> only_
 }
 
 net::Credentials::Decoded Munge::decode(const std::string& credential) {
-  std::unique_ptr<void, void (*)(void*)> ctx(api_->ctx_create(), api_->ctx_destroy);
-  if (!ctx) throw Error("MUNGE: cannot create a context");
-  if (!socket_.empty()) api_->ctx_set(ctx.get(), kOptSocket, socket_.c_str());
+  auto ctx = context();
   void* buf = nullptr;
   int len = 0;
   uid_t uid = 0;

@@ -25,6 +25,7 @@ class Munge : public net::Credentials {
  private:
   struct Api;
   Munge(std::unique_ptr<Api> api, std::string socket);
+  std::unique_ptr<void, void (*)(void*)> context() const;
   std::unique_ptr<Api> api_;
   std::string socket_;
 };

@@ -2,6 +2,8 @@
 
 #include <dlfcn.h>
 
+#include "os/shared_library.h"
+
 namespace ddprun::os {
 namespace {
 
@@ -15,11 +17,6 @@ struct NvmlMemory {
   unsigned long long free;
   unsigned long long used;
 };
-
-template <typename F>
-F symbol(void* lib, const char* name) {
-  return reinterpret_cast<F>(::dlsym(lib, name));
-}
 
 }  // namespace
 
@@ -42,17 +39,18 @@ struct Nvml::Api {
 std::unique_ptr<Nvml> Nvml::load() {
   void* lib = ::dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
   if (lib == nullptr) return nullptr;
-  auto init = symbol<int (*)()>(lib, "nvmlInit_v2");
+  auto init = library_function<int (*)()>(lib, "nvmlInit_v2");
   auto api = std::make_unique<Api>();
   api->lib = lib;
-  api->count = symbol<decltype(api->count)>(lib, "nvmlDeviceGetCount_v2");
-  api->handle = symbol<decltype(api->handle)>(lib, "nvmlDeviceGetHandleByIndex_v2");
-  api->utilization = symbol<decltype(api->utilization)>(lib, "nvmlDeviceGetUtilizationRates");
-  api->memory = symbol<decltype(api->memory)>(lib, "nvmlDeviceGetMemoryInfo");
-  api->temperature = symbol<decltype(api->temperature)>(lib, "nvmlDeviceGetTemperature");
-  api->power = symbol<decltype(api->power)>(lib, "nvmlDeviceGetPowerUsage");
+  api->count = library_function<decltype(api->count)>(lib, "nvmlDeviceGetCount_v2");
+  api->handle = library_function<decltype(api->handle)>(lib, "nvmlDeviceGetHandleByIndex_v2");
+  api->utilization =
+      library_function<decltype(api->utilization)>(lib, "nvmlDeviceGetUtilizationRates");
+  api->memory = library_function<decltype(api->memory)>(lib, "nvmlDeviceGetMemoryInfo");
+  api->temperature = library_function<decltype(api->temperature)>(lib, "nvmlDeviceGetTemperature");
+  api->power = library_function<decltype(api->power)>(lib, "nvmlDeviceGetPowerUsage");
   if (!init || !api->count || init() != 0) return nullptr;  // ~Api closes the library
-  api->shutdown = symbol<decltype(api->shutdown)>(lib, "nvmlShutdown");
+  api->shutdown = library_function<decltype(api->shutdown)>(lib, "nvmlShutdown");
   return std::unique_ptr<Nvml>(new Nvml(std::move(api)));
 }
 
