@@ -124,85 +124,80 @@ TEST(RecordForwarding, UnreachablePrimaryLeavesEverythingForMerge) {
   EXPECT_EQ(merge.drain(true).points, 0);
 }
 
+// One record in a node's part and its forwarder, aimed at a primary that accepts
+// connections (into its backlog) and answers nothing unless the test does.
+class SilentPrimaryTest : public ::testing::Test {
+ protected:
+  SilentPrimaryTest() {
+    append(stream_path(dir_ + "/part", 0, 0, 0), line_);
+    forwarder_.set_endpoint("127.0.0.1", port_);
+  }
+  ~SilentPrimaryTest() override {
+    if (mid_job_.joinable()) mid_job_.join();
+    if (conn_ >= 0) ::close(conn_);
+    if (listener_ >= 0) ::close(listener_);
+  }
+
+  // Starts a pass mid-job on a thread of its own and returns once the primary has read
+  // its whole request (4-byte length, then the frame): the pass now awaits the reply.
+  bool pass_awaits_the_reply() {
+    mid_job_ = std::thread([this] { forwarder_.pass(false); });
+    conn_ = ::accept(listener_, nullptr, nullptr);
+    if (conn_ < 0) return false;
+    unsigned char len[4];
+    if (::recv(conn_, len, 4, MSG_WAITALL) != 4) return false;
+    std::string frame(read_frame_length(len), '\0');
+    return ::recv(conn_, frame.data(), frame.size(), MSG_WAITALL) ==
+           static_cast<ssize_t>(frame.size());
+  }
+
+  std::string dir_ = temp_dir();
+  std::string line_ = log_line(1);
+  int port_ = 0;
+  int listener_ = ddprun::test::listen_on_loopback(port_);
+  RecordForwarder forwarder_{dir_ + "/part", "hosta.1"};
+  std::thread mid_job_;
+  int conn_ = -1;
+};
+
 // A primary cut off mid-job (its link down, frozen) takes the records and never answers:
 // the exiting agent's last pass and goodbye give up after seconds, not the half minute
 // a pass mid-job waits, and the records stay for a merge.
-TEST(RecordForwarding, ASilentPrimaryHoldsTheLastPassForSecondsOnly) {
-  std::string dir = temp_dir();
-  append(stream_path(dir + "/part", 0, 0, 0), log_line(1));
-  int port = 0;
-  int listener = ddprun::test::listen_on_loopback(port);
-  ASSERT_GE(listener, 0);
-  RecordForwarder forwarder(dir + "/part", "hosta.1");
-  forwarder.set_endpoint("127.0.0.1", port);
+TEST_F(SilentPrimaryTest, TheLastPassIsHeldForSecondsOnly) {
+  ASSERT_GE(listener_, 0);
   auto start = std::chrono::steady_clock::now();
-  forwarder.pass(true);  // connected (the backlog accepts), sent, no answer
-  EXPECT_FALSE(forwarder.bye());
+  forwarder_.pass(true);  // connected (the backlog accepts), sent, no answer
+  EXPECT_FALSE(forwarder_.bye());
   // A bound only the mid-job reply timeout (30 s) can pass; the last one is 5 s.
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
-  EXPECT_FALSE(forwarder.all_sent());
-  ::close(listener);
-}
-
-// The primary at `listener`'s first connection has read a whole request of the
-// forwarder's (4-byte length, then the frame): the forwarder now awaits the reply.
-int accept_a_request(int listener) {
-  int conn = ::accept(listener, nullptr, nullptr);
-  if (conn < 0) return -1;
-  unsigned char len[4];
-  if (::recv(conn, len, 4, MSG_WAITALL) != 4) return -1;
-  std::string frame(read_frame_length(len), '\0');
-  if (::recv(conn, frame.data(), frame.size(), MSG_WAITALL) != static_cast<ssize_t>(frame.size()))
-    return -1;
-  return conn;
+  EXPECT_FALSE(forwarder_.all_sent());
 }
 
 // An agent's attempt ends while a pass mid-job already awaits a primary that went
 // silent: asking for the final pass cuts that wait to the final pass's seconds, where
 // the pass would otherwise wait out its half minute before the final one could start.
-TEST(RecordForwarding, AFinalPassCutsShortAPassAlreadyWaitingOnASilentPrimary) {
-  std::string dir = temp_dir();
-  append(stream_path(dir + "/part", 0, 0, 0), log_line(1));
-  int port = 0;
-  int listener = ddprun::test::listen_on_loopback(port);
-  ASSERT_GE(listener, 0);
-  RecordForwarder forwarder(dir + "/part", "hosta.1");
-  forwarder.set_endpoint("127.0.0.1", port);
-  std::thread mid_job([&] { forwarder.pass(false); });
-  int conn = accept_a_request(listener);
-  ASSERT_GE(conn, 0);
+TEST_F(SilentPrimaryTest, AFinalPassCutsShortAPassAlreadyWaiting) {
+  ASSERT_GE(listener_, 0);
+  ASSERT_TRUE(pass_awaits_the_reply());
   auto asked = std::chrono::steady_clock::now();
-  forwarder.hurry();
-  mid_job.join();
+  forwarder_.hurry();
+  mid_job_.join();
   // A bound only the mid-job reply timeout (30 s) can pass; a hurried one is 5 s.
   EXPECT_LT(std::chrono::steady_clock::now() - asked, std::chrono::seconds(20));
-  EXPECT_FALSE(forwarder.all_sent());
-  ::close(conn);
-  ::close(listener);
+  EXPECT_FALSE(forwarder_.all_sent());
 }
 
 // Hurrying only shortens the wait: a primary that answers within it is heard, and the
 // pass's records count as sent.
-TEST(RecordForwarding, AHurriedPassStillTakesThePrimarysAnswer) {
-  std::string dir = temp_dir();
-  std::string line = log_line(1);
-  append(stream_path(dir + "/part", 0, 0, 0), line);
-  int port = 0;
-  int listener = ddprun::test::listen_on_loopback(port);
-  ASSERT_GE(listener, 0);
-  RecordForwarder forwarder(dir + "/part", "hosta.1");
-  forwarder.set_endpoint("127.0.0.1", port);
-  std::thread mid_job([&] { forwarder.pass(false); });
-  int conn = accept_a_request(listener);
-  ASSERT_GE(conn, 0);
-  forwarder.hurry();
-  std::string reply = R"({"offset":)" + std::to_string(line.size()) + "}";
+TEST_F(SilentPrimaryTest, AHurriedPassStillTakesThePrimarysAnswer) {
+  ASSERT_GE(listener_, 0);
+  ASSERT_TRUE(pass_awaits_the_reply());
+  forwarder_.hurry();
+  std::string reply = R"({"offset":)" + std::to_string(line_.size()) + "}";
   std::string frame = frame_length(reply.size()) + reply;
-  ASSERT_EQ(::send(conn, frame.data(), frame.size(), 0), static_cast<ssize_t>(frame.size()));
-  mid_job.join();
-  EXPECT_TRUE(forwarder.all_sent());
-  ::close(conn);
-  ::close(listener);
+  ASSERT_EQ(::send(conn_, frame.data(), frame.size(), 0), static_cast<ssize_t>(frame.size()));
+  mid_job_.join();
+  EXPECT_TRUE(forwarder_.all_sent());
 }
 
 TEST(RecordForwarding, BadFramesCloseOnlyTheirConnection) {
