@@ -22,6 +22,20 @@ def eventually(condition, timeout):
     return True
 
 
+def worker_pids(directory, count, proc, timeout=60):
+    """The pids workers 0..count-1 wrote to DIRECTORY/pid.<rank>, once every file is
+    there; None if the process `proc` (a Popen) ended first or `timeout` s passed."""
+    files = [os.path.join(directory, f"pid.{r}") for r in range(count)]
+    eventually(lambda: all(map(os.path.exists, files)) or proc.poll() is not None, timeout)
+    if not all(map(os.path.exists, files)):
+        return None
+    pids = []
+    for path in files:
+        with open(path) as f:
+            pids.append(int(f.read()))
+    return pids
+
+
 def children_of(pids):
     """Every descendant of `pids`, by /proc's parent links."""
     parent = {}

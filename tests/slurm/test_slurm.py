@@ -14,7 +14,7 @@ import time
 import unittest
 
 from slurm_cluster import SlurmCluster
-from processes import alive
+from processes import alive, worker_pids
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "..", "helpers", "py_worker.py")
@@ -64,15 +64,10 @@ class SlurmTest(unittest.TestCase):
                                    *self.ddprun(WORKER, "wait", self.tmp)],
                                   env=self.env, cwd=self.tmp)
         self.addCleanup(proc.kill)
-        pid_files = [os.path.join(self.tmp, f"pid.{r}") for r in range(4)]
-        wait_until(lambda: all(map(os.path.exists, pid_files)) or proc.poll() is not None,
-                   "4 workers")
-        if proc.poll() is not None:
+        pids = worker_pids(self.tmp, 4, proc)
+        if pids is None and proc.poll() is not None:
             self.fail("srun ended early: " + "".join(proc.communicate()))
-        pids = []
-        for path in pid_files:
-            with open(path) as f:
-                pids.append(int(f.read()))
+        self.assertIsNotNone(pids, "timed out waiting for 4 workers")
         (job,) = self.cluster.jobs()
         return proc, job, pids
 

@@ -15,7 +15,7 @@ import time
 import unittest
 
 from ssh_hosts import SshHosts
-from processes import alive, children_of, eventually
+from processes import alive, children_of, eventually, worker_pids
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "..", "helpers", "py_worker.py")
@@ -60,15 +60,10 @@ class SshTest(unittest.TestCase):
                                 cwd=self.tmp,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.addCleanup(lambda: (proc.kill(), proc.communicate()))
-        files = [os.path.join(self.tmp, f"pid.{r}") for r in range(4)]
-        self.assertTrue(eventually(lambda: all(map(os.path.exists, files)) or
-                                   proc.poll() is not None, 60), "4 workers")
-        if proc.poll() is not None:
+        pids = worker_pids(self.tmp, 4, proc)
+        if pids is None and proc.poll() is not None:
             self.fail("ended early: " + "".join(proc.communicate()))
-        pids = []
-        for path in files:
-            with open(path) as f:
-                pids.append(int(f.read()))
+        self.assertIsNotNone(pids, "timed out waiting for 4 workers")
         return proc, pids
 
 
