@@ -51,7 +51,8 @@ class EtcdBackend : public RendezvousBackend {
   void take_lease(EtcdClient& client);
 
   Options options_;
-  EtcdClient probe_;     // reads liveness (agent thread)
+  EtcdClient probe_;     // liveness reads (agent thread) and the rounds' cleanup (the join,
+                         // while the agent waits for it): never both at once
   EtcdClient liveness_;  // grants and keeps the lease (its own thread)
   std::string alive_key_;
   std::atomic<int64_t> lease_{0};
