@@ -1,5 +1,6 @@
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -35,8 +36,9 @@ struct Stall {
 /// Any change of a worker's counters is progress. Until a worker's first progress
 /// (in auto mode: its first kWarmup), `initial_timeout` applies; then the fixed
 /// timeout, or in auto mode `factor` x the longest interval between progress seen on
-/// any worker of this node (learned across attempts), at least `min_timeout`. Inside a
-/// section the section's own timeout applies (none: never flagged there).
+/// any worker (learned across attempts; other nodes' through adopt_longest()), at least
+/// `min_timeout`. Inside a section the section's own timeout applies (none: never
+/// flagged there).
 class HangMonitor {
  public:
   static constexpr uint64_t kWarmup = 3;
@@ -61,6 +63,8 @@ class HangMonitor {
   std::chrono::milliseconds check_interval() const;
   /// Auto mode: the longest interval between progress seen so far (0: none yet).
   std::chrono::milliseconds longest_interval() const { return longest_; }
+  /// Auto mode: learns a longer interval seen elsewhere (another node's workers).
+  void adopt_longest(std::chrono::milliseconds longest) { longest_ = std::max(longest_, longest); }
   const Progress& progress(int local_rank) const { return workers_.at(local_rank); }
 
  private:

@@ -32,10 +32,12 @@ HangWatch::HangWatch(const AgentConfig& config, Clock& clock, WorkerGroupRunner&
 
 HangWatch::~HangWatch() = default;
 
-void HangWatch::start(std::function<void(const Stall&)> on_stall) {
+void HangWatch::start(std::function<void(const Stall&)> on_stall, ShareLongest share) {
   on_stall_ = std::move(on_stall);
+  share_ = config_.hang.mode == HangOptions::Mode::kAuto ? std::move(share) : nullptr;
   auto n = static_cast<int>(runner_.group().workers.size());
   last_look_ = clock_.now();
+  last_share_ = last_look_;
   monitor_.start_attempt(n, last_look_);
   looks_.assign(static_cast<size_t>(n), Look{});
   timer_->start(monitor_.check_interval(), [this] { tick(); });
@@ -59,11 +61,19 @@ void HangWatch::tick() {
     prev.process = look;
   }
   last_look_ = now;
+  if (share_ && now - last_share_ >= kShareInterval) share_longest(now);
   if (auto stall = monitor_.check(now)) {
     if (on_stall_) on_stall_(*stall);
     return;
   }
   timer_->start(monitor_.check_interval(), [this] { tick(); });
+}
+
+// Auto mode learns job-wide: ranks on other nodes may see longer quiet stretches
+// (their phases differ, or they log less) that are just as normal as this node's.
+void HangWatch::share_longest(milliseconds now) {
+  last_share_ = now;
+  monitor_.adopt_longest(share_(monitor_.longest_interval()));
 }
 
 std::string HangWatch::describe(const Stall& stall) const {

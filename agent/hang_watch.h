@@ -35,8 +35,15 @@ class HangWatch {
             ProcessInspector* inspector, std::string host);
   ~HangWatch();
 
-  /// Watches the attempt's workers from now; `on_stall` once when one hangs.
-  void start(std::function<void(const Stall&)> on_stall);
+  /// Shares this node's longest interval between progress with the other nodes and
+  /// returns the job's (auto mode: the timeout is learned job-wide).
+  using ShareLongest = std::function<std::chrono::milliseconds(std::chrono::milliseconds)>;
+  /// How often the longest interval is shared, in auto mode.
+  static constexpr std::chrono::milliseconds kShareInterval{2000};
+
+  /// Watches the attempt's workers from now; `on_stall` once when one hangs. `share`
+  /// may be null (nobody to learn from).
+  void start(std::function<void(const Stall&)> on_stall, ShareLongest share = nullptr);
   void stop();
   /// "no progress for 5.2 s (timeout 5.0 s) on rank 1 (local_rank 1)".
   std::string describe(const Stall& stall) const;
@@ -56,6 +63,7 @@ class HangWatch {
   };
 
   void tick();
+  void share_longest(std::chrono::milliseconds now);
 
   const AgentConfig& config_;
   Clock& clock_;
@@ -65,6 +73,8 @@ class HangWatch {
   HangMonitor monitor_;
   std::unique_ptr<Timer> timer_;
   std::function<void(const Stall&)> on_stall_;
+  ShareLongest share_;
+  std::chrono::milliseconds last_share_{0};
   std::vector<Look> looks_;
   std::chrono::milliseconds last_look_{0};
   bool capturing_ = false;

@@ -238,7 +238,11 @@ class LocalAgent::Impl {
         [&done] { done = true; });
     if (observer_) poll_tracking(std::min(observer_->poll_interval(), kFirstTrackingPoll));
     if (config_.hang.enabled()) {
-      hang_.start([this, info](const Stall& stall) { on_hang(info, stall); });
+      hang_.start(
+          [this, info](const Stall& stall) { on_hang(info, stall); },
+          [this](std::chrono::milliseconds mine) {
+            return std::chrono::milliseconds(round_->share_max("hang_longest_ms", mine.count()));
+          });
     }
     if (watchdog_) runner_.watch_timers(*watchdog_);
     // A stack capture in progress ends before the attempt does.
@@ -471,7 +475,7 @@ class LocalAgent::Impl {
   WorkerGroupRunner runner_;
   HangWatch hang_;
   std::unique_ptr<TimerWatchdog> watchdog_;  // torchrun's worker watchdog, when asked for
-  std::string hang_part_;  // this node's hang reports (JSON), to share
+  std::string hang_part_;                    // this node's hang reports (JSON), to share
   // Set once by the joining thread (under the mutex), then used on the loop's thread.
   std::unique_ptr<rendezvous::RendezvousHandler> handler_;
   std::mutex handler_mutex_;

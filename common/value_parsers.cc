@@ -31,11 +31,19 @@ std::string trim_text(const std::string& s) {
   return s.substr(b, e - b + 1);
 }
 
-bool to_int(const std::string& s, int& out) {
+namespace {
+
+template <typename Int>
+bool whole_number(const std::string& s, Int& out) {
   if (s.empty()) return false;
   auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
   return ec == std::errc() && ptr == s.data() + s.size();
 }
+
+}  // namespace
+
+bool to_int(const std::string& s, int& out) { return whole_number(s, out); }
+bool to_int64(const std::string& s, int64_t& out) { return whole_number(s, out); }
 
 int parse_int(const std::string& flag, const std::string& value) {
   int v = 0;

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <utility>
@@ -37,5 +38,6 @@ std::vector<std::string> split_text(const std::string& s, char sep);
 std::string trim_text(const std::string& s);
 /// The whole of `s` as a decimal int; false if it is not one.
 bool to_int(const std::string& s, int& out);
+bool to_int64(const std::string& s, int64_t& out);
 
 }  // namespace ddprun

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <set>
@@ -61,6 +62,12 @@ class RoundCoordinator {
   /// by group rank; a part that has not come within `timeout` is left empty.
   virtual void gather(const std::string& name, const std::string& mine,
                       std::chrono::milliseconds timeout, OnGathered on_gathered) = 0;
+
+  /// Shares a number this node only ever raises (hang detection's longest interval
+  /// between progress, ...) under `name` and returns the largest any node of the
+  /// round has shared, this one's included: one quick write (when `mine` grew) and
+  /// one read of the shared store. `mine` when the store cannot be reached.
+  virtual int64_t share_max(const std::string& name, int64_t mine) = 0;
 
   /// Ends every watch: no callback comes after.
   virtual void stop() = 0;

@@ -1,7 +1,11 @@
 #include "rendezvous/store_round.h"
 
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 #include <boost/asio/post.hpp>
+
+#include "common/value_parsers.h"
 
 namespace ddprun::rendezvous {
 
@@ -118,6 +122,28 @@ std::vector<std::string> StoreRound::present_parts(const std::vector<std::string
   }
   parts.at(static_cast<size_t>(mine_at)) = mine;
   return parts;
+}
+
+int64_t StoreRound::share_max(const std::string& name, int64_t mine) {
+  const RendezvousInfo& info = options_.info;
+  std::string prefix = options_.prefix + "max/" + name + "/";
+  int64_t top = mine;
+  try {
+    auto written = shared_.find(name);
+    if (written == shared_.end() || written->second < mine) {
+      options_.store->set(prefix + std::to_string(info.group_rank), std::to_string(mine));
+      shared_[name] = mine;
+    }
+    std::vector<std::string> keys;
+    for (int k = 0; k < info.group_world_size; ++k) keys.push_back(prefix + std::to_string(k));
+    for (const auto& value : options_.store->get_now(keys)) {
+      int64_t theirs = 0;
+      if (value && to_int64(*value, theirs)) top = std::max(top, theirs);
+    }
+  } catch (const std::exception& e) {
+    spdlog::debug("could not share {} with the other nodes: {}", name, e.what());
+  }
+  return top;
 }
 
 void StoreRound::stop() {

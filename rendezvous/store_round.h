@@ -1,7 +1,9 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -49,6 +51,8 @@ class StoreRound : public RoundCoordinator {
   /// Parts are "gather/<name>/<k>" keys of the round.
   void gather(const std::string& name, const std::string& mine, std::chrono::milliseconds timeout,
               OnGathered on_gathered) override;
+  /// This node's number is the round's "max/<name>/<k>" key.
+  int64_t share_max(const std::string& name, int64_t mine) override;
   void stop() override;
 
  private:
@@ -66,6 +70,7 @@ class StoreRound : public RoundCoordinator {
   std::unique_ptr<KeyWaiter> gather_wait_;
   std::unique_ptr<KeyWaiter> end_wait_;
   std::unique_ptr<KeyWaiter> done_wait_;
+  std::map<std::string, int64_t> shared_;  // share_max(): what this node last wrote
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // false: stopped
 };
 

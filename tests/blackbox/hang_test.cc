@@ -6,11 +6,13 @@
 #include <gtest/gtest.h>
 
 #include "tests/blackbox/ddprun_process.h"
+#include "tests/blackbox/elastic_job.h"
 
 namespace ddprun::test {
 namespace {
 
 std::string report_;  // the last run's full report
+const std::map<std::string, std::optional<std::string>> kQuiet{{"OMP_NUM_THREADS", "1"}};
 
 // Where the report says every rank's stacks are.
 std::string report_path(const std::string& err) {
@@ -60,13 +62,34 @@ TEST(Hang, RestartsWithoutProgressEndWithTheirOwnExitCode) {
 TEST(Hang, OutputRedirectedToFilesIsProgress) {
   auto logs =
       std::filesystem::temp_directory_path() / ("ddprun_redirect_" + std::to_string(::getpid()));
-  Finished f = run_ddprun({"--redirects=3", "--log_dir", logs.string(), "--hang_timeout=3",
-                           "--hang_initial_timeout=3", "--no_tracking", "--no_python",
-                           test_worker_binary(), "tick", "40", "100"},
-                          {{"OMP_NUM_THREADS", "1"}});
+  Finished f = run_ddprun(
+      {"--redirects=3", "--log_dir", logs.string(), "--hang_timeout=3", "--hang_initial_timeout=3",
+       "--no_tracking", "--no_python", test_worker_binary(), "tick", "40", "100"},
+      {{"OMP_NUM_THREADS", "1"}});
   std::filesystem::remove_all(logs);
   EXPECT_EQ(f.code, 0) << f.err;
   EXPECT_EQ(f.err.find("hang:"), std::string::npos) << f.err;
+}
+
+// --hang_timeout=auto learns job-wide: node B's worker prints every 250 ms, then goes
+// quiet for 3 s, while node A's prints every 4 s. Learned on node B alone (x2) that
+// quiet spell would be a hang; A's intervals, shared through the rendezvous store,
+// make it normal.
+TEST(Hang, AutoLearnsTheLongestIntervalOfTheWholeJob) {
+  Job job;
+  job.nnodes = "2";
+  std::vector<std::string> flags{"--hang_timeout=auto", "--hang_safety_factor=2",
+                                 "--hang_min_timeout=1", "--no_tracking", "--no_python"};
+  std::string worker = test_worker_binary();
+  DdprunProcess a(job.agent_running(flags, {worker, "tick", "4", "4000"}, true), kQuiet);
+  DdprunProcess b(
+      job.agent_running(
+          flags, {"/bin/sh", "-c", worker + " tick 40 250 && sleep 3 && " + worker + " tick 4 250"},
+          false),
+      kQuiet);
+  EXPECT_EQ(b.wait(std::chrono::seconds(90)), 0) << b.err();
+  EXPECT_EQ(a.wait(std::chrono::seconds(90)), 0) << a.err();
+  EXPECT_EQ(b.err().find("hang:"), std::string::npos) << b.err();
 }
 
 TEST(Hang, BadValuesAreUsageErrorsNamingTheirSource) {

@@ -1,6 +1,9 @@
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -26,7 +29,8 @@ struct FakeRoundJournal {
   bool node_finished = false;
   bool others_done = false;
   std::vector<std::pair<std::string, std::string>> shared;  // gather(): (name, this node's part)
-  std::vector<std::string> other_parts;  // what the other nodes contribute to a gather
+  std::vector<std::string> other_parts;       // what the other nodes contribute to a gather
+  std::map<std::string, int64_t> shared_max;  // share_max(): this node's latest, by name
   bool stopped = false;
 
   // -- levers (call on the loop's thread) --
@@ -79,6 +83,8 @@ struct FakeRendezvousJournal {
   std::vector<std::shared_ptr<FakeRoundJournal>> rounds;
   bool finished_job = false;
   bool cancelled = false;
+  /// share_max(): the largest number the other nodes share, by name.
+  std::map<std::string, int64_t> others_max;
   /// Runs in next_rendezvous(), on the agent's joining thread.
   std::function<void()> on_join;
 };
@@ -117,6 +123,11 @@ class FakeRound : public rendezvous::RoundCoordinator {
     parts.insert(parts.end(), j_->other_parts.begin(), j_->other_parts.end());
     // Comes even after stop(), as the real round's does (a gather follows the attempt).
     boost::asio::post(*j_->io, [f = std::move(on_gathered), parts] { f(parts); });
+  }
+  int64_t share_max(const std::string& name, int64_t mine) override {
+    j_->shared_max[name] = mine;
+    auto theirs = rdzv_.others_max.find(name);
+    return theirs == rdzv_.others_max.end() ? mine : std::max(mine, theirs->second);
   }
   void stop() override { j_->stopped = true; }
 

@@ -79,6 +79,27 @@ TEST(HangMonitor, AutoLearnsFromTheLongestIntervalAfterWarmUp) {
   EXPECT_TRUE(m.check(t + milliseconds(2001)));
 }
 
+TEST(HangMonitor, AutoAdoptsALongerIntervalSeenElsewhereButNeverAShorterOne) {
+  HangOptions o;
+  o.mode = HangOptions::Mode::kAuto;
+  o.initial_timeout = seconds(100);
+  o.factor = 5;
+  o.min_timeout = seconds(1);
+  HangMonitor m(o);
+  m.start_attempt(1, milliseconds(0));
+  for (uint64_t n = 1; n <= 4; ++n) m.observe(0, beats(n), milliseconds(200) * n);
+  EXPECT_EQ(m.timeout_of(0), milliseconds(1000));
+  m.adopt_longest(milliseconds(100));
+  EXPECT_EQ(m.longest_interval(), milliseconds(200));
+  m.adopt_longest(milliseconds(700));
+  EXPECT_EQ(m.longest_interval(), milliseconds(700));
+  EXPECT_EQ(m.timeout_of(0), milliseconds(3500));
+  // Learned across attempts, adopted or not.
+  m.start_attempt(1, seconds(10));
+  for (uint64_t n = 1; n <= 3; ++n) m.observe(0, beats(n), seconds(10) + milliseconds(100) * n);
+  EXPECT_EQ(m.timeout_of(0), milliseconds(3500));
+}
+
 TEST(HangMonitor, AutoNeverGoesBelowTheFloorAndWaitsDuringWarmUp) {
   HangOptions o;
   o.mode = HangOptions::Mode::kAuto;

@@ -1,6 +1,8 @@
 // LocalAgent driven through fakes: no process, no socket, no real time. Each test
 // scripts the workers' exits (and the other nodes) and checks what the agent did.
+#include <fcntl.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <filesystem>
 
@@ -416,6 +418,56 @@ TEST_F(LocalAgentHangTest, AHangOnAnotherNodeCapturesHereToo) {
   EXPECT_EQ(run(), agent::kHangExitCode);
   EXPECT_EQ(inspector_.captures.size(), 1u);
   ASSERT_EQ(round(0)->shared.size(), 1u);
+}
+
+// Auto mode: both workers step every second for 4 s, then rank 1 goes quiet for 8 s
+// (rank 0 stepping on) and both succeed. Learned on this node alone the timeout is
+// 5 s (5 x 1 s).
+class LocalAgentAutoHangTest : public LocalAgentHangTest {
+ protected:
+  LocalAgentAutoHangTest() {
+    config_.hang.mode = agent::HangOptions::Mode::kAuto;
+    config_.hang.initial_timeout = 100s;
+    config_.hang.factor = 5;
+    config_.hang.min_timeout = 1s;
+    launcher_.on_spawn = [this](const auto& p) {
+      if (p.rank() != 1) return;
+      auto workers = attempt(0);
+      for (int step = 0; step < 4; ++step) {
+        for (const auto& w : workers) beat(w);
+        clock_.advance(1s);
+      }
+      for (int step = 0; step < 8; ++step) {
+        beat(workers[0]);
+        clock_.advance(1s);
+      }
+      for (const auto& w : workers) launcher_.exit(w.pid, 0);
+    };
+  }
+  /// One progress call of worker `p`: its page's beat counter moves.
+  static void beat(const FakeProcessLauncher::Process& p) {
+    std::string path = p.env("DDPRUN_PROGRESS_FILE");
+    int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    ASSERT_GE(fd, 0) << path;
+    uint64_t beats = 0;
+    ASSERT_EQ(::pread(fd, &beats, sizeof(beats), 8), 8);
+    ++beats;
+    ASSERT_EQ(::pwrite(fd, &beats, sizeof(beats), 8), 8);
+    ::close(fd);
+  }
+};
+
+TEST_F(LocalAgentAutoHangTest, LearnedOnOneNodeAQuietSpellFiveStepsLongIsAHang) {
+  EXPECT_EQ(run(), agent::kHangExitCode);
+  EXPECT_EQ(inspector_.captures.size(), 1u);
+  // What this node learned went to the others.
+  EXPECT_EQ(round(0)->shared_max.at("hang_longest_ms"), 1000);
+}
+
+TEST_F(LocalAgentAutoHangTest, ALongerIntervalSeenOnAnotherNodeRaisesTheTimeout) {
+  journal_->others_max["hang_longest_ms"] = 3000;  // 15 s job-wide
+  EXPECT_EQ(run(), 0);
+  EXPECT_TRUE(inspector_.captures.empty());
 }
 
 TEST_F(LocalAgentHangTest, OffByDefault) {
