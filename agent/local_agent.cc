@@ -109,7 +109,7 @@ class LocalAgent::Impl {
       if (!over_ && failures.empty()) {
         // This node is done; the job is done when every node is (a later failure
         // elsewhere still restarts everyone, this node included).
-        over_ = wait_for_all_done();
+        over_ = wait_for_all_done(info);
         if (signalled_ != 0) {
           return finish(128 + signalled_, "killed", "received " + signal_name(signalled_));
         }
@@ -422,15 +422,19 @@ class LocalAgent::Impl {
   }
 
   // Marks this node done and waits until every node is, or the round ends anyway.
-  std::optional<RoundEnd> wait_for_all_done() {
+  std::optional<RoundEnd> wait_for_all_done(const rendezvous::RendezvousInfo& info) {
     std::optional<RoundEnd> lost;
     bool all_done = false;
     round_->finish_node([&all_done] { all_done = true; },
                         [&lost](const std::string& what) {
                           lost = RoundEnd{RoundEnd::Kind::kFinal, 1, what};
                         });
+    std::unique_ptr<Timer> late = clock_.make_timer();
+    auto after = config_.hang.straggler_warning;
+    if (after.count() > 0) late->start(after, [this, &info] { name_unfinished(info); });
     // The attempt's watch on the round's end goes on: it sets over_.
     while (!all_done && !over_ && !lost && signalled_ == 0) io_.run_one();
+    late->cancel();
     round_->stop();
     if (all_done) return std::nullopt;
     std::optional<RoundEnd> outcome = lost ? lost : over_;
@@ -438,6 +442,23 @@ class LocalAgent::Impl {
       spdlog::warn("this node finished, but the round ended: {}", outcome->reason);
     }
     return outcome;
+  }
+
+  // The job-wide side of the straggler warning (the runner names a node's own): this
+  // node's ranks all succeeded long ago and other nodes have not finished.
+  void name_unfinished(const rendezvous::RendezvousInfo& info) {
+    std::string nodes;
+    for (int k : round_->unfinished()) {
+      if (k == info.group_rank || k >= static_cast<int>(info.members.size())) continue;
+      nodes += (nodes.empty() ? "" : ", ") + std::to_string(k) + " (" +
+               info.members[static_cast<size_t>(k)] + ")";
+    }
+    if (nodes.empty()) return;
+    spdlog::warn(
+        "node(s) {} still running {} s after every rank of this node exited 0; if a rank "
+        "there is stuck at its end (a deadlock tearing the process group down, a thread "
+        "never joined), --hang_timeout stops it and shows where",
+        nodes, config_.hang.straggler_warning.count() / 1000);
   }
 
   int finish_failure(const std::vector<FailureRecord>& failures, const RoundEnd& over) {

@@ -72,7 +72,8 @@ constexpr OptionDef kOptions[] = {
      "ddprun stops with exit status 125"},
     {"straggler_warning", 0, false, "300",
      "name a rank still running this many seconds after every other rank of its node exited "
-     "0 (a rank stuck at its end); a warning only, with or without --hang_timeout (0: never)"},
+     "0, and a node still running this long after every rank of this one did (a rank stuck "
+     "at its end); a warning only, with or without --hang_timeout (0: never)"},
     {"signals_to_handle", 0, false, "SIGTERM,SIGINT,SIGHUP,SIGQUIT",
      "signals ddprun sends on to every worker and then stops the job (SIGKILL after "
      "--grace_period)"},

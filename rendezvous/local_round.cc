@@ -17,6 +17,7 @@ class LocalRound : public RoundCoordinator {
       if (*alive) f();
     });
   }
+  std::vector<int> unfinished() override { return {}; }
   void start_next_round(bool, const std::set<std::string>&) override {}
   void gather(const std::string&, const std::string& mine, std::chrono::milliseconds,
               OnGathered on_gathered) override {

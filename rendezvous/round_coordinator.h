@@ -52,6 +52,11 @@ class RoundCoordinator {
   /// every node of the round is (the end watch goes on meanwhile).
   virtual void finish_node(OnAllDone on_all_done, OnLost on_lost) = 0;
 
+  /// Group ranks of the round's nodes that have not finished yet (finish_node()), by
+  /// one quick read of the shared store; empty when nobody else is waited for or the
+  /// store cannot be read.
+  virtual std::vector<int> unfinished() = 0;
+
   /// Begins the round after this one (once, whoever calls first): after a failure it
   /// counts as a restart, after a membership change it does not. `alive`: the members
   /// believed alive. Nothing to do where rounds simply follow (static rendezvous).

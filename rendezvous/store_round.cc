@@ -63,13 +63,29 @@ void StoreRound::finish_node(OnAllDone on_all_done, OnLost on_lost) {
     });
     return;
   }
+  done_wait_ = std::make_unique<KeyWaiter>(
+      io_, options_.connect(), done_keys(), [on_all_done](auto) { on_all_done(); },
+      [this, on_lost](const std::string& why) { on_lost(lost(why)); });
+}
+
+std::vector<std::string> StoreRound::done_keys() const {
   std::vector<std::string> keys;
-  for (int k = 0; k < info.group_world_size; ++k) {
+  for (int k = 0; k < options_.info.group_world_size; ++k) {
     keys.push_back(options_.prefix + "done/" + std::to_string(k));
   }
-  done_wait_ = std::make_unique<KeyWaiter>(
-      io_, options_.connect(), std::move(keys), [on_all_done](auto) { on_all_done(); },
-      [this, on_lost](const std::string& why) { on_lost(lost(why)); });
+  return keys;
+}
+
+std::vector<int> StoreRound::unfinished() {
+  std::vector<int> out;
+  try {
+    auto done = options_.store->get_now(done_keys());
+    for (size_t k = 0; k < done.size(); ++k)
+      if (!done[k]) out.push_back(static_cast<int>(k));
+  } catch (const std::exception& e) {
+    spdlog::debug("could not read which nodes finished: {}", e.what());
+  }
+  return out;
 }
 
 void StoreRound::start_next_round(bool failure, const std::set<std::string>& alive) {

@@ -47,6 +47,7 @@ class StoreRound : public RoundCoordinator {
   void stop_watching_members() override { heartbeat_->cancel(); }
   RoundEnd end(const RoundEnd& mine) override;
   void finish_node(OnAllDone on_all_done, OnLost on_lost) override;
+  std::vector<int> unfinished() override;
   void start_next_round(bool failure, const std::set<std::string>& alive) override;
   /// Parts are "gather/<name>/<k>" keys of the round.
   void gather(const std::string& name, const std::string& mine, std::chrono::milliseconds timeout,
@@ -57,6 +58,7 @@ class StoreRound : public RoundCoordinator {
 
  private:
   std::string lost(const std::string& why) const;
+  std::vector<std::string> done_keys() const;
   void check_members(OnDead on_dead, OnLost on_lost);
 
   std::vector<std::string> present_parts(const std::vector<std::string>& keys, int mine_at,

@@ -92,6 +92,23 @@ TEST(Hang, AutoLearnsTheLongestIntervalOfTheWholeJob) {
   EXPECT_EQ(b.err().find("hang:"), std::string::npos) << b.err();
 }
 
+// A node whose ranks all succeeded names the node still running long after (the
+// straggler warning, job-wide: the other node has no finished rank of its own to count
+// from).
+TEST(Hang, ANodeWhoseRanksFinishedNamesTheNodeStillRunning) {
+  Job job;
+  job.nnodes = "2";
+  std::vector<std::string> flags{"--straggler_warning=1", "--no_tracking", "--no_python"};
+  DdprunProcess done(job.agent_running(flags, {"/bin/true"}, true), kQuiet);
+  DdprunProcess late(job.agent_running(flags, {"/bin/sleep", "4"}, false), kQuiet);
+  EXPECT_EQ(done.wait(std::chrono::seconds(60)), 0) << done.err();
+  EXPECT_EQ(late.wait(std::chrono::seconds(60)), 0) << late.err();
+  EXPECT_NE(done.err().find("still running 1 s after every rank of this node exited 0"),
+            std::string::npos)
+      << done.err();
+  EXPECT_EQ(late.err().find("still running"), std::string::npos) << late.err();
+}
+
 TEST(Hang, BadValuesAreUsageErrorsNamingTheirSource) {
   Finished flag = run_ddprun({"--hang_timeout=soon", "/bin/true"});
   EXPECT_EQ(flag.code, 2);

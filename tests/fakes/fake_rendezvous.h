@@ -31,6 +31,8 @@ struct FakeRoundJournal {
   std::vector<std::pair<std::string, std::string>> shared;  // gather(): (name, this node's part)
   std::vector<std::string> other_parts;       // what the other nodes contribute to a gather
   std::map<std::string, int64_t> shared_max;  // share_max(): this node's latest, by name
+  std::vector<int> unfinished;                // what unfinished() answers
+  std::function<void()> on_node_finished;     // runs on the loop after finish_node()
   bool stopped = false;
 
   // -- levers (call on the loop's thread) --
@@ -109,8 +111,10 @@ class FakeRound : public rendezvous::RoundCoordinator {
     j_->node_finished = true;
     j_->on_all_done = std::move(on_all_done);
     j_->on_lost = std::move(on_lost);
+    if (j_->on_node_finished) j_->deliver(j_->on_node_finished);
     if (j_->info.group_world_size == 1 || j_->others_done) j_->all_done();
   }
+  std::vector<int> unfinished() override { return j_->unfinished; }
   void start_next_round(bool failure, const std::set<std::string>& alive) override {
     if (!j_->next_rounds.empty()) return;  // once, whoever comes first
     j_->next_rounds.emplace_back(failure, alive);

@@ -13,6 +13,7 @@
 #include "tests/fakes/fake_process_inspector.h"
 #include "tests/fakes/fake_process_launcher.h"
 #include "tests/fakes/fake_rendezvous.h"
+#include "tests/fakes/log_capture.h"
 #include "tests/fakes/manual_clock.h"
 
 namespace ddprun::testing {
@@ -343,6 +344,47 @@ TEST_F(LocalAgentTest, FinishedNodeRestartsWhenAnotherFailsLater) {
   };
   EXPECT_EQ(run(), 0);
   EXPECT_EQ(attempt(1).size(), 2u) << "this node's workers run again";
+}
+
+// The job-wide side of the straggler warning: this node's ranks all succeeded, another
+// node's have not finished long after.
+TEST_F(LocalAgentTest, ANodeStillRunningLongAfterThisOneFinishedIsNamed) {
+  LogCapture log;
+  elastic({{"a", "b"}}, 2);
+  config_.hang.straggler_warning = 300s;
+  launcher_.on_spawn = [&](const auto& p) {
+    if (p.rank() != 1) return;
+    round(0)->unfinished = {1};
+    round(0)->on_node_finished = [this, &log] {
+      clock_.advance(299s);
+      EXPECT_EQ(log.text().find("still running"), std::string::npos);
+      clock_.advance(2s);
+      round(0)->all_done();
+    };
+    for (const auto& q : attempt(0)) launcher_.exit(q.pid, 0);
+  };
+  EXPECT_EQ(run(), 0);
+  EXPECT_NE(log.text().find("node(s) 1 (b) still running 300 s after every rank of this node "
+                            "exited 0"),
+            std::string::npos)
+      << log.text();
+}
+
+TEST_F(LocalAgentTest, NoNodeIsNamedWhenTheWarningIsOff) {
+  LogCapture log;
+  elastic({{"a", "b"}}, 2);
+  config_.hang.straggler_warning = 0s;
+  launcher_.on_spawn = [&](const auto& p) {
+    if (p.rank() != 1) return;
+    round(0)->unfinished = {1};
+    round(0)->on_node_finished = [this] {
+      clock_.advance(std::chrono::hours(24));
+      round(0)->all_done();
+    };
+    for (const auto& q : attempt(0)) launcher_.exit(q.pid, 0);
+  };
+  EXPECT_EQ(run(), 0);
+  EXPECT_EQ(log.text().find("still running"), std::string::npos) << log.text();
 }
 
 // -- hang detection --

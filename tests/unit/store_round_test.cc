@@ -56,6 +56,15 @@ TEST_F(StoreRoundTest, ShareMaxGivesEveryNodeTheLargestNumberShared) {
   EXPECT_EQ(b->share_max("other", 5), 5);
 }
 
+TEST_F(StoreRoundTest, UnfinishedNamesTheNodesNotMarkedDone) {
+  auto a = node(0, store_);
+  EXPECT_EQ(a->unfinished(), (std::vector<int>{0, 1}));
+  a->finish_node([] {}, [](const std::string&) {});
+  EXPECT_EQ(a->unfinished(), std::vector<int>{1});
+  LostStore lost;
+  EXPECT_TRUE(node(0, lost)->unfinished().empty()) << "nothing is known";
+}
+
 TEST_F(StoreRoundTest, ShareMaxSkipsWhatIsNotANumberAndSurvivesALostStore) {
   auto a = node(0, store_);
   store_.set("ddprun/test/round/0/max/longest/1", "garbage");

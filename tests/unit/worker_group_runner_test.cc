@@ -6,17 +6,15 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <sstream>
 
 #include <gtest/gtest.h>
-#include <spdlog/sinks/ostream_sink.h>
-#include <spdlog/spdlog.h>
 #include <boost/asio/executor_work_guard.hpp>
 
 #include "agent/log_dir.h"
 #include "agent/timer_watchdog.h"
 #include "tests/fakes/fake_process_inspector.h"
 #include "tests/fakes/fake_process_launcher.h"
+#include "tests/fakes/log_capture.h"
 #include "tests/fakes/manual_clock.h"
 
 namespace ddprun::testing {
@@ -195,21 +193,6 @@ TEST_F(WorkerGroupRunnerTest, AWorkerThatSigkillCannotEndIsNamedAndLeftBehind) {
   EXPECT_TRUE(launcher_.process(pid(1)).alive) << "still there, and ddprun went on";
   EXPECT_TRUE(runner.idle());
 }
-
-// Captures what the agent logs while it lives.
-class LogCapture {
- public:
-  LogCapture() : previous_(spdlog::default_logger()) {
-    spdlog::set_default_logger(std::make_shared<spdlog::logger>(
-        "capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(text_)));
-  }
-  ~LogCapture() { spdlog::set_default_logger(previous_); }
-  std::string text() const { return text_.str(); }
-
- private:
-  std::ostringstream text_;
-  std::shared_ptr<spdlog::logger> previous_;
-};
 
 // A rank stuck at its end (PyTorch 1.13's gloo teardown deadlock) while the node's other
 // ranks are done: named on the console after the time given, counted from the last
