@@ -40,6 +40,8 @@ EtcdClient::EtcdClient(std::vector<EtcdEndpoint> endpoints, std::chrono::millise
   if (endpoints_.empty()) throw UsageError("--rdzv_endpoint: no etcd endpoint given");
 }
 
+EtcdClient::~EtcdClient() = default;
+
 std::string EtcdClient::endpoints_text() const {
   std::string out;
   for (const auto& e : endpoints_) out += (out.empty() ? "" : ", ") + e.text();

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -85,6 +86,9 @@ class EtcdClient {
   using Clock = std::chrono::steady_clock;
 
   EtcdClient(std::vector<EtcdEndpoint> endpoints, std::chrono::milliseconds timeout);
+  ~EtcdClient();
+  EtcdClient(const EtcdClient&) = delete;
+  EtcdClient& operator=(const EtcdClient&) = delete;
 
   /// One unary request: POST `path` with `body`; the decoded JSON reply.
   nlohmann::json call(const std::string& path, const nlohmann::json& body);
@@ -132,6 +136,26 @@ class EtcdClient {
   bool watch(const std::string& key, const std::string& range_end, int64_t start_revision,
              Clock::time_point deadline, const std::function<bool(const EtcdEvent&)>& on_event);
 
+  /// watch() driven from an event loop, on a client that serves nothing else until
+  /// end_loop_watch(). begin_loop_watch() only remembers what to watch. open_loop_watch()
+  /// connects to the current member and sends the request (one attempt of at most a
+  /// second) and returns the descriptor to wait on; when it is readable,
+  /// read_loop_watch() takes what arrived without blocking and hands each event to
+  /// `on_event` until it returns false (then true). Where the stream breaks or ends, or
+  /// the member cannot be reached, both throw StoreError having moved on to the next
+  /// member: open_loop_watch() again resumes from the last revision seen. A stream
+  /// silent for loop_watch_silence() proves nothing (a frozen member is silent too):
+  /// catch_up_loop_watch() reads once what changed meanwhile (true: `on_event` returned
+  /// false; a call that fails over as any does), and the watch is opened again.
+  /// Throws EtcdRefusedError (EtcdCompactedError) as watch() does.
+  void begin_loop_watch(const std::string& key, const std::string& range_end,
+                        int64_t start_revision);
+  int open_loop_watch();
+  bool read_loop_watch(const std::function<bool(const EtcdEvent&)>& on_event);
+  bool catch_up_loop_watch(const std::function<bool(const EtcdEvent&)>& on_event);
+  std::chrono::milliseconds loop_watch_silence() const;
+  void end_loop_watch();
+
   /// Makes a call blocked in another thread fail promptly; the client is unusable after.
   void interrupt();
 
@@ -151,6 +175,11 @@ class EtcdClient {
   void drop_connection();
   bool catch_up(const std::string& key, const std::string& range_end, int64_t& next,
                 const std::function<bool(const EtcdEvent&)>& on_event);
+  // Hands on every whole message of a watch stream's `body` (and erases it); true when
+  // `on_event` returned false.
+  bool hand_on(std::string& body, const std::string& key, int64_t& next,
+               const std::function<bool(const EtcdEvent&)>& on_event);
+  struct LoopWatch;  // what the loop's watch has read so far (etcd_watch.cc)
 
   std::vector<EtcdEndpoint> endpoints_;
   std::chrono::milliseconds timeout_;
@@ -160,6 +189,7 @@ class EtcdClient {
   net::Socket socket_;
   std::string pending_;  // bytes read past the last response
   std::atomic<bool> interrupted_{false};
+  std::unique_ptr<LoopWatch> loop_watch_;
 };
 
 }  // namespace ddprun::rendezvous

@@ -4,11 +4,14 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <utility>
 
 namespace ddprun::rendezvous {
 
 EtcdStore::EtcdStore(std::unique_ptr<EtcdClient> client, std::string prefix, int64_t newer_than)
     : client_(std::move(client)), prefix_(std::move(prefix)), newer_than_(newer_than) {}
+
+EtcdStore::~EtcdStore() = default;
 
 template <typename Next>
 auto EtcdStore::update(const std::string& key, Next next) {
@@ -93,48 +96,76 @@ std::vector<std::string> EtcdStore::multi_get(const std::vector<std::string>& ke
   return wait_for(keys, timeout, true);
 }
 
+// What one wait for keys has seen so far (full keys).
+struct EtcdStore::KeysAwaited {
+  std::vector<std::string> full;
+  std::set<std::string> wanted;
+  std::map<std::string, std::string> values;
+  std::set<std::string> missing;
+  int64_t from = 0;  // watch from just after this revision
+
+  // Takes an event; false once every key is there.
+  bool take(const EtcdEvent& e) {
+    if (!wanted.count(e.kv.key)) return true;
+    if (e.deleted) {
+      values.erase(e.kv.key);
+      missing.insert(e.kv.key);
+    } else {
+      values[e.kv.key] = e.kv.value;
+      missing.erase(e.kv.key);
+    }
+    return !missing.empty();
+  }
+  // What the missing keys share: one key, or the range of their common prefix.
+  std::pair<std::string, std::string> range() const {
+    const std::string& lo = *missing.begin();
+    const std::string& hi = *missing.rbegin();
+    if (missing.size() == 1) return {lo, ""};
+    size_t common = 0;
+    while (common < lo.size() && common < hi.size() && lo[common] == hi[common]) ++common;
+    std::string start = lo.substr(0, common);
+    return {start, etcd_prefix_end(start)};
+  }
+  std::vector<std::string> result() const {
+    std::vector<std::string> out;
+    out.reserve(full.size());
+    for (const auto& k : full) out.push_back(values.at(k));
+    return out;
+  }
+};
+
+// Reads the keys, unless they are known to be newer than a revision: the watch starts
+// from just after the revision read (or known to precede them), so a key created in
+// between is an event, not a miss. The events carry the values.
+std::unique_ptr<EtcdStore::KeysAwaited> EtcdStore::await(const std::vector<std::string>& keys) {
+  auto a = std::make_unique<KeysAwaited>();
+  for (const auto& k : keys) a->full.push_back(prefix_ + k);
+  a->wanted.insert(a->full.begin(), a->full.end());
+  a->missing = a->wanted;
+  a->from = newer_than_;
+  if (a->from == 0) {
+    auto found = client_->ranges(a->full);
+    for (size_t i = 0; i < a->full.size(); ++i) {
+      if (found[i].kvs.empty()) continue;
+      a->values[a->full[i]] = found[i].kvs[0].value;
+      a->missing.erase(a->full[i]);
+    }
+    a->from = found[0].revision;
+  }
+  return a;
+}
+
 std::vector<std::string> EtcdStore::wait_for(const std::vector<std::string>& keys,
                                              std::chrono::milliseconds timeout,
                                              bool values_wanted) {
   auto deadline = EtcdClient::Clock::now() + timeout;
-  std::vector<std::string> full;
-  for (const auto& k : keys) full.push_back(prefix_ + k);
-  std::map<std::string, std::string> values;  // by full key
-  std::set<std::string> missing(full.begin(), full.end());
-  int64_t from = newer_than_;
-  if (from == 0) {
-    auto found = client_->ranges(full);
-    for (size_t i = 0; i < full.size(); ++i) {
-      if (found[i].kvs.empty()) continue;
-      values[full[i]] = found[i].kvs[0].value;
-      missing.erase(full[i]);
-    }
-    from = found[0].revision;
-  }
-  if (!missing.empty()) {
-    // Watch what the missing keys share, from just after the revision read (or known
-    // to precede them): a key created in between is an event, not a miss. The events
-    // carry the values.
-    std::string lo = *missing.begin();
-    std::string hi = *missing.rbegin();
-    size_t common = 0;
-    while (common < lo.size() && common < hi.size() && lo[common] == hi[common]) ++common;
-    std::string start = missing.size() == 1 ? lo : lo.substr(0, common);
-    std::string end = missing.size() == 1 ? "" : etcd_prefix_end(start);
-    std::set<std::string> wanted(full.begin(), full.end());
+  auto a = await(keys);
+  if (!a->missing.empty()) {
+    auto [start, end] = a->range();
     bool all_there = false;
     try {
-      all_there = client_->watch(start, end, from + 1, deadline, [&](const EtcdEvent& e) {
-        if (!wanted.count(e.kv.key)) return true;
-        if (e.deleted) {
-          values.erase(e.kv.key);
-          missing.insert(e.kv.key);
-        } else {
-          values[e.kv.key] = e.kv.value;
-          missing.erase(e.kv.key);
-        }
-        return !missing.empty();
-      });
+      all_there = client_->watch(start, end, a->from + 1, deadline,
+                                 [&a](const EtcdEvent& e) { return a->take(e); });
     } catch (const EtcdCompactedError&) {
       if (newer_than_ == 0) throw;
       newer_than_ = 0;  // that history is gone: read first
@@ -145,16 +176,50 @@ std::vector<std::string> EtcdStore::wait_for(const std::vector<std::string>& key
     }
     if (!all_there) {
       std::string names;
-      for (const auto& m : missing) names += (names.empty() ? "" : ", ") + m.substr(prefix_.size());
+      for (const auto& m : a->missing)
+        names += (names.empty() ? "" : ", ") + m.substr(prefix_.size());
       throw TimeoutError("timed out after " + std::to_string(timeout.count()) +
                          " ms waiting for key(s) " + names + " in etcd at " +
                          client_->endpoints_text());
     }
   }
   if (!values_wanted) return {};
-  std::vector<std::string> out;
-  for (const auto& k : full) out.push_back(values[k]);
-  return out;
+  return a->result();
+}
+
+bool EtcdStore::start_wait(const std::vector<std::string>& keys) {
+  awaited_keys_ = keys;
+  awaited_ = await(keys);
+  if (awaited_->missing.empty()) return true;
+  auto [start, end] = awaited_->range();
+  client_->begin_loop_watch(start, end, awaited_->from + 1);
+  return false;
+}
+
+int EtcdStore::open_wait() { return client_->open_loop_watch(); }
+
+bool EtcdStore::wait_readable() {
+  try {
+    return client_->read_loop_watch([this](const EtcdEvent& e) { return awaited_->take(e); });
+  } catch (const EtcdCompactedError&) {
+    if (newer_than_ == 0) throw;
+    newer_than_ = 0;  // that history is gone: read first, then watch from there
+    if (start_wait(awaited_keys_)) return true;
+    throw StoreError("the watched revisions were compacted; watching again from a read");
+  }
+}
+
+bool EtcdStore::catch_up_wait() {
+  return client_->catch_up_loop_watch([this](const EtcdEvent& e) { return awaited_->take(e); });
+}
+
+std::chrono::milliseconds EtcdStore::wait_silence() const { return client_->loop_watch_silence(); }
+
+std::vector<std::string> EtcdStore::wait_values() const { return awaited_->result(); }
+
+void EtcdStore::end_wait() {
+  client_->end_loop_watch();
+  awaited_.reset();
 }
 
 std::optional<std::vector<std::pair<std::string, std::string>>> EtcdStore::list_prefix(

@@ -4,6 +4,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "rendezvous/etcd_client.h"
 #include "rendezvous/store.h"
@@ -21,6 +22,7 @@ class EtcdStore : public Store {
   /// `newer_than`: every key waited for is newer than this revision, so waits watch
   /// from just after it without reading first (0: they read first).
   EtcdStore(std::unique_ptr<EtcdClient> client, std::string prefix, int64_t newer_than = 0);
+  ~EtcdStore() override;
 
   void set(const std::string& key, const std::string& value) override;
   std::string get(const std::string& key, std::chrono::milliseconds timeout) override;
@@ -45,6 +47,22 @@ class EtcdStore : public Store {
 
   EtcdClient& client() { return *client_; }
 
+  /// wait() driven from an event loop, on a store that serves nothing else until
+  /// end_wait(). start_wait() reads the keys: true when they all exist now. Otherwise
+  /// open_wait() opens a watch on them and returns the descriptor to wait on (throws
+  /// StoreError, having moved on to the next member, when it cannot); when that is
+  /// readable wait_readable() takes what arrived (true: all there), and when it has
+  /// been silent for wait_silence() catch_up_wait() reads what changed (true: all
+  /// there). After a StoreError or a catch-up without all keys, open_wait() again.
+  /// wait_values() then gives the keys' values. EtcdRefusedError: the wait cannot go on.
+  bool start_wait(const std::vector<std::string>& keys);
+  int open_wait();
+  bool wait_readable();
+  bool catch_up_wait();
+  std::chrono::milliseconds wait_silence() const;
+  std::vector<std::string> wait_values() const;
+  void end_wait();
+
  private:
   // Lets `next` decide the new value from the current one (nullopt: leave it) and
   // writes it if nobody changed the key meanwhile, else tries again with the value
@@ -56,10 +74,15 @@ class EtcdStore : public Store {
   std::vector<std::string> wait_for(const std::vector<std::string>& keys,
                                     std::chrono::milliseconds timeout, bool values_wanted);
 
+  struct KeysAwaited;
+  std::unique_ptr<KeysAwaited> await(const std::vector<std::string>& keys);
+
   std::unique_ptr<EtcdClient> client_;
   std::string prefix_;
   int64_t newer_than_;
   std::map<std::string, std::optional<EtcdKv>> seen_;  // key -> as last seen (nullopt: missing)
+  std::vector<std::string> awaited_keys_;              // the event loop's wait
+  std::unique_ptr<KeysAwaited> awaited_;
 };
 
 }  // namespace ddprun::rendezvous

@@ -8,6 +8,7 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
 
+#include "net/socket.h"
 #include "rendezvous/etcd_wire.h"
 
 // The watch stream: one long HTTP reply of JSON objects, resumed on the next member
@@ -17,23 +18,73 @@ namespace ddprun::rendezvous {
 using namespace etcd_wire;
 namespace http = boost::beast::http;
 
+using Parser = http::response_parser<http::string_body>;
+
+std::chrono::milliseconds EtcdClient::loop_watch_silence() const {
+  return std::clamp<std::chrono::milliseconds>(timeout_ / 2, std::chrono::milliseconds(1000),
+                                               std::chrono::milliseconds(10'000));
+}
+
+bool EtcdClient::hand_on(std::string& body, const std::string& key, int64_t& next,
+                         const std::function<bool(const EtcdEvent&)>& on_event) {
+  size_t end;
+  while ((end = json_object_end(body, 0)) != std::string::npos) {
+    auto message = nlohmann::json::parse(body.substr(0, end), nullptr, false);
+    body.erase(0, end);
+    if (message.is_object() && message.contains("error")) {
+      decode("/v3/watch", {500, message.dump()});
+    }
+    auto events = read_reply("etcd at " + endpoints_[current_].text(), [&] {
+      auto result = message.value("result", nlohmann::json::object());
+      if (result.value("canceled", false)) {
+        if (int_field(result, "compact_revision") > 0) {
+          throw EtcdCompactedError("etcd at " + endpoints_[current_].text() +
+                                   " has compacted revision " + std::to_string(next));
+        }
+        throw StoreError("etcd canceled the watch on " + key + ": " +
+                         result.value("cancel_reason", std::string("compacted")));
+      }
+      std::vector<EtcdEvent> out;
+      for (const auto& ev : result.value("events", nlohmann::json::array())) {
+        EtcdEvent event;
+        event.deleted = ev.value("type", "") == "DELETE";
+        event.kv = to_kv(ev.value("kv", nlohmann::json::object()));
+        out.push_back(std::move(event));
+      }
+      return out;
+    });
+    for (const auto& event : events) {
+      next = std::max(next, event.kv.mod_revision + 1);
+      if (!on_event(event)) return true;
+    }
+  }
+  return false;
+}
+
+namespace {
+
+std::string create_request(const std::string& key, const std::string& range_end, int64_t next) {
+  nlohmann::json create{{"key", b64(key)}, {"start_revision", std::to_string(next)}};
+  if (!range_end.empty()) create["range_end"] = b64(range_end);
+  return nlohmann::json{{"create_request", create}}.dump();
+}
+
+}  // namespace
+
 bool EtcdClient::watch(const std::string& key, const std::string& range_end, int64_t start_revision,
                        Clock::time_point deadline,
                        const std::function<bool(const EtcdEvent&)>& on_event) {
   int64_t next = start_revision;
-  const auto silence = std::clamp<std::chrono::milliseconds>(
-      timeout_ / 2, std::chrono::milliseconds(1000), std::chrono::milliseconds(10'000));
+  const auto silence = loop_watch_silence();
   while (true) {
     if (interrupted_) throw StoreError("etcd client at " + endpoints_text() + " interrupted");
-    nlohmann::json create{{"key", b64(key)}, {"start_revision", std::to_string(next)}};
-    if (!range_end.empty()) create["range_end"] = b64(range_end);
     // A healthy stream with nothing to say is silent, and so is a frozen member's: after
     // `silence` without a byte, one read (failing over as any call does) tells them apart.
     auto quiet_until = [&] { return std::min(deadline, Clock::now() + silence); };
     try {
       connect(quiet_until());
-      send_request("/v3/watch", nlohmann::json{{"create_request", create}}.dump(), quiet_until());
-      http::response_parser<http::string_body> parser;
+      send_request("/v3/watch", create_request(key, range_end, next), quiet_until());
+      Parser parser;
       parser.body_limit(kMaxBody);
       parser.eager(true);
       char buf[16384];
@@ -58,41 +109,7 @@ bool EtcdClient::watch(const std::string& key, const std::string& range_end, int
           decode("/v3/watch", {parser.get().result_int(), parser.get().body()});
           throw StoreError("etcd at " + endpoints_[current_].text() + " refused the watch");
         }
-        std::string& body = parser.get().body();
-        size_t end;
-        while (!done && (end = json_object_end(body, 0)) != std::string::npos) {
-          auto message = nlohmann::json::parse(body.substr(0, end), nullptr, false);
-          body.erase(0, end);
-          if (message.is_object() && message.contains("error")) {
-            decode("/v3/watch", {500, message.dump()});
-          }
-          auto events = read_reply("etcd at " + endpoints_[current_].text(), [&] {
-            auto result = message.value("result", nlohmann::json::object());
-            if (result.value("canceled", false)) {
-              if (int_field(result, "compact_revision") > 0) {
-                throw EtcdCompactedError("etcd at " + endpoints_[current_].text() +
-                                         " has compacted revision " + std::to_string(next));
-              }
-              throw StoreError("etcd canceled the watch on " + key + ": " +
-                               result.value("cancel_reason", std::string("compacted")));
-            }
-            std::vector<EtcdEvent> out;
-            for (const auto& ev : result.value("events", nlohmann::json::array())) {
-              EtcdEvent event;
-              event.deleted = ev.value("type", "") == "DELETE";
-              event.kv = to_kv(ev.value("kv", nlohmann::json::object()));
-              out.push_back(std::move(event));
-            }
-            return out;
-          });
-          for (const auto& event : events) {
-            next = std::max(next, event.kv.mod_revision + 1);
-            if (!on_event(event)) {
-              done = true;
-              break;
-            }
-          }
-        }
+        done = hand_on(parser.get().body(), key, next, on_event);
         if (parser.is_done()) throw StoreError("the watch stream ended");
       }
       drop_connection();  // the stream stays open server-side
@@ -127,6 +144,91 @@ bool EtcdClient::catch_up(const std::string& key, const std::string& range_end, 
     if (!on_event(event)) return true;
   }
   return false;
+}
+
+void EtcdClient::begin_loop_watch(const std::string& key, const std::string& range_end,
+                                  int64_t start_revision) {
+  loop_watch_ = std::make_unique<LoopWatch>();
+  loop_watch_->key = key;
+  loop_watch_->range_end = range_end;
+  loop_watch_->next = start_revision;
+}
+
+int EtcdClient::open_loop_watch() {
+  LoopWatch& w = *loop_watch_;
+  if (interrupted_) throw StoreError("etcd client at " + endpoints_text() + " interrupted");
+  drop_connection();
+  try {
+    auto deadline = Clock::now() + std::chrono::seconds(1);
+    connect(deadline);
+    send_request("/v3/watch", create_request(w.key, w.range_end, w.next), deadline);
+  } catch (const net::ConnectCancelledError&) {
+    throw;
+  } catch (const StoreError& e) {
+    fail_over(e.what());
+    throw;
+  } catch (const TimeoutError& e) {
+    fail_over(e.what());
+    throw StoreError(e.what());
+  }
+  // Waits on the descriptor are the loop's: no stop signal to notice here.
+  socket_.set_part_of_connect(false);
+  w.parser = std::make_unique<Parser>();
+  w.parser->body_limit(kMaxBody);
+  w.parser->eager(true);
+  return socket_.fd();
+}
+
+bool EtcdClient::read_loop_watch(const std::function<bool(const EtcdEvent&)>& on_event) {
+  LoopWatch& w = *loop_watch_;
+  Parser& parser = *w.parser;
+  char buf[16384];
+  try {
+    while (true) {
+      size_t n = 0;
+      try {
+        n = socket_.recv_some(buf, sizeof(buf), Clock::now());
+      } catch (const TimeoutError&) {
+        return false;  // all that arrived is read
+      }
+      pending_.append(buf, n);
+      boost::system::error_code ec;
+      size_t used = parser.put(boost::asio::buffer(pending_), ec);
+      pending_.erase(0, used);
+      if (ec && ec != http::error::need_more)
+        throw StoreError("malformed watch stream: " + ec.message());
+      if (!parser.is_header_done()) continue;
+      if (parser.get().result_int() != 200) {
+        if (!parser.is_done()) continue;  // the whole error reply first
+        decode("/v3/watch", {parser.get().result_int(), parser.get().body()});
+        throw StoreError("etcd at " + endpoints_[current_].text() + " refused the watch");
+      }
+      if (hand_on(parser.get().body(), w.key, w.next, on_event)) {
+        drop_connection();  // the stream stays open server-side
+        return true;
+      }
+      if (parser.is_done()) throw StoreError("the watch stream ended");
+    }
+  } catch (const EtcdRefusedError&) {
+    drop_connection();
+    throw;
+  } catch (const StoreError& e) {
+    spdlog::debug("etcd watch on {} broke ({}); resuming from revision {}", w.key, e.what(),
+                  w.next);
+    fail_over(e.what());
+    throw;
+  }
+}
+
+bool EtcdClient::catch_up_loop_watch(const std::function<bool(const EtcdEvent&)>& on_event) {
+  drop_connection();
+  LoopWatch& w = *loop_watch_;
+  return catch_up(w.key, w.range_end, w.next, on_event);
+}
+
+void EtcdClient::end_loop_watch() {
+  drop_connection();
+  loop_watch_.reset();
 }
 
 }  // namespace ddprun::rendezvous

@@ -6,10 +6,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/string_body.hpp>
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
@@ -47,3 +50,15 @@ size_t json_object_end(const std::string& s, size_t from);
 nlohmann::json txn_ops(const std::vector<EtcdOp>& ops);
 
 }  // namespace ddprun::rendezvous::etcd_wire
+
+namespace ddprun::rendezvous {
+
+/// What the event loop's watch (EtcdClient::open_loop_watch()) has read so far.
+struct EtcdClient::LoopWatch {
+  std::string key;
+  std::string range_end;
+  int64_t next = 0;  // the revision to resume from
+  std::unique_ptr<boost::beast::http::response_parser<boost::beast::http::string_body>> parser;
+};
+
+}  // namespace ddprun::rendezvous

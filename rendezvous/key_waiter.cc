@@ -1,24 +1,49 @@
 #include "rendezvous/key_waiter.h"
 
+#include <algorithm>
 #include <thread>
 
+#include <spdlog/spdlog.h>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 
+#include "rendezvous/etcd_store.h"
 #include "rendezvous/tcp_store_client.h"
 
 namespace ddprun::rendezvous {
+namespace {
 
-struct KeyWaiter::Wait {
+using Descriptor = boost::asio::posix::stream_descriptor;
+
+// Pauses between attempts to open an etcd watch while no member takes it.
+constexpr std::chrono::milliseconds kFirstRetry{50};
+constexpr std::chrono::milliseconds kLastRetry{1000};
+
+}  // namespace
+
+struct KeyWaiter::Wait : std::enable_shared_from_this<Wait> {
+  boost::asio::io_context& io;
   std::unique_ptr<Store> store;
   std::vector<std::string> keys;
   OnReady on_ready;
   OnError on_error;
   bool cancelled = false;  // loop thread only
-  // TCPStore: the connection's descriptor, watched (not owned) by the loop.
-  std::unique_ptr<boost::asio::posix::stream_descriptor> readable;
-  // Other stores: the thread blocked in the wait.
+  // TCPStore and etcd: the connection's descriptor, watched (not owned) by the loop.
+  std::unique_ptr<Descriptor> readable;
+  // etcd: the watch stream's silence, or the pause before the next attempt to open it.
+  std::unique_ptr<boost::asio::steady_timer> timer;
+  std::chrono::milliseconds retry = kFirstRetry;
+  // The in-process store: the thread blocked in the wait.
   std::thread thread;
+
+  Wait(boost::asio::io_context& io, std::unique_ptr<Store> store, std::vector<std::string> keys,
+       OnReady on_ready, OnError on_error)
+      : io(io),
+        store(std::move(store)),
+        keys(std::move(keys)),
+        on_ready(std::move(on_ready)),
+        on_error(std::move(on_error)) {}
 
   void deliver(std::vector<std::string> values) {
     if (!cancelled) on_ready(std::move(values));
@@ -26,44 +51,155 @@ struct KeyWaiter::Wait {
   void fail(const std::string& message) {
     if (!cancelled) on_error(message);
   }
+  // Stops watching the descriptor, which the store client owns and closes.
+  void forget_descriptor() {
+    if (!readable) return;
+    boost::system::error_code ignored;
+    readable->cancel(ignored);
+    readable->release();
+    readable.reset();
+  }
+
+  void start_tcp(TcpStoreClient& tcp);
+  void start_etcd(EtcdStore& etcd);
+  void open_etcd(EtcdStore& etcd);
+  void watch_etcd(EtcdStore& etcd);
+  void on_etcd_readable(EtcdStore& etcd);
+  void on_etcd_silent(EtcdStore& etcd);
+  void retry_etcd(EtcdStore& etcd, const std::string& why);
+  void etcd_done(EtcdStore& etcd);
+  void start_thread();
 };
 
-KeyWaiter::KeyWaiter(boost::asio::io_context& io, std::unique_ptr<Store> store,
-                     std::vector<std::string> keys, OnReady on_ready, OnError on_error)
-    : wait_(std::make_shared<Wait>()) {
-  wait_->store = std::move(store);
-  wait_->keys = std::move(keys);
-  wait_->on_ready = std::move(on_ready);
-  wait_->on_error = std::move(on_error);
-  auto* tcp = dynamic_cast<TcpStoreClient*>(wait_->store.get());
-  if (tcp != nullptr) {
-    int fd = -1;
-    try {
-      fd = tcp->start_wait(wait_->keys);
-    } catch (const std::exception& e) {
-      boost::asio::post(io, [w = wait_, msg = std::string(e.what())] { w->fail(msg); });
-      return;
-    }
-    wait_->readable = std::make_unique<boost::asio::posix::stream_descriptor>(io, fd);
-    wait_->readable->async_wait(boost::asio::posix::descriptor_base::wait_read,
-                                [w = wait_, tcp](const boost::system::error_code& ec) {
-                                  if (w->cancelled || ec == boost::asio::error::operation_aborted)
-                                    return;
-                                  if (ec) return w->fail(ec.message());
-                                  // The answer is there: reading it and the values is one quick
-                                  // round trip.
-                                  try {
-                                    tcp->finish_wait();
-                                    w->deliver(tcp->multi_get_now(w->keys));
-                                  } catch (const std::exception& e) {
-                                    w->fail(e.what());
-                                  }
-                                });
+// The answer to the store's own WAIT request is read as a completion on the loop.
+void KeyWaiter::Wait::start_tcp(TcpStoreClient& tcp) {
+  int fd = -1;
+  try {
+    fd = tcp.start_wait(keys);
+  } catch (const std::exception& e) {
+    boost::asio::post(io, [w = shared_from_this(), msg = std::string(e.what())] { w->fail(msg); });
     return;
   }
-  Store* s = wait_->store.get();
-  std::weak_ptr<Wait> weak = wait_;
-  wait_->thread = std::thread([&io, s, keys = wait_->keys, weak] {
+  readable = std::make_unique<Descriptor>(io, fd);
+  readable->async_wait(Descriptor::wait_read,
+                       [w = shared_from_this(), &tcp](const boost::system::error_code& ec) {
+                         if (w->cancelled || ec == boost::asio::error::operation_aborted) return;
+                         if (ec) return w->fail(ec.message());
+                         // The answer is there: reading it and the values is one quick
+                         // round trip.
+                         try {
+                           tcp.finish_wait();
+                           w->deliver(tcp.multi_get_now(w->keys));
+                         } catch (const std::exception& e) {
+                           w->fail(e.what());
+                         }
+                       });
+}
+
+// etcd: the keys are read once, then a watch stream is read on the loop as it arrives.
+// A stream that breaks, or a member that cannot be reached, moves the watch on to the
+// next member after a pause; a stream silent too long is caught up with by one read.
+void KeyWaiter::Wait::start_etcd(EtcdStore& etcd) {
+  timer = std::make_unique<boost::asio::steady_timer>(io);
+  bool ready = false;
+  try {
+    ready = etcd.start_wait(keys);
+  } catch (const std::exception& e) {
+    boost::asio::post(io, [w = shared_from_this(), msg = std::string(e.what())] { w->fail(msg); });
+    return;
+  }
+  if (ready) {
+    boost::asio::post(io, [w = shared_from_this(), &etcd] {
+      if (!w->cancelled) w->etcd_done(etcd);
+    });
+    return;
+  }
+  open_etcd(etcd);
+}
+
+void KeyWaiter::Wait::open_etcd(EtcdStore& etcd) {
+  int fd = -1;
+  try {
+    fd = etcd.open_wait();
+  } catch (const EtcdRefusedError& e) {
+    return fail(e.what());
+  } catch (const StoreError& e) {
+    return retry_etcd(etcd, e.what());
+  }
+  retry = kFirstRetry;
+  readable = std::make_unique<Descriptor>(io, fd);
+  watch_etcd(etcd);
+}
+
+void KeyWaiter::Wait::watch_etcd(EtcdStore& etcd) {
+  timer->expires_after(etcd.wait_silence());
+  timer->async_wait([w = shared_from_this(), &etcd](const boost::system::error_code& ec) {
+    if (!ec && !w->cancelled) w->on_etcd_silent(etcd);
+  });
+  readable->async_wait(Descriptor::wait_read,
+                       [w = shared_from_this(), &etcd](const boost::system::error_code& ec) {
+                         if (w->cancelled || ec == boost::asio::error::operation_aborted) return;
+                         if (ec) {
+                           w->forget_descriptor();
+                           return w->retry_etcd(etcd, ec.message());
+                         }
+                         w->on_etcd_readable(etcd);
+                       });
+}
+
+void KeyWaiter::Wait::on_etcd_readable(EtcdStore& etcd) {
+  bool ready = false;
+  try {
+    ready = etcd.wait_readable();
+  } catch (const EtcdRefusedError& e) {
+    forget_descriptor();
+    timer->cancel();
+    return fail(e.what());
+  } catch (const StoreError& e) {
+    forget_descriptor();
+    timer->cancel();
+    return retry_etcd(etcd, e.what());
+  }
+  if (ready) return etcd_done(etcd);
+  watch_etcd(etcd);  // bytes came: not silent
+}
+
+void KeyWaiter::Wait::on_etcd_silent(EtcdStore& etcd) {
+  forget_descriptor();  // before the store drops the connection
+  bool ready = false;
+  try {
+    ready = etcd.catch_up_wait();
+  } catch (const EtcdRefusedError& e) {
+    return fail(e.what());
+  } catch (const StoreError& e) {
+    return retry_etcd(etcd, e.what());
+  }
+  if (ready) return etcd_done(etcd);
+  open_etcd(etcd);  // on whichever member answered the read
+}
+
+void KeyWaiter::Wait::retry_etcd(EtcdStore& etcd, const std::string& why) {
+  spdlog::debug("etcd wait: {}; trying again in {} ms", why, retry.count());
+  timer->expires_after(retry);
+  retry = std::min(retry * 2, kLastRetry);
+  timer->async_wait([w = shared_from_this(), &etcd](const boost::system::error_code& ec) {
+    if (!ec && !w->cancelled) w->open_etcd(etcd);
+  });
+}
+
+void KeyWaiter::Wait::etcd_done(EtcdStore& etcd) {
+  forget_descriptor();
+  timer->cancel();
+  auto values = etcd.wait_values();
+  etcd.end_wait();
+  deliver(std::move(values));
+}
+
+// Stores that only wait by blocking (the in-process MemoryStore of unit tests).
+void KeyWaiter::Wait::start_thread() {
+  Store* s = store.get();
+  std::weak_ptr<Wait> weak = shared_from_this();
+  thread = std::thread([&io = io, s, keys = keys, weak] {
     auto post = [&io, weak](std::function<void(Wait&)> f) {
       boost::asio::post(io, [weak, f = std::move(f)] {
         if (auto w = weak.lock()) f(*w);
@@ -78,18 +214,28 @@ KeyWaiter::KeyWaiter(boost::asio::io_context& io, std::unique_ptr<Store> store,
   });
 }
 
+KeyWaiter::KeyWaiter(boost::asio::io_context& io, std::unique_ptr<Store> store,
+                     std::vector<std::string> keys, OnReady on_ready, OnError on_error)
+    : wait_(std::make_shared<Wait>(io, std::move(store), std::move(keys), std::move(on_ready),
+                                   std::move(on_error))) {
+  if (auto* tcp = dynamic_cast<TcpStoreClient*>(wait_->store.get())) {
+    wait_->start_tcp(*tcp);
+  } else if (auto* etcd = dynamic_cast<EtcdStore*>(wait_->store.get())) {
+    wait_->start_etcd(*etcd);
+  } else {
+    wait_->start_thread();
+  }
+}
+
 KeyWaiter::~KeyWaiter() {
   wait_->cancelled = true;
-  if (wait_->readable) {
-    boost::system::error_code ignored;
-    wait_->readable->cancel(ignored);
-    wait_->readable->release();  // the store client owns and closes the descriptor
-  }
+  wait_->forget_descriptor();
+  wait_->timer.reset();  // its wait ends, aborted
   if (wait_->thread.joinable()) {
     wait_->store->interrupt();
     wait_->thread.join();
   }
-  // Closed now, not when the cancelled handler (which holds the Wait) next runs: a
+  // Closed now, not when a cancelled handler (which holds the Wait) next runs: a
   // store waiting for its clients to leave must not wait for this one.
   wait_->store.reset();
 }

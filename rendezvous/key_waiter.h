@@ -13,10 +13,11 @@ namespace ddprun::rendezvous {
 
 /// Waits until all `keys` of a store exist, from an event loop, then calls
 /// `on_ready(values)` on the loop; a lost store calls `on_error(message)` instead.
-/// On a TCPStore the wait is the store's own WAIT request, whose answer is read as a
-/// completion on the loop: no thread. Other stores (etcd's watch stream, the
-/// in-process MemoryStore) only wait by blocking, so there one thread of the
-/// waiter's own blocks in the wait and posts the result.
+/// No thread: on a TCPStore the wait is the store's own WAIT request, whose answer is
+/// read as a completion on the loop; on etcd a watch stream is read on the loop as it
+/// arrives (moving on to the next member when it breaks, read once when it has been
+/// silent too long). Only the in-process MemoryStore of unit tests waits by blocking,
+/// on a thread of the waiter's own that posts the result.
 ///
 /// `store` is a connection of the waiter's own. Destroying the waiter cancels the
 /// wait; no callback comes after. Single-threaded: the loop's thread only.
