@@ -16,6 +16,11 @@ namespace ddprun::rendezvous {
 /// torchrun's c10d way: the agent that can bind the endpoint (or is told it is the
 /// host) hosts a TCPStore there and the others connect; liveness is a heartbeat
 /// counter per node in a key of its own, judged stale after `misses` intervals.
+///
+/// The heartbeat is written by a thread of its own, on a connection of its own: it is
+/// this node's proof of life to the others and must not depend on what the agent's
+/// loop is doing (joining a round, capturing stacks, a slow store call); a frozen
+/// agent (SIGSTOP, a frozen VM) stops it as it should.
 class C10dBackend : public RendezvousBackend {
  public:
   struct Options {

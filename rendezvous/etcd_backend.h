@@ -53,7 +53,9 @@ class EtcdBackend : public RendezvousBackend {
   Options options_;
   EtcdClient probe_;     // liveness reads (agent thread) and the rounds' cleanup (the join,
                          // while the agent waits for it): never both at once
-  EtcdClient liveness_;  // grants and keeps the lease (its own thread)
+  // Grants and keeps the lease, on a thread of its own: the node's proof of life must
+  // not depend on what the agent's loop is doing (as C10dBackend's heartbeat).
+  EtcdClient liveness_;
   std::string alive_key_;
   std::atomic<int64_t> lease_{0};
   bool primary_ = false;
