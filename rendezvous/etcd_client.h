@@ -138,9 +138,9 @@ class EtcdClient {
 
   /// watch() driven from an event loop, on a client that serves nothing else until
   /// end_loop_watch(). begin_loop_watch() only remembers what to watch. open_loop_watch()
-  /// connects to the current member and sends the request (one attempt of at most a
-  /// second) and returns the descriptor to wait on; when it is readable,
-  /// read_loop_watch() takes what arrived without blocking and hands each event to
+  /// sends the request to the current member (on the open connection, else on a new
+  /// one: one attempt of at most a second) and returns the descriptor to wait on; when it is
+  /// readable, read_loop_watch() takes what arrived without blocking and hands each event to
   /// `on_event` until it returns false (then true). Where the stream breaks or ends, or
   /// the member cannot be reached, both throw StoreError having moved on to the next
   /// member: open_loop_watch() again resumes from the last revision seen. A stream

@@ -157,8 +157,8 @@ void EtcdClient::begin_loop_watch(const std::string& key, const std::string& ran
 int EtcdClient::open_loop_watch() {
   LoopWatch& w = *loop_watch_;
   if (interrupted_) throw StoreError("etcd client at " + endpoints_text() + " interrupted");
-  drop_connection();
   try {
+    // On the connection of the read before, if it is open: the member that answered.
     auto deadline = Clock::now() + std::chrono::seconds(1);
     connect(deadline);
     send_request("/v3/watch", create_request(w.key, w.range_end, w.next), deadline);

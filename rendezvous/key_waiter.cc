@@ -1,6 +1,7 @@
 #include "rendezvous/key_waiter.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -34,6 +35,9 @@ struct KeyWaiter::Wait : std::enable_shared_from_this<Wait> {
   // etcd: the watch stream's silence, or the pause before the next attempt to open it.
   std::unique_ptr<boost::asio::steady_timer> timer;
   std::chrono::milliseconds retry = kFirstRetry;
+  // etcd: bumped whenever the waits are armed anew; a completion of an earlier step
+  // (queued before its wait was cancelled) is stale and ignored.
+  uint64_t step = 0;
   // The in-process store: the thread blocked in the wait.
   std::thread thread;
 
@@ -51,6 +55,7 @@ struct KeyWaiter::Wait : std::enable_shared_from_this<Wait> {
   void fail(const std::string& message) {
     if (!cancelled) on_error(message);
   }
+  bool current(uint64_t s) const { return !cancelled && s == step; }
   // Stops watching the descriptor, which the store client owns and closes.
   void forget_descriptor() {
     if (!readable) return;
@@ -127,18 +132,20 @@ void KeyWaiter::Wait::open_etcd(EtcdStore& etcd) {
     return retry_etcd(etcd, e.what());
   }
   retry = kFirstRetry;
+  forget_descriptor();
   readable = std::make_unique<Descriptor>(io, fd);
   watch_etcd(etcd);
 }
 
 void KeyWaiter::Wait::watch_etcd(EtcdStore& etcd) {
+  uint64_t s = ++step;
   timer->expires_after(etcd.wait_silence());
-  timer->async_wait([w = shared_from_this(), &etcd](const boost::system::error_code& ec) {
-    if (!ec && !w->cancelled) w->on_etcd_silent(etcd);
+  timer->async_wait([w = shared_from_this(), &etcd, s](const boost::system::error_code& ec) {
+    if (!ec && w->current(s)) w->on_etcd_silent(etcd);
   });
   readable->async_wait(Descriptor::wait_read,
-                       [w = shared_from_this(), &etcd](const boost::system::error_code& ec) {
-                         if (w->cancelled || ec == boost::asio::error::operation_aborted) return;
+                       [w = shared_from_this(), &etcd, s](const boost::system::error_code& ec) {
+                         if (!w->current(s) || ec == boost::asio::error::operation_aborted) return;
                          if (ec) {
                            w->forget_descriptor();
                            return w->retry_etcd(etcd, ec.message());
@@ -148,6 +155,7 @@ void KeyWaiter::Wait::watch_etcd(EtcdStore& etcd) {
 }
 
 void KeyWaiter::Wait::on_etcd_readable(EtcdStore& etcd) {
+  ++step;  // the silence timer's completion, if queued, is stale now
   bool ready = false;
   try {
     ready = etcd.wait_readable();
@@ -165,6 +173,7 @@ void KeyWaiter::Wait::on_etcd_readable(EtcdStore& etcd) {
 }
 
 void KeyWaiter::Wait::on_etcd_silent(EtcdStore& etcd) {
+  ++step;               // the descriptor's completion, if queued, is stale now
   forget_descriptor();  // before the store drops the connection
   bool ready = false;
   try {
@@ -180,14 +189,16 @@ void KeyWaiter::Wait::on_etcd_silent(EtcdStore& etcd) {
 
 void KeyWaiter::Wait::retry_etcd(EtcdStore& etcd, const std::string& why) {
   spdlog::debug("etcd wait: {}; trying again in {} ms", why, retry.count());
+  uint64_t s = ++step;
   timer->expires_after(retry);
   retry = std::min(retry * 2, kLastRetry);
-  timer->async_wait([w = shared_from_this(), &etcd](const boost::system::error_code& ec) {
-    if (!ec && !w->cancelled) w->open_etcd(etcd);
+  timer->async_wait([w = shared_from_this(), &etcd, s](const boost::system::error_code& ec) {
+    if (!ec && w->current(s)) w->open_etcd(etcd);
   });
 }
 
 void KeyWaiter::Wait::etcd_done(EtcdStore& etcd) {
+  ++step;
   forget_descriptor();
   timer->cancel();
   auto values = etcd.wait_values();
