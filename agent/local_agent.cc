@@ -481,6 +481,7 @@ class LocalAgent::Impl {
 
   int finish(int code, const std::string& status, const std::string& root_cause) {
     if (observer_) observer_->finished(status, code, root_cause);
+    log_dir_.remove_if_temporary_and_unread();
     if (guard_) guard_->release();
     return code;
   }

@@ -50,6 +50,23 @@ std::string LogDir::worker_dir(int attempt, int local_rank) const {
   return dir;
 }
 
+void LogDir::remove_if_temporary_and_unread() {
+  if (!temporary_) return;
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(base_, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    // A worker's progress page is ddprun's own, written whether anything happened or not.
+    if (it->path().filename() == kProgressPage) continue;
+    std::error_code size_ec;
+    if (it->is_regular_file(size_ec) && it->file_size(size_ec) > 0 && !size_ec) {
+      temporary_ = false;
+      return;
+    }
+  }
+  if (ec) return;  // not read to the end: keep it
+  remove_if_temporary();
+}
+
 void LogDir::remove_if_temporary() {
   if (!temporary_) return;
   std::error_code ec;

@@ -4,6 +4,9 @@
 
 namespace ddprun::agent {
 
+/// The file in a worker's directory that its progress page is (hang detection).
+inline constexpr const char* kProgressPage = "progress";
+
 /// torchrun's log layout: <base>/<run_id>_<random>/attempt_<n>/<local_rank>/
 /// holding stdout.log, stderr.log and error.json. With no base given, the base is a
 /// fresh directory under $TMPDIR that remove_if_temporary() deletes again.
@@ -19,6 +22,9 @@ class LogDir {
 
   /// Deletes the base directory if ddprun created it as a temporary one.
   void remove_if_temporary();
+  /// The same, unless a file in it holds something a user may read (a log, an error
+  /// file, a stack dump): after a failure or a stop the empty tree is litter.
+  void remove_if_temporary_and_unread();
   /// Keeps the directory even if it is a temporary one (it holds a report the user
   /// was pointed to).
   void keep() { temporary_ = false; }

@@ -124,7 +124,7 @@ void WorkerGroupRunner::add_stack_env(const std::string& dir,
 // recorder (where the user did not set it up).
 void WorkerGroupRunner::add_hang_env(const std::string& dir,
                                      std::map<std::string, std::string>& extra) {
-  pages_.push_back(std::make_unique<ProgressPage>(dir + "/progress"));
+  pages_.push_back(std::make_unique<ProgressPage>(dir + "/" + kProgressPage));
   extra["DDPRUN_PROGRESS_FILE"] = pages_.back()->path();
   if (!env_set("TORCH_NCCL_TRACE_BUFFER_SIZE")) extra["TORCH_NCCL_TRACE_BUFFER_SIZE"] = "2000";
   if (!env_set("TORCH_NCCL_DUMP_ON_TIMEOUT")) extra["TORCH_NCCL_DUMP_ON_TIMEOUT"] = "1";

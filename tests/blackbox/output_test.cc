@@ -103,15 +103,21 @@ TEST(Output, LinesOfDifferentWorkersNeverInterleave) {
   EXPECT_EQ(n, 4 * 300);
 }
 
-TEST(Output, TemporaryLogDirIsRemovedAfterSuccess) {
+// The temporary log directory goes after a success, and after a failure or a stop
+// when nothing in it can be read; an error file (or a log, a stack dump) keeps it.
+TEST(Output, TemporaryLogDirIsKeptOnlyForWhatItHolds) {
   std::string tmp = make_temp_dir();
   Finished f = run_lines({}, {{"TMPDIR", tmp}});
   ASSERT_EQ(f.code, 0);
   EXPECT_TRUE(std::filesystem::is_empty(tmp));
-  Finished failed =
-      run_ddprun({"--no_python", test_worker_binary(), "exit", "1"}, {{"TMPDIR", tmp}});
+  Finished failed = run_ddprun(
+      {"--no_python", "--hang_timeout=600", test_worker_binary(), "exit", "1"}, {{"TMPDIR", tmp}});
   EXPECT_EQ(failed.code, 1);
-  EXPECT_FALSE(std::filesystem::is_empty(tmp)) << "kept for the error files";
+  EXPECT_TRUE(std::filesystem::is_empty(tmp)) << "nothing to read in it (progress pages aside)";
+  Finished with_error = run_ddprun({"--no_python", test_worker_binary(), "error_file", "it broke"},
+                                   {{"TMPDIR", tmp}});
+  EXPECT_EQ(with_error.code, 1);
+  EXPECT_FALSE(std::filesystem::is_empty(tmp)) << "kept for the error file";
 }
 
 }  // namespace
