@@ -449,9 +449,11 @@ class LocalAgent::Impl {
   void name_unfinished(const rendezvous::RendezvousInfo& info) {
     std::string nodes;
     for (int k : round_->unfinished()) {
-      if (k == info.group_rank || k >= static_cast<int>(info.members.size())) continue;
-      nodes += (nodes.empty() ? "" : ", ") + std::to_string(k) + " (" +
-               info.members[static_cast<size_t>(k)] + ")";
+      if (k == info.group_rank) continue;
+      nodes += (nodes.empty() ? "" : ", ") + std::to_string(k);
+      // Elastic rounds know their members' ids; a static one only their ranks.
+      if (k < static_cast<int>(info.members.size()))
+        nodes += " (" + info.members[static_cast<size_t>(k)] + ")";
     }
     if (nodes.empty()) return;
     spdlog::warn(

@@ -45,6 +45,24 @@ std::vector<std::string> values_of(const std::string& out, const std::string& ke
 
 const std::map<std::string, std::optional<std::string>> kEnv{{"OMP_NUM_THREADS", "1"}};
 
+// The straggler warning, job-wide, where the nodes have ranks but no ids.
+TEST(StaticMultiNode, ANodeWhoseRanksFinishedNamesTheNodeStillRunning) {
+  int port = free_port();
+  DdprunProcess late(
+      concat(node_args(1, port, {"--straggler_warning=1", "--no_python", "--no_tracking"}),
+             {"/bin/sleep", "4"}),
+      kEnv);
+  DdprunProcess done(
+      concat(node_args(0, port, {"--straggler_warning=1", "--no_python", "--no_tracking"}),
+             {"/bin/true"}),
+      kEnv);
+  EXPECT_EQ(done.wait(std::chrono::seconds(60)), 0) << done.err();
+  EXPECT_EQ(late.wait(std::chrono::seconds(60)), 0) << late.err();
+  EXPECT_NE(done.err().find("node(s) 1 still running 1 s after every rank of this node exited 0"),
+            std::string::npos)
+      << done.err();
+}
+
 TEST(StaticMultiNode, RanksAreUniqueAndContiguous) {
   int port = free_port();
   DdprunProcess n1(concat(node_args(1, port, {"--nproc_per_node=3", "--tee=1"}), worker({"env"})),
@@ -158,14 +176,14 @@ TEST(StaticMultiNode, OnlyNodesWithTheJobTokenGetIn) {
     return e;
   };
   auto args = [&](int node) {
-    return concat(node_args(node, port, {"--nproc_per_node=2", "--max_restarts=1", "--no_tracking"}),
-                  {"--no_python", store_worker_binary(), "leak_check"});
+    return concat(
+        node_args(node, port, {"--nproc_per_node=2", "--max_restarts=1", "--no_tracking"}),
+        {"--no_python", store_worker_binary(), "leak_check"});
   };
   DdprunProcess n0(args(0), env("the-job's"));
   Finished intruder = run_ddprun(args(1), env("a guess"));
   EXPECT_NE(intruder.code, 0);
-  EXPECT_NE(intruder.err.find("refused this node's job token"), std::string::npos)
-      << intruder.err;
+  EXPECT_NE(intruder.err.find("refused this node's job token"), std::string::npos) << intruder.err;
   DdprunProcess n1(args(1), env("the-job's"));
   EXPECT_EQ(n0.wait(), 0) << n0.err();
   EXPECT_EQ(n1.wait(), 0) << n1.err();
