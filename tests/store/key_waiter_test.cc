@@ -98,6 +98,26 @@ TEST(EtcdKeyWaiter, KeysAlreadyThereAnswerAtOnceAndACancelledWaitNever) {
   EXPECT_TRUE(cancelled.error().empty());
 }
 
+// A waiter told its keys are newer than a revision etcd has compacted since reads them
+// instead of watching from there.
+TEST(EtcdKeyWaiter, AWaitFromACompactedRevisionReadsInstead) {
+  test::EtcdCluster cluster(1);
+  auto writer = store_at(cluster.endpoints());
+  writer->set("early", "1");
+  int64_t old = writer->client().range("/kw/early").kvs.at(0).mod_revision;
+  writer->set("over", "final|1|why");
+  writer->set("later", "1");
+  int64_t now = writer->client().range("/kw/later").kvs.at(0).mod_revision;
+  writer->client().call("/v3/kv/compaction", {{"revision", std::to_string(now)}});
+  Waiting w(std::make_unique<EtcdStore>(
+                std::make_unique<EtcdClient>(parse_etcd_endpoints(cluster.endpoints()), 10s),
+                "/kw/", old),
+            {"over"});
+  w.run(10s);
+  ASSERT_TRUE(w.values()) << w.error();
+  EXPECT_EQ(w.values()->at(0), "final|1|why");
+}
+
 // A frozen member keeps its connections open and says nothing: the silent stream is
 // caught up with by a read, which moves on to a member that answers. A member that
 // dies breaks the stream: the watch moves on. (One cluster for both: three members
