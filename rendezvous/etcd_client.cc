@@ -151,6 +151,7 @@ nlohmann::json EtcdClient::call(const std::string& path, const nlohmann::json& b
   auto deadline = Clock::now() + timeout_;
   auto per_attempt = std::clamp<std::chrono::milliseconds>(
       timeout_ / 3, std::chrono::milliseconds(500), std::chrono::seconds(10));
+  if (single_attempt_) per_attempt = std::min(per_attempt, *single_attempt_);
   std::string text = body.dump();
   auto backoff = std::chrono::milliseconds(50);
   for (size_t attempt = 1;; ++attempt) {
@@ -175,6 +176,10 @@ nlohmann::json EtcdClient::call(const std::string& path, const nlohmann::json& b
     } catch (const TimeoutError& e) {
       if (interrupted_) throw StoreError("etcd client at " + endpoints_text() + " interrupted");
       fail_over(e.what());
+    }
+    if (single_attempt_) {
+      size_t failed = (current_ + endpoints_.size() - 1) % endpoints_.size();  // moved on
+      throw StoreError("etcd at " + endpoints_[failed].text() + ": " + last_errors_[failed]);
     }
     if (Clock::now() >= deadline) {
       std::string tried;

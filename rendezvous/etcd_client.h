@@ -139,22 +139,39 @@ class EtcdClient {
   /// watch() driven from an event loop, on a client that serves nothing else until
   /// end_loop_watch(). begin_loop_watch() only remembers what to watch. open_loop_watch()
   /// sends the request to the current member (on the open connection, else on a new
-  /// one: one attempt of at most a second) and returns the descriptor to wait on; when it is
-  /// readable, read_loop_watch() takes what arrived without blocking and hands each event to
-  /// `on_event` until it returns false (then true). Where the stream breaks or ends, or
-  /// the member cannot be reached, both throw StoreError having moved on to the next
-  /// member: open_loop_watch() again resumes from the last revision seen. A stream
-  /// silent for loop_watch_silence() proves nothing (a frozen member is silent too):
-  /// catch_up_loop_watch() reads once what changed meanwhile (true: `on_event` returned
-  /// false; a call that fails over as any does), and the watch is opened again.
-  /// Throws EtcdRefusedError (EtcdCompactedError) as watch() does.
+  /// one: one attempt of at most a second) and returns the descriptor to wait on; when
+  /// it is readable, read_loop_watch() takes what arrived without blocking and hands
+  /// each event to `on_event` until it returns false (then true). Where the stream
+  /// breaks or ends, or the member cannot be reached, both throw StoreError having moved
+  /// on to the next member: open_loop_watch() again resumes from the last revision
+  /// seen. A stream silent for loop_watch_silence() proves nothing (a frozen member is
+  /// silent too): skip_member() moves on to the next one. Throws EtcdRefusedError
+  /// (EtcdCompactedError) as watch() does.
   void begin_loop_watch(const std::string& key, const std::string& range_end,
                         int64_t start_revision);
   int open_loop_watch();
   bool read_loop_watch(const std::function<bool(const EtcdEvent&)>& on_event);
-  bool catch_up_loop_watch(const std::function<bool(const EtcdEvent&)>& on_event);
   std::chrono::milliseconds loop_watch_silence() const;
+  void skip_member(const std::string& why) { fail_over(why); }
   void end_loop_watch();
+
+  /// From here on until the returned guard goes, each call makes one attempt of at most
+  /// `budget` on the current member and, when it fails, moves on to the next member and
+  /// throws StoreError: an event loop calling it is held up for `budget` at most, and
+  /// tries again on a timer of its own. (Otherwise a call goes through the members
+  /// until its timeout.)
+  class SingleAttempts {
+   public:
+    SingleAttempts(EtcdClient& client, std::chrono::milliseconds budget) : client_(client) {
+      client_.single_attempt_ = budget;
+    }
+    ~SingleAttempts() { client_.single_attempt_.reset(); }
+    SingleAttempts(const SingleAttempts&) = delete;
+    SingleAttempts& operator=(const SingleAttempts&) = delete;
+
+   private:
+    EtcdClient& client_;
+  };
 
   /// Makes a call blocked in another thread fail promptly; the client is unusable after.
   void interrupt();
@@ -190,6 +207,7 @@ class EtcdClient {
   std::string pending_;  // bytes read past the last response
   std::atomic<bool> interrupted_{false};
   std::unique_ptr<LoopWatch> loop_watch_;
+  std::optional<std::chrono::milliseconds> single_attempt_;  // see SingleAttempts
 };
 
 }  // namespace ddprun::rendezvous

@@ -189,6 +189,7 @@ std::vector<std::string> EtcdStore::wait_for(const std::vector<std::string>& key
 
 bool EtcdStore::start_wait(const std::vector<std::string>& keys) {
   awaited_keys_ = keys;
+  EtcdClient::SingleAttempts one(*client_, kLoopAttempt);
   awaited_ = await(keys);
   if (awaited_->missing.empty()) return true;
   auto [start, end] = awaited_->range();
@@ -203,14 +204,14 @@ bool EtcdStore::wait_readable() {
     return client_->read_loop_watch([this](const EtcdEvent& e) { return awaited_->take(e); });
   } catch (const EtcdCompactedError&) {
     if (newer_than_ == 0) throw;
-    newer_than_ = 0;  // that history is gone: read first, then watch from there
-    if (start_wait(awaited_keys_)) return true;
-    throw StoreError("the watched revisions were compacted; watching again from a read");
+    newer_than_ = 0;  // that history is gone: start_wait() reads first
+    throw StoreError("etcd compacted the revisions watched; reading the keys instead");
   }
 }
 
-bool EtcdStore::catch_up_wait() {
-  return client_->catch_up_loop_watch([this](const EtcdEvent& e) { return awaited_->take(e); });
+void EtcdStore::wait_silent() {
+  client_->skip_member("the watch stream was silent for " +
+                       std::to_string(client_->loop_watch_silence().count()) + " ms");
 }
 
 std::chrono::milliseconds EtcdStore::wait_silence() const { return client_->loop_watch_silence(); }

@@ -48,17 +48,20 @@ class EtcdStore : public Store {
   EtcdClient& client() { return *client_; }
 
   /// wait() driven from an event loop, on a store that serves nothing else until
-  /// end_wait(). start_wait() reads the keys: true when they all exist now. Otherwise
-  /// open_wait() opens a watch on them and returns the descriptor to wait on (throws
-  /// StoreError, having moved on to the next member, when it cannot); when that is
-  /// readable wait_readable() takes what arrived (true: all there), and when it has
-  /// been silent for wait_silence() catch_up_wait() reads what changed (true: all
-  /// there). After a StoreError or a catch-up without all keys, open_wait() again.
-  /// wait_values() then gives the keys' values. EtcdRefusedError: the wait cannot go on.
+  /// end_wait(); no step holds the loop longer than kLoopAttempt (one member tried; a
+  /// StoreError has moved on to the next one: start again after a pause). start_wait()
+  /// reads the keys (unless they are known to be newer than a revision): true when they
+  /// all exist. Otherwise open_wait() opens a watch on them and returns the descriptor
+  /// to wait on; when that is readable wait_readable() takes what arrived (true: all
+  /// there; after a StoreError, start_wait() again). A watch silent for wait_silence()
+  /// may be a frozen member's: wait_silent() moves on to the next member, then
+  /// start_wait() again. wait_values() then gives the keys' values. EtcdRefusedError:
+  /// the wait cannot go on.
+  static constexpr std::chrono::milliseconds kLoopAttempt{1000};
   bool start_wait(const std::vector<std::string>& keys);
   int open_wait();
   bool wait_readable();
-  bool catch_up_wait();
+  void wait_silent();
   std::chrono::milliseconds wait_silence() const;
   std::vector<std::string> wait_values() const;
   void end_wait();

@@ -220,12 +220,6 @@ bool EtcdClient::read_loop_watch(const std::function<bool(const EtcdEvent&)>& on
   }
 }
 
-bool EtcdClient::catch_up_loop_watch(const std::function<bool(const EtcdEvent&)>& on_event) {
-  drop_connection();
-  LoopWatch& w = *loop_watch_;
-  return catch_up(w.key, w.range_end, w.next, on_event);
-}
-
 void EtcdClient::end_loop_watch() {
   drop_connection();
   loop_watch_.reset();

@@ -66,12 +66,14 @@ struct KeyWaiter::Wait : std::enable_shared_from_this<Wait> {
   }
 
   void start_tcp(TcpStoreClient& tcp);
+  using Step = void (Wait::*)(EtcdStore&);
   void start_etcd(EtcdStore& etcd);
+  void begin_etcd(EtcdStore& etcd);
   void open_etcd(EtcdStore& etcd);
   void watch_etcd(EtcdStore& etcd);
   void on_etcd_readable(EtcdStore& etcd);
   void on_etcd_silent(EtcdStore& etcd);
-  void retry_etcd(EtcdStore& etcd, const std::string& why);
+  void retry_etcd(EtcdStore& etcd, const std::string& why, Step next);
   void etcd_done(EtcdStore& etcd);
   void start_thread();
 };
@@ -101,21 +103,32 @@ void KeyWaiter::Wait::start_tcp(TcpStoreClient& tcp) {
                        });
 }
 
-// etcd: the keys are read once, then a watch stream is read on the loop as it arrives.
-// A stream that breaks, or a member that cannot be reached, moves the watch on to the
-// next member after a pause; a stream silent too long is caught up with by one read.
+// etcd: the keys are read, then a watch stream is read on the loop as it arrives. A
+// stream that breaks, or a member that cannot be reached, moves the wait on to the next
+// member after a pause (the keys read again there); so does a stream silent too long.
 void KeyWaiter::Wait::start_etcd(EtcdStore& etcd) {
   timer = std::make_unique<boost::asio::steady_timer>(io);
+  begin_etcd(etcd);
+}
+
+// Called from the constructor too: what it ends with is posted, never called here.
+void KeyWaiter::Wait::begin_etcd(EtcdStore& etcd) {
   bool ready = false;
   try {
     ready = etcd.start_wait(keys);
+  } catch (const EtcdRefusedError& e) {
+    boost::asio::post(io, [w = shared_from_this(), msg = std::string(e.what())] { w->fail(msg); });
+    return;
+  } catch (const StoreError& e) {
+    return retry_etcd(etcd, e.what(), &Wait::begin_etcd);
   } catch (const std::exception& e) {
     boost::asio::post(io, [w = shared_from_this(), msg = std::string(e.what())] { w->fail(msg); });
     return;
   }
   if (ready) {
-    boost::asio::post(io, [w = shared_from_this(), &etcd] {
-      if (!w->cancelled) w->etcd_done(etcd);
+    uint64_t s = ++step;
+    boost::asio::post(io, [w = shared_from_this(), &etcd, s] {
+      if (w->current(s)) w->etcd_done(etcd);
     });
     return;
   }
@@ -129,7 +142,7 @@ void KeyWaiter::Wait::open_etcd(EtcdStore& etcd) {
   } catch (const EtcdRefusedError& e) {
     return fail(e.what());
   } catch (const StoreError& e) {
-    return retry_etcd(etcd, e.what());
+    return retry_etcd(etcd, e.what(), &Wait::open_etcd);
   }
   retry = kFirstRetry;
   forget_descriptor();
@@ -148,7 +161,7 @@ void KeyWaiter::Wait::watch_etcd(EtcdStore& etcd) {
                          if (!w->current(s) || ec == boost::asio::error::operation_aborted) return;
                          if (ec) {
                            w->forget_descriptor();
-                           return w->retry_etcd(etcd, ec.message());
+                           return w->retry_etcd(etcd, ec.message(), &Wait::open_etcd);
                          }
                          w->on_etcd_readable(etcd);
                        });
@@ -166,34 +179,28 @@ void KeyWaiter::Wait::on_etcd_readable(EtcdStore& etcd) {
   } catch (const StoreError& e) {
     forget_descriptor();
     timer->cancel();
-    return retry_etcd(etcd, e.what());
+    return retry_etcd(etcd, e.what(), &Wait::begin_etcd);
   }
   if (ready) return etcd_done(etcd);
   watch_etcd(etcd);  // bytes came: not silent
 }
 
+// A silent stream may be a frozen member's: the next member is asked (the keys read
+// again, where a read is needed, and watched from there).
 void KeyWaiter::Wait::on_etcd_silent(EtcdStore& etcd) {
   ++step;               // the descriptor's completion, if queued, is stale now
   forget_descriptor();  // before the store drops the connection
-  bool ready = false;
-  try {
-    ready = etcd.catch_up_wait();
-  } catch (const EtcdRefusedError& e) {
-    return fail(e.what());
-  } catch (const StoreError& e) {
-    return retry_etcd(etcd, e.what());
-  }
-  if (ready) return etcd_done(etcd);
-  open_etcd(etcd);  // on whichever member answered the read
+  etcd.wait_silent();
+  begin_etcd(etcd);
 }
 
-void KeyWaiter::Wait::retry_etcd(EtcdStore& etcd, const std::string& why) {
+void KeyWaiter::Wait::retry_etcd(EtcdStore& etcd, const std::string& why, Step next) {
   spdlog::debug("etcd wait: {}; trying again in {} ms", why, retry.count());
   uint64_t s = ++step;
   timer->expires_after(retry);
   retry = std::min(retry * 2, kLastRetry);
-  timer->async_wait([w = shared_from_this(), &etcd, s](const boost::system::error_code& ec) {
-    if (!ec && w->current(s)) w->open_etcd(etcd);
+  timer->async_wait([w = shared_from_this(), &etcd, s, next](const boost::system::error_code& ec) {
+    if (!ec && w->current(s)) ((*w).*next)(etcd);
   });
 }
 
