@@ -56,6 +56,10 @@ struct KeyWaiter::Wait : std::enable_shared_from_this<Wait> {
     if (!cancelled) on_error(message);
   }
   bool current(uint64_t s) const { return !cancelled && s == step; }
+  // fail() from the loop, not from here (which may be the waiter's constructor).
+  void fail_later(std::string message) {
+    boost::asio::post(io, [w = shared_from_this(), m = std::move(message)] { w->fail(m); });
+  }
   // Stops watching the descriptor, which the store client owns and closes.
   void forget_descriptor() {
     if (!readable) return;
@@ -84,8 +88,7 @@ void KeyWaiter::Wait::start_tcp(TcpStoreClient& tcp) {
   try {
     fd = tcp.start_wait(keys);
   } catch (const std::exception& e) {
-    boost::asio::post(io, [w = shared_from_this(), msg = std::string(e.what())] { w->fail(msg); });
-    return;
+    return fail_later(e.what());
   }
   readable = std::make_unique<Descriptor>(io, fd);
   readable->async_wait(Descriptor::wait_read,
@@ -111,19 +114,17 @@ void KeyWaiter::Wait::start_etcd(EtcdStore& etcd) {
   begin_etcd(etcd);
 }
 
-// Called from the constructor too: what it ends with is posted, never called here.
+// Called from the constructor too: how it ends is posted, never called from here.
 void KeyWaiter::Wait::begin_etcd(EtcdStore& etcd) {
   bool ready = false;
   try {
     ready = etcd.start_wait(keys);
   } catch (const EtcdRefusedError& e) {
-    boost::asio::post(io, [w = shared_from_this(), msg = std::string(e.what())] { w->fail(msg); });
-    return;
+    return fail_later(e.what());
   } catch (const StoreError& e) {
     return retry_etcd(etcd, e.what(), &Wait::begin_etcd);
   } catch (const std::exception& e) {
-    boost::asio::post(io, [w = shared_from_this(), msg = std::string(e.what())] { w->fail(msg); });
-    return;
+    return fail_later(e.what());
   }
   if (ready) {
     uint64_t s = ++step;
@@ -140,7 +141,7 @@ void KeyWaiter::Wait::open_etcd(EtcdStore& etcd) {
   try {
     fd = etcd.open_wait();
   } catch (const EtcdRefusedError& e) {
-    return fail(e.what());
+    return fail_later(e.what());
   } catch (const StoreError& e) {
     return retry_etcd(etcd, e.what(), &Wait::open_etcd);
   }
