@@ -40,6 +40,9 @@ using rendezvous::RoundEnd;
 constexpr std::chrono::milliseconds kHangGatherTimeout{20'000};
 // When the first tracking poll (and system sample) of an attempt comes at the latest.
 constexpr std::chrono::milliseconds kFirstTrackingPoll{1000};
+// How long a worker's death by a stop signal waits for ddprun's own copy before the
+// other nodes are told of it as a failure.
+constexpr std::chrono::milliseconds kStopSignalGrace{200};
 
 class LocalAgent::Impl {
  public:
@@ -59,6 +62,7 @@ class LocalAgent::Impl {
                       ? nullptr
                       : std::make_unique<TimerWatchdog>(io_, clock_, config_.timer_file)),
         tracking_timer_(clock_.make_timer()),
+        stop_grace_(clock_.make_timer()),
         signals_(io_, config_,
                  {[this](int sig) { on_stop_signal(sig); },
                   [this](int sig) { return runner_.forward(sig); }}) {}
@@ -248,6 +252,7 @@ class LocalAgent::Impl {
     // A stack capture in progress ends before the attempt does.
     while (!done || hang_.capturing()) io_.run_one();
     await_stop_signal_after_stopped_workers();
+    tell_pending_failure(info);
     hang_.stop();
     if (watchdog_) watchdog_->stop();
     tracking_timer_->cancel();
@@ -263,14 +268,40 @@ class LocalAgent::Impl {
   // rather than "failed" with a rank as its root cause.
   void await_stop_signal_after_stopped_workers() {
     const auto& failures = runner_.failures();
-    const auto& stops = config_.stop_signals;
-    if (signalled_ == 0 && !failures.empty() &&
-        std::find(stops.begin(), stops.end(), -failures.front().exitcode) != stops.end()) {
-      signals_.await_stop(std::chrono::milliseconds(200));
+    if (signalled_ == 0 && !failures.empty() && is_stop_signal_death(failures.front().exitcode)) {
+      signals_.await_stop(kStopSignalGrace);
     }
   }
 
+  bool is_stop_signal_death(int exitcode) const {
+    const auto& stops = config_.stop_signals;
+    return std::find(stops.begin(), stops.end(), -exitcode) != stops.end();
+  }
+
+  // The same race seen from the other nodes: a worker that died of a stop signal is
+  // told to them as a failure only when ddprun's own copy has not come within
+  // kStopSignalGrace (or by the attempt's end), so that a job stopped everywhere at
+  // once (scancel) ends "killed" on every node, not "failed" on those that heard first.
   void on_worker_failure(const rendezvous::RendezvousInfo& info, const FailureRecord& f) {
+    if (signalled_ == 0 && is_stop_signal_death(f.exitcode)) {
+      if (!pending_failure_) {
+        pending_failure_ = f;
+        stop_grace_->start(kStopSignalGrace, [this, info] { tell_pending_failure(info); });
+      }
+      return;
+    }
+    tell_failure(info, f);
+  }
+
+  void tell_pending_failure(const rendezvous::RendezvousInfo& info) {
+    stop_grace_->cancel();
+    if (!pending_failure_) return;
+    FailureRecord f = *pending_failure_;
+    pending_failure_.reset();
+    if (signalled_ == 0 && !over_) tell_failure(info, f);
+  }
+
+  void tell_failure(const rendezvous::RendezvousInfo& info, const FailureRecord& f) {
     std::string what = "rank " + std::to_string(f.global_rank) + " (local_rank " +
                        std::to_string(f.local_rank) + ") on node " +
                        std::to_string(info.group_rank) + " (" + host_ + ") exited with " +
@@ -506,6 +537,8 @@ class LocalAgent::Impl {
   bool cancelled_ = false;                               // guarded by handler_mutex_
   std::unique_ptr<rendezvous::RoundCoordinator> round_;  // of the attempt running
   std::unique_ptr<Timer> tracking_timer_;
+  std::unique_ptr<Timer> stop_grace_;             // see on_worker_failure()
+  std::optional<FailureRecord> pending_failure_;  // a stop signal's death, not told yet
   JobSignals signals_;
   std::optional<RoundEnd> over_;
   std::string self_;      // this node's id in the round running

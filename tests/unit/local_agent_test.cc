@@ -177,6 +177,41 @@ TEST_F(LocalAgentTest, ForwardsAStopSignalToEveryWorker) {
   EXPECT_EQ(launcher_.spawned().size(), 2u) << "a signal never restarts";
 }
 
+// scancel signals every process of the step at once: a worker may die of it before
+// ddprun gets its own copy. The other nodes must not hear of a failed rank then.
+TEST_F(LocalAgentTest, AWorkerKilledByAStopSignalJustBeforeDdprunIsNoFailureToTheOthers) {
+  elastic({{"a", "b"}}, 2);
+  launcher_.on_spawn = [&](const auto& p) {
+    if (p.rank() != 1) return;
+    launcher_.exit(attempt(0)[0].pid, -SIGTERM);
+    boost::asio::post(io_, [] { ::raise(SIGTERM); });  // after the exit was handled
+  };
+  EXPECT_EQ(run(), 128 + SIGTERM);
+  ASSERT_TRUE(round(0)->written);
+  EXPECT_TRUE(round(0)->written->signalled) << round(0)->written->reason;
+  EXPECT_EQ(round(0)->written->reason.find("exited with"), std::string::npos);
+}
+
+// ... and without ddprun's own copy, it is a failure like any other, told a moment later.
+TEST_F(LocalAgentTest, AWorkerKilledByAStopSignalAloneIsAFailureAfterAMoment) {
+  elastic({{"a", "b"}}, 2);
+  launcher_.on_spawn = [&](const auto& p) {
+    if (p.rank() != 1) return;
+    launcher_.exit(attempt(0)[0].pid, -SIGTERM);
+    boost::asio::post(io_, [this] {
+      EXPECT_FALSE(round(0)->written) << "not told yet";
+      clock_.advance(200ms);
+      ASSERT_TRUE(round(0)->written);
+      EXPECT_NE(round(0)->written->reason.find("rank 0 (local_rank 0) on node 0 (vm) exited "
+                                               "with -15"),
+                std::string::npos)
+          << round(0)->written->reason;
+    });
+  };
+  EXPECT_EQ(run(), 128 + SIGTERM);
+  EXPECT_FALSE(round(0)->written->signalled);
+}
+
 TEST_F(LocalAgentTest, SignalAsTheRoundCompletesStartsNoWorker) {
   elastic({{"a", "b"}}, 2);
   journal_->on_join = [] { ::raise(SIGTERM); };  // lands while the join returns
