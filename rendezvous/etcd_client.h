@@ -196,7 +196,13 @@ class EtcdClient {
   // `on_event` returned false.
   bool hand_on(std::string& body, const std::string& key, int64_t& next,
                const std::function<bool(const EtcdEvent&)>& on_event);
-  struct LoopWatch;  // what the loop's watch has read so far (etcd_watch.cc)
+  struct WatchStream;  // etcd_wire.h
+  // Sends the watch request on the current member's connection (made if needed) and
+  // readies a new reply parser.
+  void start_stream(WatchStream& w, Clock::time_point deadline);
+  // Gives the parser what has been read (pending_): true once `on_event` returned false.
+  // Throws StoreError for a malformed or ended stream, the decoded error for a refusal.
+  bool feed_stream(WatchStream& w, const std::function<bool(const EtcdEvent&)>& on_event);
 
   std::vector<EtcdEndpoint> endpoints_;
   std::chrono::milliseconds timeout_;
@@ -206,7 +212,7 @@ class EtcdClient {
   net::Socket socket_;
   std::string pending_;  // bytes read past the last response
   std::atomic<bool> interrupted_{false};
-  std::unique_ptr<LoopWatch> loop_watch_;
+  std::unique_ptr<WatchStream> loop_watch_;                  // the event loop's
   std::optional<std::chrono::milliseconds> single_attempt_;  // see SingleAttempts
 };
 

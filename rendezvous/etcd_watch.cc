@@ -71,10 +71,39 @@ std::string create_request(const std::string& key, const std::string& range_end,
 
 }  // namespace
 
+void EtcdClient::start_stream(WatchStream& w, Clock::time_point deadline) {
+  connect(deadline);
+  send_request("/v3/watch", create_request(w.key, w.range_end, w.next), deadline);
+  w.parser = std::make_unique<Parser>();
+  w.parser->body_limit(kMaxBody);
+  w.parser->eager(true);
+}
+
+bool EtcdClient::feed_stream(WatchStream& w,
+                             const std::function<bool(const EtcdEvent&)>& on_event) {
+  Parser& parser = *w.parser;
+  boost::system::error_code ec;
+  size_t used = parser.put(boost::asio::buffer(pending_), ec);
+  pending_.erase(0, used);
+  if (ec && ec != http::error::need_more) {
+    throw StoreError("malformed watch stream: " + ec.message());
+  }
+  if (!parser.is_header_done()) return false;
+  if (parser.get().result_int() != 200) {
+    // Not a stream: the whole error reply, decoded (404, auth, ...).
+    if (!parser.is_done()) return false;
+    decode("/v3/watch", {parser.get().result_int(), parser.get().body()});
+    throw StoreError("etcd at " + endpoints_[current_].text() + " refused the watch");
+  }
+  if (hand_on(parser.get().body(), w.key, w.next, on_event)) return true;
+  if (parser.is_done()) throw StoreError("the watch stream ended");
+  return false;
+}
+
 bool EtcdClient::watch(const std::string& key, const std::string& range_end, int64_t start_revision,
                        Clock::time_point deadline,
                        const std::function<bool(const EtcdEvent&)>& on_event) {
-  int64_t next = start_revision;
+  WatchStream w{key, range_end, start_revision, nullptr};
   const auto silence = loop_watch_silence();
   while (true) {
     if (interrupted_) throw StoreError("etcd client at " + endpoints_text() + " interrupted");
@@ -82,51 +111,28 @@ bool EtcdClient::watch(const std::string& key, const std::string& range_end, int
     // `silence` without a byte, one read (failing over as any call does) tells them apart.
     auto quiet_until = [&] { return std::min(deadline, Clock::now() + silence); };
     try {
-      connect(quiet_until());
-      send_request("/v3/watch", create_request(key, range_end, next), quiet_until());
-      Parser parser;
-      parser.body_limit(kMaxBody);
-      parser.eager(true);
+      start_stream(w, quiet_until());
       char buf[16384];
-      bool done = false;
-      while (!done) {
+      do {
         size_t n = socket_.recv_some(buf, sizeof(buf), quiet_until());
         pending_.append(buf, n);
-        boost::system::error_code ec;
-        size_t used = parser.put(boost::asio::buffer(pending_), ec);
-        pending_.erase(0, used);
-        if (ec && ec != http::error::need_more)
-          throw StoreError("malformed watch stream: " + ec.message());
-        if (!parser.is_header_done()) continue;
-        if (parser.get().result_int() != 200) {
-          // Not a stream: the whole error reply, decoded (404, auth, ...).
-          while (!parser.is_done()) {
-            n = socket_.recv_some(buf, sizeof(buf), deadline);
-            pending_.append(buf, n);
-            used = parser.put(boost::asio::buffer(pending_), ec);
-            pending_.erase(0, used);
-          }
-          decode("/v3/watch", {parser.get().result_int(), parser.get().body()});
-          throw StoreError("etcd at " + endpoints_[current_].text() + " refused the watch");
-        }
-        done = hand_on(parser.get().body(), key, next, on_event);
-        if (parser.is_done()) throw StoreError("the watch stream ended");
-      }
+      } while (!feed_stream(w, on_event));
       drop_connection();  // the stream stays open server-side
       return true;
     } catch (const TimeoutError& e) {
       drop_connection();
       spdlog::debug("etcd watch on {}: {}; reading instead", key, e.what());
-      if (catch_up(key, range_end, next, on_event)) return true;
+      if (catch_up(key, range_end, w.next, on_event)) return true;
       if (Clock::now() >= deadline) return false;
       // Watch again from `next`, on whichever member answered the read.
     } catch (const EtcdRefusedError&) {
       throw;
     } catch (const StoreError& e) {
       if (interrupted_) throw StoreError("etcd client at " + endpoints_text() + " interrupted");
-      spdlog::debug("etcd watch on {} broke ({}); resuming from revision {}", key, e.what(), next);
+      spdlog::debug("etcd watch on {} broke ({}); resuming from revision {}", key, e.what(),
+                    w.next);
       fail_over(e.what());
-      if (Clock::now() >= deadline) return catch_up(key, range_end, next, on_event);
+      if (Clock::now() >= deadline) return catch_up(key, range_end, w.next, on_event);
     }
   }
 }
@@ -148,20 +154,14 @@ bool EtcdClient::catch_up(const std::string& key, const std::string& range_end, 
 
 void EtcdClient::begin_loop_watch(const std::string& key, const std::string& range_end,
                                   int64_t start_revision) {
-  loop_watch_ = std::make_unique<LoopWatch>();
-  loop_watch_->key = key;
-  loop_watch_->range_end = range_end;
-  loop_watch_->next = start_revision;
+  loop_watch_ = std::make_unique<WatchStream>(WatchStream{key, range_end, start_revision, nullptr});
 }
 
 int EtcdClient::open_loop_watch() {
-  LoopWatch& w = *loop_watch_;
   if (interrupted_) throw StoreError("etcd client at " + endpoints_text() + " interrupted");
   try {
     // On the connection of the read before, if it is open: the member that answered.
-    auto deadline = Clock::now() + std::chrono::seconds(1);
-    connect(deadline);
-    send_request("/v3/watch", create_request(w.key, w.range_end, w.next), deadline);
+    start_stream(*loop_watch_, Clock::now() + std::chrono::seconds(1));
   } catch (const net::ConnectCancelledError&) {
     throw;
   } catch (const StoreError& e) {
@@ -173,15 +173,11 @@ int EtcdClient::open_loop_watch() {
   }
   // Waits on the descriptor are the loop's: no stop signal to notice here.
   socket_.set_part_of_connect(false);
-  w.parser = std::make_unique<Parser>();
-  w.parser->body_limit(kMaxBody);
-  w.parser->eager(true);
   return socket_.fd();
 }
 
 bool EtcdClient::read_loop_watch(const std::function<bool(const EtcdEvent&)>& on_event) {
-  LoopWatch& w = *loop_watch_;
-  Parser& parser = *w.parser;
+  WatchStream& w = *loop_watch_;
   char buf[16384];
   try {
     while (true) {
@@ -192,22 +188,10 @@ bool EtcdClient::read_loop_watch(const std::function<bool(const EtcdEvent&)>& on
         return false;  // all that arrived is read
       }
       pending_.append(buf, n);
-      boost::system::error_code ec;
-      size_t used = parser.put(boost::asio::buffer(pending_), ec);
-      pending_.erase(0, used);
-      if (ec && ec != http::error::need_more)
-        throw StoreError("malformed watch stream: " + ec.message());
-      if (!parser.is_header_done()) continue;
-      if (parser.get().result_int() != 200) {
-        if (!parser.is_done()) continue;  // the whole error reply first
-        decode("/v3/watch", {parser.get().result_int(), parser.get().body()});
-        throw StoreError("etcd at " + endpoints_[current_].text() + " refused the watch");
-      }
-      if (hand_on(parser.get().body(), w.key, w.next, on_event)) {
+      if (feed_stream(w, on_event)) {
         drop_connection();  // the stream stays open server-side
         return true;
       }
-      if (parser.is_done()) throw StoreError("the watch stream ended");
     }
   } catch (const EtcdRefusedError&) {
     drop_connection();

@@ -53,11 +53,13 @@ nlohmann::json txn_ops(const std::vector<EtcdOp>& ops);
 
 namespace ddprun::rendezvous {
 
-/// What the event loop's watch (EtcdClient::open_loop_watch()) has read so far.
-struct EtcdClient::LoopWatch {
+/// A watch stream: what it watches and how far it has read (the blocking watch() and
+/// the event loop's alike).
+struct EtcdClient::WatchStream {
   std::string key;
   std::string range_end;
   int64_t next = 0;  // the revision to resume from
+  // This connection's reply; a new one on each connection.
   std::unique_ptr<boost::beast::http::response_parser<boost::beast::http::string_body>> parser;
 };
 
