@@ -16,6 +16,16 @@ HangOptions fixed(milliseconds timeout) {
   return o;
 }
 
+/// Auto mode, 5 x the longest interval, at least `floor`; warm-up 100 s.
+HangOptions learned(milliseconds floor) {
+  HangOptions o;
+  o.mode = HangOptions::Mode::kAuto;
+  o.initial_timeout = seconds(100);
+  o.factor = 5;
+  o.min_timeout = floor;
+  return o;
+}
+
 ProgressSample beats(uint64_t n) {
   ProgressSample s;
   s.beats = n;
@@ -59,11 +69,7 @@ TEST(HangMonitor, OutputCountsAsProgress) {
 }
 
 TEST(HangMonitor, AutoLearnsFromTheLongestIntervalAfterWarmUp) {
-  HangOptions o;
-  o.mode = HangOptions::Mode::kAuto;
-  o.initial_timeout = seconds(100);
-  o.factor = 5;
-  o.min_timeout = seconds(1);
+  HangOptions o = learned(seconds(1));
   HangMonitor m(o);
   m.start_attempt(1, milliseconds(0));
   // The start-up interval (10 s) is not learned; steps take 200 ms, one 400 ms.
@@ -80,11 +86,7 @@ TEST(HangMonitor, AutoLearnsFromTheLongestIntervalAfterWarmUp) {
 }
 
 TEST(HangMonitor, AutoAdoptsALongerIntervalSeenElsewhereButNeverAShorterOne) {
-  HangOptions o;
-  o.mode = HangOptions::Mode::kAuto;
-  o.initial_timeout = seconds(100);
-  o.factor = 5;
-  o.min_timeout = seconds(1);
+  HangOptions o = learned(seconds(1));
   HangMonitor m(o);
   m.start_attempt(1, milliseconds(0));
   for (uint64_t n = 1; n <= 4; ++n) m.observe(0, beats(n), milliseconds(200) * n);
@@ -101,10 +103,7 @@ TEST(HangMonitor, AutoAdoptsALongerIntervalSeenElsewhereButNeverAShorterOne) {
 }
 
 TEST(HangMonitor, AutoNeverGoesBelowTheFloorAndWaitsDuringWarmUp) {
-  HangOptions o;
-  o.mode = HangOptions::Mode::kAuto;
-  o.initial_timeout = seconds(100);
-  o.min_timeout = seconds(30);
+  HangOptions o = learned(seconds(30));
   HangMonitor m(o);
   m.start_attempt(1, milliseconds(0));
   m.observe(0, beats(1), seconds(1));
