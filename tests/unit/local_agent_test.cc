@@ -1,80 +1,16 @@
 // LocalAgent driven through fakes: no process, no socket, no real time. Each test
 // scripts the workers' exits (and the other nodes) and checks what the agent did.
-#include <fcntl.h>
 #include <signal.h>
-#include <unistd.h>
-
-#include <filesystem>
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
-#include "agent/local_agent.h"
-#include "tests/fakes/fake_process_inspector.h"
-#include "tests/fakes/fake_process_launcher.h"
-#include "tests/fakes/fake_rendezvous.h"
 #include "tests/fakes/log_capture.h"
-#include "tests/fakes/manual_clock.h"
+#include "tests/unit/local_agent_fixture.h"
 
 namespace ddprun::testing {
 namespace {
 
-using namespace std::chrono_literals;
-using agent::AgentConfig;
 using rendezvous::RoundEnd;
-
-class LocalAgentTest : public ::testing::Test {
- protected:
-  LocalAgentTest() {
-    config_.spec.local_world_size = 2;
-    config_.spec.argv = {"/bin/true"};
-    config_.spec.entrypoint_name = "/bin/true";
-    config_.grace_period = 30s;
-    config_.log_dir = log_base_.string();
-  }
-  ~LocalAgentTest() override { std::filesystem::remove_all(log_base_); }
-
-  int run() {
-    auto handler = std::make_unique<FakeRendezvous>(journal_);
-    agent::AgentServices services{
-        io_,     launcher_, clock_,     [&handler] { return std::move(handler); },
-        nullptr, nullptr,   &inspector_};
-    agent::LocalAgent agent(config_, std::move(services));
-    return agent.run();
-  }
-
-  /// Makes the agent a member of a job of several nodes (this node first).
-  void elastic(std::vector<std::vector<std::string>> members, int min_nodes) {
-    config_.min_nodes = min_nodes;
-    config_.max_nodes = 4;
-    journal_->members = std::move(members);
-  }
-
-  std::vector<FakeProcessLauncher::Process> attempt(int restart_count) const {
-    std::vector<FakeProcessLauncher::Process> out;
-    for (const auto& p : launcher_.spawned())
-      if (p.restart_count() == restart_count) out.push_back(p);
-    return out;
-  }
-  std::shared_ptr<FakeRoundJournal> round(size_t i) const { return journal_->rounds.at(i); }
-
-  /// The worker succeeds, and so does every other node of its round.
-  void finish_with_the_others(const FakeProcessLauncher::Process& p) {
-    launcher_.exit(p.pid, 0);
-    journal_->rounds.back()->all_done();
-  }
-
-  boost::asio::io_context io_;
-  FakeProcessLauncher launcher_{io_};
-  FakeProcessInspector inspector_{io_};
-  ManualClock clock_;
-  std::shared_ptr<FakeRendezvousJournal> journal_ = std::make_shared<FakeRendezvousJournal>();
-  AgentConfig config_;
-  std::filesystem::path log_base_ =
-      std::filesystem::temp_directory_path() /
-      ("ddprun_agent_test_" + std::to_string(::getpid()) + "_" +
-       ::testing::UnitTest::GetInstance()->current_test_info()->name());
-};
 
 TEST_F(LocalAgentTest, SucceedsWhenEveryWorkerExitsZero) {
   launcher_.on_spawn = [&](const auto& p) { launcher_.exit(p.pid, 0); };
@@ -385,19 +321,12 @@ TEST_F(LocalAgentTest, FinishedNodeRestartsWhenAnotherFailsLater) {
 // node's have not finished long after.
 TEST_F(LocalAgentTest, ANodeStillRunningLongAfterThisOneFinishedIsNamed) {
   LogCapture log;
-  elastic({{"a", "b"}}, 2);
   config_.hang.straggler_warning = 300s;
-  launcher_.on_spawn = [&](const auto& p) {
-    if (p.rank() != 1) return;
-    round(0)->unfinished = {1};
-    round(0)->on_node_finished = [this, &log] {
-      clock_.advance(299s);
-      EXPECT_EQ(log.text().find("still running"), std::string::npos);
-      clock_.advance(2s);
-      round(0)->all_done();
-    };
-    for (const auto& q : attempt(0)) launcher_.exit(q.pid, 0);
-  };
+  finish_while_another_node_runs([this, &log] {
+    clock_.advance(299s);
+    EXPECT_EQ(log.text().find("still running"), std::string::npos);
+    clock_.advance(2s);
+  });
   EXPECT_EQ(run(), 0);
   EXPECT_NE(log.text().find("node(s) 1 (b) still running 300 s after every rank of this node "
                             "exited 0"),
@@ -407,156 +336,10 @@ TEST_F(LocalAgentTest, ANodeStillRunningLongAfterThisOneFinishedIsNamed) {
 
 TEST_F(LocalAgentTest, NoNodeIsNamedWhenTheWarningIsOff) {
   LogCapture log;
-  elastic({{"a", "b"}}, 2);
   config_.hang.straggler_warning = 0s;
-  launcher_.on_spawn = [&](const auto& p) {
-    if (p.rank() != 1) return;
-    round(0)->unfinished = {1};
-    round(0)->on_node_finished = [this] {
-      clock_.advance(std::chrono::hours(24));
-      round(0)->all_done();
-    };
-    for (const auto& q : attempt(0)) launcher_.exit(q.pid, 0);
-  };
+  finish_while_another_node_runs([this] { clock_.advance(std::chrono::hours(24)); });
   EXPECT_EQ(run(), 0);
   EXPECT_EQ(log.text().find("still running"), std::string::npos) << log.text();
-}
-
-// -- hang detection --
-
-class LocalAgentHangTest : public LocalAgentTest {
- protected:
-  LocalAgentHangTest() {
-    config_.hang.mode = agent::HangOptions::Mode::kFixed;
-    config_.hang.timeout = 5s;
-    config_.hang.initial_timeout = 5s;
-  }
-  /// Workers of these attempts never make progress (time runs on once both started).
-  void hang_in_attempts(int below) {
-    launcher_.on_spawn = [this, below](const auto& p) {
-      if (p.restart_count() >= below) return launcher_.exit(p.pid, 0);
-      if (p.rank() == 1) clock_.advance(10s);
-    };
-  }
-};
-
-TEST_F(LocalAgentHangTest, AHangEndsTheRoundOnlyAfterEveryStackIsCaptured) {
-  config_.spec.max_restarts = 1;
-  inspector_.on_capture = [this](const auto& requests) {
-    ASSERT_EQ(requests.size(), 2u);
-    for (const auto& r : requests) {
-      EXPECT_TRUE(launcher_.process(r.pid).signals.empty()) << "nothing stopped before";
-      EXPECT_NE(r.python_dump_file.find("python_stacks.txt"), std::string::npos);
-    }
-  };
-  hang_in_attempts(1);
-  EXPECT_EQ(run(), 0);
-  ASSERT_EQ(inspector_.captures.size(), 1u);
-  for (const auto& p : attempt(0)) EXPECT_EQ(p.signals, std::vector<int>{SIGTERM});
-  EXPECT_EQ(attempt(1).size(), 2u) << "restarted";
-  ASSERT_TRUE(round(0)->written);
-  EXPECT_TRUE(round(0)->written->hang);
-  EXPECT_EQ(round(0)->written->kind, RoundEnd::Kind::kRestart);
-  EXPECT_EQ(round(0)->written->exitcode, agent::kHangExitCode);
-  // This node's reports went to the others, one per worker, with its stack.
-  ASSERT_EQ(round(0)->shared.size(), 1u);
-  EXPECT_EQ(round(0)->shared[0].first, "hang");
-  auto reports = nlohmann::json::parse(round(0)->shared[0].second);
-  ASSERT_EQ(reports.size(), 2u);
-  EXPECT_NE(reports[1]["python_stack"].get<std::string>().find("/job/pid"), std::string::npos);
-  // The workers got what the capture needs.
-  EXPECT_FALSE(attempt(0)[0].env("DDPRUN_PROGRESS_FILE").empty());
-  EXPECT_FALSE(attempt(0)[0].env("DDPRUN_STACK_SIGNAL").empty());
-  EXPECT_EQ(attempt(0)[0].env("TORCH_NCCL_DUMP_ON_TIMEOUT"), "1");
-}
-
-TEST_F(LocalAgentHangTest, AHangWithNoRestartLeftEndsTheJobWithItsExitCode) {
-  hang_in_attempts(1);
-  EXPECT_EQ(run(), agent::kHangExitCode);
-  EXPECT_EQ(round(0)->written->kind, RoundEnd::Kind::kFinal);
-}
-
-TEST_F(LocalAgentHangTest, RestartsThatGetNowhereEndWithTheNoProgressExitCode) {
-  config_.spec.max_restarts = 10;
-  config_.hang.max_no_progress_restarts = 2;
-  hang_in_attempts(100);
-  EXPECT_EQ(run(), agent::kNoProgressExitCode);
-  EXPECT_EQ(inspector_.captures.size(), 3u) << "the first hang, then two without progress";
-  EXPECT_TRUE(attempt(3).empty());
-}
-
-TEST_F(LocalAgentHangTest, AHangOnAnotherNodeCapturesHereToo) {
-  elastic({{"a", "b"}}, 2);
-  config_.spec.max_restarts = 0;
-  launcher_.on_spawn = [this](const auto& p) {
-    if (p.rank() != 1) return;
-    round(0)->end_by_other({RoundEnd::Kind::kFinal, agent::kHangExitCode, "hang: on b", true});
-  };
-  EXPECT_EQ(run(), agent::kHangExitCode);
-  EXPECT_EQ(inspector_.captures.size(), 1u);
-  ASSERT_EQ(round(0)->shared.size(), 1u);
-}
-
-// Auto mode: both workers step every second for 4 s, then rank 1 goes quiet for 8 s
-// (rank 0 stepping on) and both succeed. Learned on this node alone the timeout is
-// 5 s (5 x 1 s).
-class LocalAgentAutoHangTest : public LocalAgentHangTest {
- protected:
-  LocalAgentAutoHangTest() {
-    config_.hang.mode = agent::HangOptions::Mode::kAuto;
-    config_.hang.initial_timeout = 100s;
-    config_.hang.factor = 5;
-    config_.hang.min_timeout = 1s;
-    launcher_.on_spawn = [this](const auto& p) {
-      if (p.rank() != 1) return;
-      auto workers = attempt(0);
-      for (int step = 0; step < 4; ++step) {
-        for (const auto& w : workers) beat(w);
-        clock_.advance(1s);
-      }
-      for (int step = 0; step < 8; ++step) {
-        beat(workers[0]);
-        clock_.advance(1s);
-      }
-      for (const auto& w : workers) launcher_.exit(w.pid, 0);
-    };
-  }
-  /// One progress call of worker `p`: its page's beat counter moves.
-  static void beat(const FakeProcessLauncher::Process& p) {
-    std::string path = p.env("DDPRUN_PROGRESS_FILE");
-    int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-    ASSERT_GE(fd, 0) << path;
-    uint64_t beats = 0;
-    ASSERT_EQ(::pread(fd, &beats, sizeof(beats), 8), 8);
-    ++beats;
-    ASSERT_EQ(::pwrite(fd, &beats, sizeof(beats), 8), 8);
-    ::close(fd);
-  }
-};
-
-TEST_F(LocalAgentAutoHangTest, LearnedOnOneNodeAQuietSpellFiveStepsLongIsAHang) {
-  EXPECT_EQ(run(), agent::kHangExitCode);
-  EXPECT_EQ(inspector_.captures.size(), 1u);
-  // What this node learned went to the others.
-  EXPECT_EQ(round(0)->shared_max.at("hang_longest_ms"), 1000);
-}
-
-TEST_F(LocalAgentAutoHangTest, ALongerIntervalSeenOnAnotherNodeRaisesTheTimeout) {
-  journal_->others_max["hang_longest_ms"] = 3000;  // 15 s job-wide
-  EXPECT_EQ(run(), 0);
-  EXPECT_TRUE(inspector_.captures.empty());
-}
-
-TEST_F(LocalAgentHangTest, OffByDefault) {
-  config_.hang = agent::HangOptions{};
-  launcher_.on_spawn = [this](const auto& p) {
-    if (p.rank() != 1) return;
-    clock_.advance(std::chrono::hours(24));
-    for (const auto& q : launcher_.spawned()) launcher_.exit(q.pid, 0);
-  };
-  EXPECT_EQ(run(), 0);
-  EXPECT_TRUE(inspector_.captures.empty());
-  EXPECT_TRUE(attempt(0)[0].env("DDPRUN_PROGRESS_FILE").empty());
 }
 
 }  // namespace

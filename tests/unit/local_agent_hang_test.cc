@@ -1,0 +1,153 @@
+// LocalAgent's hang detection, driven through fakes: stacks captured before anything
+// stops, the round's end and exit codes, learning the timeout job-wide.
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/unit/local_agent_fixture.h"
+
+namespace ddprun::testing {
+namespace {
+
+using rendezvous::RoundEnd;
+
+class LocalAgentHangTest : public LocalAgentTest {
+ protected:
+  LocalAgentHangTest() {
+    config_.hang.mode = agent::HangOptions::Mode::kFixed;
+    config_.hang.timeout = 5s;
+    config_.hang.initial_timeout = 5s;
+  }
+  /// Workers of these attempts never make progress (time runs on once both started).
+  void hang_in_attempts(int below) {
+    launcher_.on_spawn = [this, below](const auto& p) {
+      if (p.restart_count() >= below) return launcher_.exit(p.pid, 0);
+      if (p.rank() == 1) clock_.advance(10s);
+    };
+  }
+};
+
+TEST_F(LocalAgentHangTest, AHangEndsTheRoundOnlyAfterEveryStackIsCaptured) {
+  config_.spec.max_restarts = 1;
+  inspector_.on_capture = [this](const auto& requests) {
+    ASSERT_EQ(requests.size(), 2u);
+    for (const auto& r : requests) {
+      EXPECT_TRUE(launcher_.process(r.pid).signals.empty()) << "nothing stopped before";
+      EXPECT_NE(r.python_dump_file.find("python_stacks.txt"), std::string::npos);
+    }
+  };
+  hang_in_attempts(1);
+  EXPECT_EQ(run(), 0);
+  ASSERT_EQ(inspector_.captures.size(), 1u);
+  for (const auto& p : attempt(0)) EXPECT_EQ(p.signals, std::vector<int>{SIGTERM});
+  EXPECT_EQ(attempt(1).size(), 2u) << "restarted";
+  ASSERT_TRUE(round(0)->written);
+  EXPECT_TRUE(round(0)->written->hang);
+  EXPECT_EQ(round(0)->written->kind, RoundEnd::Kind::kRestart);
+  EXPECT_EQ(round(0)->written->exitcode, agent::kHangExitCode);
+  // This node's reports went to the others, one per worker, with its stack.
+  ASSERT_EQ(round(0)->shared.size(), 1u);
+  EXPECT_EQ(round(0)->shared[0].first, "hang");
+  auto reports = nlohmann::json::parse(round(0)->shared[0].second);
+  ASSERT_EQ(reports.size(), 2u);
+  EXPECT_NE(reports[1]["python_stack"].get<std::string>().find("/job/pid"), std::string::npos);
+  // The workers got what the capture needs.
+  EXPECT_FALSE(attempt(0)[0].env("DDPRUN_PROGRESS_FILE").empty());
+  EXPECT_FALSE(attempt(0)[0].env("DDPRUN_STACK_SIGNAL").empty());
+  EXPECT_EQ(attempt(0)[0].env("TORCH_NCCL_DUMP_ON_TIMEOUT"), "1");
+}
+
+TEST_F(LocalAgentHangTest, AHangWithNoRestartLeftEndsTheJobWithItsExitCode) {
+  hang_in_attempts(1);
+  EXPECT_EQ(run(), agent::kHangExitCode);
+  EXPECT_EQ(round(0)->written->kind, RoundEnd::Kind::kFinal);
+}
+
+TEST_F(LocalAgentHangTest, RestartsThatGetNowhereEndWithTheNoProgressExitCode) {
+  config_.spec.max_restarts = 10;
+  config_.hang.max_no_progress_restarts = 2;
+  hang_in_attempts(100);
+  EXPECT_EQ(run(), agent::kNoProgressExitCode);
+  EXPECT_EQ(inspector_.captures.size(), 3u) << "the first hang, then two without progress";
+  EXPECT_TRUE(attempt(3).empty());
+}
+
+TEST_F(LocalAgentHangTest, AHangOnAnotherNodeCapturesHereToo) {
+  elastic({{"a", "b"}}, 2);
+  config_.spec.max_restarts = 0;
+  launcher_.on_spawn = [this](const auto& p) {
+    if (p.rank() != 1) return;
+    round(0)->end_by_other({RoundEnd::Kind::kFinal, agent::kHangExitCode, "hang: on b", true});
+  };
+  EXPECT_EQ(run(), agent::kHangExitCode);
+  EXPECT_EQ(inspector_.captures.size(), 1u);
+  ASSERT_EQ(round(0)->shared.size(), 1u);
+}
+
+// Auto mode: both workers step every second for 4 s, then rank 1 goes quiet for 8 s
+// (rank 0 stepping on) and both succeed. Learned on this node alone the timeout is
+// 5 s (5 x 1 s).
+class LocalAgentAutoHangTest : public LocalAgentHangTest {
+ protected:
+  LocalAgentAutoHangTest() {
+    config_.hang.mode = agent::HangOptions::Mode::kAuto;
+    config_.hang.initial_timeout = 100s;
+    config_.hang.factor = 5;
+    config_.hang.min_timeout = 1s;
+    launcher_.on_spawn = [this](const auto& p) {
+      if (p.rank() != 1) return;
+      auto workers = attempt(0);
+      for (int step = 0; step < 4; ++step) {
+        for (const auto& w : workers) beat(w);
+        clock_.advance(1s);
+      }
+      for (int step = 0; step < 8; ++step) {
+        beat(workers[0]);
+        clock_.advance(1s);
+      }
+      for (const auto& w : workers) launcher_.exit(w.pid, 0);
+    };
+  }
+  /// One progress call of worker `p`: its page's beat counter moves.
+  static void beat(const FakeProcessLauncher::Process& p) {
+    std::string path = p.env("DDPRUN_PROGRESS_FILE");
+    int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    ASSERT_GE(fd, 0) << path;
+    uint64_t beats = 0;
+    ASSERT_EQ(::pread(fd, &beats, sizeof(beats), 8), 8);
+    ++beats;
+    ASSERT_EQ(::pwrite(fd, &beats, sizeof(beats), 8), 8);
+    ::close(fd);
+  }
+};
+
+TEST_F(LocalAgentAutoHangTest, LearnedOnOneNodeAQuietSpellFiveStepsLongIsAHang) {
+  EXPECT_EQ(run(), agent::kHangExitCode);
+  EXPECT_EQ(inspector_.captures.size(), 1u);
+  // What this node learned went to the others.
+  EXPECT_EQ(round(0)->shared_max.at("hang_longest_ms"), 1000);
+}
+
+TEST_F(LocalAgentAutoHangTest, ALongerIntervalSeenOnAnotherNodeRaisesTheTimeout) {
+  journal_->others_max["hang_longest_ms"] = 3000;  // 15 s job-wide
+  EXPECT_EQ(run(), 0);
+  EXPECT_TRUE(inspector_.captures.empty());
+}
+
+TEST_F(LocalAgentHangTest, OffByDefault) {
+  config_.hang = agent::HangOptions{};
+  launcher_.on_spawn = [this](const auto& p) {
+    if (p.rank() != 1) return;
+    clock_.advance(std::chrono::hours(24));
+    for (const auto& q : launcher_.spawned()) launcher_.exit(q.pid, 0);
+  };
+  EXPECT_EQ(run(), 0);
+  EXPECT_TRUE(inspector_.captures.empty());
+  EXPECT_TRUE(attempt(0)[0].env("DDPRUN_PROGRESS_FILE").empty());
+}
+
+}  // namespace
+}  // namespace ddprun::testing
