@@ -155,7 +155,9 @@ json to_json(const RankReport& r) {
             {"stack_note", r.stack_note},
             {"where", r.where},
             {"function", r.function},
-            {"in_collective", r.in_collective}};
+            {"in_collective", r.in_collective},
+            {"nccl", to_json(r.nccl)},
+            {"nccl_dump", r.nccl_dump}};
   j["step"] = r.step ? json(*r.step) : json(nullptr);
   return j;
 }
@@ -188,6 +190,8 @@ RankReport rank_report_from_json(const json& j) {
   get("where", r.where);
   get("function", r.function);
   get("in_collective", r.in_collective);
+  get("nccl_dump", r.nccl_dump);
+  if (j.contains("nccl")) r.nccl = flight_record_from_json(j["nccl"]);
   int64_t step = 0;
   if (j.contains("step") && j["step"].is_number_integer()) {
     get("step", step);
@@ -232,14 +236,45 @@ std::vector<int> idle_among_busy(const std::vector<RankReport>& ranks) {
   return some_not_all(ranks, [](const RankReport& r) { return r.cpu_percent < kIdle; });
 }
 
+// What the flight recorders tell, when the job has them. Culprits only when every
+// rank's record came: a rank whose dump is missing may be the one behind.
+CollectiveVerdict collectives(const std::vector<RankReport>& ranks) {
+  std::map<int, FlightRecord> records;
+  for (const auto& r : ranks)
+    if (!r.nccl.groups.empty()) records[r.rank] = r.nccl;
+  if (records.empty()) return {};
+  CollectiveVerdict v = judge_collectives(records);
+  if (records.size() != ranks.size()) {
+    v.culprits.clear();
+    v.why.clear();
+  }
+  return v;
+}
+
+std::string collective_line(const CollectiveVerdict& v) {
+  std::string s = "  NCCL flight recorder";
+  if (!v.group.empty()) s += ", process group " + v.group;
+  s += ":";
+  const char* sep = " ";
+  for (const auto& [where, members] : v.places) {
+    s += sep + std::string(members.size() == 1 ? "rank " : "ranks ") + rank_list(members) + " at " +
+         where;
+    sep = "; ";
+  }
+  return s + "\n";
+}
+
 }  // namespace
 
 HangDiagnosis diagnose(const std::vector<RankReport>& ranks) {
   HangDiagnosis d;
+  CollectiveVerdict nccl = collectives(ranks);
   if ((d.culprits = some_not_all(ranks, [](const RankReport& r) {
          return r.state == 'D';
        })).size()) {
     d.why = "in uninterruptible sleep while the others are not";
+  } else if ((d.culprits = nccl.culprits).size()) {
+    d.why = nccl.why;
   } else if ((d.culprits = some_not_all(ranks, [](const RankReport& r) {
                 return !r.in_collective;
               })).size()) {
@@ -290,6 +325,7 @@ HangDiagnosis diagnose(const std::vector<RankReport>& ranks) {
       out << (one ? " is in " : " are in ") << where << "\n";
     }
   }
+  if (!nccl.places.empty()) out << collective_line(nccl);
   d.summary = out.str();
   return d;
 }
@@ -302,6 +338,12 @@ std::string format_hang_report(const std::string& trigger, const std::vector<Ran
   for (const auto& r : ranks) {
     out << "\n=== " << place(r) << ", pid " << r.pid << ": " << details(r) << "\n";
     if (!r.stack_note.empty()) out << "(" << r.stack_note << ")\n";
+    if (!r.nccl.groups.empty()) out << "--- NCCL flight recorder (" << r.nccl_dump << ")\n";
+    for (const auto& g : r.nccl.groups) {
+      out << "process group " << g.group << ": entered " << describe_collective(g)
+          << (g.sizes.empty() ? "" : ", input sizes " + g.sizes) << "; completed up to #"
+          << g.completed << "\n";
+    }
     if (!r.python_stack.empty()) out << "--- Python stacks\n" << r.python_stack;
     if (!r.native_stack.empty()) out << "--- native stacks\n" << r.native_stack;
   }

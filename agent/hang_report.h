@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "agent/flight_recorder.h"
+
 namespace ddprun::agent {
 
 /// What one node saw of one of its ranks when the job hung: its progress, its state
@@ -27,6 +29,8 @@ struct RankReport {
   std::string python_stack;     // faulthandler's dump, as captured
   std::string native_stack;     // eu-stack's or gdb's output
   std::string stack_note;       // why a stack is missing
+  FlightRecord nccl;            // its NCCL flight recorder's dump (no groups: none)
+  std::string nccl_dump;        // where that dump is
   // Derived from the stacks by describe_stacks():
   std::string where;           // "load_batch (train.py:42: time.sleep(3600))"
   std::string function;        // the innermost function of the main thread
@@ -50,10 +54,11 @@ struct HangDiagnosis {
 };
 
 /// The culprits, in this order of evidence: ranks in uninterruptible sleep while
-/// others are not; ranks outside a collective while the others wait in one; ranks
-/// idle (under 5% of a core) while all the others are busy (over 50%); the smaller
-/// group of ranks stopped in the same function; the ranks with the lowest step; the
-/// ranks longest without progress.
+/// others are not; ranks behind the others in a process group's NCCL collectives, or
+/// in a different collective at the same place (flight recorder); ranks outside a collective while
+/// the others wait in one; ranks idle (under 5% of a core) while all the others are busy (over
+/// 50%); the smaller group of ranks stopped in the same function; the ranks with the lowest step;
+/// the ranks longest without progress.
 HangDiagnosis diagnose(const std::vector<RankReport>& ranks);
 
 /// The whole report: the trigger, the diagnosis and every rank's stacks.

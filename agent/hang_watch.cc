@@ -116,8 +116,10 @@ void HangWatch::capture(std::function<void(std::string)> done) {
     }
     reports->push_back(r);
     std::string dir = runner_.worker_dir(w.local_rank);
-    requests.push_back({w.state == WorkerState::kHealthy ? w.pid : -1, dir + "/python_stacks.txt",
-                        dir + "/native_stack.txt"});
+    requests.push_back({w.state == WorkerState::kHealthy ? w.pid : -1,
+                        dir + "/python_stacks.txt",
+                        dir + "/native_stack.txt",
+                        {w.flight_recorder_pipe, w.flight_recorder_dump}});
   }
   auto finish = [this, reports, done = std::move(done)](std::vector<CapturedStacks> stacks) {
     nlohmann::json part = nlohmann::json::array();
@@ -127,6 +129,8 @@ void HangWatch::capture(std::function<void(std::string)> done) {
         r.python_stack = stacks[i].python;
         r.native_stack = stacks[i].native;
         if (r.stack_note.empty()) r.stack_note = stacks[i].note;
+        r.nccl = std::move(stacks[i].flight_record);
+        if (!r.nccl.groups.empty()) r.nccl_dump = runner_.group().workers[i].flight_recorder_dump;
       }
       describe_stacks(r);
       part.push_back(to_json(r));

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include <spdlog/spdlog.h>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
 
@@ -30,6 +31,23 @@ constexpr int kStablePolls = 2;
 constexpr milliseconds kDumpTimeout{3000};
 // eu-stack or gdb on a process in uninterruptible sleep may never finish.
 constexpr milliseconds kNativeTimeout{10'000};
+// PyTorch reads its dump pipe once a second (TORCH_NCCL_COORD_CHECK_MILSEC) and then
+// writes the dump; one that has not come by then will not.
+constexpr milliseconds kRecordPoll{100};
+constexpr milliseconds kRecordTimeout{5000};
+
+// A file's size and modification time: a new dump changes them.
+struct FileStamp {
+  int64_t size = -1;
+  int64_t mtime_ns = 0;
+  bool operator==(const FileStamp&) const = default;
+};
+
+FileStamp stamp(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return {};
+  return {static_cast<int64_t>(st.st_size), st.st_mtim.tv_sec * 1'000'000'000 + st.st_mtim.tv_nsec};
+}
 
 int64_t file_size(const std::string& path) {
   struct stat st {};
@@ -66,9 +84,11 @@ std::vector<std::string> native_stack_command(pid_t pid) {
 struct PosixProcessInspector::Capture {
   std::vector<StackRequest> requests;
   std::vector<CapturedStacks> results;
-  std::vector<int64_t> dump_start;  // size of each Python dump file before the signal
-  std::vector<std::unique_ptr<Timer>> dump_polls;   // per request: the Python dump's
-  std::vector<std::unique_ptr<Timer>> tool_limits;  // per request: the stack tool's
+  std::vector<int64_t> dump_start;       // size of each Python dump file before the signal
+  std::vector<FileStamp> record_before;  // each flight recorder dump before the request
+  std::vector<std::unique_ptr<Timer>> dump_polls;    // per request: the Python dump's
+  std::vector<std::unique_ptr<Timer>> record_polls;  // per request: the NCCL dump's
+  std::vector<std::unique_ptr<Timer>> tool_limits;   // per request: the stack tool's
   std::vector<std::unique_ptr<boost::asio::posix::stream_descriptor>> exits;
   int pending = 0;
   OnStacks done;
@@ -104,12 +124,15 @@ void PosixProcessInspector::capture(std::vector<StackRequest> requests, OnStacks
   c->requests = std::move(requests);
   c->results.resize(n);
   c->dump_start.resize(n);
+  c->record_before.resize(n);
   c->dump_polls.resize(n);
+  c->record_polls.resize(n);
   c->tool_limits.resize(n);
   c->exits.resize(n);
-  c->pending = static_cast<int>(n * 2) + 1;
+  c->pending = static_cast<int>(n * 3) + 1;
   c->done = std::move(done);
   for (size_t i = 0; i < n; ++i) {
+    capture_flight_record(c, i);  // first: the worker dumps while its stacks are taken
     capture_python(c, i);
     capture_native(c, i);
   }
@@ -140,6 +163,35 @@ void PosixProcessInspector::poll_dump(const std::shared_ptr<Capture>& c, size_t 
     if (stable < kStablePolls && !timed_out) return poll_dump(c, i, size, stable);
     c->results[i].python = read_from(path, c->dump_start[i]);
     if (c->results[i].python.empty()) c->results[i].note = "the Python stack dump did not come";
+    c->finish_one(io_);
+  });
+}
+
+void PosixProcessInspector::capture_flight_record(const std::shared_ptr<Capture>& c, size_t i) {
+  const StackRequest& r = c->requests[i];
+  if (r.pid <= 0 || r.flight_recorder.pipe.empty()) return c->finish_one(io_);
+  c->record_before[i] = stamp(r.flight_recorder.dump);
+  // Not a torch worker with a NCCL process group (no FIFO, or nobody reading it).
+  if (!request_flight_record(r.flight_recorder.pipe)) return c->finish_one(io_);
+  c->record_polls[i] = clock_.make_timer();
+  poll_flight_record(c, i, 0);
+}
+
+// PyTorch writes the dump in place: it is whole once it reads as one.
+void PosixProcessInspector::poll_flight_record(const std::shared_ptr<Capture>& c, size_t i,
+                                               int polls) {
+  c->record_polls[i]->start(kRecordPoll, [this, c, i, polls] {
+    const std::string& path = c->requests[i].flight_recorder.dump;
+    FileStamp now = stamp(path);
+    if (now.size > 0 && now.size <= kMaxFlightRecordBytes && !(now == c->record_before[i])) {
+      if (auto record = read_flight_record(read_from(path, 0))) {
+        c->results[i].flight_record = std::move(*record);
+        return c->finish_one(io_);
+      }
+    }
+    if ((polls + 1) * kRecordPoll < kRecordTimeout) return poll_flight_record(c, i, polls + 1);
+    spdlog::warn("pid {}: asked for its NCCL flight recorder dump; none came in {} s to {}",
+                 c->requests[i].pid, kRecordTimeout.count() / 1000, path);
     c->finish_one(io_);
   });
 }

@@ -9,8 +9,9 @@ namespace ddprun::agent {
 
 class ProcessLauncher;
 
-/// Reads /proc, signals Python workers whose dump handler is installed, and runs
-/// eu-stack (or gdb) through the launcher for native stacks, all at once.
+/// Reads /proc, signals Python workers whose dump handler is installed, runs eu-stack
+/// (or gdb) through the launcher for native stacks and asks torch workers' NCCL flight
+/// recorders for a dump, all at once.
 class PosixProcessInspector : public ProcessInspector {
  public:
   PosixProcessInspector(boost::asio::io_context& io, ProcessLauncher& launcher, Clock& clock);
@@ -24,6 +25,8 @@ class PosixProcessInspector : public ProcessInspector {
   void capture_python(const std::shared_ptr<Capture>& c, size_t i);
   void capture_native(const std::shared_ptr<Capture>& c, size_t i);
   void poll_dump(const std::shared_ptr<Capture>& c, size_t i, int64_t last_size, int polls);
+  void capture_flight_record(const std::shared_ptr<Capture>& c, size_t i);
+  void poll_flight_record(const std::shared_ptr<Capture>& c, size_t i, int polls);
 
   boost::asio::io_context& io_;
   ProcessLauncher& launcher_;

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "agent/flight_recorder.h"
+
 namespace ddprun::agent {
 
 /// One look at a process from outside.
@@ -21,14 +23,16 @@ struct ProcessLook {
 /// Whose stacks to capture, and where a Python worker's dump arrives.
 struct StackRequest {
   pid_t pid = -1;
-  std::string python_dump_file;  // DDPRUN_STACK_FILE of the worker ("" = not Python)
-  std::string native_out;        // where to put the native stack tool's output
+  std::string python_dump_file;         // DDPRUN_STACK_FILE of the worker ("" = not Python)
+  std::string native_out;               // where to put the native stack tool's output
+  FlightRecorderFiles flight_recorder;  // where to ask for its NCCL dump ("": don't)
 };
 
 struct CapturedStacks {
-  std::string python;  // faulthandler's dump of every thread
-  std::string native;  // every thread's native stack
-  std::string note;    // why one is missing
+  std::string python;          // faulthandler's dump of every thread
+  std::string native;          // every thread's native stack
+  std::string note;            // why one is missing
+  FlightRecord flight_record;  // its NCCL flight recorder's dump, when it has one
 };
 
 /// Looks into the agent's workers for hang detection: their state and CPU time, and
@@ -42,8 +46,9 @@ class ProcessInspector {
 
   virtual ProcessLook look(pid_t pid) = 0;
 
-  /// Captures every requested process's stacks (one result per request, in order)
-  /// and calls `done` on the loop; never takes longer than a bounded time.
+  /// Captures every requested process's stacks and NCCL flight record (one result per
+  /// request, in order) and calls `done` on the loop; never takes longer than a
+  /// bounded time.
   virtual void capture(std::vector<StackRequest> requests, OnStacks done) = 0;
 };
 

@@ -34,6 +34,10 @@ struct Worker {
   std::optional<WorkerExit> exit;
   std::string error_file;
   std::string reaped_by;  // why the worker watchdog signalled it; "" when it did not
+  // Where its NCCL flight recorder takes dump requests and writes dumps ("" when hang
+  // detection, which asks for them, is off).
+  std::string flight_recorder_pipe;
+  std::string flight_recorder_dump;
 };
 
 /// This node's workers for one attempt, with what the rendezvous decided.

@@ -7,6 +7,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "agent/flight_recorder.h"
 #include "agent/log_dir.h"
 #include "agent/orphan_guard.h"
 #include "agent/progress_page.h"
@@ -25,11 +26,6 @@ namespace {
 constexpr std::chrono::milliseconds kPipeDrainTimeout{2000};
 // A worker not gone this long after SIGKILL is stuck in the kernel: it is left behind.
 constexpr std::chrono::milliseconds kKillWait{5000};
-
-bool env_set(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0';
-}
 
 }  // namespace
 
@@ -84,7 +80,7 @@ void WorkerGroupRunner::start(WorkerGroup group,
     std::map<std::string, std::string> extra;
     if (observer_) observer_->add_worker_env(group_.group_rank, w.global_rank, attempt, extra);
     if (config_.hang.enabled() || !config_.timer_file.empty()) add_stack_env(dir, extra);
-    if (config_.hang.enabled()) add_hang_env(dir, extra);
+    if (config_.hang.enabled()) add_hang_env(dir, w, extra);
     if (!config_.timer_file.empty()) extra["TORCHELASTIC_TIMER_FILE"] = config_.timer_file;
     opts.env = build_worker_env(inherited_env_, config_, group_, w, extra);
     opts.stdout_fd = out->child_stdout();
@@ -122,15 +118,17 @@ void WorkerGroupRunner::add_stack_env(const std::string& dir,
 
 // What hang detection needs besides stacks: a progress page, and PyTorch's NCCL flight
 // recorder (where the user did not set it up).
-void WorkerGroupRunner::add_hang_env(const std::string& dir,
+void WorkerGroupRunner::add_hang_env(const std::string& dir, Worker& w,
                                      std::map<std::string, std::string>& extra) {
   pages_.push_back(std::make_unique<ProgressPage>(dir + "/" + kProgressPage));
   extra["DDPRUN_PROGRESS_FILE"] = pages_.back()->path();
-  if (!env_set("TORCH_NCCL_TRACE_BUFFER_SIZE")) extra["TORCH_NCCL_TRACE_BUFFER_SIZE"] = "2000";
-  if (!env_set("TORCH_NCCL_DUMP_ON_TIMEOUT")) extra["TORCH_NCCL_DUMP_ON_TIMEOUT"] = "1";
-  if (!env_set("TORCH_NCCL_DEBUG_INFO_TEMP_FILE")) {
-    extra["TORCH_NCCL_DEBUG_INFO_TEMP_FILE"] = dir + "/nccl_trace_rank_";
-  }
+  FlightRecorderFiles files =
+      add_flight_recorder_env(dir, w.global_rank, extra, [](const char* name) {
+        const char* v = std::getenv(name);
+        return std::string(v ? v : "");
+      });
+  w.flight_recorder_pipe = files.pipe;
+  w.flight_recorder_dump = files.dump;
 }
 
 ProgressSample WorkerGroupRunner::progress(int local_rank) const {
@@ -159,6 +157,9 @@ void WorkerGroupRunner::on_exits(const std::vector<ChildExit>& exits) {
       w->state = WorkerState::kFailed;
       failures_.push_back(describe_failure(w->global_rank, w->local_rank, w->pid, w->exit->exitcode,
                                            w->exit->wall_time, w->error_file));
+      if (std::string fr = flight_record_note(w->flight_recorder_dump); !fr.empty()) {
+        failures_.back().traceback += "\n" + fr;
+      }
       if (!w->reaped_by.empty()) {
         std::string& text = failures_.back().traceback;
         std::string joined = w->reaped_by;
@@ -295,7 +296,7 @@ void WorkerGroupRunner::reap(const TimerWatchdog::Expiry& e) {
   };
   if (!inspector_) return finish({});
   const std::string& dir = worker_dir(e.local_rank);
-  inspector_->capture({{e.pid, dir + "/python_stacks.txt", dir + "/watchdog_native_stack.txt"}},
+  inspector_->capture({{e.pid, dir + "/python_stacks.txt", dir + "/watchdog_native_stack.txt", {}}},
                       finish);
 }
 

@@ -77,7 +77,7 @@ class WorkerGroupRunner {
 
   void on_exits(const std::vector<ChildExit>& exits);
   void add_stack_env(const std::string& dir, std::map<std::string, std::string>& extra);
-  void add_hang_env(const std::string& dir, std::map<std::string, std::string>& extra);
+  void add_hang_env(const std::string& dir, Worker& w, std::map<std::string, std::string>& extra);
   void reap(const TimerWatchdog::Expiry& e);
   void watch_stragglers();
   void abandon_unkillable();

@@ -12,7 +12,8 @@ namespace ddprun::testing {
 
 /// Looks at fake processes: every one is alive in the state the test gives it
 /// (`states`, default 'S'), and a capture answers on the loop with a Python dump that
-/// names the process, recording what it was asked and when (`on_capture`).
+/// names the process and the flight record the test gives it (`flight_records`), and
+/// records what it was asked and when (`on_capture`).
 class FakeProcessInspector : public agent::ProcessInspector {
  public:
   explicit FakeProcessInspector(boost::asio::io_context& io) : io_(io) {}
@@ -28,14 +29,19 @@ class FakeProcessInspector : public agent::ProcessInspector {
     if (on_capture) on_capture(requests);
     std::vector<agent::CapturedStacks> out;
     for (const auto& r : requests) {
+      auto record = flight_records.find(r.pid);
       out.push_back({"Current thread 0x1 (most recent call first):\n  File \"/job/pid" +
                          std::to_string(r.pid) + ".py\", line 1 in <module>\n",
-                     "", ""});
+                     "", "",
+                     record == flight_records.end() || r.flight_recorder.pipe.empty()
+                         ? agent::FlightRecord{}
+                         : record->second});
     }
     boost::asio::post(io_, [done = std::move(done), out] { done(out); });
   }
 
   std::map<pid_t, char> states;
+  std::map<pid_t, agent::FlightRecord> flight_records;
   std::vector<std::vector<agent::StackRequest>> captures;
   std::function<void(const std::vector<agent::StackRequest>&)> on_capture;
 

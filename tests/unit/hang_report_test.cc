@@ -138,11 +138,49 @@ TEST(HangReport, TheSmallerGroupThenTheLowestStep) {
   EXPECT_TRUE(diagnose(alike).culprits.empty());
 }
 
+// Every rank waits in the same place on its stacks (an NCCL job's ranks all sit in
+// the same synchronize), but rank 2's flight recorder never entered collective #42.
+TEST(HangReport, TheFlightRecorderNamesTheRankBehindInCollectives) {
+  std::vector<RankReport> ranks;
+  for (int r = 0; r < 4; ++r) {
+    ranks.push_back(rank(r, kCollectiveDump));
+    bool behind = r == 2;
+    ranks[r].nccl = {"2.3",
+                     {{"0", behind ? 41 : 42, "nccl:all_reduce", behind ? "completed" : "started",
+                       "[[1024]]", 41}}};
+    ranks[r].nccl_dump = "/logs/" + std::to_string(r) + "/nccl_trace_rank_" + std::to_string(r);
+  }
+  HangDiagnosis d = diagnose(ranks);
+  EXPECT_EQ(d.culprits, std::vector<int>{2});
+  EXPECT_EQ(d.why, "behind the others in NCCL collectives (flight recorder, process group 0)");
+  EXPECT_NE(d.summary.find("NCCL flight recorder, process group 0: rank 2 at #41 nccl:all_reduce "
+                           "(completed); ranks 0,1,3 at #42 nccl:all_reduce (started)"),
+            std::string::npos)
+      << d.summary;
+  std::string report = format_hang_report("hang", ranks, d);
+  EXPECT_NE(report.find("--- NCCL flight recorder (/logs/2/nccl_trace_rank_2)\nprocess group 0: "
+                        "entered #41 nccl:all_reduce (completed), input sizes [[1024]]; completed "
+                        "up to #41"),
+            std::string::npos)
+      << report;
+  // A rank whose dump did not come may be the one behind: the records name nobody then,
+  // but still say where the others are.
+  ranks[3].nccl = {};
+  d = diagnose(ranks);
+  EXPECT_TRUE(d.culprits.empty()) << d.why;
+  EXPECT_NE(d.summary.find("; ranks 0,1 at #42"), std::string::npos) << d.summary;
+}
+
 TEST(HangReport, SurvivesTheTripThroughJson) {
   RankReport r = rank(3, kPythonDump);
   r.cpu_percent = 12.5;
   r.section = "eval";
+  r.nccl = {"2.3", {{"0", 42, "nccl:all_reduce", "started", "[[8]]", 41}}};
+  r.nccl_dump = "/logs/nccl_trace_rank_3";
   RankReport back = rank_report_from_json(to_json(r));
+  ASSERT_EQ(back.nccl.groups.size(), 1u);
+  EXPECT_EQ(describe_collective(back.nccl.groups[0]), "#42 nccl:all_reduce (started)");
+  EXPECT_EQ(back.nccl_dump, r.nccl_dump);
   EXPECT_EQ(back.rank, 3);
   EXPECT_EQ(back.step, 4);
   EXPECT_EQ(back.where, r.where);

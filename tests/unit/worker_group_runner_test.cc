@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include <gtest/gtest.h>
 #include <boost/asio/executor_work_guard.hpp>
@@ -113,6 +114,28 @@ TEST_F(WorkerGroupRunnerTest, FailuresNoticedTogetherAllCount) {
   ASSERT_EQ(first_failures_.size(), 1u) << "on_failure once, for the first";
   EXPECT_EQ(launcher_.process(pid(1)).signals, std::vector<int>{SIGTERM})
       << "only the survivor is stopped";
+}
+
+// A torch worker that NCCL's own timeout ended leaves its flight recorder's dump where
+// ddprun pointed it (hang detection on): the failure says what the dump says.
+TEST_F(WorkerGroupRunnerTest, AFailedWorkersFlightRecorderDumpIsInItsFailure) {
+  config_.hang.mode = agent::HangOptions::Mode::kFixed;
+  config_.hang.timeout = 60s;
+  launcher_.on_spawn = [&](const auto& p) {
+    if (p.options.argv[1] != "--slot=1") return;
+    EXPECT_EQ(p.env("TORCH_NCCL_DEBUG_INFO_PIPE_FILE"), p.env("TORCH_NCCL_DEBUG_INFO_TEMP_FILE"));
+    std::string dump = p.env("TORCH_NCCL_DEBUG_INFO_TEMP_FILE") + "11";
+    std::ofstream(dump) << R"({"version": "2.4", "entries": [{"process_group": ["0", ""],
+        "collective_seq_id": 8, "profiling_name": "nccl:all_gather", "state": "scheduled"}]})";
+    launcher_.exit(p.pid, -SIGABRT);
+  };
+  run_group();
+  ASSERT_EQ(runner_.failures().size(), 1u);
+  const std::string& text = runner_.failures()[0].traceback;
+  EXPECT_NE(text.find("NCCL flight recorder ("), std::string::npos) << text;
+  EXPECT_NE(text.find("nccl_trace_rank_11): process group 0 at #8 nccl:all_gather (scheduled)"),
+            std::string::npos)
+      << text;
 }
 
 TEST_F(WorkerGroupRunnerTest, WorkersStoppedAfterAFailureAreNotFailures) {

@@ -1,0 +1,109 @@
+#include "agent/pickle_reader.h"
+
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+namespace ddprun::agent {
+namespace {
+
+using nlohmann::json;
+
+// Dumps that Python's pickler wrote (tests/data/make_flight_records.py).
+std::string data_file(const std::string& name) {
+  std::ifstream in(std::string(DDPRUN_SOURCE_DIR) + "/tests/data/" + name, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+void expect_the_written_dump(const json& d) {
+  EXPECT_EQ(d["version"], "2.3");
+  EXPECT_EQ(d["pg_config"]["0"]["desc"], "default_pg");
+  ASSERT_EQ(d["entries"].size(), 4u);
+  const json& first = d["entries"][0];
+  EXPECT_EQ(first["collective_seq_id"], 41);
+  EXPECT_EQ(first["time_created_ns"], 1700000000123456789LL);
+  EXPECT_EQ(first["duration_ms"], 1.5);
+  EXPECT_EQ(first["retired"], true);
+  EXPECT_EQ(first["is_p2p"], false);
+  EXPECT_TRUE(first["time_discovered_started_ns"].is_null());
+  EXPECT_EQ(first["process_group"], json::array({"0", "default_pg"}));
+  EXPECT_EQ(first["frames"][0]["line"], 2050);
+  // Written once and referred to by every entry (the memo): the whole list each time.
+  for (const json& e : d["entries"]) EXPECT_EQ(e["input_sizes"], json::array({{1024}}));
+  EXPECT_EQ(d["entries"][1]["state"], "started");
+  EXPECT_TRUE(d["entries"][1]["duration_ms"].is_null());
+}
+
+TEST(PickleReader, ReadsWhatPythonWritesAtProtocolTwo) {
+  std::string bytes = data_file("flight_record_protocol2.pickle");
+  ASSERT_FALSE(bytes.empty());
+  expect_the_written_dump(read_pickle(bytes));
+}
+
+TEST(PickleReader, ReadsWhatPythonWritesAtProtocolFive) {
+  std::string bytes = data_file("flight_record_protocol5.pickle");
+  ASSERT_FALSE(bytes.empty());
+  expect_the_written_dump(read_pickle(bytes));
+}
+
+// A literal's bytes, NULs included.
+template <size_t N>
+std::string bytes(const char (&s)[N]) {
+  return std::string(s, N - 1);
+}
+
+// TorchScript's pickler (what PyTorch's C++ dump uses) writes a typed list as a call
+// of torch.jit._pickle.build_intlist on a tuple holding the list, and wide integers
+// as LONG1.
+TEST(PickleReader, ReadsTorchScriptsTypedListsAndWideIntegers) {
+  std::string b = bytes("\x80\x02}q\x00(");  // dict, memo 0, mark
+  b += bytes(
+      "X\x05\x00\x00\x00"
+      "sizes");                                            // a key
+  b += bytes("ctorch.jit._pickle\nbuild_intlist\nq\x01");  // the builder
+  b += bytes(
+      "(]q\x02(K\x08M\x00\x04"
+      "etR");  // its call on ([8, 1024],)
+  b += bytes(
+      "X\x04\x00\x00\x00"
+      "time");                                             // a key
+  b += bytes("\x8a\x08\xff\xff\xff\xff\xff\xff\xff\xff");  // -1 in eight bytes
+  b += bytes(
+      "X\x03\x00\x00\x00"
+      "big");                                  // a key
+  b += bytes("\x8a\x05\x00\x00\x00\x00\x01");  // 2^32 in five
+  b += bytes("u.");
+  json d = read_pickle(b);
+  EXPECT_EQ(d["sizes"], json::array({8, 1024}));
+  EXPECT_EQ(d["time"], -1);
+  EXPECT_EQ(d["big"], 4294967296LL);
+}
+
+TEST(PickleReader, NeverCallsAnyOtherGlobal) {
+  // os.system("true"): a call the reader only ever sees as data.
+  std::string b = bytes(
+      "\x80\x02"
+      "cos\nsystem\nX\x04\x00\x00\x00"
+      "true\x85R.");
+  EXPECT_TRUE(read_pickle(b).is_null());
+}
+
+TEST(PickleReader, EveryPrefixOfADumpIsAnErrorNotACrash) {
+  std::string bytes = data_file("flight_record_protocol2.pickle");
+  for (size_t n = 0; n < bytes.size(); ++n)
+    EXPECT_THROW(read_pickle(std::string_view(bytes).substr(0, n)), PickleError) << n;
+}
+
+TEST(PickleReader, MalformedPicklesAreErrors) {
+  for (std::string bad :
+       {bytes("Q."), bytes("\x80\x02."), bytes("a."), bytes("(u."), bytes("N}s."), bytes("h\x07."),
+        bytes("K\x01K\x02."), bytes("\x8a\x09."), bytes("not a pickle at all")}) {
+    EXPECT_THROW(read_pickle(bad), PickleError) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace ddprun::agent
