@@ -147,8 +147,6 @@ class Unpickler {
         push(nullptr);
         return;
       case kEmptyList:
-        push(json::array());
-        return;
       case kEmptyTuple:
         push(json::array());
         return;
@@ -159,7 +157,7 @@ class Unpickler {
         append(pop());
         return;
       case kAppends:
-        for (Item& it : until_mark()) append(std::move(it));
+        for (const Item& it : until_mark()) append(it);
         return;
       case kSetItem:
         set_items(2);
@@ -295,7 +293,7 @@ class Unpickler {
   }
 
   // An item's value, moved out when nothing else (the memo) holds it.
-  static json take(Item it) {
+  static json take(const Item& it) {
     if (it.kind != Item::Kind::kValue) return nullptr;
     if (it.value.use_count() == 1) return std::move(*it.value);
     return *it.value;
@@ -306,8 +304,8 @@ class Unpickler {
       throw PickleError("pickle: adding to something that is not a container");
     return *t.value;
   }
-  void append(Item it) {
-    json v = take(std::move(it));
+  void append(const Item& it) {
+    json v = take(it);
     container(json::value_t::array).push_back(std::move(v));
   }
   // SETITEM (`pairs` 2: one key and value) or SETITEMS (0: every pair since the mark).
@@ -316,13 +314,13 @@ class Unpickler {
     if (items.size() % 2 != 0) throw PickleError("pickle: a key without a value");
     json& dict = container(json::value_t::object);
     for (size_t i = 0; i < items.size(); i += 2) {
-      json key = take(std::move(items[i]));
-      dict[key.is_string() ? key.get<std::string>() : key.dump()] = take(std::move(items[i + 1]));
+      json key = take(items[i]);
+      dict[key.is_string() ? key.get<std::string>() : key.dump()] = take(items[i + 1]);
     }
   }
-  void tuple(std::vector<Item> items) {
+  void tuple(const std::vector<Item>& items) {
     json t = json::array();
-    for (Item& it : items) t.push_back(take(std::move(it)));
+    for (const Item& it : items) t.push_back(take(it));
     push(std::move(t));
   }
   void global(std::string name) {
@@ -336,7 +334,7 @@ class Unpickler {
   }
   void reduce() {
     std::vector<Item> call = pop_n(2);
-    json args = take(std::move(call[1]));
+    json args = take(call[1]);
     bool builder = call[0].kind == Item::Kind::kGlobal &&
                    call[0].global.rfind("torch.jit._pickle.build_", 0) == 0;
     if (builder && args.is_array() && args.size() == 1) return push(std::move(args[0]));
