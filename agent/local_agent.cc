@@ -136,25 +136,40 @@ class LocalAgent::Impl {
 
   // Joins the round on a helper thread while this thread keeps handling signals: a
   // Ctrl-C while other nodes are awaited cancels the join and ends ddprun (no worker
-  // runs now). Throws what the join threw; 128+signal ends the job.
+  // runs now). A round with no other node to wait for (a static job of one node, its
+  // store on this host) is joined on the loop itself, at once. Throws what the join
+  // threw; 128+signal ends the job.
   rendezvous::RendezvousInfo rendezvous(int round) {
     round_.reset();  // the last round's watches end before the next join
+    auto join = [this, round] {
+      if (!handler_) {
+        auto handler = make_rendezvous_();
+        if (observer_) {
+          observer_->attach(handler->store(), multi_node() ? handler->connect() : nullptr,
+                            handler->address(), handler->primary());
+        }
+        std::lock_guard lock(handler_mutex_);
+        handler_ = std::move(handler);
+        if (cancelled_) throw Error("rendezvous cancelled");
+      }
+      return handler_->next_rendezvous(round, config_.spec.local_world_size);
+    };
+    rendezvous::RendezvousInfo info = config_.join_at_once ? join() : join_on_a_thread(join);
+    // A signal that came with the round may still wait in the loop: take it now, while
+    // no worker runs, so that none starts.
+    io_.poll();
+    if (multi_node()) set_log_node_rank(info.group_rank);
+    return info;
+  }
+
+  template <typename Join>
+  rendezvous::RendezvousInfo join_on_a_thread(Join& join) {
     std::optional<rendezvous::RendezvousInfo> result;
     std::exception_ptr error;
     std::atomic<bool> finished{false};
     std::thread joiner([&] {
       try {
-        if (!handler_) {
-          auto handler = make_rendezvous_();
-          if (observer_) {
-            observer_->attach(handler->store(), multi_node() ? handler->connect() : nullptr,
-                              handler->address(), handler->primary());
-          }
-          std::lock_guard lock(handler_mutex_);
-          handler_ = std::move(handler);
-          if (cancelled_) throw Error("rendezvous cancelled");
-        }
-        result = handler_->next_rendezvous(round, config_.spec.local_world_size);
+        result = join();
       } catch (...) {
         error = std::current_exception();
       }
@@ -169,11 +184,7 @@ class LocalAgent::Impl {
       throw Signalled{};
     }
     joiner.join();
-    // A signal that came with the round may still wait in the loop: take it now, while
-    // no worker runs, so that none starts.
-    io_.poll();
     if (error) std::rethrow_exception(error);
-    if (multi_node()) set_log_node_rank(result->group_rank);
     return *result;
   }
 

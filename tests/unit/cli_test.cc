@@ -23,9 +23,9 @@ struct Cli {
       auto it = env.find(k);
       return it == env.end() ? std::nullopt : std::optional<std::string>(it->second);
     };
-    return parse_command_line(static_cast<int>(argv.size()), argv.data(), lookup,
-                              DeviceCounter{[this] { return cpus; }, [this] { return gpus; },
-                                            [this] { return xpus; }});
+    return parse_command_line(
+        static_cast<int>(argv.size()), argv.data(), lookup,
+        DeviceCounter{[this] { return cpus; }, [this] { return gpus; }, [this] { return xpus; }});
   }
 };
 
@@ -139,6 +139,18 @@ TEST(Cli, StandaloneIgnoresRendezvousFlags) {
   auto c = Cli{}.parse({"--standalone", "--rdzv_backend=static", "--nnodes=1", "t.py"});
   EXPECT_TRUE(c.standalone);
   EXPECT_EQ(c.rendezvous.backend, rendezvous::Backend::kC10d);
+}
+
+// Only a static job of one node has no other node to wait for in its join.
+TEST(Cli, OnlyAStaticJobOfOneNodeJoinsAtOnce) {
+  Cli cli;
+  EXPECT_TRUE(cli.parse({"--standalone", "t.py"}).agent.join_at_once);
+  EXPECT_TRUE(cli.parse({"t.py"}).agent.join_at_once);
+  EXPECT_FALSE(cli.parse({"--nnodes=2", "--master_addr=127.0.0.1", "t.py"}).agent.join_at_once);
+  EXPECT_FALSE(cli.parse({"--nnodes=1:2", "--rdzv_backend=c10d", "--rdzv_endpoint=h:1", "t.py"})
+                   .agent.join_at_once);
+  EXPECT_FALSE(
+      cli.parse({"--rdzv_backend=etcd", "--rdzv_endpoint=h:2379", "t.py"}).agent.join_at_once);
 }
 
 TEST(Cli, PrefixTemplateFlagPrefixesAllOutput) {

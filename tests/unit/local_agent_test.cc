@@ -2,6 +2,8 @@
 // scripts the workers' exits (and the other nodes) and checks what the agent did.
 #include <signal.h>
 
+#include <thread>
+
 #include <gtest/gtest.h>
 
 #include "tests/fakes/log_capture.h"
@@ -23,6 +25,21 @@ TEST_F(LocalAgentTest, SucceedsWhenEveryWorkerExitsZero) {
   EXPECT_TRUE(round(0)->node_finished);
   EXPECT_FALSE(round(0)->written) << "a successful round needs no end";
   EXPECT_EQ(launcher_.leftover_kills.size(), 1u) << "what workers left behind is killed";
+}
+
+// A job of one static node has nobody to wait for: its join runs on the agent's loop
+// itself, with no thread; any other join waits on a helper thread.
+TEST_F(LocalAgentTest, AJoinWithNobodyToWaitForTakesNoThread) {
+  launcher_.on_spawn = [&](const auto& p) { launcher_.exit(p.pid, 0); };
+  std::vector<std::thread::id> joined_on;
+  journal_->on_join = [&] { joined_on.push_back(std::this_thread::get_id()); };
+  config_.join_at_once = true;
+  EXPECT_EQ(run(), 0);
+  config_.join_at_once = false;
+  EXPECT_EQ(run(), 0);
+  ASSERT_EQ(joined_on.size(), 2u);
+  EXPECT_EQ(joined_on[0], std::this_thread::get_id());
+  EXPECT_NE(joined_on[1], std::this_thread::get_id());
 }
 
 TEST_F(LocalAgentTest, FirstFailureStopsTheOthersWhenNoRestartIsLeft) {
