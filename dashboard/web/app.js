@@ -437,7 +437,11 @@
       box.append(el("h2", {}, "hang in attempt " + e.attempt), el("p", {}, e.data.reason || ""),
                  el("pre", {}, e.data.summary || ""));
       for (const r of e.data.ranks || []) {
-        box.append(el("details", {}, el("summary", {}, `rank ${r.rank} (node ${r.node}, ${r.host}): ${r.where}`),
+        // Where its NCCL flight recorder had it, per process group.
+        const nccl = ((r.nccl && r.nccl.groups) || [])
+          .map(g => `NCCL group ${g.group} at #${g.entered} ${g.op} (${g.state})`).join("; ");
+        box.append(el("details", {}, el("summary", {}, `rank ${r.rank} (node ${r.node}, ${r.host}): ${r.where}` +
+                                                        (nccl ? "; " + nccl : "")),
                       el("pre", {}, (r.python_stack || "") + (r.native_stack || "") || r.stack_note || "")));
       }
     }

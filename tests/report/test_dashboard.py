@@ -14,6 +14,7 @@ import unittest
 
 DDPRUN = os.environ["DDPRUN"]
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+HERE = os.path.dirname(os.path.abspath(__file__))
 ENV = dict(os.environ, PYTHON_EXEC="/usr/bin/python3", OMP_NUM_THREADS="1")
 # Rank 1 dies once, after rank 0 has logged its points too (a marker file says so):
 # the run has 2 ranks x 2 attempts, 20 points each.
@@ -59,6 +60,13 @@ class Dashboard(unittest.TestCase):
         bad = subprocess.run([DDPRUN, "--rdzv_id=bad", "--tracking_dir", runs, "--no_python",
                               "/bin/sh", "-c", "exit 3"], capture_output=True, timeout=60)
         assert bad.returncode == 3, bad.stderr
+        # A hang, named from the ranks' NCCL flight recorders (stand-in ranks: no GPU).
+        hung = subprocess.run([DDPRUN, "--rdzv_id=hung", "--tracking_dir", runs,
+                               "--nproc_per_node=4", "--hang_timeout=2", "--max_restarts=1",
+                               "--log_dir", os.path.join(cls.dir, "logs"),
+                               os.path.join(HERE, "..", "torch", "nccl_rank.py"), "--behind", "2"],
+                              env=ENV, capture_output=True, text=True, timeout=120)
+        assert hung.returncode == 0, hung.stderr
         cls.live = subprocess.Popen([DDPRUN, "--rdzv_id=live", "--tracking_dir", runs,
                                      script("live.py", LIVE)], env=ENV,
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -104,9 +112,10 @@ class Dashboard(unittest.TestCase):
     def test_runs_page_lists_each_run_with_its_status(self):
         html = self.dom("/")
         rows = dict(re.findall(r'<tr data-run="([^"]+)" data-status="([^"]+)"', html))
-        self.assertEqual(rows, {"done": "finished", "bad": "failed", "live": "running"}, html[-3000:])
+        self.assertEqual(rows, {"done": "finished", "bad": "failed", "hung": "finished",
+                                "live": "running"}, html[-3000:])
         order = re.findall(r'<tr data-run="([^"]+)"', html)
-        self.assertEqual(order, ["live", "bad", "done"], "newest first")
+        self.assertEqual(order, ["live", "hung", "bad", "done"], "newest first")
         self.assertIn("rank 0 (local_rank 0) on", html, "the failed run's root cause")
 
     def test_run_page_has_a_line_per_rank_and_attempt(self):
@@ -120,6 +129,15 @@ class Dashboard(unittest.TestCase):
         self.assertEqual(len(re.findall(r'class="bar bar-(?:ok|failed)"', html)), 4)
         self.assertIn("restart 1 at", html)
         self.assertIn('data-system="memory_percent"', html, "system metrics even for a short job")
+
+    def test_a_hang_shows_each_ranks_place_in_its_collectives(self):
+        html = self.dom("/run/hung")
+        self.assertIn("hang in attempt 0", html)
+        self.assertIn("NCCL flight recorder, process group 0: rank 2 at #41", html)
+        self.assertRegex(html, r"<summary>rank 2 \(node 0, [^)]*\): synchronize [^<]*; NCCL group 0 "
+                               r"at #41 nccl:all_reduce \(completed\)</summary>")
+        self.assertRegex(html, r"<summary>rank 0 \(node 0, [^)]*\): [^<]*; NCCL group 0 at #42 "
+                               r"nccl:all_reduce \(started\)</summary>")
 
     def test_a_running_jobs_page_shows_new_points(self):
         loss = r'<div class="chart" data-metric="loss"[^>]*>'
