@@ -86,6 +86,7 @@ struct PosixProcessInspector::Capture {
   std::vector<CapturedStacks> results;
   std::vector<int64_t> dump_start;       // size of each Python dump file before the signal
   std::vector<FileStamp> record_before;  // each flight recorder dump before the request
+  std::vector<FileStamp> record_read;    // and when it was last read
   std::vector<std::unique_ptr<Timer>> dump_polls;    // per request: the Python dump's
   std::vector<std::unique_ptr<Timer>> record_polls;  // per request: the NCCL dump's
   std::vector<std::unique_ptr<Timer>> tool_limits;   // per request: the stack tool's
@@ -125,6 +126,7 @@ void PosixProcessInspector::capture(std::vector<StackRequest> requests, OnStacks
   c->results.resize(n);
   c->dump_start.resize(n);
   c->record_before.resize(n);
+  c->record_read.resize(n);
   c->dump_polls.resize(n);
   c->record_polls.resize(n);
   c->tool_limits.resize(n);
@@ -183,15 +185,25 @@ void PosixProcessInspector::poll_flight_record(const std::shared_ptr<Capture>& c
   c->record_polls[i]->start(kRecordPoll, [this, c, i, polls] {
     const std::string& path = c->requests[i].flight_recorder.dump;
     FileStamp now = stamp(path);
-    if (now.size > 0 && now.size <= kMaxFlightRecordBytes && !(now == c->record_before[i])) {
+    bool fresh = now.size > 0 && !(now == c->record_before[i]);
+    // Read again only what changed since the last read (a dump is read whole).
+    if (fresh && now.size <= kMaxFlightRecordBytes && !(now == c->record_read[i])) {
+      c->record_read[i] = now;
       if (auto record = read_flight_record(read_from(path, 0))) {
         c->results[i].flight_record = std::move(*record);
         return c->finish_one(io_);
       }
     }
     if ((polls + 1) * kRecordPoll < kRecordTimeout) return poll_flight_record(c, i, polls + 1);
-    spdlog::warn("pid {}: asked for its NCCL flight recorder dump; none came in {} s to {}",
-                 c->requests[i].pid, kRecordTimeout.count() / 1000, path);
+    if (fresh) {
+      spdlog::warn(
+          "pid {}: its NCCL flight recorder dump {} could not be read (a format ddprun "
+          "does not know, or larger than {} MiB)",
+          c->requests[i].pid, path, kMaxFlightRecordBytes >> 20);
+    } else {
+      spdlog::warn("pid {}: asked for its NCCL flight recorder dump; none came in {} s to {}",
+                   c->requests[i].pid, kRecordTimeout.count() / 1000, path);
+    }
     c->finish_one(io_);
   });
 }
