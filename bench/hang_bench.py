@@ -11,6 +11,7 @@ Prints a Markdown table.
 import argparse
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -97,6 +98,25 @@ def hang_timings(build, timeout, tmp):
     return reported - last, restarted - reported
 
 
+def nccl_hang_timing(build, timeout, tmp):
+    """Seconds from the last progress to ddprun's report when every rank keeps PyTorch's
+    flight-recorder contract (tests/torch/nccl_rank.py; no GPU needed): the dumps are
+    asked for and awaited before the report."""
+    cmd = [os.path.join(build, "launcher", "ddprun"), "--nproc_per_node=4",
+           f"--hang_timeout={timeout}", "--log_dir", os.path.join(tmp, "logs"),
+           "--tracking_dir", os.path.join(tmp, "runs"),
+           os.path.join(ROOT, "tests", "torch", "nccl_rank.py"), "--behind", "2"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, PYTHON_EXEC=sys.executable), cwd=tmp)
+    reported = None
+    for line in proc.stderr:
+        if line.startswith("ddprun: hang:") and reported is None:
+            reported = time.time()
+    out, _ = proc.communicate()
+    last = max(float(t) for t in re.findall(r"entered its collectives at (\S+)", out))
+    return reported - last
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--build", default=os.path.join(ROOT, "build"))
@@ -119,6 +139,11 @@ def main():
     print(f"| last progress -> hang reported (timeout {a.timeout:g} s) | | {detect:.2f} s "
           f"(timeout + {detect - a.timeout:.2f} s) |")
     print(f"| hang reported -> workers restarted | | {restart:.2f} s |")
+    nccl = statistics.median(nccl_hang_timing(a.build, a.timeout, tempfile.mkdtemp(dir=tmp))
+                             for _ in range(a.repeat))
+    print(f"| last progress -> hang reported, 4 NCCL ranks' flight records awaited | | "
+          f"{nccl:.2f} s (timeout + {nccl - a.timeout:.2f} s) |")
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

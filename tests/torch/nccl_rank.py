@@ -70,7 +70,7 @@ def main():
         print(f"rank {RANK} finished attempt 1", flush=True)
         return
     threading.Thread(target=monitor, args=(RANK == args.behind,), daemon=True).start()
-    print(f"rank {RANK} entered its collectives", flush=True)
+    print(f"rank {RANK} entered its collectives at {time.time():.6f}", flush=True)
     synchronize()
 
 
