@@ -100,15 +100,16 @@ FlightRecord summarize(const json& dump) {
 
 }  // namespace
 
-FlightRecorderFiles add_flight_recorder_env(const std::string& dir, int rank,
+FlightRecorderFiles add_flight_recorder_env(const std::string& pipe_stem,
+                                            const std::string& dump_stem, int rank,
                                             std::map<std::string, std::string>& extra,
                                             const InheritedVar& inherited) {
   if (first_set(kBufferSize, inherited).empty()) extra[kBufferSize[0]] = kDefaultEntries;
   if (inherited(kDumpOnTimeout).empty()) extra[kDumpOnTimeout] = "1";
   std::string dump = first_set(kDumpFile, inherited);
-  if (dump.empty()) dump = extra[kDumpFile[0]] = dir + "/nccl_trace_rank_";
+  if (dump.empty()) dump = extra[kDumpFile[0]] = dump_stem;
   std::string pipe = inherited(kPipeFile);
-  if (pipe.empty()) pipe = extra[kPipeFile] = dir + "/nccl_trace_rank_";
+  if (pipe.empty()) pipe = extra[kPipeFile] = pipe_stem;
   return {pipe + std::to_string(rank) + ".pipe", dump + std::to_string(rank)};
 }
 

@@ -30,10 +30,12 @@ struct FlightRecorderFiles {
 /// Looks a variable up in the environment the worker inherits ("" when unset).
 using InheritedVar = std::function<std::string(const char*)>;
 
-/// Turns the flight recorder on for the worker of global rank `rank`, dumping into
-/// `dir`, wherever the user did not set its variables (theirs are kept, and read to
-/// find the worker's files). Adds to `extra`.
-FlightRecorderFiles add_flight_recorder_env(const std::string& dir, int rank,
+/// Turns the flight recorder on for the worker of global rank `rank`, with its pipe
+/// at `pipe_stem` + rank + ".pipe" and its dumps at `dump_stem` + rank, wherever the
+/// user did not set its variables (theirs are kept, and read to find the worker's
+/// files). Adds to `extra`.
+FlightRecorderFiles add_flight_recorder_env(const std::string& pipe_stem,
+                                            const std::string& dump_stem, int rank,
                                             std::map<std::string, std::string>& extra,
                                             const InheritedVar& inherited);
 

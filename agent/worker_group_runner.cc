@@ -122,11 +122,18 @@ void WorkerGroupRunner::add_hang_env(const std::string& dir, Worker& w,
                                      std::map<std::string, std::string>& extra) {
   pages_.push_back(std::make_unique<ProgressPage>(dir + "/" + kProgressPage));
   extra["DDPRUN_PROGRESS_FILE"] = pages_.back()->path();
-  FlightRecorderFiles files =
-      add_flight_recorder_env(dir, w.global_rank, extra, [](const char* name) {
-        const char* v = std::getenv(name);
-        return std::string(v ? v : "");
-      });
+  // The dumps go into the run where there is one (they are the run's), else beside
+  // the worker's logs; the pipe stays with the logs.
+  std::string run_files = observer_ ? observer_->files_dir() : "";
+  std::string dump_stem =
+      run_files.empty()
+          ? dir + "/nccl_trace_rank_"
+          : run_files + "/attempt_" + std::to_string(group_.restart_count) + "_nccl_trace_rank_";
+  FlightRecorderFiles files = add_flight_recorder_env(dir + "/nccl_trace_rank_", dump_stem,
+                                                      w.global_rank, extra, [](const char* name) {
+                                                        const char* v = std::getenv(name);
+                                                        return std::string(v ? v : "");
+                                                      });
   w.flight_recorder_pipe = files.pipe;
   w.flight_recorder_dump = files.dump;
 }

@@ -41,6 +41,10 @@ class RunObserver {
   virtual void watchdog_reaped(int node, int rank, int attempt, const std::string& data_json) {
     (void)node, (void)rank, (void)attempt, (void)data_json;
   }
+  /// A directory of this node's in the run for files the agent collects there (a
+  /// hang's NCCL flight recorder dumps), made on the first call; "" where there is
+  /// none (the agent keeps such files in its log directory then). It outlives the job.
+  virtual std::string files_dir() { return ""; }
   /// The round ended for everyone: kind is restart, membership or final.
   virtual void round_over(int attempt, const std::string& kind, const std::string& reason) = 0;
   /// Ingest what workers wrote so far (called every poll_interval() and when an

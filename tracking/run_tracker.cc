@@ -253,6 +253,24 @@ void RunTracker::round_over(int attempt, const std::string& kind, const std::str
   record({now_wall(), kind == "final" ? "job_stopped" : "restart", -1, -1, attempt, d.dump()});
 }
 
+std::string RunTracker::files_dir() {
+  if (!files_dir_.empty() || (!primary_ && !forwarder_)) return files_dir_;
+  std::string dir = run_dir_ + "/files/" + agent_id_;
+  guarded("making the run's files directory", [&] {
+    std::filesystem::create_directories(dir);
+    files_dir_ = dir;
+  });
+  return files_dir_;
+}
+
+// The files directory goes when the job left nothing in it.
+void RunTracker::remove_empty_files_dir() {
+  if (files_dir_.empty()) return;
+  std::error_code ec;
+  std::filesystem::remove(files_dir_, ec);  // only when empty
+  std::filesystem::remove(run_dir_ + "/files", ec);
+}
+
 void RunTracker::sample_system(bool force) {
   auto now = std::chrono::steady_clock::now();
   if (live_workers_.empty() || (!force && now - last_sample_ < options_.system_interval)) return;
@@ -285,6 +303,7 @@ void RunTracker::poll(bool attempt_over) {
 }
 
 void RunTracker::finished(const std::string& status, int exitcode, const std::string& root_cause) {
+  remove_empty_files_dir();
   if (forwarder_) {
     // Send the last events too, then (the watcher stopped: this thread owns the
     // forwarder now) let the primary know this agent is done.

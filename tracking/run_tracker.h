@@ -65,6 +65,9 @@ class RunTracker : public RunObserver {
   void hang(int attempt, const std::string& report_json) override;
   void watchdog_reaped(int node, int rank, int attempt, const std::string& data_json) override;
   void round_over(int attempt, const std::string& kind, const std::string& reason) override;
+  /// <run dir>/files/<host>.<pid>: beside the run's records on every node, kept
+  /// when a node's part of the run goes (an empty one goes with the job).
+  std::string files_dir() override;
   void poll(bool attempt_over) override;
   /// System metrics are sampled on the agent's timer; streams are watched on their own.
   std::chrono::milliseconds poll_interval() const override { return options_.system_interval; }
@@ -83,11 +86,13 @@ class RunTracker : public RunObserver {
   void guarded(const char* what, F f);
 
   void sample_system(bool force);
+  void remove_empty_files_dir();
 
   Options options_;
-  std::string run_name_;  // the run's id: the rendezvous id, or <id>.<n> when it was taken
-  std::string run_dir_;   // <tracking dir>/<run name>
-  std::string node_dir_;  // where this node's streams are: run_dir_, or its part
+  std::string run_name_;   // the run's id: the rendezvous id, or <id>.<n> when it was taken
+  std::string run_dir_;    // <tracking dir>/<run name>
+  std::string node_dir_;   // where this node's streams are: run_dir_, or its part
+  std::string files_dir_;  // made by files_dir(); "" until then
   std::string agent_id_;
   SystemSampler sampler_;
   std::map<int, pid_t> live_workers_;  // global rank -> pid

@@ -43,7 +43,9 @@ class FlightRecorder(unittest.TestCase):
             (group,) = report["nccl"]["groups"]
             self.assertEqual(group["entered"], 41 if rank == 2 else 42)
             self.assertEqual(group["op"], "nccl:all_reduce")
-            # The dump itself stays beside the rank's logs, for PyTorch's own tools.
+            # The dump itself is in the run, for PyTorch's own tools.
+            self.assertTrue(report["nccl_dump"].startswith(os.path.join(tmp, "runs", "")),
+                            report["nccl_dump"])
             with open(report["nccl_dump"], "rb") as f:
                 self.assertEqual(len(pickle.load(f)["entries"]), 2 if rank == 2 else 3)
 

@@ -115,12 +115,13 @@ TEST(FlightRecorder, ASubgroupIsJudgedAmongItsMembers) {
 TEST(FlightRecorder, TurnedOnWhereTheUserDidNotAndTheirFilesAreRespected) {
   std::map<std::string, std::string> env;
   auto none = [](const char*) { return std::string(); };
-  FlightRecorderFiles files = add_flight_recorder_env("/logs/0", 5, env, none);
+  FlightRecorderFiles files =
+      add_flight_recorder_env("/logs/0/nccl_trace_rank_", "/run/files/attempt_0_", 5, env, none);
   EXPECT_EQ(env["TORCH_NCCL_TRACE_BUFFER_SIZE"], "2000");
   EXPECT_EQ(env["TORCH_NCCL_DUMP_ON_TIMEOUT"], "1");
-  EXPECT_EQ(env["TORCH_NCCL_DEBUG_INFO_TEMP_FILE"], "/logs/0/nccl_trace_rank_");
+  EXPECT_EQ(env["TORCH_NCCL_DEBUG_INFO_TEMP_FILE"], "/run/files/attempt_0_");
   EXPECT_EQ(env["TORCH_NCCL_DEBUG_INFO_PIPE_FILE"], "/logs/0/nccl_trace_rank_");
-  EXPECT_EQ(files.dump, "/logs/0/nccl_trace_rank_5");
+  EXPECT_EQ(files.dump, "/run/files/attempt_0_5");
   EXPECT_EQ(files.pipe, "/logs/0/nccl_trace_rank_5.pipe");
 
   std::map<std::string, std::string> user_env;
@@ -131,7 +132,7 @@ TEST(FlightRecorder, TurnedOnWhereTheUserDidNotAndTheirFilesAreRespected) {
     if (n == "TORCH_NCCL_DEBUG_INFO_PIPE_FILE") return std::string("/scratch/pipe_");
     return std::string();
   };
-  files = add_flight_recorder_env("/logs/0", 5, user_env, users);
+  files = add_flight_recorder_env("/logs/0/p_", "/run/d_", 5, user_env, users);
   EXPECT_EQ(user_env.count("TORCH_NCCL_TRACE_BUFFER_SIZE"), 0u);
   EXPECT_EQ(user_env.count("TORCH_NCCL_DEBUG_INFO_TEMP_FILE"), 0u);
   EXPECT_EQ(user_env.count("TORCH_NCCL_DEBUG_INFO_PIPE_FILE"), 0u);

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "tracking/run_store.h"
+#include "tracking/run_tracker.h"
 #include "tracking/stream_ingester.h"
 #include "tracking/tfevents.h"
 
@@ -45,10 +46,11 @@ TEST(StreamIngester, StoresPointsInOrderWithRankAndAttempt) {
   std::string dir = temp_run_dir();
   RunStore store(dir, RunStore::Open::kCreate);
   StreamIngester ingester(store, dir);
-  append(stream_path(dir, 0, 1, 0), R"({"k":"log","seq":1,"t":1.5,"step":10,"d":{"loss":0.5,"acc":1}})"
-                                    "\n"
-                                    R"({"k":"log","seq":2,"t":1.6,"step":5,"d":{"loss":0.4,"name":"x"}})"
-                                    "\n");
+  append(stream_path(dir, 0, 1, 0),
+         R"({"k":"log","seq":1,"t":1.5,"step":10,"d":{"loss":0.5,"acc":1}})"
+         "\n"
+         R"({"k":"log","seq":2,"t":1.6,"step":5,"d":{"loss":0.4,"name":"x"}})"
+         "\n");
   append(stream_path(dir, 0, 0, 1), R"({"k":"config","d":{"lr":0.1}})"
                                     "\n"
                                     R"({"k":"summary","d":{"best":0.9}})"
@@ -70,10 +72,13 @@ TEST(StreamIngester, ResumesAndWaitsForCompleteLines) {
   RunStore store(dir, RunStore::Open::kCreate);
   StreamIngester ingester(store, dir);
   std::string path = stream_path(dir, 0, 0, 0);
-  append(path, R"({"k":"log","seq":1,"d":{"a":1}})" "\n" R"({"k":"log","seq":2,"d":)");
+  append(path, R"({"k":"log","seq":1,"d":{"a":1}})"
+               "\n"
+               R"({"k":"log","seq":2,"d":)");
   EXPECT_EQ(ingester.drain(false).points, 1);
   EXPECT_EQ(ingester.drain(false).points, 0) << "nothing new, nothing twice";
-  append(path, R"({"b":2}})" "\n");
+  append(path, R"({"b":2}})"
+               "\n");
   EXPECT_EQ(ingester.drain(false).points, 1) << "the rest of the line arrived";
   EXPECT_EQ(store.metric_count(), 2);
 }
@@ -83,7 +88,9 @@ TEST(StreamIngester, TornLastRecordIsCountedNotStored) {
   RunStore store(dir, RunStore::Open::kCreate);
   StreamIngester ingester(store, dir);
   std::string path = stream_path(dir, 0, 0, 0);
-  append(path, R"({"k":"log","seq":1,"d":{"a":1}})" "\n" R"({"k":"log","seq":2,"d":{"a")");
+  append(path, R"({"k":"log","seq":1,"d":{"a":1}})"
+               "\n"
+               R"({"k":"log","seq":2,"d":{"a")");
   auto stats = ingester.drain(true);
   EXPECT_EQ(stats.points, 1);
   EXPECT_EQ(stats.torn_records, 1);
@@ -94,11 +101,37 @@ TEST(StreamIngester, MalformedLinesAreSkippedAndCounted) {
   std::string dir = temp_run_dir();
   RunStore store(dir, RunStore::Open::kCreate);
   StreamIngester ingester(store, dir);
-  append(stream_path(dir, 0, 0, 0), "garbage\n{\"k\":\"odd\",\"d\":{}}\n"
-                                    R"({"k":"log","seq":3,"d":{"ok":1}})" "\n");
+  append(stream_path(dir, 0, 0, 0),
+         "garbage\n{\"k\":\"odd\",\"d\":{}}\n"
+         R"({"k":"log","seq":3,"d":{"ok":1}})"
+         "\n");
   auto stats = ingester.drain(false);
   EXPECT_EQ(stats.bad_lines, 2);
   EXPECT_EQ(stats.points, 1);
+}
+
+// Files the agent collects into the run (a hang's NCCL dumps) go to a directory of
+// this node's in the run; one the job left empty goes with it.
+TEST(RunTrackerFiles, ADirectoryOfTheNodeInTheRunKeptOnlyWhenUsed) {
+  std::string base = temp_run_dir();
+  for (bool used : {false, true}) {
+    RunTracker::Options o;
+    o.tracking_dir = base;
+    o.run_id = used ? "used" : "unused";
+    std::string dir;
+    {
+      RunTracker tracker(o);
+      dir = tracker.files_dir();
+      ASSERT_EQ(dir.rfind(base + "/" + o.run_id + "/files/", 0), 0u) << dir;
+      EXPECT_TRUE(std::filesystem::is_directory(dir));
+      EXPECT_EQ(tracker.files_dir(), dir) << "made once";
+      if (used) append(dir + "/attempt_0_nccl_trace_rank_0", "dump");
+      tracker.finished("finished", 0, "");
+    }
+    EXPECT_EQ(std::filesystem::exists(dir), used) << dir;
+    EXPECT_EQ(std::filesystem::exists(base + "/" + o.run_id + "/files"), used);
+  }
+  std::filesystem::remove_all(base);
 }
 
 }  // namespace
