@@ -217,6 +217,11 @@ CollectiveVerdict judge_collectives(const std::map<int, FlightRecord>& records) 
     }
     v.group = name;
     place(members);
+    const NcclGroupState* others = nullptr;
+    for (const auto& [rank, g] : members)
+      if (std::find(v.culprits.begin(), v.culprits.end(), rank) == v.culprits.end()) others = g;
+    v.note = "NCCL: at " + describe_collective(*members.at(v.culprits.front())) +
+             (others ? ", the others at " + describe_collective(*others) : "");
     return v;
   }
   if (!groups.empty()) place(groups.begin()->second);

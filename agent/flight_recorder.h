@@ -74,6 +74,9 @@ struct CollectiveVerdict {
   std::vector<int> culprits;  // ranks behind the others, or in another collective
   std::string why;            // how they were told apart
   std::string group;          // the process group that told them apart ("" if none)
+  /// With culprits: "NCCL: at #41 nccl:all_reduce (completed), the others at #42
+  /// nccl:all_reduce (started)".
+  std::string note;
   /// Where each rank of that group (else of the default group) is, by place:
   /// "#42 nccl:all_reduce (started)" -> ranks.
   std::map<std::string, std::vector<int>> places;

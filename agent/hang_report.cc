@@ -303,6 +303,7 @@ HangDiagnosis diagnose(const std::vector<RankReport>& ranks) {
   for (const auto& r : ranks) {
     if (!culprits.count(r.rank)) continue;
     d.headline = place(r) + " stopped in " + r.where;
+    if (!nccl.culprits.empty() && d.why == nccl.why) d.headline += " (" + nccl.note + ")";
     if (culprits.size() > 1)
       d.headline += " (and " + std::to_string(culprits.size() - 1) + " more)";
     break;

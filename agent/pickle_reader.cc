@@ -335,9 +335,12 @@ class Unpickler {
   void reduce() {
     std::vector<Item> call = pop_n(2);
     json args = take(call[1]);
-    bool builder = call[0].kind == Item::Kind::kGlobal &&
-                   call[0].global.rfind("torch.jit._pickle.build_", 0) == 0;
-    if (builder && args.is_array() && args.size() == 1) return push(std::move(args[0]));
+    // TorchScript's wrappers hand back their first argument: the typed-list builders
+    // (build_intlist(list)) and the type tag on every list and dict it writes
+    // (restore_type_tag(value, "Dict[str, Any]")).
+    bool wrapper =
+        call[0].kind == Item::Kind::kGlobal && call[0].global.rfind("torch.jit._pickle.", 0) == 0;
+    if (wrapper && args.is_array() && !args.empty()) return push(std::move(args[0]));
     push(nullptr);
   }
 

@@ -4,7 +4,9 @@ flight-recorder contract as PyTorch's ProcessGroupNCCL defines it, and hangs.
 With TORCH_NCCL_TRACE_BUFFER_SIZE > 0 and TORCH_NCCL_DEBUG_INFO_PIPE_FILE set, a
 monitor thread makes the FIFO <pipe file><rank>.pipe, opens it O_RDONLY|O_NONBLOCK
 and reads it once a second; after a byte comes it writes the dump, pickled, to
-TORCH_NCCL_DEBUG_INFO_TEMP_FILE<rank>. Every rank then sits in the same place (as
+TORCH_NCCL_DEBUG_INFO_TEMP_FILE<rank>, tagging every list and dict with its type as
+TorchScript's pickler does (torch.jit._pickle.restore_type_tag(value, type), under
+that name; torch itself is not imported). Every rank then sits in the same place (as
 NCCL ranks all wait in the same synchronize), but rank --behind never called the
 last all_reduce the others are waiting in. Attempts after the first finish at once.
 """
@@ -14,8 +16,39 @@ import pickle
 import sys
 import threading
 import time
+import types
 
 RANK = int(os.environ["RANK"])
+
+
+def restore_type_tag(value, type_str):
+    """What TorchScript's pickles call on every list and dict they hold."""
+    return value
+
+
+# Pickled under TorchScript's name for it, which pickle checks by importing it.
+for _name in ("torch", "torch.jit", "torch.jit._pickle"):
+    sys.modules.setdefault(_name, types.ModuleType(_name))
+restore_type_tag.__module__ = "torch.jit._pickle"
+sys.modules["torch.jit._pickle"].restore_type_tag = restore_type_tag
+
+
+class Tagged:
+    def __init__(self, value, type_str):
+        self.value, self.type_str = value, type_str
+
+    def __reduce__(self):
+        return restore_type_tag, (self.value, self.type_str)
+
+
+def tagged(value):
+    if isinstance(value, dict):
+        return Tagged({k: tagged(v) for k, v in value.items()}, "Dict[str, Any]")
+    if isinstance(value, list):
+        return Tagged([tagged(v) for v in value], "List[Any]")
+    if isinstance(value, tuple):
+        return tuple(tagged(v) for v in value)
+    return value
 
 
 def flight_record(behind):
@@ -54,7 +87,7 @@ def monitor(behind):
         if asked:
             dump = os.environ.get("TORCH_NCCL_DEBUG_INFO_TEMP_FILE", "/tmp/nccl_trace_rank_")
             with open(f"{dump}{RANK}", "wb") as f:
-                f.write(pickle.dumps(flight_record(behind), protocol=2))
+                f.write(pickle.dumps(tagged(flight_record(behind)), protocol=2))
 
 
 def synchronize():

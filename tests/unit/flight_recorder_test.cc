@@ -80,6 +80,9 @@ TEST(FlightRecorder, TheRankThatNeverEnteredTheCollectiveIsTheCulprit) {
   EXPECT_NE(v.why.find("behind the others in NCCL collectives"), std::string::npos) << v.why;
   EXPECT_EQ(v.places["#42 nccl:all_reduce (started)"], (std::vector<int>{0, 1, 3}));
   EXPECT_EQ(v.places["#41 nccl:all_reduce (completed)"], std::vector<int>{2});
+  EXPECT_EQ(
+      v.note,
+      "NCCL: at #41 nccl:all_reduce (completed), the others at #42 nccl:all_reduce (started)");
 }
 
 TEST(FlightRecorder, ARankInAnotherCollectiveAtTheSamePlaceIsTheCulprit) {

@@ -153,6 +153,13 @@ TEST(HangReport, TheFlightRecorderNamesTheRankBehindInCollectives) {
   HangDiagnosis d = diagnose(ranks);
   EXPECT_EQ(d.culprits, std::vector<int>{2});
   EXPECT_EQ(d.why, "behind the others in NCCL collectives (flight recorder, process group 0)");
+  EXPECT_NE(d.headline.find("rank 2 (local_rank 2) on node 0 (h) stopped in all_reduce"),
+            std::string::npos)
+      << d.headline;
+  EXPECT_NE(d.headline.find("(NCCL: at #41 nccl:all_reduce (completed), the others at #42 "
+                            "nccl:all_reduce (started))"),
+            std::string::npos)
+      << d.headline;
   EXPECT_NE(d.summary.find("NCCL flight recorder, process group 0: rank 2 at #41 nccl:all_reduce "
                            "(completed); ranks 0,1,3 at #42 nccl:all_reduce (started)"),
             std::string::npos)

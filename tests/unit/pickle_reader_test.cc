@@ -82,6 +82,28 @@ TEST(PickleReader, ReadsTorchScriptsTypedListsAndWideIntegers) {
   EXPECT_EQ(d["big"], 4294967296LL);
 }
 
+// And since torch 1.x every list and dict comes tagged with its type:
+// restore_type_tag(value, "Dict[str, Any]"), the global memoized once and fetched again.
+TEST(PickleReader, ReadsTorchScriptsTypeTags) {
+  std::string b = bytes(
+      "\x80\x02"
+      "ctorch.jit._pickle\nrestore_type_tag\nq\x00");
+  b += bytes(
+      "}q\x01(X\x07\x00\x00\x00"
+      "entries");  // {"entries":
+  b += bytes(
+      "h\x00]q\x02(K\x01K\x02"
+      "e");  // tag([1, 2],
+  b += bytes(
+      "X\x09\x00\x00\x00"
+      "List[int]\x86R");  //  "List[int]")
+  b += bytes(
+      "uX\x0e\x00\x00\x00"
+      "Dict[str, Any]\x86R.");  // } tagged
+  json d = read_pickle(b);
+  EXPECT_EQ(d, json({{"entries", {1, 2}}})) << d.dump();
+}
+
 TEST(PickleReader, NeverCallsAnyOtherGlobal) {
   // os.system("true"): a call the reader only ever sees as data.
   std::string b = bytes(
