@@ -46,6 +46,15 @@ TEST(FlightRecorder, ADumpTellsEachGroupsLastCollectiveWithoutPointToPoint) {
   EXPECT_EQ(describe_collective(r->groups[1]), "#7 nccl:all_gather (completed)");
 }
 
+// What TorchScript's pickler writes: every list and dict tagged with its type.
+TEST(FlightRecorder, ATypeTaggedDumpReadsAlike) {
+  auto r = read_flight_record(data_file("flight_record_tagged.pickle"));
+  ASSERT_TRUE(r.has_value());
+  ASSERT_EQ(r->groups.size(), 2u);
+  EXPECT_EQ(describe_collective(r->groups[0]), "#42 nccl:all_reduce (started)");
+  EXPECT_EQ(r->groups[0].sizes, "[[1024]]");
+}
+
 TEST(FlightRecorder, TheJsonDumpReadsAlikeAndPartialDumpsNotAtAll) {
   auto r = read_flight_record(
       R"({"version": "2.4", "entries": [{"pg_id": 0, "process_group": ["0", "default_pg"],
