@@ -114,12 +114,13 @@ FlightRecorderFiles add_flight_recorder_env(const std::string& pipe_stem,
 }
 
 bool request_flight_record(const std::string& pipe) {
-  // Without a reader the open fails (ENXIO) rather than wait for one.
-  int fd = ::open(pipe.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return false;
+  // Nothing but a FIFO is opened for writing (a user's path may name anything).
   struct stat st {};
-  bool fifo = ::fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode);
-  bool written = fifo && ::write(fd, "1", 1) == 1;
+  if (::lstat(pipe.c_str(), &st) != 0 || !S_ISFIFO(st.st_mode)) return false;
+  // Without a reader the open fails (ENXIO) rather than wait for one.
+  int fd = ::open(pipe.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return false;
+  bool written = ::fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode) && ::write(fd, "1", 1) == 1;
   ::close(fd);
   return written;
 }
