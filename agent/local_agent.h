@@ -33,7 +33,8 @@ struct AgentServices {
   ProcessLauncher& launcher;    // built on `io`
   Clock& clock;                 // timers on `io`
   /// Builds the job's rendezvous (connecting or hosting as it is built). Called once,
-  /// on a helper thread, before the first round.
+  /// before the first round, on the thread that joins rounds (a helper thread, or the
+  /// loop's own where AgentConfig::join_at_once).
   RendezvousFactory make_rendezvous;
   OrphanGuard* guard = nullptr;               // may be null
   tracking::RunObserver* observer = nullptr;  // the job's tracking run; may be null

@@ -38,8 +38,9 @@ struct RendezvousInfo {
 /// and workers share; hands the agent each round's protocol (RoundCoordinator).
 /// Keys of the agents live under kAgentPrefix, which workers' keys (always
 /// '/'-prefixed or "init/") never use.
-/// Thread-safety: next_rendezvous() on one thread (the agent's joining thread), the
-/// rest on the agent's loop thread once a round is joined; cancel() from any thread.
+/// Thread-safety: next_rendezvous() on one thread (the agent's joining thread: a helper
+/// thread, or the loop's own for a round with nobody to wait for), the rest on the
+/// agent's loop thread once a round is joined; cancel() from any thread.
 class RendezvousHandler {
  public:
   static constexpr const char* kAgentPrefix = "ddprun/";
