@@ -1,5 +1,6 @@
 #include "agent/pickle_reader.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -56,12 +57,25 @@ enum Op : uint8_t {
   kFrame = 0x95,
 };
 
+// A pickle may refer to a value it holds again and again (the memo): nested, such
+// references could make a few kilobytes read as gigabytes, or as a chain too deep to
+// walk. A flight recorder dump holds a few hundred thousand values, nested a few deep.
+constexpr int64_t kMaxValues = 4'000'000;  // made in all, copies included
+constexpr int kMaxDepth = 100;
+
+// A value as read, with how many values it holds and how deeply they nest.
+struct Node {
+  json value;
+  int64_t size = 1;
+  int depth = 0;
+};
+
 // A value on the unpickler's stack. Containers are shared so that the memo sees what
 // is appended to them after they were memoized.
 struct Item {
   enum class Kind { kValue, kMark, kGlobal };
   Kind kind = Kind::kValue;
-  std::shared_ptr<json> value;
+  std::shared_ptr<Node> value;
   std::string global;  // "module.name" of a kGlobal
 };
 
@@ -259,8 +273,14 @@ class Unpickler {
     return s;
   }
 
-  void push(json v) {
-    stack_.push_back({Item::Kind::kValue, std::make_shared<json>(std::move(v)), {}});
+  void push(json v, int64_t size = 1, int depth = 0) {
+    count(1);
+    stack_.push_back(
+        {Item::Kind::kValue, std::make_shared<Node>(Node{std::move(v), size, depth}), {}});
+  }
+  void count(int64_t values) {
+    made_ += values;
+    if (made_ > kMaxValues) throw PickleError("pickle: more than 4 million values");
   }
   Item& top() {
     if (stack_.empty()) throw PickleError("pickle: stack underflow");
@@ -292,27 +312,39 @@ class Unpickler {
     return it->second;
   }
 
-  // An item's value, moved out when nothing else (the memo) holds it.
-  static json take(const Item& it) {
+  // An item's value, moved out when nothing else (the memo) holds it, else copied
+  // (which counts: it makes values anew).
+  json take(const Item& it) {
     if (it.kind != Item::Kind::kValue) return nullptr;
-    if (it.value.use_count() == 1) return std::move(*it.value);
-    return *it.value;
+    if (it.value.use_count() == 1) return std::move(it.value->value);
+    count(it.value->size);
+    return it.value->value;
   }
-  json& container(json::value_t type) {
+  static int64_t size_of(const Item& it) { return it.value ? it.value->size : 1; }
+  static int depth_of(const Item& it) { return it.value ? it.value->depth : 0; }
+  // The container on top of the stack, about to take `added` (its size and depth grow).
+  json& container(json::value_t type, const std::vector<const Item*>& added) {
     Item& t = top();
-    if (t.kind != Item::Kind::kValue || t.value->type() != type)
+    if (t.kind != Item::Kind::kValue || t.value->value.type() != type)
       throw PickleError("pickle: adding to something that is not a container");
-    return *t.value;
+    for (const Item* a : added) {
+      t.value->size += size_of(*a);
+      t.value->depth = std::max(t.value->depth, depth_of(*a) + 1);
+    }
+    if (t.value->depth > kMaxDepth) throw PickleError("pickle: nested more than 100 deep");
+    return t.value->value;
   }
   void append(const Item& it) {
     json v = take(it);
-    container(json::value_t::array).push_back(std::move(v));
+    container(json::value_t::array, {&it}).push_back(std::move(v));
   }
   // SETITEM (`pairs` 2: one key and value) or SETITEMS (0: every pair since the mark).
   void set_items(int pairs) {
     std::vector<Item> items = pairs ? pop_n(pairs) : until_mark();
     if (items.size() % 2 != 0) throw PickleError("pickle: a key without a value");
-    json& dict = container(json::value_t::object);
+    std::vector<const Item*> added;
+    for (const Item& it : items) added.push_back(&it);
+    json& dict = container(json::value_t::object, added);
     for (size_t i = 0; i < items.size(); i += 2) {
       json key = take(items[i]);
       dict[key.is_string() ? key.get<std::string>() : key.dump()] = take(items[i + 1]);
@@ -320,8 +352,15 @@ class Unpickler {
   }
   void tuple(const std::vector<Item>& items) {
     json t = json::array();
-    for (const Item& it : items) t.push_back(take(it));
-    push(std::move(t));
+    int64_t size = 1;
+    int depth = 0;
+    for (const Item& it : items) {
+      t.push_back(take(it));
+      size += size_of(it);
+      depth = std::max(depth, depth_of(it) + 1);
+    }
+    if (depth > kMaxDepth) throw PickleError("pickle: nested more than 100 deep");
+    push(std::move(t), size, depth);
   }
   void global(std::string name) {
     stack_.push_back({Item::Kind::kGlobal, nullptr, std::move(name)});
@@ -329,8 +368,10 @@ class Unpickler {
   void stack_global() {
     std::vector<Item> parts = pop_n(2);
     for (const Item& p : parts)
-      if (!p.value || !p.value->is_string()) throw PickleError("pickle: a global without a name");
-    global(parts[0].value->get<std::string>() + "." + parts[1].value->get<std::string>());
+      if (!p.value || !p.value->value.is_string())
+        throw PickleError("pickle: a global without a name");
+    global(parts[0].value->value.get<std::string>() + "." +
+           parts[1].value->value.get<std::string>());
   }
   void reduce() {
     std::vector<Item> call = pop_n(2);
@@ -340,7 +381,9 @@ class Unpickler {
     // (restore_type_tag(value, "Dict[str, Any]")).
     bool wrapper =
         call[0].kind == Item::Kind::kGlobal && call[0].global.rfind("torch.jit._pickle.", 0) == 0;
-    if (wrapper && args.is_array() && !args.empty()) return push(std::move(args[0]));
+    if (wrapper && args.is_array() && !args.empty()) {
+      return push(std::move(args[0]), size_of(call[1]), depth_of(call[1]));
+    }
     push(nullptr);
   }
 
@@ -348,6 +391,7 @@ class Unpickler {
   size_t pos_ = 0;
   std::vector<Item> stack_;
   std::unordered_map<uint64_t, Item> memo_;
+  int64_t made_ = 0;  // values made so far
 };
 
 }  // namespace

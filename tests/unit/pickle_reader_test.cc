@@ -113,6 +113,41 @@ TEST(PickleReader, NeverCallsAnyOtherGlobal) {
   EXPECT_TRUE(read_pickle(b).is_null());
 }
 
+// A few hundred bytes that refer to a list of lists of lists... ten times each would
+// read as ten billion values; a chain of lists each in the next would be too deep to
+// walk. Both are refused before they cost much.
+TEST(PickleReader, ReferencesThatMultiplyOrNestWithoutEndAreRefused) {
+  std::string laughs = bytes("\x80\x02]q\x00(");
+  for (int i = 0; i < 10; ++i) laughs += bytes("K\x01");
+  laughs += "e";
+  for (int level = 1; level <= 10; ++level) {
+    laughs += "]q" + std::string(1, static_cast<char>(level)) + "(";
+    for (int i = 0; i < 10; ++i) laughs += "h" + std::string(1, static_cast<char>(level - 1));
+    laughs += "e";
+  }
+  laughs += ".";
+  try {
+    read_pickle(laughs);
+    ADD_FAILURE() << "ten billion values were read";
+  } catch (const PickleError& e) {
+    EXPECT_NE(std::string(e.what()).find("more than 4 million values"), std::string::npos)
+        << e.what();
+  }
+  std::string chain = bytes("\x80\x02]q\x00");
+  for (int level = 1; level <= 150; ++level) {
+    chain += "]h" + std::string(1, static_cast<char>(level - 1)) + "aq" +
+             std::string(1, static_cast<char>(level));
+  }
+  chain += ".";
+  try {
+    read_pickle(chain);
+    ADD_FAILURE() << "a chain 150 deep was read";
+  } catch (const PickleError& e) {
+    EXPECT_NE(std::string(e.what()).find("nested more than 100 deep"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(PickleReader, EveryPrefixOfADumpIsAnErrorNotACrash) {
   std::string bytes = data_file("flight_record_protocol2.pickle");
   for (size_t n = 0; n < bytes.size(); ++n)
