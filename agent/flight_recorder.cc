@@ -128,7 +128,20 @@ bool request_flight_record(const std::string& pipe) {
 std::optional<FlightRecord> read_flight_record(std::string_view bytes) {
   json dump;
   if (!bytes.empty() && bytes.front() == '{') {
-    dump = json::parse(bytes, nullptr, false);
+    // As deep as a pickle may nest, no deeper: what is read is walked recursively.
+    constexpr int kMaxDepth = 100;
+    struct TooDeep {};
+    try {
+      dump = json::parse(
+          bytes,
+          [](int depth, json::parse_event_t, json&) {
+            if (depth > kMaxDepth) throw TooDeep{};
+            return true;
+          },
+          false);
+    } catch (const TooDeep&) {
+      return std::nullopt;
+    }
   } else {
     try {
       dump = read_pickle(bytes);

@@ -67,6 +67,9 @@ TEST(FlightRecorder, TheJsonDumpReadsAlikeAndPartialDumpsNotAtAll) {
   EXPECT_FALSE(read_flight_record(R"({"version": "2.4", "entries": [)").has_value());
   EXPECT_FALSE(read_flight_record(R"({"no": "entries"})").has_value());
   EXPECT_FALSE(read_flight_record("").has_value());
+  std::string deep = R"({"version": "2.4", "entries": [{"input_sizes": )";
+  deep += std::string(100'000, '[') + std::string(100'000, ']') + "}]}";
+  EXPECT_FALSE(read_flight_record(deep).has_value()) << "too deep to walk";
 }
 
 TEST(FlightRecorder, SharedAsJsonItReadsBackTheSame) {
