@@ -1,0 +1,197 @@
+// How a round ends for this node: a worker's failure (or its death by a stop signal,
+// told after a moment), ddprun's own stop signals, a lost store or lost nodes, and the
+// end of the job once every node is done.
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+#include "agent/local_agent_impl.h"
+#include "common/logging.h"
+
+namespace ddprun::agent {
+namespace {
+
+// How long a worker's death by a stop signal waits for ddprun's own copy before the
+// other nodes are told of it as a failure.
+constexpr std::chrono::milliseconds kStopSignalGrace{200};
+
+}  // namespace
+
+// What this node tells the others when a stop signal ends the job.
+RoundEnd LocalAgent::Impl::signalled_end(const rendezvous::RendezvousInfo& info) const {
+  RoundEnd end{RoundEnd::Kind::kFinal, 128 + signalled_,
+               "node " + std::to_string(info.group_rank) + " (" + host_ + ") received " +
+                   signal_name(signalled_)};
+  end.signalled = true;
+  return end;
+}
+
+// Workers that died of a stop signal mostly got it from whoever stops the whole job
+// (scancel signals every process of the step, a shell its process group): ddprun's
+// own copy is given a moment to arrive, so that the job ends "killed" by the signal
+// rather than "failed" with a rank as its root cause.
+void LocalAgent::Impl::await_stop_signal_after_stopped_workers() {
+  const auto& failures = runner_.failures();
+  if (signalled_ == 0 && !failures.empty() && is_stop_signal_death(failures.front().exitcode)) {
+    signals_.await_stop(kStopSignalGrace);
+  }
+}
+
+bool LocalAgent::Impl::is_stop_signal_death(int exitcode) const {
+  const auto& stops = config_.stop_signals;
+  return std::find(stops.begin(), stops.end(), -exitcode) != stops.end();
+}
+
+// The same race seen from the other nodes: a worker that died of a stop signal is
+// told to them as a failure only when ddprun's own copy has not come within
+// kStopSignalGrace (or by the attempt's end), so that a job stopped everywhere at
+// once (scancel) ends "killed" on every node, not "failed" on those that heard first.
+void LocalAgent::Impl::on_worker_failure(const rendezvous::RendezvousInfo& info,
+                                         const FailureRecord& f) {
+  if (signalled_ == 0 && is_stop_signal_death(f.exitcode)) {
+    if (!pending_failure_) {
+      pending_failure_ = f;
+      stop_grace_->start(kStopSignalGrace, [this, info] { tell_pending_failure(info); });
+    }
+    return;
+  }
+  tell_failure(info, f);
+}
+
+void LocalAgent::Impl::tell_pending_failure(const rendezvous::RendezvousInfo& info) {
+  stop_grace_->cancel();
+  if (!pending_failure_) return;
+  FailureRecord f = *pending_failure_;
+  pending_failure_.reset();
+  if (signalled_ == 0 && !over_) tell_failure(info, f);
+}
+
+void LocalAgent::Impl::tell_failure(const rendezvous::RendezvousInfo& info,
+                                    const FailureRecord& f) {
+  std::string what = "rank " + std::to_string(f.global_rank) + " (local_rank " +
+                     std::to_string(f.local_rank) + ") on node " + std::to_string(info.group_rank) +
+                     " (" + host_ + ") exited with " + std::to_string(f.exitcode);
+  bool budget_left = info.restart_count < config_.spec.max_restarts;
+  end_round({budget_left ? RoundEnd::Kind::kRestart : RoundEnd::Kind::kFinal,
+             shell_exit_code(f.exitcode), what});
+  if (budget_left) round_->start_next_round(true, members(info));
+}
+
+std::set<std::string> LocalAgent::Impl::members(const rendezvous::RendezvousInfo& info) {
+  return {info.members.begin(), info.members.end()};
+}
+
+// Publishes why the round ends (the first writer wins) and adopts the winner.
+void LocalAgent::Impl::end_round(const RoundEnd& mine) {
+  if (!over_) over_ = unless_dropped(round_->end(mine));
+}
+
+// The end as it applies to this node: when the others went on without it (it was
+// frozen, or cut off from the rendezvous store), its workers belong to a world that no
+// longer exists; they stop now, before they reach a collective or write a
+// checkpoint, and the node leaves the job.
+RoundEnd LocalAgent::Impl::unless_dropped(RoundEnd end) {
+  if (!end.drops(self_)) return end;
+  dropped_ = true;
+  RoundEnd out{RoundEnd::Kind::kFinal, kDroppedExitCode,
+               "this node was dropped from the job: the other nodes heard no heartbeat from "
+               "it (frozen, or cut off from the rendezvous store) and went on without it; "
+               "its workers are stopped"};
+  spdlog::error("{}", out.reason);
+  return out;
+}
+
+void LocalAgent::Impl::on_round_end(RoundEnd end) {
+  if (over_) return;  // our own announcement, already adopted
+  end = unless_dropped(std::move(end));
+  if (!signalled_ && !runner_.idle()) spdlog::warn("stopping: {}", end.reason);
+  over_ = std::move(end);
+  stop_workers(*over_);
+}
+
+void LocalAgent::Impl::on_store_lost(const std::string& what) {
+  if (runner_.idle() || over_) return;
+  spdlog::error("{}; stopping the workers", what);
+  over_ = RoundEnd{RoundEnd::Kind::kFinal, 1, what};
+  runner_.stop(SIGTERM);
+}
+
+// Elastic jobs: a member whose heartbeat stopped is dropped and the survivors go
+// on at the smaller size if that is still at least MIN (torchrun leaves them hanging).
+void LocalAgent::Impl::on_dead(const rendezvous::RendezvousInfo& info,
+                               const std::vector<std::string>& dead) {
+  if (over_) return;
+  std::set<std::string> alive = members(info);
+  std::string names;
+  for (const auto& d : dead) {
+    alive.erase(d);
+    names += (names.empty() ? "" : ", ") + d;
+  }
+  int left = static_cast<int>(alive.size());
+  bool enough = left >= config_.min_nodes;
+  RoundEnd mine = enough ? RoundEnd{RoundEnd::Kind::kMembership, 0, "lost node(s) " + names}
+                         : RoundEnd{RoundEnd::Kind::kFinal, 1,
+                                    "lost node(s) " + names + ": " + std::to_string(left) +
+                                        " node(s) left, at least " +
+                                        std::to_string(config_.min_nodes) + " needed"};
+  mine.dropped = dead;  // so that they learn it, should they come back
+  end_round(mine);
+  if (enough) round_->start_next_round(false, alive);
+  runner_.stop(SIGTERM);
+}
+
+void LocalAgent::Impl::on_stop_signal(int sig) {
+  if (signalled_ != 0) {
+    spdlog::warn("received {} again; killing the workers now", signal_name(sig));
+    runner_.stop(SIGKILL);
+    return;
+  }
+  signalled_ = sig;
+  spdlog::warn("received {}; stopping {} worker(s)", signal_name(sig), runner_.running_workers());
+  runner_.stop(sig);
+}
+
+// Marks this node done and waits until every node is, or the round ends anyway.
+std::optional<RoundEnd> LocalAgent::Impl::wait_for_all_done(
+    const rendezvous::RendezvousInfo& info) {
+  std::optional<RoundEnd> lost;
+  bool all_done = false;
+  round_->finish_node([&all_done] { all_done = true; },
+                      [&lost](const std::string& what) {
+                        lost = RoundEnd{RoundEnd::Kind::kFinal, 1, what};
+                      });
+  std::unique_ptr<Timer> late = clock_.make_timer();
+  auto after = config_.hang.straggler_warning;
+  if (after.count() > 0) late->start(after, [this, &info] { name_unfinished(info); });
+  // The attempt's watch on the round's end goes on: it sets over_.
+  while (!all_done && !over_ && !lost && signalled_ == 0) io_.run_one();
+  late->cancel();
+  round_->stop();
+  if (all_done) return std::nullopt;
+  std::optional<RoundEnd> outcome = lost ? lost : over_;
+  if (outcome && outcome->kind != RoundEnd::Kind::kFinal) {
+    spdlog::warn("this node finished, but the round ended: {}", outcome->reason);
+  }
+  return outcome;
+}
+
+// The job-wide side of the straggler warning (the runner names a node's own): this
+// node's ranks all succeeded long ago and other nodes have not finished.
+void LocalAgent::Impl::name_unfinished(const rendezvous::RendezvousInfo& info) {
+  std::string nodes;
+  for (int k : round_->unfinished()) {
+    if (k == info.group_rank) continue;
+    nodes += (nodes.empty() ? "" : ", ") + std::to_string(k);
+    // Elastic rounds know their members' ids; a static one only their ranks.
+    if (k < static_cast<int>(info.members.size()))
+      nodes += " (" + info.members[static_cast<size_t>(k)] + ")";
+  }
+  if (nodes.empty()) return;
+  spdlog::warn(
+      "node(s) {} still running {} s after every rank of this node exited 0; if a rank "
+      "there is stuck at its end (a deadlock tearing the process group down, a thread "
+      "never joined), --hang_timeout stops it and shows where",
+      nodes, config_.hang.straggler_warning.count() / 1000);
+}
+
+}  // namespace ddprun::agent
