@@ -8,10 +8,9 @@ import os
 import socket
 import sqlite3
 import subprocess
-import tempfile
 import unittest
 
-from test_torch_jobs import free_port
+from test_torch_jobs import free_port, scratch_dir
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TRAIN = os.path.join(HERE, "hang_train.py")
@@ -25,7 +24,9 @@ def environment():
 
 
 def ddprun(tmp, *args):
-    return subprocess.run([DDPRUN, "--tracking_dir", os.path.join(tmp, "runs"), *args],
+    # The logs a hang keeps land in the test's scratch directory.
+    return subprocess.run([DDPRUN, "--tracking_dir", os.path.join(tmp, "runs"), "--log_dir",
+                           os.path.join(tmp, "logs"), *args],
                           capture_output=True, text=True, timeout=TIMEOUT, env=environment(),
                           cwd=tmp)
 
@@ -44,7 +45,7 @@ def culprit_lines(stderr):
 
 class OneNode(unittest.TestCase):
     def stalled_rank_is_named_and_the_job_recovers(self, nproc, hang_rank):
-        tmp = tempfile.mkdtemp(prefix="ddprun_hang_")
+        tmp = scratch_dir("ddprun_hang_")
         r = ddprun(tmp, "--standalone", f"--nproc_per_node={nproc}", "--hang_timeout=5",
                    "--max_restarts=1", TRAIN, "--hang-rank", str(hang_rank))
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -82,7 +83,7 @@ class OneNode(unittest.TestCase):
         self.stalled_rank_is_named_and_the_job_recovers(4, 2)
 
     def test_auto_timeout_learns_the_step_time(self):
-        tmp = tempfile.mkdtemp(prefix="ddprun_hang_")
+        tmp = scratch_dir("ddprun_hang_")
         r = ddprun(tmp, "--standalone", "--nproc_per_node=2", "--hang_timeout=auto",
                    "--hang_min_timeout=1", TRAIN, "--hang-rank", "1", "--hang-step", "12",
                    "--steps", "20", "--step-time", "0.2")
@@ -91,7 +92,7 @@ class OneNode(unittest.TestCase):
         self.assertIn("rank 1 (local_rank 1)", culprit)
 
     def test_quiet_phase_inside_a_section_is_not_a_hang(self):
-        tmp = tempfile.mkdtemp(prefix="ddprun_hang_")
+        tmp = scratch_dir("ddprun_hang_")
         r = ddprun(tmp, "--standalone", "--nproc_per_node=2", "--hang_timeout=2",
                    TRAIN, "--section-sleep", "5")
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -100,13 +101,14 @@ class OneNode(unittest.TestCase):
 
 class TwoNodes(unittest.TestCase):
     def test_both_nodes_name_the_same_culprit(self):
-        tmp = tempfile.mkdtemp(prefix="ddprun_hang_")
+        tmp = scratch_dir("ddprun_hang_")
         endpoint = f"127.0.0.1:{free_port()}"
         nodes = [subprocess.Popen(
             [DDPRUN, "--nnodes=2", "--nproc_per_node=1", "--rdzv_backend=c10d",
              f"--rdzv_endpoint={endpoint}", "--rdzv_id=hangjob", "--local_addr=127.0.0.1",
              "--hang_timeout=5", "--max_restarts=1",
-             "--tracking_dir", os.path.join(tmp, "runs"), TRAIN, "--hang-rank", "1"],
+             "--tracking_dir", os.path.join(tmp, "runs"), "--log_dir", os.path.join(tmp, "logs"),
+             TRAIN, "--hang-rank", "1"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment(),
             cwd=tmp) for _ in range(2)]
         outs = [n.communicate(timeout=TIMEOUT) for n in nodes]

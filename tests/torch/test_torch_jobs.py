@@ -6,7 +6,6 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -19,11 +18,12 @@ TIMEOUT = 120
 
 sys.path.insert(0, os.path.join(ROOT, "tests", "helpers"))
 from free_port import free_port  # noqa: E402
+from scratch import scratch_dir  # noqa: E402
 
 
 def run(cmd, **kw):
     env = dict(os.environ, PYTHON_EXEC=PYTHON, OMP_NUM_THREADS="1")
-    kw.setdefault("cwd", tempfile.mkdtemp(prefix="ddprun_torch_cwd_"))  # runs land there
+    kw.setdefault("cwd", scratch_dir("ddprun_torch_cwd_"))  # runs land there
     return subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT, env=env, **kw)
 
 
@@ -41,7 +41,7 @@ def training_lines(stdout):
 
 class DdpJob(unittest.TestCase):
     def setUp(self):
-        self.tmp = tempfile.mkdtemp(prefix="ddprun_torch_")
+        self.tmp = scratch_dir("ddprun_torch_")
 
     def test_ddp_job_completes_and_matches_torchrun(self):
         ckpt_a = os.path.join(self.tmp, "a.pt")
@@ -106,7 +106,7 @@ class DdpJob(unittest.TestCase):
 
 class StaticNodes(unittest.TestCase):
     def test_two_static_nodes_train_like_one(self):
-        tmp = tempfile.mkdtemp(prefix="ddprun_torch_")
+        tmp = scratch_dir("ddprun_torch_")
         port = free_port()
         env = dict(os.environ, PYTHON_EXEC=PYTHON, OMP_NUM_THREADS="1")
         nodes = [subprocess.Popen(
@@ -143,7 +143,7 @@ class ElasticNodes(unittest.TestCase):
         self.two_agents_train()
 
     def test_two_agents_over_etcd(self):
-        tmp = tempfile.mkdtemp(prefix="ddprun_etcd_")
+        tmp = scratch_dir("ddprun_etcd_")
         client, peer = free_port(), free_port()
         etcd = subprocess.Popen(
             ["etcd", "--name=m0", f"--data-dir={tmp}/data",
@@ -160,7 +160,7 @@ class ElasticNodes(unittest.TestCase):
             etcd.wait()
 
     def two_agents_train(self, backend="c10d", endpoint=None):
-        tmp = tempfile.mkdtemp(prefix="ddprun_torch_")
+        tmp = scratch_dir("ddprun_torch_")
         nodes = self.agents(tmp, [], [], backend, endpoint)
         outs = [n.communicate(timeout=TIMEOUT) for n in nodes]
         for n, (out, err) in zip(nodes, outs):
@@ -175,7 +175,7 @@ class ElasticNodes(unittest.TestCase):
         self.assertEqual(ranks, ["0", "1", "2", "3"], csv)
 
     def test_killed_worker_restarts_both_agents(self):
-        tmp = tempfile.mkdtemp(prefix="ddprun_torch_")
+        tmp = scratch_dir("ddprun_torch_")
         # Global rank 3 is SIGKILLed mid-training in the first attempt; one restart.
         nodes = self.agents(tmp, ["--max_restarts=1"], ["--kill-rank", "3"])
         outs = [n.communicate(timeout=TIMEOUT) for n in nodes]

@@ -4,10 +4,9 @@ client, `torch.distributed.elastic.timer.FileTimerClient`, under ddprun and torc
 Run with /usr/bin/python3 (the interpreter that has torch); DDPRUN names the binary.
 """
 import os
-import tempfile
 import unittest
 
-from test_torch_jobs import DDPRUN, ddprun, run, torchrun
+from test_torch_jobs import DDPRUN, ddprun, run, scratch_dir, torchrun
 
 # Rank 1 overstays a 1 s timer in attempt 0 (sleeping 60 s); every other scope is
 # released in time.
@@ -26,7 +25,7 @@ print(f"rank {rank} done in attempt {attempt}", flush=True)
 
 class Watchdog(unittest.TestCase):
     def setUp(self):
-        self.tmp = tempfile.mkdtemp(prefix="ddprun_watchdog_")
+        self.tmp = scratch_dir("ddprun_watchdog_")
         self.script = os.path.join(self.tmp, "timed.py")
         with open(self.script, "w") as f:
             f.write(SCRIPT)

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dashboard/routes.h"
+#include "tests/helpers/scratch.h"
 #include "tracking/run_store.h"
 
 namespace ddprun::dashboard {
@@ -22,10 +23,7 @@ using tracking::Event;
 using tracking::PointOrigin;
 using tracking::RunStore;
 
-std::string temp_dir() {
-  char tmpl[] = "/tmp/ddprun_dash_XXXXXX";
-  return mkdtemp(tmpl);
-}
+std::string temp_dir() { return test::scratch_dir("ddprun_dash_"); }
 
 // A finished 2-rank run with a restart: loss logged 3 times per rank and attempt.
 void make_run(const std::string& dir, const std::string& id, double created,

@@ -14,6 +14,7 @@
 
 #include "dashboard/http_server.h"
 #include "dashboard/routes.h"
+#include "tests/helpers/scratch.h"
 
 namespace ddprun::dashboard {
 namespace {
@@ -80,8 +81,7 @@ std::string request(uint16_t port, const std::string& text) {
 class DashboardServer : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/ddprun_dash_XXXXXX";
-    routes_ = std::make_unique<Routes>(mkdtemp(tmpl));
+    routes_ = std::make_unique<Routes>(test::scratch_dir("ddprun_dash_"));
     server_ = std::make_unique<HttpServer>(*routes_, "127.0.0.1", 0);
     thread_ = std::thread([this] { server_->run(); });
   }

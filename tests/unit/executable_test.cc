@@ -1,4 +1,5 @@
 #include "agent/executable.h"
+#include "tests/helpers/scratch.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -26,11 +27,9 @@ TEST(ResolveExecutable, SearchesPath) {
 }
 
 std::string plain_file() {
-  char tmpl[] = "/tmp/ddprun_plain_XXXXXX";
-  int fd = mkstemp(tmpl);
-  close(fd);
-  chmod(tmpl, 0644);
-  return tmpl;
+  std::string path = test::scratch_file("ddprun_plain_");
+  chmod(path.c_str(), 0644);
+  return path;
 }
 
 TEST(ResolveExecutable, MissingIs127AndNotExecutableIs126) {

@@ -1,4 +1,5 @@
 #include "agent/failure_summary.h"
+#include "tests/helpers/scratch.h"
 
 #include <gtest/gtest.h>
 
@@ -9,11 +10,9 @@ namespace ddprun::agent {
 namespace {
 
 std::string temp_file(const std::string& content) {
-  char tmpl[] = "/tmp/ddprun_err_XXXXXX";
-  int fd = mkstemp(tmpl);
-  close(fd);
-  std::ofstream(tmpl) << content;
-  return tmpl;
+  std::string path = test::scratch_file("ddprun_err_");
+  std::ofstream(path) << content;
+  return path;
 }
 
 TEST(DescribeFailure, ReadsTorchrunsErrorFile) {

@@ -12,6 +12,7 @@
 
 #include "net/socket.h"
 #include "tests/helpers/free_port.h"
+#include "tests/helpers/scratch.h"
 #include "tracking/record_forwarder.h"
 #include "tracking/record_link.h"
 #include "tracking/record_receiver.h"
@@ -22,8 +23,7 @@ namespace ddprun::tracking {
 namespace {
 
 std::string temp_dir() {
-  char tmpl[] = "/tmp/ddprun_forward_XXXXXX";
-  std::string dir = mkdtemp(tmpl);
+  std::string dir = test::scratch_dir("ddprun_forward_");
   std::filesystem::create_directories(dir + "/run/streams");
   std::filesystem::create_directories(dir + "/part/streams");
   return dir;

@@ -8,14 +8,14 @@
 #include <fstream>
 #include <thread>
 
+#include "tests/helpers/scratch.h"
 #include "tracking/stream_watcher.h"
 
 namespace ddprun::tracking {
 namespace {
 
 TEST(StreamWatcher, EveryFinalPassSeesEveryEarlierWrite) {
-  char tmpl[] = "/tmp/ddprun_watch_XXXXXX";
-  std::string dir = mkdtemp(tmpl);
+  std::string dir = test::scratch_dir("ddprun_watch_");
   std::string file = dir + "/s.jsonl";
   std::atomic<int64_t> seen_by_final{0};
   StreamWatcher watcher(dir, std::chrono::seconds(60), [&](bool final) {
@@ -29,8 +29,7 @@ TEST(StreamWatcher, EveryFinalPassSeesEveryEarlierWrite) {
 }
 
 TEST(StreamWatcher, WritesAreTakenWithoutWaitingForTheInterval) {
-  char tmpl[] = "/tmp/ddprun_watch_XXXXXX";
-  std::string dir = mkdtemp(tmpl);
+  std::string dir = test::scratch_dir("ddprun_watch_");
   std::atomic<int> passes{0};
   // Watching from the start: no early polls either.
   StreamWatcher watcher(
@@ -53,8 +52,7 @@ int inotify_instances() {
 // Closing an inotify instance costs a kernel grace period: a job of a few milliseconds
 // is watched by early polls alone and never pays it at its exit.
 TEST(StreamWatcher, AShortJobsWritesAreTakenWithoutAnInotifyInstance) {
-  char tmpl[] = "/tmp/ddprun_watch_XXXXXX";
-  std::string dir = mkdtemp(tmpl);
+  std::string dir = test::scratch_dir("ddprun_watch_");
   std::string file = dir + "/s.jsonl";
   std::atomic<int64_t> seen{0};
   int before = inotify_instances();

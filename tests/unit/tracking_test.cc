@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tests/helpers/scratch.h"
 #include "tracking/run_store.h"
 #include "tracking/run_tracker.h"
 #include "tracking/stream_ingester.h"
@@ -15,8 +16,7 @@ namespace ddprun::tracking {
 namespace {
 
 std::string temp_run_dir() {
-  char tmpl[] = "/tmp/ddprun_run_XXXXXX";
-  std::string dir = mkdtemp(tmpl);
+  std::string dir = test::scratch_dir("ddprun_run_");
   std::filesystem::create_directories(dir + "/streams");
   return dir;
 }
