@@ -77,6 +77,19 @@ def cpp_costs(detection, build, tmp):
     return [float(v) for v in out.split()]
 
 
+def run_to_report(cmd, tmp):
+    """Runs ddprun to its end: when it reported the hang (wall time) and the workers'
+    output."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, PYTHON_EXEC=sys.executable), cwd=tmp)
+    reported = None
+    for line in proc.stderr:
+        if line.startswith("ddprun: hang:") and reported is None:
+            reported = time.time()
+    out, _ = proc.communicate()
+    return reported, out
+
+
 def hang_timings(build, timeout, tmp):
     """Seconds from the last progress to ddprun's report, and from the report to the
     restarted workers' start."""
@@ -86,13 +99,7 @@ def hang_timings(build, timeout, tmp):
     cmd = [os.path.join(build, "launcher", "ddprun"), "--nproc_per_node=2",
            f"--hang_timeout={timeout}", "--max_restarts=1", "--tee=3", "--log_dir",
            os.path.join(tmp, "logs"), "--tracking_dir", os.path.join(tmp, "runs"), script]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=dict(os.environ, PYTHON_EXEC=sys.executable), cwd=tmp)
-    reported = None
-    for line in proc.stderr:
-        if line.startswith("ddprun: hang:") and reported is None:
-            reported = time.time()
-    out, _ = proc.communicate()
+    reported, out = run_to_report(cmd, tmp)
     last = float(re.search(r"LAST (\S+)", out).group(1))
     restarted = min(float(t) for a, t in re.findall(r"START (\d) (\S+)", out) if a == "1")
     return reported - last, restarted - reported
@@ -106,13 +113,7 @@ def nccl_hang_timing(build, timeout, tmp):
            f"--hang_timeout={timeout}", "--log_dir", os.path.join(tmp, "logs"),
            "--tracking_dir", os.path.join(tmp, "runs"),
            os.path.join(ROOT, "tests", "torch", "nccl_rank.py"), "--behind", "2"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=dict(os.environ, PYTHON_EXEC=sys.executable), cwd=tmp)
-    reported = None
-    for line in proc.stderr:
-        if line.startswith("ddprun: hang:") and reported is None:
-            reported = time.time()
-    out, _ = proc.communicate()
+    reported, out = run_to_report(cmd, tmp)
     last = max(float(t) for t in re.findall(r"entered its collectives at (\S+)", out))
     return reported - last
 

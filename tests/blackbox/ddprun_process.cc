@@ -11,11 +11,11 @@
 #include <unistd.h>
 
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <stdexcept>
 #include <vector>
+
+#include "tests/helpers/scratch.h"
 
 extern char** environ;
 
@@ -25,21 +25,7 @@ std::string ddprun_binary() { return DDPRUN_BINARY; }
 std::string test_worker_binary() { return DDPRUN_TEST_WORKER; }
 std::string store_worker_binary() { return DDPRUN_STORE_WORKER; }
 
-std::string make_temp_dir() {
-  // Removed when the test's process ends (each test runs in a process of its own).
-  static struct Made {
-    std::vector<std::string> dirs;
-    ~Made() {
-      std::error_code ignored;
-      for (const auto& d : dirs) std::filesystem::remove_all(d, ignored);
-    }
-  } made;
-  const char* tmp = std::getenv("TMPDIR");
-  std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/ddprun_test_XXXXXX";
-  if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-  made.dirs.push_back(tmpl);
-  return tmpl;
-}
+std::string make_temp_dir() { return scratch_dir("ddprun_test_"); }
 
 DdprunProcess::DdprunProcess(const std::vector<std::string>& args,
                              const std::map<std::string, std::optional<std::string>>& env) {

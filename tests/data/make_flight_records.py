@@ -3,38 +3,12 @@ TORCH_NCCL_DEBUG_INFO_TEMP_FILE<rank> (its dump's fields), pickled by Python's o
 pickler at protocols 2 and 5, and once with every list and dict tagged with its type
 as TorchScript's pickler writes them (torch.jit._pickle.restore_type_tag(value, type);
 torch is not needed). Run with any python3 from this directory."""
+import os
 import pickle
 import sys
-import types
 
-
-def restore_type_tag(value, type_str):
-    return value
-
-
-for name in ("torch", "torch.jit", "torch.jit._pickle"):
-    sys.modules.setdefault(name, types.ModuleType(name))
-restore_type_tag.__module__ = "torch.jit._pickle"
-sys.modules["torch.jit._pickle"].restore_type_tag = restore_type_tag
-
-
-class Tagged:
-    def __init__(self, value, type_str):
-        self.value, self.type_str = value, type_str
-
-    def __reduce__(self):
-        return restore_type_tag, (self.value, self.type_str)
-
-
-def tagged(value):
-    if isinstance(value, dict):
-        return Tagged({k: tagged(v) for k, v in value.items()}, "Dict[str, Any]")
-    if isinstance(value, list):
-        return Tagged([tagged(v) for v in value], "List[Any]")
-    if isinstance(value, tuple):
-        return tuple(tagged(v) for v in value)
-    return value
-
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers"))
+from torchscript_tags import tagged  # noqa: E402
 
 sizes = [[1024]]  # shared by every entry: the pickler writes it once, then refers to it
 frames = [{"name": "all_reduce", "filename": "distributed_c10d.py", "line": 2050}]

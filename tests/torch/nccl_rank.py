@@ -16,39 +16,11 @@ import pickle
 import sys
 import threading
 import time
-import types
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers"))
+from torchscript_tags import tagged  # noqa: E402
 
 RANK = int(os.environ["RANK"])
-
-
-def restore_type_tag(value, type_str):
-    """What TorchScript's pickles call on every list and dict they hold."""
-    return value
-
-
-# Pickled under TorchScript's name for it, which pickle checks by importing it.
-for _name in ("torch", "torch.jit", "torch.jit._pickle"):
-    sys.modules.setdefault(_name, types.ModuleType(_name))
-restore_type_tag.__module__ = "torch.jit._pickle"
-sys.modules["torch.jit._pickle"].restore_type_tag = restore_type_tag
-
-
-class Tagged:
-    def __init__(self, value, type_str):
-        self.value, self.type_str = value, type_str
-
-    def __reduce__(self):
-        return restore_type_tag, (self.value, self.type_str)
-
-
-def tagged(value):
-    if isinstance(value, dict):
-        return Tagged({k: tagged(v) for k, v in value.items()}, "Dict[str, Any]")
-    if isinstance(value, list):
-        return Tagged([tagged(v) for v in value], "List[Any]")
-    if isinstance(value, tuple):
-        return tuple(tagged(v) for v in value)
-    return value
 
 
 def flight_record(behind):

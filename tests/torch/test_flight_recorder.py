@@ -10,13 +10,12 @@ import subprocess
 import tempfile
 import unittest
 
-from test_hang import culprit_lines, hang_events
+from test_hang import culprit_lines, environment, hang_events, same_culprit_on_both_nodes
 from test_torch_jobs import free_port
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RANK = os.path.join(HERE, "nccl_rank.py")
 DDPRUN = os.environ["DDPRUN"]
-PYTHON = "/usr/bin/python3"
 TIMEOUT = 120
 
 
@@ -24,10 +23,6 @@ def command(tmp, *args):
     return [DDPRUN, "--tracking_dir", os.path.join(tmp, "runs"), "--hang_timeout=2",
             "--max_restarts=1", "--log_dir", os.path.join(tmp, "logs"), *args, RANK,
             "--behind", "2"]
-
-
-def environment():
-    return dict(os.environ, PYTHON_EXEC=PYTHON, OMP_NUM_THREADS="1")
 
 
 class FlightRecorder(unittest.TestCase):
@@ -64,19 +59,11 @@ class FlightRecorder(unittest.TestCase):
     def test_both_nodes_name_the_rank_behind_on_the_other(self):
         with tempfile.TemporaryDirectory(prefix="ddprun_fr_") as tmp:
             endpoint = f"127.0.0.1:{free_port()}"
-            nodes = [subprocess.Popen(
-                command(tmp, "--nnodes=2", "--nproc_per_node=2", "--rdzv_backend=c10d",
-                        f"--rdzv_endpoint={endpoint}", "--rdzv_id=frjob",
-                        "--local_addr=127.0.0.1"),
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment(),
-                cwd=tmp) for _ in range(2)]
-            outs = [n.communicate(timeout=TIMEOUT) for n in nodes]
-            for n, (_, err) in zip(nodes, outs):
-                self.assertEqual(n.returncode, 0, err)
-            culprits = [culprit_lines(err) for _, err in outs]
-            self.assertEqual(len(culprits[0]), 1, outs[0][1])
-            self.assertEqual(culprits[0], culprits[1])
-            self.assertIn("culprit: rank 2 (local_rank 0) on node 1", culprits[0][0])
+            culprit = same_culprit_on_both_nodes(
+                self, command(tmp, "--nnodes=2", "--nproc_per_node=2", "--rdzv_backend=c10d",
+                              f"--rdzv_endpoint={endpoint}", "--rdzv_id=frjob",
+                              "--local_addr=127.0.0.1"), tmp)
+            self.assertIn("culprit: rank 2 (local_rank 0) on node 1", culprit)
             self.check_the_run(tmp)
 
 

@@ -43,6 +43,20 @@ def culprit_lines(stderr):
     return [l.strip() for l in stderr.splitlines() if l.strip().startswith("culprit:")]
 
 
+def same_culprit_on_both_nodes(test, cmd, tmp):
+    """Runs `cmd` as two agents of one job; both succeed and name the same one culprit,
+    whose line this returns."""
+    nodes = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=environment(), cwd=tmp) for _ in range(2)]
+    outs = [n.communicate(timeout=TIMEOUT) for n in nodes]
+    for n, (_, err) in zip(nodes, outs):
+        test.assertEqual(n.returncode, 0, err)
+    culprits = [culprit_lines(err) for _, err in outs]
+    test.assertEqual(len(culprits[0]), 1, outs[0][1])
+    test.assertEqual(culprits[0], culprits[1])
+    return culprits[0][0]
+
+
 class OneNode(unittest.TestCase):
     def stalled_rank_is_named_and_the_job_recovers(self, nproc, hang_rank):
         tmp = scratch_dir("ddprun_hang_")
@@ -103,22 +117,15 @@ class TwoNodes(unittest.TestCase):
     def test_both_nodes_name_the_same_culprit(self):
         tmp = scratch_dir("ddprun_hang_")
         endpoint = f"127.0.0.1:{free_port()}"
-        nodes = [subprocess.Popen(
+        culprit = same_culprit_on_both_nodes(
+            self,
             [DDPRUN, "--nnodes=2", "--nproc_per_node=1", "--rdzv_backend=c10d",
              f"--rdzv_endpoint={endpoint}", "--rdzv_id=hangjob", "--local_addr=127.0.0.1",
              "--hang_timeout=5", "--max_restarts=1",
              "--tracking_dir", os.path.join(tmp, "runs"), "--log_dir", os.path.join(tmp, "logs"),
-             TRAIN, "--hang-rank", "1"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment(),
-            cwd=tmp) for _ in range(2)]
-        outs = [n.communicate(timeout=TIMEOUT) for n in nodes]
-        for n, (_, err) in zip(nodes, outs):
-            self.assertEqual(n.returncode, 0, err)
-        culprits = [culprit_lines(err) for _, err in outs]
-        self.assertEqual(len(culprits[0]), 1, outs[0][1])
-        self.assertEqual(culprits[0], culprits[1])
-        self.assertIn("culprit: rank 1 (local_rank 0) on node", culprits[0][0])
-        self.assertIn("time.sleep", culprits[0][0])
+             TRAIN, "--hang-rank", "1"], tmp)
+        self.assertIn("culprit: rank 1 (local_rank 0) on node", culprit)
+        self.assertIn("time.sleep", culprit)
         ((_, event),) = hang_events(tmp)
         self.assertEqual(event["culprits"], [1])
 

@@ -113,6 +113,16 @@ TEST(PickleReader, NeverCallsAnyOtherGlobal) {
   EXPECT_TRUE(read_pickle(b).is_null());
 }
 
+// Why read_pickle refused `bytes` ("" when it read them).
+std::string refusal(std::string_view bytes) {
+  try {
+    read_pickle(bytes);
+  } catch (const PickleError& e) {
+    return e.what();
+  }
+  return "";
+}
+
 // A few hundred bytes that refer to a list of lists of lists... ten times each would
 // read as ten billion values; a chain of lists each in the next would be too deep to
 // walk. Both are refused before they cost much.
@@ -126,26 +136,15 @@ TEST(PickleReader, ReferencesThatMultiplyOrNestWithoutEndAreRefused) {
     laughs += "e";
   }
   laughs += ".";
-  try {
-    read_pickle(laughs);
-    ADD_FAILURE() << "ten billion values were read";
-  } catch (const PickleError& e) {
-    EXPECT_NE(std::string(e.what()).find("more than 4 million values"), std::string::npos)
-        << e.what();
-  }
+  EXPECT_NE(refusal(laughs).find("more than 4 million values"), std::string::npos)
+      << refusal(laughs);
   std::string chain = bytes("\x80\x02]q\x00");
   for (int level = 1; level <= 150; ++level) {
     chain += "]h" + std::string(1, static_cast<char>(level - 1)) + "aq" +
              std::string(1, static_cast<char>(level));
   }
   chain += ".";
-  try {
-    read_pickle(chain);
-    ADD_FAILURE() << "a chain 150 deep was read";
-  } catch (const PickleError& e) {
-    EXPECT_NE(std::string(e.what()).find("nested more than 100 deep"), std::string::npos)
-        << e.what();
-  }
+  EXPECT_NE(refusal(chain).find("nested more than 100 deep"), std::string::npos) << refusal(chain);
 }
 
 TEST(PickleReader, EveryPrefixOfADumpIsAnErrorNotACrash) {
