@@ -109,42 +109,63 @@ int LocalAgent::Impl::run_rounds() {
   }
 }
 
-// Joins the round on a helper thread while this thread keeps handling signals: a
-// Ctrl-C while other nodes are awaited cancels the join and ends ddprun (no worker
-// runs now). A round with no other node to wait for (a static job of one node, its
-// store on this host) is joined on the loop itself, at once. Throws what the join
-// threw; 128+signal ends the job.
+// Joins the round on the loop: the join is a coroutine whose waits for the other nodes
+// are the loop's completions, among signals, timers and the rest. A Ctrl-C while other
+// nodes are awaited cancels the join (a real cancel: its wait ends at once) and ends
+// ddprun (no worker runs now). Throws what the join threw; 128+signal ends the job.
 rendezvous::RendezvousInfo LocalAgent::Impl::rendezvous(int round) {
   round_.reset();  // the last round's watches end before the next join
-  auto join = [this, round] {
-    if (!handler_) {
-      auto handler = make_rendezvous_();
-      if (observer_) {
-        observer_->attach(handler->store(), multi_node() ? handler->connect() : nullptr,
-                          handler->address(), handler->primary());
-      }
-      std::lock_guard lock(handler_mutex_);
-      handler_ = std::move(handler);
-      if (cancelled_) throw Error("rendezvous cancelled");
+  if (!handler_) connect_rendezvous();
+  std::optional<rendezvous::RendezvousInfo> info;
+  std::exception_ptr error;
+  bool finished = false;
+  asio::co_spawn(io_, handler_->next_rendezvous(round, config_.spec.local_world_size),
+                 [&](const std::exception_ptr& e, rendezvous::RendezvousInfo joined) {
+                   error = e;
+                   if (!e) info = std::move(joined);
+                   finished = true;
+                 });
+  bool cancelled = false;
+  while (!finished) {
+    io_.run_one();
+    if (signalled_ != 0 && !cancelled) {
+      spdlog::warn("received {} while waiting for the other nodes", signal_name(signalled_));
+      handler_->cancel();
+      cancelled = true;
     }
-    return handler_->next_rendezvous(round, config_.spec.local_world_size);
-  };
-  rendezvous::RendezvousInfo info = config_.join_at_once ? join() : join_on_a_thread(join);
+  }
+  if (cancelled) throw Signalled{};
+  if (error) std::rethrow_exception(error);
   // A signal that came with the round may still wait in the loop: take it now, while
   // no worker runs, so that none starts.
   io_.poll();
-  if (multi_node()) set_log_node_rank(info.group_rank);
-  return info;
+  if (multi_node()) set_log_node_rank(info->group_rank);
+  return std::move(*info);
 }
 
-template <typename Join>
-rendezvous::RendezvousInfo LocalAgent::Impl::join_on_a_thread(Join& join) {
-  std::optional<rendezvous::RendezvousInfo> result;
+// Makes the rendezvous handler, which connects to the rendezvous store (with retries,
+// where it is not up yet). A job of one static node hosts its own store on this host:
+// nothing to wait for, made at once. Any other connects on a helper thread while this
+// one keeps handling signals: a Ctrl-C gives every connect up at once.
+void LocalAgent::Impl::connect_rendezvous() {
+  auto make = [this] {
+    auto handler = make_rendezvous_();
+    if (observer_) {
+      observer_->attach(handler->store(), multi_node() ? handler->connect() : nullptr,
+                        handler->address(), handler->primary());
+    }
+    return handler;
+  };
+  if (config_.join_at_once) {
+    handler_ = make();
+    return;
+  }
+  std::unique_ptr<rendezvous::RendezvousHandler> made;
   std::exception_ptr error;
   std::atomic<bool> finished{false};
-  std::thread joiner([&] {
+  std::thread connector([&] {
     try {
-      result = join();
+      made = make();
     } catch (...) {
       error = std::current_exception();
     }
@@ -152,27 +173,14 @@ rendezvous::RendezvousInfo LocalAgent::Impl::join_on_a_thread(Join& join) {
     asio::post(io_, [] {});  // wake the loop
   });
   while (!finished && signalled_ == 0) io_.run_one();
-  if (!finished) {
+  if (signalled_ != 0) {
     spdlog::warn("received {} while waiting for the other nodes", signal_name(signalled_));
-    cancel_rendezvous();
-    joiner.join();
-    throw Signalled{};
-  }
-  joiner.join();
-  if (error) std::rethrow_exception(error);
-  return *result;
-}
-
-// Ends the join in progress: it throws soon. While the handler is still being built
-// it can only be connecting (with retries): every connect of the process gives up.
-void LocalAgent::Impl::cancel_rendezvous() {
-  std::lock_guard lock(handler_mutex_);
-  cancelled_ = true;
-  if (handler_) {
-    handler_->cancel();
-  } else {
     net::cancel_connects();
   }
+  connector.join();
+  if (signalled_ != 0) throw Signalled{};
+  if (error) std::rethrow_exception(error);
+  handler_ = std::move(made);
 }
 
 WorkerGroup LocalAgent::Impl::make_group(const rendezvous::RendezvousInfo& info) const {

@@ -6,7 +6,6 @@
 // of the agent's interface: nothing else includes it.
 
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -30,7 +29,7 @@ namespace ddprun::agent {
 using rendezvous::RoundEnd;
 
 /// The agent of one node (see LocalAgent). Single-threaded: the loop's thread, but
-/// for the join of a round that waits for other nodes (rendezvous()).
+/// for connecting to another node's rendezvous store (connect_rendezvous()).
 class LocalAgent::Impl {
  public:
   Impl(AgentConfig config, AgentServices services);
@@ -42,9 +41,7 @@ class LocalAgent::Impl {
   // The rounds and the attempt (local_agent.cc).
   int run_rounds();
   rendezvous::RendezvousInfo rendezvous(int round);
-  template <typename Join>
-  rendezvous::RendezvousInfo join_on_a_thread(Join& join);
-  void cancel_rendezvous();
+  void connect_rendezvous();
   WorkerGroup make_group(const rendezvous::RendezvousInfo& info) const;
   void begin_round(const rendezvous::RendezvousInfo& info);
   void run_attempt(const rendezvous::RendezvousInfo& info);
@@ -89,10 +86,7 @@ class LocalAgent::Impl {
   HangWatch hang_;
   std::unique_ptr<TimerWatchdog> watchdog_;  // torchrun's worker watchdog, when asked for
   std::string hang_part_;                    // this node's hang reports (JSON), to share
-  // Set once by the joining thread (under the mutex), then used on the loop's thread.
   std::unique_ptr<rendezvous::RendezvousHandler> handler_;
-  std::mutex handler_mutex_;
-  bool cancelled_ = false;                               // guarded by handler_mutex_
   std::unique_ptr<rendezvous::RoundCoordinator> round_;  // of the attempt running
   std::unique_ptr<Timer> tracking_timer_;
   std::unique_ptr<Timer> stop_grace_;             // see on_worker_failure()

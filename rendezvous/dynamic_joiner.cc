@@ -1,8 +1,8 @@
 #include "rendezvous/dynamic_joiner.h"
 
 #include <algorithm>
-#include <thread>
 
+#include "common/loop_waits.h"
 #include "rendezvous/generic_state_store.h"
 
 namespace ddprun::rendezvous {
@@ -56,12 +56,13 @@ bool DynamicJoiner::write(const StateSnapshot& from, const DynamicState& to,
 // often need not write at all. It writes itself once the state stays still for a
 // while (a few write times, within bounds: the store may be slow under load).
 // Returns the state last seen.
-std::optional<StateSnapshot> DynamicJoiner::back_off(const std::string& node, bool announced) {
+Task<std::optional<StateSnapshot>> DynamicJoiner::back_off(std::string node, bool announced,
+                                                           CancelSignal& cancel) {
   int64_t cap_us = std::min<int64_t>(20'000, int64_t{250} << std::min(lost_writes_, 7));
   auto jitter = std::chrono::microseconds(jitter_() % (cap_us + 1));
   if (!announced || lost_writes_ < 2) {  // a crowd only when writes keep losing
-    std::this_thread::sleep_for(jitter);
-    return std::nullopt;
+    co_await sleep_for(jitter, cancel);
+    co_return std::nullopt;
   }
   auto still = std::chrono::duration_cast<milliseconds>(
       std::clamp<std::chrono::microseconds>(3 * write_time_, kAnnouncedWaitMin, kAnnouncedWaitMax) +
@@ -69,21 +70,21 @@ std::optional<StateSnapshot> DynamicJoiner::back_off(const std::string& node, bo
   StateSnapshot now = state_->read();
   for (int changes = 0; changes < kAnnouncedMaxChanges; ++changes) {
     if (now.state.participants.count(node) || now.state.complete || now.state.closed) break;
-    state_->wait(now, false, still);
+    co_await state_->wait(now, false, still, cancel);
     StateSnapshot next = state_->read();
     bool moved = next.version != now.version;
     now = std::move(next);
     if (!moved) break;
   }
-  return now;
+  co_return now;
 }
 
-DynamicState DynamicJoiner::join(const std::string& node, int local_world_size, int min_round,
-                                 milliseconds timeout, const std::atomic<bool>& cancelled) {
+Task<DynamicState> DynamicJoiner::join(std::string node, int local_world_size, int min_round,
+                                       milliseconds timeout, CancelSignal& cancel) {
   auto deadline = Clock::now() + timeout;
   std::optional<StateSnapshot> seen;  // the state as a back-off left it
   while (true) {
-    if (cancelled) throw Error("rendezvous cancelled");
+    cancel.check();
     StateSnapshot snap = seen ? std::move(*seen) : state_->read();
     seen.reset();
     Action a;  // default: wait for the state to change
@@ -99,7 +100,7 @@ DynamicState DynamicJoiner::join(const std::string& node, int local_world_size, 
         announced_round_ = -1;
       }
       epoch_revision_ = snap.epoch_revision;
-      return snap.state;
+      co_return snap.state;
     }
     if (a.kind == Action::Kind::kWrite) {
       bool asked_to_join = snap.state.complete && !snap.state.waiting.count(node);
@@ -111,7 +112,10 @@ DynamicState DynamicJoiner::join(const std::string& node, int local_world_size, 
       }
       bool won = write(snap, next, on_loss);
       if (!won && on_loss) announced_round_ = snap.state.round;
-      if (!won) seen = back_off(node, announced_round_ == snap.state.round && !snap.state.complete);
+      if (!won) {
+        seen = co_await back_off(node, announced_round_ == snap.state.round && !snap.state.complete,
+                                 cancel);
+      }
       if (won && asked_to_join) {
         // We arrived while a round runs: end it for everyone so the next one has us.
         std::set<std::string> members;
@@ -135,7 +139,7 @@ DynamicState DynamicJoiner::join(const std::string& node, int local_world_size, 
     // joining nodes then cost N wake-ups, not N squared. After the wait (a change, the
     // last call's end or a slice passed) it decides again.
     bool participant = !snap.state.complete && snap.state.participants.count(node) > 0;
-    state_->wait(snap, participant, wait_for);
+    co_await state_->wait(snap, participant, wait_for, cancel);
   }
 }
 

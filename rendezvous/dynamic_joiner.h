@@ -1,6 +1,5 @@
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -22,11 +21,12 @@ class RendezvousClosedError : public Error {
 };
 
 /// Applies the DynamicState machine to a StateStore through compare-and-set. Waiting
-/// nodes block until the next change (nothing polls); nodes already in the forming
+/// nodes wait for the next change (nothing polls); nodes already in the forming
 /// round wait only for changes that concern them (it completes, a last call starts, a
 /// new round, closing), re-reading at least every longest_wait(). Other keys of a round
 /// ("over") go through `store`.
-/// Not thread-safe (one per store connection); the wall clock is injectable.
+/// Not thread-safe (one per store connection): join() is a coroutine on one loop, the
+/// rest are quick calls. The wall clock is injectable.
 class DynamicJoiner {
  public:
   using WallClock = std::function<int64_t()>;  // milliseconds
@@ -36,16 +36,14 @@ class DynamicJoiner {
   /// The state in `store` itself (GenericStateStore).
   DynamicJoiner(Store& store, const std::string& prefix, DynamicConfig config, WallClock wall_ms);
 
-  /// Makes a call blocked in another thread fail promptly.
-  void interrupt() { state_->interrupt(); }
-
   /// Joins a round numbered `min_round` or later (an agent coming back from round r
   /// must not take r again: it waits until someone starts r+1) — the one being formed,
   /// or asks the running one to start over with us — and returns the completed state.
-  /// Throws RendezvousClosedError, TimeoutError (saying how many nodes joined and how
-  /// many are needed), Error when cancelled.
-  DynamicState join(const std::string& node, int local_world_size, int min_round,
-                    std::chrono::milliseconds timeout, const std::atomic<bool>& cancelled);
+  /// A coroutine on the loop: its waits are the loop's completions, its reads and
+  /// writes one request each. Throws RendezvousClosedError, TimeoutError (saying how
+  /// many nodes joined and how many are needed), Error once `cancel` is cancelled.
+  Task<DynamicState> join(std::string node, int local_world_size, int min_round,
+                          std::chrono::milliseconds timeout, CancelSignal& cancel);
 
   /// Stores with revisions (etcd): when the round join() returned completed; every
   /// key of that round is newer. 0 elsewhere.
@@ -63,7 +61,8 @@ class DynamicJoiner {
  private:
   bool write(const StateSnapshot& from, const DynamicState& to,
              const std::optional<Announcement>& on_loss = std::nullopt);
-  std::optional<StateSnapshot> back_off(const std::string& node, bool announced);
+  Task<std::optional<StateSnapshot>> back_off(std::string node, bool announced,
+                                              CancelSignal& cancel);
   DynamicState with_announced(const DynamicState& read, DynamicState next, const std::string& self);
 
   Store& store_;

@@ -97,16 +97,12 @@ void DynamicRendezvous::finish_job() {
   if (hosts) backend_->linger(std::chrono::seconds(5));
 }
 
-void DynamicRendezvous::cancel() {
-  cancelled_ = true;
-  joiner_->interrupt();
-  client_->interrupt();
-}
+void DynamicRendezvous::cancel() { cancel_.cancel(); }
 
-RendezvousInfo DynamicRendezvous::next_rendezvous(int round, int local_world_size) {
+Task<RendezvousInfo> DynamicRendezvous::next_rendezvous(int round, int local_world_size) {
   try {
-    return make_info(
-        joiner_->join(node_id_, local_world_size, round, options_.join_timeout, cancelled_));
+    co_return make_info(
+        co_await joiner_->join(node_id_, local_world_size, round, options_.join_timeout, cancel_));
   } catch (const RendezvousClosedError& e) {
     throw RendezvousClosedError("rendezvous '" + options_.run_id + "' (" + backend_->where() +
                                 "): " + e.what() + "; use a new --rdzv_id");

@@ -1,13 +1,12 @@
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <map>
 #include <memory>
 #include <set>
 #include <string>
-#include <thread>
 
+#include "common/cancel_signal.h"
 #include "rendezvous/dynamic_joiner.h"
 #include "rendezvous/rendezvous_backend.h"
 #include "rendezvous/rendezvous_handler.h"
@@ -41,7 +40,7 @@ class DynamicRendezvous : public RendezvousHandler {
   DynamicRendezvous(Options options, std::unique_ptr<RendezvousBackend> backend);
   ~DynamicRendezvous() override;
 
-  RendezvousInfo next_rendezvous(int round, int local_world_size) override;
+  Task<RendezvousInfo> next_rendezvous(int round, int local_world_size) override;
   Store& store() override { return *client_; }
   std::unique_ptr<Store> connect() override;
   /// Members of an elastic round watch each other's liveness; the first node to
@@ -68,7 +67,7 @@ class DynamicRendezvous : public RendezvousHandler {
   std::unique_ptr<TcpStoreServer> worker_store_;  // serves the workers at group rank 0
   std::unique_ptr<Store> client_;
   std::unique_ptr<DynamicJoiner> joiner_;
-  std::atomic<bool> cancelled_{false};
+  CancelSignal cancel_{"rendezvous cancelled"};
   bool primary_ = false;
 };
 

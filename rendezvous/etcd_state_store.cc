@@ -1,9 +1,18 @@
 #include "rendezvous/etcd_state_store.h"
 
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+#include "common/loop_waits.h"
 #include "rendezvous/generic_state_store.h"
 
 namespace ddprun::rendezvous {
 namespace {
+
+// Pauses between attempts to open a watch while no member takes it.
+constexpr std::chrono::milliseconds kFirstRetry{50};
+constexpr std::chrono::milliseconds kLastRetry{1000};
 
 // "<version> <epoch>\n<state JSON>": the state key's value, and the epoch key's.
 std::string encode(int64_t version, int64_t epoch, const std::string& state) {
@@ -98,23 +107,70 @@ bool EtcdStateStore::write(const StateSnapshot& from, const std::string& to,
   return true;
 }
 
-void EtcdStateStore::wait(const StateSnapshot& from, bool participant,
-                          std::chrono::milliseconds timeout) {
+Task<void> EtcdStateStore::wait(const StateSnapshot& from, bool participant,
+                                std::chrono::milliseconds timeout, CancelSignal& cancel) {
   // The event carries the state written: the next read() needs no request. No event
   // before the timeout: take `from` as still the state (if the watch came too late to
   // see a change, the guess costs one lost write, which brings the state back).
   bool changed = true;
   try {
-    changed = client_->watch(prefix_ + (participant ? "epoch" : "state"), "", from.revision + 1,
-                             EtcdClient::Clock::now() + timeout, [&](const EtcdEvent& e) {
-                               if (e.deleted) return true;
-                               fresh_ = snapshot(e.kv, from);
-                               return false;
-                             });
+    changed =
+        co_await watch(prefix_ + (participant ? "epoch" : "state"), from.revision + 1,
+                       std::chrono::steady_clock::now() + timeout, cancel, [&](const EtcdEvent& e) {
+                         if (e.deleted) return true;
+                         fresh_ = snapshot(e.kv, from);
+                         return false;
+                       });
   } catch (const EtcdCompactedError&) {
-    return;  // that history is gone: the next read() reads
+    co_return;  // that history is gone: the next read() reads
   }
   if (!changed && !participant) fresh_ = from;
+}
+
+Task<bool> EtcdStateStore::watch(const std::string& key, int64_t from_revision,
+                                 std::chrono::steady_clock::time_point deadline,
+                                 CancelSignal& cancel,
+                                 const std::function<bool(const EtcdEvent&)>& on_event) {
+  struct Ends {  // however the watch ends, the client serves calls again
+    EtcdClient& client;
+    ~Ends() { client.end_loop_watch(); }
+  } ends{*client_};
+  client_->begin_loop_watch(key, "", from_revision);
+  auto pause = kFirstRetry;
+  while (std::chrono::steady_clock::now() < deadline) {
+    int fd = -1;
+    try {
+      fd = client_->open_loop_watch();  // resumes after the last revision seen
+    } catch (const EtcdRefusedError&) {
+      throw;
+    } catch (const StoreError& e) {  // moved on to the next member
+      spdlog::debug("etcd watch on {}: {}; trying again in {} ms", key, e.what(), pause.count());
+    }
+    if (fd < 0) {
+      co_await sleep_for(pause, cancel);
+      pause = std::min(pause * 2, kLastRetry);
+      continue;
+    }
+    pause = kFirstRetry;
+    while (true) {
+      // A healthy stream with nothing to say is silent, and so is a frozen member's:
+      // after a silence the next member is asked (it replays what was missed).
+      auto silent_at = std::chrono::steady_clock::now() + client_->loop_watch_silence();
+      if (!co_await wait_readable(fd, std::min(deadline, silent_at), cancel)) {
+        if (std::chrono::steady_clock::now() >= deadline) co_return false;
+        client_->skip_member("the watch stream stayed silent");
+        break;
+      }
+      try {
+        if (client_->read_loop_watch(on_event)) co_return true;
+      } catch (const EtcdRefusedError&) {
+        throw;
+      } catch (const StoreError&) {
+        break;  // moved on to the next member: the watch is opened there
+      }
+    }
+  }
+  co_return false;
 }
 
 std::optional<std::vector<std::pair<std::string, int>>> EtcdStateStore::announced(int round) {

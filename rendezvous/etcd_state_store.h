@@ -31,11 +31,11 @@ class EtcdStateStore : public StateStore {
   StateSnapshot read() override;
   bool write(const StateSnapshot& from, const std::string& to, bool wakes_participants,
              const std::optional<Announcement>& on_loss) override;
-  void wait(const StateSnapshot& from, bool participant,
-            std::chrono::milliseconds timeout) override;
+  /// The watch's stream is read as the loop's completions (EtcdClient's loop watch).
+  Task<void> wait(const StateSnapshot& from, bool participant, std::chrono::milliseconds timeout,
+                  CancelSignal& cancel) override;
   std::optional<std::vector<std::pair<std::string, int>>> announced(int round) override;
   void withdraw(int, const std::string&) override {}  // goes with the lease
-  void interrupt() override { client_->interrupt(); }
   /// Watches miss nothing (they resume after the last revision seen): re-reading every
   /// second would only load etcd with as many reads as there are waiting nodes.
   std::chrono::milliseconds longest_wait() const override { return std::chrono::seconds(10); }
@@ -46,6 +46,12 @@ class EtcdStateStore : public StateStore {
   void remember_announced(int round, const std::vector<EtcdKv>& kvs);
   /// The state in `kv` (the state key's or the epoch key's), written after `before`.
   StateSnapshot snapshot(const EtcdKv& kv, const StateSnapshot& before) const;
+  /// Watches `key` from `from_revision` until `on_event` returns false (true) or
+  /// `deadline` (false), moving on to the next member where a stream breaks or stays
+  /// silent.
+  Task<bool> watch(const std::string& key, int64_t from_revision,
+                   std::chrono::steady_clock::time_point deadline, CancelSignal& cancel,
+                   const std::function<bool(const EtcdEvent&)>& on_event);
 
   std::unique_ptr<EtcdClient> client_;
   std::string prefix_;

@@ -1,5 +1,7 @@
 #include "rendezvous/generic_state_store.h"
 
+#include "rendezvous/store_waits.h"
+
 namespace ddprun::rendezvous {
 
 std::string announce_dir(const std::string& prefix, int round) {
@@ -55,15 +57,12 @@ bool GenericStateStore::write(const StateSnapshot& from, const std::string& to,
   return true;
 }
 
-void GenericStateStore::wait(const StateSnapshot& from, bool participant,
-                             std::chrono::milliseconds timeout) {
-  std::string key = participant ? "epoch/" + std::to_string(from.epoch + 1)
-                                : "ver/" + std::to_string(from.version + 1);
-  try {
-    store_.wait({prefix_ + key}, timeout);
-  } catch (const TimeoutError&) {
-    // the caller decides again
-  }
+Task<void> GenericStateStore::wait(const StateSnapshot& from, bool participant,
+                                   std::chrono::milliseconds timeout, CancelSignal& cancel) {
+  std::vector<std::string> key{prefix_ + (participant ? "epoch/" + std::to_string(from.epoch + 1)
+                                                      : "ver/" + std::to_string(from.version + 1))};
+  // Whether it came or the time passed, the caller decides again.
+  co_await wait_for_keys(store_, std::move(key), timeout, cancel);
 }
 
 std::optional<std::vector<std::pair<std::string, int>>> GenericStateStore::announced(int round) {

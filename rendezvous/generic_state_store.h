@@ -20,11 +20,11 @@ class GenericStateStore : public StateStore {
   StateSnapshot read() override;
   bool write(const StateSnapshot& from, const std::string& to, bool wakes_participants,
              const std::optional<Announcement>& on_loss) override;
-  void wait(const StateSnapshot& from, bool participant,
-            std::chrono::milliseconds timeout) override;
+  /// On a TCPStore the wait is its WAIT request, answered as the loop's completion.
+  Task<void> wait(const StateSnapshot& from, bool participant, std::chrono::milliseconds timeout,
+                  CancelSignal& cancel) override;
   std::optional<std::vector<std::pair<std::string, int>>> announced(int round) override;
   void withdraw(int round, const std::string& node) override;
-  void interrupt() override { store_.interrupt(); }
 
  private:
   Store& store_;

@@ -8,6 +8,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include "common/clock.h"
+#include "common/coro.h"
 #include "rendezvous/round_coordinator.h"
 #include "rendezvous/store.h"
 
@@ -38,9 +39,8 @@ struct RendezvousInfo {
 /// and workers share; hands the agent each round's protocol (RoundCoordinator).
 /// Keys of the agents live under kAgentPrefix, which workers' keys (always
 /// '/'-prefixed or "init/") never use.
-/// Thread-safety: next_rendezvous() on one thread (the agent's joining thread: a helper
-/// thread, or the loop's own for a round with nobody to wait for), the rest on the
-/// agent's loop thread once a round is joined; cancel() from any thread.
+/// Thread-safety: the agent's loop thread only, once constructed (construction may
+/// connect, on another thread).
 class RendezvousHandler {
  public:
   static constexpr const char* kAgentPrefix = "ddprun/";
@@ -48,10 +48,12 @@ class RendezvousHandler {
   virtual ~RendezvousHandler() = default;
 
   /// Joins round `round` (elastic: that round or a later one) with this node's worker
-  /// count; blocks until every node of the round is there. The workers' keys of earlier
-  /// rounds are gone when it returns. Throws TimeoutError naming what is missing,
-  /// StoreError, RendezvousClosedError, or Error after cancel().
-  virtual RendezvousInfo next_rendezvous(int round, int local_world_size) = 0;
+  /// count, until every node of the round is there: a coroutine on the agent's loop,
+  /// whose every wait for the other nodes is a completion of the loop (what it asks the
+  /// store between them is one request each). The workers' keys of earlier rounds are
+  /// gone when it returns. Throws TimeoutError naming what is missing, StoreError,
+  /// RendezvousClosedError, or Error once cancel() was called.
+  virtual Task<RendezvousInfo> next_rendezvous(int round, int local_world_size) = 0;
 
   /// The agent-side store (client of the shared store). Valid after construction.
   virtual Store& store() = 0;
@@ -78,7 +80,8 @@ class RendezvousHandler {
   /// a few seconds). Errors are logged, never thrown.
   virtual void finish_job() {}
 
-  /// Unblocks a next_rendezvous() in progress (it throws). Thread-safe.
+  /// Ends a next_rendezvous() in progress at once, and any later one (it throws Error):
+  /// its wait is cancelled on the loop, nothing is interrupted from outside.
   virtual void cancel() = 0;
 };
 

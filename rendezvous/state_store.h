@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/cancel_signal.h"
+#include "common/coro.h"
 #include "rendezvous/dynamic_state.h"
 
 namespace ddprun::rendezvous {
@@ -46,16 +48,15 @@ class StateStore {
   virtual bool write(const StateSnapshot& from, const std::string& to, bool wakes_participants,
                      const std::optional<Announcement>& on_loss) = 0;
   /// Returns after the next change since `from` (a participant: the next that
-  /// concerns participants) or after `timeout`, whichever is first.
-  virtual void wait(const StateSnapshot& from, bool participant,
-                    std::chrono::milliseconds timeout) = 0;
+  /// concerns participants) or after `timeout`, whichever is first: a coroutine on the
+  /// loop, whose wait is the loop's completion. Throws Error once `cancel` is cancelled.
+  virtual Task<void> wait(const StateSnapshot& from, bool participant,
+                          std::chrono::milliseconds timeout, CancelSignal& cancel) = 0;
   /// The nodes announced for `round` as (node, local world size); nullopt where the
   /// store cannot list keys (then every node writes for itself).
   virtual std::optional<std::vector<std::pair<std::string, int>>> announced(int round) = 0;
   /// `node` is in the round now: its announcement may go.
   virtual void withdraw(int round, const std::string& node) = 0;
-  /// Makes a call blocked in another thread fail promptly.
-  virtual void interrupt() = 0;
   /// The longest wait before a node reads the state again anyway: a safety net
   /// where a wake-up could be missed (deadlines of the state wake nodes by themselves).
   virtual std::chrono::milliseconds longest_wait() const { return std::chrono::seconds(1); }

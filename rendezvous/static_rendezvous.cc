@@ -6,6 +6,7 @@
 
 #include "net/listen.h"
 #include "rendezvous/store_round.h"
+#include "rendezvous/store_waits.h"
 
 namespace ddprun::rendezvous {
 namespace {
@@ -71,18 +72,12 @@ std::unique_ptr<Store> StaticRendezvous::connect() {
   return std::make_unique<TcpStoreClient>(server_ ? own_host_ : options_.master_addr, port_, o);
 }
 
-RendezvousInfo StaticRendezvous::next_rendezvous(int round, int local_world_size) {
+Task<RendezvousInfo> StaticRendezvous::next_rendezvous(int round, int local_world_size) {
+  cancel_.check();
   client_->set(node_key(round, options_.node_rank), std::to_string(local_world_size));
   std::vector<std::string> keys;
   for (int k = 0; k < options_.nnodes; ++k) keys.push_back(node_key(round, k));
-  // One wait: cancel() interrupts it.
-  try {
-    if (cancelled_) throw Error("rendezvous cancelled");
-    client_->wait(keys, options_.join_timeout);
-  } catch (const StoreError&) {
-    if (cancelled_) throw Error("rendezvous cancelled");
-    throw;
-  } catch (const TimeoutError&) {
+  if (!co_await wait_for_keys(*client_, keys, options_.join_timeout, cancel_)) {
     std::string missing;
     for (int k = 0; k < options_.nnodes; ++k) {
       if (!client_->check({keys[k]})) missing += (missing.empty() ? "" : ", ") + std::to_string(k);
@@ -93,15 +88,17 @@ RendezvousInfo StaticRendezvous::next_rendezvous(int round, int local_world_size
   }
   // Node 0 clears the previous round's worker keys once every node is here (so every
   // old worker is gone) and before any new worker starts (they wait for "ready").
-  std::string ready = static_round_prefix(round) + "ready";
+  std::vector<std::string> ready{static_round_prefix(round) + "ready"};
   if (server_) {
     server_->clear_except(kAgentPrefix);
     // Every node is in this round: the last one's keys are read by nobody any more (a
     // job restarted a thousand times keeps one round's keys, not a thousand).
     if (round > 0) server_->erase_prefix(static_round_prefix(round - 1));
-    client_->set(ready, "1");
-  } else {
-    client_->wait({ready}, options_.join_timeout);
+    client_->set(ready[0], "1");
+  } else if (!co_await wait_for_keys(*client_, ready, options_.join_timeout, cancel_)) {
+    throw TimeoutError("node rank 0 did not open round " + std::to_string(round) + " within " +
+                       format_seconds(options_.join_timeout) + " (store at " +
+                       options_.master_addr + ":" + std::to_string(port_) + ")");
   }
   RendezvousInfo info;
   info.round = round;
@@ -113,7 +110,7 @@ RendezvousInfo StaticRendezvous::next_rendezvous(int round, int local_world_size
   }
   info.master_addr = options_.master_addr;
   info.master_port = port_;
-  return info;
+  co_return info;
 }
 
 std::unique_ptr<RoundCoordinator> StaticRendezvous::coordinate(const RendezvousInfo& info,
@@ -134,9 +131,6 @@ void StaticRendezvous::finish_job() {
   if (server_ && options_.nnodes > 1) server_->wait_until_connections_at_most(1, kLinger);
 }
 
-void StaticRendezvous::cancel() {
-  cancelled_ = true;
-  client_->interrupt();
-}
+void StaticRendezvous::cancel() { cancel_.cancel(); }
 
 }  // namespace ddprun::rendezvous

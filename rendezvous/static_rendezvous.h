@@ -1,10 +1,10 @@
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <memory>
 #include <string>
 
+#include "common/cancel_signal.h"
 #include "rendezvous/rendezvous_handler.h"
 #include "rendezvous/tcp_store_client.h"
 #include "rendezvous/tcp_store_server.h"
@@ -40,7 +40,7 @@ class StaticRendezvous : public RendezvousHandler {
   /// connect (TimeoutError naming the address when it never answers).
   explicit StaticRendezvous(Options options);
 
-  RendezvousInfo next_rendezvous(int round, int local_world_size) override;
+  Task<RendezvousInfo> next_rendezvous(int round, int local_world_size) override;
   Store& store() override { return *client_; }
   std::unique_ptr<Store> connect() override;
   std::unique_ptr<RoundCoordinator> coordinate(const RendezvousInfo& info,
@@ -60,7 +60,7 @@ class StaticRendezvous : public RendezvousHandler {
   int port_ = 0;
   std::string own_host_;  // node 0: where its own clients reach its store
   std::unique_ptr<TcpStoreClient> client_;
-  std::atomic<bool> cancelled_{false};
+  CancelSignal cancel_{"rendezvous cancelled"};
 };
 
 }  // namespace ddprun::rendezvous

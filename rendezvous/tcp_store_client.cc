@@ -140,20 +140,23 @@ void TcpStoreClient::wait(const std::vector<std::string>& keys, std::chrono::mil
   try {
     socket_.recv_exact(&reply, 1, Clock::now() + timeout);
   } catch (const TimeoutError&) {
-    if (options_.numbering != Numbering::kV2) {
-      socket_.close();  // 1.13 cannot cancel; a late reply would corrupt the stream
-      throw TimeoutError("timed out waiting for keys at the store " + address_);
-    }
-    // The server sends a STOP_WAITING it already owed before WAIT_CANCELED.
-    send(Request(Numbering::kV2, Op::kCancelWait).bytes());
-    uint8_t first = read_scalar<uint8_t>(deadline());
-    if (first == kStopWaiting) {
-      read_scalar<uint8_t>(deadline());  // the WAIT_CANCELED that follows
-      return;                            // the keys arrived just in time
-    }
+    if (cancel_wait()) return;  // the keys arrived just in time
     throw TimeoutError("timed out waiting for keys at the store " + address_);
   }
   expect_stop_waiting(reply);
+}
+
+bool TcpStoreClient::cancel_wait() {
+  if (options_.numbering != Numbering::kV2) {
+    socket_.close();  // 1.13 cannot cancel; a late reply would corrupt the stream
+    return false;
+  }
+  // The server sends a STOP_WAITING it already owed before WAIT_CANCELED.
+  send(Request(Numbering::kV2, Op::kCancelWait).bytes());
+  uint8_t first = read_scalar<uint8_t>(deadline());
+  if (first != kStopWaiting) return false;
+  read_scalar<uint8_t>(deadline());  // the WAIT_CANCELED that follows
+  return true;
 }
 
 int TcpStoreClient::start_wait(const std::vector<std::string>& keys) {

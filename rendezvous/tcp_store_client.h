@@ -58,6 +58,13 @@ class TcpStoreClient : public Store {
   int start_wait(const std::vector<std::string>& keys);
   /// Reads the answer to start_wait(); StoreError unless the keys are all there.
   void finish_wait();
+  /// Withdraws the WAIT of start_wait() that was not answered in time (2.x; 1.13 cannot,
+  /// and drops the connection: the next call reconnects). True when the keys arrived
+  /// meanwhile after all.
+  bool cancel_wait();
+  /// Drops the connection after a start_wait() whose answer nobody will read (the next
+  /// call reconnects).
+  void abandon_wait() { socket_.close(); }
 
   /// Round trip with a nonce (2.x only); returns the nonce echoed.
   uint32_t ping(uint32_t nonce);

@@ -13,6 +13,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 
+#include "common/loop_waits.h"
 #include "rendezvous/memory_store.h"
 #include "rendezvous/rendezvous_handler.h"
 
@@ -87,8 +88,10 @@ struct FakeRendezvousJournal {
   bool cancelled = false;
   /// share_max(): the largest number the other nodes share, by name.
   std::map<std::string, int64_t> others_max;
-  /// Runs in next_rendezvous(), on the agent's joining thread.
+  /// Runs in next_rendezvous(), on the agent's loop.
   std::function<void()> on_join;
+  /// The join waits for the other nodes until cancel() (a wait on the agent's loop).
+  bool join_waits = false;
 };
 
 class FakeRound : public rendezvous::RoundCoordinator {
@@ -147,8 +150,9 @@ class FakeRendezvous : public rendezvous::RendezvousHandler {
   explicit FakeRendezvous(std::shared_ptr<FakeRendezvousJournal> journal)
       : journal_(std::move(journal)) {}
 
-  rendezvous::RendezvousInfo next_rendezvous(int round, int local_world_size) override {
+  Task<rendezvous::RendezvousInfo> next_rendezvous(int round, int local_world_size) override {
     if (journal_->on_join) journal_->on_join();
+    if (journal_->join_waits) co_await sleep_for(std::chrono::hours(1), cancel_);
     const auto& all = journal_->members;
     rendezvous::RendezvousInfo info;
     info.round = round;
@@ -158,7 +162,7 @@ class FakeRendezvous : public rendezvous::RendezvousHandler {
     info.local_world_sizes.assign(info.members.size(), local_world_size);
     info.master_addr = "127.0.0.1";
     info.master_port = 29500;
-    return info;
+    co_return info;
   }
   rendezvous::Store& store() override { return store_; }
   std::unique_ptr<rendezvous::Store> connect() override {
@@ -175,10 +179,14 @@ class FakeRendezvous : public rendezvous::RendezvousHandler {
   }
   bool primary() const override { return true; }
   void finish_job() override { journal_->finished_job = true; }
-  void cancel() override { journal_->cancelled = true; }
+  void cancel() override {
+    journal_->cancelled = true;
+    cancel_.cancel();
+  }
 
  private:
   std::shared_ptr<FakeRendezvousJournal> journal_;
+  CancelSignal cancel_{"rendezvous cancelled"};
   rendezvous::MemoryStore store_;
 };
 

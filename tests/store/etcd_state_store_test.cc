@@ -8,11 +8,22 @@
 
 #include "rendezvous/etcd_state_store.h"
 #include "tests/helpers/etcd_cluster.h"
+#include "tests/helpers/run_task.h"
 
 namespace ddprun::rendezvous {
 namespace {
 
 using namespace std::chrono_literals;
+
+// A wait as the joiner makes it: a coroutine, here on a loop of its own.
+void wait(EtcdStateStore& store, const StateSnapshot& from, bool participant,
+          std::chrono::milliseconds timeout) {
+  CancelSignal cancel;
+  testing::run_task([&]() -> Task<bool> {
+    co_await store.wait(from, participant, timeout, cancel);
+    co_return true;
+  }());
+}
 
 class EtcdStateStoreTest : public ::testing::Test {
  protected:
@@ -63,7 +74,7 @@ TEST_F(EtcdStateStoreTest, AWaitEndsWithTheNextWriteAndHandsItOver) {
   std::thread writer([&] {
     EXPECT_TRUE(a->write(a->read(), with({"a", "c"}), false, std::nullopt));
   });
-  b->wait(seen, false, 30s);
+  wait(*b, seen, false, 30s);
   writer.join();
   StateSnapshot next = b->read();
   EXPECT_EQ(next.version, seen.version + 1);
@@ -79,7 +90,7 @@ TEST_F(EtcdStateStoreTest, AParticipantSleepsThroughChangesThatDoNotConcernIt) {
     EXPECT_TRUE(a->write(a->read(), with({"a", "b", "c"}), false, std::nullopt));
     EXPECT_TRUE(a->write(a->read(), with({"a", "b", "c"}, true), true, std::nullopt));
   });
-  b->wait(seen, true, 30s);
+  wait(*b, seen, true, 30s);
   writer.join();
   StateSnapshot next = b->read();
   EXPECT_TRUE(next.state.complete) << "woken by the write that completed the round, not before";

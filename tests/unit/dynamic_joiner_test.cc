@@ -1,22 +1,32 @@
-// The elastic rendezvous executor over MemoryStore: nodes are threads, the wall
-// clock is fake, every wait is bounded.
+// The elastic rendezvous executor over MemoryStore: nodes are threads, each joining on
+// a loop of its own, the wall clock is fake, every wait is bounded.
 #include "rendezvous/dynamic_joiner.h"
 
 #include <gtest/gtest.h>
 
 #include <thread>
 
+#include <boost/asio/steady_timer.hpp>
+
 #include "rendezvous/memory_store.h"
+#include "tests/helpers/run_task.h"
 
 namespace ddprun::rendezvous {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::run_task;
+
+// Joins on a loop of its own, as an agent does on its loop.
+DynamicState join(DynamicJoiner& j, const std::string& node, int workers, int min_round,
+                  std::chrono::milliseconds timeout) {
+  CancelSignal cancel;
+  return run_task(j.join(node, workers, min_round, timeout, cancel));
+}
 
 struct Cluster {
   MemoryStore store;
   std::atomic<int64_t> now_ms{0};
-  std::atomic<bool> cancelled{false};
   DynamicConfig config{2, 3, 1000};
 
   DynamicJoiner joiner() {
@@ -27,7 +37,8 @@ struct Cluster {
   void wait_for_participants(size_t n) {
     for (int i = 0; i < 10'000; ++i) {
       if (store.check({"ddprun/c10d/test/state"}) &&
-          DynamicState::from_json(store.get("ddprun/c10d/test/state", 1s)).participants.size() >= n) {
+          DynamicState::from_json(store.get("ddprun/c10d/test/state", 1s)).participants.size() >=
+              n) {
         return;
       }
       std::this_thread::sleep_for(1ms);
@@ -48,7 +59,7 @@ struct Cluster {
       threads.emplace_back([&, i] {
         DynamicJoiner j = joiner();
         try {
-          got[i] = j.join(nodes[i], 2, min_round[i], 10s, cancelled);
+          got[i] = join(j, nodes[i], 2, min_round[i], 10s);
         } catch (const std::exception& e) {
           ADD_FAILURE() << nodes[i] << ": " << e.what();
         }
@@ -86,7 +97,7 @@ TEST(DynamicJoiner, TimeoutSaysWhatIsMissing) {
   Cluster c;
   DynamicJoiner j = c.joiner();
   try {
-    j.join("alone", 1, 0, 100ms, c.cancelled);
+    join(j, "alone", 1, 0, 100ms);
     FAIL();
   } catch (const TimeoutError& e) {
     EXPECT_STREQ(e.what(), "1 node(s) joined, at least 2 needed");
@@ -134,23 +145,31 @@ TEST(DynamicJoiner, ComingBackFromARoundWaitsForTheNextOne) {
     std::this_thread::sleep_for(30ms);
     DynamicJoiner jb = c.joiner();
     jb.start_next_round(0, false, {"a", "b"});
-    jb.join("b", 2, 1, 10s, c.cancelled);
+    join(jb, "b", 2, 1, 10s);
   });
   DynamicJoiner ja = c.joiner();
-  DynamicState s = ja.join("a", 2, 1, 10s, c.cancelled);
+  DynamicState s = join(ja, "a", 2, 1, 10s);
   b.join();
   EXPECT_EQ(s.round, 1);
 }
 
+// A cancel on the join's loop ends its wait at once: an error, not the join's
+// timeout, with nothing interrupted from another thread.
 TEST(DynamicJoiner, CancelStopsAWaitingJoin) {
   Cluster c;
-  std::thread canceller([&] {
-    std::this_thread::sleep_for(50ms);
-    c.cancelled = true;
-  });
+  boost::asio::io_context io;
+  CancelSignal cancel("rendezvous cancelled");
+  boost::asio::steady_timer later(io, 50ms);
+  later.async_wait([&](const boost::system::error_code&) { cancel.cancel(); });
   DynamicJoiner j = c.joiner();
-  EXPECT_THROW(j.join("a", 1, 0, 10s, c.cancelled), Error);
-  canceller.join();
+  try {
+    run_task(io, j.join("a", 1, 0, 30s, cancel));
+    FAIL() << "the join ended without its peers";
+  } catch (const TimeoutError&) {
+    FAIL() << "timed out instead of cancelled";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "rendezvous cancelled");
+  }
 }
 
 TEST(DynamicJoiner, ClosedRunIsRefused) {
@@ -159,7 +178,7 @@ TEST(DynamicJoiner, ClosedRunIsRefused) {
   c.join_all({"a"});
   c.joiner().close();
   DynamicJoiner j = c.joiner();
-  EXPECT_THROW(j.join("a", 1, 0, 1s, c.cancelled), RendezvousClosedError);
+  EXPECT_THROW(join(j, "a", 1, 0, 1s), RendezvousClosedError);
 }
 
 // On a store that lists keys, one node's write takes in every node that announced
@@ -169,7 +188,7 @@ TEST(DynamicJoiner, AWriterAddsEveryAnnouncedNode) {
   c.config = {2, 2, 1000};
   c.store.set("ddprun/c10d/test/joining/0/b", "4");
   DynamicJoiner a = c.joiner();
-  DynamicState got = a.join("a", 2, 0, 2s, c.cancelled);
+  DynamicState got = join(a, "a", 2, 0, 2s);
   EXPECT_TRUE(got.complete);
   ASSERT_EQ(got.participants.size(), 2u);
   EXPECT_EQ(got.participants.at("b"), 4);

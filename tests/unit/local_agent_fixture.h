@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -36,9 +37,16 @@ class LocalAgentTest : public ::testing::Test {
 
   int run() {
     auto handler = std::make_unique<FakeRendezvous>(journal_);
-    agent::AgentServices services{
-        io_,     launcher_, clock_,     [&handler] { return std::move(handler); },
-        nullptr, nullptr,   &inspector_};
+    agent::AgentServices services{io_,
+                                  launcher_,
+                                  clock_,
+                                  [this, &handler] {
+                                    made_on_ = std::this_thread::get_id();
+                                    return std::move(handler);
+                                  },
+                                  nullptr,
+                                  nullptr,
+                                  &inspector_};
     agent::LocalAgent agent(config_, std::move(services));
     return agent.run();
   }
@@ -57,6 +65,8 @@ class LocalAgentTest : public ::testing::Test {
     return out;
   }
   std::shared_ptr<FakeRoundJournal> round(size_t i) const { return journal_->rounds.at(i); }
+
+  std::thread::id made_on_;  // the thread that made the rendezvous handler last
 
   /// A job of nodes a and b: this node's workers succeed while b has not finished;
   /// `meanwhile` runs once this node is marked done, then b finishes too.

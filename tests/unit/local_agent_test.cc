@@ -27,19 +27,33 @@ TEST_F(LocalAgentTest, SucceedsWhenEveryWorkerExitsZero) {
   EXPECT_EQ(launcher_.leftover_kills.size(), 1u) << "what workers left behind is killed";
 }
 
-// A job of one static node has nobody to wait for: its join runs on the agent's loop
-// itself, with no thread; any other join waits on a helper thread.
-TEST_F(LocalAgentTest, AJoinWithNobodyToWaitForTakesNoThread) {
+// Every join runs on the agent's loop, whatever the job. What differs is connecting to
+// the rendezvous store: a job of one static node makes its handler at once (nobody to
+// wait for); any other connects on a helper thread.
+TEST_F(LocalAgentTest, EveryJoinRunsOnTheLoopOnlyConnectingTakesAThread) {
   launcher_.on_spawn = [&](const auto& p) { launcher_.exit(p.pid, 0); };
   std::vector<std::thread::id> joined_on;
   journal_->on_join = [&] { joined_on.push_back(std::this_thread::get_id()); };
   config_.join_at_once = true;
   EXPECT_EQ(run(), 0);
+  EXPECT_EQ(made_on_, std::this_thread::get_id());
   config_.join_at_once = false;
   EXPECT_EQ(run(), 0);
+  EXPECT_NE(made_on_, std::this_thread::get_id());
   ASSERT_EQ(joined_on.size(), 2u);
   EXPECT_EQ(joined_on[0], std::this_thread::get_id());
-  EXPECT_NE(joined_on[1], std::this_thread::get_id());
+  EXPECT_EQ(joined_on[1], std::this_thread::get_id());
+}
+
+// A stop signal while the other nodes are awaited cancels the join on the loop: its
+// wait ends at once, no worker starts, and ddprun ends with 128+signal.
+TEST_F(LocalAgentTest, ASignalCancelsAWaitingJoin) {
+  elastic({{"a", "b"}}, 2);
+  journal_->join_waits = true;
+  journal_->on_join = [] { ::raise(SIGTERM); };  // comes while the join waits
+  EXPECT_EQ(run(), 128 + SIGTERM);
+  EXPECT_TRUE(journal_->cancelled);
+  EXPECT_TRUE(launcher_.spawned().empty());
 }
 
 TEST_F(LocalAgentTest, FirstFailureStopsTheOthersWhenNoRestartIsLeft) {

@@ -1,0 +1,67 @@
+#include "common/loop_waits.h"
+
+#include <memory>
+
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+namespace ddprun {
+namespace {
+
+namespace asio = boost::asio;
+using Descriptor = asio::posix::stream_descriptor;
+
+// What a wait for a descriptor shares with its deadline's handler, which may run after
+// the wait has returned: it outlives both.
+struct Watch {
+  Watch(const asio::any_io_executor& ex, int fd) : descriptor(ex, fd), deadline(ex) {}
+  ~Watch() { forget(); }
+  Watch(const Watch&) = delete;
+  Watch& operator=(const Watch&) = delete;
+
+  void abort() {
+    boost::system::error_code ignored;
+    if (descriptor.is_open()) descriptor.cancel(ignored);
+  }
+  // The caller's descriptor: no longer watched, never closed here.
+  void forget() {
+    if (!descriptor.is_open()) return;
+    abort();
+    descriptor.release();
+  }
+
+  Descriptor descriptor;
+  asio::steady_timer deadline;
+};
+
+}  // namespace
+
+Task<void> sleep_for(std::chrono::microseconds d, CancelSignal& cancel) {
+  cancel.check();
+  asio::steady_timer timer(co_await asio::this_coro::executor, d);
+  CancelSignal::Hook hook(cancel, [&timer] { timer.cancel(); });
+  boost::system::error_code ec;
+  co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  cancel.check();
+}
+
+Task<bool> wait_readable(int fd, std::chrono::steady_clock::time_point deadline,
+                         CancelSignal& cancel) {
+  cancel.check();
+  auto watch = std::make_shared<Watch>(co_await asio::this_coro::executor, fd);
+  watch->deadline.expires_at(deadline);
+  watch->deadline.async_wait([watch](const boost::system::error_code& ec) {
+    if (!ec) watch->abort();
+  });
+  CancelSignal::Hook hook(cancel, [&watch] { watch->abort(); });
+  boost::system::error_code ec;
+  co_await watch->descriptor.async_wait(Descriptor::wait_read,
+                                        asio::redirect_error(asio::use_awaitable, ec));
+  watch->deadline.cancel();
+  watch->forget();
+  cancel.check();
+  // Aborted: by the deadline (a cancel threw above). Any other error: the read says it.
+  co_return ec != asio::error::operation_aborted;
+}
+
+}  // namespace ddprun
