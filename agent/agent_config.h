@@ -22,10 +22,6 @@ struct AgentConfig {
   /// them whether a smaller job may go on, and whether it has peers at all).
   int min_nodes = 1;
   int max_nodes = 1;
-  /// Whether a round needs no other node (a static job of one node, hosting its own
-  /// store): its join is over at once and runs on the loop itself; any other waits
-  /// for the other nodes on a helper thread.
-  bool join_at_once = false;
   /// The job's id (--rdzv_id): TORCHELASTIC_RUN_ID, the log directory's name.
   std::string run_id = "none";
 

@@ -5,9 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <iostream>
-#include <thread>
 
 #include <spdlog/spdlog.h>
 #include <boost/asio/post.hpp>
@@ -15,7 +13,6 @@
 #include "agent/orphan_guard.h"
 #include "common/host.h"
 #include "common/logging.h"
-#include "net/socket.h"
 
 namespace asio = boost::asio;
 
@@ -125,16 +122,7 @@ rendezvous::RendezvousInfo LocalAgent::Impl::rendezvous(int round) {
                    if (!e) info = std::move(joined);
                    finished = true;
                  });
-  bool cancelled = false;
-  while (!finished) {
-    io_.run_one();
-    if (signalled_ != 0 && !cancelled) {
-      spdlog::warn("received {} while waiting for the other nodes", signal_name(signalled_));
-      handler_->cancel();
-      cancelled = true;
-    }
-  }
-  if (cancelled) throw Signalled{};
+  await_join(finished, [this] { handler_->cancel(); });
   if (error) std::rethrow_exception(error);
   // A signal that came with the round may still wait in the loop: take it now, while
   // no worker runs, so that none starts.
@@ -143,44 +131,43 @@ rendezvous::RendezvousInfo LocalAgent::Impl::rendezvous(int round) {
   return std::move(*info);
 }
 
-// Makes the rendezvous handler, which connects to the rendezvous store (with retries,
-// where it is not up yet). A job of one static node hosts its own store on this host:
-// nothing to wait for, made at once. Any other connects on a helper thread while this
-// one keeps handling signals: a Ctrl-C gives every connect up at once.
+// Makes the rendezvous handler, which hosts or connects to the rendezvous store: a
+// coroutine on the loop, as the join is, so a store that is not up yet is waited for
+// among signals and the rest, and a Ctrl-C meanwhile cancels that wait at once.
 void LocalAgent::Impl::connect_rendezvous() {
-  auto make = [this] {
-    auto handler = make_rendezvous_();
-    if (observer_) {
-      observer_->attach(handler->store(), multi_node() ? handler->connect() : nullptr,
-                        handler->address(), handler->primary());
-    }
-    return handler;
-  };
-  if (config_.join_at_once) {
-    handler_ = make();
-    return;
-  }
+  CancelSignal cancel("rendezvous cancelled");
   std::unique_ptr<rendezvous::RendezvousHandler> made;
   std::exception_ptr error;
-  std::atomic<bool> finished{false};
-  std::thread connector([&] {
-    try {
-      made = make();
-    } catch (...) {
-      error = std::current_exception();
-    }
-    finished = true;
-    asio::post(io_, [] {});  // wake the loop
-  });
-  while (!finished && signalled_ == 0) io_.run_one();
-  if (signalled_ != 0) {
-    spdlog::warn("received {} while waiting for the other nodes", signal_name(signalled_));
-    net::cancel_connects();
-  }
-  connector.join();
-  if (signalled_ != 0) throw Signalled{};
+  bool finished = false;
+  asio::co_spawn(
+      io_, make_rendezvous_(cancel),
+      [&](const std::exception_ptr& e, std::unique_ptr<rendezvous::RendezvousHandler> handler) {
+        error = e;
+        made = std::move(handler);
+        finished = true;
+      });
+  await_join(finished, [&cancel] { cancel.cancel(); });
   if (error) std::rethrow_exception(error);
+  if (observer_) {
+    observer_->attach(made->store(), multi_node() ? made->connect() : nullptr, made->address(),
+                      made->primary());
+  }
   handler_ = std::move(made);
+}
+
+// Runs the loop until `finished`; the first stop signal meanwhile calls `cancel` (which
+// ends the coroutine at once) and ends the job: throws Signalled once it has ended.
+void LocalAgent::Impl::await_join(const bool& finished, const std::function<void()>& cancel) {
+  bool cancelled = false;
+  while (!finished) {
+    io_.run_one();
+    if (signalled_ != 0 && !cancelled) {
+      spdlog::warn("received {} while waiting for the other nodes", signal_name(signalled_));
+      cancel();
+      cancelled = true;
+    }
+  }
+  if (cancelled) throw Signalled{};
 }
 
 WorkerGroup LocalAgent::Impl::make_group(const rendezvous::RendezvousInfo& info) const {

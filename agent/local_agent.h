@@ -10,6 +10,7 @@
 #include "agent/agent_config.h"
 #include "agent/failure_summary.h"
 #include "agent/worker.h"
+#include "common/cancel_signal.h"
 #include "common/clock.h"
 #include "rendezvous/rendezvous_handler.h"
 #include "tracking/run_observer.h"
@@ -27,14 +28,14 @@ class OrphanGuard;
 /// What an agent runs on: the OS in production, fakes in tests. Everything here
 /// must outlive the agent.
 struct AgentServices {
-  using RendezvousFactory = std::function<std::unique_ptr<rendezvous::RendezvousHandler>()>;
+  using RendezvousFactory =
+      std::function<Task<std::unique_ptr<rendezvous::RendezvousHandler>>(CancelSignal&)>;
 
   boost::asio::io_context& io;  // the agent's one loop
   ProcessLauncher& launcher;    // built on `io`
   Clock& clock;                 // timers on `io`
-  /// Builds the job's rendezvous (connecting or hosting as it is built). Called once,
-  /// before the first round, on the thread that joins rounds (a helper thread, or the
-  /// loop's own where AgentConfig::join_at_once).
+  /// Makes the job's rendezvous (connecting or hosting as it is made): a coroutine on
+  /// the loop, once, before the first round; a stop signal cancels it.
   RendezvousFactory make_rendezvous;
   OrphanGuard* guard = nullptr;               // may be null
   tracking::RunObserver* observer = nullptr;  // the job's tracking run; may be null

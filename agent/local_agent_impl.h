@@ -5,6 +5,7 @@
 // signals and lost nodes; local_agent_hang.cc: a hang's stacks and verdict). Not part
 // of the agent's interface: nothing else includes it.
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -28,8 +29,7 @@ namespace ddprun::agent {
 
 using rendezvous::RoundEnd;
 
-/// The agent of one node (see LocalAgent). Single-threaded: the loop's thread, but
-/// for connecting to another node's rendezvous store (connect_rendezvous()).
+/// The agent of one node (see LocalAgent). Single-threaded: the loop's thread.
 class LocalAgent::Impl {
  public:
   Impl(AgentConfig config, AgentServices services);
@@ -42,6 +42,7 @@ class LocalAgent::Impl {
   int run_rounds();
   rendezvous::RendezvousInfo rendezvous(int round);
   void connect_rendezvous();
+  void await_join(const bool& finished, const std::function<void()>& cancel);
   WorkerGroup make_group(const rendezvous::RendezvousInfo& info) const;
   void begin_round(const rendezvous::RendezvousInfo& info);
   void run_attempt(const rendezvous::RendezvousInfo& info);

@@ -34,6 +34,25 @@ struct Watch {
   asio::steady_timer deadline;
 };
 
+// Until `fd` is ready for `what` (true) or `deadline` (false).
+Task<bool> wait_ready(int fd, Descriptor::wait_type what,
+                      std::chrono::steady_clock::time_point deadline, CancelSignal& cancel) {
+  cancel.check();
+  auto watch = std::make_shared<Watch>(co_await asio::this_coro::executor, fd);
+  watch->deadline.expires_at(deadline);
+  watch->deadline.async_wait([watch](const boost::system::error_code& ec) {
+    if (!ec) watch->abort();
+  });
+  CancelSignal::Hook hook(cancel, [&watch] { watch->abort(); });
+  boost::system::error_code ec;
+  co_await watch->descriptor.async_wait(what, asio::redirect_error(asio::use_awaitable, ec));
+  watch->deadline.cancel();
+  watch->forget();
+  cancel.check();
+  // Aborted: by the deadline (a cancel threw above). Any other error: the I/O says it.
+  co_return ec != asio::error::operation_aborted;
+}
+
 }  // namespace
 
 Task<void> sleep_for(std::chrono::microseconds d, CancelSignal& cancel) {
@@ -47,21 +66,12 @@ Task<void> sleep_for(std::chrono::microseconds d, CancelSignal& cancel) {
 
 Task<bool> wait_readable(int fd, std::chrono::steady_clock::time_point deadline,
                          CancelSignal& cancel) {
-  cancel.check();
-  auto watch = std::make_shared<Watch>(co_await asio::this_coro::executor, fd);
-  watch->deadline.expires_at(deadline);
-  watch->deadline.async_wait([watch](const boost::system::error_code& ec) {
-    if (!ec) watch->abort();
-  });
-  CancelSignal::Hook hook(cancel, [&watch] { watch->abort(); });
-  boost::system::error_code ec;
-  co_await watch->descriptor.async_wait(Descriptor::wait_read,
-                                        asio::redirect_error(asio::use_awaitable, ec));
-  watch->deadline.cancel();
-  watch->forget();
-  cancel.check();
-  // Aborted: by the deadline (a cancel threw above). Any other error: the read says it.
-  co_return ec != asio::error::operation_aborted;
+  return wait_ready(fd, Descriptor::wait_read, deadline, cancel);
+}
+
+Task<bool> wait_writable(int fd, std::chrono::steady_clock::time_point deadline,
+                         CancelSignal& cancel) {
+  return wait_ready(fd, Descriptor::wait_write, deadline, cancel);
 }
 
 }  // namespace ddprun

@@ -19,4 +19,8 @@ Task<void> sleep_for(std::chrono::microseconds d, CancelSignal& cancel);
 Task<bool> wait_readable(int fd, std::chrono::steady_clock::time_point deadline,
                          CancelSignal& cancel);
 
+/// The same until `fd` is writable (a connect in progress has ended, either way).
+Task<bool> wait_writable(int fd, std::chrono::steady_clock::time_point deadline,
+                         CancelSignal& cancel);
+
 }  // namespace ddprun

@@ -166,9 +166,12 @@ int launch(launcher::LaunchConfig& cfg, int argc, char** argv) {
     observer = console_events.get();
   }
   agent::AgentServices services{
-      io,        process_launcher,
-      clock,     [&cfg] { return rendezvous::make_rendezvous(cfg.rendezvous); },
-      &guard,    observer,
+      io,
+      process_launcher,
+      clock,
+      [&cfg](CancelSignal& cancel) { return rendezvous::open_rendezvous(cfg.rendezvous, cancel); },
+      &guard,
+      observer,
       &inspector};
   agent::LocalAgent local_agent(cfg.agent, std::move(services));
   return local_agent.run();

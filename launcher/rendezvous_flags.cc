@@ -49,7 +49,6 @@ void fill_rendezvous(const Values& v, const EnvLookup& env, LaunchConfig& config
   config.standalone = f.standalone;
   config.agent.min_nodes = config.rendezvous.min_nodes;
   config.agent.max_nodes = config.rendezvous.max_nodes;
-  config.agent.join_at_once = !p.elastic() && p.max_nodes == 1;
   config.agent.run_id = config.rendezvous.run_id;
 }
 

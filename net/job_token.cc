@@ -70,17 +70,27 @@ bool proves(const std::string& token, const std::string& challenge, const std::s
 
 void answer_challenge(Socket& socket, const std::string& token, const std::string& where,
                       Socket::Deadline deadline) {
+  send_hello(socket, deadline);
+  finish_challenge(socket, token, where, deadline);
+}
+
+void send_hello(Socket& socket, Socket::Deadline deadline) {
   std::string hello = kHello;
   socket.send_all(hello.data(), hello.size(), deadline);
+}
+
+void finish_challenge(Socket& socket, const std::string& token, const std::string& where,
+                      Socket::Deadline deadline) {
   std::string challenge;
   try {
     // A server that wants the token answers the hello at once; one that does not
     // takes it for the start of a request and never will.
-    challenge = read_line(socket, where,
-                          std::min(deadline, Clock::now() + std::chrono::seconds(10)));
+    challenge =
+        read_line(socket, where, std::min(deadline, Clock::now() + std::chrono::seconds(10)));
   } catch (const Error&) {  // silence, or closed on a hello it took for a bad request
-    throw StoreError(where + " sent no job-token challenge: it runs without a token (give "
-                             "every node the same token) or is not ddprun's");
+    throw StoreError(where +
+                     " sent no job-token challenge: it runs without a token (give "
+                     "every node the same token) or is not ddprun's");
   }
   std::string prefix = kChallengePrefix;
   if (challenge.rfind(prefix, 0) != 0) {
@@ -95,8 +105,9 @@ void answer_challenge(Socket& socket, const std::string& token, const std::strin
     verdict.clear();
   }
   if (verdict != "ok") {
-    throw StoreError(where + " refused this node's job token: every node of a job needs the "
-                             "same one (--rdzv_conf=token_file=PATH or DDPRUN_JOB_TOKEN)");
+    throw StoreError(where +
+                     " refused this node's job token: every node of a job needs the "
+                     "same one (--rdzv_conf=token_file=PATH or DDPRUN_JOB_TOKEN)");
   }
 }
 

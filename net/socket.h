@@ -30,6 +30,10 @@ class Socket {
   /// Connects to host:port (IPv4, IPv6, names), retrying with backoff until `deadline`.
   static Socket connect(const std::string& host, int port, Deadline deadline);
 
+  /// Takes over `fd`, a connected TCP socket (non-blocking, O_CLOEXEC) to `peer`
+  /// ("host:port", for messages).
+  static Socket adopt(int fd, std::string peer) { return Socket(fd, std::move(peer)); }
+
   Socket() = default;
   ~Socket();
   Socket(Socket&& other) noexcept;

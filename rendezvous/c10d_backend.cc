@@ -7,6 +7,7 @@
 #include "common/error.h"
 #include "rendezvous/rendezvous_handler.h"
 #include "rendezvous/round_history.h"
+#include "rendezvous/store_connect.h"
 
 namespace ddprun::rendezvous {
 namespace {
@@ -16,7 +17,7 @@ using std::chrono::milliseconds;
 
 }  // namespace
 
-C10dBackend::C10dBackend(Options options) : options_(std::move(options)) {
+C10dBackend::C10dBackend(Options options, bool connect_later) : options_(std::move(options)) {
   if (options_.is_host.value_or(true)) {
     try {
       server_ = std::make_unique<TcpStoreServer>(
@@ -28,11 +29,20 @@ C10dBackend::C10dBackend(Options options) : options_(std::move(options)) {
       spdlog::debug("not hosting the rendezvous store: {}", e.what());
     }
   }
+  if (connect_later) return;
   TcpStoreClient::Options o;
   o.token = options_.token;
   o.timeout = options_.connect_timeout;
   probe_ = std::make_unique<TcpStoreClient>(options_.host, options_.port, o);
   probe_->set_timeout(options_.call_timeout);
+}
+
+Task<void> C10dBackend::reach(CancelSignal& cancel) {
+  TcpStoreClient::Options o;
+  o.token = options_.token;
+  o.timeout = options_.call_timeout;
+  auto deadline = std::chrono::steady_clock::now() + options_.connect_timeout;
+  probe_ = co_await open_store_client(options_.host, options_.port, o, deadline, cancel);
 }
 
 C10dBackend::~C10dBackend() {

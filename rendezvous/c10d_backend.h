@@ -7,6 +7,8 @@
 #include <optional>
 #include <thread>
 
+#include "common/cancel_signal.h"
+#include "common/coro.h"
 #include "rendezvous/rendezvous_backend.h"
 #include "rendezvous/tcp_store_client.h"
 #include "rendezvous/tcp_store_server.h"
@@ -35,8 +37,13 @@ class C10dBackend : public RendezvousBackend {
     net::TokenHandout token_handout;  // the host: hands the token out (a Slurm step)
   };
 
-  /// Hosts the store when it should; connects (TimeoutError naming the endpoint).
-  explicit C10dBackend(Options options);
+  /// Hosts the store when it should; connects (TimeoutError naming the endpoint)
+  /// unless `connect_later`: then reach() makes the first connection.
+  explicit C10dBackend(Options options, bool connect_later = false);
+  /// From a coroutine on the agent's loop: the first connection to the store, which may
+  /// not be up yet (waits and retries are the loop's completions; `cancel` ends them
+  /// with Error). TimeoutError naming the endpoint after the connect timeout.
+  Task<void> reach(CancelSignal& cancel);
   ~C10dBackend() override;
 
   std::string prefix(const std::string& run_id) const override;

@@ -1,23 +1,45 @@
 #include "rendezvous/rendezvous_factory.h"
 
+#include <spdlog/spdlog.h>
+
 #include "rendezvous/c10d_backend.h"
 #include "rendezvous/dynamic_rendezvous.h"
 #include "rendezvous/etcd_backend.h"
 #include "rendezvous/static_rendezvous.h"
+#include "rendezvous/store_connect.h"
 
 namespace ddprun::rendezvous {
 namespace {
 
-std::unique_ptr<RendezvousBackend> make_backend(const RendezvousParams& p) {
-  if (p.backend == Backend::kEtcd) {
-    EtcdBackend::Options o;
-    o.endpoints = p.etcd_endpoints;
-    o.key_prefix = p.etcd_prefix;
-    o.call_timeout = p.read_timeout;
-    o.heartbeat_interval = p.heartbeat_interval;
-    o.heartbeat_misses = p.heartbeat_misses;
-    return std::make_unique<EtcdBackend>(o);
+using Clock = std::chrono::steady_clock;
+
+// Until one of etcd's members accepts a connection, or `deadline`: the backend's first
+// calls then do not wait for etcd to come up (if none does, they fail as they would).
+Task<void> reach_etcd(const std::vector<EtcdEndpoint>& endpoints, Clock::time_point deadline,
+                      CancelSignal& cancel) {
+  constexpr std::chrono::seconds kAttempt{1};
+  for (size_t i = 0; Clock::now() < deadline; i = (i + 1) % endpoints.size()) {
+    try {
+      co_await connect_on_loop(endpoints[i].host, endpoints[i].port,
+                               std::min(deadline, Clock::now() + kAttempt), cancel);
+      co_return;
+    } catch (const TimeoutError& e) {
+      spdlog::debug("etcd: {}", e.what());
+    }
   }
+}
+
+EtcdBackend::Options etcd_options(const RendezvousParams& p) {
+  EtcdBackend::Options o;
+  o.endpoints = p.etcd_endpoints;
+  o.key_prefix = p.etcd_prefix;
+  o.call_timeout = p.read_timeout;
+  o.heartbeat_interval = p.heartbeat_interval;
+  o.heartbeat_misses = p.heartbeat_misses;
+  return o;
+}
+
+C10dBackend::Options c10d_options(const RendezvousParams& p) {
   C10dBackend::Options o;
   o.host = p.c10d_host;
   o.port = p.c10d_port;
@@ -28,26 +50,37 @@ std::unique_ptr<RendezvousBackend> make_backend(const RendezvousParams& p) {
   o.heartbeat_misses = p.heartbeat_misses;
   o.token = p.token;
   o.token_handout = p.token_handout;
-  return std::make_unique<C10dBackend>(o);
+  return o;
 }
 
-}  // namespace
-
-std::unique_ptr<RendezvousHandler> make_rendezvous(const RendezvousParams& p) {
-  if (p.elastic()) {
-    DynamicRendezvous::Options o;
-    o.run_id = p.run_id;
-    o.local_addr = p.local_addr;
-    o.config.min_nodes = p.min_nodes;
-    o.config.max_nodes = p.max_nodes;
-    o.config.last_call_timeout_ms = p.last_call_timeout.count();
-    o.join_timeout = p.join_timeout;
-    o.read_timeout = p.read_timeout;
-    o.heartbeat_interval = p.heartbeat_interval;
-    o.members_only = !p.token.empty();
-    o.listen_all = p.listen_all;
-    return std::make_unique<DynamicRendezvous>(o, make_backend(p));
+// The backend, its store reached: waits for a store that is not up yet are the loop's.
+Task<std::unique_ptr<RendezvousBackend>> open_backend(const RendezvousParams& p,
+                                                      CancelSignal& cancel) {
+  if (p.backend == Backend::kEtcd) {
+    co_await reach_etcd(p.etcd_endpoints, Clock::now() + p.read_timeout, cancel);
+    co_return std::make_unique<EtcdBackend>(etcd_options(p));
   }
+  auto c10d = std::make_unique<C10dBackend>(c10d_options(p), /*connect_later=*/true);
+  co_await c10d->reach(cancel);
+  co_return c10d;
+}
+
+DynamicRendezvous::Options dynamic_options(const RendezvousParams& p) {
+  DynamicRendezvous::Options o;
+  o.run_id = p.run_id;
+  o.local_addr = p.local_addr;
+  o.config.min_nodes = p.min_nodes;
+  o.config.max_nodes = p.max_nodes;
+  o.config.last_call_timeout_ms = p.last_call_timeout.count();
+  o.join_timeout = p.join_timeout;
+  o.read_timeout = p.read_timeout;
+  o.heartbeat_interval = p.heartbeat_interval;
+  o.members_only = !p.token.empty();
+  o.listen_all = p.listen_all;
+  return o;
+}
+
+StaticRendezvous::Options static_options(const RendezvousParams& p) {
   StaticRendezvous::Options o;
   o.nnodes = p.max_nodes;
   o.node_rank = p.node_rank;
@@ -57,7 +90,25 @@ std::unique_ptr<RendezvousHandler> make_rendezvous(const RendezvousParams& p) {
   o.token = p.token;
   o.token_handout = p.token_handout;
   o.listen_all = p.listen_all;
-  return std::make_unique<StaticRendezvous>(o);
+  return o;
+}
+
+}  // namespace
+
+Task<std::unique_ptr<RendezvousHandler>> open_rendezvous(RendezvousParams p, CancelSignal& cancel) {
+  if (p.elastic()) {
+    auto backend = co_await open_backend(p, cancel);
+    co_return std::make_unique<DynamicRendezvous>(dynamic_options(p), std::move(backend));
+  }
+  std::unique_ptr<TcpStoreClient> connected;
+  if (p.node_rank != 0) {
+    TcpStoreClient::Options o;
+    o.timeout = p.join_timeout;
+    o.token = p.token;
+    connected = co_await open_store_client(p.master_addr, p.master_port, o,
+                                           Clock::now() + p.join_timeout, cancel);
+  }
+  co_return std::make_unique<StaticRendezvous>(static_options(p), std::move(connected));
 }
 
 }  // namespace ddprun::rendezvous

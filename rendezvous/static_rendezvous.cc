@@ -34,7 +34,8 @@ std::string static_round_prefix(int round) {
          "/";
 }
 
-StaticRendezvous::StaticRendezvous(Options options) : options_(std::move(options)) {
+StaticRendezvous::StaticRendezvous(Options options, std::unique_ptr<TcpStoreClient> connected)
+    : options_(std::move(options)) {
   TcpStoreClient::Options client_options;
   client_options.timeout = options_.join_timeout;
   client_options.token = options_.token;
@@ -59,6 +60,9 @@ StaticRendezvous::StaticRendezvous(Options options) : options_(std::move(options
     // Its own connections go where it listens (any address of it, when that is all).
     own_host_ = listen_host.empty() ? "127.0.0.1" : listen_host;
     client_ = std::make_unique<TcpStoreClient>(own_host_, port_, client_options);
+  } else if (connected) {
+    port_ = options_.master_port;
+    client_ = std::move(connected);
   } else {
     port_ = options_.master_port;
     client_ = std::make_unique<TcpStoreClient>(options_.master_addr, port_, client_options);

@@ -37,8 +37,9 @@ class StaticRendezvous : public RendezvousHandler {
   };
 
   /// Node 0 binds the store here (throws StoreError naming the address); the others
-  /// connect (TimeoutError naming the address when it never answers).
-  explicit StaticRendezvous(Options options);
+  /// connect (TimeoutError naming the address when it never answers), or take
+  /// `connected`, their client of node 0's store made already (open_store_client()).
+  explicit StaticRendezvous(Options options, std::unique_ptr<TcpStoreClient> connected = nullptr);
 
   Task<RendezvousInfo> next_rendezvous(int round, int local_world_size) override;
   Store& store() override { return *client_; }

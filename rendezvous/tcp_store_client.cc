@@ -44,20 +44,62 @@ TcpStoreClient::TcpStoreClient(std::string host, int port, Options options)
   connect();
 }
 
+TcpStoreClient::TcpStoreClient(std::string host, int port, Options options, net::Socket connected)
+    : host_(std::move(host)), port_(port), options_(std::move(options)) {
+  address_ = (host_.find(':') != std::string::npos ? "[" + host_ + "]" : host_) + ":" +
+             std::to_string(port_);
+  socket_ = std::move(connected);
+}
+
 void TcpStoreClient::connect() {
   socket_ = net::Socket::connect(host_, port_, deadline());
+  handshake_stage_ = HandshakeStage::kNothingSent;
+  handshake();
+}
+
+void TcpStoreClient::handshake() {
   socket_.set_part_of_connect(true);  // until the store answered
-  if (!options_.token.empty()) {
-    net::job_token::answer_challenge(socket_, options_.token, "the store at " + address_,
-                                     deadline());
-  }
-  if (options_.numbering == Numbering::kV2) {
-    send(Request(Numbering::kV2, Op::kValidate).put(kValidationMagic).bytes());
-    uint32_t nonce = static_cast<uint32_t>(::getpid());
-    if (ping(nonce) != nonce)
-      throw StoreError("the store at " + address_ + " answered PING wrongly");
+  while (handshake_step() >= 0) {
   }
   socket_.set_part_of_connect(false);
+}
+
+// The job token's challenge (the server answers the hello at once), then the
+// validation of a 2.x store and a ping, whose echo proves it answers.
+int TcpStoreClient::handshake_step() {
+  switch (handshake_stage_) {
+    case HandshakeStage::kNothingSent:
+      if (!options_.token.empty()) {
+        net::job_token::send_hello(socket_, deadline());
+        handshake_stage_ = HandshakeStage::kHelloSent;
+        return socket_.fd();
+      }
+      return validate();
+    case HandshakeStage::kHelloSent:
+      net::job_token::finish_challenge(socket_, options_.token, "the store at " + address_,
+                                       deadline());
+      return validate();
+    case HandshakeStage::kPingSent:
+      if (read_scalar<uint32_t>(deadline()) != static_cast<uint32_t>(::getpid())) {
+        throw StoreError("the store at " + address_ + " answered PING wrongly");
+      }
+      handshake_stage_ = HandshakeStage::kDone;
+      return -1;
+    case HandshakeStage::kDone:
+      break;
+  }
+  return -1;
+}
+
+int TcpStoreClient::validate() {
+  if (options_.numbering != Numbering::kV2) {
+    handshake_stage_ = HandshakeStage::kDone;
+    return -1;
+  }
+  send(Request(Numbering::kV2, Op::kValidate).put(kValidationMagic).bytes());
+  send(Request(Numbering::kV2, Op::kPing).put(static_cast<uint32_t>(::getpid())).bytes());
+  handshake_stage_ = HandshakeStage::kPingSent;
+  return socket_.fd();
 }
 
 net::Socket& TcpStoreClient::socket() {

@@ -28,6 +28,15 @@ class TcpStoreClient : public Store {
   };
 
   TcpStoreClient(std::string host, int port, Options options);
+  /// On `connected`, a connection to host:port made already (connect_on_loop()), its
+  /// handshake still to do: handshake_step() until it returns -1, before any call.
+  TcpStoreClient(std::string host, int port, Options options, net::Socket connected);
+
+  /// The handshake (job token, validation) in steps, for an event loop: each sends what
+  /// it must and returns the descriptor to wait on until readable before the next step
+  /// (the store answers at once), or -1 once the store has answered everything. Throws
+  /// as a call does.
+  int handshake_step();
   TcpStoreClient(std::string host, int port) : TcpStoreClient(std::move(host), port, Options{}) {}
 
   void set(const std::string& key, const std::string& value) override;
@@ -75,7 +84,10 @@ class TcpStoreClient : public Store {
 
  private:
   class Request;
+  enum class HandshakeStage { kNothingSent, kHelloSent, kPingSent, kDone };
   void connect();
+  void handshake();
+  int validate();
   net::Socket& socket();
   net::Socket::Deadline deadline() const { return Clock::now() + options_.timeout; }
   template <typename T>
@@ -89,6 +101,7 @@ class TcpStoreClient : public Store {
   Options options_;
   std::string address_;
   net::Socket socket_;
+  HandshakeStage handshake_stage_ = HandshakeStage::kNothingSent;
 };
 
 }  // namespace ddprun::rendezvous

@@ -45,6 +45,17 @@ std::vector<std::string> values_of(const std::string& out, const std::string& ke
 
 const std::map<std::string, std::optional<std::string>> kEnv{{"OMP_NUM_THREADS", "1"}};
 
+// Whether process `pid` catches signal `sig` now (/proc/<pid>/status, SigCgt).
+bool catches(pid_t pid, int sig) {
+  std::istringstream status(read_file("/proc/" + std::to_string(pid) + "/status"));
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("SigCgt:", 0) == 0) {
+      return (std::stoull(line.substr(7), nullptr, 16) >> (sig - 1) & 1) != 0;
+    }
+  }
+  return false;
+}
+
 // The straggler warning, job-wide, where the nodes have ranks but no ids.
 TEST(StaticMultiNode, ANodeWhoseRanksFinishedNamesTheNodeStillRunning) {
   int port = free_port();
@@ -99,6 +110,38 @@ TEST(StaticMultiNode, UnreachableNodeZeroIsNamed) {
       concat(node_args(1, port, {"--rdzv_conf=join_timeout=0.3"}), worker({"exit", "0"})), kEnv);
   EXPECT_NE(f.code, 0);
   EXPECT_NE(f.err.find("127.0.0.1:" + std::to_string(port)), std::string::npos) << f.err;
+}
+
+// Node 1, started on `port`, is stopped while it waits for node 0's store: the wait is
+// the agent loop's own, so the signal ends it at once, not the join timeout.
+void expect_a_signal_ends_the_wait_for_node_zero(int port) {
+  DdprunProcess n1(concat(node_args(1, port, {"--no_tracking", "--rdzv_conf=join_timeout=600"}),
+                          worker({"exit", "0"})),
+                   kEnv);
+  ASSERT_TRUE(eventually([&] { return catches(n1.pid(), SIGTERM); }));
+  ::kill(n1.pid(), SIGTERM);
+  EXPECT_EQ(n1.wait(std::chrono::seconds(30)), 128 + SIGTERM) << n1.err();
+  EXPECT_NE(n1.err().find("received SIGTERM while waiting for the other nodes"), std::string::npos)
+      << n1.err();
+}
+
+// Nothing listens there yet: connecting is retried on the loop.
+TEST(StaticMultiNode, SignalWhileNodeZerosStoreIsNotUpEndsTheWait) {
+  expect_a_signal_ends_the_wait_for_node_zero(free_port());
+}
+
+// Something listens and accepts (the kernel's backlog) but never answers.
+TEST(StaticMultiNode, SignalWhileNodeZerosStoreNeverAnswersEndsTheWait) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(::listen(fd, 4), 0);
+  socklen_t len = sizeof(addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  expect_a_signal_ends_the_wait_for_node_zero(ntohs(addr.sin_port));
+  ::close(fd);
 }
 
 TEST(StaticMultiNode, FailureOnOneNodeStopsTheOther) {

@@ -141,18 +141,6 @@ TEST(Cli, StandaloneIgnoresRendezvousFlags) {
   EXPECT_EQ(c.rendezvous.backend, rendezvous::Backend::kC10d);
 }
 
-// Only a static job of one node has no other node to wait for in its join.
-TEST(Cli, OnlyAStaticJobOfOneNodeJoinsAtOnce) {
-  Cli cli;
-  EXPECT_TRUE(cli.parse({"--standalone", "t.py"}).agent.join_at_once);
-  EXPECT_TRUE(cli.parse({"t.py"}).agent.join_at_once);
-  EXPECT_FALSE(cli.parse({"--nnodes=2", "--master_addr=127.0.0.1", "t.py"}).agent.join_at_once);
-  EXPECT_FALSE(cli.parse({"--nnodes=1:2", "--rdzv_backend=c10d", "--rdzv_endpoint=h:1", "t.py"})
-                   .agent.join_at_once);
-  EXPECT_FALSE(
-      cli.parse({"--rdzv_backend=etcd", "--rdzv_endpoint=h:2379", "t.py"}).agent.join_at_once);
-}
-
 TEST(Cli, PrefixTemplateFlagPrefixesAllOutput) {
   auto c = Cli{}.parse({"--log-line-prefix-template=${rank}|", "t.py"});
   EXPECT_EQ(c.agent.spec.log_line_prefix_template, "${rank}|");

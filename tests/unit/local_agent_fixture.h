@@ -37,16 +37,19 @@ class LocalAgentTest : public ::testing::Test {
 
   int run() {
     auto handler = std::make_unique<FakeRendezvous>(journal_);
-    agent::AgentServices services{io_,
-                                  launcher_,
-                                  clock_,
-                                  [this, &handler] {
-                                    made_on_ = std::this_thread::get_id();
-                                    return std::move(handler);
-                                  },
-                                  nullptr,
-                                  nullptr,
-                                  &inspector_};
+    agent::AgentServices services{
+        io_,
+        launcher_,
+        clock_,
+        [this,
+         &handler](CancelSignal& cancel) -> Task<std::unique_ptr<rendezvous::RendezvousHandler>> {
+          made_on_ = std::this_thread::get_id();
+          if (connect_waits_) co_await sleep_for(std::chrono::hours(1), cancel);
+          co_return std::move(handler);
+        },
+        nullptr,
+        nullptr,
+        &inspector_};
     agent::LocalAgent agent(config_, std::move(services));
     return agent.run();
   }
@@ -66,7 +69,8 @@ class LocalAgentTest : public ::testing::Test {
   }
   std::shared_ptr<FakeRoundJournal> round(size_t i) const { return journal_->rounds.at(i); }
 
-  std::thread::id made_on_;  // the thread that made the rendezvous handler last
+  std::thread::id made_on_;     // the thread that made the rendezvous handler last
+  bool connect_waits_ = false;  // the handler waits for its store until cancelled
 
   /// A job of nodes a and b: this node's workers succeed while b has not finished;
   /// `meanwhile` runs once this node is marked done, then b finishes too.

@@ -27,22 +27,29 @@ TEST_F(LocalAgentTest, SucceedsWhenEveryWorkerExitsZero) {
   EXPECT_EQ(launcher_.leftover_kills.size(), 1u) << "what workers left behind is killed";
 }
 
-// Every join runs on the agent's loop, whatever the job. What differs is connecting to
-// the rendezvous store: a job of one static node makes its handler at once (nobody to
-// wait for); any other connects on a helper thread.
-TEST_F(LocalAgentTest, EveryJoinRunsOnTheLoopOnlyConnectingTakesAThread) {
+// Making the rendezvous (connecting to its store) and every join run on the agent's
+// loop, whatever the job: no helper thread.
+TEST_F(LocalAgentTest, TheRendezvousIsMadeAndJoinedOnTheLoop) {
   launcher_.on_spawn = [&](const auto& p) { launcher_.exit(p.pid, 0); };
   std::vector<std::thread::id> joined_on;
   journal_->on_join = [&] { joined_on.push_back(std::this_thread::get_id()); };
-  config_.join_at_once = true;
   EXPECT_EQ(run(), 0);
   EXPECT_EQ(made_on_, std::this_thread::get_id());
-  config_.join_at_once = false;
-  EXPECT_EQ(run(), 0);
-  EXPECT_NE(made_on_, std::this_thread::get_id());
-  ASSERT_EQ(joined_on.size(), 2u);
+  ASSERT_EQ(joined_on.size(), 1u);
   EXPECT_EQ(joined_on[0], std::this_thread::get_id());
-  EXPECT_EQ(joined_on[1], std::this_thread::get_id());
+}
+
+// A stop signal while the rendezvous store is still awaited (not up yet) cancels that
+// wait on the loop: ddprun ends with 128+signal, having joined nothing.
+TEST_F(LocalAgentTest, ASignalCancelsAWaitForTheRendezvousStore) {
+  elastic({{"a", "b"}}, 2);
+  connect_waits_ = true;
+  std::vector<std::thread::id> joined_on;
+  journal_->on_join = [&] { joined_on.push_back(std::this_thread::get_id()); };
+  boost::asio::post(io_, [] { ::raise(SIGTERM); });
+  EXPECT_EQ(run(), 128 + SIGTERM);
+  EXPECT_TRUE(joined_on.empty());
+  EXPECT_TRUE(launcher_.spawned().empty());
 }
 
 // A stop signal while the other nodes are awaited cancels the join on the loop: its
