@@ -52,8 +52,6 @@ void settle_slurm_token(rendezvous::RendezvousParams& p, const CredentialsLoader
   try {
     token = net::token_handout::fetch(*credentials, first, port, p.run_id,
                                       std::chrono::steady_clock::now() + p.join_timeout);
-  } catch (const net::ConnectCancelledError&) {
-    throw;
   } catch (const TimeoutError& e) {
     throw TimeoutError("waiting for the job token from the Slurm step's first node: " +
                        std::string(e.what()));

@@ -5,12 +5,10 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <thread>
@@ -21,19 +19,6 @@ namespace ddprun::net {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::atomic<bool> g_connects_cancelled{false};
-
-// Readable once connects are cancelled (written once, never read): every connect's
-// waits include it, so a cancel wakes them at once.
-int cancel_fd() {
-  static const int fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  return fd;
-}
-
-[[noreturn]] void throw_cancelled(const std::string& peer) {
-  throw ConnectCancelledError("connecting to " + peer + " was cancelled: ddprun is stopping");
-}
 
 int remaining_ms(Socket::Deadline deadline) {
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
@@ -51,15 +36,11 @@ int try_connect(const addrinfo* ai, Socket::Deadline deadline) {
       errno = err;
       return -1;
     }
-    pollfd p[2] = {{fd, POLLOUT, 0}, {cancel_fd(), POLLIN, 0}};
-    int ready = ::poll(p, 2, remaining_ms(deadline));
+    pollfd p{fd, POLLOUT, 0};
+    int ready = ::poll(&p, 1, remaining_ms(deadline));
     int err = ETIMEDOUT;
     socklen_t len = sizeof(err);
-    if (g_connects_cancelled) {
-      err = ECANCELED;
-    } else if (ready > 0) {
-      ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
-    }
+    if (ready > 0) ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
     if (err != 0) {
       ::close(fd);
       errno = err;
@@ -79,7 +60,6 @@ Socket Socket::connect(const std::string& host, int port, Deadline deadline) {
   auto backoff = std::chrono::milliseconds(10);
   std::string last_error = "timed out";
   while (true) {
-    if (g_connects_cancelled) throw_cancelled(peer);
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
@@ -94,32 +74,20 @@ Socket Socket::connect(const std::string& host, int port, Deadline deadline) {
           ::freeaddrinfo(res);
           return Socket(fd, peer);
         }
-        if (g_connects_cancelled) {
-          ::freeaddrinfo(res);
-          throw_cancelled(peer);
-        }
         last_error = std::strerror(errno);
       }
       ::freeaddrinfo(res);
     }
     if (Clock::now() + backoff >= deadline) break;
-    pollfd wake{cancel_fd(), POLLIN, 0};
-    ::poll(&wake, 1, static_cast<int>(backoff.count()));  // the back-off, cut by a cancel
+    std::this_thread::sleep_for(backoff);
     backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
   }
   throw TimeoutError("cannot connect to the store at " + peer + ": " + last_error);
 }
 
-void cancel_connects() {
-  g_connects_cancelled = true;
-  uint64_t one = 1;
-  [[maybe_unused]] ssize_t n = ::write(cancel_fd(), &one, sizeof(one));
-}
-
 Socket::~Socket() { close(); }
 
-Socket::Socket(Socket&& other) noexcept
-    : fd_(other.fd_), peer_(std::move(other.peer_)), part_of_connect_(other.part_of_connect_) {
+Socket::Socket(Socket&& other) noexcept : fd_(other.fd_), peer_(std::move(other.peer_)) {
   other.fd_ = -1;
 }
 
@@ -128,7 +96,6 @@ Socket& Socket::operator=(Socket&& other) noexcept {
     close();
     fd_ = other.fd_;
     peer_ = std::move(other.peer_);
-    part_of_connect_ = other.part_of_connect_;
     other.fd_ = -1;
   }
   return *this;
@@ -146,9 +113,8 @@ void Socket::shutdown() {
 
 void Socket::wait_for(short events, Deadline deadline, const char* what) {
   while (true) {
-    pollfd p[2] = {{fd_, events, 0}, {cancel_fd(), POLLIN, 0}};
-    int n = ::poll(p, part_of_connect_ ? 2 : 1, remaining_ms(deadline));
-    if (part_of_connect_ && g_connects_cancelled) throw_cancelled(peer_);
+    pollfd p{fd_, events, 0};
+    int n = ::poll(&p, 1, remaining_ms(deadline));
     if (n > 0) return;
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) throw StoreError(std::string(what) + " " + peer_ + ": " + std::strerror(errno));

@@ -8,18 +8,6 @@
 
 namespace ddprun::net {
 
-/// A connect gave up because cancel_connects() was called.
-class ConnectCancelledError : public StoreError {
- public:
-  using StoreError::StoreError;
-};
-
-/// Makes every Socket::connect() of this process, waiting now or started later, throw
-/// ConnectCancelledError at once. For a process that is stopping while it still
-/// connects (a signal before the rendezvous is reached); it cannot be undone.
-/// Thread-safe.
-void cancel_connects();
-
 /// A connected TCP socket with deadline-bounded blocking I/O (poll-based), used by
 /// the store client. Owns its descriptor (O_CLOEXEC). Not thread-safe.
 /// Errors: StoreError naming the peer; TimeoutError when a deadline passes.
@@ -48,11 +36,6 @@ class Socket {
   /// call on another thread returns. Thread-safe.
   void shutdown();
   bool is_open() const { return fd_ >= 0; }
-  /// While on, this connection's waits end like a connect's (ConnectCancelledError)
-  /// once cancel_connects() is called: for the exchange that is still part of
-  /// connecting (a handshake, a first ping), which a peer that accepted but never
-  /// answers would otherwise keep waiting past a stop signal. Off by default.
-  void set_part_of_connect(bool on) { part_of_connect_ = on; }
   /// The descriptor, for waiting on it in an event loop (still owned here).
   int fd() const { return fd_; }
   const std::string& peer() const { return peer_; }
@@ -63,7 +46,6 @@ class Socket {
 
   int fd_ = -1;
   std::string peer_;
-  bool part_of_connect_ = false;
 };
 
 }  // namespace ddprun::net

@@ -40,7 +40,6 @@ std::optional<std::string> fetch(Credentials& credentials, const std::string& ho
   std::string where = "the job's first node at " + host + ":" + std::to_string(port);
   std::string ask = ask_line(credentials, job);
   Socket socket = Socket::connect(host, port, deadline);
-  socket.set_part_of_connect(true);  // its answer is part of getting in
   socket.send_all(ask.data(), ask.size(), deadline);
   std::string line;
   char buf[512];
@@ -52,8 +51,6 @@ std::optional<std::string> fetch(Credentials& credentials, const std::string& ho
       }
       line.append(buf, socket.recv_some(buf, sizeof(buf), deadline));
     }
-  } catch (const ConnectCancelledError&) {
-    throw;
   } catch (const StoreError&) {
     if (line.empty() && !socket.is_open()) return std::nullopt;  // it hands out none
     throw;

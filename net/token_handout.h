@@ -42,8 +42,7 @@ std::string answer(const TokenHandout& handout, const std::string& token,
 /// Asks the host at host:port (retrying the connection until `deadline`, as the
 /// store's client does) for the token of `job`. nullopt when the host closed without
 /// answering (it hands out no token). Throws StoreError naming the host and why it
-/// refused, or what went wrong here; TimeoutError past `deadline`. A stop signal's
-/// cancel_connects() ends it like a connect.
+/// refused, or what went wrong here; TimeoutError past `deadline`.
 std::optional<std::string> fetch(Credentials& credentials, const std::string& host, int port,
                                  const std::string& job, Socket::Deadline deadline);
 

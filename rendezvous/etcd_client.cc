@@ -71,9 +71,6 @@ void EtcdClient::connect(Clock::time_point deadline) {
   const EtcdEndpoint& e = endpoints_[current_];
   net::Socket s =
       net::Socket::connect(e.host, e.port, std::min(deadline, Clock::now() + kConnectAttempt));
-  // Until its first answer, a stop signal ends a wait on it as it ends a connect: a
-  // member that accepted and never answers must not hold a stopping agent.
-  s.set_part_of_connect(true);
   std::lock_guard lock(socket_mutex_);
   socket_ = std::move(s);
   if (interrupted_) socket_.shutdown();
@@ -110,7 +107,6 @@ EtcdClient::Response EtcdClient::read_response(Clock::time_point deadline) {
     size_t n = socket_.recv_some(buf, sizeof(buf), deadline);
     pending_.append(buf, n);
   }
-  socket_.set_part_of_connect(false);
   if (!parser.keep_alive()) drop_connection();
   return {parser.get().result_int(), std::move(parser.get().body())};
 }
@@ -167,8 +163,6 @@ nlohmann::json EtcdClient::call(const std::string& path, const nlohmann::json& b
       if (r.status < 500) return decode(path, r);
       fail_over("HTTP " + std::to_string(r.status) + " " + r.body.substr(0, 200));
     } catch (const EtcdRefusedError&) {
-      throw;
-    } catch (const net::ConnectCancelledError&) {
       throw;
     } catch (const StoreError& e) {
       if (interrupted_) throw StoreError("etcd client at " + endpoints_text() + " interrupted");

@@ -162,8 +162,6 @@ int EtcdClient::open_loop_watch() {
   try {
     // On the connection of the read before, if it is open: the member that answered.
     start_stream(*loop_watch_, Clock::now() + std::chrono::seconds(1));
-  } catch (const net::ConnectCancelledError&) {
-    throw;
   } catch (const StoreError& e) {
     fail_over(e.what());
     throw;
@@ -171,8 +169,6 @@ int EtcdClient::open_loop_watch() {
     fail_over(e.what());
     throw StoreError(e.what());
   }
-  // Waits on the descriptor are the loop's: no stop signal to notice here.
-  socket_.set_part_of_connect(false);
   return socket_.fd();
 }
 

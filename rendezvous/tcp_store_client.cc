@@ -58,10 +58,8 @@ void TcpStoreClient::connect() {
 }
 
 void TcpStoreClient::handshake() {
-  socket_.set_part_of_connect(true);  // until the store answered
   while (handshake_step() >= 0) {
   }
-  socket_.set_part_of_connect(false);
 }
 
 // The job token's challenge (the server answers the hello at once), then the
