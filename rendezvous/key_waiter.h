@@ -13,11 +13,10 @@ namespace ddprun::rendezvous {
 
 /// Waits until all `keys` of a store exist, from an event loop, then calls
 /// `on_ready(values)` on the loop; a lost store calls `on_error(message)` instead.
-/// No thread: on a TCPStore the wait is the store's own WAIT request, whose answer is
-/// read as a completion on the loop; on etcd a watch stream is read on the loop as it
-/// arrives (moving on to the next member when it breaks, read once when it has been
-/// silent too long). Only the in-process MemoryStore of unit tests waits by blocking,
-/// on a thread of the waiter's own that posts the result.
+/// No thread: a coroutine on the loop. On a TCPStore the wait is the store's own WAIT
+/// request, whose answer is a completion of the loop; on etcd a watch stream is read on
+/// the loop as it arrives (moving on to the next member when it breaks or stays silent
+/// too long); the in-process MemoryStore of unit tests is looked at every few ms.
 ///
 /// `store` is a connection of the waiter's own. Destroying the waiter cancels the
 /// wait; no callback comes after. Single-threaded: the loop's thread only.
