@@ -132,15 +132,10 @@ TEST(StaticMultiNode, SignalWhileNodeZerosStoreIsNotUpEndsTheWait) {
 
 // Something listens and accepts (the kernel's backlog) but never answers.
 TEST(StaticMultiNode, SignalWhileNodeZerosStoreNeverAnswersEndsTheWait) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  ASSERT_EQ(::listen(fd, 4), 0);
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  expect_a_signal_ends_the_wait_for_node_zero(ntohs(addr.sin_port));
+  int port = 0;
+  int fd = listen_on_loopback(port);
+  ASSERT_GE(fd, 0);
+  expect_a_signal_ends_the_wait_for_node_zero(port);
   ::close(fd);
 }
 
