@@ -39,8 +39,8 @@ struct RendezvousInfo {
 /// and workers share; hands the agent each round's protocol (RoundCoordinator).
 /// Keys of the agents live under kAgentPrefix, which workers' keys (always
 /// '/'-prefixed or "init/") never use.
-/// Thread-safety: the agent's loop thread only, once constructed (construction may
-/// connect, on another thread).
+/// Made by open_rendezvous() (rendezvous_factory.h), which reaches its store first.
+/// Thread-safety: the agent's loop thread only.
 class RendezvousHandler {
  public:
   static constexpr const char* kAgentPrefix = "ddprun/";
