@@ -14,8 +14,10 @@ namespace ddprun::rendezvous {
 
 /// A key-value server speaking PyTorch's TCPStore protocol (1.13 and 2.x clients,
 /// told apart per connection), so real PyTorch workers can use it as their store.
-/// Serves on its own thread and io_context; server-side waits, no polling. A
-/// malformed, oversized or truncated request closes only that connection.
+/// Serves on its own thread and io_context (the agent that hosts it makes quick blocking
+/// requests to it from its own loop, which would deadlock if both shared one thread;
+/// and the workers are served whatever the agent is doing); server-side waits, no
+/// polling. A malformed, oversized or truncated request closes only that connection.
 ///
 /// Thread-safety: all public methods may be called from any thread.
 class TcpStoreServer {
