@@ -51,8 +51,7 @@ class EtcdBackend : public RendezvousBackend {
   void take_lease(EtcdClient& client);
 
   Options options_;
-  EtcdClient probe_;     // liveness reads (agent thread) and the rounds' cleanup (the join,
-                         // while the agent waits for it): never both at once
+  EtcdClient probe_;  // liveness reads and the rounds' cleanup, both on the agent's loop
   // Grants and keeps the lease, on a thread of its own: the node's proof of life must
   // not depend on what the agent's loop is doing (as C10dBackend's heartbeat).
   EtcdClient liveness_;

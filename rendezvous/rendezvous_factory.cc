@@ -18,7 +18,8 @@ using Clock = std::chrono::steady_clock;
 Task<void> reach_etcd(const std::vector<EtcdEndpoint>& endpoints, Clock::time_point deadline,
                       CancelSignal& cancel) {
   constexpr std::chrono::seconds kAttempt{1};
-  for (size_t i = 0; Clock::now() < deadline; i = (i + 1) % endpoints.size()) {
+  for (size_t i = 0; !endpoints.empty() && Clock::now() < deadline;
+       i = (i + 1) % endpoints.size()) {
     try {
       co_await connect_on_loop(endpoints[i].host, endpoints[i].port,
                                std::min(deadline, Clock::now() + kAttempt), cancel);
