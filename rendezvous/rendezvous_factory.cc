@@ -88,6 +88,7 @@ StaticRendezvous::Options static_options(const RendezvousParams& p) {
   o.master_addr = p.master_addr;
   o.master_port = p.master_port;
   o.join_timeout = p.join_timeout;
+  o.read_timeout = p.read_timeout;
   o.token = p.token;
   o.token_handout = p.token_handout;
   o.listen_all = p.listen_all;
@@ -104,7 +105,7 @@ Task<std::unique_ptr<RendezvousHandler>> open_rendezvous(RendezvousParams p, Can
   std::unique_ptr<TcpStoreClient> connected;
   if (p.node_rank != 0) {
     TcpStoreClient::Options o;
-    o.timeout = p.join_timeout;
+    o.timeout = p.read_timeout;
     o.token = p.token;
     connected = co_await open_store_client(p.master_addr, p.master_port, o,
                                            Clock::now() + p.join_timeout, cancel);

@@ -67,13 +67,18 @@ StaticRendezvous::StaticRendezvous(Options options, std::unique_ptr<TcpStoreClie
     port_ = options_.master_port;
     client_ = std::make_unique<TcpStoreClient>(options_.master_addr, port_, client_options);
   }
+  // Connecting waited as long as a join may; a request is quick.
+  client_->set_timeout(options_.read_timeout);
 }
 
 std::unique_ptr<Store> StaticRendezvous::connect() {
   TcpStoreClient::Options o;
   o.timeout = options_.join_timeout;
   o.token = options_.token;
-  return std::make_unique<TcpStoreClient>(server_ ? own_host_ : options_.master_addr, port_, o);
+  auto client =
+      std::make_unique<TcpStoreClient>(server_ ? own_host_ : options_.master_addr, port_, o);
+  client->set_timeout(options_.read_timeout);
+  return client;
 }
 
 Task<RendezvousInfo> StaticRendezvous::next_rendezvous(int round, int local_world_size) {

@@ -27,8 +27,9 @@ class StaticRendezvous : public RendezvousHandler {
     int nnodes = 1;
     int node_rank = 0;
     std::string master_addr = "127.0.0.1";
-    int master_port = 0;  // 0 on node 0: any free port
-    std::chrono::milliseconds join_timeout{600'000};
+    int master_port = 0;                              // 0 on node 0: any free port
+    std::chrono::milliseconds join_timeout{600'000};  // waiting for the other nodes
+    std::chrono::milliseconds read_timeout{60'000};   // each request to the store
     /// The job token: the nodes prove it to node 0's store, which serves PyTorch's
     /// clients only from the addresses of nodes that did ("" = everyone is served).
     std::string token;
