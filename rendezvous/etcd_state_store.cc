@@ -1,18 +1,10 @@
 #include "rendezvous/etcd_state_store.h"
 
-#include <algorithm>
-
-#include <spdlog/spdlog.h>
-
-#include "common/loop_waits.h"
+#include "rendezvous/etcd_stream.h"
 #include "rendezvous/generic_state_store.h"
 
 namespace ddprun::rendezvous {
 namespace {
-
-// Pauses between attempts to open a watch while no member takes it.
-constexpr std::chrono::milliseconds kFirstRetry{50};
-constexpr std::chrono::milliseconds kLastRetry{1000};
 
 // "<version> <epoch>\n<state JSON>": the state key's value, and the epoch key's.
 std::string encode(int64_t version, int64_t epoch, const std::string& state) {
@@ -136,41 +128,11 @@ Task<bool> EtcdStateStore::watch(const std::string& key, int64_t from_revision,
     ~Ends() { client.end_loop_watch(); }
   } ends{*client_};
   client_->begin_loop_watch(key, "", from_revision);
-  auto pause = kFirstRetry;
-  while (std::chrono::steady_clock::now() < deadline) {
-    int fd = -1;
-    try {
-      fd = client_->open_loop_watch();  // resumes after the last revision seen
-    } catch (const EtcdRefusedError&) {
-      throw;
-    } catch (const StoreError& e) {  // moved on to the next member
-      spdlog::debug("etcd watch on {}: {}; trying again in {} ms", key, e.what(), pause.count());
-    }
-    if (fd < 0) {
-      co_await sleep_for(pause, cancel);
-      pause = std::min(pause * 2, kLastRetry);
-      continue;
-    }
-    pause = kFirstRetry;
-    while (true) {
-      // A healthy stream with nothing to say is silent, and so is a frozen member's:
-      // after a silence the next member is asked (it replays what was missed).
-      auto silent_at = std::chrono::steady_clock::now() + client_->loop_watch_silence();
-      if (!co_await wait_readable(fd, std::min(deadline, silent_at), cancel)) {
-        if (std::chrono::steady_clock::now() >= deadline) co_return false;
-        client_->skip_member("the watch stream stayed silent");
-        break;
-      }
-      try {
-        if (client_->read_loop_watch(on_event)) co_return true;
-      } catch (const EtcdRefusedError&) {
-        throw;
-      } catch (const StoreError&) {
-        break;  // moved on to the next member: the watch is opened there
-      }
-    }
-  }
-  co_return false;
+  EtcdStream stream{[this] { return client_->open_loop_watch(); },  // after the last revision seen
+                    [&] { return client_->read_loop_watch(on_event); },
+                    [this] { client_->skip_member("the watch stream stayed silent"); },
+                    client_->loop_watch_silence()};
+  co_return co_await follow_etcd_stream(stream, deadline, cancel);
 }
 
 std::optional<std::vector<std::pair<std::string, int>>> EtcdStateStore::announced(int round) {

@@ -1,13 +1,10 @@
 #include "rendezvous/key_waiter.h"
 
-#include <algorithm>
 #include <chrono>
 
-#include <spdlog/spdlog.h>
-
 #include "common/cancel_signal.h"
-#include "common/loop_waits.h"
 #include "rendezvous/etcd_store.h"
+#include "rendezvous/etcd_stream.h"
 #include "rendezvous/store_waits.h"
 
 namespace ddprun::rendezvous {
@@ -15,58 +12,22 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Pauses between attempts to open an etcd watch while no member takes it.
-constexpr std::chrono::milliseconds kFirstRetry{50};
-constexpr std::chrono::milliseconds kLastRetry{1000};
 // A wait for keys has no end of its own: its owner ends it.
 constexpr std::chrono::hours kNoEnd{24 * 365};
 
-// etcd: the keys are read, then a watch stream is read on the loop as it arrives. A
-// stream that breaks, or a member that cannot be reached, moves the wait on to the next
-// member after a pause (the keys read again there); so does a stream silent too long.
+// etcd: the keys are read, then watched from there on the loop; wherever the stream
+// breaks or stays silent, the next member is asked (the keys read again first).
 Task<std::vector<std::string>> wait_on_etcd(EtcdStore& etcd, const std::vector<std::string>& keys,
                                             CancelSignal& cancel) {
   struct Ends {  // however the wait ends, the store serves calls again
     EtcdStore& etcd;
     ~Ends() { etcd.end_wait(); }
   } ends{etcd};
-  auto pause = kFirstRetry;
-  bool broke = false;
-  while (true) {
-    if (broke) {
-      co_await sleep_for(pause, cancel);
-      pause = std::min(pause * 2, kLastRetry);
-    }
-    broke = true;
-    int fd = -1;
-    try {
-      if (etcd.start_wait(keys)) co_return etcd.wait_values();
-      fd = etcd.open_wait();
-    } catch (const EtcdRefusedError&) {
-      throw;
-    } catch (const StoreError& e) {  // moved on to the next member
-      spdlog::debug("etcd wait: {}; trying again in {} ms", e.what(), pause.count());
-      continue;
-    }
-    pause = kFirstRetry;
-    while (true) {
-      // A silent stream may be a frozen member's: the next member is asked (the keys
-      // read again, where a read is needed, and watched from there).
-      if (!co_await wait_readable(fd, Clock::now() + etcd.wait_silence(), cancel)) {
-        etcd.wait_silent();
-        broke = false;
-        break;
-      }
-      try {
-        if (etcd.wait_readable()) co_return etcd.wait_values();
-      } catch (const EtcdRefusedError&) {
-        throw;
-      } catch (const StoreError& e) {
-        spdlog::debug("etcd wait: {}; trying again in {} ms", e.what(), pause.count());
-        break;
-      }
-    }
-  }
+  EtcdStream stream{[&] { return etcd.start_wait(keys) ? -1 : etcd.open_wait(); },
+                    [&] { return etcd.wait_readable(); }, [&] { etcd.wait_silent(); },
+                    etcd.wait_silence()};
+  co_await follow_etcd_stream(stream, Clock::now() + kNoEnd, cancel);
+  co_return etcd.wait_values();
 }
 
 Task<std::vector<std::string>> wait_on(Store& store, std::vector<std::string> keys,
@@ -74,7 +35,7 @@ Task<std::vector<std::string>> wait_on(Store& store, std::vector<std::string> ke
   if (auto* etcd = dynamic_cast<EtcdStore*>(&store))
     co_return co_await wait_on_etcd(*etcd, keys, cancel);
   co_await wait_for_keys(store, keys, kNoEnd, cancel);
-  co_return store.multi_get(keys, Store::kDefaultTimeout);  // all there: one round trip
+  co_return values_now(store, keys);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "rendezvous/static_rendezvous.h"
 
 #include <algorithm>
+#include <charconv>
 
 #include <boost/asio/ip/address.hpp>
 
@@ -114,8 +115,16 @@ Task<RendezvousInfo> StaticRendezvous::next_rendezvous(int round, int local_worl
   info.restart_count = round;  // every later static round follows a failure
   info.group_rank = options_.node_rank;
   info.group_world_size = options_.nnodes;
-  for (const auto& v : client_->multi_get(keys, options_.join_timeout)) {
-    info.local_world_sizes.push_back(std::stoi(v));
+  auto values = values_now(*client_, keys);
+  for (size_t k = 0; k < keys.size(); ++k) {
+    int workers = 0;
+    auto [end, ec] =
+        std::from_chars(values[k].data(), values[k].data() + values[k].size(), workers);
+    if (ec != std::errc() || end != values[k].data() + values[k].size() || workers < 0) {
+      throw StoreError("the store at " + client_->address() + " holds '" + values[k] + "' at " +
+                       keys[k] + ", not a worker count (another job on this port?)");
+    }
+    info.local_world_sizes.push_back(workers);
   }
   info.master_addr = options_.master_addr;
   info.master_port = port_;

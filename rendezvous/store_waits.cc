@@ -38,4 +38,11 @@ Task<bool> wait_for_keys(Store& store, std::vector<std::string> keys,
   co_return true;
 }
 
+std::vector<std::string> values_now(Store& store, const std::vector<std::string>& keys) {
+  std::vector<std::string> values;
+  values.reserve(keys.size());
+  for (auto& v : store.get_now(keys)) values.push_back(std::move(v).value_or(""));
+  return values;
+}
+
 }  // namespace ddprun::rendezvous

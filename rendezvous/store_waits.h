@@ -20,4 +20,8 @@ namespace ddprun::rendezvous {
 Task<bool> wait_for_keys(Store& store, std::vector<std::string> keys,
                          std::chrono::milliseconds timeout, CancelSignal& cancel);
 
+/// The values of `keys` once wait_for_keys() saw them all: one round trip where the
+/// store can (no second wait, as multi_get() would make); "" for a key gone meanwhile.
+std::vector<std::string> values_now(Store& store, const std::vector<std::string>& keys);
+
 }  // namespace ddprun::rendezvous

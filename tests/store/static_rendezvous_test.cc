@@ -1,0 +1,35 @@
+// The static rendezvous against what a store may hold: another program's bytes where a
+// node's worker count belongs are one clear error, not a crash.
+#include "rendezvous/static_rendezvous.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/helpers/run_task.h"
+
+namespace ddprun::rendezvous {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(StaticRendezvous, AWorkerCountThatIsNotANumberIsNamed) {
+  StaticRendezvous::Options o;
+  o.nnodes = 2;
+  o.node_rank = 0;
+  o.master_addr = "127.0.0.1";
+  o.join_timeout = 5s;
+  StaticRendezvous node0(o);
+  // What "node 1" wrote: not a count.
+  node0.store().set(static_round_prefix(0) + "node/1", "four");
+  try {
+    testing::run_task(node0.next_rendezvous(0, 2));
+    FAIL() << "joined with a worker count of 'four'";
+  } catch (const StoreError& e) {
+    EXPECT_NE(std::string(e.what()).find("holds 'four' at ddprun/static/round/0/node/1, not a "
+                                         "worker count"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace ddprun::rendezvous
