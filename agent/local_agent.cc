@@ -106,58 +106,19 @@ int LocalAgent::Impl::run_rounds() {
   }
 }
 
-// Joins the round on the loop: the join is a coroutine whose waits for the other nodes
-// are the loop's completions, among signals, timers and the rest. A Ctrl-C while other
-// nodes are awaited cancels the join (a real cancel: its wait ends at once) and ends
-// ddprun (no worker runs now). Throws what the join threw; 128+signal ends the job.
-rendezvous::RendezvousInfo LocalAgent::Impl::rendezvous(int round) {
-  round_.reset();  // the last round's watches end before the next join
-  if (!handler_) connect_rendezvous();
-  std::optional<rendezvous::RendezvousInfo> info;
+// Runs `task` on the loop until it ends, among signals, timers and the rest; the first
+// stop signal meanwhile calls `cancel` (which ends the task's wait at once) and ends
+// the job: Signalled once the task has ended. Returns its value or throws what it threw.
+template <typename T>
+T LocalAgent::Impl::await_on_loop(Task<T> task, const std::function<void()>& cancel) {
+  std::optional<T> value;
   std::exception_ptr error;
   bool finished = false;
-  asio::co_spawn(io_, handler_->next_rendezvous(round, config_.spec.local_world_size),
-                 [&](const std::exception_ptr& e, rendezvous::RendezvousInfo joined) {
-                   error = e;
-                   if (!e) info = std::move(joined);
-                   finished = true;
-                 });
-  await_join(finished, [this] { handler_->cancel(); });
-  if (error) std::rethrow_exception(error);
-  // A signal that came with the round may still wait in the loop: take it now, while
-  // no worker runs, so that none starts.
-  io_.poll();
-  if (multi_node()) set_log_node_rank(info->group_rank);
-  return std::move(*info);
-}
-
-// Makes the rendezvous handler, which hosts or connects to the rendezvous store: a
-// coroutine on the loop, as the join is, so a store that is not up yet is waited for
-// among signals and the rest, and a Ctrl-C meanwhile cancels that wait at once.
-void LocalAgent::Impl::connect_rendezvous() {
-  CancelSignal cancel("rendezvous cancelled");
-  std::unique_ptr<rendezvous::RendezvousHandler> made;
-  std::exception_ptr error;
-  bool finished = false;
-  asio::co_spawn(
-      io_, make_rendezvous_(cancel),
-      [&](const std::exception_ptr& e, std::unique_ptr<rendezvous::RendezvousHandler> handler) {
-        error = e;
-        made = std::move(handler);
-        finished = true;
-      });
-  await_join(finished, [&cancel] { cancel.cancel(); });
-  if (error) std::rethrow_exception(error);
-  if (observer_) {
-    observer_->attach(made->store(), multi_node() ? made->connect() : nullptr, made->address(),
-                      made->primary());
-  }
-  handler_ = std::move(made);
-}
-
-// Runs the loop until `finished`; the first stop signal meanwhile calls `cancel` (which
-// ends the coroutine at once) and ends the job: throws Signalled once it has ended.
-void LocalAgent::Impl::await_join(const bool& finished, const std::function<void()>& cancel) {
+  asio::co_spawn(io_, std::move(task), [&](const std::exception_ptr& e, T v) {
+    error = e;
+    if (!e) value = std::move(v);
+    finished = true;
+  });
   bool cancelled = false;
   while (!finished) {
     io_.run_one();
@@ -168,6 +129,36 @@ void LocalAgent::Impl::await_join(const bool& finished, const std::function<void
     }
   }
   if (cancelled) throw Signalled{};
+  if (error) std::rethrow_exception(error);
+  return std::move(*value);
+}
+
+// Joins the round: a coroutine whose waits for the other nodes are the loop's
+// completions. A Ctrl-C meanwhile cancels it and ends ddprun (no worker runs now).
+// Throws what the join threw; 128+signal ends the job.
+rendezvous::RendezvousInfo LocalAgent::Impl::rendezvous(int round) {
+  round_.reset();  // the last round's watches end before the next join
+  if (!handler_) connect_rendezvous();
+  auto info = await_on_loop(handler_->next_rendezvous(round, config_.spec.local_world_size),
+                            [this] { handler_->cancel(); });
+  // A signal that came with the round may still wait in the loop: take it now, while
+  // no worker runs, so that none starts.
+  io_.poll();
+  if (multi_node()) set_log_node_rank(info.group_rank);
+  return info;
+}
+
+// Makes the rendezvous handler, which hosts or connects to the rendezvous store, on the
+// loop as the join is: a store that is not up yet is waited for there, and a Ctrl-C
+// meanwhile cancels that wait at once.
+void LocalAgent::Impl::connect_rendezvous() {
+  CancelSignal cancel("rendezvous cancelled");
+  auto made = await_on_loop(make_rendezvous_(cancel), [&cancel] { cancel.cancel(); });
+  if (observer_) {
+    observer_->attach(made->store(), multi_node() ? made->connect() : nullptr, made->address(),
+                      made->primary());
+  }
+  handler_ = std::move(made);
 }
 
 WorkerGroup LocalAgent::Impl::make_group(const rendezvous::RendezvousInfo& info) const {

@@ -42,7 +42,8 @@ class LocalAgent::Impl {
   int run_rounds();
   rendezvous::RendezvousInfo rendezvous(int round);
   void connect_rendezvous();
-  void await_join(const bool& finished, const std::function<void()>& cancel);
+  template <typename T>
+  T await_on_loop(Task<T> task, const std::function<void()>& cancel);
   WorkerGroup make_group(const rendezvous::RendezvousInfo& info) const;
   void begin_round(const rendezvous::RendezvousInfo& info);
   void run_attempt(const rendezvous::RendezvousInfo& info);

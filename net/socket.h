@@ -18,8 +18,8 @@ class Socket {
   /// Connects to host:port (IPv4, IPv6, names), retrying with backoff until `deadline`.
   static Socket connect(const std::string& host, int port, Deadline deadline);
 
-  /// Takes over `fd`, a connected TCP socket (non-blocking, O_CLOEXEC) to `peer`
-  /// ("host:port", for messages).
+  /// Takes over `fd`, a TCP socket to `peer` (non-blocking, O_CLOEXEC; connected, or
+  /// closed here if it never is), "host:port" for messages.
   static Socket adopt(int fd, std::string peer) { return Socket(fd, std::move(peer)); }
 
   Socket() = default;

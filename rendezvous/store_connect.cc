@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "common/loop_waits.h"
@@ -24,48 +25,34 @@ struct AddressesDeleter {
 };
 using Addresses = std::unique_ptr<addrinfo, AddressesDeleter>;
 
-// A descriptor closed when its owner goes, unless released.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
-
- private:
-  int fd_;
-};
-
-// One attempt at one address: the connected descriptor, or -1 with `error` said.
-Task<int> attempt(const addrinfo* ai, Clock::time_point deadline, CancelSignal& cancel,
-                  std::string& error) {
-  Fd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-  if (fd.get() < 0) {
+// One attempt at one address: the connected socket, or nullopt with `error` said.
+Task<std::optional<net::Socket>> attempt(const addrinfo* ai, const std::string& peer,
+                                         Clock::time_point deadline, CancelSignal& cancel,
+                                         std::string& error) {
+  int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) {
     error = std::strerror(errno);
-    co_return -1;
+    co_return std::nullopt;
   }
-  if (::connect(fd.get(), ai->ai_addr, ai->ai_addrlen) != 0) {
+  net::Socket socket = net::Socket::adopt(fd, peer);  // closed unless it connects
+  if (::connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
     if (errno != EINPROGRESS) {
       error = std::strerror(errno);
-      co_return -1;
+      co_return std::nullopt;
     }
     int err = ETIMEDOUT;
-    if (co_await wait_writable(fd.get(), deadline, cancel)) {
+    if (co_await wait_writable(fd, deadline, cancel)) {
       socklen_t len = sizeof(err);
-      ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
+      ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
     }
     if (err != 0) {
       error = std::strerror(err);
-      co_return -1;
+      co_return std::nullopt;
     }
   }
   int one = 1;
-  ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  co_return fd.release();
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  co_return socket;
 }
 
 }  // namespace
@@ -86,8 +73,8 @@ Task<net::Socket> connect_on_loop(std::string host, int port, Clock::time_point 
     Addresses addresses(found);
     if (rc != 0) error = ::gai_strerror(rc);
     for (const addrinfo* ai = rc == 0 ? found : nullptr; ai; ai = ai->ai_next) {
-      int fd = co_await attempt(ai, deadline, cancel, error);
-      if (fd >= 0) co_return net::Socket::adopt(fd, peer);
+      auto socket = co_await attempt(ai, peer, deadline, cancel, error);
+      if (socket) co_return std::move(*socket);
     }
     if (Clock::now() + backoff >= deadline) break;
     co_await sleep_for(backoff, cancel);
