@@ -119,6 +119,14 @@ T LocalAgent::Impl::await_on_loop(Task<T> task, const std::function<void()>& can
     if (!e) value = std::move(v);
     finished = true;
   });
+  run_until(finished, cancel);
+  if (error) std::rethrow_exception(error);
+  return std::move(*value);
+}
+
+// Runs the loop until `finished` (set by one of its handlers); the first stop signal
+// meanwhile calls `cancel`, and throws Signalled once `finished`.
+void LocalAgent::Impl::run_until(const bool& finished, const std::function<void()>& cancel) {
   bool cancelled = false;
   while (!finished) {
     io_.run_one();
@@ -129,8 +137,6 @@ T LocalAgent::Impl::await_on_loop(Task<T> task, const std::function<void()>& can
     }
   }
   if (cancelled) throw Signalled{};
-  if (error) std::rethrow_exception(error);
-  return std::move(*value);
 }
 
 // Joins the round: a coroutine whose waits for the other nodes are the loop's

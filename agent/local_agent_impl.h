@@ -44,6 +44,7 @@ class LocalAgent::Impl {
   void connect_rendezvous();
   template <typename T>
   T await_on_loop(Task<T> task, const std::function<void()>& cancel);
+  void run_until(const bool& finished, const std::function<void()>& cancel);
   WorkerGroup make_group(const rendezvous::RendezvousInfo& info) const;
   void begin_round(const rendezvous::RendezvousInfo& info);
   void run_attempt(const rendezvous::RendezvousInfo& info);
