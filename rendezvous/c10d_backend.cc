@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/error.h"
+#include "common/thread_name.h"
 #include "rendezvous/rendezvous_handler.h"
 #include "rendezvous/round_history.h"
 #include "rendezvous/store_connect.h"
@@ -91,7 +92,10 @@ std::unique_ptr<TcpStoreClient> C10dBackend::connect_heartbeat() const {
 
 void C10dBackend::start_liveness(const std::string& prefix, const std::string& node) {
   heartbeat_client_ = connect_heartbeat();
-  heartbeat_thread_ = std::thread([this, key = prefix + "hb/" + node] { heartbeat_loop(key); });
+  heartbeat_thread_ = std::thread([this, key = prefix + "hb/" + node] {
+    name_this_thread("ddprun-beat");
+    heartbeat_loop(key);
+  });
 }
 
 // Heartbeats are a counter per node in a key of its own: cheap, and the shared state

@@ -5,6 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/thread_name.h"
 #include "rendezvous/etcd_state_store.h"
 #include "rendezvous/etcd_store.h"
 
@@ -76,7 +77,10 @@ void EtcdBackend::start_liveness(const std::string& prefix, const std::string& n
   auto r = liveness_.txn(EtcdCompare{prefix + "primary", 0}, success, failure);
   primary_ = r.succeeded;
   if (state_store_ != nullptr) state_store_->prime(r);
-  thread_ = std::thread([this] { keep_alive_loop(); });
+  thread_ = std::thread([this] {
+    name_this_thread("ddprun-lease");
+    keep_alive_loop();
+  });
 }
 
 void EtcdBackend::keep_alive_loop() {

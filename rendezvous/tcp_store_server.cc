@@ -15,6 +15,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "common/thread_name.h"
 #include "net/listen.h"
 #include "net/peer_address.h"
 #include "rendezvous/store.h"
@@ -48,7 +49,10 @@ class TcpStoreServer::Impl {
         guests_(guests) {
     raise_fd_limit();
     do_accept();
-    thread_ = std::thread([this] { io_.run(); });
+    thread_ = std::thread([this] {
+      name_this_thread("ddprun-store");
+      io_.run();
+    });
   }
 
   // Runs `f` on the server's thread and returns its result.

@@ -12,6 +12,7 @@
 #include <boost/asio/write.hpp>
 #include <nlohmann/json.hpp>
 
+#include "common/thread_name.h"
 #include "net/listen.h"
 #include "rendezvous/token_gate.h"
 #include "tracking/record_lines.h"
@@ -31,7 +32,10 @@ class RecordReceiver::Impl {
         gate_(io_, std::move(token), "record receiver") {
     port_ = acceptor_.local_endpoint().port();
     accept();
-    thread_ = std::thread([this] { io_.run(); });
+    thread_ = std::thread([this] {
+      name_this_thread("ddprun-records");
+      io_.run();
+    });
   }
 
   ~Impl() {

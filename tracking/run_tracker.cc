@@ -25,6 +25,9 @@ constexpr std::chrono::milliseconds kStreamInterval{1000};
 constexpr std::chrono::seconds kLastRecordsWait{5};
 // The least time between the sample at an attempt's first exit and the one before.
 constexpr std::chrono::seconds kEndSampleGap{1};
+// How soon what the agent records is in the run (records closer together share one
+// transaction).
+constexpr std::chrono::milliseconds kRecordDelay{20};
 
 double now_wall() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -52,6 +55,13 @@ RunTracker::RunTracker(Options options) : options_(std::move(options)) {
 RunTracker::~RunTracker() {
   if (lookup_store_) lookup_store_->interrupt();  // the early lookup ends now
   if (early_endpoint_.valid()) early_endpoint_.wait();
+  bool pending = false;
+  {
+    std::lock_guard lock(jobs_mutex_);
+    pending = !jobs_.empty();
+  }
+  // Ended without finished() (an error): what was recorded still goes in.
+  if (watcher_ && (pending || (primary_ && !open_tried_))) watcher_->final_pass();
   watcher_.reset();
   if (agent_stream_fd_ >= 0) ::close(agent_stream_fd_);
 }
@@ -80,23 +90,36 @@ void RunTracker::become_primary() {
               << "'; this job's run is '" << run_name_ << "'\n";
   }
   make_writable_dir(run_dir_ + "/streams", options_.tracking_dir);
-  store_ = std::make_unique<RunStore>(run_dir_, RunStore::Open::kCreate);
-  ingest_store_ = std::make_unique<RunStore>(run_dir_, RunStore::Open::kExisting);
-  ingester_ = std::make_unique<StreamIngester>(*ingest_store_, run_dir_);
-  store_->begin();  // one commit for the run's description
-  store_->set_meta("run_id", run_name_);
-  store_->set_meta("rdzv_id", options_.run_id);
-  store_->set_meta("name", options_.run_name.empty() ? run_name_ : options_.run_name);
-  store_->set_meta("status", "running");
-  store_->set_meta("created", std::to_string(now_wall()));
-  store_->set_meta("owner_pid", std::to_string(::getpid()));
-  store_->set_meta("owner_host", host_name());
-  store_->set_meta("command", options_.command_json);
-  store_->set_meta("config", options_.config_json);
-  store_->add_event({now_wall(), "run_started", -1, -1, -1, "{}"});
-  store_->commit();
+  // run.db is made on the stream thread, its first pass at once: meanwhile the agent
+  // goes on to its rendezvous.
   watcher_ = std::make_unique<StreamWatcher>(run_dir_ + "/streams", kStreamInterval,
-                                             [this](bool final) { stream_pass(final); });
+                                             [this, created = now_wall()](bool final) {
+                                               if (!open_tried_) open_run(created);
+                                               stream_pass(final);
+                                             });
+  watcher_->nudge(std::chrono::milliseconds(0));
+}
+
+// On the stream thread: run.db with the run's description, in one commit.
+void RunTracker::open_run(double created) {
+  guarded("creating the run", [&] {
+    store_ = std::make_unique<RunStore>(run_dir_, RunStore::Open::kCreate);
+    store_->begin();
+    store_->set_meta("run_id", run_name_);
+    store_->set_meta("rdzv_id", options_.run_id);
+    store_->set_meta("name", options_.run_name.empty() ? run_name_ : options_.run_name);
+    store_->set_meta("status", "running");
+    store_->set_meta("created", std::to_string(created));
+    store_->set_meta("owner_pid", std::to_string(::getpid()));
+    store_->set_meta("owner_host", host_name());
+    store_->set_meta("command", options_.command_json);
+    store_->set_meta("config", options_.config_json);
+    store_->add_event({created, "run_started", -1, -1, -1, "{}"});
+    store_->commit();
+    ingester_ = std::make_unique<StreamIngester>(*store_, run_dir_);
+  });
+  open_tried_ = true;
+  opened_.set_value();
 }
 
 void RunTracker::become_forwarder(const std::string& run_name) {
@@ -137,6 +160,7 @@ void RunTracker::attach(rendezvous::Store& store, std::unique_ptr<rendezvous::St
   guarded("setting up the run", [&] {
     if (primary) {
       become_primary();
+      opened_.get_future().wait();  // the receiver writes into run.db
       receiver_ = std::make_unique<RecordReceiver>(
           run_dir_, options_.token, options_.listen_all ? "" : net::listen_host_for(address));
       // "<address> <port>\n<run name>": where the others send, and into which run.
@@ -154,24 +178,35 @@ void RunTracker::append_agent_record(const nlohmann::json& record) {
   }
 }
 
-void RunTracker::record(const Event& e) {
-  guarded("recording an event", [&] {
-    if (store_) {
-      store_->add_event(e);
-    } else if (agent_stream_fd_ >= 0) {
-      append_agent_record({{"k", "event"},
-                           {"t", e.wall},
-                           {"kind", e.kind},
-                           {"node", e.node},
-                           {"rank", e.rank},
-                           {"attempt", e.attempt},
-                           {"d", nlohmann::json::parse(e.data_json)}});
-    }
-  });
+void RunTracker::on_stream_thread(std::function<void()> job) {
+  if (!watcher_) return job();
+  {
+    std::lock_guard lock(jobs_mutex_);
+    jobs_.push_back(std::move(job));
+  }
+  watcher_->nudge(kRecordDelay);
 }
 
-void RunTracker::record_system(int node, double wall,
-                               const std::vector<std::pair<std::string, double>>& values) {
+void RunTracker::record(const Event& e) {
+  on_stream_thread([this, e] { guarded("recording an event", [&] { store_event(e); }); });
+}
+
+void RunTracker::store_event(const Event& e) {
+  if (store_) {
+    store_->add_event(e);
+  } else if (agent_stream_fd_ >= 0) {
+    append_agent_record({{"k", "event"},
+                         {"t", e.wall},
+                         {"kind", e.kind},
+                         {"node", e.node},
+                         {"rank", e.rank},
+                         {"attempt", e.attempt},
+                         {"d", nlohmann::json::parse(e.data_json)}});
+  }
+}
+
+void RunTracker::store_system(int node, double wall,
+                              const std::vector<std::pair<std::string, double>>& values) {
   if (store_) return store_->add_system_metrics(node, wall, values);
   if (agent_stream_fd_ < 0) return;
   nlohmann::json d = nlohmann::json::object();
@@ -193,6 +228,10 @@ void RunTracker::add_worker_env(int node, int rank, int attempt,
 
 void RunTracker::rendezvous_complete(int round, int attempt, int world_size,
                                      const std::vector<std::string>& members) {
+  if (pending_final_) {
+    watcher_->await_final(*pending_final_);
+    pending_final_.reset();
+  }
   nlohmann::json d{{"round", round}, {"world_size", world_size}, {"members", members}};
   if (primary_) record({now_wall(), "rendezvous", -1, -1, attempt, d.dump()});
   if (options_.multi_node && !primary_ && rendezvous_store_ && !primary_found_) {
@@ -275,8 +314,11 @@ void RunTracker::sample_system(bool force) {
   auto now = std::chrono::steady_clock::now();
   if (live_workers_.empty() || (!force && now - last_sample_ < options_.system_interval)) return;
   last_sample_ = now;
-  guarded("recording system metrics",
-          [&] { record_system(node_, now_wall(), sampler_.sample(live_workers_)); });
+  on_stream_thread([this, workers = live_workers_] {
+    if (!sampler_) sampler_ = std::make_unique<SystemSampler>();  // loads NVML: not on the way
+    auto values = sampler_->sample(workers);
+    guarded("recording system metrics", [&] { store_system(node_, now_wall(), values); });
+  });
 }
 
 void RunTracker::report_skipped(const IngestStats& stats) {
@@ -284,14 +326,39 @@ void RunTracker::report_skipped(const IngestStats& stats) {
   spdlog::warn("tracking: {} torn and {} malformed worker record(s) skipped", stats.torn_records,
                stats.bad_lines);
   nlohmann::json d{{"torn_records", stats.torn_records}, {"bad_lines", stats.bad_lines}};
-  Event e{now_wall(), "records_skipped", node_, -1, -1, d.dump()};
-  if (ingest_store_)
-    ingest_store_->add_event(e);
-  else
-    record(e);
+  guarded("recording an event", [&] {
+    store_event({now_wall(), "records_skipped", node_, -1, -1, d.dump()});
+  });
+}
+
+void RunTracker::run_jobs() {
+  std::vector<std::function<void()>> jobs;
+  {
+    std::lock_guard lock(jobs_mutex_);
+    jobs.swap(jobs_);
+  }
+  if (jobs.empty()) return;
+  bool batched = false;  // many records, one commit
+  if (store_)
+    guarded("recording the launcher's records", [&] {
+      store_->begin();
+      batched = true;
+    });
+  for (auto& job : jobs) job();
+  if (!batched) return;
+  guarded("recording the launcher's records", [&] {
+    try {
+      store_->commit();
+    } catch (...) {
+      store_->rollback();  // the next batch starts clean
+      throw;
+    }
+  });
 }
 
 void RunTracker::stream_pass(bool final) {
+  run_jobs();
+  if (!ingester_ && !forwarder_) return;  // the run could not be made
   guarded("ingesting worker records",
           [&] { report_skipped(ingester_ ? ingester_->drain(final) : forwarder_->pass(final)); });
 }
@@ -299,7 +366,10 @@ void RunTracker::stream_pass(bool final) {
 void RunTracker::poll(bool attempt_over) {
   if (!attempt_over) return sample_system(false);
   if (forwarder_) forwarder_->hurry();  // a pass waiting on a silent primary gives up sooner
-  if (watcher_) watcher_->final_pass();
+  // The attempt's writers are gone: its last pass over their streams. The next
+  // attempt's workers start only once it is done (rendezvous_complete), as it takes
+  // every unfinished line for a torn record.
+  if (watcher_) pending_final_ = watcher_->request_final();
 }
 
 void RunTracker::finished(const std::string& status, int exitcode, const std::string& root_cause) {
@@ -327,14 +397,19 @@ void RunTracker::finished(const std::string& status, int exitcode, const std::st
   if (!primary_) return;
   // The other agents' last records (their final events) arrive about now.
   if (receiver_) receiver_->wait_for_agents(kLastRecordsWait);
-  guarded("finishing the run", [&] {
-    nlohmann::json d{{"status", status}, {"exitcode", exitcode}, {"root_cause", root_cause}};
-    store_->add_event({now_wall(), "run_finished", -1, -1, -1, d.dump()});
-    store_->set_meta("exit_code", std::to_string(exitcode));
-    store_->set_meta("root_cause", root_cause);
-    store_->set_meta("finished", std::to_string(now_wall()));
-    store_->set_meta("status", status);
+  nlohmann::json d{{"status", status}, {"exitcode", exitcode}, {"root_cause", root_cause}};
+  on_stream_thread([this, d = d.dump(), wall = now_wall(), status, exitcode, root_cause] {
+    guarded("finishing the run", [&] {
+      if (!store_) return;
+      store_->add_event({wall, "run_finished", -1, -1, -1, d});
+      store_->set_meta("exit_code", std::to_string(exitcode));
+      store_->set_meta("root_cause", root_cause);
+      store_->set_meta("finished", std::to_string(wall));
+      store_->set_meta("status", status);
+    });
   });
+  pending_final_.reset();
+  watcher_->final_pass();  // everything recorded is in run.db when this returns
 }
 
 std::string effective_status(RunStore& store) {

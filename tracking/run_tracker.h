@@ -3,10 +3,14 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <future>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -25,9 +29,12 @@ namespace ddprun::tracking {
 ///
 /// The primary agent (the one hosting the rendezvous store; the only agent of a
 /// single-node job) writes run.db: the launcher's lifecycle events, system metrics,
-/// its workers' streams (ingested on a thread of its own as soon as they are written)
-/// and what the other agents forward (RecordReceiver, endpoint published in the
-/// rendezvous store). Every other agent keeps its node's records in
+/// its workers' streams and what the other agents forward (RecordReceiver, endpoint
+/// published in the rendezvous store). run.db is made and written on the stream
+/// thread only: what the agent records (and the system samples it asks for) is queued
+/// for it and written a moment later, many records in one transaction, so that no
+/// database call is on the agent's path from its start to its workers' and back;
+/// `finished` returns once everything is in. Every other agent keeps its node's records in
 /// `<run dir>/parts/<host>.<pid>/` and forwards them (RecordForwarder); the part is
 /// deleted once the primary holds all of it, else kept for `ddprun runs merge`.
 /// A database or network error during the job is reported once and never stops the
@@ -78,8 +85,14 @@ class RunTracker : public RunObserver {
   void become_forwarder(const std::string& run_name);
   void record(const Event& e);
   void append_agent_record(const nlohmann::json& record);
-  void record_system(int node, double wall, const std::vector<std::pair<std::string, double>>& v);
-  void stream_pass(bool final);  // on the watcher's thread
+  // Runs `job` on the stream thread (at once where there is none yet).
+  void on_stream_thread(std::function<void()> job);
+  // On the stream thread:
+  void stream_pass(bool final);
+  void open_run(double created);
+  void run_jobs();
+  void store_event(const Event& e);
+  void store_system(int node, double wall, const std::vector<std::pair<std::string, double>>& v);
   void report_skipped(const IngestStats& stats);
   std::string endpoint_key() const { return "ddprun/tracking/" + options_.run_id + "/endpoint"; }
   template <typename F>
@@ -94,9 +107,9 @@ class RunTracker : public RunObserver {
   std::string node_dir_;   // where this node's streams are: run_dir_, or its part
   std::string files_dir_;  // made by files_dir(); "" until then
   std::string agent_id_;
-  SystemSampler sampler_;
-  std::map<int, pid_t> live_workers_;  // global rank -> pid
-  std::atomic<int> node_{0};           // read by the stream thread too
+  std::unique_ptr<SystemSampler> sampler_;  // made by the first sample
+  std::map<int, pid_t> live_workers_;       // global rank -> pid
+  std::atomic<int> node_{0};                // read by the stream thread too
   std::chrono::steady_clock::time_point last_sample_{};
   int attempt_workers_ = 0;  // workers this node started in the current attempt
   rendezvous::Store* rendezvous_store_ = nullptr;
@@ -107,11 +120,18 @@ class RunTracker : public RunObserver {
   std::string address_;  // how the other agents reach this one (primary)
   bool primary_ = false;
   bool primary_found_ = false;  // a forwarder knows the primary's endpoint
-  // Primary: the agent thread's connection, the stream thread's, and the receiver.
+  // Primary: the stream thread's connection (null until it made the run, or when it
+  // could not) and the receiver.
   std::unique_ptr<RunStore> store_;
-  std::unique_ptr<RunStore> ingest_store_;
   std::unique_ptr<StreamIngester> ingester_;
+  std::promise<void> opened_;  // the stream thread tried to make the run
+  std::atomic<bool> open_tried_{false};
   std::unique_ptr<RecordReceiver> receiver_;
+  // What the agent recorded, for the stream thread's next pass.
+  std::mutex jobs_mutex_;
+  std::vector<std::function<void()>> jobs_;
+  // An attempt's last pass over its streams, awaited before the next one's workers start.
+  std::optional<uint64_t> pending_final_;
   // Other agents: their own records (agent.jsonl) and the forwarder.
   int agent_stream_fd_ = -1;
   std::unique_ptr<RecordForwarder> forwarder_;

@@ -7,7 +7,10 @@
 #include <sys/inotify.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "common/error.h"
+#include "common/thread_name.h"
 
 namespace ddprun::tracking {
 namespace {
@@ -32,7 +35,10 @@ StreamWatcher::StreamWatcher(const std::string& dir, std::chrono::milliseconds i
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, &old);
-  thread_ = std::thread([this] { loop(); });
+  thread_ = std::thread([this] {
+    name_this_thread("ddprun-streams");
+    loop();
+  });
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
@@ -60,17 +66,29 @@ void StreamWatcher::start_watching() {
   }
 }
 
-void StreamWatcher::final_pass() {
-  std::unique_lock lock(mutex_);
-  uint64_t mine = ++finals_requested_;
+void StreamWatcher::nudge(std::chrono::milliseconds within) {
+  std::lock_guard lock(mutex_);
+  pass_due_ = std::min(pass_due_, Clock::now() + within);
+  // A thread awake, or asleep for less, computes its wait with this due time anyway.
+  if (pass_due_ >= sleeping_until_) return;
   uint64_t one = 1;
   (void)!::write(wake_fd_, &one, sizeof(one));
+}
+
+uint64_t StreamWatcher::request_final() {
+  std::lock_guard lock(mutex_);
+  uint64_t one = 1;
+  (void)!::write(wake_fd_, &one, sizeof(one));
+  return ++finals_requested_;
+}
+
+void StreamWatcher::await_final(uint64_t ticket) {
+  std::unique_lock lock(mutex_);
   // Done when a final pass started after this request has ended.
-  done_cv_.wait(lock, [&] { return finals_done_ >= mine; });
+  done_cv_.wait(lock, [&] { return finals_done_ >= ticket; });
 }
 
 void StreamWatcher::loop() {
-  using Clock = std::chrono::steady_clock;
   const auto watch_at = Clock::now() + watch_after_;
   auto next_pass = Clock::now() + interval_;
   bool watching = false;
@@ -81,6 +99,10 @@ void StreamWatcher::loop() {
       next_pass = Clock::now();  // a pass now takes what came before the watch
     }
     auto until = watching ? next_pass : std::min(next_pass, Clock::now() + kEarlyPoll);
+    {
+      std::lock_guard lock(mutex_);
+      until = sleeping_until_ = std::min(until, pass_due_);
+    }
     pollfd fds[2] = {{wake_fd_, POLLIN, 0}, {inotify_fd_, POLLIN, 0}};
     auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now());
     int n =
@@ -93,16 +115,22 @@ void StreamWatcher::loop() {
       ::poll(&wake, 1, static_cast<int>(kSettle.count()));
       drain_fd(inotify_fd_);
     }
-    written = written || !watching;  // before the watch, every early poll looks
-    drain_fd(wake_fd_);              // what it asked for is read below, under the lock
+    written = written || (!watching && n == 0);  // before the watch, every early poll looks
+    drain_fd(wake_fd_);                          // what it asked for is read below, under the lock
     uint64_t finals = 0;
+    bool due = false;
     {
       std::lock_guard lock(mutex_);
       if (stop_) return;
       finals = finals_requested_;
+      sleeping_until_ = Clock::time_point::min();
+      if (Clock::now() >= pass_due_) {
+        due = true;
+        pass_due_ = Clock::time_point::max();
+      }
     }
     bool final = finals > finals_done_;
-    if (written || final || Clock::now() >= next_pass) {
+    if (written || final || due || Clock::now() >= next_pass) {
       pass_(final);
       next_pass = Clock::now() + interval_;
     }

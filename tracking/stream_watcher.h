@@ -11,9 +11,11 @@
 namespace ddprun::tracking {
 
 /// Runs `pass(final)` on a thread of its own whenever files in `dir` are written
-/// (inotify; writes that come close together share one pass), and at least every
-/// `interval`. `final_pass()` runs the last pass with final=true and returns when it
-/// is done. The callback reports its own errors and must not throw.
+/// (inotify; writes that come close together share one pass), when `nudge` asks for
+/// one, and at least every `interval`. `final_pass()` runs the last pass with
+/// final=true and returns when it is done; `request_final` and `await_final` are its
+/// two halves, for a caller with other work meanwhile. The callback reports its own
+/// errors and must not throw.
 ///
 /// The inotify watch starts only `watch_after` into the watcher's life; until then a
 /// pass runs every kEarlyPoll. Closing an inotify instance waits for a kernel grace
@@ -30,9 +32,17 @@ class StreamWatcher {
   StreamWatcher(const StreamWatcher&) = delete;
   StreamWatcher& operator=(const StreamWatcher&) = delete;
 
-  void final_pass();
+  /// A pass no later than `within` from now (nudges close together share one).
+  void nudge(std::chrono::milliseconds within);
+
+  void final_pass() { await_final(request_final()); }
+  /// Asks for a final pass; the ticket says which one `await_final` waits for.
+  uint64_t request_final();
+  void await_final(uint64_t ticket);
 
  private:
+  using Clock = std::chrono::steady_clock;
+
   void loop();
   void start_watching();
 
@@ -42,11 +52,13 @@ class StreamWatcher {
   std::chrono::milliseconds watch_after_;
   int inotify_fd_ = -1;  // the thread's until it is joined; -1 until the watch starts
   int watch_ = -1;
-  int wake_fd_ = -1;  // eventfd: final_pass() or the destructor
+  int wake_fd_ = -1;  // eventfd: a nudge, a final pass or the destructor
   std::mutex mutex_;
   std::condition_variable done_cv_;
   uint64_t finals_requested_ = 0;  // final_pass() calls so far
   uint64_t finals_done_ = 0;       // requests covered by a final pass that has ended
+  Clock::time_point pass_due_ = Clock::time_point::max();        // by nudge()
+  Clock::time_point sleeping_until_ = Clock::time_point::min();  // min: awake
   bool stop_ = false;
   std::thread thread_;
 };

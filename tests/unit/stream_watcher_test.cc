@@ -69,5 +69,29 @@ TEST(StreamWatcher, AShortJobsWritesAreTakenWithoutAnInotifyInstance) {
   EXPECT_EQ(inotify_instances(), before);
 }
 
+TEST(StreamWatcher, ANudgeBringsAPassWithoutWaitingForTheInterval) {
+  std::string dir = test::scratch_dir("ddprun_watch_");
+  std::atomic<int> passes{0};
+  // Neither the interval nor early polls nor a write can be what brings it.
+  StreamWatcher watcher(
+      dir, std::chrono::hours(1), [&](bool) { ++passes; }, std::chrono::milliseconds(0));
+  while (passes == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the first
+  int before = passes;
+  watcher.nudge(std::chrono::milliseconds(1));
+  while (passes == before) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  SUCCEED();
+}
+
+TEST(StreamWatcher, ARequestedFinalPassIsAwaitedLater) {
+  std::string dir = test::scratch_dir("ddprun_watch_");
+  std::atomic<int> finals{0};
+  StreamWatcher watcher(dir, std::chrono::hours(1), [&](bool final) { finals += final; });
+  uint64_t first = watcher.request_final();
+  uint64_t second = watcher.request_final();
+  watcher.await_final(second);
+  EXPECT_GE(finals.load(), 1);
+  watcher.await_final(first);  // covered already: returns at once
+}
+
 }  // namespace
 }  // namespace ddprun::tracking

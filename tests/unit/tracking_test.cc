@@ -2,9 +2,11 @@
 // torn last records and malformed lines.
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "tests/helpers/scratch.h"
 #include "tracking/run_store.h"
@@ -131,6 +133,41 @@ TEST(RunTrackerFiles, ADirectoryOfTheNodeInTheRunKeptOnlyWhenUsed) {
     EXPECT_EQ(std::filesystem::exists(dir), used) << dir;
     EXPECT_EQ(std::filesystem::exists(base + "/" + o.run_id + "/files"), used);
   }
+  std::filesystem::remove_all(base);
+}
+
+int64_t events_in(const std::string& run_dir, const std::string& kind) {
+  if (!std::filesystem::exists(run_dir + "/run.db")) return 0;
+  return RunStore(run_dir, RunStore::Open::kReadOnly).count_events(kind);
+}
+
+// What the agent records is written by the stream thread: in run.db a moment later
+// while the job runs, and all of it once finished() returns.
+TEST(RunTrackerRecords, AreInTheRunWhileTheJobRunsAndAllOfThemWhenItFinishes) {
+  std::string base = temp_run_dir();
+  RunTracker::Options o;
+  o.tracking_dir = base;
+  o.run_id = "records";
+  o.system_interval = std::chrono::hours(1);
+  std::string run = base + "/records";
+  RunTracker tracker(o);
+  tracker.rendezvous_complete(0, 0, 2, {"a"});
+  tracker.worker_started(0, 0, 0, 0, ::getpid());
+  // No timing in the assertion: nothing but the stream thread's own pass writes it.
+  while (events_in(run, "worker_started") == 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  tracker.worker_started(0, 1, 1, 0, ::getpid());
+  tracker.worker_exited(0, 0, 0, 0, 0);
+  tracker.worker_exited(0, 1, 1, 0, 0);
+  tracker.poll(true);
+  tracker.finished("finished", 0, "");
+  EXPECT_EQ(events_in(run, "run_started"), 1);
+  EXPECT_EQ(events_in(run, "rendezvous"), 1);
+  EXPECT_EQ(events_in(run, "worker_started"), 2);
+  EXPECT_EQ(events_in(run, "worker_exited"), 2);
+  EXPECT_EQ(events_in(run, "run_finished"), 1);
+  EXPECT_EQ(RunStore(run, RunStore::Open::kReadOnly).meta("status"), "finished");
   std::filesystem::remove_all(base);
 }
 
