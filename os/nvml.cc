@@ -1,6 +1,7 @@
 #include "os/nvml.h"
 
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include "os/shared_library.h"
 
@@ -36,7 +37,15 @@ struct Nvml::Api {
   }
 };
 
+bool driver_present(const std::string& root) {
+  for (const char* path : {"dev/nvidiactl", "proc/driver/nvidia", "dev/dxg"}) {
+    if (::access((root + (root.ends_with('/') ? "" : "/") + path).c_str(), F_OK) == 0) return true;
+  }
+  return false;
+}
+
 std::unique_ptr<Nvml> Nvml::load() {
+  if (!driver_present()) return nullptr;
   void* lib = ::dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
   if (lib == nullptr) return nullptr;
   auto init = library_function<int (*)()>(lib, "nvmlInit_v2");

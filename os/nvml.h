@@ -2,11 +2,16 @@
 
 #include <memory>
 #include <optional>
+#include <string>
 
 namespace ddprun::os {
 
 /// NVIDIA's management library, loaded at run time (dlopen) so ddprun runs and builds
 /// on machines without a GPU or its driver. Not thread-safe.
+/// Whether `root` has an NVIDIA driver NVML can talk to: its control device, its /proc
+/// entry, or WSL's GPU device.
+bool driver_present(const std::string& root = "/");
+
 class Nvml {
  public:
   /// What one GPU reports now; a reading the driver does not give stays empty.
@@ -17,7 +22,9 @@ class Nvml {
     std::optional<double> power_watts;
   };
 
-  /// The library, initialised; null where there is none or it does not start.
+  /// The library, initialised; null where there is none or it does not start. Looked
+  /// for only where an NVIDIA driver is (driver_present): elsewhere the loader would
+  /// try some 80 paths for a library that could not start anyway.
   static std::unique_ptr<Nvml> load();
   ~Nvml();
   Nvml(const Nvml&) = delete;

@@ -2,6 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
+#include "os/nvml.h"
+#include "tests/helpers/scratch.h"
+
 namespace ddprun::agent {
 namespace {
 
@@ -17,6 +23,21 @@ TEST(CudaVisibleDevices, FollowsCudaRules) {
 }
 
 TEST(CountCpus, AtLeastOne) { EXPECT_GE(count_cpus(), 1); }
+
+// NVML is looked for only where a driver is: any of its three marks will do.
+TEST(NvidiaDriver, IsPresentWhereItsDeviceOrProcEntryIs) {
+  std::string root = test::scratch_dir("ddprun_driver_");
+  EXPECT_FALSE(os::driver_present(root));
+  for (const char* mark : {"dev/nvidiactl", "proc/driver/nvidia", "dev/dxg"}) {
+    std::string path = root + "/" + mark;
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+    std::ofstream{path};
+    EXPECT_TRUE(os::driver_present(root)) << mark;
+    EXPECT_TRUE(os::driver_present(root + "/")) << mark;
+    std::filesystem::remove(path);
+  }
+  std::filesystem::remove_all(root);
+}
 
 }  // namespace
 }  // namespace ddprun::agent
