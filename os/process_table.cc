@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <set>
 
 #include "os/proc_stat.h"
 
@@ -22,6 +23,29 @@ std::vector<pid_t> live_processes(Pred pred) {
   return found;
 }
 
+// Appends the children the kernel lists for every thread of `pid` ("self" for this
+// process). False where the kernel keeps no such lists (nothing appended then).
+bool append_children(const char* pid, std::vector<pid_t>& out) {
+  char dir_path[64];
+  std::snprintf(dir_path, sizeof(dir_path), "/proc/%s/task", pid);
+  DIR* tasks = ::opendir(dir_path);
+  if (tasks == nullptr) return false;
+  bool listed = false;
+  while (dirent* t = ::readdir(tasks)) {
+    if (t->d_name[0] == '.') continue;
+    char path[sizeof(dir_path) + 256 + sizeof("/children")];  // d_name: 255 bytes at most
+    std::snprintf(path, sizeof(path), "%s/%s/children", dir_path, t->d_name);
+    FILE* f = std::fopen(path, "re");
+    if (f == nullptr) continue;
+    listed = true;
+    int child = 0;
+    while (std::fscanf(f, "%d", &child) == 1) out.push_back(child);
+    std::fclose(f);
+  }
+  ::closedir(tasks);
+  return listed;
+}
+
 }  // namespace
 
 std::vector<pid_t> children_of(pid_t parent) {
@@ -29,26 +53,30 @@ std::vector<pid_t> children_of(pid_t parent) {
 }
 
 std::vector<pid_t> own_children() {
+  std::vector<pid_t> listed;
+  if (!append_children("self", listed)) return children_of(::getpid());
   std::vector<pid_t> found;
-  bool listed = false;
-  if (DIR* tasks = ::opendir("/proc/self/task")) {
-    while (dirent* t = ::readdir(tasks)) {
-      if (t->d_name[0] == '.') continue;
-      char path[300];  // d_name holds at most 255 bytes
-      std::snprintf(path, sizeof(path), "/proc/self/task/%s/children", t->d_name);
-      FILE* f = std::fopen(path, "re");
-      if (f == nullptr) continue;
-      listed = true;
-      int pid = 0;
-      while (std::fscanf(f, "%d", &pid) == 1) {
-        ProcStat st;
-        if (read_proc_stat(pid, st) && st.state != 'Z') found.push_back(pid);
-      }
-      std::fclose(f);
-    }
-    ::closedir(tasks);
+  for (pid_t pid : listed) {
+    ProcStat st;
+    if (read_proc_stat(pid, st) && st.state != 'Z') found.push_back(pid);
   }
-  return listed ? found : children_of(::getpid());
+  return found;
+}
+
+void for_each_descendant(const std::function<void(const ProcStat&)>& visit) {
+  std::vector<pid_t> next;
+  if (!append_children("self", next)) return for_each_process(visit);
+  std::set<pid_t> seen;
+  while (!next.empty()) {
+    pid_t pid = next.back();
+    next.pop_back();
+    ProcStat st;
+    if (!seen.insert(pid).second || !read_proc_stat(pid, st)) continue;
+    visit(st);
+    char name[16];
+    std::snprintf(name, sizeof(name), "%d", static_cast<int>(pid));
+    append_children(name, next);
+  }
 }
 
 void kill_own_children(pid_t spare) {

@@ -2,7 +2,10 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <vector>
+
+#include "os/proc_stat.h"
 
 namespace ddprun::os {
 
@@ -13,6 +16,12 @@ std::vector<pid_t> children_of(pid_t parent);
 /// lists (/proc/self/task/<tid>/children): a few small reads instead of a scan of every
 /// process; the scan where the kernel lacks those lists.
 std::vector<pid_t> own_children();
+
+/// Calls `visit(stat)` for every descendant of this process (children, theirs, ...),
+/// zombies included, walking the kernel's children lists: as many reads as the tree
+/// has processes, not as the machine has. Every process where the kernel keeps no
+/// such lists.
+void for_each_descendant(const std::function<void(const ProcStat&)>& visit);
 
 /// For a child subreaper (PR_SET_CHILD_SUBREAPER), whose every orphaned descendant
 /// becomes its child: SIGKILLs every child but `spare`, then the descendants that come

@@ -6,7 +6,7 @@
 #include <fstream>
 
 #include "os/nvml.h"
-#include "os/proc_stat.h"
+#include "os/process_table.h"
 
 namespace ddprun::tracking {
 namespace {
@@ -19,13 +19,14 @@ struct TreeUsage {
 
 // Sums CPU time and RSS over every process of the given sessions (the workers and
 // whatever they started: data loaders, compilers...). The children's times hold
-// helpers already reaped (short-lived ones).
+// helpers already reaped (short-lived ones). Only this process's descendants are read:
+// ddprun is a subreaper, so nothing a worker started leaves its tree.
 std::map<pid_t, TreeUsage> usage_by_session(const std::map<int, pid_t>& workers) {
   std::map<pid_t, TreeUsage> out;
   for (const auto& [rank, sid] : workers) out[sid];
   static const double ticks = static_cast<double>(::sysconf(_SC_CLK_TCK));
   static const double page_mb = static_cast<double>(::sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
-  os::for_each_process([&](const os::ProcStat& st) {
+  os::for_each_descendant([&](const os::ProcStat& st) {
     auto it = out.find(st.session);
     if (it == out.end()) return;
     double jiffies = static_cast<double>(st.utime + st.stime + st.cutime + st.cstime);

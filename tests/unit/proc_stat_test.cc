@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -49,6 +50,41 @@ TEST(ProcStat, ListsThisProcessAndItsChildren) {
   }
   auto children = children_of(::getpid());
   EXPECT_NE(std::find(children.begin(), children.end(), child), children.end());
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+}
+
+// The tracking's samples read the job's tree only: children and grandchildren, not
+// the rest of the machine.
+TEST(ProcStat, DescendantsAreTheTreeBelowThisProcess) {
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  pid_t child = ::fork();
+  if (child == 0) {
+    if (::fork() == 0) {
+      ::close(ready[0]);
+      (void)!::write(ready[1], "g", 1);  // the grandchild is up
+      ::pause();
+      ::_exit(0);
+    }
+    ::pause();
+    ::_exit(0);
+  }
+  ::close(ready[1]);
+  char c;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1);
+  ::close(ready[0]);
+  std::vector<pid_t> seen;
+  pid_t grandchild = 0;
+  for_each_descendant([&](const ProcStat& st) {
+    seen.push_back(st.pid);
+    if (st.ppid == child) grandchild = st.pid;
+  });
+  EXPECT_NE(std::find(seen.begin(), seen.end(), child), seen.end());
+  EXPECT_NE(grandchild, 0) << "the child's child";
+  EXPECT_EQ(std::find(seen.begin(), seen.end(), ::getpid()), seen.end()) << "not itself";
+  EXPECT_EQ(std::find(seen.begin(), seen.end(), 1), seen.end()) << "not the rest of the machine";
+  if (grandchild != 0) ::kill(grandchild, SIGKILL);
   ::kill(child, SIGKILL);
   ::waitpid(child, nullptr, 0);
 }
