@@ -22,6 +22,16 @@ namespace {
 // When the first tracking poll (and system sample) of an attempt comes at the latest.
 constexpr std::chrono::milliseconds kFirstTrackingPoll{1000};
 
+// Whether the workers' directories hold error files only: no redirected logs, no hang
+// reports, stack or flight recorder dumps (which may be large).
+bool only_small_files(const AgentConfig& c) {
+  auto none = [](const StdSpec& s) {
+    return s.all == Std::kNone && std::all_of(s.per_rank.begin(), s.per_rank.end(),
+                                              [](const auto& r) { return r.second == Std::kNone; });
+  };
+  return none(c.spec.redirects) && none(c.spec.tee) && !c.hang.enabled() && c.timer_file.empty();
+}
+
 }  // namespace
 
 LocalAgent::Impl::Impl(AgentConfig config, AgentServices services)
@@ -30,7 +40,7 @@ LocalAgent::Impl::Impl(AgentConfig config, AgentServices services)
       make_rendezvous_(std::move(services.make_rendezvous)),
       guard_(services.guard),
       observer_(services.observer),
-      log_dir_(config_.log_dir, config_.run_id),
+      log_dir_(config_.log_dir, config_.run_id, only_small_files(config_)),
       host_(host_name()),
       clock_(services.clock),
       runner_(io_, config_, services.launcher, clock_, guard_, log_dir_, host_, observer_,

@@ -1,7 +1,10 @@
 #include "agent/log_dir.h"
 
+#include <linux/magic.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -13,6 +16,8 @@
 
 namespace ddprun::agent {
 namespace {
+
+constexpr const char* kMemoryDir = "/dev/shm";
 
 std::string make_temp_dir(const std::string& tmpl) {
   std::vector<char> buf(tmpl.begin(), tmpl.end());
@@ -27,12 +32,23 @@ void make_dirs(const std::string& path) {
   if (ec) throw SystemError("cannot create log directory " + path, ec.value());
 }
 
+// Where a temporary log directory goes (see LogDir).
+std::string temp_root(bool small) {
+  const char* tmp = std::getenv("TMPDIR");
+  if (tmp && *tmp) return tmp;
+  struct statfs fs {};
+  if (small && ::statfs(kMemoryDir, &fs) == 0 && fs.f_type == TMPFS_MAGIC &&
+      ::access(kMemoryDir, W_OK | X_OK) == 0) {
+    return kMemoryDir;
+  }
+  return "/tmp";
+}
+
 }  // namespace
 
-LogDir::LogDir(const std::string& base, const std::string& run_id) {
+LogDir::LogDir(const std::string& base, const std::string& run_id, bool small) {
   if (base.empty()) {
-    const char* tmp = std::getenv("TMPDIR");
-    base_ = make_temp_dir(std::string(tmp && *tmp ? tmp : "/tmp") + "/ddprun_XXXXXX");
+    base_ = make_temp_dir(temp_root(small) + "/ddprun_XXXXXX");
     temporary_ = true;
   } else {
     base_ = base;
@@ -40,7 +56,7 @@ LogDir::LogDir(const std::string& base, const std::string& run_id) {
   }
   std::string safe_id = run_id;
   std::replace(safe_id.begin(), safe_id.end(), '/', '_');
-  run_dir_ = make_temp_dir(base_ + "/" + safe_id + "_XXXXXXXX");
+  run_dir_ = make_temp_dir(base_ + "/" + safe_id + "_XXXXXX");
 }
 
 std::string LogDir::worker_dir(int attempt, int local_rank) const {

@@ -9,11 +9,14 @@ inline constexpr const char* kProgressPage = "progress";
 
 /// torchrun's log layout: <base>/<run_id>_<random>/attempt_<n>/<local_rank>/
 /// holding stdout.log, stderr.log and error.json. With no base given, the base is a
-/// fresh directory under $TMPDIR that remove_if_temporary() deletes again.
+/// fresh directory that remove_if_temporary() deletes again: under $TMPDIR when it is
+/// set; else, when only small files can go there (`small`: error files, no logs, no
+/// stack dumps), in memory (/dev/shm, where it is a tmpfs ddprun may write), for a
+/// launch that writes nothing to disk for it; else under /tmp.
 class LogDir {
  public:
   /// Creates the run directory. Throws SystemError naming the path.
-  LogDir(const std::string& base, const std::string& run_id);
+  LogDir(const std::string& base, const std::string& run_id, bool small = false);
 
   /// Creates (if needed) and returns the directory of one worker of one attempt.
   std::string worker_dir(int attempt, int local_rank) const;

@@ -1,0 +1,72 @@
+// Where a temporary log directory goes: the user's $TMPDIR, else memory when only
+// error files can go there, else /tmp.
+#include "agent/log_dir.h"
+
+#include <gtest/gtest.h>
+#include <linux/magic.h>
+#include <stdlib.h>
+#include <sys/vfs.h>
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "tests/helpers/scratch.h"
+
+namespace ddprun::agent {
+namespace {
+
+// Sets (or unsets) TMPDIR for one test, as it was afterwards.
+class TmpdirAs {
+ public:
+  explicit TmpdirAs(const char* value) {
+    if (const char* old = std::getenv("TMPDIR")) old_ = old;
+    if (value)
+      ::setenv("TMPDIR", value, 1);
+    else
+      ::unsetenv("TMPDIR");
+  }
+  ~TmpdirAs() {
+    if (old_)
+      ::setenv("TMPDIR", old_->c_str(), 1);
+    else
+      ::unsetenv("TMPDIR");
+  }
+
+ private:
+  std::optional<std::string> old_;
+};
+
+bool starts_with(const std::string& s, const std::string& prefix) {
+  return s.rfind(prefix, 0) == 0;
+}
+
+TEST(LogDir, ATemporaryOneForErrorFilesOnlyIsInMemory) {
+  struct statfs fs {};
+  if (::statfs("/dev/shm", &fs) != 0 || fs.f_type != TMPFS_MAGIC) {
+    GTEST_SKIP() << "this machine's /dev/shm is not a tmpfs: the disk is all there is";
+  }
+  TmpdirAs unset(nullptr);
+  LogDir small("", "job", true);
+  EXPECT_TRUE(starts_with(small.run_dir(), "/dev/shm/ddprun_")) << small.run_dir();
+  std::string worker = small.worker_dir(0, 1);
+  EXPECT_TRUE(std::filesystem::is_directory(worker)) << worker;
+  small.remove_if_temporary();
+  EXPECT_FALSE(std::filesystem::exists(worker));
+  // Logs, hang reports and dumps may be large: they go to the disk.
+  LogDir large("", "job", false);
+  EXPECT_TRUE(starts_with(large.run_dir(), "/tmp/ddprun_")) << large.run_dir();
+  large.remove_if_temporary();
+}
+
+TEST(LogDir, TheUsersTmpdirComesFirst) {
+  std::string tmp = test::scratch_dir("ddprun_logdir_");
+  TmpdirAs set(tmp.c_str());
+  LogDir small("", "job", true);
+  EXPECT_TRUE(starts_with(small.run_dir(), tmp + "/ddprun_")) << small.run_dir();
+  small.remove_if_temporary();
+  std::filesystem::remove_all(tmp);
+}
+
+}  // namespace
+}  // namespace ddprun::agent
