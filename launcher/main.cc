@@ -149,11 +149,13 @@ int launch(launcher::LaunchConfig& cfg, int argc, char** argv) {
   bool stacks = cfg.agent.hang.enabled() || !cfg.agent.timer_file.empty();
   launcher::PythonDirs python;
   if (cfg.tracking || stacks) python = launcher::python_dirs();
+  // Forked while this process is small and has one thread: every page it writes
+  // later that the guard still shares costs a copy.
+  agent::OrphanGuard guard;
   // Before any worker starts: an unwritable tracking directory fails the launch here.
   auto tracker = make_tracker(cfg, python, argc, argv);
   // A closed console must not kill the agent; writes to it fail with EPIPE instead.
   ::signal(SIGPIPE, SIG_IGN);
-  agent::OrphanGuard guard;
   boost::asio::io_context io;
   agent::PosixProcessLauncher process_launcher(io);
   SteadyClock clock(io);
