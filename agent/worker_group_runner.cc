@@ -66,6 +66,15 @@ void WorkerGroupRunner::start(WorkerGroup group,
   on_done_ = std::move(on_done);
   phase_ = Phase::kRunning;
   int attempt = group_.restart_count;
+  // The guard learns the group's sessions in one write (one wake-up of it) once they
+  // are started, also when a later one cannot start; a worker's own death signal
+  // covers it until then.
+  struct WatchWhenStarted {
+    WorkerGroupRunner& runner;
+    ~WatchWhenStarted() {
+      if (runner.guard_) runner.guard_->watch(runner.session_pids());
+    }
+  } watch_when_started{*this};
   for (auto& w : group_.workers) {
     std::string dir = log_dir_.worker_dir(attempt, w.local_rank);
     dirs_.push_back(dir);
@@ -92,7 +101,6 @@ void WorkerGroupRunner::start(WorkerGroup group,
     }
     w.pid = launcher_.spawn(opts);
     w.state = WorkerState::kHealthy;
-    if (guard_) guard_->watch(w.pid);
     if (observer_) {
       observer_->worker_started(group_.group_rank, w.global_rank, w.local_rank, attempt, w.pid);
     }
@@ -100,6 +108,12 @@ void WorkerGroupRunner::start(WorkerGroup group,
     outputs_.push_back(std::move(out));
     spdlog::debug("started local_rank {} (rank {}) as pid {}", w.local_rank, w.global_rank, w.pid);
   }
+}
+
+std::vector<pid_t> WorkerGroupRunner::session_pids() const {
+  std::vector<pid_t> pids;
+  for (const auto& w : group_.workers) pids.push_back(w.pid);
+  return pids;
 }
 
 // The stack dump hook for Python workers: their stacks are taken when they hang, and
@@ -323,7 +337,7 @@ void WorkerGroupRunner::begin_drain() {
   // Every session of this attempt is over: a thousand restarts leave the guard no
   // thousand stale pids to kill should ddprun die later.
   if (guard_) {
-    for (const auto& w : group_.workers) guard_->forget(w.pid);
+    guard_->forget(session_pids());
   }
   drain_timer_->start(kPipeDrainTimeout, [this] {
     for (auto& out : outputs_) out->drain_and_close();

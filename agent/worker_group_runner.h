@@ -76,6 +76,7 @@ class WorkerGroupRunner {
   enum class Phase { kIdle, kRunning, kStopping, kDraining };
 
   void on_exits(const std::vector<ChildExit>& exits);
+  std::vector<pid_t> session_pids() const;  // the group's workers' (each leads its session)
   void add_stack_env(const std::string& dir, std::map<std::string, std::string>& extra);
   void add_hang_env(const std::string& dir, Worker& w, std::map<std::string, std::string>& extra);
   void reap(const TimerWatchdog::Expiry& e);

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -52,9 +53,8 @@ TEST(OrphanGuard, KillsWatchedSessionsButNotForgottenOnesWhenDdprunDies) {
   ASSERT_GT(running, 0);
   {
     OrphanGuard guard;
-    guard.watch(over);
-    guard.watch(running);
-    guard.forget(over);
+    guard.watch({over, running});
+    guard.forget({over});
   }  // destroyed without release(): as if ddprun died
   EXPECT_TRUE(killed_soon(running)) << "a watched session outlived ddprun";
   int status = 0;
@@ -70,13 +70,34 @@ TEST(OrphanGuard, KillsAWatchedWorkerThatHasNotMadeItsSessionYet) {
   ASSERT_GT(early, 0);
   {
     OrphanGuard guard;
-    guard.watch(early);
+    guard.watch({early});
   }
   bool killed = killed_soon(early);
   EXPECT_TRUE(killed) << "a worker caught before setsid() outlived ddprun";
   if (!killed) {
     ::kill(early, SIGKILL);
     ::waitpid(early, nullptr, 0);
+  }
+}
+
+// A group of more than one write's worth: every session of it is watched.
+TEST(OrphanGuard, WatchesAGroupLargerThanOneWrite) {
+  pid_t worker = session_sleeper();
+  ASSERT_GT(worker, 0);
+  std::vector<pid_t> group;
+  for (size_t i = 0; i < OrphanGuard::kBatch + 500; ++i) {
+    group.push_back(static_cast<pid_t>(0x3fff0000 + i));  // beyond any pid_max: no process
+  }
+  group.push_back(worker);  // in the second write
+  {
+    OrphanGuard guard;
+    guard.watch(group);
+  }
+  bool killed = killed_soon(worker);
+  EXPECT_TRUE(killed) << "the last session of a large group outlived ddprun";
+  if (!killed) {
+    ::kill(worker, SIGKILL);
+    ::waitpid(worker, nullptr, 0);
   }
 }
 
