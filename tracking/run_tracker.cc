@@ -100,23 +100,29 @@ void RunTracker::become_primary() {
   watcher_->nudge(std::chrono::milliseconds(0));
 }
 
-// On the stream thread: run.db with the run's description, in one commit.
+// On the stream thread: run.db with the run's description, in one commit (the streams
+// are ingested even if that commit fails).
 void RunTracker::open_run(double created) {
   guarded("creating the run", [&] {
     store_ = std::make_unique<RunStore>(run_dir_, RunStore::Open::kCreate);
-    store_->begin();
-    store_->set_meta("run_id", run_name_);
-    store_->set_meta("rdzv_id", options_.run_id);
-    store_->set_meta("name", options_.run_name.empty() ? run_name_ : options_.run_name);
-    store_->set_meta("status", "running");
-    store_->set_meta("created", std::to_string(created));
-    store_->set_meta("owner_pid", std::to_string(::getpid()));
-    store_->set_meta("owner_host", host_name());
-    store_->set_meta("command", options_.command_json);
-    store_->set_meta("config", options_.config_json);
-    store_->add_event({created, "run_started", -1, -1, -1, "{}"});
-    store_->commit();
     ingester_ = std::make_unique<StreamIngester>(*store_, run_dir_);
+    store_->begin();
+    try {
+      store_->set_meta("run_id", run_name_);
+      store_->set_meta("rdzv_id", options_.run_id);
+      store_->set_meta("name", options_.run_name.empty() ? run_name_ : options_.run_name);
+      store_->set_meta("status", "running");
+      store_->set_meta("created", std::to_string(created));
+      store_->set_meta("owner_pid", std::to_string(::getpid()));
+      store_->set_meta("owner_host", host_name());
+      store_->set_meta("command", options_.command_json);
+      store_->set_meta("config", options_.config_json);
+      store_->add_event({created, "run_started", -1, -1, -1, "{}"});
+      store_->commit();
+    } catch (...) {
+      store_->rollback();  // later commits start clean
+      throw;
+    }
   });
   open_tried_ = true;
   opened_.set_value();
