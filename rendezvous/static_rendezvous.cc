@@ -84,6 +84,20 @@ std::unique_ptr<Store> StaticRendezvous::connect() {
 
 Task<RendezvousInfo> StaticRendezvous::next_rendezvous(int round, int local_world_size) {
   cancel_.check();
+  RendezvousInfo info;
+  info.round = round;
+  info.restart_count = round;  // every later static round follows a failure
+  info.group_rank = options_.node_rank;
+  info.group_world_size = options_.nnodes;
+  info.master_addr = options_.master_addr;
+  info.master_port = port_;
+  if (options_.nnodes == 1) {
+    // This node is the job: nobody to wait for or to tell, not one request. The last
+    // attempt's worker keys go before a new worker starts.
+    server_->clear_except(kAgentPrefix);
+    info.local_world_sizes = {local_world_size};
+    co_return info;
+  }
   client_->set(node_key(round, options_.node_rank), std::to_string(local_world_size));
   std::vector<std::string> keys;
   for (int k = 0; k < options_.nnodes; ++k) keys.push_back(node_key(round, k));
@@ -110,11 +124,6 @@ Task<RendezvousInfo> StaticRendezvous::next_rendezvous(int round, int local_worl
                        format_seconds(options_.join_timeout) + " (store at " +
                        options_.master_addr + ":" + std::to_string(port_) + ")");
   }
-  RendezvousInfo info;
-  info.round = round;
-  info.restart_count = round;  // every later static round follows a failure
-  info.group_rank = options_.node_rank;
-  info.group_world_size = options_.nnodes;
   auto values = values_now(*client_, keys);
   for (size_t k = 0; k < keys.size(); ++k) {
     int workers = 0;
@@ -126,8 +135,6 @@ Task<RendezvousInfo> StaticRendezvous::next_rendezvous(int round, int local_worl
     }
     info.local_world_sizes.push_back(workers);
   }
-  info.master_addr = options_.master_addr;
-  info.master_port = port_;
   co_return info;
 }
 

@@ -31,5 +31,25 @@ TEST(StaticRendezvous, AWorkerCountThatIsNotANumberIsNamed) {
   }
 }
 
+// A single node is the whole job: its rounds ask the store nothing (no key of the
+// rendezvous written), yet clear what the last attempt's workers left there.
+TEST(StaticRendezvous, ASingleNodesRoundAsksTheStoreNothing) {
+  StaticRendezvous::Options o;
+  o.nnodes = 1;
+  o.node_rank = 0;
+  o.master_addr = "127.0.0.1";
+  o.join_timeout = 5s;
+  StaticRendezvous node(o);
+  node.store().set("worker_key", "from attempt 0");
+  RendezvousInfo info = testing::run_task(node.next_rendezvous(1, 4));
+  EXPECT_EQ(info.round, 1);
+  EXPECT_EQ(info.restart_count, 1);
+  EXPECT_EQ(info.world_size(), 4);
+  EXPECT_EQ(info.master_port, node.port());
+  EXPECT_FALSE(node.store().check({static_round_prefix(1) + "node/0"})) << "a request was made";
+  EXPECT_FALSE(node.store().check({static_round_prefix(1) + "ready"}));
+  EXPECT_FALSE(node.store().check({"worker_key"})) << "the last attempt's keys stayed";
+}
+
 }  // namespace
 }  // namespace ddprun::rendezvous
