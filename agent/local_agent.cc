@@ -170,9 +170,8 @@ rendezvous::RendezvousInfo LocalAgent::Impl::rendezvous(int round) {
 void LocalAgent::Impl::connect_rendezvous() {
   CancelSignal cancel("rendezvous cancelled");
   auto made = await_on_loop(make_rendezvous_(cancel), [&cancel] { cancel.cancel(); });
-  if (observer_) {
-    observer_->attach(made->store(), multi_node() ? made->connect() : nullptr, made->address(),
-                      made->primary());
+  if (observer_ && multi_node()) {
+    observer_->attach(made->store(), made->connect(), made->address(), made->primary());
   }
   handler_ = std::move(made);
 }

@@ -37,9 +37,6 @@ std::string static_round_prefix(int round) {
 
 StaticRendezvous::StaticRendezvous(Options options, std::unique_ptr<TcpStoreClient> connected)
     : options_(std::move(options)) {
-  TcpStoreClient::Options client_options;
-  client_options.timeout = options_.join_timeout;
-  client_options.token = options_.token;
   if (options_.node_rank == 0) {
     // A single node's store serves only its own workers: it listens on loopback, where
     // no other machine can reach it. Several nodes reach it at master_addr: it listens
@@ -60,19 +57,19 @@ StaticRendezvous::StaticRendezvous(Options options, std::unique_ptr<TcpStoreClie
     port_ = server_->port();
     // Its own connections go where it listens (any address of it, when that is all).
     own_host_ = listen_host.empty() ? "127.0.0.1" : listen_host;
-    client_ = std::make_unique<TcpStoreClient>(own_host_, port_, client_options);
+    if (options_.nnodes > 1) client_ = new_client();
   } else if (connected) {
     port_ = options_.master_port;
     client_ = std::move(connected);
+    client_->set_timeout(options_.read_timeout);  // a request is quick
   } else {
     port_ = options_.master_port;
-    client_ = std::make_unique<TcpStoreClient>(options_.master_addr, port_, client_options);
+    client_ = new_client();
   }
-  // Connecting waited as long as a join may; a request is quick.
-  client_->set_timeout(options_.read_timeout);
 }
 
-std::unique_ptr<Store> StaticRendezvous::connect() {
+// Connecting waits as long as a join may; a request is quick.
+std::unique_ptr<TcpStoreClient> StaticRendezvous::new_client() const {
   TcpStoreClient::Options o;
   o.timeout = options_.join_timeout;
   o.token = options_.token;
@@ -81,6 +78,13 @@ std::unique_ptr<Store> StaticRendezvous::connect() {
   client->set_timeout(options_.read_timeout);
   return client;
 }
+
+Store& StaticRendezvous::store() {
+  if (!client_) client_ = new_client();
+  return *client_;
+}
+
+std::unique_ptr<Store> StaticRendezvous::connect() { return new_client(); }
 
 Task<RendezvousInfo> StaticRendezvous::next_rendezvous(int round, int local_world_size) {
   cancel_.check();

@@ -43,7 +43,9 @@ class StaticRendezvous : public RendezvousHandler {
   explicit StaticRendezvous(Options options, std::unique_ptr<TcpStoreClient> connected = nullptr);
 
   Task<RendezvousInfo> next_rendezvous(int round, int local_world_size) override;
-  Store& store() override { return *client_; }
+  /// A single node's own connection is made here, when first asked for: its rounds
+  /// need none.
+  Store& store() override;
   std::unique_ptr<Store> connect() override;
   std::unique_ptr<RoundCoordinator> coordinate(const RendezvousInfo& info,
                                                boost::asio::io_context& io, Clock& clock) override;
@@ -57,11 +59,13 @@ class StaticRendezvous : public RendezvousHandler {
   int port() const { return port_; }
 
  private:
+  std::unique_ptr<TcpStoreClient> new_client() const;
+
   Options options_;
   std::unique_ptr<TcpStoreServer> server_;  // node 0 only
   int port_ = 0;
-  std::string own_host_;  // node 0: where its own clients reach its store
-  std::unique_ptr<TcpStoreClient> client_;
+  std::string own_host_;                    // node 0: where its own clients reach its store
+  std::unique_ptr<TcpStoreClient> client_;  // null until store() for a single node
   CancelSignal cancel_{"rendezvous cancelled"};
 };
 

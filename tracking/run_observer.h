@@ -19,9 +19,10 @@ class RunObserver {
  public:
   virtual ~RunObserver() = default;
 
-  /// The rendezvous store is up (before the first round): `primary` is true on the
-  /// job's one primary agent (the run's one writer), which the others reach at
-  /// its `address`. The store may be used on the agent's thread until the job ends;
+  /// A job of several nodes: the rendezvous store is up (before the first round);
+  /// `primary` is true on the job's one primary agent (the run's one writer), which
+  /// the others reach at its `address`. (A single node's run needs no store: it is
+  /// not called there.) The store may be used on the agent's thread until the job ends;
   /// `own` is a further connection the observer may use on a thread of its own.
   virtual void attach(rendezvous::Store& store, std::unique_ptr<rendezvous::Store> own,
                       const std::string& address, bool primary) = 0;

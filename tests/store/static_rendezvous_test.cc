@@ -41,6 +41,7 @@ TEST(StaticRendezvous, ASingleNodesRoundAsksTheStoreNothing) {
   o.join_timeout = 5s;
   StaticRendezvous node(o);
   node.store().set("worker_key", "from attempt 0");
+  ASSERT_TRUE(node.store().check({"worker_key"}));  // a SET has no answer: this one does
   RendezvousInfo info = testing::run_task(node.next_rendezvous(1, 4));
   EXPECT_EQ(info.round, 1);
   EXPECT_EQ(info.restart_count, 1);
