@@ -25,11 +25,7 @@ constexpr std::chrono::milliseconds kFirstTrackingPoll{1000};
 // Whether the workers' directories hold error files only: no redirected logs, no hang
 // reports, stack or flight recorder dumps (which may be large).
 bool only_small_files(const AgentConfig& c) {
-  auto none = [](const StdSpec& s) {
-    return s.all == Std::kNone && std::all_of(s.per_rank.begin(), s.per_rank.end(),
-                                              [](const auto& r) { return r.second == Std::kNone; });
-  };
-  return none(c.spec.redirects) && none(c.spec.tee) && !c.hang.enabled() && c.timer_file.empty();
+  return c.spec.redirects.none() && c.spec.tee.none() && !c.hang.enabled() && c.timer_file.empty();
 }
 
 }  // namespace

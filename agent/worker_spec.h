@@ -1,5 +1,6 @@
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <set>
@@ -23,6 +24,12 @@ struct StdSpec {
     if (per_rank.empty()) return all;
     auto it = per_rank.find(local_rank);
     return it == per_rank.end() ? Std::kNone : it->second;
+  }
+  /// Whether no rank gets anything.
+  bool none() const {
+    if (per_rank.empty()) return all == Std::kNone;
+    return std::all_of(per_rank.begin(), per_rank.end(),
+                       [](const auto& r) { return r.second == Std::kNone; });
   }
 };
 

@@ -6,12 +6,12 @@
 
 namespace ddprun::os {
 
-/// NVIDIA's management library, loaded at run time (dlopen) so ddprun runs and builds
-/// on machines without a GPU or its driver. Not thread-safe.
 /// Whether `root` has an NVIDIA driver NVML can talk to: its control device, its /proc
 /// entry, or WSL's GPU device.
 bool driver_present(const std::string& root = "/");
 
+/// NVIDIA's management library, loaded at run time (dlopen) so ddprun runs and builds
+/// on machines without a GPU or its driver. Not thread-safe.
 class Nvml {
  public:
   /// What one GPU reports now; a reading the driver does not give stays empty.

@@ -11,13 +11,18 @@ namespace {
 
 using namespace std::chrono_literals;
 
-TEST(StaticRendezvous, AWorkerCountThatIsNotANumberIsNamed) {
+// Node 0 of a job of `nnodes` on this host.
+StaticRendezvous::Options node0_of(int nnodes) {
   StaticRendezvous::Options o;
-  o.nnodes = 2;
+  o.nnodes = nnodes;
   o.node_rank = 0;
   o.master_addr = "127.0.0.1";
   o.join_timeout = 5s;
-  StaticRendezvous node0(o);
+  return o;
+}
+
+TEST(StaticRendezvous, AWorkerCountThatIsNotANumberIsNamed) {
+  StaticRendezvous node0(node0_of(2));
   // What "node 1" wrote: not a count.
   node0.store().set(static_round_prefix(0) + "node/1", "four");
   try {
@@ -34,12 +39,7 @@ TEST(StaticRendezvous, AWorkerCountThatIsNotANumberIsNamed) {
 // A single node is the whole job: its rounds ask the store nothing (no key of the
 // rendezvous written), yet clear what the last attempt's workers left there.
 TEST(StaticRendezvous, ASingleNodesRoundAsksTheStoreNothing) {
-  StaticRendezvous::Options o;
-  o.nnodes = 1;
-  o.node_rank = 0;
-  o.master_addr = "127.0.0.1";
-  o.join_timeout = 5s;
-  StaticRendezvous node(o);
+  StaticRendezvous node(node0_of(1));
   node.store().set("worker_key", "from attempt 0");
   ASSERT_TRUE(node.store().check({"worker_key"}));  // a SET has no answer: this one does
   RendezvousInfo info = testing::run_task(node.next_rendezvous(1, 4));

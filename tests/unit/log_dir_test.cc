@@ -44,7 +44,7 @@ bool starts_with(const std::string& s, const std::string& prefix) {
 TEST(LogDir, ATemporaryOneForErrorFilesOnlyIsInMemory) {
   struct statfs fs {};
   if (::statfs("/dev/shm", &fs) != 0 || fs.f_type != TMPFS_MAGIC) {
-    GTEST_SKIP() << "this machine's /dev/shm is not a tmpfs: the disk is all there is";
+    GTEST_SKIP() << "this machine's /dev/shm is not a tmpfs: there is no memory to put it in";
   }
   TmpdirAs unset(nullptr);
   LogDir small("", "job", true);
@@ -53,7 +53,11 @@ TEST(LogDir, ATemporaryOneForErrorFilesOnlyIsInMemory) {
   EXPECT_TRUE(std::filesystem::is_directory(worker)) << worker;
   small.remove_if_temporary();
   EXPECT_FALSE(std::filesystem::exists(worker));
-  // Logs, hang reports and dumps may be large: they go to the disk.
+}
+
+// Logs, hang reports and dumps may be large: they go to the disk.
+TEST(LogDir, ATemporaryOneForLargerFilesIsOnDisk) {
+  TmpdirAs unset(nullptr);
   LogDir large("", "job", false);
   EXPECT_TRUE(starts_with(large.run_dir(), "/tmp/ddprun_")) << large.run_dir();
   large.remove_if_temporary();

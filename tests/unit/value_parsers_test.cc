@@ -31,6 +31,14 @@ TEST(ParseStdSpec, DigitAndMap) {
   }
 }
 
+// Nothing redirected or tee'd for any rank: the temporary log directory may be in memory.
+TEST(ParseStdSpec, NoneMeansNoRankGetsAnything) {
+  EXPECT_TRUE(parse_std_spec("-t", "0").none());
+  EXPECT_FALSE(parse_std_spec("-t", "1").none());
+  EXPECT_TRUE(parse_std_spec("-t", "0:0,1:0").none());
+  EXPECT_FALSE(parse_std_spec("-t", "0:0,1:2").none());
+}
+
 TEST(ParseKeyValues, PairsAndErrors) {
   auto kv = parse_key_values("--rdzv_conf", "join_timeout=5, is_host=1");
   EXPECT_EQ(kv.at("join_timeout"), "5");
