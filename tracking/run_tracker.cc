@@ -91,7 +91,8 @@ void RunTracker::become_primary() {
   }
   make_writable_dir(run_dir_ + "/streams", options_.tracking_dir);
   // run.db is made on the stream thread, its first pass at once: meanwhile the agent
-  // goes on to its rendezvous.
+  // goes on to its rendezvous (the workers start once it is made: rendezvous_complete).
+  run_made_ = opened_.get_future().share();
   watcher_ = std::make_unique<StreamWatcher>(run_dir_ + "/streams", kStreamInterval,
                                              [this, created = now_wall()](bool final) {
                                                if (!open_tried_) open_run(created);
@@ -166,7 +167,7 @@ void RunTracker::attach(rendezvous::Store& store, std::unique_ptr<rendezvous::St
   guarded("setting up the run", [&] {
     if (primary) {
       become_primary();
-      opened_.get_future().wait();  // the receiver writes into run.db
+      run_made_.wait();  // the receiver writes into run.db
       receiver_ = std::make_unique<RecordReceiver>(
           run_dir_, options_.token, options_.listen_all ? "" : net::listen_host_for(address));
       // "<address> <port>\n<run name>": where the others send, and into which run.
@@ -234,6 +235,9 @@ void RunTracker::add_worker_env(int node, int rank, int attempt,
 
 void RunTracker::rendezvous_complete(int round, int attempt, int world_size,
                                      const std::vector<std::string>& members) {
+  // Before this round's workers start: the run is made (a job killed from here on
+  // leaves a readable run), and the last attempt's streams had their final pass.
+  if (run_made_.valid()) run_made_.wait();
   if (pending_final_) {
     watcher_->await_final(*pending_final_);
     pending_final_.reset();

@@ -124,7 +124,8 @@ class RunTracker : public RunObserver {
   // could not) and the receiver.
   std::unique_ptr<RunStore> store_;
   std::unique_ptr<StreamIngester> ingester_;
-  std::promise<void> opened_;  // the stream thread tried to make the run
+  std::promise<void> opened_;          // the stream thread tried to make the run
+  std::shared_future<void> run_made_;  // opened_'s: awaited before workers start
   std::atomic<bool> open_tried_{false};
   std::unique_ptr<RecordReceiver> receiver_;
   // What the agent recorded, for the stream thread's next pass.

@@ -174,5 +174,21 @@ TEST(RunTrackerRecords, AreInTheRunWhileTheJobRunsAndAllOfThemWhenItFinishes) {
   std::filesystem::remove_all(base);
 }
 
+// The run is made before the first worker starts: a job killed from then on leaves a
+// readable run (which `runs list` can call crashed), not a half-made file.
+TEST(RunTrackerRecords, TheRunIsMadeOnceTheRoundsWorkersMayStart) {
+  std::string base = temp_run_dir();
+  RunTracker::Options o;
+  o.tracking_dir = base;
+  o.run_id = "made";
+  RunTracker tracker(o);
+  tracker.rendezvous_complete(0, 0, 1, {"a"});  // the workers start after this
+  RunStore run(base + "/made", RunStore::Open::kReadOnly);
+  EXPECT_EQ(run.meta("status"), "running");
+  EXPECT_EQ(run.count_events("run_started"), 1);
+  tracker.finished("finished", 0, "");
+  std::filesystem::remove_all(base);
+}
+
 }  // namespace
 }  // namespace ddprun::tracking
