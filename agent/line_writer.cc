@@ -1,9 +1,8 @@
 #include "agent/line_writer.h"
 
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstring>
+
+#include "common/write_fully.h"
 
 namespace ddprun::agent {
 
@@ -36,19 +35,6 @@ std::string expand_prefix(const std::string& tmpl, const PrefixVars& v) {
     out += tmpl[i++];
   }
   return out;
-}
-
-bool write_fully(int fd, const char* data, size_t size) {
-  while (size > 0) {
-    ssize_t n = ::write(fd, data, size);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    data += n;
-    size -= static_cast<size_t>(n);
-  }
-  return true;
 }
 
 LineWriter::LineWriter(int console_fd, int file_fd, std::string prefix)

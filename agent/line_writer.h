@@ -41,7 +41,4 @@ class LineWriter {
   char last_char_ = '\0';
 };
 
-/// Writes all of `size` bytes, retrying short writes and EINTR; false on error.
-bool write_fully(int fd, const char* data, size_t size);
-
 }  // namespace ddprun::agent

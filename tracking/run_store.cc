@@ -1,9 +1,21 @@
 #include "tracking/run_store.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "common/write_fully.h"
+#include "tracking/run_image.h"
+#include "tracking/run_schema.h"
+
 namespace ddprun::tracking {
 namespace {
 
-// Statements prepared for one call and finalized by RAII.
+// Statements prepared for one call and finalized by RAII, or one kept by the store
+// for many calls, reset by RAII.
 class Statement {
  public:
   Statement(sqlite3* db, const std::string& sql, const std::string& path) : db_(db) {
@@ -11,7 +23,17 @@ class Statement {
       throw TrackingError(path + ": " + sqlite3_errmsg(db));
     }
   }
-  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(sqlite3* db, sqlite3_stmt* kept) : db_(db), stmt_(kept), kept_(true) {}
+  ~Statement() {
+    if (!kept_) {
+      sqlite3_finalize(stmt_);
+      return;
+    }
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
   /// `v` must stay alive until the statement is stepped (it is not copied).
   Statement& bind(int i, const std::string& v) {
     sqlite3_bind_text(stmt_, i, v.c_str(), static_cast<int>(v.size()), SQLITE_STATIC);
@@ -52,6 +74,7 @@ class Statement {
  private:
   sqlite3* db_;
   sqlite3_stmt* stmt_ = nullptr;
+  bool kept_ = false;
 };
 
 // The columns of a stored point, in the order visit_points reads them.
@@ -75,58 +98,86 @@ void visit_points(Statement& s, const std::string& path,
   }
 }
 
-constexpr const char* kSchema = R"(
-BEGIN;
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS events (id INTEGER PRIMARY KEY, wall REAL, kind TEXT, node INT,
-  rank INT, attempt INT, data TEXT);
-CREATE TABLE IF NOT EXISTS metrics (node INT, rank INT, attempt INT, seq INT, wall REAL,
-  step INT, key TEXT, value REAL);
-CREATE TABLE IF NOT EXISTS config (node INT, rank INT, attempt INT, key TEXT, value TEXT);
-CREATE TABLE IF NOT EXISTS summaries (node INT, rank INT, attempt INT, key TEXT, value TEXT);
-CREATE TABLE IF NOT EXISTS system_metrics (node INT, wall REAL, key TEXT, value REAL);
-CREATE TABLE IF NOT EXISTS streams (path TEXT PRIMARY KEY, offset INT);
-COMMIT;
-)";
+// Makes `path` from the built-in image of an empty run unless it already holds one
+// (an empty file, as a crash may leave, is made again). True when it was made here.
+bool make_from_image(const std::string& path) {
+  std::string_view image = run_image("empty_run.db");
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+  struct stat st {};
+  if (fd < 0 || ::fstat(fd, &st) != 0) {
+    int err = errno;
+    if (fd >= 0) ::close(fd);
+    throw TrackingError("cannot create " + path + ": " + std::strerror(err));
+  }
+  bool made = false;
+  if (st.st_size == 0) {
+    made = write_fully(fd, image.data(), image.size());
+    if (!made) {
+      int err = errno;
+      (void)!::ftruncate(fd, 0);  // not a half database: made again next time
+      ::close(fd);
+      throw TrackingError("cannot write " + path + ": " + std::strerror(err));
+    }
+  }
+  ::close(fd);
+  return made;
+}
 
 }  // namespace
 
 RunStore::RunStore(const std::string& run_dir, Open mode) : path_(run_dir + "/run.db") {
-  bool create = mode == Open::kCreate;
+  // A new run is the built-in image written out: no schema to compile, no journal
+  // mode to switch.
+  bool made = mode == Open::kCreate && make_from_image(path_);
   // One connection per thread (NOMUTEX): no lock taken on every call.
   int flags = (mode == Open::kReadOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) |
-              SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
+              SQLITE_OPEN_NOMUTEX;
   if (sqlite3_open_v2(path_.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
     std::string why = db_ ? sqlite3_errmsg(db_) : "out of memory";
     sqlite3_close(db_);
     db_ = nullptr;
     throw TrackingError("cannot open " + path_ + ": " + why);
   }
+  try {
+    configure(mode, made);
+  } catch (...) {
+    sqlite3_close(db_);  // no destructor runs for a store never made
+    throw;
+  }
+}
+
+void RunStore::configure(Open mode, bool made) {
   sqlite3_busy_timeout(db_, 5000);
   // The WAL is folded into run.db by whoever opens it next, not by a sync at every
   // close (a launch pays no fsync to end a run).
   sqlite3_db_config(db_, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
-  if (create) {
-    // Creating the schema needs no fsync: a crash now leaves a run with no records.
-    exec("PRAGMA synchronous=OFF; PRAGMA journal_mode=WAL;");
-    exec(kSchema);
-    if (!meta("schema_version")) set_meta("schema_version", std::to_string(kSchemaVersion));
-  }
   if (mode == Open::kReadOnly) {
     exec("PRAGMA cache_size=-16384;");
+  } else if (made) {
+    // Already in WAL mode. Its first transaction starts the WAL and needs no fsync (a
+    // crash then leaves a run with no records): synchronous from the first commit on.
+    exec("PRAGMA synchronous=OFF; PRAGMA cache_size=-16384;");
+    sync_after_commit_ = true;
   } else {
     exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA cache_size=-16384;");
   }
   auto version = meta("schema_version");
-  if (!version || std::stoi(*version) != kSchemaVersion) {
+  if (!version || std::stoi(*version) != kRunSchemaVersion) {
     throw TrackingError(path_ + ": unsupported schema version " + version.value_or("(none)"));
   }
 }
 
 RunStore::~RunStore() {
-  sqlite3_finalize(insert_one_);
-  sqlite3_finalize(insert_batch_);
+  for (sqlite3_stmt* s : {insert_one_, insert_batch_, set_meta_, add_event_}) sqlite3_finalize(s);
   sqlite3_close(db_);
+}
+
+sqlite3_stmt* RunStore::prepared(sqlite3_stmt*& stmt, const char* sql) {
+  if (!stmt &&
+      sqlite3_prepare_v3(db_, sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt, nullptr) != SQLITE_OK) {
+    throw TrackingError(path_ + ": " + sqlite3_errmsg(db_));
+  }
+  return stmt;
 }
 
 void RunStore::exec(const std::string& sql) {
@@ -144,6 +195,10 @@ void RunStore::begin() { exec("BEGIN IMMEDIATE"); }
 void RunStore::commit() {
   flush_points();
   exec("COMMIT");
+  if (sync_after_commit_) {
+    sync_after_commit_ = false;
+    exec("PRAGMA synchronous=NORMAL;");
+  }
 }
 
 void RunStore::rollback() noexcept {
@@ -152,7 +207,7 @@ void RunStore::rollback() noexcept {
 }
 
 void RunStore::set_meta(const std::string& key, const std::string& value) {
-  Statement s(db_, "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", path_);
+  Statement s(db_, prepared(set_meta_, "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)"));
   s.bind(1, key).bind(2, value).step(path_);
 }
 
@@ -164,15 +219,16 @@ std::optional<std::string> RunStore::meta(const std::string& key) {
 }
 
 void RunStore::add_event(const Event& e) {
-  Statement s(db_,
-              "INSERT INTO events (wall, kind, node, rank, attempt, data) VALUES (?,?,?,?,?,?)",
-              path_);
+  Statement s(db_, prepared(add_event_,
+                            "INSERT INTO events (wall, kind, node, rank, attempt, "
+                            "data) VALUES (?,?,?,?,?,?)"));
   s.bind(1, e.wall).bind(2, e.kind).bind(3, e.node).bind(4, e.rank).bind(5, e.attempt);
   s.bind(6, e.data_json).step(path_);
 }
 
 std::vector<Event> RunStore::events() {
-  Statement s(db_, "SELECT wall, kind, node, rank, attempt, data FROM events ORDER BY wall, id", path_);
+  Statement s(db_, "SELECT wall, kind, node, rank, attempt, data FROM events ORDER BY wall, id",
+              path_);
   std::vector<Event> out;
   while (s.step(path_)) {
     out.push_back({s.real(0), s.text(1), static_cast<int>(s.integer(2)),
@@ -194,12 +250,17 @@ std::optional<Event> RunStore::last_event(const std::string& kind) {
               path_);
   s.bind(1, kind);
   if (!s.step(path_)) return std::nullopt;
-  return Event{s.real(0), s.text(1), static_cast<int>(s.integer(2)),
-               static_cast<int>(s.integer(3)), static_cast<int>(s.integer(4)), s.text(5)};
+  return Event{s.real(0),
+               s.text(1),
+               static_cast<int>(s.integer(2)),
+               static_cast<int>(s.integer(3)),
+               static_cast<int>(s.integer(4)),
+               s.text(5)};
 }
 
 sqlite3_stmt* RunStore::prepare_insert(int rows) {
-  std::string sql = "INSERT INTO metrics (node, rank, attempt, seq, wall, step, key, value) VALUES ";
+  std::string sql =
+      "INSERT INTO metrics (node, rank, attempt, seq, wall, step, key, value) VALUES ";
   for (int i = 0; i < rows; ++i) sql += i ? ",(?,?,?,?,?,?,?,?)" : "(?,?,?,?,?,?,?,?)";
   sqlite3_stmt* stmt = nullptr;
   if (sqlite3_prepare_v3(db_, sql.c_str(), -1, SQLITE_PREPARE_PERSISTENT, &stmt, nullptr) !=
@@ -218,8 +279,10 @@ void RunStore::write_points(const MetricPoint* points, int count, sqlite3_stmt* 
     sqlite3_bind_int(s, c + 3, p.attempt);
     sqlite3_bind_int64(s, c + 4, p.seq);
     sqlite3_bind_double(s, c + 5, p.wall);
-    if (p.step) sqlite3_bind_int64(s, c + 6, *p.step);
-    else sqlite3_bind_null(s, c + 6);
+    if (p.step)
+      sqlite3_bind_int64(s, c + 6, *p.step);
+    else
+      sqlite3_bind_null(s, c + 6);
     sqlite3_bind_text(s, c + 7, p.key.data(), static_cast<int>(p.key.size()), SQLITE_STATIC);
     sqlite3_bind_double(s, c + 8, p.value);
   }
@@ -302,8 +365,8 @@ std::vector<RunStore::MetricSummary> RunStore::metric_summaries() {
               path_);
   std::vector<MetricSummary> out;
   while (s.step(path_)) {
-    out.push_back({static_cast<int>(s.integer(0)), s.text(1), s.integer(2), s.real(5), s.real(3),
-                   s.real(4)});
+    out.push_back(
+        {static_cast<int>(s.integer(0)), s.text(1), s.integer(2), s.real(5), s.real(3), s.real(4)});
   }
   return out;
 }
@@ -316,9 +379,7 @@ std::vector<MetricPoint> RunStore::metrics() {
 
 void RunStore::for_each_metric(const std::function<void(const MetricPoint&)>& visit) {
   flush_points();
-  Statement s(db_,
-              std::string(kPointColumns) + " ORDER BY node, rank, attempt, seq, key",
-              path_);
+  Statement s(db_, std::string(kPointColumns) + " ORDER BY node, rank, attempt, seq, key", path_);
   visit_points(s, path_, visit);
 }
 
@@ -345,9 +406,8 @@ int64_t RunStore::last_metric_row() {
 }
 
 std::vector<std::pair<std::string, int64_t>> RunStore::metric_keys_added(int64_t after,
-                                                                          int64_t upto) {
-  Statement s(db_,
-              "SELECT key, COUNT(*) FROM metrics WHERE rowid > ? AND rowid <= ? GROUP BY key",
+                                                                         int64_t upto) {
+  Statement s(db_, "SELECT key, COUNT(*) FROM metrics WHERE rowid > ? AND rowid <= ? GROUP BY key",
               path_);
   s.bind(1, after).bind(2, upto);
   std::vector<std::pair<std::string, int64_t>> out;
@@ -381,9 +441,7 @@ std::vector<RunStore::Entry> read_entries(sqlite3* db, const std::string& table,
 }  // namespace
 
 std::vector<RunStore::Entry> RunStore::configs() { return read_entries(db_, "config", path_); }
-std::vector<RunStore::Entry> RunStore::summaries() {
-  return read_entries(db_, "summaries", path_);
-}
+std::vector<RunStore::Entry> RunStore::summaries() { return read_entries(db_, "summaries", path_); }
 
 std::vector<std::tuple<int, double, std::string, double>> RunStore::node_system_metrics() {
   Statement s(db_, "SELECT node, wall, key, value FROM system_metrics ORDER BY wall, rowid", path_);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "tracking/run_schema.h"
 
 namespace ddprun::tracking {
 
@@ -52,10 +53,11 @@ struct Event {
 /// Not thread-safe. Errors: TrackingError naming the file.
 class RunStore {
  public:
-  static constexpr int kSchemaVersion = 1;
+  static constexpr int kSchemaVersion = kRunSchemaVersion;
 
   enum class Open {
-    kCreate,    // made when missing; the primary agent, the only writer while a job runs
+    kCreate,    // made when missing (from the built-in empty run); the primary agent, the
+                // only writer while a job runs
     kExisting,  // read and written (merges, recovery)
     kReadOnly,  // never written, readable while the job writes it (`ddprun runs`)
   };
@@ -145,14 +147,21 @@ class RunStore {
  private:
   static constexpr int kBatch = 64;
 
+  void configure(Open mode, bool made);
   void exec(const std::string& sql);
   sqlite3_stmt* prepare_insert(int rows);
   void write_points(const MetricPoint* points, int count, sqlite3_stmt* stmt);
   void flush_points();
 
+  sqlite3_stmt* prepared(sqlite3_stmt*& stmt, const char* sql);
+
   sqlite3* db_ = nullptr;
   sqlite3_stmt* insert_one_ = nullptr;
   sqlite3_stmt* insert_batch_ = nullptr;
+  // What the launcher writes most, compiled once.
+  sqlite3_stmt* set_meta_ = nullptr;
+  sqlite3_stmt* add_event_ = nullptr;
+  bool sync_after_commit_ = false;  // a new run's first commit is not synced
   // Points not written yet; their keys keep their capacity between batches.
   std::vector<MetricPoint> pending_ = std::vector<MetricPoint>(kBatch);
   int pending_count_ = 0;

@@ -1,7 +1,10 @@
 // The run database and the ingestion of worker streams: schema, ordering, resume,
 // torn last records and malformed lines.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -9,6 +12,7 @@
 #include <thread>
 
 #include "tests/helpers/scratch.h"
+#include "tracking/run_image.h"
 #include "tracking/run_store.h"
 #include "tracking/run_tracker.h"
 #include "tracking/stream_ingester.h"
@@ -37,6 +41,55 @@ TEST(RunStore, SchemaIsVersionedAndMetaPersists) {
   EXPECT_EQ(again.meta("status"), "running");
   EXPECT_EQ(again.meta("schema_version"), std::to_string(RunStore::kSchemaVersion));
   EXPECT_THROW(RunStore("/nonexistent/dir", RunStore::Open::kExisting), TrackingError);
+}
+
+TEST(RunStore, ANewRunIsTheBuiltInEmptyRunInWalMode) {
+  std::string_view image = run_image("empty_run.db");
+  ASSERT_GT(image.size(), 100u);
+  EXPECT_EQ(image.substr(0, 16), std::string_view("SQLite format 3\0", 16));
+  EXPECT_EQ(image[18], 2) << "WAL: no journal mode to switch when a run is made";
+  EXPECT_EQ(image[19], 2);
+  std::string dir = temp_run_dir();
+  {
+    RunStore s(dir, RunStore::Open::kCreate);
+    s.begin();
+    s.add_event({1.5, "run_started", -1, -1, -1, "{}"});
+    s.commit();
+  }
+  RunStore again(dir, RunStore::Open::kReadOnly);
+  EXPECT_EQ(again.meta("schema_version"), std::to_string(RunStore::kSchemaVersion));
+  EXPECT_EQ(again.count_events("run_started"), 1);
+  EXPECT_EQ(again.metric_count(), 0);
+}
+
+TEST(RunStore, AnEmptyFileACrashLeftIsMadeIntoARun) {
+  std::string dir = temp_run_dir();
+  std::ofstream(dir + "/run.db").close();
+  RunStore s(dir, RunStore::Open::kCreate);
+  EXPECT_EQ(s.meta("schema_version"), std::to_string(RunStore::kSchemaVersion));
+}
+
+TEST(RunStore, ARunThatCannotBeWrittenOutIsNamedAndLeavesNoHalfDatabase) {
+  std::string dir = temp_run_dir();
+  // In a child: a file size limit below the image's size makes the write fail.
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::signal(SIGXFSZ, SIG_IGN);
+    rlimit small{4096, 4096};
+    ::setrlimit(RLIMIT_FSIZE, &small);
+    try {
+      RunStore s(dir, RunStore::Open::kCreate);
+    } catch (const TrackingError& e) {
+      std::string what = e.what();
+      ::_exit(what.find("cannot write " + dir + "/run.db") != std::string::npos ? 0 : 2);
+    }
+    ::_exit(1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: no error; 2: an error not naming the file";
+  EXPECT_EQ(std::filesystem::file_size(dir + "/run.db"), 0u) << "made whole next time";
 }
 
 TEST(TfEvents, Crc32cIsCastagnolis) {
