@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <vector>
+#include <memory>
 
 #include <boost/asio/post.hpp>
 
@@ -20,10 +20,12 @@ constexpr int kChunksPerWake = 16;
 
 // Every stream reads into this one buffer once its pipe is readable: an idle worker
 // costs no buffer (512 workers' streams would hold 64 MiB otherwise). The agent is
-// single-threaded; tests that run agents on several threads get one each.
+// single-threaded; tests that run agents on several threads get one each. Not zeroed:
+// its pages are touched only by what workers write.
 char* read_buffer() {
-  static thread_local std::vector<char> buffer(kReadChunk);
-  return buffer.data();
+  static thread_local std::unique_ptr<char[]> buffer =
+      std::make_unique_for_overwrite<char[]>(kReadChunk);
+  return buffer.get();
 }
 
 int open_log_file(const std::string& path) {

@@ -14,8 +14,14 @@ namespace ddprun::net {
 
 tcp::acceptor open_acceptor(asio::io_context& io, const std::string& host, uint16_t port) {
   std::vector<tcp::endpoint> candidates;
+  boost::system::error_code numeric;
+  auto address = host.empty() ? asio::ip::address() : asio::ip::make_address(host, numeric);
   if (host.empty()) {
     candidates = {tcp::endpoint(tcp::v6(), port), tcp::endpoint(tcp::v4(), port)};
+  } else if (!numeric) {
+    // An address needs no resolver (whose lookup of this host's interfaces costs a
+    // netlink round trip on every launch).
+    candidates = {tcp::endpoint(address, port)};
   } else {
     tcp::resolver resolver(io);
     boost::system::error_code ec;

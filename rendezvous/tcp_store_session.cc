@@ -153,14 +153,14 @@ void Session::on_read(size_t n) {
   decoder_.feed(read_buffer_.data(), n);
   if (n == read_buffer_.size()) {
     // More may be waiting (a large value): take it through the shared buffer.
-    auto& buf = state_.read_buffer;
+    char* buf = state_.read_buffer.get();
     while (true) {
       boost::system::error_code ec;
-      size_t got = socket_.read_some(boost::asio::buffer(buf), ec);
+      size_t got = socket_.read_some(boost::asio::buffer(buf, StoreState::kReadBufferSize), ec);
       if (ec == boost::asio::error::would_block) break;
       if (ec) return close();
-      decoder_.feed(buf.data(), got);
-      if (got < buf.size()) break;
+      decoder_.feed(buf, got);
+      if (got < StoreState::kReadBufferSize) break;
     }
   }
   Request request;

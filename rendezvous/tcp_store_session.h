@@ -44,8 +44,10 @@ class StoreState {
   void key_deleted(const std::string& key, const std::string& old_value);
 
   /// Shared by all sessions for large reads: the server is single-threaded, so the
-  /// reads that use it never overlap.
-  std::vector<char> read_buffer = std::vector<char>(64 * 1024);
+  /// reads that use it never overlap. Not zeroed: a store that never sees a large
+  /// value never touches its pages.
+  static constexpr size_t kReadBufferSize = 64 * 1024;
+  std::unique_ptr<char[]> read_buffer = std::make_unique_for_overwrite<char[]>(kReadBufferSize);
 
  private:
   struct Waiter {
