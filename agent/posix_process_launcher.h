@@ -1,23 +1,38 @@
 #pragma once
 
+#include <list>
+#include <memory>
 #include <set>
+#include <string>
+#include <vector>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/signal_set.hpp>
 
 #include "agent/process_launcher.h"
 
 namespace ddprun::agent {
 
-/// The Linux implementation: clone(CLONE_VM | CLONE_VFORK) + execve (no copy of
-/// ddprun's memory, so starting N workers costs N execs, not N forks of the agent),
-/// exits learned from SIGCHLD on the agent's io_context (never polled), leftovers
-/// found through /proc.
+/// The Linux implementation: clone(CLONE_VM) + execve (no copy of ddprun's memory, so
+/// starting N workers costs N execs, not N forks of the agent), exits learned from
+/// SIGCHLD on the agent's io_context (never polled), leftovers found through /proc.
+///
+/// A group's workers start side by side: spawn() returns once the child exists, not
+/// once it has execed, so no worker's set-up waits on another's (on x86-64 and arm64,
+/// where the child makes its system calls itself; elsewhere each spawn suspends the
+/// agent until that child's exec, CLONE_VFORK). What a child reads until its exec
+/// (its stack, argv, environment) is kept until the loop learns that every child
+/// started since the loop last ran has execed or died: a close-on-exec pipe they all
+/// hold reads end of file.
 ///
 /// Construct before any child exists: it takes SIGCHLD for the io_context.
 class PosixProcessLauncher : public ProcessLauncher {
  public:
   explicit PosixProcessLauncher(boost::asio::io_context& io);
+  ~PosixProcessLauncher() override;
+  PosixProcessLauncher(const PosixProcessLauncher&) = delete;
+  PosixProcessLauncher& operator=(const PosixProcessLauncher&) = delete;
 
   void on_exit(ExitHandler handler) override { on_exit_ = std::move(handler); }
   pid_t spawn(const SpawnOptions& options) override;
@@ -25,13 +40,48 @@ class PosixProcessLauncher : public ProcessLauncher {
   void signal_process(pid_t pid, int sig) override;
   void kill_leftovers(pid_t spare) override;
 
+  /// Children whose start-up memory is still held (they may not have execed yet).
+  size_t starting() const;
+
+  struct Launch;
+  // The children's stacks: as many as ever started at once, each used again.
+  class ChildStacks {
+   public:
+    ChildStacks() = default;
+    ~ChildStacks();
+    ChildStacks(const ChildStacks&) = delete;
+    ChildStacks& operator=(const ChildStacks&) = delete;
+    char* take(const std::string& program);
+    void give(char* stack) { free_.push_back(stack); }
+
+   private:
+    std::vector<char*> free_;
+  };
+
  private:
+  // The children started between two turns of the loop, and their pipe.
+  struct Batch {
+    ~Batch();
+    int read_fd = -1;
+    int write_fd = -1;  // ours, until the batch is sealed; each child holds a copy
+    std::vector<int> signals_to_reset;
+    std::vector<std::unique_ptr<Launch>> launches;
+    std::unique_ptr<boost::asio::posix::stream_descriptor> done;
+  };
+
+  Batch& open_batch();
+  void seal_batch();
   void wait_for_children();
   void reap_children();
 
+  boost::asio::io_context& io_;
   boost::asio::signal_set child_signals_;
   std::set<pid_t> children_;  // spawned and not reaped yet
   ExitHandler on_exit_;
+  ChildStacks stacks_;           // outlives the batches, whose launches give theirs back
+  std::unique_ptr<Batch> open_;  // children started since the loop last ran
+  std::list<std::unique_ptr<Batch>> sealed_;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // for posted handlers
 };
 
 }  // namespace ddprun::agent
