@@ -225,7 +225,7 @@ void PosixProcessInspector::capture_native(const std::shared_ptr<Capture>& c, si
     opts.argv = argv;
     opts.stdout_fd = fd;
     opts.stderr_fd = fd;
-    tool = launcher_.spawn(opts);
+    tool = launcher_.spawn(std::move(opts));
   } catch (const std::exception& e) {
     out.note = std::string("could not run ") + argv.front() + ": " + e.what();
   }

@@ -90,8 +90,8 @@ std::vector<int> non_default_signals() {
 
 // Everything one child reads between clone and exec, owned here until then.
 struct PosixProcessLauncher::Launch {
-  Launch(const SpawnOptions& o, const std::vector<int>& reset, int done, ChildStacks& stacks)
-      : options(o),
+  Launch(SpawnOptions o, const std::vector<int>& reset, int done, ChildStacks& stacks)
+      : options(std::move(o)),
         argv(as_c_array(options.argv)),
         envp(as_c_array(options.env)),
         parent(::getpid()),
@@ -296,10 +296,11 @@ void PosixProcessLauncher::seal_batch() {
       });
 }
 
-pid_t PosixProcessLauncher::spawn(const SpawnOptions& options) {
+pid_t PosixProcessLauncher::spawn(SpawnOptions options) {
   Batch& batch = open_batch();
   // Everything the child needs is prepared here: it may not allocate.
-  auto launch = std::make_unique<Launch>(options, batch.signals_to_reset, batch.write_fd, stacks_);
+  auto launch =
+      std::make_unique<Launch>(std::move(options), batch.signals_to_reset, batch.write_fd, stacks_);
   // A signal reaching the child before it resets its handlers would run the agent's
   // handler there, which writes to the agent's own signal pipe: the agent would think
   // it was signalled itself. So every signal is blocked until the child has execed.
@@ -310,7 +311,7 @@ pid_t PosixProcessLauncher::spawn(const SpawnOptions& options) {
   pid_t pid = ::clone(exec_child, launch->stack + kChildStackSize, kCloneFlags, launch.get());
   int clone_errno = errno;
   ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  if (pid == -1) throw SystemError("clone for '" + options.executable + "'", clone_errno);
+  if (pid == -1) throw SystemError("clone for '" + launch->options.executable + "'", clone_errno);
   batch.launches.push_back(std::move(launch));
   children_.insert(pid);
   return pid;

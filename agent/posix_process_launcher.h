@@ -35,7 +35,7 @@ class PosixProcessLauncher : public ProcessLauncher {
   PosixProcessLauncher& operator=(const PosixProcessLauncher&) = delete;
 
   void on_exit(ExitHandler handler) override { on_exit_ = std::move(handler); }
-  pid_t spawn(const SpawnOptions& options) override;
+  pid_t spawn(SpawnOptions options) override;
   void signal_group(pid_t pgid, int sig) override;
   void signal_process(pid_t pid, int sig) override;
   void kill_leftovers(pid_t spare) override;

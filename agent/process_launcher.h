@@ -49,7 +49,7 @@ class ProcessLauncher {
   /// signal mask and only descriptors 0, 1 and 2. Never blocks on the child. If exec
   /// fails the child prints the reason and exits 127 (not found) or 126 (not
   /// executable). Throws SystemError when the process cannot be created.
-  virtual pid_t spawn(const SpawnOptions& options) = 0;
+  virtual pid_t spawn(SpawnOptions options) = 0;
 
   /// Sends `sig` to the process group `pgid`; a group that no longer exists is fine.
   virtual void signal_group(pid_t pgid, int sig) = 0;

@@ -99,7 +99,7 @@ void WorkerGroupRunner::start(WorkerGroup group,
       opts.cpus = b.cpus;
       opts.memory_node = b.memory_node;
     }
-    w.pid = launcher_.spawn(opts);
+    w.pid = launcher_.spawn(std::move(opts));
     w.state = WorkerState::kHealthy;
     if (observer_) {
       observer_->worker_started(group_.group_rank, w.global_rank, w.local_rank, attempt, w.pid);

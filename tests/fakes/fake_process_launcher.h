@@ -42,9 +42,9 @@ class FakeProcessLauncher : public agent::ProcessLauncher {
 
   void on_exit(ExitHandler handler) override { handler_ = std::move(handler); }
 
-  pid_t spawn(const agent::SpawnOptions& options) override {
+  pid_t spawn(agent::SpawnOptions options) override {
     pid_t pid = next_pid_++;
-    processes_[pid] = Process{pid, options, true, {}};
+    processes_[pid] = Process{pid, std::move(options), true, {}};
     order_.push_back(pid);
     if (on_spawn) {
       boost::asio::post(io_, [this, pid] { on_spawn(processes_.at(pid)); });
