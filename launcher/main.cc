@@ -96,8 +96,7 @@ std::string tracking_run_id(const launcher::LaunchConfig& cfg) {
   return std::string(buf) + "-" + std::to_string(::getpid());
 }
 
-std::unique_ptr<tracking::RunTracker> make_tracker(const launcher::LaunchConfig& cfg,
-                                                   const launcher::PythonDirs& python, int argc,
+std::unique_ptr<tracking::RunTracker> make_tracker(const launcher::LaunchConfig& cfg, int argc,
                                                    char** argv) {
   if (!cfg.tracking) return nullptr;
   tracking::RunTracker::Options o;
@@ -122,7 +121,6 @@ std::unique_ptr<tracking::RunTracker> make_tracker(const launcher::LaunchConfig&
                               {"local_ranks", bindings}};
   }
   o.config_json = config.dump();
-  o.python_dir = python.tracking;
   o.system_interval = cfg.tracking_interval;
   return std::make_unique<tracking::RunTracker>(o);
 }
@@ -144,16 +142,18 @@ int launch(launcher::LaunchConfig& cfg, int argc, char** argv) {
     if (cfg.agent.timer_file.empty()) cfg.agent.timer_file = "/tmp/watchdog_timer_" + random_uuid();
   }
   if (!cfg.agent.omp_num_threads.empty()) print_omp_banner(cfg.agent.omp_num_threads);
+  // Forked while this process is small and has one thread: every page it writes
+  // later that the guard still shares costs a copy.
+  agent::OrphanGuard guard;
+  // Before any worker starts: an unwritable tracking directory fails the launch here.
+  // Its thread makes the run meanwhile.
+  auto tracker = make_tracker(cfg, argc, argv);
   // Python workers import ddprun_tracking; their stacks are taken when they hang and
   // before the watchdog reaps one.
   bool stacks = cfg.agent.hang.enabled() || !cfg.agent.timer_file.empty();
   launcher::PythonDirs python;
   if (cfg.tracking || stacks) python = launcher::python_dirs();
-  // Forked while this process is small and has one thread: every page it writes
-  // later that the guard still shares costs a copy.
-  agent::OrphanGuard guard;
-  // Before any worker starts: an unwritable tracking directory fails the launch here.
-  auto tracker = make_tracker(cfg, python, argc, argv);
+  if (tracker) tracker->set_python_dir(python.tracking);
   // A closed console must not kill the agent; writes to it fail with EPIPE instead.
   ::signal(SIGPIPE, SIG_IGN);
   boost::asio::io_context io;

@@ -45,9 +45,8 @@ class RunTracker : public RunObserver {
     std::string tracking_dir = "./ddprun-runs";
     std::string run_id;
     std::string run_name;
-    std::string command_json = "[]";  // the launch command
-    std::string config_json = "{}";   // the launch configuration
-    std::string python_dir;           // where ddprun_tracking.py lives (put on PYTHONPATH)
+    std::string command_json = "[]";                    // the launch command
+    std::string config_json = "{}";                     // the launch configuration
     std::chrono::milliseconds system_interval{15'000};  // between system metric samples
     bool multi_node = false;  // primary or not is known once the store is up (attach)
     std::string token;        // the job token: record forwarding requires it ("" = none)
@@ -63,6 +62,9 @@ class RunTracker : public RunObserver {
 
   void attach(rendezvous::Store& store, std::unique_ptr<rendezvous::Store> own,
               const std::string& address, bool primary) override;
+  /// Where ddprun_tracking.py lives: put on the workers' PYTHONPATH. Set before any
+  /// worker starts (found while the stream thread makes the run).
+  void set_python_dir(std::string dir) { python_dir_ = std::move(dir); }
   void add_worker_env(int node, int rank, int attempt,
                       std::map<std::string, std::string>& env) override;
   void rendezvous_complete(int round, int attempt, int world_size,
@@ -107,6 +109,7 @@ class RunTracker : public RunObserver {
   std::string node_dir_;   // where this node's streams are: run_dir_, or its part
   std::string files_dir_;  // made by files_dir(); "" until then
   std::string agent_id_;
+  std::string python_dir_;                  // put on the workers' PYTHONPATH
   std::unique_ptr<SystemSampler> sampler_;  // made by the first sample
   std::map<int, pid_t> live_workers_;       // global rank -> pid
   std::atomic<int> node_{0};                // read by the stream thread too
