@@ -142,6 +142,14 @@ char* PosixProcessLauncher::ChildStacks::take(const std::string& program) {
   return static_cast<char*>(p);
 }
 
+void PosixProcessLauncher::ChildStacks::give(char* stack) {
+  if (free_.size() < kKept) {
+    free_.push_back(stack);
+  } else {
+    ::munmap(stack, kChildStackSize);
+  }
+}
+
 PosixProcessLauncher::ChildStacks::~ChildStacks() {
   for (char* s : free_) ::munmap(s, kChildStackSize);
 }

@@ -44,7 +44,8 @@ class PosixProcessLauncher : public ProcessLauncher {
   size_t starting() const;
 
   struct Launch;
-  // The children's stacks: as many as ever started at once, each used again.
+  // The children's stacks, used again: up to kKept of them are kept between batches
+  // (a wide group's others are given back).
   class ChildStacks {
    public:
     ChildStacks() = default;
@@ -52,9 +53,10 @@ class PosixProcessLauncher : public ProcessLauncher {
     ChildStacks(const ChildStacks&) = delete;
     ChildStacks& operator=(const ChildStacks&) = delete;
     char* take(const std::string& program);
-    void give(char* stack) { free_.push_back(stack); }
+    void give(char* stack);
 
    private:
+    static constexpr size_t kKept = 64;
     std::vector<char*> free_;
   };
 
