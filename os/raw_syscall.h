@@ -10,6 +10,7 @@
 
 #include <sys/syscall.h>
 #include <unistd.h>
+
 #include <cerrno>
 
 namespace ddprun::os {
