@@ -31,7 +31,6 @@ namespace {
 constexpr size_t kChildStackSize = 64 * 1024;
 // Concurrent starts need a child that writes nothing of the parent's, errno included.
 constexpr int kCloneFlags = CLONE_VM | SIGCHLD | (os::kRawSyscalls ? 0 : CLONE_VFORK);
-constexpr int kLastSignal = 64;
 
 // The kernel's rt_sigaction argument (x86-64 and arm64 share this layout).
 struct KernelSigaction {
@@ -41,15 +40,11 @@ struct KernelSigaction {
   uint64_t mask;
 };
 
-// For the child too: inlined there, never instrumented.
-#define DDPRUN_CHILD_SAFE __attribute__((always_inline, no_sanitize("address", "undefined")))
+using os::raw_syscall;
 
-DDPRUN_CHILD_SAFE inline long sys(long number, long a = 0, long b = 0, long c = 0, long d = 0) {
-  return os::raw_syscall(number, a, b, c, d);
-}
-
+// A pointer as a system call's argument (inlined in the child, never instrumented).
 template <typename T>
-DDPRUN_CHILD_SAFE inline long arg(T* p) {
+__attribute__((always_inline, no_sanitize("address", "undefined"))) inline long arg(T* p) {
   return reinterpret_cast<long>(p);
 }
 
@@ -70,13 +65,13 @@ int exitcode_of(int status) {
 // a child resets before it may take a signal.
 std::vector<int> non_default_signals() {
   std::vector<int> out;
-  for (int sig = 1; sig <= kLastSignal; ++sig) {
+  for (int sig = 1; sig < NSIG; ++sig) {
     if (sig == SIGKILL || sig == SIGSTOP) continue;
     bool is_default = true;
     if constexpr (os::kRawSyscalls) {
       KernelSigaction old{};
-      is_default =
-          sys(SYS_rt_sigaction, sig, 0, arg(&old), sizeof(old.mask)) != 0 || old.handler == SIG_DFL;
+      is_default = raw_syscall(SYS_rt_sigaction, sig, 0, arg(&old), sizeof(old.mask)) != 0 ||
+                   old.handler == SIG_DFL;
     } else {
       struct sigaction old {};
       is_default = ::sigaction(sig, nullptr, &old) != 0 || old.sa_handler == SIG_DFL;
@@ -162,22 +157,22 @@ namespace {
 // into the parent's memory.
 __attribute__((no_sanitize("address", "undefined"))) int exec_child(void* arg_ptr) {
   const auto* l = static_cast<const PosixProcessLauncher::Launch*>(arg_ptr);
-  sys(SYS_setsid);
+  raw_syscall(SYS_setsid);
   // Die with ddprun; re-check the parent in case it died before prctl took effect.
-  sys(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL);
-  if (sys(SYS_getppid) != l->parent) sys(SYS_exit_group, 137);
+  raw_syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL);
+  if (raw_syscall(SYS_getppid) != l->parent) raw_syscall(SYS_exit_group, 137);
   // Signals stay blocked (see spawn) until the parent's handlers are gone here.
   for (size_t i = 0; i < l->signal_count; ++i) {
     if constexpr (os::kRawSyscalls) {
       KernelSigaction dfl{};
-      sys(SYS_rt_sigaction, l->signals_to_reset[i], arg(&dfl), 0, sizeof(dfl.mask));
+      raw_syscall(SYS_rt_sigaction, l->signals_to_reset[i], arg(&dfl), 0, sizeof(dfl.mask));
     } else {
       ::signal(l->signals_to_reset[i], SIG_DFL);
     }
   }
   if constexpr (os::kRawSyscalls) {
     uint64_t none = 0;
-    sys(SYS_rt_sigprocmask, SIG_SETMASK, arg(&none), 0, sizeof(none));
+    raw_syscall(SYS_rt_sigprocmask, SIG_SETMASK, arg(&none), 0, sizeof(none));
   } else {
     sigset_t none;
     sigemptyset(&none);
@@ -185,35 +180,38 @@ __attribute__((no_sanitize("address", "undefined"))) int exec_child(void* arg_pt
   }
   const SpawnOptions& o = l->options;
   for (auto [from, to] : {std::pair{o.stdout_fd, STDOUT_FILENO}, {o.stderr_fd, STDERR_FILENO}}) {
-    if (from >= 0 && from != to && sys(SYS_dup3, from, to, 0) < 0) sys(SYS_exit_group, 127);
+    if (from >= 0 && from != to && raw_syscall(SYS_dup3, from, to, 0) < 0)
+      raw_syscall(SYS_exit_group, 127);
   }
   // The worker holds 0, 1 and 2 only: no store socket, no pipe of another worker,
   // nothing ddprun itself inherited. The rest closes at exec, the batch's pipe with
   // it (a kernel before 5.11 closes all but that pipe now).
-  if (sys(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0) {
-    if (l->done_fd > 3) sys(SYS_close_range, 3, l->done_fd - 1, 0);
-    sys(SYS_close_range, l->done_fd + 1, ~0U, 0);
+  if (raw_syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0) {
+    if (l->done_fd > 3) raw_syscall(SYS_close_range, 3, l->done_fd - 1, 0);
+    raw_syscall(SYS_close_range, l->done_fd + 1, ~0U, 0);
   }
   // --numa_binding: set here, before exec, so that every thread the program starts
   // inherits it (no numactl needed). A kernel that refuses leaves the worker unbound.
-  if (l->bind) sys(SYS_sched_setaffinity, 0, sizeof(cpu_set_t), arg(&l->cpus));
+  if (l->bind) raw_syscall(SYS_sched_setaffinity, 0, sizeof(cpu_set_t), arg(&l->cpus));
   if (l->prefer) {
-    sys(SYS_set_mempolicy, MPOL_PREFERRED, arg(&l->node_mask), sizeof(unsigned long) * 8 + 1);
+    raw_syscall(SYS_set_mempolicy, MPOL_PREFERRED, arg(&l->node_mask),
+                sizeof(unsigned long) * 8 + 1);
   }
-  long err = -sys(SYS_execve, arg(o.executable.c_str()), arg(l->argv.data()), arg(l->envp.data()));
+  long err =
+      -raw_syscall(SYS_execve, arg(o.executable.c_str()), arg(l->argv.data()), arg(l->envp.data()));
   const char* why = err == ENOENT ? "': not found\n" : "': permission denied or bad format\n";
   const char* parts[] = {"ddprun: cannot execute '", o.executable.c_str(), why};
   for (const char* s : parts) {
     size_t n = 0;
     while (s[n] != '\0') ++n;
     while (n > 0) {
-      long w = sys(SYS_write, STDERR_FILENO, arg(s), static_cast<long>(n));
+      long w = raw_syscall(SYS_write, STDERR_FILENO, arg(s), static_cast<long>(n));
       if (w <= 0) break;
       s += w;
       n -= static_cast<size_t>(w);
     }
   }
-  sys(SYS_exit_group, err == ENOENT ? 127 : 126);
+  raw_syscall(SYS_exit_group, err == ENOENT ? 127 : 126);
   return 0;
 }
 
