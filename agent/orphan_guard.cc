@@ -1,84 +1,233 @@
 #include "agent/orphan_guard.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdint>
-#include <cstring>
-#include <vector>
+#include <new>
 
 #include "common/error.h"
-#include "os/process_table.h"
+#include "os/kernel_release.h"
+#include "os/raw_syscall.h"
 
 namespace ddprun::agent {
+
+constexpr size_t kGuardStack = 256 * 1024;  // a few KiB used; its lowest page has no access
+
+// All the guard writes: mapped by ddprun before the guard starts, then written by the
+// guard alone (but `tid`, which the kernel keeps).
+struct GuardMemory {
+  char stack[kGuardStack];
+  int read_fd;
+  pid_t tid;  // the guard's pid; zeroed when it exits (CLONE_CHILD_CLEARTID)
+  size_t count;
+  pid_t sessions[OrphanGuard::kMaxSessions];
+};
+
 namespace {
+
+using os::raw_arg;
+using os::raw_syscall;
 
 constexpr int32_t kReleased = 0;
 static_assert(OrphanGuard::kBatch * sizeof(int32_t) <= PIPE_BUF, "one batch, one atomic write");
 
-void detach_from_everything(int keep_fd) {
-  ::setpgid(0, 0);  // out of ddprun's group: a Ctrl-C on the terminal does not reach us
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE}) ::signal(sig, SIG_IGN);
-  ::prctl(PR_SET_NAME, "ddprun-guard");
-  int devnull = ::open("/dev/null", O_RDWR);
-  for (int fd = 0; fd <= 2; ++fd) ::dup2(devnull, fd);
-  // Hold no pipe the user may be reading (ddprun's stdout, log pipes): close the rest
-  // (two calls, not one per possible descriptor).
-  if (keep_fd > 3) ::close_range(3, static_cast<unsigned>(keep_fd) - 1, 0);
-  ::close_range(static_cast<unsigned>(keep_fd) + 1, ~0U, 0);
+// Everything from here to OrphanGuard's constructor runs in the guard, in ddprun's
+// memory where it shares it: system calls only, no errno, no allocation, no lock (ddprun
+// may have died holding one), nothing instrumented.
+
+__attribute__((no_sanitize("address", "undefined"))) bool watched(const GuardMemory& m, long pid) {
+  for (size_t i = 0; i < m.count; ++i) {
+    if (m.sessions[i] == pid) return true;
+  }
+  return false;
 }
 
-// What the guard is told: a session to watch (its pid), one to forget (-pid), or
-// kReleased. Batches come in one write and are read in one go.
-[[noreturn]] void guard_main(int read_fd) {
-  detach_from_everything(read_fd);
-  std::vector<pid_t> sessions;
-  std::array<int32_t, OrphanGuard::kBatch> values{};
+// What ddprun sent: a session to watch (its pid) or one to forget (-pid).
+__attribute__((no_sanitize("address", "undefined"))) void apply(GuardMemory& m, int32_t value) {
+  if (value > 0) {
+    if (m.count < OrphanGuard::kMaxSessions) m.sessions[m.count++] = value;
+    return;
+  }
+  for (size_t i = 0; i < m.count;) {
+    if (m.sessions[i] == -value) {
+      m.sessions[i] = m.sessions[--m.count];
+    } else {
+      ++i;
+    }
+  }
+}
+
+// Reads ddprun's batches until its end of the pipe closes; exits if released.
+__attribute__((no_sanitize("address", "undefined"))) void follow(GuardMemory& m) {
+  int32_t values[OrphanGuard::kBatch];
+  char* bytes = reinterpret_cast<char*>(values);
   size_t have = 0;  // bytes read into `values`
   while (true) {
-    ssize_t n =
-        ::read(read_fd, reinterpret_cast<char*>(values.data()) + have, sizeof(values) - have);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;  // EOF: ddprun is gone
+    long n = raw_syscall(SYS_read, m.read_fd, raw_arg(bytes + have),
+                         static_cast<long>(sizeof(values) - have));
+    if (n == -EINTR) continue;
+    if (n <= 0) return;  // EOF: ddprun is gone
     have += static_cast<size_t>(n);
     size_t whole = have / sizeof(int32_t);
     for (size_t i = 0; i < whole; ++i) {
-      int32_t value = values[i];
-      if (value == kReleased) ::_exit(0);
-      if (value > 0) {
-        sessions.push_back(static_cast<pid_t>(value));
-      } else {
-        std::erase(sessions, static_cast<pid_t>(-value));  // forget(): the session is over
+      if (values[i] == kReleased) raw_syscall(SYS_exit_group, 0);
+      apply(m, values[i]);
+    }
+    // A value split between two reads waits for its rest: three bytes at most, moved
+    // one by one (a loop might become a call to memmove).
+    const char* rest = bytes + whole * sizeof(int32_t);
+    have -= whole * sizeof(int32_t);
+    if (have > 0) bytes[0] = rest[0];
+    if (have > 1) bytes[1] = rest[1];
+    if (have > 2) bytes[2] = rest[2];
+  }
+}
+
+// Parses a decimal number at text[at], moving `at` past it. False if there is none.
+__attribute__((no_sanitize("address", "undefined"))) bool number(const char* text, long size,
+                                                                 long& at, long& out) {
+  long start = at;
+  out = 0;
+  while (at < size && text[at] >= '0' && text[at] <= '9') out = out * 10 + (text[at++] - '0');
+  return at > start;
+}
+
+// The pid, session and state of process `name` (a /proc entry) from its stat file.
+// False for an entry that is not a process or one gone meanwhile.
+__attribute__((no_sanitize("address", "undefined"))) bool read_stat(long proc, const char* name,
+                                                                    long& pid, long& session,
+                                                                    char& state) {
+  char path[32];
+  long length = 0;
+  pid = 0;
+  for (; name[length] != '\0'; ++length) {
+    if (name[length] < '0' || name[length] > '9' || length > 16) return false;
+    path[length] = name[length];
+    pid = pid * 10 + (name[length] - '0');
+  }
+  if (length == 0) return false;
+  const char suffix[] = "/stat";
+  for (size_t i = 0; i < sizeof(suffix); ++i) path[length + static_cast<long>(i)] = suffix[i];
+  long fd = raw_syscall(SYS_openat, proc, raw_arg(path), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char text[256];
+  long size = raw_syscall(SYS_read, fd, raw_arg(text), static_cast<long>(sizeof(text)));
+  raw_syscall(SYS_close, fd);
+  // "pid (name) state ppid pgrp session ...": the name may hold anything, a ')' too,
+  // but is 15 bytes at most, so the last ')' read ends it.
+  long paren = -1;
+  for (long i = 0; i < size; ++i) {
+    if (text[i] == ')') paren = i;
+  }
+  if (paren < 0 || paren + 3 >= size) return false;
+  state = text[paren + 2];
+  long at = paren + 3;
+  long field = 0;
+  for (int i = 0; i < 3; ++i) {  // ppid, pgrp, session
+    if (at >= size || text[at++] != ' ' || !number(text, size, at, field)) return false;
+  }
+  session = field;
+  return true;
+}
+
+// SIGKILLs every process of the watched sessions, and a watched worker that has not made
+// its session yet (still in ddprun's, taken by its pid); again while any is found, as a
+// dying process may still fork. Twenty rounds at most.
+__attribute__((no_sanitize("address", "undefined"))) void kill_watched(const GuardMemory& m) {
+  if (m.count == 0) return;
+  long own = raw_syscall(SYS_getsid, 0);
+  for (int round = 0; round < 20; ++round) {
+    long proc =
+        raw_syscall(SYS_openat, AT_FDCWD, raw_arg("/proc"), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (proc < 0) return;
+    bool killed = false;
+    alignas(dirent64) char entries[4096];
+    long n = 0;
+    while ((n = raw_syscall(SYS_getdents64, proc, raw_arg(entries),
+                            static_cast<long>(sizeof(entries)))) > 0) {
+      for (long at = 0; at < n;) {
+        const auto* entry = reinterpret_cast<const dirent64*>(entries + at);
+        at += entry->d_reclen;
+        long pid = 0;
+        long session = 0;
+        char state = 0;
+        if (!read_stat(proc, entry->d_name, pid, session, state) || state == 'Z') continue;
+        if (watched(m, session) || (session == own && watched(m, pid))) {
+          raw_syscall(SYS_kill, pid, SIGKILL);
+          killed = true;
+        }
       }
     }
-    have -= whole * sizeof(int32_t);  // a value split between two reads waits for its rest
-    std::memmove(values.data(), values.data() + whole, have);
+    raw_syscall(SYS_close, proc);
+    if (!killed) return;
   }
-  os::kill_sessions(sessions);
-  ::_exit(0);
+}
+
+__attribute__((no_sanitize("address", "undefined"))) int guard_main(void* memory) {
+  auto& m = *static_cast<GuardMemory*>(memory);
+  // Every signal blocked: none runs a handler of ddprun's, and neither a Ctrl-C nor a
+  // hangup ends the guard. SIGKILL still does.
+  uint64_t all = ~uint64_t{0};
+  raw_syscall(SYS_rt_sigprocmask, SIG_SETMASK, raw_arg(&all), 0, static_cast<long>(sizeof(all)));
+  raw_syscall(SYS_setpgid, 0, 0);  // out of ddprun's group, as a terminal's signals go there
+  raw_syscall(SYS_prctl, PR_SET_NAME, raw_arg("ddprun-guard"));
+  long devnull = raw_syscall(SYS_openat, AT_FDCWD, raw_arg("/dev/null"), O_RDWR);
+  for (long fd = 0; fd <= 2; ++fd) {
+    if (devnull >= 0 && devnull != fd) raw_syscall(SYS_dup3, devnull, fd, 0);
+  }
+  // Hold no pipe the user may be reading (ddprun's stdout, log pipes): close the rest.
+  if (m.read_fd > 3) raw_syscall(SYS_close_range, 3, m.read_fd - 1, 0);
+  raw_syscall(SYS_close_range, m.read_fd + 1, ~0U, 0);
+  follow(m);
+  kill_watched(m);
+  raw_syscall(SYS_exit_group, 0);
+  return 0;
 }
 
 }  // namespace
 
-OrphanGuard::OrphanGuard() {
+OrphanGuard::OrphanGuard(bool may_share_memory) {
   int fds[2];
   check_syscall(::pipe2(fds, O_CLOEXEC), "pipe for the orphan guard");
-  pid_ = ::fork();
-  if (pid_ == -1) {
-    int err = errno;
+  auto fail = [&fds](const char* what, int err) {
     ::close(fds[0]);
     ::close(fds[1]);
-    throw SystemError("fork of the orphan guard", err);
+    throw SystemError(what, err);
+  };
+  // Anonymous memory is zeroed: no session yet. NORESERVE: the pages never touched (most
+  // of the session list) are not charged.
+  void* mapped = ::mmap(nullptr, sizeof(GuardMemory), PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (mapped == MAP_FAILED) fail("memory for the orphan guard", errno);
+  // A stack overflow faults there instead of writing the memory below the mapping.
+  ::mprotect(mapped, static_cast<size_t>(::sysconf(_SC_PAGESIZE)), PROT_NONE);
+  memory_ = new (mapped) GuardMemory;
+  memory_->read_fd = fds[0];
+  // Before 5.16 a core dump of ddprun kills every process sharing its memory: the guard
+  // would die with what it guards.
+  shares_memory_ = may_share_memory && os::kRawSyscalls && os::kernel_at_least(5, 16);
+  if (shares_memory_) {
+    pid_ = ::clone(guard_main, memory_->stack + kGuardStack,
+                   CLONE_VM | CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID | SIGCHLD, memory_,
+                   &memory_->tid, nullptr, &memory_->tid);
+  } else {
+    pid_ = ::fork();
+    if (pid_ == 0) ::_exit(guard_main(memory_));
   }
-  if (pid_ == 0) {
-    ::close(fds[1]);
-    guard_main(fds[0]);
+  if (pid_ == -1) {
+    int err = errno;
+    ::munmap(mapped, sizeof(GuardMemory));
+    memory_ = nullptr;
+    fail("start of the orphan guard", err);
   }
   ::close(fds[0]);
   write_fd_ = fds[1];
@@ -86,6 +235,12 @@ OrphanGuard::OrphanGuard() {
 
 OrphanGuard::~OrphanGuard() {
   if (write_fd_ >= 0) ::close(write_fd_);
+  if (memory_ == nullptr) return;
+  // A guard sharing this memory uses it until it exits: if it still runs, the memory
+  // goes with the process.
+  if (!shares_memory_ || std::atomic_ref<pid_t>(memory_->tid).load() == 0) {
+    ::munmap(memory_, sizeof(GuardMemory));
+  }
 }
 
 void OrphanGuard::watch(const std::vector<pid_t>& sessions) { send(sessions, 1); }

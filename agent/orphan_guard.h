@@ -7,18 +7,28 @@
 
 namespace ddprun::agent {
 
-/// A tiny process forked at start-up that outlives ddprun only to kill what ddprun
+struct GuardMemory;
+
+/// A tiny process made at start-up that outlives ddprun only to kill what ddprun
 /// started: if ddprun dies without releasing it (even by SIGKILL), the guard sees its
 /// pipe close and SIGKILLs every process of every registered worker session,
 /// grandchildren included. PDEATHSIG alone would only reach the direct children.
+///
+/// The guard makes system calls only, on a stack and a session list of its own. Where
+/// that can be done without the C library (x86-64, arm64) and the kernel keeps a core
+/// dump of ddprun from killing it (5.16 and later), it shares ddprun's memory
+/// (CLONE_VM) instead of being a fork: no page tables copied at its start, and no page
+/// ddprun writes later is copied for it.
 ///
 /// Thread-safety: use from the agent's thread only.
 class OrphanGuard {
  public:
   static constexpr size_t kBatch = 1024;  // sessions sent in one write at most
+  /// Sessions watched at once at most (one per live worker); more are not watched.
+  static constexpr size_t kMaxSessions = size_t{1} << 18;
 
-  /// Forks the guard. Call before any thread exists. Throws SystemError.
-  OrphanGuard();
+  /// Starts the guard; a fork where `may_share_memory` is false. Throws SystemError.
+  explicit OrphanGuard(bool may_share_memory = true);
   /// Without release(), the guard kills all registered sessions when ddprun exits.
   ~OrphanGuard();
   OrphanGuard(const OrphanGuard&) = delete;
@@ -35,12 +45,16 @@ class OrphanGuard {
   void release();
 
   pid_t pid() const { return pid_; }
+  /// Whether the guard runs in this process's memory rather than a copy of it.
+  bool shares_memory() const { return shares_memory_; }
 
  private:
   void send(const std::vector<pid_t>& sessions, int32_t sign);
 
   int write_fd_ = -1;
   pid_t pid_ = -1;
+  GuardMemory* memory_ = nullptr;
+  bool shares_memory_ = false;
 };
 
 }  // namespace ddprun::agent

@@ -40,13 +40,8 @@ struct KernelSigaction {
   uint64_t mask;
 };
 
+using os::raw_arg;
 using os::raw_syscall;
-
-// A pointer as a system call's argument (inlined in the child, never instrumented).
-template <typename T>
-__attribute__((always_inline, no_sanitize("address", "undefined"))) inline long arg(T* p) {
-  return reinterpret_cast<long>(p);
-}
 
 std::vector<char*> as_c_array(const std::vector<std::string>& v) {
   std::vector<char*> out;
@@ -70,7 +65,7 @@ std::vector<int> non_default_signals() {
     bool is_default = true;
     if constexpr (os::kRawSyscalls) {
       KernelSigaction old{};
-      is_default = raw_syscall(SYS_rt_sigaction, sig, 0, arg(&old), sizeof(old.mask)) != 0 ||
+      is_default = raw_syscall(SYS_rt_sigaction, sig, 0, raw_arg(&old), sizeof(old.mask)) != 0 ||
                    old.handler == SIG_DFL;
     } else {
       struct sigaction old {};
@@ -165,14 +160,14 @@ __attribute__((no_sanitize("address", "undefined"))) int exec_child(void* arg_pt
   for (size_t i = 0; i < l->signal_count; ++i) {
     if constexpr (os::kRawSyscalls) {
       KernelSigaction dfl{};
-      raw_syscall(SYS_rt_sigaction, l->signals_to_reset[i], arg(&dfl), 0, sizeof(dfl.mask));
+      raw_syscall(SYS_rt_sigaction, l->signals_to_reset[i], raw_arg(&dfl), 0, sizeof(dfl.mask));
     } else {
       ::signal(l->signals_to_reset[i], SIG_DFL);
     }
   }
   if constexpr (os::kRawSyscalls) {
     uint64_t none = 0;
-    raw_syscall(SYS_rt_sigprocmask, SIG_SETMASK, arg(&none), 0, sizeof(none));
+    raw_syscall(SYS_rt_sigprocmask, SIG_SETMASK, raw_arg(&none), 0, sizeof(none));
   } else {
     sigset_t none;
     sigemptyset(&none);
@@ -192,20 +187,20 @@ __attribute__((no_sanitize("address", "undefined"))) int exec_child(void* arg_pt
   }
   // --numa_binding: set here, before exec, so that every thread the program starts
   // inherits it (no numactl needed). A kernel that refuses leaves the worker unbound.
-  if (l->bind) raw_syscall(SYS_sched_setaffinity, 0, sizeof(cpu_set_t), arg(&l->cpus));
+  if (l->bind) raw_syscall(SYS_sched_setaffinity, 0, sizeof(cpu_set_t), raw_arg(&l->cpus));
   if (l->prefer) {
-    raw_syscall(SYS_set_mempolicy, MPOL_PREFERRED, arg(&l->node_mask),
+    raw_syscall(SYS_set_mempolicy, MPOL_PREFERRED, raw_arg(&l->node_mask),
                 sizeof(unsigned long) * 8 + 1);
   }
-  long err =
-      -raw_syscall(SYS_execve, arg(o.executable.c_str()), arg(l->argv.data()), arg(l->envp.data()));
+  long err = -raw_syscall(SYS_execve, raw_arg(o.executable.c_str()), raw_arg(l->argv.data()),
+                          raw_arg(l->envp.data()));
   const char* why = err == ENOENT ? "': not found\n" : "': permission denied or bad format\n";
   const char* parts[] = {"ddprun: cannot execute '", o.executable.c_str(), why};
   for (const char* s : parts) {
     size_t n = 0;
     while (s[n] != '\0') ++n;
     while (n > 0) {
-      long w = raw_syscall(SYS_write, STDERR_FILENO, arg(s), static_cast<long>(n));
+      long w = raw_syscall(SYS_write, STDERR_FILENO, raw_arg(s), static_cast<long>(n));
       if (w <= 0) break;
       s += w;
       n -= static_cast<size_t>(w);

@@ -142,8 +142,7 @@ int launch(launcher::LaunchConfig& cfg, int argc, char** argv) {
     if (cfg.agent.timer_file.empty()) cfg.agent.timer_file = "/tmp/watchdog_timer_" + random_uuid();
   }
   if (!cfg.agent.omp_num_threads.empty()) print_omp_banner(cfg.agent.omp_num_threads);
-  // Forked while this process is small and has one thread: every page it writes
-  // later that the guard still shares costs a copy.
+  // Before the threads: where the guard is a fork (old kernels), a small one.
   agent::OrphanGuard guard;
   // Before any worker starts: an unwritable tracking directory fails the launch here.
   // Its thread makes the run meanwhile.

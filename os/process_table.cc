@@ -5,7 +5,6 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <set>
 
@@ -90,20 +89,6 @@ void kill_own_children(pid_t spare) {
     }
     if (!killed) return;
     ::sched_yield();
-  }
-}
-
-void kill_sessions(const std::vector<pid_t>& sids) {
-  if (sids.empty()) return;
-  for (int round = 0; round < 20; ++round) {
-    // A session's leader forked but not yet through setsid() still sits in the
-    // caller's session: it is taken by its pid.
-    auto victims = live_processes([&sids, own = ::getsid(0)](const ProcStat& st) {
-      auto in = [&sids](pid_t p) { return std::find(sids.begin(), sids.end(), p) != sids.end(); };
-      return in(st.session) || (st.session == own && in(st.pid));
-    });
-    if (victims.empty()) return;
-    for (pid_t pid : victims) ::kill(pid, SIGKILL);
   }
 }
 

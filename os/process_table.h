@@ -28,9 +28,4 @@ void for_each_descendant(const std::function<void(const ProcStat&)>& visit);
 /// to it as those die, until only zombies are left (bounded).
 void kill_own_children(pid_t spare);
 
-/// SIGKILLs every process of the given sessions, repeating while new ones appear
-/// (a dying process may still fork). A given leader that has not made its session yet
-/// (still in the caller's) is killed too. Bounded: gives up after a few rounds.
-void kill_sessions(const std::vector<pid_t>& sids);
-
 }  // namespace ddprun::os

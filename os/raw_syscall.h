@@ -53,4 +53,10 @@ __attribute__((always_inline, no_sanitize("address", "undefined"))) inline long 
 #endif
 }
 
+/// A pointer as a system call's argument (inlined, never instrumented).
+template <typename T>
+__attribute__((always_inline, no_sanitize("address", "undefined"))) inline long raw_arg(T* p) {
+  return reinterpret_cast<long>(p);
+}
+
 }  // namespace ddprun::os

@@ -3,14 +3,21 @@
 #include "agent/orphan_guard.h"
 
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include "os/kernel_release.h"
+#include "os/raw_syscall.h"
 
 namespace ddprun::agent {
 namespace {
@@ -46,13 +53,20 @@ bool killed_soon(pid_t pid) {
   return false;
 }
 
-TEST(OrphanGuard, KillsWatchedSessionsButNotForgottenOnesWhenDdprunDies) {
+// Each test runs with the guard as this machine makes it (sharing ddprun's memory where
+// it can) and as a fork, the way kernels before 5.16 and other architectures get it.
+class OrphanGuardTest : public ::testing::TestWithParam<bool> {};
+
+INSTANTIATE_TEST_SUITE_P(OrphanGuard, OrphanGuardTest, ::testing::Values(true, false),
+                         [](const auto& info) { return info.param ? "AsMade" : "AsAFork"; });
+
+TEST_P(OrphanGuardTest, KillsWatchedSessionsButNotForgottenOnesWhenDdprunDies) {
   pid_t over = session_sleeper();
   pid_t running = session_sleeper();
   ASSERT_GT(over, 0);
   ASSERT_GT(running, 0);
   {
-    OrphanGuard guard;
+    OrphanGuard guard(GetParam());
     guard.watch({over, running});
     guard.forget({over});
   }  // destroyed without release(): as if ddprun died
@@ -65,11 +79,11 @@ TEST(OrphanGuard, KillsWatchedSessionsButNotForgottenOnesWhenDdprunDies) {
 
 // ddprun may die between forking a worker and the worker's setsid(): the guard still
 // kills it, by its pid, as it is in ddprun's session.
-TEST(OrphanGuard, KillsAWatchedWorkerThatHasNotMadeItsSessionYet) {
+TEST_P(OrphanGuardTest, KillsAWatchedWorkerThatHasNotMadeItsSessionYet) {
   pid_t early = sleeper_without_session();
   ASSERT_GT(early, 0);
   {
-    OrphanGuard guard;
+    OrphanGuard guard(GetParam());
     guard.watch({early});
   }
   bool killed = killed_soon(early);
@@ -81,7 +95,7 @@ TEST(OrphanGuard, KillsAWatchedWorkerThatHasNotMadeItsSessionYet) {
 }
 
 // A group of more than one write's worth: every session of it is watched.
-TEST(OrphanGuard, WatchesAGroupLargerThanOneWrite) {
+TEST_P(OrphanGuardTest, WatchesAGroupLargerThanOneWrite) {
   pid_t worker = session_sleeper();
   ASSERT_GT(worker, 0);
   std::vector<pid_t> group;
@@ -90,7 +104,7 @@ TEST(OrphanGuard, WatchesAGroupLargerThanOneWrite) {
   }
   group.push_back(worker);  // in the second write
   {
-    OrphanGuard guard;
+    OrphanGuard guard(GetParam());
     guard.watch(group);
   }
   bool killed = killed_soon(worker);
@@ -99,6 +113,64 @@ TEST(OrphanGuard, WatchesAGroupLargerThanOneWrite) {
     ::kill(worker, SIGKILL);
     ::waitpid(worker, nullptr, 0);
   }
+}
+
+// A release of ddprun's own stays quiet: the guard exits, killing nothing.
+TEST_P(OrphanGuardTest, ReleasedItExitsAndKillsNothing) {
+  pid_t worker = session_sleeper();
+  ASSERT_GT(worker, 0);
+  pid_t guard_pid = 0;
+  {
+    OrphanGuard guard(GetParam());
+    guard_pid = guard.pid();
+    guard.watch({worker});
+    guard.release();
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(guard_pid, &status, 0), guard_pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_EQ(::waitpid(worker, &status, WNOHANG), 0) << "a released guard killed a worker";
+  ::kill(worker, SIGKILL);
+  ::waitpid(worker, &status, 0);
+}
+
+// Whether /proc/<pid>/maps lists a mapping starting at `address`.
+bool maps_list(pid_t pid, const void* address) {
+  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+  char start[32];
+  std::snprintf(start, sizeof(start), "%lx-", reinterpret_cast<unsigned long>(address));
+  for (std::string line; std::getline(maps, line);) {
+    if (line.rfind(start, 0) == 0) return true;
+  }
+  return false;
+}
+
+// Where it can, the guard runs in ddprun's memory, not in a copy: a mapping made after
+// it started is its too (so no page ddprun writes is copied for it). A fork is asked for
+// here as the other way.
+TEST(OrphanGuard, SharesDdprunsMemoryWhereTheKernelAllowsIt) {
+  bool can = os::kernel_at_least(5, 16) && os::kRawSyscalls;
+  OrphanGuard shared(true);
+  OrphanGuard forked(false);
+  EXPECT_EQ(shared.shares_memory(), can);
+  EXPECT_FALSE(forked.shares_memory());
+  void* later = ::mmap(nullptr, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(later, MAP_FAILED);
+  EXPECT_EQ(maps_list(shared.pid(), later), can);
+  EXPECT_FALSE(maps_list(forked.pid(), later));
+  ::munmap(later, 4096);
+  shared.release();
+  forked.release();
+}
+
+TEST(KernelRelease, ComparesMajorThenMinor) {
+  EXPECT_TRUE(os::release_at_least("6.1.0-28-amd64", 5, 16));
+  EXPECT_TRUE(os::release_at_least("5.16.0", 5, 16));
+  EXPECT_FALSE(os::release_at_least("5.15.0-91-generic", 5, 16));
+  EXPECT_FALSE(os::release_at_least("4.18.0-513.el8.x86_64", 5, 16));
+  EXPECT_FALSE(os::release_at_least("", 5, 16));
+  EXPECT_FALSE(os::release_at_least("6", 5, 16));
+  EXPECT_FALSE(os::release_at_least("six.one", 5, 16));
 }
 
 }  // namespace
