@@ -6,7 +6,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
-#include <random>
 
 #include <boost/asio/io_context.hpp>
 #include <nlohmann/json.hpp>
@@ -25,6 +24,7 @@
 #include "common/error.h"
 #include "common/host.h"
 #include "common/logging.h"
+#include "common/random_id.h"
 #include "launcher/cli.h"
 #include "launcher/completion.h"
 #include "launcher/entrypoint.h"
@@ -46,22 +46,6 @@ constexpr int kUsageExit = 2;
 std::optional<std::string> real_env(const std::string& name) {
   const char* v = std::getenv(name.c_str());
   return v ? std::optional<std::string>(v) : std::nullopt;
-}
-
-std::string random_uuid() {
-  std::random_device rd;
-  std::uniform_int_distribution<int> hex(0, 15);
-  const char* digits = "0123456789abcdef";
-  std::string out;
-  for (char c : std::string("xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx")) {
-    if (c == 'x')
-      out += digits[hex(rd)];
-    else if (c == 'y')
-      out += digits[8 + hex(rd) % 4];
-    else
-      out += c;
-  }
-  return out;
 }
 
 // --numa_binding: this machine's topology read once, each local rank's CPUs planned.
