@@ -97,8 +97,8 @@ Task<RendezvousInfo> StaticRendezvous::next_rendezvous(int round, int local_worl
   info.master_port = port_;
   if (options_.nnodes == 1) {
     // This node is the job: nobody to wait for or to tell, not one request. The last
-    // attempt's worker keys go before a new worker starts.
-    server_->clear_except(kAgentPrefix);
+    // attempt's worker keys go before a new worker starts (the first has none).
+    if (round > 0) server_->clear_except(kAgentPrefix);
     info.local_world_sizes = {local_world_size};
     co_return info;
   }

@@ -65,19 +65,17 @@ class TcpStoreServer::Impl {
   }
 
   ~Impl() {
-    run_on_io([this] {
-      boost::system::error_code ignored;
-      acceptor_.close(ignored);
-      accept_retry_.cancel();
-      for (auto& [ptr, weak] : sessions_)
-        if (auto s = weak.lock()) s->close();
-      sessions_.clear();
-      return 0;
-    });
-    // Handlers of the closed sessions need not run; io_ (declared first, destroyed
-    // last) frees them.
+    // Stopped first: no handler runs any more, so this thread may close what they used
+    // (one wake-up of the server's thread, not a round trip and then one). Handlers of
+    // the closed sessions need not run; io_ (declared first, destroyed last) frees them.
     io_.stop();
     thread_.join();
+    boost::system::error_code ignored;
+    acceptor_.close(ignored);
+    accept_retry_.cancel();
+    for (auto& [ptr, weak] : sessions_)
+      if (auto s = weak.lock()) s->close();
+    sessions_.clear();
   }
 
   uint16_t port() const { return port_; }
