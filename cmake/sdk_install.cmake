@@ -19,4 +19,5 @@ write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/ddprunConfigVersion
   COMPATIBILITY SameMinorVersion)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/ddprunConfig.cmake
               ${CMAKE_CURRENT_BINARY_DIR}/ddprunConfigVersion.cmake
+              cmake/FindSodium.cmake
         DESTINATION lib/cmake/ddprun)

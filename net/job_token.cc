@@ -1,8 +1,6 @@
 #include "net/job_token.h"
 
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
+#include <sodium.h>
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -55,17 +53,23 @@ std::string new_challenge() {
 }
 
 std::string proof(const std::string& token, const std::string& challenge) {
-  unsigned char mac[EVP_MAX_MD_SIZE];
-  unsigned int n = 0;
-  HMAC(EVP_sha256(), token.data(), static_cast<int>(token.size()),
-       reinterpret_cast<const unsigned char*>(challenge.data()), challenge.size(), mac, &n);
-  return hex(mac, n);
+  // Once per process (libsodium asks for it before any use); it is thread-safe.
+  static const int initialized = sodium_init();
+  if (initialized < 0) throw Error("libsodium could not be initialized for the job token");
+  crypto_auth_hmacsha256_state state;
+  crypto_auth_hmacsha256_init(&state, reinterpret_cast<const unsigned char*>(token.data()),
+                              token.size());
+  crypto_auth_hmacsha256_update(&state, reinterpret_cast<const unsigned char*>(challenge.data()),
+                                challenge.size());
+  unsigned char mac[crypto_auth_hmacsha256_BYTES];
+  crypto_auth_hmacsha256_final(&state, mac);
+  return hex(mac, sizeof(mac));
 }
 
 bool proves(const std::string& token, const std::string& challenge, const std::string& answer) {
   std::string expected = proof(token, challenge);
   return answer.size() == expected.size() &&
-         CRYPTO_memcmp(answer.data(), expected.data(), expected.size()) == 0;
+         sodium_memcmp(answer.data(), expected.data(), expected.size()) == 0;
 }
 
 void answer_challenge(Socket& socket, const std::string& token, const std::string& where,

@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config ccache
-  libboost-dev libboost-program-options-dev libspdlog-dev nlohmann-json3-dev libssl-dev
+  libboost-dev libboost-program-options-dev libspdlog-dev nlohmann-json3-dev libsodium-dev
   libsqlite3-dev libgtest-dev libgmock-dev
   clang libclang-rt-14-dev            # libFuzzer targets and sanitizer runtimes
   clang-tidy                          # scripts/tidy.sh, the checks in .clang-tidy

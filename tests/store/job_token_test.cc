@@ -28,6 +28,10 @@ TEST(JobToken, ProofIsHmacSha256InHex) {
   // RFC 4231-style check with a well-known vector.
   EXPECT_EQ(job_token::proof("key", "The quick brown fox jumps over the lazy dog"),
             "f7bc83f430538424b13298e6aa6fb143ef4d59a14946175997479dbc2d1a3cd8");
+  // RFC 4231, test case 6: a key longer than SHA-256's block is hashed first.
+  EXPECT_EQ(job_token::proof(std::string(131, '\xaa'),
+                             "Test Using Larger Than Block-Size Key - Hash Key First"),
+            "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
   std::string challenge = job_token::new_challenge();
   EXPECT_EQ(challenge.size(), 64u);
   EXPECT_NE(challenge, job_token::new_challenge());
@@ -93,7 +97,8 @@ TEST(JobToken, ClientWithATokenRefusesAServerWithout) {
   TcpStoreServer server{"127.0.0.1", 0};
   try {
     auto o = with_token("s3cret");
-    o.timeout = std::chrono::seconds(1);  // a server without a token takes the hello for a bad request
+    o.timeout =
+        std::chrono::seconds(1);  // a server without a token takes the hello for a bad request
     TcpStoreClient c("127.0.0.1", server.port(), o);
     FAIL() << "a server without a token was taken for the job's";
   } catch (const StoreError& e) {
