@@ -18,7 +18,8 @@ struct GuardMemory;
 /// that can be done without the C library (x86-64, arm64) and the kernel keeps a core
 /// dump of ddprun from killing it (5.16 and later), it shares ddprun's memory
 /// (CLONE_VM) instead of being a fork: no page tables copied at its start, and no page
-/// ddprun writes later is copied for it.
+/// ddprun writes later is copied for it. (The OOM killer, were it to pick ddprun, would
+/// take the guard too; it picks the largest processes, and ddprun is a few MiB.)
 ///
 /// Thread-safety: use from the agent's thread only.
 class OrphanGuard {

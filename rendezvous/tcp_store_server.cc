@@ -69,13 +69,17 @@ class TcpStoreServer::Impl {
     // (one wake-up of the server's thread, not a round trip and then one). Handlers of
     // the closed sessions need not run; io_ (declared first, destroyed last) frees them.
     io_.stop();
-    thread_.join();
-    boost::system::error_code ignored;
-    acceptor_.close(ignored);
-    accept_retry_.cancel();
-    for (auto& [ptr, weak] : sessions_)
-      if (auto s = weak.lock()) s->close();
-    sessions_.clear();
+    try {
+      thread_.join();
+      boost::system::error_code ignored;
+      acceptor_.close(ignored);
+      accept_retry_.cancel();
+      for (auto& [ptr, weak] : sessions_)
+        if (auto s = weak.lock()) s->close();
+      sessions_.clear();
+    } catch (const std::exception& e) {  // a destructor must not throw; the sockets go with io_
+      spdlog::warn("store: while shutting down: {}", e.what());
+    }
   }
 
   uint16_t port() const { return port_; }
