@@ -75,6 +75,10 @@ void WorkerGroupRunner::start(WorkerGroup group,
       if (runner.guard_) runner.guard_->watch(runner.session_pids());
     }
   } watch_when_started{*this};
+  // Every worker is set up first (its directory, output pipes and environment), so that
+  // the observer's wait for the run (made on another thread meanwhile) comes last.
+  std::vector<SpawnOptions> spawns;
+  spawns.reserve(group_.workers.size());
   for (auto& w : group_.workers) {
     std::string dir = log_dir_.worker_dir(attempt, w.local_rank);
     dirs_.push_back(dir);
@@ -83,7 +87,7 @@ void WorkerGroupRunner::start(WorkerGroup group,
     auto out =
         std::make_unique<WorkerOutput>(io_, config_.spec, w.local_rank, dir,
                                        expand_prefix(config_.spec.log_line_prefix_template, vars));
-    SpawnOptions opts;
+    SpawnOptions& opts = spawns.emplace_back();
     opts.argv = build_worker_argv(config_.spec, w.local_rank);
     opts.executable = opts.argv.front();
     std::map<std::string, std::string> extra;
@@ -99,13 +103,17 @@ void WorkerGroupRunner::start(WorkerGroup group,
       opts.cpus = b.cpus;
       opts.memory_node = b.memory_node;
     }
-    w.pid = launcher_.spawn(std::move(opts));
+    outputs_.push_back(std::move(out));
+  }
+  if (observer_) observer_->workers_starting(attempt);
+  for (size_t i = 0; i < spawns.size(); ++i) {
+    Worker& w = group_.workers[i];
+    w.pid = launcher_.spawn(std::move(spawns[i]));
     w.state = WorkerState::kHealthy;
     if (observer_) {
       observer_->worker_started(group_.group_rank, w.global_rank, w.local_rank, attempt, w.pid);
     }
-    out->start([this] { maybe_done(); });
-    outputs_.push_back(std::move(out));
+    outputs_[i]->start([this] { maybe_done(); });
     spdlog::debug("started local_rank {} (rank {}) as pid {}", w.local_rank, w.global_rank, w.pid);
   }
 }

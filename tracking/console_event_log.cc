@@ -54,6 +54,10 @@ void ConsoleEventLog::rendezvous_complete(int round, int attempt, int world_size
   if (inner_) inner_->rendezvous_complete(round, attempt, world_size, members);
 }
 
+void ConsoleEventLog::workers_starting(int attempt) {
+  if (inner_) inner_->workers_starting(attempt);
+}
+
 void ConsoleEventLog::worker_started(int node, int rank, int local_rank, int attempt, pid_t pid) {
   emit("worker_started", json{{"group_rank", node},
                               {"global_rank", rank},
@@ -63,8 +67,7 @@ void ConsoleEventLog::worker_started(int node, int rank, int local_rank, int att
   if (inner_) inner_->worker_started(node, rank, local_rank, attempt, pid);
 }
 
-void ConsoleEventLog::worker_exited(int node, int rank, int local_rank, int attempt,
-                                    int exitcode) {
+void ConsoleEventLog::worker_exited(int node, int rank, int local_rank, int attempt, int exitcode) {
   emit("worker_exited", json{{"group_rank", node},
                              {"global_rank", rank},
                              {"local_rank", local_rank},

@@ -31,6 +31,9 @@ class RunObserver {
                               std::map<std::string, std::string>& env) = 0;
   virtual void rendezvous_complete(int round, int attempt, int world_size,
                                    const std::vector<std::string>& members) = 0;
+  /// The attempt's workers are set up and about to start: the observer may hold them
+  /// until it is ready for them (its run made, the last attempt's streams read).
+  virtual void workers_starting(int attempt) { (void)attempt; }
   virtual void worker_started(int node, int rank, int local_rank, int attempt, pid_t pid) = 0;
   /// `exitcode` as torchrun: negative for a signal.
   virtual void worker_exited(int node, int rank, int local_rank, int attempt, int exitcode) = 0;

@@ -91,7 +91,8 @@ void RunTracker::become_primary() {
   }
   make_writable_dir(run_dir_ + "/streams", options_.tracking_dir);
   // run.db is made on the stream thread, its first pass at once: meanwhile the agent
-  // goes on to its rendezvous (the workers start once it is made: rendezvous_complete).
+  // goes on to its rendezvous and sets up the workers (they start once it is made:
+  // workers_starting).
   run_made_ = opened_.get_future().share();
   watcher_ = std::make_unique<StreamWatcher>(run_dir_ + "/streams", kStreamInterval,
                                              [this, created = now_wall()](bool final) {
@@ -233,15 +234,18 @@ void RunTracker::add_worker_env(int node, int rank, int attempt,
   }
 }
 
-void RunTracker::rendezvous_complete(int round, int attempt, int world_size,
-                                     const std::vector<std::string>& members) {
-  // Before this round's workers start: the run is made (a job killed from here on
-  // leaves a readable run), and the last attempt's streams had their final pass.
+void RunTracker::workers_starting(int /*attempt*/) {
+  // The run is made (a job killed from here on leaves a readable run), and the last
+  // attempt's streams had their final pass.
   if (run_made_.valid()) run_made_.wait();
   if (pending_final_) {
     watcher_->await_final(*pending_final_);
     pending_final_.reset();
   }
+}
+
+void RunTracker::rendezvous_complete(int round, int attempt, int world_size,
+                                     const std::vector<std::string>& members) {
   nlohmann::json d{{"round", round}, {"world_size", world_size}, {"members", members}};
   if (primary_) record({now_wall(), "rendezvous", -1, -1, attempt, d.dump()});
   if (options_.multi_node && !primary_ && rendezvous_store_ && !primary_found_) {
@@ -377,7 +381,7 @@ void RunTracker::poll(bool attempt_over) {
   if (!attempt_over) return sample_system(false);
   if (forwarder_) forwarder_->hurry();  // a pass waiting on a silent primary gives up sooner
   // The attempt's writers are gone: its last pass over their streams. The next
-  // attempt's workers start only once it is done (rendezvous_complete), as it takes
+  // attempt's workers start only once it is done (workers_starting), as it takes
   // every unfinished line for a torn record.
   if (watcher_) pending_final_ = watcher_->request_final();
 }

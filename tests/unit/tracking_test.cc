@@ -208,6 +208,7 @@ TEST(RunTrackerRecords, AreInTheRunWhileTheJobRunsAndAllOfThemWhenItFinishes) {
   std::string run = base + "/records";
   RunTracker tracker(o);
   tracker.rendezvous_complete(0, 0, 2, {"a"});
+  tracker.workers_starting(0);
   tracker.worker_started(0, 0, 0, 0, ::getpid());
   // No timing in the assertion: nothing but the stream thread's own pass writes it.
   while (events_in(run, "worker_started") == 0) {
@@ -235,7 +236,8 @@ TEST(RunTrackerRecords, TheRunIsMadeOnceTheRoundsWorkersMayStart) {
   o.tracking_dir = base;
   o.run_id = "made";
   RunTracker tracker(o);
-  tracker.rendezvous_complete(0, 0, 1, {"a"});  // the workers start after this
+  tracker.rendezvous_complete(0, 0, 1, {"a"});
+  tracker.workers_starting(0);  // the workers start after this
   RunStore run(base + "/made", RunStore::Open::kReadOnly);
   EXPECT_EQ(run.meta("status"), "running");
   EXPECT_EQ(run.count_events("run_started"), 1);

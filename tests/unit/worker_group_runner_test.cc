@@ -17,6 +17,7 @@
 #include "tests/fakes/fake_process_launcher.h"
 #include "tests/fakes/log_capture.h"
 #include "tests/fakes/manual_clock.h"
+#include "tracking/run_observer.h"
 
 namespace ddprun::testing {
 namespace {
@@ -272,6 +273,53 @@ TEST_F(WorkerGroupRunnerTest, NoStragglerIsNamedAfterAFailureOrWhenTurnedOff) {
                                             }};
   run_steps(failed, 1);
   EXPECT_EQ(log.text().find("still running"), std::string::npos) << log.text();
+}
+
+// What the runner tells the tracking side before its workers start, and when.
+class StartingObserver : public tracking::RunObserver {
+ public:
+  explicit StartingObserver(const FakeProcessLauncher& launcher) : launcher_(launcher) {}
+  void attach(rendezvous::Store&, std::unique_ptr<rendezvous::Store>, const std::string&,
+              bool) override {}
+  void add_worker_env(int, int, int, std::map<std::string, std::string>&) override { ++envs; }
+  void rendezvous_complete(int, int, int, const std::vector<std::string>&) override {}
+  void workers_starting(int attempt) override {
+    starting_attempts.push_back(attempt);
+    envs_when_starting = envs;
+    spawned_when_starting = launcher_.spawned().size();
+  }
+  void worker_started(int, int, int, int, pid_t) override {}
+  void worker_exited(int, int, int, int, int) override {}
+  void hang(int, const std::string&) override {}
+  void round_over(int, const std::string&, const std::string&) override {}
+  void poll(bool) override {}
+  std::chrono::milliseconds poll_interval() const override { return std::chrono::hours(1); }
+  void finished(const std::string&, int, const std::string&) override {}
+
+  int envs = 0;
+  int envs_when_starting = -1;
+  size_t spawned_when_starting = 0;
+  std::vector<int> starting_attempts;
+
+ private:
+  const FakeProcessLauncher& launcher_;
+};
+
+// The observer may hold the workers (until its run is made): it is asked once every
+// worker is set up, so that its wait comes after that work, and before any starts.
+TEST_F(WorkerGroupRunnerTest, TheObserverIsAskedOnceEveryWorkerIsSetUpAndBeforeAnyStarts) {
+  StartingObserver observer(launcher_);
+  agent::WorkerGroupRunner observed{io_,     config_,  launcher_, clock_,
+                                    nullptr, log_dir_, "host",    &observer};
+  launcher_.on_spawn = [&](const auto& p) { launcher_.exit(p.pid, 0); };
+  bool done = false;
+  observed.start(
+      group(2), [](const agent::FailureRecord&) {}, [&done] { done = true; });
+  while (!done) io_.run_one();
+  EXPECT_EQ(observer.starting_attempts, std::vector<int>{2});
+  EXPECT_EQ(observer.envs_when_starting, 3) << "asked before every worker was set up";
+  EXPECT_EQ(observer.spawned_when_starting, 0u) << "asked after a worker started";
+  EXPECT_EQ(launcher_.spawned().size(), 3u);
 }
 
 // torchrun's worker watchdog through the runner: requests on a real FIFO, time moved
