@@ -75,10 +75,13 @@ void WorkerGroupRunner::start(WorkerGroup group,
       if (runner.guard_) runner.guard_->watch(runner.session_pids());
     }
   } watch_when_started{*this};
-  // Every worker is set up first (its directory, output pipes and environment), so that
-  // the observer's wait for the run (made on another thread meanwhile) comes last.
+  // Workers are set up (directory, output pipes, environment) while the observer is not
+  // ready for them (its run is made on another thread meanwhile), and started as soon
+  // as it is: the set-up of the rest then overlaps the first ones' start.
   std::vector<SpawnOptions> spawns;
   spawns.reserve(group_.workers.size());
+  size_t started = 0;
+  bool may_start = observer_ == nullptr;
   for (auto& w : group_.workers) {
     std::string dir = log_dir_.worker_dir(attempt, w.local_rank);
     dirs_.push_back(dir);
@@ -104,16 +107,23 @@ void WorkerGroupRunner::start(WorkerGroup group,
       opts.memory_node = b.memory_node;
     }
     outputs_.push_back(std::move(out));
+    may_start = may_start || observer_->may_start_workers(attempt, false);
+    if (may_start) start_prepared(spawns, started);
   }
-  if (observer_) observer_->workers_starting(attempt);
-  for (size_t i = 0; i < spawns.size(); ++i) {
-    Worker& w = group_.workers[i];
-    w.pid = launcher_.spawn(std::move(spawns[i]));
+  if (!may_start) observer_->may_start_workers(attempt, true);
+  start_prepared(spawns, started);
+}
+
+void WorkerGroupRunner::start_prepared(std::vector<SpawnOptions>& spawns, size_t& started) {
+  int attempt = group_.restart_count;
+  for (; started < spawns.size(); ++started) {
+    Worker& w = group_.workers[started];
+    w.pid = launcher_.spawn(std::move(spawns[started]));
     w.state = WorkerState::kHealthy;
     if (observer_) {
       observer_->worker_started(group_.group_rank, w.global_rank, w.local_rank, attempt, w.pid);
     }
-    outputs_[i]->start([this] { maybe_done(); });
+    outputs_[started]->start([this] { maybe_done(); });
     spdlog::debug("started local_rank {} (rank {}) as pid {}", w.local_rank, w.global_rank, w.pid);
   }
 }

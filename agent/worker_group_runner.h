@@ -76,6 +76,8 @@ class WorkerGroupRunner {
   enum class Phase { kIdle, kRunning, kStopping, kDraining };
 
   void on_exits(const std::vector<ChildExit>& exits);
+  // Spawns the workers set up in `spawns` from index `started` on, advancing it.
+  void start_prepared(std::vector<SpawnOptions>& spawns, size_t& started);
   std::vector<pid_t> session_pids() const;  // the group's workers' (each leads its session)
   void add_stack_env(const std::string& dir, std::map<std::string, std::string>& extra);
   void add_hang_env(const std::string& dir, Worker& w, std::map<std::string, std::string>& extra);

@@ -54,8 +54,8 @@ void ConsoleEventLog::rendezvous_complete(int round, int attempt, int world_size
   if (inner_) inner_->rendezvous_complete(round, attempt, world_size, members);
 }
 
-void ConsoleEventLog::workers_starting(int attempt) {
-  if (inner_) inner_->workers_starting(attempt);
+bool ConsoleEventLog::may_start_workers(int attempt, bool wait) {
+  return !inner_ || inner_->may_start_workers(attempt, wait);
 }
 
 void ConsoleEventLog::worker_started(int node, int rank, int local_rank, int attempt, pid_t pid) {

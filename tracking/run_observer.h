@@ -31,9 +31,13 @@ class RunObserver {
                               std::map<std::string, std::string>& env) = 0;
   virtual void rendezvous_complete(int round, int attempt, int world_size,
                                    const std::vector<std::string>& members) = 0;
-  /// The attempt's workers are set up and about to start: the observer may hold them
-  /// until it is ready for them (its run made, the last attempt's streams read).
-  virtual void workers_starting(int attempt) { (void)attempt; }
+  /// Whether the attempt's workers may start now: the observer holds them until it is
+  /// ready for them (its run made, the last attempt's streams read). With `wait`, it
+  /// returns once they may (true); the agent sets workers up meanwhile, then waits.
+  virtual bool may_start_workers(int attempt, bool wait) {
+    (void)attempt, (void)wait;
+    return true;
+  }
   virtual void worker_started(int node, int rank, int local_rank, int attempt, pid_t pid) = 0;
   /// `exitcode` as torchrun: negative for a signal.
   virtual void worker_exited(int node, int rank, int local_rank, int attempt, int exitcode) = 0;

@@ -92,7 +92,7 @@ void RunTracker::become_primary() {
   make_writable_dir(run_dir_ + "/streams", options_.tracking_dir);
   // run.db is made on the stream thread, its first pass at once: meanwhile the agent
   // goes on to its rendezvous and sets up the workers (they start once it is made:
-  // workers_starting).
+  // may_start_workers).
   run_made_ = opened_.get_future().share();
   watcher_ = std::make_unique<StreamWatcher>(run_dir_ + "/streams", kStreamInterval,
                                              [this, created = now_wall()](bool final) {
@@ -234,14 +234,20 @@ void RunTracker::add_worker_env(int node, int rank, int attempt,
   }
 }
 
-void RunTracker::workers_starting(int /*attempt*/) {
+bool RunTracker::may_start_workers(int /*attempt*/, bool wait) {
   // The run is made (a job killed from here on leaves a readable run), and the last
   // attempt's streams had their final pass.
+  if (!wait) {
+    bool made = !run_made_.valid() ||
+                run_made_.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+    if (!made || (pending_final_ && !watcher_->final_done(*pending_final_))) return false;
+  }
   if (run_made_.valid()) run_made_.wait();
   if (pending_final_) {
     watcher_->await_final(*pending_final_);
     pending_final_.reset();
   }
+  return true;
 }
 
 void RunTracker::rendezvous_complete(int round, int attempt, int world_size,
@@ -381,7 +387,7 @@ void RunTracker::poll(bool attempt_over) {
   if (!attempt_over) return sample_system(false);
   if (forwarder_) forwarder_->hurry();  // a pass waiting on a silent primary gives up sooner
   // The attempt's writers are gone: its last pass over their streams. The next
-  // attempt's workers start only once it is done (workers_starting), as it takes
+  // attempt's workers start only once it is done (may_start_workers), as it takes
   // every unfinished line for a torn record.
   if (watcher_) pending_final_ = watcher_->request_final();
 }

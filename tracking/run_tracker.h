@@ -67,7 +67,7 @@ class RunTracker : public RunObserver {
   void set_python_dir(std::string dir) { python_dir_ = std::move(dir); }
   void add_worker_env(int node, int rank, int attempt,
                       std::map<std::string, std::string>& env) override;
-  void workers_starting(int attempt) override;
+  bool may_start_workers(int attempt, bool wait) override;
   void rendezvous_complete(int round, int attempt, int world_size,
                            const std::vector<std::string>& members) override;
   void worker_started(int node, int rank, int local_rank, int attempt, pid_t pid) override;

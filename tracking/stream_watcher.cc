@@ -88,6 +88,11 @@ void StreamWatcher::await_final(uint64_t ticket) {
   done_cv_.wait(lock, [&] { return finals_done_ >= ticket; });
 }
 
+bool StreamWatcher::final_done(uint64_t ticket) {
+  std::lock_guard lock(mutex_);
+  return finals_done_ >= ticket;
+}
+
 void StreamWatcher::loop() {
   const auto watch_at = Clock::now() + watch_after_;
   auto next_pass = Clock::now() + interval_;

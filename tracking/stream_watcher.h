@@ -39,6 +39,8 @@ class StreamWatcher {
   /// Asks for a final pass; the ticket says which one `await_final` waits for.
   uint64_t request_final();
   void await_final(uint64_t ticket);
+  /// Whether await_final(ticket) would return at once.
+  bool final_done(uint64_t ticket);
 
  private:
   using Clock = std::chrono::steady_clock;

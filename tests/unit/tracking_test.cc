@@ -208,7 +208,7 @@ TEST(RunTrackerRecords, AreInTheRunWhileTheJobRunsAndAllOfThemWhenItFinishes) {
   std::string run = base + "/records";
   RunTracker tracker(o);
   tracker.rendezvous_complete(0, 0, 2, {"a"});
-  tracker.workers_starting(0);
+  tracker.may_start_workers(0, true);
   tracker.worker_started(0, 0, 0, 0, ::getpid());
   // No timing in the assertion: nothing but the stream thread's own pass writes it.
   while (events_in(run, "worker_started") == 0) {
@@ -237,7 +237,8 @@ TEST(RunTrackerRecords, TheRunIsMadeOnceTheRoundsWorkersMayStart) {
   o.run_id = "made";
   RunTracker tracker(o);
   tracker.rendezvous_complete(0, 0, 1, {"a"});
-  tracker.workers_starting(0);  // the workers start after this
+  EXPECT_TRUE(tracker.may_start_workers(0, true));  // the workers start after this
+  EXPECT_TRUE(tracker.may_start_workers(1, false)) << "held once the run is made";
   RunStore run(base + "/made", RunStore::Open::kReadOnly);
   EXPECT_EQ(run.meta("status"), "running");
   EXPECT_EQ(run.count_events("run_started"), 1);

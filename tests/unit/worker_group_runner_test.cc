@@ -283,12 +283,11 @@ class StartingObserver : public tracking::RunObserver {
               bool) override {}
   void add_worker_env(int, int, int, std::map<std::string, std::string>&) override { ++envs; }
   void rendezvous_complete(int, int, int, const std::vector<std::string>&) override {}
-  void workers_starting(int attempt) override {
-    starting_attempts.push_back(attempt);
-    envs_when_starting = envs;
-    spawned_when_starting = launcher_.spawned().size();
+  bool may_start_workers(int attempt, bool wait) override {
+    asked.push_back({attempt, wait, envs, launcher_.spawned().size()});
+    return wait || envs >= ready_after_envs;
   }
-  void worker_started(int, int, int, int, pid_t) override {}
+  void worker_started(int, int, int, int, pid_t) override { envs_at_start.push_back(envs); }
   void worker_exited(int, int, int, int, int) override {}
   void hang(int, const std::string&) override {}
   void round_over(int, const std::string&, const std::string&) override {}
@@ -296,18 +295,25 @@ class StartingObserver : public tracking::RunObserver {
   std::chrono::milliseconds poll_interval() const override { return std::chrono::hours(1); }
   void finished(const std::string&, int, const std::string&) override {}
 
+  struct Asked {
+    int attempt;
+    bool wait;
+    int envs;        // workers set up by then
+    size_t spawned;  // workers started by then
+  };
   int envs = 0;
-  int envs_when_starting = -1;
-  size_t spawned_when_starting = 0;
-  std::vector<int> starting_attempts;
+  int ready_after_envs = 1000;  // ready once this many workers are set up
+  std::vector<Asked> asked;
+  std::vector<int> envs_at_start;  // workers set up when each one started
 
  private:
   const FakeProcessLauncher& launcher_;
 };
 
-// The observer may hold the workers (until its run is made): it is asked once every
-// worker is set up, so that its wait comes after that work, and before any starts.
-TEST_F(WorkerGroupRunnerTest, TheObserverIsAskedOnceEveryWorkerIsSetUpAndBeforeAnyStarts) {
+// The observer may hold the workers (until its run is made). While it does, workers are
+// set up; it is waited for only once every one is, and no worker starts before it
+// lets them.
+TEST_F(WorkerGroupRunnerTest, WorkersAreSetUpWhileTheObserverHoldsThemAndStartOnceItLets) {
   StartingObserver observer(launcher_);
   agent::WorkerGroupRunner observed{io_,     config_,  launcher_, clock_,
                                     nullptr, log_dir_, "host",    &observer};
@@ -316,10 +322,34 @@ TEST_F(WorkerGroupRunnerTest, TheObserverIsAskedOnceEveryWorkerIsSetUpAndBeforeA
   observed.start(
       group(2), [](const agent::FailureRecord&) {}, [&done] { done = true; });
   while (!done) io_.run_one();
-  EXPECT_EQ(observer.starting_attempts, std::vector<int>{2});
-  EXPECT_EQ(observer.envs_when_starting, 3) << "asked before every worker was set up";
-  EXPECT_EQ(observer.spawned_when_starting, 0u) << "asked after a worker started";
+  ASSERT_EQ(observer.asked.size(), 4u);  // after each set-up, then the wait
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(observer.asked[i].attempt, 2);
+    EXPECT_FALSE(observer.asked[i].wait);
+    EXPECT_EQ(observer.asked[i].envs, i + 1);
+  }
+  EXPECT_TRUE(observer.asked[3].wait);
+  EXPECT_EQ(observer.asked[3].envs, 3) << "waited for before every worker was set up";
+  EXPECT_EQ(observer.asked[3].spawned, 0u) << "a worker started while held";
   EXPECT_EQ(launcher_.spawned().size(), 3u);
+}
+
+// Once the observer lets them, the workers set up so far start at once, and the rest
+// each right after its set-up: a wide group's first workers do not wait for the last
+// one's set-up.
+TEST_F(WorkerGroupRunnerTest, OnceTheObserverLetsThemWorkersStartAsTheyAreSetUp) {
+  StartingObserver observer(launcher_);
+  observer.ready_after_envs = 2;
+  agent::WorkerGroupRunner observed{io_,     config_,  launcher_, clock_,
+                                    nullptr, log_dir_, "host",    &observer};
+  launcher_.on_spawn = [&](const auto& p) { launcher_.exit(p.pid, 0); };
+  bool done = false;
+  observed.start(
+      group(), [](const agent::FailureRecord&) {}, [&done] { done = true; });
+  while (!done) io_.run_one();
+  EXPECT_EQ(observer.envs_at_start, (std::vector<int>{2, 2, 3}));
+  ASSERT_EQ(observer.asked.size(), 2u) << "asked again once it had let them";
+  EXPECT_EQ(observer.asked[1].spawned, 0u);
 }
 
 // torchrun's worker watchdog through the runner: requests on a real FIFO, time moved
