@@ -1,6 +1,5 @@
 #include "agent/orphan_guard.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
@@ -16,6 +15,7 @@
 
 #include "common/error.h"
 #include "os/kernel_release.h"
+#include "os/raw_proc.h"
 #include "os/raw_syscall.h"
 
 namespace ddprun::agent {
@@ -92,51 +92,22 @@ __attribute__((no_sanitize("address", "undefined"))) void follow(GuardMemory& m)
   }
 }
 
-// Parses a decimal number at text[at], moving `at` past it. False if there is none.
-__attribute__((no_sanitize("address", "undefined"))) bool number(const char* text, long size,
-                                                                 long& at, long& out) {
-  long start = at;
-  out = 0;
-  while (at < size && text[at] >= '0' && text[at] <= '9') out = out * 10 + (text[at++] - '0');
-  return at > start;
-}
+// One round of kill_watched over /proc.
+struct KillRound {
+  const GuardMemory* memory;
+  long own_session;
+  bool killed;
+};
 
-// The pid, session and state of process `name` (a /proc entry) from its stat file.
-// False for an entry that is not a process or one gone meanwhile.
-__attribute__((no_sanitize("address", "undefined"))) bool read_stat(long proc, const char* name,
-                                                                    long& pid, long& session,
-                                                                    char& state) {
-  char path[32];
-  long length = 0;
-  pid = 0;
-  for (; name[length] != '\0'; ++length) {
-    if (name[length] < '0' || name[length] > '9' || length > 16) return false;
-    path[length] = name[length];
-    pid = pid * 10 + (name[length] - '0');
+__attribute__((no_sanitize("address", "undefined"))) void kill_if_watched(const os::RawProcess& p,
+                                                                          void* context) {
+  auto& round = *static_cast<KillRound*>(context);
+  if (p.state == 'Z') return;
+  const GuardMemory& m = *round.memory;
+  if (watched(m, p.session) || (p.session == round.own_session && watched(m, p.pid))) {
+    raw_syscall(SYS_kill, p.pid, SIGKILL);
+    round.killed = true;
   }
-  if (length == 0) return false;
-  const char suffix[] = "/stat";
-  for (size_t i = 0; i < sizeof(suffix); ++i) path[length + static_cast<long>(i)] = suffix[i];
-  long fd = raw_syscall(SYS_openat, proc, raw_arg(path), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  char text[256];
-  long size = raw_syscall(SYS_read, fd, raw_arg(text), static_cast<long>(sizeof(text)));
-  raw_syscall(SYS_close, fd);
-  // "pid (name) state ppid pgrp session ...": the name may hold anything, a ')' too,
-  // but is 15 bytes at most, so the last ')' read ends it.
-  long paren = -1;
-  for (long i = 0; i < size; ++i) {
-    if (text[i] == ')') paren = i;
-  }
-  if (paren < 0 || paren + 3 >= size) return false;
-  state = text[paren + 2];
-  long at = paren + 3;
-  long field = 0;
-  for (int i = 0; i < 3; ++i) {  // ppid, pgrp, session
-    if (at >= size || text[at++] != ' ' || !number(text, size, at, field)) return false;
-  }
-  session = field;
-  return true;
 }
 
 // SIGKILLs every process of the watched sessions, and a watched worker that has not made
@@ -144,31 +115,10 @@ __attribute__((no_sanitize("address", "undefined"))) bool read_stat(long proc, c
 // dying process may still fork. Twenty rounds at most.
 __attribute__((no_sanitize("address", "undefined"))) void kill_watched(const GuardMemory& m) {
   if (m.count == 0) return;
-  long own = raw_syscall(SYS_getsid, 0);
-  for (int round = 0; round < 20; ++round) {
-    long proc =
-        raw_syscall(SYS_openat, AT_FDCWD, raw_arg("/proc"), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (proc < 0) return;
-    bool killed = false;
-    alignas(dirent64) char entries[4096];
-    long n = 0;
-    while ((n = raw_syscall(SYS_getdents64, proc, raw_arg(entries),
-                            static_cast<long>(sizeof(entries)))) > 0) {
-      for (long at = 0; at < n;) {
-        const auto* entry = reinterpret_cast<const dirent64*>(entries + at);
-        at += entry->d_reclen;
-        long pid = 0;
-        long session = 0;
-        char state = 0;
-        if (!read_stat(proc, entry->d_name, pid, session, state) || state == 'Z') continue;
-        if (watched(m, session) || (session == own && watched(m, pid))) {
-          raw_syscall(SYS_kill, pid, SIGKILL);
-          killed = true;
-        }
-      }
-    }
-    raw_syscall(SYS_close, proc);
-    if (!killed) return;
+  KillRound round{&m, raw_syscall(SYS_getsid, 0), false};
+  for (int i = 0; i < 20; ++i) {
+    round.killed = false;
+    if (!os::raw_for_each_process(kill_if_watched, &round) || !round.killed) return;
   }
 }
 

@@ -19,8 +19,8 @@ struct ProcStat {
 };
 
 /// Reads /proc/<pid>/stat. comm may hold spaces and parentheses, so fields are read
-/// after the last ')'. Allocates nothing: the orphan guard calls it in a forked child.
-/// False when the process is gone or the line is not understood.
+/// after the last ')'. False when the process is gone or the line is not understood.
+/// (raw_proc.h reads it with system calls only, for the orphan guard.)
 bool read_proc_stat(pid_t pid, ProcStat& out);
 
 /// Calls `visit(stat)` for every process /proc lists (nothing when /proc is missing).

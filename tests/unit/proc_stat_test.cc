@@ -1,4 +1,5 @@
-// The one /proc/<pid>/stat parser (the agent's process table and tracking's metrics).
+// The /proc/<pid>/stat parsers: the C library's one (the agent's process table and
+// tracking's metrics) and the one made of system calls only (the orphan guard's).
 #include "os/proc_stat.h"
 
 #include <signal.h>
@@ -12,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "os/process_table.h"
+#include "os/raw_proc.h"
 
 namespace ddprun::os {
 namespace {
@@ -32,6 +34,47 @@ TEST(ProcStat, ReadsThisProcessEvenWithParenthesesInItsName) {
   EXPECT_EQ(st.session, ::getsid(0));
   EXPECT_GT(st.utime + st.stime, 0u);
   EXPECT_GT(st.rss_pages, 0);
+}
+
+// The guard's reader, system calls only, lists what the C library's does: a child in a
+// session of its own, a zombie, and this process with parentheses in its name.
+TEST(RawProc, ListsEveryProcessWithItsSessionAndStateAsProcStatDoes) {
+  pid_t leader = ::fork();
+  if (leader == 0) {
+    ::setsid();
+    ::pause();
+    ::_exit(0);
+  }
+  pid_t zombie = ::fork();
+  if (zombie == 0) ::_exit(0);
+  ASSERT_GT(leader, 0);
+  ASSERT_GT(zombie, 0);
+  ProcStat st;
+  while (!read_proc_stat(leader, st) || st.session != leader) ::usleep(1000);
+  while (!read_proc_stat(zombie, st) || st.state != 'Z') ::usleep(1000);
+  char old_name[17] = {};
+  ::prctl(PR_GET_NAME, old_name);
+  ::prctl(PR_SET_NAME, "a) b (c) 1 2");
+  std::vector<RawProcess> seen;
+  bool listed = raw_for_each_process(
+      [](const RawProcess& p, void* context) {
+        static_cast<std::vector<RawProcess>*>(context)->push_back(p);
+      },
+      &seen);
+  ::prctl(PR_SET_NAME, old_name);
+  ::kill(leader, SIGKILL);
+  ::waitpid(leader, nullptr, 0);
+  ::waitpid(zombie, nullptr, 0);
+  ASSERT_TRUE(listed);
+  auto find = [&seen](long pid) {
+    auto it = std::find_if(seen.begin(), seen.end(), [pid](const auto& p) { return p.pid == pid; });
+    return it == seen.end() ? RawProcess{} : *it;
+  };
+  EXPECT_EQ(find(::getpid()).session, ::getsid(0));
+  EXPECT_EQ(find(leader).session, leader);
+  EXPECT_EQ(find(zombie).state, 'Z');
+  EXPECT_EQ(find(zombie).session, ::getsid(0));
+  EXPECT_GT(seen.size(), 3u);
 }
 
 TEST(ProcStat, GoneProcessIsFalse) {
