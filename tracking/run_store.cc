@@ -98,9 +98,10 @@ void visit_points(Statement& s, const std::string& path,
   }
 }
 
-// Makes `path` from the built-in image of an empty run unless it already holds one
-// (an empty file, as a crash may leave, is made again). True when it was made here.
-bool make_from_image(const std::string& path) {
+}  // namespace
+
+bool make_empty_run(const std::string& run_dir) {
+  std::string path = run_dir + "/run.db";
   std::string_view image = run_image("empty_run.db");
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
   struct stat st {};
@@ -123,12 +124,10 @@ bool make_from_image(const std::string& path) {
   return made;
 }
 
-}  // namespace
-
 RunStore::RunStore(const std::string& run_dir, Open mode) : path_(run_dir + "/run.db") {
   // A new run is the built-in image written out: no schema to compile, no journal
   // mode to switch.
-  bool made = mode == Open::kCreate && make_from_image(path_);
+  bool made = mode == Open::kNew || (mode == Open::kCreate && make_empty_run(run_dir));
   // One connection per thread (NOMUTEX): no lock taken on every call.
   int flags = (mode == Open::kReadOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) |
               SQLITE_OPEN_NOMUTEX;

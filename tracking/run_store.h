@@ -48,6 +48,11 @@ struct Event {
   std::string data_json = "{}";
 };
 
+/// Makes `<run_dir>/run.db` from the built-in image of an empty run unless it already
+/// holds one (an empty file, as a crash may leave, is made again): a readable run, not
+/// described yet. True when it was made here. Throws TrackingError naming the file.
+bool make_empty_run(const std::string& run_dir);
+
 /// The run's SQLite database (`run.db`, WAL mode, schema versioned). One writer: the
 /// primary agent; readers (`ddprun runs`) may open it while the job runs.
 /// Not thread-safe. Errors: TrackingError naming the file.
@@ -58,11 +63,14 @@ class RunStore {
   enum class Open {
     kCreate,    // made when missing (from the built-in empty run); the primary agent, the
                 // only writer while a job runs
+    kNew,       // as kCreate, made just now by make_empty_run (its first commit needs no sync)
     kExisting,  // read and written (merges, recovery)
     kReadOnly,  // never written, readable while the job writes it (`ddprun runs`)
   };
   /// Opens `<run_dir>/run.db`.
   RunStore(const std::string& run_dir, Open mode);
+  /// The run directory it was opened in.
+  std::string run_dir() const { return path_.substr(0, path_.size() - kFileNameSize); }
   ~RunStore();
   RunStore(const RunStore&) = delete;
   RunStore& operator=(const RunStore&) = delete;
@@ -165,6 +173,7 @@ class RunStore {
   // Points not written yet; their keys keep their capacity between batches.
   std::vector<MetricPoint> pending_ = std::vector<MetricPoint>(kBatch);
   int pending_count_ = 0;
+  static constexpr size_t kFileNameSize = sizeof("/run.db") - 1;
   std::string path_;
 };
 

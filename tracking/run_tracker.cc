@@ -90,13 +90,16 @@ void RunTracker::become_primary() {
               << "'; this job's run is '" << run_name_ << "'\n";
   }
   make_writable_dir(run_dir_ + "/streams", options_.tracking_dir);
-  // run.db is made on the stream thread, its first pass at once: meanwhile the agent
-  // goes on to its rendezvous and sets up the workers (they start once it is made:
-  // may_start_workers).
+  // Held until ddprun exits: the run is alive while it is, described or not.
+  owner_lock_ = std::make_unique<RunOwnerLock>(run_dir_);
+  // A readable run before any worker starts: one killed from then on is listed as
+  // crashed. The stream thread describes it in run.db (its first pass at once) while
+  // the agent goes on to its rendezvous and starts the workers.
+  bool made = make_empty_run(run_dir_);
   run_made_ = opened_.get_future().share();
   watcher_ = std::make_unique<StreamWatcher>(run_dir_ + "/streams", kStreamInterval,
-                                             [this, created = now_wall()](bool final) {
-                                               if (!open_tried_) open_run(created);
+                                             [this, made, created = now_wall()](bool final) {
+                                               if (!open_tried_) open_run(made, created);
                                                stream_pass(final);
                                              });
   watcher_->nudge(std::chrono::milliseconds(0));
@@ -104,9 +107,10 @@ void RunTracker::become_primary() {
 
 // On the stream thread: run.db with the run's description, in one commit (the streams
 // are ingested even if that commit fails).
-void RunTracker::open_run(double created) {
+void RunTracker::open_run(bool made, double created) {
   guarded("creating the run", [&] {
-    store_ = std::make_unique<RunStore>(run_dir_, RunStore::Open::kCreate);
+    store_ = std::make_unique<RunStore>(run_dir_,
+                                        made ? RunStore::Open::kNew : RunStore::Open::kCreate);
     ingester_ = std::make_unique<StreamIngester>(*store_, run_dir_);
     store_->begin();
     try {
@@ -235,14 +239,9 @@ void RunTracker::add_worker_env(int node, int rank, int attempt,
 }
 
 bool RunTracker::may_start_workers(int /*attempt*/, bool wait) {
-  // The run is made (a job killed from here on leaves a readable run), and the last
-  // attempt's streams had their final pass.
-  if (!wait) {
-    bool made = !run_made_.valid() ||
-                run_made_.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
-    if (!made || (pending_final_ && !watcher_->final_done(*pending_final_))) return false;
-  }
-  if (run_made_.valid()) run_made_.wait();
+  // The last attempt's streams had their final pass. (The run is on disk since
+  // become_primary; its description need not be written yet.)
+  if (!wait && pending_final_ && !watcher_->final_done(*pending_final_)) return false;
   if (pending_final_) {
     watcher_->await_final(*pending_final_);
     pending_final_.reset();
@@ -433,7 +432,10 @@ void RunTracker::finished(const std::string& status, int exitcode, const std::st
 }
 
 std::string effective_status(RunStore& store) {
-  std::string status = store.meta("status").value_or("unknown");
+  auto described = store.meta("status");
+  // Not described yet: alive while its owner holds the run directory.
+  if (!described) return RunOwnerLock::held(store.run_dir()) ? "running" : "crashed";
+  const std::string& status = *described;
   if (status != "running") return status;
   // Left running: alive only if its owner still is (checked on the owner's host).
   auto pid = store.meta("owner_pid");

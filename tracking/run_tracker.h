@@ -17,6 +17,7 @@
 #include "tracking/record_forwarder.h"
 #include "tracking/record_receiver.h"
 #include "tracking/run_observer.h"
+#include "tracking/run_owner_lock.h"
 #include "tracking/run_store.h"
 #include "tracking/stream_ingester.h"
 #include "tracking/stream_watcher.h"
@@ -25,7 +26,9 @@
 namespace ddprun::tracking {
 
 /// Owns the job's run: `<tracking dir>/<run id>/run.db` plus the workers' stream files.
-/// Created before any worker starts (an unwritable directory fails the launch).
+/// Created before any worker starts (an unwritable directory fails the launch): the
+/// directory, locked by its owner (RunOwnerLock), and run.db, an empty run that the
+/// stream thread then describes.
 ///
 /// The primary agent (the one hosting the rendezvous store; the only agent of a
 /// single-node job) writes run.db: the launcher's lifecycle events, system metrics,
@@ -92,7 +95,7 @@ class RunTracker : public RunObserver {
   void on_stream_thread(std::function<void()> job);
   // On the stream thread:
   void stream_pass(bool final);
-  void open_run(double created);
+  void open_run(bool made, double created);  // `made`: run.db is the image made just now
   void run_jobs();
   void store_event(const Event& e);
   void store_system(int node, double wall, const std::vector<std::pair<std::string, double>>& v);
@@ -127,9 +130,10 @@ class RunTracker : public RunObserver {
   // Primary: the stream thread's connection (null until it made the run, or when it
   // could not) and the receiver.
   std::unique_ptr<RunStore> store_;
+  std::unique_ptr<RunOwnerLock> owner_lock_;  // primary: held until ddprun exits
   std::unique_ptr<StreamIngester> ingester_;
   std::promise<void> opened_;          // the stream thread tried to make the run
-  std::shared_future<void> run_made_;  // opened_'s: awaited before workers start
+  std::shared_future<void> run_made_;  // opened_'s: awaited before the receiver starts
   std::atomic<bool> open_tried_{false};
   std::unique_ptr<RecordReceiver> receiver_;
   // What the agent recorded, for the stream thread's next pass.

@@ -104,6 +104,18 @@ TEST(Tracking, SigtermEndsTheRunKilledAndSigkillLeavesItCrashed) {
   }
 }
 
+// The workers start while the run is described: one that kills ddprun at once still
+// leaves a run that `runs list` shows as crashed.
+TEST(Tracking, AJobKilledAsItsWorkerStartsLeavesACrashedRun) {
+  std::string dir = make_temp_dir();
+  Finished f = run_ddprun(
+      {"--rdzv_id=t5", "--tracking_dir", dir, "--no_python", "/bin/sh", "-c", "kill -9 $PPID"});
+  EXPECT_EQ(f.code, 128 + SIGKILL) << f.err;
+  Finished list = run_ddprun({"runs", "list", "--tracking_dir", dir});
+  EXPECT_NE(list.out.find("t5"), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("crashed"), std::string::npos) << list.out;
+}
+
 TEST(Tracking, TornRecordOfAKilledWorkerIsCountedNotStored) {
   std::string dir = make_temp_dir();
   Finished f =

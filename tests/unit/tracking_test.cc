@@ -13,6 +13,7 @@
 
 #include "tests/helpers/scratch.h"
 #include "tracking/run_image.h"
+#include "tracking/run_owner_lock.h"
 #include "tracking/run_store.h"
 #include "tracking/run_tracker.h"
 #include "tracking/stream_ingester.h"
@@ -228,22 +229,48 @@ TEST(RunTrackerRecords, AreInTheRunWhileTheJobRunsAndAllOfThemWhenItFinishes) {
   std::filesystem::remove_all(base);
 }
 
-// The run is made before the first worker starts: a job killed from then on leaves a
-// readable run (which `runs list` can call crashed), not a half-made file.
-TEST(RunTrackerRecords, TheRunIsMadeOnceTheRoundsWorkersMayStart) {
+// The run is on disk before the first worker starts, and the workers need not wait
+// for its description: a job killed from then on leaves a readable run, which
+// `runs list` calls crashed, not a half-made file or none.
+TEST(RunTrackerRecords, TheRunIsOnDiskBeforeTheWorkersStartWhichNeedNotWaitForIt) {
   std::string base = temp_run_dir();
   RunTracker::Options o;
   o.tracking_dir = base;
   o.run_id = "made";
   RunTracker tracker(o);
+  std::string run = base + "/made";
+  {
+    RunStore made(run, RunStore::Open::kReadOnly);  // throws if it were not a database
+    EXPECT_EQ(effective_status(made), "running") << "described or not, its owner holds it";
+  }
+  EXPECT_TRUE(RunOwnerLock::held(run));
   tracker.rendezvous_complete(0, 0, 1, {"a"});
-  EXPECT_TRUE(tracker.may_start_workers(0, true));  // the workers start after this
-  EXPECT_TRUE(tracker.may_start_workers(1, false)) << "held once the run is made";
-  RunStore run(base + "/made", RunStore::Open::kReadOnly);
-  EXPECT_EQ(run.meta("status"), "running");
-  EXPECT_EQ(run.count_events("run_started"), 1);
+  EXPECT_TRUE(tracker.may_start_workers(0, false)) << "nothing to wait for in a first attempt";
   tracker.finished("finished", 0, "");
+  RunStore done(run, RunStore::Open::kReadOnly);
+  EXPECT_EQ(done.meta("status"), "finished");
+  EXPECT_EQ(done.count_events("run_started"), 1);
   std::filesystem::remove_all(base);
+}
+
+// A run whose description was never written (its owner died first) is running while
+// the run directory's lock is held, and crashed once it is not.
+TEST(RunOwnerLock, AnUndescribedRunIsRunningWhileLockedAndCrashedAfter) {
+  std::string dir = temp_run_dir();
+  EXPECT_TRUE(make_empty_run(dir));
+  EXPECT_FALSE(make_empty_run(dir)) << "a run already there is kept";
+  {
+    RunOwnerLock lock(dir);
+    EXPECT_TRUE(RunOwnerLock::held(dir));
+    EXPECT_THROW(RunOwnerLock again(dir), TrackingError) << "one owner";
+    RunStore s(dir, RunStore::Open::kReadOnly);
+    EXPECT_EQ(effective_status(s), "running");
+  }
+  EXPECT_FALSE(RunOwnerLock::held(dir));
+  RunStore s(dir, RunStore::Open::kReadOnly);
+  EXPECT_EQ(effective_status(s), "crashed");
+  EXPECT_FALSE(RunOwnerLock::held(dir + "/missing"));
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
