@@ -247,8 +247,7 @@ void LocalAgent::Impl::poll_tracking(std::chrono::milliseconds first) {
 int LocalAgent::Impl::finish_success() {
   round_.reset();  // its watches' connections would keep the store waiting for them
   handler_->finish_job();
-  log_dir_.remove_if_temporary();
-  return finish(0, "finished", "");
+  return finish(0, "finished", "", true);
 }
 
 int LocalAgent::Impl::finish_failure(const std::vector<FailureRecord>& failures,
@@ -269,9 +268,16 @@ int LocalAgent::Impl::finish_failure(const std::vector<FailureRecord>& failures,
                     std::to_string(root.exitcode));
 }
 
-int LocalAgent::Impl::finish(int code, const std::string& status, const std::string& root_cause) {
+int LocalAgent::Impl::finish(int code, const std::string& status, const std::string& root_cause,
+                             bool succeeded) {
+  // The observer completes the run on its own thread meanwhile (complete() or its
+  // destructor waits for that, after the agent's end).
   if (observer_) observer_->finished(status, code, root_cause);
-  log_dir_.remove_if_temporary_and_unread();
+  if (succeeded) {
+    log_dir_.remove_if_temporary();
+  } else {
+    log_dir_.remove_if_temporary_and_unread();
+  }
   if (guard_) guard_->release();
   return code;
 }

@@ -51,7 +51,10 @@ class LocalAgent::Impl {
   void poll_tracking(std::chrono::milliseconds first);
   int finish_success();
   int finish_failure(const std::vector<FailureRecord>& failures, const RoundEnd& over);
-  int finish(int code, const std::string& status, const std::string& root_cause);
+  // Tells the observer, removes a temporary log directory (`succeeded`: whatever it
+  // holds), releases the guard; returns `code`.
+  int finish(int code, const std::string& status, const std::string& root_cause,
+             bool succeeded = false);
   bool multi_node() const { return config_.max_nodes > 1; }
 
   // How a round ends: failures, signals, lost nodes, the end of the job

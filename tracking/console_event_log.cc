@@ -113,7 +113,10 @@ std::chrono::milliseconds ConsoleEventLog::poll_interval() const {
 
 void ConsoleEventLog::finished(const std::string& status, int exitcode,
                                const std::string& root_cause) {
-  if (inner_) inner_->finished(status, exitcode, root_cause);
+  if (inner_) {
+    inner_->finished(status, exitcode, root_cause);
+    inner_->complete();  // a reader told the run finished finds all of it
+  }
   emit("run_finished",
        json{{"status", status}, {"exitcode", exitcode}, {"root_cause", root_cause}});
 }

@@ -32,7 +32,7 @@ class RunObserver {
   virtual void rendezvous_complete(int round, int attempt, int world_size,
                                    const std::vector<std::string>& members) = 0;
   /// Whether the attempt's workers may start now: the observer holds them until it is
-  /// ready for them (its run made, the last attempt's streams read). With `wait`, it
+  /// ready for them (the last attempt's streams read). With `wait`, it
   /// returns once they may (true); the agent sets workers up meanwhile, then waits.
   virtual bool may_start_workers(int attempt, bool wait) {
     (void)attempt, (void)wait;
@@ -60,8 +60,12 @@ class RunObserver {
   virtual void poll(bool attempt_over) = 0;
   virtual std::chrono::milliseconds poll_interval() const = 0;
   /// The job is over: status finished, failed or killed. Comes after the poll(true)
-  /// of the last attempt.
+  /// of the last attempt. The observer may complete the run while the agent ends (its
+  /// log directory, its store): the run is whole once complete() returns or the
+  /// observer is destroyed.
   virtual void finished(const std::string& status, int exitcode, const std::string& root_cause) = 0;
+  /// Returns once everything reported is in the run.
+  virtual void complete() {}
 };
 
 }  // namespace ddprun::tracking

@@ -60,8 +60,11 @@ RunTracker::~RunTracker() {
     std::lock_guard lock(jobs_mutex_);
     pending = !jobs_.empty();
   }
-  // Ended without finished() (an error): what was recorded still goes in.
-  if (watcher_ && (pending || (primary_ && !open_tried_))) watcher_->final_pass();
+  // What was recorded goes in before the thread stops: finished() asked for that last
+  // pass already; a job ended without it (an error) asks here.
+  if (watcher_ && !finish_pass_ && (pending || (primary_ && !open_tried_))) {
+    watcher_->request_final();
+  }
   watcher_.reset();
   if (agent_stream_fd_ >= 0) ::close(agent_stream_fd_);
 }
@@ -109,8 +112,8 @@ void RunTracker::become_primary() {
 // are ingested even if that commit fails).
 void RunTracker::open_run(bool made, double created) {
   guarded("creating the run", [&] {
-    store_ = std::make_unique<RunStore>(run_dir_,
-                                        made ? RunStore::Open::kNew : RunStore::Open::kCreate);
+    store_ =
+        std::make_unique<RunStore>(run_dir_, made ? RunStore::Open::kNew : RunStore::Open::kCreate);
     ingester_ = std::make_unique<StreamIngester>(*store_, run_dir_);
     store_->begin();
     try {
@@ -428,7 +431,12 @@ void RunTracker::finished(const std::string& status, int exitcode, const std::st
     });
   });
   pending_final_.reset();
-  watcher_->final_pass();  // everything recorded is in run.db when this returns
+  // Everything recorded is in run.db once this pass is done: complete() waits for it.
+  finish_pass_ = watcher_->request_final();
+}
+
+void RunTracker::complete() {
+  if (finish_pass_ && watcher_) watcher_->await_final(*finish_pass_);
 }
 
 std::string effective_status(RunStore& store) {

@@ -126,8 +126,8 @@ void StreamWatcher::loop() {
     bool due = false;
     {
       std::lock_guard lock(mutex_);
-      if (stop_) return;
       finals = finals_requested_;
+      if (stop_ && finals <= finals_done_) return;  // a final pass asked for still runs
       sleeping_until_ = Clock::time_point::min();
       if (Clock::now() >= pass_due_) {
         due = true;
@@ -143,6 +143,7 @@ void StreamWatcher::loop() {
       std::lock_guard lock(mutex_);
       finals_done_ = finals;
       done_cv_.notify_all();
+      if (stop_ && finals_requested_ <= finals_done_) return;
     }
   }
 }

@@ -14,8 +14,9 @@ namespace ddprun::tracking {
 /// (inotify; writes that come close together share one pass), when `nudge` asks for
 /// one, and at least every `interval`. `final_pass()` runs the last pass with
 /// final=true and returns when it is done; `request_final` and `await_final` are its
-/// two halves, for a caller with other work meanwhile. The callback reports its own
-/// errors and must not throw.
+/// two halves, for a caller with other work meanwhile. A final pass asked for runs
+/// before the destructor's stop: request_final() then the destructor wakes the thread
+/// once. The callback reports its own errors and must not throw.
 ///
 /// The inotify watch starts only `watch_after` into the watcher's life; until then a
 /// pass runs every kEarlyPoll. Closing an inotify instance waits for a kernel grace

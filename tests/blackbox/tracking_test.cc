@@ -209,8 +209,8 @@ TEST(Tracking, AShortJobHasSystemMetricsWithoutWaitingAnInterval) {
   std::string wait = "for i in $(seq 300); do '" + ddprun_binary() +
                      "' runs show short --tracking_dir '" + dir +
                      "' | grep -q 'rank0/proc.memory.rssMB' && exit 0; sleep 0.1; done; exit 1";
-  Finished f = run_ddprun({"--rdzv_id=short", "--tracking_dir", dir, "--no_python", "/bin/sh",
-                           "-c", wait});
+  Finished f =
+      run_ddprun({"--rdzv_id=short", "--tracking_dir", dir, "--no_python", "/bin/sh", "-c", wait});
   EXPECT_EQ(f.code, 0) << "no sample while the worker ran\n" << f.err;
   Finished show = run_ddprun({"runs", "show", "short", "--tracking_dir", dir});
   EXPECT_NE(show.out.find("  memory_percent  "), std::string::npos) << show.out;

@@ -28,6 +28,21 @@ TEST(StreamWatcher, EveryFinalPassSeesEveryEarlierWrite) {
   }
 }
 
+// The tracker asks for its last pass and leaves it to the thread; the destructor's stop
+// comes right after and must not cut it.
+TEST(StreamWatcher, AFinalPassAskedForRunsBeforeTheStop) {
+  std::string dir = test::scratch_dir("ddprun_watch_");
+  for (int i = 0; i < 50; ++i) {
+    int finals = 0;
+    {
+      StreamWatcher watcher(dir, std::chrono::seconds(60), [&](bool final) { finals += final; });
+      watcher.request_final();
+    }
+    ASSERT_EQ(finals, 1) << "round " << i;
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST(StreamWatcher, WritesAreTakenWithoutWaitingForTheInterval) {
   std::string dir = test::scratch_dir("ddprun_watch_");
   std::atomic<int> passes{0};

@@ -220,10 +220,34 @@ TEST(RunTrackerRecords, AreInTheRunWhileTheJobRunsAndAllOfThemWhenItFinishes) {
   tracker.worker_exited(0, 1, 1, 0, 0);
   tracker.poll(true);
   tracker.finished("finished", 0, "");
+  tracker.complete();
   EXPECT_EQ(events_in(run, "run_started"), 1);
   EXPECT_EQ(events_in(run, "rendezvous"), 1);
   EXPECT_EQ(events_in(run, "worker_started"), 2);
   EXPECT_EQ(events_in(run, "worker_exited"), 2);
+  EXPECT_EQ(events_in(run, "run_finished"), 1);
+  EXPECT_EQ(RunStore(run, RunStore::Open::kReadOnly).meta("status"), "finished");
+  std::filesystem::remove_all(base);
+}
+
+// finished() leaves the run's last pass to the stream thread: the tracker's end
+// completes it all the same.
+TEST(RunTrackerRecords, AreAllInTheRunOnceTheTrackerEndsAfterFinished) {
+  std::string base = temp_run_dir();
+  RunTracker::Options o;
+  o.tracking_dir = base;
+  o.run_id = "ended";
+  o.system_interval = std::chrono::hours(1);
+  {
+    RunTracker tracker(o);
+    tracker.rendezvous_complete(0, 0, 1, {"a"});
+    tracker.worker_started(0, 0, 0, 0, ::getpid());
+    tracker.worker_exited(0, 0, 0, 0, 0);
+    tracker.poll(true);
+    tracker.finished("finished", 0, "");
+  }
+  std::string run = base + "/ended";
+  EXPECT_EQ(events_in(run, "worker_exited"), 1);
   EXPECT_EQ(events_in(run, "run_finished"), 1);
   EXPECT_EQ(RunStore(run, RunStore::Open::kReadOnly).meta("status"), "finished");
   std::filesystem::remove_all(base);
@@ -247,6 +271,7 @@ TEST(RunTrackerRecords, TheRunIsOnDiskBeforeTheWorkersStartWhichNeedNotWaitForIt
   tracker.rendezvous_complete(0, 0, 1, {"a"});
   EXPECT_TRUE(tracker.may_start_workers(0, false)) << "nothing to wait for in a first attempt";
   tracker.finished("finished", 0, "");
+  tracker.complete();
   RunStore done(run, RunStore::Open::kReadOnly);
   EXPECT_EQ(done.meta("status"), "finished");
   EXPECT_EQ(done.count_events("run_started"), 1);
