@@ -18,6 +18,7 @@ namespace ddprun::agent {
 namespace {
 
 constexpr const char* kMemoryDir = "/dev/shm";
+constexpr size_t kMostRemembered = 512;  // directories made, for the quick removal
 
 std::string make_temp_dir(const std::string& tmpl) {
   std::vector<char> buf(tmpl.begin(), tmpl.end());
@@ -59,11 +60,33 @@ LogDir::LogDir(const std::string& base, const std::string& run_id, bool small) {
   run_dir_ = make_temp_dir(base_ + "/" + safe_id + "_XXXXXX");
 }
 
-std::string LogDir::worker_dir(int attempt, int local_rank) const {
-  std::string dir =
-      run_dir_ + "/attempt_" + std::to_string(attempt) + "/" + std::to_string(local_rank);
-  make_dirs(dir);
+std::string LogDir::worker_dir(int attempt, int local_rank) {
+  std::string attempt_dir = run_dir_ + "/attempt_" + std::to_string(attempt);
+  std::string dir = attempt_dir + "/" + std::to_string(local_rank);
+  // Two mkdirs where they do (the run directory is there); anything odd takes the
+  // general way, which names the path that fails.
+  for (const std::string* d : {&attempt_dir, &dir}) {
+    if (::mkdir(d->c_str(), 0777) == 0) {
+      if (!made_too_many_) made_.push_back(*d);
+    } else if (errno != EEXIST) {
+      make_dirs(dir);
+      break;
+    }
+  }
+  if (made_.size() > kMostRemembered) {
+    made_.clear();
+    made_too_many_ = true;
+  }
   return dir;
+}
+
+bool LogDir::remove_made_while_empty() {
+  if (made_too_many_) return false;
+  for (auto it = made_.rbegin(); it != made_.rend(); ++it) {
+    if (::rmdir(it->c_str()) != 0 && errno != ENOENT) return false;
+  }
+  made_.clear();
+  return ::rmdir(run_dir_.c_str()) == 0 && ::rmdir(base_.c_str()) == 0;
 }
 
 void LogDir::remove_if_temporary_and_unread() {
@@ -85,9 +108,11 @@ void LogDir::remove_if_temporary_and_unread() {
 
 void LogDir::remove_if_temporary() {
   if (!temporary_) return;
+  temporary_ = false;
+  // Usually nothing was written: one rmdir per directory. Else the general way.
+  if (remove_made_while_empty()) return;
   std::error_code ec;
   std::filesystem::remove_all(base_, ec);
-  temporary_ = false;
 }
 
 }  // namespace ddprun::agent

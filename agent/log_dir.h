@@ -1,6 +1,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace ddprun::agent {
 
@@ -19,7 +20,7 @@ class LogDir {
   LogDir(const std::string& base, const std::string& run_id, bool small = false);
 
   /// Creates (if needed) and returns the directory of one worker of one attempt.
-  std::string worker_dir(int attempt, int local_rank) const;
+  std::string worker_dir(int attempt, int local_rank);
 
   const std::string& run_dir() const { return run_dir_; }
 
@@ -33,8 +34,15 @@ class LogDir {
   void keep() { temporary_ = false; }
 
  private:
+  // Removes what it made, deepest first, while each is empty: true if that was all.
+  bool remove_made_while_empty();
+
   std::string base_;
   std::string run_dir_;
+  // Attempt and worker directories, in the order made; a few hundred at most (many
+  // restarts: then the general way removes them).
+  std::vector<std::string> made_;
+  bool made_too_many_ = false;
   bool temporary_ = false;
 };
 

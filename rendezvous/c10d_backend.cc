@@ -83,6 +83,10 @@ void C10dBackend::linger(milliseconds max) {
   if (server_) server_->wait_until_connections_at_most(3, max);  // our own
 }
 
+void C10dBackend::stop_serving() {
+  if (server_) server_->stop();
+}
+
 std::unique_ptr<TcpStoreClient> C10dBackend::connect_heartbeat() const {
   TcpStoreClient::Options o;
   o.token = options_.token;

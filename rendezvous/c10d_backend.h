@@ -61,6 +61,7 @@ class C10dBackend : public RendezvousBackend {
   bool hosted() const override { return true; }
   bool hosts_state() const override { return server_ != nullptr; }
   void linger(std::chrono::milliseconds max) override;
+  void stop_serving() override;
   std::string endpoint() const override;
   std::string where() const override { return "store at " + endpoint(); }
 

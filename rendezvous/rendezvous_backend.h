@@ -53,6 +53,9 @@ class RendezvousBackend {
   virtual bool hosts_state() const { return false; }
   /// On the host, at the end: waits until the others let go, at most `max`.
   virtual void linger(std::chrono::milliseconds max) { (void)max; }
+  /// On the host of a job no other node joins (a single node's), once it is over: the
+  /// state's server stops now, and ends while the agent ends the rest.
+  virtual void stop_serving() {}
   /// Where the state lives, for messages: "h:p", or etcd's "a, b".
   virtual std::string endpoint() const = 0;
   /// The same with what it is: "store at h:p", "etcd at a, b".

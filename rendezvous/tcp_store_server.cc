@@ -84,6 +84,8 @@ class TcpStoreServer::Impl {
 
   uint16_t port() const { return port_; }
 
+  void stop() { io_.stop(); }
+
   size_t clear_except(const std::string& keep_prefix) {
     return run_on_io([&] { return state_.table.erase_all_except(keep_prefix); });
   }
@@ -225,6 +227,8 @@ TcpStoreServer::TcpStoreServer(const std::string& host, uint16_t port, std::stri
 TcpStoreServer::~TcpStoreServer() = default;
 
 uint16_t TcpStoreServer::port() const { return impl_->port(); }
+
+void TcpStoreServer::stop() { impl_->stop(); }
 
 size_t TcpStoreServer::close_connections() { return impl_->close_connections(); }
 

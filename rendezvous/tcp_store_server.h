@@ -45,6 +45,11 @@ class TcpStoreServer {
 
   uint16_t port() const;
 
+  /// Stops serving now without waiting: the server's thread ends meanwhile, and the
+  /// destructor only joins it and closes the connections. Nothing may be asked of the
+  /// server after this.
+  void stop();
+
   /// Deletes every key not starting with `keep_prefix` (a new attempt must not see
   /// the workers' keys of the previous one). Returns how many were deleted.
   size_t clear_except(const std::string& keep_prefix);

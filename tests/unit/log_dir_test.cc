@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <string>
 
@@ -71,6 +72,42 @@ TEST(LogDir, TheUsersTmpdirComesFirst) {
   LogDir small("", "job", true);
   EXPECT_TRUE(starts_with(small.run_dir(), tmp + "/ddprun_")) << small.run_dir();
   small.remove_if_temporary();
+  std::filesystem::remove_all(tmp);
+}
+
+// A temporary one goes whole at the end, empty (one rmdir per directory) or holding
+// what workers wrote; one the user named stays.
+TEST(LogDir, ATemporaryOneGoesWholeWhateverItHolds) {
+  std::string tmp = test::scratch_dir("ddprun_logdir_");
+  TmpdirAs set(tmp.c_str());
+  for (bool written : {false, true}) {
+    LogDir dir("", "job", true);
+    std::string base = std::filesystem::path(dir.run_dir()).parent_path();
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      for (int rank = 0; rank < 3; ++rank) {
+        std::string worker = dir.worker_dir(attempt, rank);
+        ASSERT_TRUE(std::filesystem::is_directory(worker)) << worker;
+        EXPECT_EQ(dir.worker_dir(attempt, rank), worker) << "asked again: the same";
+      }
+    }
+    if (written) std::ofstream(dir.worker_dir(1, 2) + "/error.json") << "{}";
+    dir.remove_if_temporary();
+    EXPECT_FALSE(std::filesystem::exists(base)) << base << (written ? " with a file" : "");
+  }
+  {
+    LogDir many("", "job", true);  // more directories than it remembers
+    std::string base = std::filesystem::path(many.run_dir()).parent_path();
+    for (int attempt = 0; attempt < 300; ++attempt) many.worker_dir(attempt, 0);
+    many.remove_if_temporary();
+    EXPECT_FALSE(std::filesystem::exists(base)) << base << " after many attempts";
+  }
+  std::string named = tmp + "/named";
+  {
+    LogDir dir(named, "job");
+    dir.worker_dir(0, 0);
+    dir.remove_if_temporary();
+  }
+  EXPECT_TRUE(std::filesystem::is_directory(named));
   std::filesystem::remove_all(tmp);
 }
 
