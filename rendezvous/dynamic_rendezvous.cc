@@ -86,7 +86,10 @@ std::unique_ptr<RoundCoordinator> DynamicRendezvous::coordinate(const Rendezvous
 }
 
 void DynamicRendezvous::finish_job() {
-  if (options_.config.max_nodes == 1) return backend_->stop_serving();  // nobody else uses it
+  if (options_.config.max_nodes == 1) {
+    backend_->stop_serving();  // nobody else uses it
+    return;
+  }
   bool hosts = backend_->hosts_state();
   if (!hosts && backend_->hosted()) return;
   try {

@@ -32,6 +32,9 @@ class ConsoleEventLog : public RunObserver {
   void poll(bool attempt_over) override;
   std::chrono::milliseconds poll_interval() const override;
   void finished(const std::string& status, int exitcode, const std::string& root_cause) override;
+  void complete() override {
+    if (inner_) inner_->complete();
+  }
 
  private:
   template <typename Metadata>

@@ -18,12 +18,14 @@ int open_dir(const std::string& dir) {
 
 }  // namespace
 
-RunOwnerLock::RunOwnerLock(const std::string& run_dir) : fd_(open_dir(run_dir)) {
-  if (fd_ < 0 || ::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-    int err = errno;
-    if (fd_ >= 0) ::close(fd_);
-    throw TrackingError("cannot lock the run directory " + run_dir + ": " + std::strerror(err));
-  }
+std::unique_ptr<RunOwnerLock> RunOwnerLock::take(const std::string& run_dir) {
+  int fd = open_dir(run_dir);
+  if (fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) == 0)
+    return std::unique_ptr<RunOwnerLock>(new RunOwnerLock(fd));
+  int err = errno;
+  if (fd >= 0) ::close(fd);
+  if (fd >= 0 && err == EWOULDBLOCK) return nullptr;
+  throw TrackingError("cannot lock the run directory " + run_dir + ": " + std::strerror(err));
 }
 
 RunOwnerLock::~RunOwnerLock() { ::close(fd_); }

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <memory>
 #include <string>
 
 namespace ddprun::tracking {
@@ -11,8 +12,9 @@ namespace ddprun::tracking {
 /// pid: a run is checked on its owner's host).
 class RunOwnerLock {
  public:
-  /// Throws TrackingError naming the directory when it cannot be opened or is held.
-  explicit RunOwnerLock(const std::string& run_dir);
+  /// The lock, or null when another process holds it. Throws TrackingError naming the
+  /// directory when it cannot be opened.
+  static std::unique_ptr<RunOwnerLock> take(const std::string& run_dir);
   ~RunOwnerLock();
   RunOwnerLock(const RunOwnerLock&) = delete;
   RunOwnerLock& operator=(const RunOwnerLock&) = delete;
@@ -21,6 +23,8 @@ class RunOwnerLock {
   static bool held(const std::string& run_dir);
 
  private:
+  explicit RunOwnerLock(int fd) : fd_(fd) {}
+
   int fd_ = -1;
 };
 

@@ -82,9 +82,15 @@ void RunTracker::guarded(const char* what, F f) {
 void RunTracker::become_primary() {
   if (primary_) return;
   primary_ = true;
-  // A job never writes into an earlier job's run: the same --rdzv_id run again gets
-  // <id>.1, <id>.2, ...
-  for (int n = 1; std::filesystem::exists(run_dir_ + "/run.db"); ++n) {
+  // A job never writes into an earlier job's run, nor into one that another job
+  // starts at the same moment: the same --rdzv_id run again gets <id>.1, <id>.2, ...
+  for (int n = 1;; ++n) {
+    if (!std::filesystem::exists(run_dir_ + "/run.db")) {
+      make_writable_dir(run_dir_ + "/streams", options_.tracking_dir);
+      // Held until ddprun exits: the run is alive while it is, described or not.
+      owner_lock_ = RunOwnerLock::take(run_dir_);
+      if (owner_lock_) break;
+    }
     run_name_ = options_.run_id + "." + std::to_string(n);
     run_dir_ = node_dir_ = options_.tracking_dir + "/" + run_name_;
   }
@@ -92,9 +98,6 @@ void RunTracker::become_primary() {
     std::cerr << "ddprun: " << options_.tracking_dir << " already holds a run '" << options_.run_id
               << "'; this job's run is '" << run_name_ << "'\n";
   }
-  make_writable_dir(run_dir_ + "/streams", options_.tracking_dir);
-  // Held until ddprun exits: the run is alive while it is, described or not.
-  owner_lock_ = std::make_unique<RunOwnerLock>(run_dir_);
   // A readable run before any worker starts: one killed from then on is listed as
   // crashed. The stream thread describes it in run.db (its first pass at once) while
   // the agent goes on to its rendezvous and starts the workers.

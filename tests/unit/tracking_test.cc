@@ -278,6 +278,26 @@ TEST(RunTrackerRecords, TheRunIsOnDiskBeforeTheWorkersStartWhichNeedNotWaitForIt
   std::filesystem::remove_all(base);
 }
 
+// Two jobs of one id starting at the same moment: the one that finds the run's
+// directory locked (no run.db in it yet) takes the next name, as after an earlier job.
+TEST(RunTrackerRecords, ARunDirectoryAnotherJobHoldsIsNotShared) {
+  std::string base = temp_run_dir();
+  std::filesystem::create_directories(base + "/same/streams");
+  auto other = RunOwnerLock::take(base + "/same");
+  ASSERT_TRUE(other);
+  RunTracker::Options o;
+  o.tracking_dir = base;
+  o.run_id = "same";
+  {
+    RunTracker tracker(o);
+    EXPECT_EQ(tracker.run_dir(), base + "/same.1");
+    tracker.finished("finished", 0, "");
+  }
+  EXPECT_FALSE(std::filesystem::exists(base + "/same/run.db")) << "the other job's";
+  EXPECT_EQ(RunStore(base + "/same.1", RunStore::Open::kReadOnly).meta("status"), "finished");
+  std::filesystem::remove_all(base);
+}
+
 // A run whose description was never written (its owner died first) is running while
 // the run directory's lock is held, and crashed once it is not.
 TEST(RunOwnerLock, AnUndescribedRunIsRunningWhileLockedAndCrashedAfter) {
@@ -285,9 +305,10 @@ TEST(RunOwnerLock, AnUndescribedRunIsRunningWhileLockedAndCrashedAfter) {
   EXPECT_TRUE(make_empty_run(dir));
   EXPECT_FALSE(make_empty_run(dir)) << "a run already there is kept";
   {
-    RunOwnerLock lock(dir);
+    auto lock = RunOwnerLock::take(dir);
+    ASSERT_TRUE(lock);
     EXPECT_TRUE(RunOwnerLock::held(dir));
-    EXPECT_THROW(RunOwnerLock again(dir), TrackingError) << "one owner";
+    EXPECT_FALSE(RunOwnerLock::take(dir)) << "one owner";
     RunStore s(dir, RunStore::Open::kReadOnly);
     EXPECT_EQ(effective_status(s), "running");
   }
@@ -295,6 +316,7 @@ TEST(RunOwnerLock, AnUndescribedRunIsRunningWhileLockedAndCrashedAfter) {
   RunStore s(dir, RunStore::Open::kReadOnly);
   EXPECT_EQ(effective_status(s), "crashed");
   EXPECT_FALSE(RunOwnerLock::held(dir + "/missing"));
+  EXPECT_THROW(RunOwnerLock::take(dir + "/missing"), TrackingError);
   std::filesystem::remove_all(dir);
 }
 
