@@ -28,6 +28,16 @@ std::string temp_run_dir() {
   return dir;
 }
 
+// A tracker's options for run `id` under `base`, with no system sample due while a
+// test runs.
+RunTracker::Options run_in(const std::string& base, const std::string& id) {
+  RunTracker::Options o;
+  o.tracking_dir = base;
+  o.run_id = id;
+  o.system_interval = std::chrono::hours(1);
+  return o;
+}
+
 void append(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::app | std::ios::binary) << text;
 }
@@ -171,9 +181,7 @@ TEST(StreamIngester, MalformedLinesAreSkippedAndCounted) {
 TEST(RunTrackerFiles, ADirectoryOfTheNodeInTheRunKeptOnlyWhenUsed) {
   std::string base = temp_run_dir();
   for (bool used : {false, true}) {
-    RunTracker::Options o;
-    o.tracking_dir = base;
-    o.run_id = used ? "used" : "unused";
+    RunTracker::Options o = run_in(base, used ? "used" : "unused");
     std::string dir;
     {
       RunTracker tracker(o);
@@ -199,13 +207,10 @@ int64_t events_in(const std::string& run_dir, const std::string& kind) {
 }
 
 // What the agent records is written by the stream thread: in run.db a moment later
-// while the job runs, and all of it once finished() returns.
+// while the job runs, and all of it once complete() returns after finished().
 TEST(RunTrackerRecords, AreInTheRunWhileTheJobRunsAndAllOfThemWhenItFinishes) {
   std::string base = temp_run_dir();
-  RunTracker::Options o;
-  o.tracking_dir = base;
-  o.run_id = "records";
-  o.system_interval = std::chrono::hours(1);
+  RunTracker::Options o = run_in(base, "records");
   std::string run = base + "/records";
   RunTracker tracker(o);
   tracker.rendezvous_complete(0, 0, 2, {"a"});
@@ -234,10 +239,7 @@ TEST(RunTrackerRecords, AreInTheRunWhileTheJobRunsAndAllOfThemWhenItFinishes) {
 // completes it all the same.
 TEST(RunTrackerRecords, AreAllInTheRunOnceTheTrackerEndsAfterFinished) {
   std::string base = temp_run_dir();
-  RunTracker::Options o;
-  o.tracking_dir = base;
-  o.run_id = "ended";
-  o.system_interval = std::chrono::hours(1);
+  RunTracker::Options o = run_in(base, "ended");
   {
     RunTracker tracker(o);
     tracker.rendezvous_complete(0, 0, 1, {"a"});
@@ -258,9 +260,7 @@ TEST(RunTrackerRecords, AreAllInTheRunOnceTheTrackerEndsAfterFinished) {
 // `runs list` calls crashed, not a half-made file or none.
 TEST(RunTrackerRecords, TheRunIsOnDiskBeforeTheWorkersStartWhichNeedNotWaitForIt) {
   std::string base = temp_run_dir();
-  RunTracker::Options o;
-  o.tracking_dir = base;
-  o.run_id = "made";
+  RunTracker::Options o = run_in(base, "made");
   RunTracker tracker(o);
   std::string run = base + "/made";
   {
@@ -285,9 +285,7 @@ TEST(RunTrackerRecords, ARunDirectoryAnotherJobHoldsIsNotShared) {
   std::filesystem::create_directories(base + "/same/streams");
   auto other = RunOwnerLock::take(base + "/same");
   ASSERT_TRUE(other);
-  RunTracker::Options o;
-  o.tracking_dir = base;
-  o.run_id = "same";
+  RunTracker::Options o = run_in(base, "same");
   {
     RunTracker tracker(o);
     EXPECT_EQ(tracker.run_dir(), base + "/same.1");
