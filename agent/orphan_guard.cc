@@ -27,7 +27,8 @@ constexpr size_t kGuardStack = 256 * 1024;  // a few KiB used; its lowest page h
 struct GuardMemory {
   char stack[kGuardStack];
   int read_fd;
-  pid_t tid;  // the guard's pid; zeroed when it exits (CLONE_CHILD_CLEARTID)
+  bool released;  // nothing to kill any more; the guard waits for the pipe's end
+  pid_t tid;      // the guard's pid; zeroed when it exits (CLONE_CHILD_CLEARTID)
   size_t count;
   pid_t sessions[OrphanGuard::kMaxSessions];
 };
@@ -51,10 +52,15 @@ __attribute__((no_sanitize("address", "undefined"))) bool watched(const GuardMem
   return false;
 }
 
-// What ddprun sent: a session to watch (its pid) or one to forget (-pid).
+// What ddprun sent: a session to watch (its pid), one to forget (-pid), or the release.
 __attribute__((no_sanitize("address", "undefined"))) void apply(GuardMemory& m, int32_t value) {
+  if (value == kReleased) {
+    m.released = true;
+    m.count = 0;
+    return;
+  }
   if (value > 0) {
-    if (m.count < OrphanGuard::kMaxSessions) m.sessions[m.count++] = value;
+    if (!m.released && m.count < OrphanGuard::kMaxSessions) m.sessions[m.count++] = value;
     return;
   }
   for (size_t i = 0; i < m.count;) {
@@ -66,7 +72,7 @@ __attribute__((no_sanitize("address", "undefined"))) void apply(GuardMemory& m, 
   }
 }
 
-// Reads ddprun's batches until its end of the pipe closes; exits if released.
+// Reads ddprun's batches until its end of the pipe closes.
 __attribute__((no_sanitize("address", "undefined"))) void follow(GuardMemory& m) {
   int32_t values[OrphanGuard::kBatch];
   char* bytes = reinterpret_cast<char*>(values);
@@ -78,10 +84,7 @@ __attribute__((no_sanitize("address", "undefined"))) void follow(GuardMemory& m)
     if (n <= 0) return;  // EOF: ddprun is gone
     have += static_cast<size_t>(n);
     size_t whole = have / sizeof(int32_t);
-    for (size_t i = 0; i < whole; ++i) {
-      if (values[i] == kReleased) raw_syscall(SYS_exit_group, 0);
-      apply(m, values[i]);
-    }
+    for (size_t i = 0; i < whole; ++i) apply(m, values[i]);
     // A value split between two reads waits for its rest: three bytes at most, moved
     // one by one (a loop might become a call to memmove).
     const char* rest = bytes + whole * sizeof(int32_t);
@@ -184,6 +187,7 @@ OrphanGuard::OrphanGuard(bool may_share_memory) {
 }
 
 OrphanGuard::~OrphanGuard() {
+  if (stays_) return;  // the kernel closes the pipe at this process's end
   if (write_fd_ >= 0) ::close(write_fd_);
   if (memory_ == nullptr) return;
   // A guard sharing this memory uses it until it exits: if it still runs, the memory
@@ -219,8 +223,6 @@ void OrphanGuard::release() {
   if (write_fd_ < 0) return;
   int32_t value = kReleased;
   [[maybe_unused]] ssize_t n = ::write(write_fd_, &value, sizeof(value));
-  ::close(write_fd_);
-  write_fd_ = -1;
 }
 
 }  // namespace ddprun::agent

@@ -42,8 +42,16 @@ class OrphanGuard {
   /// them, so that a later process given the same pid is never taken for one.
   void forget(const std::vector<pid_t>& sessions);
 
-  /// Everything was stopped cleanly: the guard exits without killing anything.
+  /// Everything was stopped cleanly: the guard kills nothing, and exits once this object
+  /// goes (or this process, after stay_until_exit()).
   void release();
+
+  /// The guard stays to the end of this process, not of this object: the pipe's write
+  /// end is left to the kernel, which closes it after this process has let go of its
+  /// memory. A guard sharing that memory is then its last user, so the freeing of it
+  /// (every page, and a TLB flush on each CPU that ran a thread of ddprun) is the
+  /// guard's, after ddprun's parent has its exit status: ~350 us less at every end.
+  void stay_until_exit() { stays_ = true; }
 
   pid_t pid() const { return pid_; }
   /// Whether the guard runs in this process's memory rather than a copy of it.
@@ -56,6 +64,7 @@ class OrphanGuard {
   pid_t pid_ = -1;
   GuardMemory* memory_ = nullptr;
   bool shares_memory_ = false;
+  bool stays_ = false;
 };
 
 }  // namespace ddprun::agent

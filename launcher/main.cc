@@ -128,6 +128,7 @@ int launch(launcher::LaunchConfig& cfg, int argc, char** argv) {
   if (!cfg.agent.omp_num_threads.empty()) print_omp_banner(cfg.agent.omp_num_threads);
   // Before the threads: where the guard is a fork (old kernels), a small one.
   agent::OrphanGuard guard;
+  guard.stay_until_exit();  // and so ddprun's exit is quicker
   // Before any worker starts: an unwritable tracking directory fails the launch here.
   // Its thread makes the run meanwhile.
   auto tracker = make_tracker(cfg, argc, argv);

@@ -134,6 +134,91 @@ TEST_P(OrphanGuardTest, ReleasedItExitsAndKillsNothing) {
   ::waitpid(worker, &status, 0);
 }
 
+// Whether `pid` (not our child) is gone or a zombie within a few seconds.
+bool gone_soon(pid_t pid) {
+  for (int i = 0; i < 500; ++i) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) return true;
+    auto paren = line.rfind(')');
+    if (paren != std::string::npos && line.size() > paren + 2 && line[paren + 2] == 'Z')
+      return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+// In a forked "ddprun": a guard told to stay until the process ends, watching `worker`,
+// released or not, then the object destroyed. Exits 0 if the guard was still there
+// 200 ms after that, writing its pid to `report`.
+[[noreturn]] void ddprun_whose_guard_stays(bool share, pid_t worker, bool release, int report) {
+  pid_t guard_pid = 0;
+  {
+    OrphanGuard guard(share);
+    guard.stay_until_exit();
+    guard_pid = guard.pid();
+    guard.watch({worker});
+    if (release) guard.release();
+  }
+  bool stayed = true;
+  for (int i = 0; i < 20 && stayed; ++i) {
+    stayed = ::waitpid(guard_pid, nullptr, WNOHANG) == 0;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  (void)!::write(report, &guard_pid, sizeof(guard_pid));
+  ::_exit(stayed ? 0 : 1);
+}
+
+// Released, a guard told to stay outlives its object and ends with the process (ddprun's
+// memory is then let go by the guard, after ddprun's parent has its status), killing
+// nothing.
+TEST_P(OrphanGuardTest, ReleasedAndStayingItEndsWithTheProcessAndKillsNothing) {
+  pid_t worker = session_sleeper();
+  ASSERT_GT(worker, 0);
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  pid_t ddprun = ::fork();
+  if (ddprun == 0) ddprun_whose_guard_stays(GetParam(), worker, true, fds[1]);
+  ::close(fds[1]);
+  pid_t guard_pid = 0;
+  ASSERT_EQ(::read(fds[0], &guard_pid, sizeof(guard_pid)), static_cast<ssize_t>(sizeof(guard_pid)));
+  ::close(fds[0]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(ddprun, &status, 0), ddprun);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "the guard ended with its object, not with the process";
+  EXPECT_TRUE(gone_soon(guard_pid)) << "the guard outlived the process it guards";
+  EXPECT_EQ(::waitpid(worker, &status, WNOHANG), 0) << "a released guard killed a worker";
+  ::kill(worker, SIGKILL);
+  ::waitpid(worker, &status, 0);
+}
+
+// Not released, a guard told to stay kills the sessions when the process dies, not when
+// its object goes.
+TEST_P(OrphanGuardTest, StayingItKillsWhenTheProcessDiesNotWithItsObject) {
+  pid_t worker = session_sleeper();
+  ASSERT_GT(worker, 0);
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  pid_t ddprun = ::fork();
+  if (ddprun == 0) ddprun_whose_guard_stays(GetParam(), worker, false, fds[1]);
+  ::close(fds[1]);
+  pid_t guard_pid = 0;
+  ASSERT_EQ(::read(fds[0], &guard_pid, sizeof(guard_pid)), static_cast<ssize_t>(sizeof(guard_pid)));
+  ::close(fds[0]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(ddprun, &status, 0), ddprun);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "the guard ended with its object, not with the process";
+  bool killed = killed_soon(worker);
+  EXPECT_TRUE(killed) << "a watched session outlived ddprun";
+  if (!killed) {
+    ::kill(worker, SIGKILL);
+    ::waitpid(worker, &status, 0);
+  }
+  EXPECT_TRUE(gone_soon(guard_pid));
+}
+
 // Whether /proc/<pid>/maps lists a mapping starting at `address`.
 bool maps_list(pid_t pid, const void* address) {
   std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
