@@ -160,7 +160,14 @@ int launch(launcher::LaunchConfig& cfg, int argc, char** argv) {
       observer,
       &inspector};
   agent::LocalAgent local_agent(cfg.agent, std::move(services));
-  return local_agent.run();
+  int code = local_agent.run();
+  // The run is completed, and its thread ends, while the agent's own (the store's, told
+  // to stop as the job ended) wind down: each would take a few hundred microseconds to
+  // wake for a join on an idle CPU of a VM. The agent, done, no longer tells the
+  // observer anything.
+  console_events.reset();
+  tracker.reset();
+  return code;
 }
 
 }  // namespace

@@ -66,6 +66,7 @@ RunTracker::~RunTracker() {
     watcher_->request_final();
   }
   watcher_.reset();
+  run_jobs();  // recorded after the last pass, with the thread gone
   if (agent_stream_fd_ >= 0) ::close(agent_stream_fd_);
 }
 
@@ -435,7 +436,8 @@ void RunTracker::finished(const std::string& status, int exitcode, const std::st
   });
   pending_final_.reset();
   // Everything recorded is in run.db once this pass is done: complete() waits for it.
-  finish_pass_ = watcher_->request_final();
+  // The thread ends after it, by the time the tracker goes.
+  finish_pass_ = watcher_->request_last();
 }
 
 void RunTracker::complete() {

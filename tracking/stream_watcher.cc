@@ -50,6 +50,10 @@ StreamWatcher::~StreamWatcher() {
   uint64_t one = 1;
   (void)!::write(wake_fd_, &one, sizeof(one));
   thread_.join();
+  if (finals_requested_ > finals_done_) {  // asked for once the thread had ended
+    pass_(true);
+    finals_done_ = finals_requested_;
+  }
   if (inotify_fd_ >= 0) {
     if (watch_ >= 0) ::inotify_rm_watch(inotify_fd_, watch_);
     ::close(inotify_fd_);
@@ -77,6 +81,14 @@ void StreamWatcher::nudge(std::chrono::milliseconds within) {
 
 uint64_t StreamWatcher::request_final() {
   std::lock_guard lock(mutex_);
+  uint64_t one = 1;
+  (void)!::write(wake_fd_, &one, sizeof(one));
+  return ++finals_requested_;
+}
+
+uint64_t StreamWatcher::request_last() {
+  std::lock_guard lock(mutex_);
+  stop_ = true;
   uint64_t one = 1;
   (void)!::write(wake_fd_, &one, sizeof(one));
   return ++finals_requested_;

@@ -43,6 +43,35 @@ TEST(StreamWatcher, AFinalPassAskedForRunsBeforeTheStop) {
   std::filesystem::remove_all(dir);
 }
 
+int threads_of_this_process() {
+  int n = 0;
+  for ([[maybe_unused]] const auto& t : std::filesystem::directory_iterator("/proc/self/task")) {
+    ++n;
+  }
+  return n;
+}
+
+// The job's end: the last pass asked for, the thread ends after it on its own (the
+// destructor need not wake it); a final pass asked for after that runs in the destructor.
+TEST(StreamWatcher, AfterTheLastPassTheThreadEndsOnItsOwn) {
+  std::string dir = test::scratch_dir("ddprun_watch_");
+  std::atomic<int> finals{0};
+  int before = threads_of_this_process();
+  {
+    StreamWatcher watcher(dir, std::chrono::hours(1), [&](bool final) { finals += final; });
+    ASSERT_EQ(threads_of_this_process(), before + 1);
+    watcher.await_final(watcher.request_last());
+    EXPECT_EQ(finals, 1);
+    for (int i = 0; i < 5000 && threads_of_this_process() > before; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    EXPECT_EQ(threads_of_this_process(), before) << "the thread waited for the destructor";
+    watcher.request_final();
+  }
+  EXPECT_EQ(finals, 2) << "a final pass asked for after the last one was dropped";
+  std::filesystem::remove_all(dir);
+}
+
 TEST(StreamWatcher, WritesAreTakenWithoutWaitingForTheInterval) {
   std::string dir = test::scratch_dir("ddprun_watch_");
   std::atomic<int> passes{0};
