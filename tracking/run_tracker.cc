@@ -55,16 +55,15 @@ RunTracker::RunTracker(Options options) : options_(std::move(options)) {
 RunTracker::~RunTracker() {
   if (lookup_store_) lookup_store_->interrupt();  // the early lookup ends now
   if (early_endpoint_.valid()) early_endpoint_.wait();
+  complete();
   bool pending = false;
   {
     std::lock_guard lock(jobs_mutex_);
     pending = !jobs_.empty();
   }
-  // What was recorded goes in before the thread stops: finished() asked for that last
-  // pass already; a job ended without it (an error) asks here.
-  if (watcher_ && !finish_pass_ && (pending || (primary_ && !open_tried_))) {
-    watcher_->request_final();
-  }
+  // What was recorded goes in before the thread stops: after finished(), complete()
+  // took it; a job ended without finished() (an error) asks here.
+  if (watcher_ && (pending || (primary_ && !open_tried_))) watcher_->request_final();
   watcher_.reset();
   run_jobs();  // recorded after the last pass, with the thread gone
   if (agent_stream_fd_ >= 0) ::close(agent_stream_fd_);
@@ -435,13 +434,16 @@ void RunTracker::finished(const std::string& status, int exitcode, const std::st
     });
   });
   pending_final_.reset();
-  // Everything recorded is in run.db once this pass is done: complete() waits for it.
-  // The thread ends after it, by the time the tracker goes.
-  finish_pass_ = watcher_->request_last();
+  // The thread ends while the agent ends the rest; the last pass is complete()'s, on
+  // this thread, with nothing to wake.
+  watcher_->stop_soon();
+  finishing_ = true;
 }
 
 void RunTracker::complete() {
-  if (finish_pass_ && watcher_) watcher_->await_final(*finish_pass_);
+  if (!finishing_) return;
+  finishing_ = false;
+  watcher_->finish_here();
 }
 
 std::string effective_status(RunStore& store) {

@@ -84,8 +84,8 @@ class RunTracker : public RunObserver {
   void poll(bool attempt_over) override;
   /// System metrics are sampled on the agent's timer; streams are watched on their own.
   std::chrono::milliseconds poll_interval() const override { return options_.system_interval; }
-  /// The primary's last pass runs on the stream thread meanwhile: everything is in
-  /// run.db once complete() returns, or the tracker is destroyed.
+  /// The primary's stream thread ends meanwhile; complete() (or the destructor) runs
+  /// the last pass: everything is in run.db once it returns.
   void finished(const std::string& status, int exitcode, const std::string& root_cause) override;
   void complete() override;
 
@@ -144,7 +144,7 @@ class RunTracker : public RunObserver {
   std::vector<std::function<void()>> jobs_;
   // An attempt's last pass over its streams, awaited before the next one's workers start.
   std::optional<uint64_t> pending_final_;
-  std::optional<uint64_t> finish_pass_;  // finished()'s last pass
+  bool finishing_ = false;  // finished() was told: complete() runs the last pass
   // Other agents: their own records (agent.jsonl) and the forwarder.
   int agent_stream_fd_ = -1;
   std::unique_ptr<RecordForwarder> forwarder_;

@@ -49,7 +49,7 @@ StreamWatcher::~StreamWatcher() {
   }
   uint64_t one = 1;
   (void)!::write(wake_fd_, &one, sizeof(one));
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
   if (finals_requested_ > finals_done_) {  // asked for once the thread had ended
     pass_(true);
     finals_done_ = finals_requested_;
@@ -86,12 +86,19 @@ uint64_t StreamWatcher::request_final() {
   return ++finals_requested_;
 }
 
-uint64_t StreamWatcher::request_last() {
+void StreamWatcher::stop_soon() {
   std::lock_guard lock(mutex_);
-  stop_ = true;
+  stop_ = caller_finishes_ = true;
   uint64_t one = 1;
   (void)!::write(wake_fd_, &one, sizeof(one));
-  return ++finals_requested_;
+}
+
+void StreamWatcher::finish_here() {
+  thread_.join();
+  pass_(true);
+  std::lock_guard lock(mutex_);
+  finals_done_ = finals_requested_;
+  done_cv_.notify_all();
 }
 
 void StreamWatcher::await_final(uint64_t ticket) {
@@ -139,7 +146,8 @@ void StreamWatcher::loop() {
     {
       std::lock_guard lock(mutex_);
       finals = finals_requested_;
-      if (stop_ && finals <= finals_done_) return;  // a final pass asked for still runs
+      // A final pass asked for still runs, unless the caller runs the last itself.
+      if (stop_ && (caller_finishes_ || finals <= finals_done_)) return;
       sleeping_until_ = Clock::time_point::min();
       if (Clock::now() >= pass_due_) {
         due = true;

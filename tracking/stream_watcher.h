@@ -39,10 +39,13 @@ class StreamWatcher {
   void final_pass() { await_final(request_final()); }
   /// Asks for a final pass; the ticket says which one `await_final` waits for.
   uint64_t request_final();
-  /// request_final(), after which the thread ends: no wake of it is needed to stop it
+  /// The thread ends without another pass (one under way completes), the caller taking
+  /// the last one with finish_here(): no wake of the thread or of the caller on the way
   /// (a thread asleep on an idle CPU of a VM takes a few hundred microseconds to wake).
-  /// A final pass asked for after it runs in the destructor, on the caller's thread.
-  uint64_t request_last();
+  void stop_soon();
+  /// After stop_soon(): the thread joined, the final pass on this thread. A final pass
+  /// asked for after it runs in the destructor, on its caller's thread.
+  void finish_here();
   void await_final(uint64_t ticket);
   /// Whether await_final(ticket) would return at once.
   bool final_done(uint64_t ticket);
@@ -67,6 +70,7 @@ class StreamWatcher {
   Clock::time_point pass_due_ = Clock::time_point::max();        // by nudge()
   Clock::time_point sleeping_until_ = Clock::time_point::min();  // min: awake
   bool stop_ = false;
+  bool caller_finishes_ = false;  // stop_soon(): the thread ends without another pass
   std::thread thread_;
 };
 

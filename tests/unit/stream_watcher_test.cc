@@ -51,24 +51,33 @@ int threads_of_this_process() {
   return n;
 }
 
-// The job's end: the last pass asked for, the thread ends after it on its own (the
-// destructor need not wake it); a final pass asked for after that runs in the destructor.
-TEST(StreamWatcher, AfterTheLastPassTheThreadEndsOnItsOwn) {
+// The job's end: told to stop soon, the thread ends on its own (nothing has to wake it
+// for a join) and the last pass is the caller's, on its thread; a final pass asked for
+// after that runs in the destructor.
+TEST(StreamWatcher, StoppedSoonTheThreadEndsOnItsOwnAndTheCallerPassesLast) {
   std::string dir = test::scratch_dir("ddprun_watch_");
-  std::atomic<int> finals{0};
+  const auto caller = std::this_thread::get_id();
+  std::atomic<int> finals_here{0};
+  std::atomic<int> finals_elsewhere{0};
   int before = threads_of_this_process();
   {
-    StreamWatcher watcher(dir, std::chrono::hours(1), [&](bool final) { finals += final; });
+    StreamWatcher watcher(dir, std::chrono::hours(1), [&](bool final) {
+      if (final) ++(std::this_thread::get_id() == caller ? finals_here : finals_elsewhere);
+    });
     ASSERT_EQ(threads_of_this_process(), before + 1);
-    watcher.await_final(watcher.request_last());
-    EXPECT_EQ(finals, 1);
+    watcher.stop_soon();
     for (int i = 0; i < 5000 && threads_of_this_process() > before; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
-    EXPECT_EQ(threads_of_this_process(), before) << "the thread waited for the destructor";
+    EXPECT_EQ(threads_of_this_process(), before) << "the thread waited to be joined";
+    watcher.finish_here();
+    EXPECT_EQ(finals_here + finals_elsewhere, 1);
+    EXPECT_EQ(finals_here, 1);
     watcher.request_final();
   }
-  EXPECT_EQ(finals, 2) << "a final pass asked for after the last one was dropped";
+  EXPECT_EQ(finals_here + finals_elsewhere, 2)
+      << "a final pass asked for after the end was dropped";
+  EXPECT_EQ(finals_elsewhere, 0);
   std::filesystem::remove_all(dir);
 }
 
