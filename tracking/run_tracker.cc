@@ -294,6 +294,9 @@ void RunTracker::worker_exited(int node, int rank, int local_rank, int attempt, 
   if (live_workers_.size() == static_cast<size_t>(attempt_workers_) &&
       std::chrono::steady_clock::now() - last_sample_ >= kEndSampleGap) {
     sample_system(true);
+    // Taken now, while the others end, rather than in the job's last pass, which the
+    // job's end waits for.
+    if (watcher_) watcher_->nudge(std::chrono::milliseconds(0));
   }
   live_workers_.erase(rank);
   nlohmann::json d{{"local_rank", local_rank}, {"exitcode", exitcode}};
