@@ -437,6 +437,7 @@ void RunTracker::finished(const std::string& status, int exitcode, const std::st
     });
   });
   pending_final_.reset();
+  if (!watcher_) return;  // the run could not be made
   // The thread ends while the agent ends the rest; the last pass is complete()'s, on
   // this thread, with nothing to wake.
   watcher_->stop_soon();

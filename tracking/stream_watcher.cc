@@ -94,7 +94,8 @@ void StreamWatcher::stop_soon() {
 }
 
 void StreamWatcher::finish_here() {
-  thread_.join();
+  stop_soon();  // if it was not: the join then waits for the thread to wake
+  if (thread_.joinable()) thread_.join();
   pass_(true);
   std::lock_guard lock(mutex_);
   finals_done_ = finals_requested_;

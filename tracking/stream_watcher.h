@@ -43,8 +43,8 @@ class StreamWatcher {
   /// the last one with finish_here(): no wake of the thread or of the caller on the way
   /// (a thread asleep on an idle CPU of a VM takes a few hundred microseconds to wake).
   void stop_soon();
-  /// After stop_soon(): the thread joined, the final pass on this thread. A final pass
-  /// asked for after it runs in the destructor, on its caller's thread.
+  /// The thread joined (stopped soon, if it was not), the final pass on this thread. A
+  /// final pass asked for after it runs in the destructor, on its caller's thread.
   void finish_here();
   void await_final(uint64_t ticket);
   /// Whether await_final(ticket) would return at once.

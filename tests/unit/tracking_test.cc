@@ -11,6 +11,7 @@
 #include <fstream>
 #include <thread>
 
+#include "rendezvous/memory_store.h"
 #include "tests/helpers/scratch.h"
 #include "tracking/run_image.h"
 #include "tracking/run_owner_lock.h"
@@ -235,8 +236,8 @@ TEST(RunTrackerRecords, AreInTheRunWhileTheJobRunsAndAllOfThemWhenItFinishes) {
   std::filesystem::remove_all(base);
 }
 
-// finished() leaves the run's last pass to the stream thread: the tracker's end
-// completes it all the same.
+// finished() stops the stream thread; the tracker's end runs the last pass all the
+// same, with no complete() call.
 TEST(RunTrackerRecords, AreAllInTheRunOnceTheTrackerEndsAfterFinished) {
   std::string base = temp_run_dir();
   RunTracker::Options o = run_in(base, "ended");
@@ -252,6 +253,26 @@ TEST(RunTrackerRecords, AreAllInTheRunOnceTheTrackerEndsAfterFinished) {
   EXPECT_EQ(events_in(run, "worker_exited"), 1);
   EXPECT_EQ(events_in(run, "run_finished"), 1);
   EXPECT_EQ(RunStore(run, RunStore::Open::kReadOnly).meta("status"), "finished");
+  std::filesystem::remove_all(base);
+}
+
+// The primary of a multi-node job whose run cannot be made (a file where its directory
+// goes) says so once and goes on: the job's end, with no stream thread, is quiet.
+TEST(RunTrackerRecords, APrimaryWhoseRunCouldNotBeMadeEndsQuietly) {
+  std::string base = temp_run_dir();
+  RunTracker::Options o = run_in(base, "blocked");
+  o.multi_node = true;
+  append(base + "/blocked", "a file, not a run\n");
+  rendezvous::MemoryStore store;
+  {
+    RunTracker tracker(o);
+    tracker.attach(store, nullptr, "127.0.0.1:29400", true);
+    tracker.worker_started(0, 0, 0, 0, ::getpid());
+    tracker.worker_exited(0, 0, 0, 0, 0);
+    tracker.finished("finished", 0, "");
+    tracker.complete();
+  }
+  EXPECT_TRUE(std::filesystem::is_regular_file(base + "/blocked"));
   std::filesystem::remove_all(base);
 }
 
