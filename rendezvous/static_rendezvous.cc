@@ -157,7 +157,11 @@ std::unique_ptr<RoundCoordinator> StaticRendezvous::coordinate(const RendezvousI
 
 void StaticRendezvous::finish_job() {
   constexpr std::chrono::seconds kLinger{5};
-  if (server_ && options_.nnodes > 1) server_->wait_until_connections_at_most(1, kLinger);
+  if (!server_) return;
+  // A single node's workers are gone, and nobody else uses its store: its thread ends
+  // while the agent ends the rest, and the destructor finds it gone.
+  if (options_.nnodes == 1) return server_->stop();
+  server_->wait_until_connections_at_most(1, kLinger);
 }
 
 void StaticRendezvous::cancel() { cancel_.cancel(); }

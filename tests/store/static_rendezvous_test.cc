@@ -4,6 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+
 #include "tests/helpers/run_task.h"
 
 namespace ddprun::rendezvous {
@@ -50,6 +55,28 @@ TEST(StaticRendezvous, ASingleNodesRoundAsksTheStoreNothing) {
   EXPECT_FALSE(node.store().check({static_round_prefix(1) + "node/0"})) << "a request was made";
   EXPECT_FALSE(node.store().check({static_round_prefix(1) + "ready"}));
   EXPECT_FALSE(node.store().check({"worker_key"})) << "the last attempt's keys stayed";
+}
+
+int store_threads() {
+  int n = 0;
+  for (const auto& t : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::string comm;
+    std::getline(std::ifstream(t.path() / "comm"), comm);
+    n += comm == "ddprun-store";
+  }
+  return n;
+}
+
+// The end of a single node's job (as --standalone runs it) stops its store: the store's
+// thread ends then, not when the rendezvous is destroyed, which would wait for it.
+TEST(StaticRendezvous, ASingleNodesStoreStopsAsTheJobEnds) {
+  StaticRendezvous node(node0_of(1));
+  testing::run_task(node.next_rendezvous(0, 1));
+  for (int i = 0; i < 10000 && store_threads() != 1; ++i) std::this_thread::sleep_for(1ms);
+  ASSERT_EQ(store_threads(), 1) << "its thread names itself";
+  node.finish_job();
+  for (int i = 0; i < 10000 && store_threads() != 0; ++i) std::this_thread::sleep_for(1ms);
+  EXPECT_EQ(store_threads(), 0) << "the store still serves after the job's end";
 }
 
 }  // namespace
