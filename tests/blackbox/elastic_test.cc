@@ -203,8 +203,11 @@ TEST(Elastic, RestartsDoNotGrowTheRendezvousStore) {
       {store_worker_binary(), "count_keys", std::to_string(job.port), counts, "40"});
   DdprunProcess a(args, kEnv);
   DdprunProcess b(args, kEnv);
-  ASSERT_EQ(a.wait(), 0) << a.err();
-  ASSERT_EQ(b.wait(), 0) << b.err();
+  int ca = a.wait();
+  int cb = b.wait();
+  // Both agents' words either way: one's failure may be the other's doing.
+  ASSERT_EQ(ca, 0) << a.err() << "\nthe other agent (exit " << cb << "):\n" << b.err();
+  ASSERT_EQ(cb, 0) << b.err() << "\nthe other agent:\n" << a.err();
   std::map<int, int> keys;  // attempt -> keys in the store
   std::ifstream in(counts);
   for (int attempt, n; in >> attempt >> n;) keys[attempt] = n;
