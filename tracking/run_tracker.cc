@@ -64,8 +64,7 @@ RunTracker::~RunTracker() {
   // What was recorded goes in before the thread stops: after finished(), complete()
   // took it; a job ended without finished() (an error) asks here.
   if (watcher_ && (pending || (primary_ && !open_tried_))) watcher_->request_final();
-  watcher_.reset();
-  run_jobs();  // recorded after the last pass, with the thread gone
+  watcher_.reset();  // a final pass asked for runs in its destructor
   if (agent_stream_fd_ >= 0) ::close(agent_stream_fd_);
 }
 

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -148,25 +149,42 @@ bool gone_soon(pid_t pid) {
   return false;
 }
 
-// In a forked "ddprun": a guard told to stay until the process ends, watching `worker`,
-// released or not, then the object destroyed. Exits 0 if the guard was still there
-// 200 ms after that, writing its pid to `report`.
-[[noreturn]] void ddprun_whose_guard_stays(bool share, pid_t worker, bool release, int report) {
-  pid_t guard_pid = 0;
-  {
-    OrphanGuard guard(share);
-    guard.stay_until_exit();
-    guard_pid = guard.pid();
-    guard.watch({worker});
-    if (release) guard.release();
+// A forked "ddprun": a guard told to stay until the process ends, watching `worker`,
+// released or not, then the object destroyed; the process exits 200 ms later.
+struct StayingGuard {
+  pid_t guard = 0;
+  bool stayed = false;  // still there 200 ms after its object went
+};
+
+std::optional<StayingGuard> ddprun_whose_guard_stays(bool share, pid_t worker, bool release) {
+  int fds[2];
+  if (::pipe(fds) != 0) return std::nullopt;
+  pid_t ddprun = ::fork();
+  if (ddprun == 0) {
+    StayingGuard out;
+    {
+      OrphanGuard guard(share);
+      guard.stay_until_exit();
+      out.guard = guard.pid();
+      guard.watch({worker});
+      if (release) guard.release();
+    }
+    out.stayed = true;
+    for (int i = 0; i < 20 && out.stayed; ++i) {
+      out.stayed = ::waitpid(out.guard, nullptr, WNOHANG) == 0;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    (void)!::write(fds[1], &out, sizeof(out));
+    ::_exit(0);
   }
-  bool stayed = true;
-  for (int i = 0; i < 20 && stayed; ++i) {
-    stayed = ::waitpid(guard_pid, nullptr, WNOHANG) == 0;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  (void)!::write(report, &guard_pid, sizeof(guard_pid));
-  ::_exit(stayed ? 0 : 1);
+  ::close(fds[1]);
+  StayingGuard out;
+  bool read = ::read(fds[0], &out, sizeof(out)) == static_cast<ssize_t>(sizeof(out));
+  ::close(fds[0]);
+  int status = 0;
+  bool exited = ::waitpid(ddprun, &status, 0) == ddprun && WIFEXITED(status);
+  if (!read || !exited) return std::nullopt;
+  return out;
 }
 
 // Released, a guard told to stay outlives its object and ends with the process (ddprun's
@@ -175,19 +193,11 @@ bool gone_soon(pid_t pid) {
 TEST_P(OrphanGuardTest, ReleasedAndStayingItEndsWithTheProcessAndKillsNothing) {
   pid_t worker = session_sleeper();
   ASSERT_GT(worker, 0);
-  int fds[2];
-  ASSERT_EQ(::pipe(fds), 0);
-  pid_t ddprun = ::fork();
-  if (ddprun == 0) ddprun_whose_guard_stays(GetParam(), worker, true, fds[1]);
-  ::close(fds[1]);
-  pid_t guard_pid = 0;
-  ASSERT_EQ(::read(fds[0], &guard_pid, sizeof(guard_pid)), static_cast<ssize_t>(sizeof(guard_pid)));
-  ::close(fds[0]);
+  auto run = ddprun_whose_guard_stays(GetParam(), worker, true);
+  ASSERT_TRUE(run) << "the forked ddprun did not report";
+  EXPECT_TRUE(run->stayed) << "the guard ended with its object, not with the process";
+  EXPECT_TRUE(gone_soon(run->guard)) << "the guard outlived the process it guards";
   int status = 0;
-  ASSERT_EQ(::waitpid(ddprun, &status, 0), ddprun);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-      << "the guard ended with its object, not with the process";
-  EXPECT_TRUE(gone_soon(guard_pid)) << "the guard outlived the process it guards";
   EXPECT_EQ(::waitpid(worker, &status, WNOHANG), 0) << "a released guard killed a worker";
   ::kill(worker, SIGKILL);
   ::waitpid(worker, &status, 0);
@@ -198,25 +208,16 @@ TEST_P(OrphanGuardTest, ReleasedAndStayingItEndsWithTheProcessAndKillsNothing) {
 TEST_P(OrphanGuardTest, StayingItKillsWhenTheProcessDiesNotWithItsObject) {
   pid_t worker = session_sleeper();
   ASSERT_GT(worker, 0);
-  int fds[2];
-  ASSERT_EQ(::pipe(fds), 0);
-  pid_t ddprun = ::fork();
-  if (ddprun == 0) ddprun_whose_guard_stays(GetParam(), worker, false, fds[1]);
-  ::close(fds[1]);
-  pid_t guard_pid = 0;
-  ASSERT_EQ(::read(fds[0], &guard_pid, sizeof(guard_pid)), static_cast<ssize_t>(sizeof(guard_pid)));
-  ::close(fds[0]);
-  int status = 0;
-  ASSERT_EQ(::waitpid(ddprun, &status, 0), ddprun);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-      << "the guard ended with its object, not with the process";
+  auto run = ddprun_whose_guard_stays(GetParam(), worker, false);
+  ASSERT_TRUE(run) << "the forked ddprun did not report";
+  EXPECT_TRUE(run->stayed) << "the guard ended with its object, not with the process";
   bool killed = killed_soon(worker);
   EXPECT_TRUE(killed) << "a watched session outlived ddprun";
   if (!killed) {
     ::kill(worker, SIGKILL);
-    ::waitpid(worker, &status, 0);
+    ::waitpid(worker, nullptr, 0);
   }
-  EXPECT_TRUE(gone_soon(guard_pid));
+  EXPECT_TRUE(gone_soon(run->guard));
 }
 
 // Whether /proc/<pid>/maps lists a mapping starting at `address`.
