@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 
 #include <atomic>
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -136,9 +137,10 @@ TEST(Robustness, OutOfDescriptorsPausesAcceptingWithoutSpinning) {
     {
       rendezvous::TcpStoreServer server("127.0.0.1", 0);
       int port = server.port();
-      ::write(port_pipe[1], &port, sizeof(port));
-      char c;
-      ::read(quit_pipe[0], &c, 1);
+      if (::write(port_pipe[1], &port, sizeof(port)) != sizeof(port)) ::_exit(1);
+      char c;  // serves until the test writes or closes its end
+      while (::read(quit_pipe[0], &c, 1) < 0 && errno == EINTR) {
+      }
     }
     ::_exit(0);
   }
