@@ -10,12 +10,14 @@ foreach(flag -fstack-protector-strong -fstack-clash-protection -fcf-protection)
     add_compile_options($<$<COMPILE_LANGUAGE:CXX>:${flag}>)
   endif()
 endforeach()
+unset(has_flag)
 # glibc's checked string and I/O calls need optimization; under the sanitizers, which
 # check the same and more, they are left out. Redefined, not added: some compilers
 # define it already.
 if(NOT DDPRUN_SANITIZE)
   set(fortify $<AND:$<COMPILE_LANGUAGE:CXX>,$<NOT:$<CONFIG:Debug>>>)
   add_compile_options($<${fortify}:-U_FORTIFY_SOURCE> $<${fortify}:-D_FORTIFY_SOURCE=2>)
+  unset(fortify)
 endif()
 # Full RELRO: every relocation applied at start, then read-only (no writable GOT).
 check_linker_flag(CXX "-Wl,-z,relro,-z,now" DDPRUN_LINKER_BINDS_NOW)
