@@ -14,6 +14,7 @@ scripts/tidy.sh build
 CXX=clang++ scripts/build.sh build-clang -DCMAKE_BUILD_TYPE=Release -DDDPRUN_WERROR=ON \
   -DDDPRUN_BUILD_TESTS=OFF -DDDPRUN_PORTABLE=ON
 scripts/check_portable.sh build-clang/launcher/ddprun
+tests/build/hardened_binary.sh build-clang/launcher/ddprun 1  # as hardened as the suite's
 # The three artifacts users install from, made from that build and checked (dist/).
 scripts/package.sh build-clang
 
