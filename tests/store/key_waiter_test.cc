@@ -1,7 +1,6 @@
 // KeyWaiter on real etcd (Debian's etcd-server on loopback ports): the wait is a watch
 // stream read on the event loop, with no thread, and it survives its member dying or
 // freezing.
-#include <dirent.h>
 #include <signal.h>
 
 #include <gtest/gtest.h>
@@ -10,6 +9,7 @@
 #include "rendezvous/etcd_store.h"
 #include "rendezvous/key_waiter.h"
 #include "tests/helpers/etcd_cluster.h"
+#include "tests/helpers/threads.h"
 
 namespace ddprun::rendezvous {
 namespace {
@@ -20,14 +20,6 @@ std::unique_ptr<EtcdStore> store_at(const std::string& endpoints,
                                     std::chrono::milliseconds timeout = 10s) {
   return std::make_unique<EtcdStore>(
       std::make_unique<EtcdClient>(parse_etcd_endpoints(endpoints), timeout), "/kw/");
-}
-
-int threads() {
-  int n = 0;
-  DIR* dir = ::opendir("/proc/self/task");
-  while (dirent* e = dir ? ::readdir(dir) : nullptr) n += e->d_name[0] != '.';
-  if (dir) ::closedir(dir);
-  return n;
 }
 
 /// A waiter on `keys` whose answer (values or error) the test reads after run().
@@ -69,10 +61,10 @@ TEST(EtcdKeyWaiter, WaitsOnTheLoopWithoutAThreadAndHandsOverTheValues) {
   test::EtcdCluster cluster(1);
   auto writer = store_at(cluster.endpoints());
   writer->set("first", "1");
-  int before = threads();
+  int before = test::thread_count();
   Waiting w(store_at(cluster.endpoints()), {"first", "second"});
   w.poll();
-  EXPECT_EQ(threads(), before) << "no thread per wait";
+  EXPECT_EQ(test::thread_count(), before) << "no thread per wait";
   EXPECT_FALSE(w.values());
   writer->set("second", "2");
   w.run();

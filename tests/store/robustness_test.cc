@@ -6,13 +6,12 @@
 
 #include <atomic>
 #include <cerrno>
-#include <filesystem>
-#include <fstream>
 #include <random>
 #include <thread>
 
 #include "rendezvous/tcp_store_client.h"
 #include "rendezvous/tcp_store_server.h"
+#include "tests/helpers/threads.h"
 #include "tests/store/raw_connection.h"
 
 namespace ddprun::test {
@@ -21,31 +20,13 @@ namespace {
 using rendezvous::TcpStoreClient;
 using rendezvous::TcpStoreServer;
 
-// Threads of this process by name.
-int threads_named(const std::string& name) {
-  int n = 0;
-  for (const auto& t : std::filesystem::directory_iterator("/proc/self/task")) {
-    std::string comm;
-    std::getline(std::ifstream(t.path() / "comm"), comm);
-    n += comm == name;
-  }
-  return n;
-}
-
 // A single node's store stops as its job ends, before it is destroyed: its thread
 // ends meanwhile, and the destructor has nothing to wait for.
 TEST(Robustness, StopEndsTheServersThreadBeforeItsDestruction) {
-  // Waits (10 s at most) until `n` threads are named so.
-  auto until = [](int n) {
-    for (int i = 0; i < 10000 && threads_named("ddprun-store") != n; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    return threads_named("ddprun-store");
-  };
   TcpStoreServer server("127.0.0.1", 0);
-  ASSERT_EQ(until(1), 1) << "its thread names itself";
+  ASSERT_EQ(test::await_thread_count(1, "ddprun-store"), 1) << "its thread names itself";
   server.stop();
-  EXPECT_EQ(until(0), 0);
+  EXPECT_EQ(test::await_thread_count(0, "ddprun-store"), 0);
 }
 
 TEST(Robustness, GarbageAndTruncatedFramesDoNotDisturbOthers) {

@@ -4,12 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <fstream>
-#include <string>
-#include <thread>
-
 #include "tests/helpers/run_task.h"
+#include "tests/helpers/threads.h"
 
 namespace ddprun::rendezvous {
 namespace {
@@ -57,26 +53,15 @@ TEST(StaticRendezvous, ASingleNodesRoundAsksTheStoreNothing) {
   EXPECT_FALSE(node.store().check({"worker_key"})) << "the last attempt's keys stayed";
 }
 
-int store_threads() {
-  int n = 0;
-  for (const auto& t : std::filesystem::directory_iterator("/proc/self/task")) {
-    std::string comm;
-    std::getline(std::ifstream(t.path() / "comm"), comm);
-    n += comm == "ddprun-store";
-  }
-  return n;
-}
-
 // The end of a single node's job (as --standalone runs it) stops its store: the store's
 // thread ends then, not when the rendezvous is destroyed, which would wait for it.
 TEST(StaticRendezvous, ASingleNodesStoreStopsAsTheJobEnds) {
   StaticRendezvous node(node0_of(1));
   testing::run_task(node.next_rendezvous(0, 1));
-  for (int i = 0; i < 10000 && store_threads() != 1; ++i) std::this_thread::sleep_for(1ms);
-  ASSERT_EQ(store_threads(), 1) << "its thread names itself";
+  ASSERT_EQ(test::await_thread_count(1, "ddprun-store"), 1) << "its thread names itself";
   node.finish_job();
-  for (int i = 0; i < 10000 && store_threads() != 0; ++i) std::this_thread::sleep_for(1ms);
-  EXPECT_EQ(store_threads(), 0) << "the store still serves after the job's end";
+  EXPECT_EQ(test::await_thread_count(0, "ddprun-store"), 0)
+      << "the store still serves after the job's end";
 }
 
 }  // namespace

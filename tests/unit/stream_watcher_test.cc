@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "tests/helpers/scratch.h"
+#include "tests/helpers/threads.h"
 #include "tracking/stream_watcher.h"
 
 namespace ddprun::tracking {
@@ -43,14 +44,6 @@ TEST(StreamWatcher, AFinalPassAskedForRunsBeforeTheStop) {
   std::filesystem::remove_all(dir);
 }
 
-int threads_of_this_process() {
-  int n = 0;
-  for ([[maybe_unused]] const auto& t : std::filesystem::directory_iterator("/proc/self/task")) {
-    ++n;
-  }
-  return n;
-}
-
 // The job's end: told to stop soon, the thread ends on its own (nothing has to wake it
 // for a join) and the last pass is the caller's, on its thread; a final pass asked for
 // after that runs in the destructor.
@@ -59,17 +52,14 @@ TEST(StreamWatcher, StoppedSoonTheThreadEndsOnItsOwnAndTheCallerPassesLast) {
   const auto caller = std::this_thread::get_id();
   std::atomic<int> finals_here{0};
   std::atomic<int> finals_elsewhere{0};
-  int before = threads_of_this_process();
+  int before = test::thread_count();
   {
     StreamWatcher watcher(dir, std::chrono::hours(1), [&](bool final) {
       if (final) ++(std::this_thread::get_id() == caller ? finals_here : finals_elsewhere);
     });
-    ASSERT_EQ(threads_of_this_process(), before + 1);
+    ASSERT_EQ(test::thread_count(), before + 1);
     watcher.stop_soon();
-    for (int i = 0; i < 5000 && threads_of_this_process() > before; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    EXPECT_EQ(threads_of_this_process(), before) << "the thread waited to be joined";
+    EXPECT_EQ(test::await_thread_count(before), before) << "the thread waited to be joined";
     watcher.finish_here();
     EXPECT_EQ(finals_here + finals_elsewhere, 1);
     EXPECT_EQ(finals_here, 1);
