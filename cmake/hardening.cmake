@@ -3,6 +3,7 @@
 # not run code. Each flag only where the compiler or linker has it (-fcf-protection is
 # x86's). The suite checks the result (tests/build/hardened_binary.sh).
 include(CheckCXXCompilerFlag)
+include(CheckLinkerFlag)
 foreach(flag -fstack-protector-strong -fstack-clash-protection -fcf-protection)
   string(MAKE_C_IDENTIFIER "DDPRUN_CXX_HAS${flag}" has_flag)
   check_cxx_compiler_flag(${flag} ${has_flag})
