@@ -137,7 +137,10 @@ int launch(launcher::LaunchConfig& cfg, int argc, char** argv) {
   bool stacks = cfg.agent.hang.enabled() || !cfg.agent.timer_file.empty();
   launcher::PythonDirs python;
   if (cfg.tracking || stacks) python = launcher::python_dirs();
-  if (tracker) tracker->set_python_dir(python.tracking);
+  if (tracker) {
+    tracker->set_python_dir(python.tracking);
+    tracker->leave_open_until_exit();
+  }
   // A closed console must not kill the agent; writes to it fail with EPIPE instead.
   ::signal(SIGPIPE, SIG_IGN);
   boost::asio::io_context io;

@@ -150,16 +150,17 @@ void RunStore::configure(Open mode, bool made) {
   // The WAL is folded into run.db by whoever opens it next, not by a sync at every
   // close (a launch pays no fsync to end a run).
   sqlite3_db_config(db_, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
-  if (mode == Open::kReadOnly) {
-    exec("PRAGMA cache_size=-16384;");
-  } else if (made) {
-    // Already in WAL mode. Its first transaction starts the WAL and needs no fsync (a
-    // crash then leaves a run with no records): synchronous from the first commit on.
+  if (made) {
+    // The built-in image: already in WAL mode, with this build's schema. Its first
+    // transaction starts the WAL and needs no fsync (a crash then leaves a run with no
+    // records): synchronous from the first commit on.
     exec("PRAGMA synchronous=OFF; PRAGMA cache_size=-16384;");
     sync_after_commit_ = true;
-  } else {
-    exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA cache_size=-16384;");
+    return;
   }
+  exec(mode == Open::kReadOnly
+           ? "PRAGMA cache_size=-16384;"
+           : "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA cache_size=-16384;");
   auto version = meta("schema_version");
   if (!version || std::stoi(*version) != kRunSchemaVersion) {
     throw TrackingError(path_ + ": unsupported schema version " + version.value_or("(none)"));

@@ -88,6 +88,11 @@ class RunTracker : public RunObserver {
   /// the last pass: everything is in run.db once it returns.
   void finished(const std::string& status, int exitcode, const std::string& root_cause) override;
   void complete() override;
+  /// run.db is closed by this process's end rather than by the destructor (which still
+  /// returns with everything committed): closing would only give back memory and
+  /// descriptors, and unmap the wal-index while other threads run, on the way to the
+  /// job's exit status. For a tracker that lives until the process exits.
+  void leave_open_until_exit() { leave_open_ = true; }
 
  private:
   void become_primary();
@@ -145,6 +150,7 @@ class RunTracker : public RunObserver {
   // An attempt's last pass over its streams, awaited before the next one's workers start.
   std::optional<uint64_t> pending_final_;
   bool finishing_ = false;  // finished() was told: complete() runs the last pass
+  bool leave_open_ = false;
   // Other agents: their own records (agent.jsonl) and the forwarder.
   int agent_stream_fd_ = -1;
   std::unique_ptr<RecordForwarder> forwarder_;
