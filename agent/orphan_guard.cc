@@ -169,9 +169,12 @@ OrphanGuard::OrphanGuard(bool may_share_memory) {
   // would die with what it guards.
   shares_memory_ = may_share_memory && os::kRawSyscalls && os::kernel_at_least(5, 16);
   if (shares_memory_) {
+    // No exit signal: a "clone" child, which a wait without __WALL does not see, so that
+    // a process with no other child finds out without reading /proc
+    // (os::kill_own_children).
     pid_ = ::clone(guard_main, memory_->stack + kGuardStack,
-                   CLONE_VM | CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID | SIGCHLD, memory_,
-                   &memory_->tid, nullptr, &memory_->tid);
+                   CLONE_VM | CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID, memory_, &memory_->tid,
+                   nullptr, &memory_->tid);
   } else {
     pid_ = ::fork();
     if (pid_ == 0) ::_exit(guard_main(memory_));

@@ -53,6 +53,7 @@ class OrphanGuard {
   /// guard's, after ddprun's parent has its exit status: ~350 us less at every end.
   void stay_until_exit() { stays_ = true; }
 
+  /// A guard sharing this memory is a "clone" child: waiting for it takes __WALL.
   pid_t pid() const { return pid_; }
   /// Whether the guard runs in this process's memory rather than a copy of it.
   bool shares_memory() const { return shares_memory_; }

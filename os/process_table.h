@@ -25,7 +25,8 @@ void for_each_descendant(const std::function<void(const ProcStat&)>& visit);
 
 /// For a child subreaper (PR_SET_CHILD_SUBREAPER), whose every orphaned descendant
 /// becomes its child: SIGKILLs every child but `spare`, then the descendants that come
-/// to it as those die, until only zombies are left (bounded).
+/// to it as those die, until only zombies are left (bounded). Reads nothing where the
+/// process has no child but "clone" children (no exit signal), which it leaves alone.
 void kill_own_children(pid_t spare);
 
 }  // namespace ddprun::os

@@ -128,7 +128,7 @@ TEST_P(OrphanGuardTest, ReleasedItExitsAndKillsNothing) {
     guard.release();
   }
   int status = 0;
-  ASSERT_EQ(::waitpid(guard_pid, &status, 0), guard_pid);
+  ASSERT_EQ(::waitpid(guard_pid, &status, __WALL), guard_pid);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   EXPECT_EQ(::waitpid(worker, &status, WNOHANG), 0) << "a released guard killed a worker";
   ::kill(worker, SIGKILL);
@@ -171,7 +171,7 @@ std::optional<StayingGuard> ddprun_whose_guard_stays(bool share, pid_t worker, b
     }
     out.stayed = true;
     for (int i = 0; i < 20 && out.stayed; ++i) {
-      out.stayed = ::waitpid(out.guard, nullptr, WNOHANG) == 0;
+      out.stayed = ::waitpid(out.guard, nullptr, WNOHANG | __WALL) == 0;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     (void)!::write(fds[1], &out, sizeof(out));
