@@ -67,9 +67,10 @@ RunTracker::~RunTracker() {
   watcher_.reset();  // a final pass asked for runs in its destructor
   if (agent_stream_fd_ >= 0) ::close(agent_stream_fd_);
   if (leave_open_ && store_) {
-    // Still referenced at the exit, so that LeakSanitizer does not take it for a leak.
-    static std::vector<RunStore*> left_open;
-    left_open.push_back(store_.release());
+    // Still referenced when LeakSanitizer looks, after the static destructors: never
+    // destroyed itself.
+    static auto* left_open = new std::vector<RunStore*>;
+    left_open->push_back(store_.release());
   }
 }
 
