@@ -29,6 +29,10 @@ constexpr std::chrono::seconds kEndSampleGap{1};
 // transaction).
 constexpr std::chrono::milliseconds kRecordDelay{20};
 
+// The store of the tracker left open to the process's end (leave_open_until_exit):
+// still referenced when LeakSanitizer looks, after the static destructors.
+RunStore* left_open_store = nullptr;
+
 double now_wall() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -67,10 +71,7 @@ RunTracker::~RunTracker() {
   watcher_.reset();  // a final pass asked for runs in its destructor
   if (agent_stream_fd_ >= 0) ::close(agent_stream_fd_);
   if (leave_open_ && store_) {
-    // Still referenced when LeakSanitizer looks, after the static destructors: never
-    // destroyed itself.
-    static auto* left_open = new std::vector<RunStore*>;
-    left_open->push_back(store_.release());
+    left_open_store = store_.release();
   }
 }
 

@@ -91,7 +91,7 @@ class RunTracker : public RunObserver {
   /// run.db is closed by this process's end rather than by the destructor (which still
   /// returns with everything committed): closing would only give back memory and
   /// descriptors, and unmap the wal-index while other threads run, on the way to the
-  /// job's exit status. For a tracker that lives until the process exits.
+  /// job's exit status. For the one tracker of a process, which lives until it exits.
   void leave_open_until_exit() { leave_open_ = true; }
 
  private:
