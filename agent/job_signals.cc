@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <set>
+#include <utility>
 
 #include <spdlog/spdlog.h>
+#include <boost/asio/post.hpp>
 
 #include "agent/failure_summary.h"
 #include "os/process_probe.h"
@@ -33,11 +35,10 @@ JobSignals::JobSignals(asio::io_context& io, const AgentConfig& config, Handlers
     : io_(io),
       config_(config),
       handlers_(std::move(handlers)),
-      stop_(io),
+      stops_(io, config.stop_signals, [this](int sig, pid_t) { on_stop_signal(sig); }),
       stdin_silence_(io),
       forwarded_(io, signals_to_catch(config),
                  [this](int sig, pid_t sender) { on_forwarded(sig, sender); }) {
-  for (int sig : config_.stop_signals) stop_.add(sig);
   if (config_.stop_on_stdin_close) {
     // The agent keeps standard input (its controller's channel) to itself: the workers
     // get /dev/null, so that none of them reads the controller's keep-alive lines.
@@ -52,7 +53,10 @@ JobSignals::JobSignals(asio::io_context& io, const AgentConfig& config, Handlers
 }
 
 void JobSignals::start() {
-  wait_stop();
+  started_ = true;
+  for (int sig : std::exchange(early_stops_, {})) {
+    asio::post(io_, [this, sig] { stop(sig); });
+  }
   if (!config_.stop_on_stdin_close) return;
   if (stdin_) {
     wait_stdin();
@@ -62,12 +66,9 @@ void JobSignals::start() {
   }
 }
 
-void JobSignals::wait_stop() {
-  stop_.async_wait([this](const boost::system::error_code& ec, int sig) {
-    if (ec) return;
-    stop(sig);
-    wait_stop();
-  });
+void JobSignals::on_stop_signal(int sig) {
+  if (!started_) return early_stops_.push_back(sig);
+  stop(sig);
 }
 
 void JobSignals::wait_stdin() {

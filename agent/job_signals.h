@@ -3,10 +3,10 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include "agent/agent_config.h"
@@ -36,8 +36,12 @@ class JobSignals {
   /// for the kernel to deliver a signal, which a manual clock in tests would not end.
   bool await_stop(std::chrono::milliseconds max);
 
+  /// Readable while a stop signal waits for the loop: what blocking store requests
+  /// give way to (net::WaitScope).
+  int stop_pending_fd() const { return stops_.pending_fd(); }
+
  private:
-  void wait_stop();
+  void on_stop_signal(int sig);
   void wait_stdin();
   void expect_stdin();  // (re)arms the --stdin_timeout timer
   void on_stdin_closed();
@@ -47,12 +51,14 @@ class JobSignals {
   boost::asio::io_context& io_;
   const AgentConfig& config_;
   Handlers handlers_;
-  boost::asio::signal_set stop_;
+  os::SignalCatcher stops_;
   boost::asio::steady_timer stdin_silence_;
   os::SignalCatcher forwarded_;
   std::unique_ptr<boost::asio::posix::stream_descriptor> stdin_;
   bool stdin_closed_ = false;
-  bool stopped_ = false;  // a stop was handed on
+  bool started_ = false;
+  std::vector<int> early_stops_;  // caught before start()
+  bool stopped_ = false;          // a stop was handed on
 };
 
 }  // namespace ddprun::agent

@@ -45,11 +45,12 @@ LocalAgent::Impl::Impl(AgentConfig config, AgentServices services)
       watchdog_(config_.timer_file.empty()
                     ? nullptr
                     : std::make_unique<TimerWatchdog>(io_, clock_, config_.timer_file)),
-      tracking_timer_(clock_.make_timer()),
-      stop_grace_(clock_.make_timer()),
       signals_(io_, config_,
                {[this](int sig) { on_stop_signal(sig); },
-                [this](int sig) { return runner_.forward(sig); }}) {}
+                [this](int sig) { return runner_.forward(sig); }}),
+      waits_(signals_.stop_pending_fd()),
+      tracking_timer_(clock_.make_timer()),
+      stop_grace_(clock_.make_timer()) {}
 
 int LocalAgent::Impl::run() {
   // Grandchildren orphaned by a dying worker are re-parented to us, so we can
@@ -59,6 +60,11 @@ int LocalAgent::Impl::run() {
   try {
     return run_rounds();
   } catch (const Signalled&) {
+    return finish(128 + signalled_, "killed", "received " + signal_name(signalled_));
+  } catch (const net::Interrupted&) {
+    // A request of the rendezvous gave way to a stop signal, which the loop takes now.
+    io_.poll();
+    if (signalled_ == 0) throw;
     return finish(128 + signalled_, "killed", "received " + signal_name(signalled_));
   }
 }

@@ -21,6 +21,7 @@
 #include "agent/timer_watchdog.h"
 #include "agent/worker_group_runner.h"
 #include "common/clock.h"
+#include "net/wait_scope.h"
 #include "rendezvous/rendezvous_handler.h"
 #include "rendezvous/round_coordinator.h"
 #include "tracking/run_observer.h"
@@ -92,12 +93,16 @@ class LocalAgent::Impl {
   HangWatch hang_;
   std::unique_ptr<TimerWatchdog> watchdog_;  // torchrun's worker watchdog, when asked for
   std::string hang_part_;                    // this node's hang reports (JSON), to share
+  JobSignals signals_;
+  // The quick store requests made between the loop's waits give way to a stop signal,
+  // and once one came, the last words to the other nodes are bounded (kLastWordsWait).
+  // Declared before the rendezvous: its destructor's requests are bounded too.
+  net::WaitScope waits_;
   std::unique_ptr<rendezvous::RendezvousHandler> handler_;
   std::unique_ptr<rendezvous::RoundCoordinator> round_;  // of the attempt running
   std::unique_ptr<Timer> tracking_timer_;
   std::unique_ptr<Timer> stop_grace_;             // see on_worker_failure()
   std::optional<FailureRecord> pending_failure_;  // a stop signal's death, not told yet
-  JobSignals signals_;
   std::optional<RoundEnd> over_;
   std::string self_;      // this node's id in the round running
   bool dropped_ = false;  // the others went on without this node

@@ -14,6 +14,10 @@ namespace {
 // How long a worker's death by a stop signal waits for ddprun's own copy before the
 // other nodes are told of it as a failure.
 constexpr std::chrono::milliseconds kStopSignalGrace{200};
+// How long each wait of a store request may last once a stop signal came (telling the
+// others why the job ends, closing the rendezvous): a frozen store host does not hold
+// up a Ctrl-C.
+constexpr std::chrono::seconds kLastWordsWait{3};
 
 }  // namespace
 
@@ -147,6 +151,7 @@ void LocalAgent::Impl::on_stop_signal(int sig) {
     return;
   }
   signalled_ = sig;
+  waits_.limit_each(kLastWordsWait);
   spdlog::warn("received {}; stopping {} worker(s)", signal_name(sig), runner_.running_workers());
   runner_.stop(sig);
 }

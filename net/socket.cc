@@ -11,19 +11,14 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <thread>
 
 #include "common/error.h"
+#include "net/wait_scope.h"
 
 namespace ddprun::net {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-int remaining_ms(Socket::Deadline deadline) {
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-  return static_cast<int>(std::clamp<long long>(left.count(), 0, 60'000));
-}
 
 // One non-blocking connect attempt to one address; -1 with errno set on failure.
 int try_connect(const addrinfo* ai, Socket::Deadline deadline) {
@@ -37,7 +32,13 @@ int try_connect(const addrinfo* ai, Socket::Deadline deadline) {
       return -1;
     }
     pollfd p{fd, POLLOUT, 0};
-    int ready = ::poll(&p, 1, remaining_ms(deadline));
+    int ready = 0;
+    try {
+      ready = wait_ready(p, deadline);
+    } catch (const Interrupted&) {
+      ::close(fd);
+      throw;
+    }
     int err = ETIMEDOUT;
     socklen_t len = sizeof(err);
     if (ready > 0) ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
@@ -79,7 +80,7 @@ Socket Socket::connect(const std::string& host, int port, Deadline deadline) {
       ::freeaddrinfo(res);
     }
     if (Clock::now() + backoff >= deadline) break;
-    std::this_thread::sleep_for(backoff);
+    pause(backoff);
     backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
   }
   throw TimeoutError("cannot connect to the store at " + peer + ": " + last_error);
@@ -112,16 +113,16 @@ void Socket::shutdown() {
 }
 
 void Socket::wait_for(short events, Deadline deadline, const char* what) {
-  while (true) {
-    pollfd p{fd_, events, 0};
-    int n = ::poll(&p, 1, remaining_ms(deadline));
-    if (n > 0) return;
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw StoreError(std::string(what) + " " + peer_ + ": " + std::strerror(errno));
-    if (Clock::now() >= deadline) {
-      throw TimeoutError(std::string("timed out waiting for the store at ") + peer_);
-    }
+  pollfd p{fd_, events, 0};
+  try {
+    if (wait_ready(p, deadline) > 0) return;
+  } catch (const Interrupted&) {
+    close();  // the request is half done: the stream is at an unknown point
+    throw;
+  } catch (const SystemError& e) {
+    throw StoreError(std::string(what) + " " + peer_ + ": " + e.what());
   }
+  throw TimeoutError(std::string("timed out waiting for the store at ") + peer_);
 }
 
 void Socket::send_all(const void* data, size_t size, Deadline deadline) {

@@ -4,8 +4,10 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <cerrno>
+#include <string>
 
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/read.hpp>
@@ -21,12 +23,19 @@ struct Caught {
 };
 static_assert(sizeof(Caught) <= PIPE_BUF, "one write must be atomic");
 
-std::atomic<int> g_write_fd{-1};
+// The pipe of the catcher that catches each signal (-1: none).
+struct WriteFds {
+  WriteFds() {
+    for (auto& fd : of) fd.store(-1);
+  }
+  std::array<std::atomic<int>, NSIG> of;
+};
+WriteFds g_write_fds;
 
 void write_caught(int sig, siginfo_t* info, void* /*context*/) {
   int saved = errno;
   Caught c{sig, info != nullptr && info->si_code <= 0 ? info->si_pid : 0};
-  int fd = g_write_fd.load();
+  int fd = sig > 0 && sig < NSIG ? g_write_fds.of[static_cast<size_t>(sig)].load() : -1;
   // A full pipe drops the signal: hundreds are already waiting to be handled.
   if (fd >= 0) {
     ssize_t written = ::write(fd, &c, sizeof(c));
@@ -58,13 +67,16 @@ struct SignalCatcher::State {
 SignalCatcher::SignalCatcher(boost::asio::io_context& io, const std::vector<int>& signals,
                              OnSignal on_signal)
     : state_(std::make_shared<State>(io)) {
+  for (int sig : signals) {
+    if (sig <= 0 || sig >= NSIG) throw Error("cannot catch signal " + std::to_string(sig));
+  }
   int fds[2];
   check_syscall(::pipe2(fds, O_CLOEXEC | O_NONBLOCK), "pipe2 for signals");
   state_->reader.assign(fds[0]);
   state_->write_fd = fds[1];
   state_->on_signal = std::move(on_signal);
-  g_write_fd.store(fds[1]);
   for (int sig : signals) {
+    g_write_fds.of[static_cast<size_t>(sig)].store(fds[1]);
     struct sigaction action {};
     action.sa_sigaction = write_caught;
     action.sa_flags = SA_SIGINFO | SA_RESTART;
@@ -76,10 +88,15 @@ SignalCatcher::SignalCatcher(boost::asio::io_context& io, const std::vector<int>
   state_->read_next(state_);
 }
 
+int SignalCatcher::pending_fd() const { return state_->reader.native_handle(); }
+
 SignalCatcher::~SignalCatcher() {
-  for (const auto& [sig, old] : state_->previous) ::sigaction(sig, &old, nullptr);
-  int mine = state_->write_fd;
-  g_write_fd.compare_exchange_strong(mine, -1);  // a newer catcher keeps its pipe
+  for (const auto& [sig, old] : state_->previous) {
+    ::sigaction(sig, &old, nullptr);
+    int mine = state_->write_fd;
+    // A newer catcher of the same signal keeps its pipe.
+    g_write_fds.of[static_cast<size_t>(sig)].compare_exchange_strong(mine, -1);
+  }
   ::close(state_->write_fd);
   boost::system::error_code ignored;
   state_->reader.cancel(ignored);

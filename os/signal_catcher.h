@@ -12,8 +12,9 @@ namespace ddprun::os {
 
 /// Catches signals and delivers each on the loop with the pid that sent it (siginfo's
 /// si_pid; 0 when the kernel did), which asio::signal_set cannot tell. The handler
-/// only writes 8 bytes to a pipe. One instance at a time; the signals' previous
-/// actions come back when it is destroyed.
+/// only writes 8 bytes to a pipe. Instances may coexist for different signals (the
+/// newest catches a signal two ask for); the signals' previous actions come back when
+/// one is destroyed.
 class SignalCatcher {
  public:
   using OnSignal = std::function<void(int sig, pid_t sender)>;
@@ -21,6 +22,10 @@ class SignalCatcher {
   /// Throws SystemError if the pipe or an action cannot be set up.
   SignalCatcher(boost::asio::io_context& io, const std::vector<int>& signals, OnSignal on_signal);
   ~SignalCatcher();
+
+  /// Readable while a caught signal waits for the loop (see net::WaitScope): the
+  /// pipe's read end, still owned and read here.
+  int pending_fd() const;
   SignalCatcher(const SignalCatcher&) = delete;
   SignalCatcher& operator=(const SignalCatcher&) = delete;
 

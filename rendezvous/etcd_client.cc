@@ -1,7 +1,6 @@
 #include "rendezvous/etcd_client.h"
 
 #include <algorithm>
-#include <thread>
 
 #include <spdlog/spdlog.h>
 #include <boost/asio/buffer.hpp>
@@ -10,6 +9,7 @@
 #include <boost/beast/http/string_body.hpp>
 
 #include "common/error.h"
+#include "net/wait_scope.h"
 #include "rendezvous/etcd_wire.h"
 
 namespace ddprun::rendezvous {
@@ -192,7 +192,7 @@ nlohmann::json EtcdClient::call(const std::string& path, const nlohmann::json& b
       throw StoreError(message);
     }
     if (attempt % endpoints_.size() == 0) {  // every endpoint failed once: back off
-      std::this_thread::sleep_for(std::min(
+      net::pause(std::min(
           backoff, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now())));
       backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
     }

@@ -12,7 +12,9 @@
 namespace ddprun::rendezvous {
 
 /// Waits until all `keys` of a store exist, from an event loop, then calls
-/// `on_ready(values)` on the loop; a lost store calls `on_error(message)` instead.
+/// `on_ready(values)` on the loop; a lost store calls `on_error(message)` instead. A
+/// request that gave way to a stop signal (net::Interrupted) ends the wait with
+/// neither: the agent is stopping.
 /// No thread: a coroutine on the loop. On a TCPStore the wait is the store's own WAIT
 /// request, whose answer is a completion of the loop; on etcd a watch stream is read on
 /// the loop as it arrives (moving on to the next member when it breaks or stays silent

@@ -6,6 +6,7 @@
 #include <boost/asio/post.hpp>
 
 #include "common/value_parsers.h"
+#include "net/wait_scope.h"
 
 namespace ddprun::rendezvous {
 
@@ -36,6 +37,9 @@ void StoreRound::check_members(OnDead on_dead, OnLost on_lost) {
   std::vector<std::string> dead;
   try {
     dead = options_.dead_members();
+  } catch (const net::Interrupted&) {
+    // A stop signal waits for the loop: not the store's fault; judged again next time.
+    return watch_members(std::move(on_dead), std::move(on_lost));
   } catch (const std::exception& e) {
     return on_lost(lost(e.what()));
   }
@@ -57,6 +61,8 @@ void StoreRound::finish_node(OnAllDone on_all_done, OnLost on_lost) {
   const RendezvousInfo& info = options_.info;
   try {
     options_.store->set(options_.prefix + "done/" + std::to_string(info.group_rank), "1");
+  } catch (const net::Interrupted&) {
+    return;  // a stop signal waits for the loop, which ends the wait for the others
   } catch (const std::exception& e) {
     boost::asio::post(io_, [alive = alive_, on_lost, msg = lost(e.what())] {
       if (*alive) on_lost(msg);

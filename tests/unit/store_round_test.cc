@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "common/error.h"
+#include "net/wait_scope.h"
 #include "rendezvous/memory_store.h"
 #include "rendezvous/store_round.h"
 #include "tests/fakes/manual_clock.h"
@@ -24,9 +25,23 @@ class LostStore : public MemoryStore {
   [[noreturn]] static void fail() { throw StoreError("connection reset"); }
 };
 
+/// A store whose requests give way to a stop signal (net/wait_scope.h), counted.
+class InterruptedStore : public MemoryStore {
+ public:
+  void set(const std::string&, const std::string&) override { give_way(); }
+  bool check(const std::vector<std::string>&) override { give_way(); }
+  int calls = 0;
+
+ private:
+  [[noreturn]] void give_way() {
+    ++calls;
+    throw net::Interrupted("interrupted by a stop signal");
+  }
+};
+
 class StoreRoundTest : public ::testing::Test {
  protected:
-  std::unique_ptr<StoreRound> node(int group_rank, rendezvous::Store& store) {
+  static StoreRound::Options options(int group_rank, rendezvous::Store& store) {
     StoreRound::Options o;
     o.info.group_rank = group_rank;
     o.info.group_world_size = 2;
@@ -34,8 +49,13 @@ class StoreRoundTest : public ::testing::Test {
     o.store = &store;
     o.store_where = "memory";
     o.connect = [] { return std::make_unique<MemoryStore>(); };
-    return std::make_unique<StoreRound>(io_, clock_, std::move(o));
+    return o;
   }
+  std::unique_ptr<StoreRound> node(int group_rank, rendezvous::Store& store) {
+    return std::make_unique<StoreRound>(io_, clock_, options(group_rank, store));
+  }
+  // Runs the loop a while (a MemoryStore's waits look again every few ms).
+  void run_a_while() { io_.run_for(std::chrono::milliseconds(50)); }
 
   boost::asio::io_context io_;
   ManualClock clock_;
@@ -71,6 +91,61 @@ TEST_F(StoreRoundTest, ShareMaxSkipsWhatIsNotANumberAndSurvivesALostStore) {
   EXPECT_EQ(a->share_max("longest", 42), 42);
   LostStore lost;
   EXPECT_EQ(node(0, lost)->share_max("longest", 50), 50);
+}
+
+// A request that gave way to a stop signal is not the store lost: the agent takes the
+// signal next and stops; meanwhile nothing says the store is gone.
+TEST_F(StoreRoundTest, ALivenessCheckThatGaveWayIsJudgedAgainNotALostStore) {
+  int checks = 0;
+  StoreRound::Options o = options(0, store_);
+  o.heartbeat_interval = std::chrono::milliseconds(100);
+  o.dead_members = [&checks]() -> std::vector<std::string> {
+    if (++checks == 1) throw net::Interrupted("interrupted by a stop signal");
+    return {"b"};
+  };
+  StoreRound round(io_, clock_, std::move(o));
+  std::vector<std::string> dead;
+  std::string lost;
+  round.watch_members([&](std::vector<std::string> d) { dead = std::move(d); },
+                      [&](std::string why) { lost = std::move(why); });
+  clock_.advance(std::chrono::milliseconds(100));
+  EXPECT_EQ(checks, 1);
+  EXPECT_TRUE(lost.empty()) << lost;
+  clock_.advance(std::chrono::milliseconds(100));
+  EXPECT_EQ(dead, std::vector<std::string>{"b"}) << "checked again at the next interval";
+  EXPECT_TRUE(lost.empty()) << lost;
+}
+
+TEST_F(StoreRoundTest, MarkingDoneThatGaveWayIsNotALostStore) {
+  InterruptedStore giving_way;
+  auto a = node(0, giving_way);
+  bool all_done = false;
+  std::string lost;
+  a->finish_node([&] { all_done = true; }, [&](std::string why) { lost = std::move(why); });
+  run_a_while();
+  EXPECT_EQ(giving_way.calls, 1);
+  EXPECT_FALSE(all_done);
+  EXPECT_TRUE(lost.empty()) << lost;
+}
+
+TEST_F(StoreRoundTest, AWatchThatGaveWayEndsWithoutACallback) {
+  StoreRound::Options o = options(0, store_);
+  InterruptedStore* watched = nullptr;
+  o.connect = [&watched] {
+    auto s = std::make_unique<InterruptedStore>();
+    watched = s.get();
+    return s;
+  };
+  StoreRound round(io_, clock_, std::move(o));
+  bool ended = false;
+  std::string lost;
+  round.watch_end([&](rendezvous::RoundEnd) { ended = true; },
+                  [&](std::string why) { lost = std::move(why); });
+  run_a_while();
+  ASSERT_NE(watched, nullptr);
+  EXPECT_EQ(watched->calls, 1) << "the watch looked once and gave way";
+  EXPECT_FALSE(ended);
+  EXPECT_TRUE(lost.empty()) << lost;
 }
 
 }  // namespace
