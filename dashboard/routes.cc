@@ -11,6 +11,7 @@
 #include "dashboard/run_data.h"
 #include "tracking/run_store.h"
 #include "tracking/run_summary.h"
+#include "tracking/stream_ingester.h"
 
 namespace ddprun::dashboard {
 namespace {
@@ -139,6 +140,7 @@ Response Routes::api(std::string_view path, std::string_view query) const {
       return error(404, "no run '" + *id + "' in " + tracking_dir_);
     }
     tracking::RunStore store(run_dir, tracking::RunStore::Open::kReadOnly);
+    tracking::settle_run(store);
     if (what.empty()) return json_response(run_json(store, *id, cache_.metric_counts(run_dir, store)));
     if (what == "system") return json_response(system_json(store));
     if (what != "metrics") return error(404, "no such endpoint: /api/" + std::string(path));

@@ -25,6 +25,7 @@
 #include "tracking/run_summary.h"
 #include "tracking/tfevents.h"
 #include "tracking/run_tracker.h"
+#include "tracking/stream_ingester.h"
 
 namespace ddprun::launcher {
 namespace {
@@ -345,6 +346,7 @@ int runs_command(int argc, const char* const argv[]) {
   }
   try {
     RunStore store(run_dir, RunStore::Open::kReadOnly);
+    settle_run(store);
     if (verb == "report") {
       std::ofstream out(output);
       out << dashboard::report_page(store, id);

@@ -45,7 +45,7 @@ MergeResult recover_run(const std::string& run_dir) {
     if (effective_status(store) == "running") {
       throw TrackingError("run '" + result.run_id + "' is still running; its agent ingests it");
     }
-    StreamIngester own(store, run_dir);
+    StreamIngester own(store, run_dir, "", StreamIngester::Dir::kRun);
     result.stats = own.drain(true);
   }
   std::error_code ec;

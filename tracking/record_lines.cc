@@ -141,6 +141,8 @@ bool ingest_general(RunStore& store, std::string_view line, const StreamOrigin& 
       if (v.is_number() || v.is_boolean()) values.emplace_back(k, number_or_bool(v));
     }
     store.add_system_metrics(rec.value("node", -1), rec.value("t", 0.0), values);
+  } else if (kind == "meta" && o.launcher) {
+    for (const auto& [k, v] : d.items()) store.set_meta(k, v.get<std::string>());
   } else {
     return false;
   }

@@ -11,11 +11,13 @@
 namespace ddprun::tracking {
 
 /// Who wrote a stream: a worker (node, rank, attempt), or an agent's own records
-/// (events and system metrics of a node that forwards to the primary: all -1).
+/// (events and system metrics of a node that forwards to the primary: all -1). The
+/// primary launcher's own stream (`launcher`) may also describe the run.
 struct StreamOrigin {
   int node = -1;
   int rank = -1;
   int attempt = -1;
+  bool launcher = false;
 };
 
 /// What an ingestion pass stored and skipped.
@@ -36,6 +38,10 @@ struct IngestStats {
 
 /// The name of an agent's own record stream in a forwarding node's directory.
 inline constexpr const char* kAgentStream = "agent.jsonl";
+/// The name of the primary launcher's own record stream in the run directory: the
+/// run's description, its lifecycle events, system metrics and its end. Never a name
+/// that parse_stream_name() accepts: no worker, part or forwarding peer writes it.
+inline constexpr const char* kLauncherStream = "launcher.jsonl";
 
 /// The stream files of a directory, by name: `<dir>/streams/*.jsonl` of workers and
 /// `<dir>/agent.jsonl`, whatever exists of them.
@@ -49,7 +55,8 @@ bool parse_stream_name(const std::string& name, StreamOrigin& origin);
 /// returns how many bytes they take. Records: {"k":"log","seq":N,"t":wall,"step":S,
 /// "d":{key:number}}, {"k":"config"|"summary","d":{..}}, and an agent's
 /// {"k":"event","t":..,"kind":..,"node":..,"rank":..,"attempt":..,"d":{..}} and
-/// {"k":"sys","t":..,"node":..,"d":{key:number}}. With `final` the writer is gone:
+/// {"k":"sys","t":..,"node":..,"d":{key:number}}; from the launcher's own stream only,
+/// {"k":"meta","d":{key:string}} (the run's description and status). With `final` the writer is gone:
 /// an unterminated tail is a torn record, counted and consumed but never stored.
 size_t ingest_lines(RunStore& store, std::string_view data, const StreamOrigin& origin,
                     bool final, IngestStats& stats);

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tracking/run_tracker.h"
+#include "tracking/stream_ingester.h"
 
 namespace ddprun::tracking {
 namespace {
@@ -59,6 +60,7 @@ std::vector<RunSummary> list_runs(const std::string& tracking_dir) {
     std::string id = e.path().filename().string();
     try {
       RunStore store(e.path().string(), RunStore::Open::kReadOnly);
+      settle_run(store);
       runs.push_back(summarize_run(store, id));
     } catch (const std::exception& err) {
       RunSummary bad;

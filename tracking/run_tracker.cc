@@ -6,9 +6,11 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <utility>
 
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
@@ -25,6 +27,9 @@ constexpr std::chrono::milliseconds kStreamInterval{1000};
 constexpr std::chrono::seconds kLastRecordsWait{5};
 // The least time between the sample at an attempt's first exit and the one before.
 constexpr std::chrono::seconds kEndSampleGap{1};
+// An attempt whose first worker exits sooner has no sample then: its processes lived
+// too briefly for a measure of their CPU or memory.
+constexpr std::chrono::milliseconds kShortestSampled{50};
 // How soon what the agent records is in the run (records closer together share one
 // transaction).
 constexpr std::chrono::milliseconds kRecordDelay{20};
@@ -67,7 +72,7 @@ RunTracker::~RunTracker() {
   }
   // What was recorded goes in before the thread stops: after finished(), complete()
   // took it; a job ended without finished() (an error) asks here.
-  if (watcher_ && (pending || (primary_ && !open_tried_))) watcher_->request_final();
+  if (watcher_ && pending) watcher_->request_final();
   watcher_.reset();  // a final pass asked for runs in its destructor
   if (agent_stream_fd_ >= 0) ::close(agent_stream_fd_);
   if (leave_open_ && store_) {
@@ -105,42 +110,50 @@ void RunTracker::become_primary() {
               << "'; this job's run is '" << run_name_ << "'\n";
   }
   // A readable run before any worker starts: one killed from then on is listed as
-  // crashed. The stream thread describes it in run.db (its first pass at once) while
+  // crashed. The stream thread describes it (launcher.jsonl, folded into run.db) while
   // the agent goes on to its rendezvous and starts the workers.
-  bool made = make_empty_run(run_dir_);
+  made_ = make_empty_run(run_dir_);
+  started_ = std::chrono::steady_clock::now();
+  agent_stream_path_ = run_dir_ + "/" + kLauncherStream;
   run_made_ = opened_.get_future().share();
   watcher_ = std::make_unique<StreamWatcher>(run_dir_ + "/streams", kStreamInterval,
-                                             [this, made, created = now_wall()](bool final) {
-                                               if (!open_tried_) open_run(made, created);
-                                               stream_pass(final);
-                                             });
-  watcher_->nudge(std::chrono::milliseconds(0));
+                                             [this](bool final) { stream_pass(final); });
+  describe(now_wall());
+  // Other agents' records go straight into run.db (RecordReceiver): made at once.
+  if (options_.multi_node) watcher_->nudge(std::chrono::milliseconds(0));
 }
 
-// On the stream thread: run.db with the run's description, in one commit (the streams
-// are ingested even if that commit fails).
-void RunTracker::open_run(bool made, double created) {
+void RunTracker::describe(double created) {
+  on_stream_thread([this, created] {
+    nlohmann::json meta{{"run_id", run_name_},
+                        {"rdzv_id", options_.run_id},
+                        {"name", options_.run_name.empty() ? run_name_ : options_.run_name},
+                        {"status", "running"},
+                        {"created", std::to_string(created)},
+                        {"owner_pid", std::to_string(::getpid())},
+                        {"owner_host", host_name()},
+                        {"command", options_.command_json},
+                        {"config", options_.config_json}};
+    append_agent_record({{"k", "meta"}, {"d", std::move(meta)}});
+    store_event({created, "run_started", -1, -1, -1, "{}"});
+  });
+}
+
+// On the stream thread: whether this pass opens run.db (Options::describe_after).
+bool RunTracker::describe_now() const {
+  if (options_.multi_node) return true;
+  if (std::chrono::steady_clock::now() - started_ >= options_.describe_after) return true;
+  std::error_code ec;
+  return !std::filesystem::is_empty(run_dir_ + "/streams", ec);
+}
+
+// On the stream thread: run.db, into which each pass folds the run's files from now on.
+void RunTracker::open_run() {
   guarded("creating the run", [&] {
-    store_ =
-        std::make_unique<RunStore>(run_dir_, made ? RunStore::Open::kNew : RunStore::Open::kCreate);
-    ingester_ = std::make_unique<StreamIngester>(*store_, run_dir_);
-    store_->begin();
-    try {
-      store_->set_meta("run_id", run_name_);
-      store_->set_meta("rdzv_id", options_.run_id);
-      store_->set_meta("name", options_.run_name.empty() ? run_name_ : options_.run_name);
-      store_->set_meta("status", "running");
-      store_->set_meta("created", std::to_string(created));
-      store_->set_meta("owner_pid", std::to_string(::getpid()));
-      store_->set_meta("owner_host", host_name());
-      store_->set_meta("command", options_.command_json);
-      store_->set_meta("config", options_.config_json);
-      store_->add_event({created, "run_started", -1, -1, -1, "{}"});
-      store_->commit();
-    } catch (...) {
-      store_->rollback();  // later commits start clean
-      throw;
-    }
+    store_ = std::make_unique<RunStore>(run_dir_,
+                                        made_ ? RunStore::Open::kNew : RunStore::Open::kCreate);
+    ingester_ =
+        std::make_unique<StreamIngester>(*store_, run_dir_, "", StreamIngester::Dir::kRun);
   });
   open_tried_ = true;
   opened_.set_value();
@@ -153,11 +166,11 @@ void RunTracker::become_forwarder(const std::string& run_name) {
   make_writable_dir(node_dir_ + "/streams", options_.tracking_dir);
   nlohmann::json part{{"run_id", run_name_}, {"agent", agent_id_}, {"host", host_name()}};
   std::ofstream(node_dir_ + "/part.json") << part.dump() << "\n";
-  agent_stream_fd_ = ::open((node_dir_ + "/" + kAgentStream).c_str(),
-                            O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  agent_stream_path_ = node_dir_ + "/" + kAgentStream;
+  agent_stream_fd_ =
+      ::open(agent_stream_path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   if (agent_stream_fd_ < 0) {
-    throw TrackingError("cannot write " + node_dir_ + "/" + kAgentStream + ": " +
-                        std::strerror(errno));
+    throw TrackingError("cannot write " + agent_stream_path_ + ": " + std::strerror(errno));
   }
   forwarder_ = std::make_unique<RecordForwarder>(node_dir_, agent_id_, options_.token);
   watcher_ = std::make_unique<StreamWatcher>(node_dir_ + "/streams", kStreamInterval,
@@ -194,11 +207,24 @@ void RunTracker::attach(rendezvous::Store& store, std::unique_ptr<rendezvous::St
   });
 }
 
-// One whole line per write (O_APPEND): the stream thread never reads half a record.
 void RunTracker::append_agent_record(const nlohmann::json& record) {
-  std::string text = record.dump() + "\n";
-  if (::write(agent_stream_fd_, text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
-    throw TrackingError("cannot write " + node_dir_ + "/" + kAgentStream);
+  lines_ += record.dump();
+  lines_ += '\n';
+}
+
+// Whole lines in one write (O_APPEND): a pass never reads half a record. The primary's
+// stream is made by its first write.
+void RunTracker::flush_lines() {
+  if (lines_.empty()) return;
+  std::string text = std::exchange(lines_, {});
+  if (agent_stream_path_.empty()) return;  // neither primary nor forwarding yet: dropped
+  if (agent_stream_fd_ < 0) {
+    agent_stream_fd_ =
+        ::open(agent_stream_path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  }
+  if (agent_stream_fd_ < 0 ||
+      ::write(agent_stream_fd_, text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+    throw TrackingError("cannot write " + agent_stream_path_ + ": " + std::strerror(errno));
   }
 }
 
@@ -208,7 +234,9 @@ void RunTracker::on_stream_thread(std::function<void()> job) {
     std::lock_guard lock(jobs_mutex_);
     jobs_.push_back(std::move(job));
   }
-  watcher_->nudge(kRecordDelay);
+  // Until a single node's run.db is open, nobody reads what a pass would write: the
+  // thread sleeps on to its next pass (at the latest StreamWatcher::kEarlyPoll).
+  if (open_tried_ || !primary_ || options_.multi_node) watcher_->nudge(kRecordDelay);
 }
 
 void RunTracker::record(const Event& e) {
@@ -216,23 +244,17 @@ void RunTracker::record(const Event& e) {
 }
 
 void RunTracker::store_event(const Event& e) {
-  if (store_) {
-    store_->add_event(e);
-  } else if (agent_stream_fd_ >= 0) {
-    append_agent_record({{"k", "event"},
-                         {"t", e.wall},
-                         {"kind", e.kind},
-                         {"node", e.node},
-                         {"rank", e.rank},
-                         {"attempt", e.attempt},
-                         {"d", nlohmann::json::parse(e.data_json)}});
-  }
+  append_agent_record({{"k", "event"},
+                       {"t", e.wall},
+                       {"kind", e.kind},
+                       {"node", e.node},
+                       {"rank", e.rank},
+                       {"attempt", e.attempt},
+                       {"d", nlohmann::json::parse(e.data_json)}});
 }
 
 void RunTracker::store_system(int node, double wall,
                               const std::vector<std::pair<std::string, double>>& values) {
-  if (store_) return store_->add_system_metrics(node, wall, values);
-  if (agent_stream_fd_ < 0) return;
   nlohmann::json d = nlohmann::json::object();
   for (const auto& [k, v] : values) d[k] = v;
   append_agent_record({{"k", "sys"}, {"t", wall}, {"node", node}, {"d", d}});
@@ -287,7 +309,10 @@ void RunTracker::rendezvous_complete(int round, int attempt, int world_size,
 
 void RunTracker::worker_started(int node, int rank, int local_rank, int attempt, pid_t pid) {
   node_ = node;
-  if (live_workers_.empty()) attempt_workers_ = 0;
+  if (live_workers_.empty()) {
+    attempt_workers_ = 0;
+    attempt_started_ = std::chrono::steady_clock::now();
+  }
   live_workers_[rank] = pid;
   attempt_workers_ = static_cast<int>(live_workers_.size());
   nlohmann::json d{{"local_rank", local_rank}, {"pid", pid}, {"host", host_name()}};
@@ -297,8 +322,9 @@ void RunTracker::worker_started(int node, int rank, int local_rank, int attempt,
 void RunTracker::worker_exited(int node, int rank, int local_rank, int attempt, int exitcode) {
   // The first exit of an attempt may be the job's end: a last sample of what still
   // runs (the others, the node, its GPUs), at most one a second however fast restarts come.
+  auto now = std::chrono::steady_clock::now();
   if (live_workers_.size() == static_cast<size_t>(attempt_workers_) &&
-      std::chrono::steady_clock::now() - last_sample_ >= kEndSampleGap) {
+      now - attempt_started_ >= kShortestSampled && now - last_sample_ >= kEndSampleGap) {
     sample_system(true);
     // Taken now, while the others end, rather than in the job's last pass, which the
     // job's end waits for.
@@ -355,14 +381,15 @@ void RunTracker::sample_system(bool force) {
   });
 }
 
-void RunTracker::report_skipped(const IngestStats& stats) {
-  if (stats.torn_records == 0 && stats.bad_lines == 0) return;
+bool RunTracker::report_skipped(const IngestStats& stats) {
+  if (stats.torn_records == 0 && stats.bad_lines == 0) return false;
   spdlog::warn("tracking: {} torn and {} malformed worker record(s) skipped", stats.torn_records,
                stats.bad_lines);
   nlohmann::json d{{"torn_records", stats.torn_records}, {"bad_lines", stats.bad_lines}};
   guarded("recording an event", [&] {
     store_event({now_wall(), "records_skipped", node_, -1, -1, d.dump()});
   });
+  return true;
 }
 
 void RunTracker::run_jobs() {
@@ -371,30 +398,23 @@ void RunTracker::run_jobs() {
     std::lock_guard lock(jobs_mutex_);
     jobs.swap(jobs_);
   }
-  if (jobs.empty()) return;
-  bool batched = false;  // many records, one commit
-  if (store_)
-    guarded("recording the launcher's records", [&] {
-      store_->begin();
-      batched = true;
-    });
   for (auto& job : jobs) job();
-  if (!batched) return;
-  guarded("recording the launcher's records", [&] {
-    try {
-      store_->commit();
-    } catch (...) {
-      store_->rollback();  // the next batch starts clean
-      throw;
-    }
-  });
+  guarded("recording the launcher's records", [&] { flush_lines(); });
 }
 
+// The launcher's records to its stream, then (the primary, once it described the
+// run) every stream into run.db, or (the others) on to the primary, all in one go.
 void RunTracker::stream_pass(bool final) {
   run_jobs();
-  if (!ingester_ && !forwarder_) return;  // the run could not be made
-  guarded("ingesting worker records",
-          [&] { report_skipped(ingester_ ? ingester_->drain(final) : forwarder_->pass(final)); });
+  if (primary_ && !open_tried_ && describe_now()) open_run();
+  if (!ingester_ && !forwarder_) return;  // the run not made (yet)
+  guarded("ingesting worker records", [&] {
+    auto ingest = [&] { return ingester_ ? ingester_->drain(final) : forwarder_->pass(final); };
+    if (report_skipped(ingest())) {
+      flush_lines();  // the report goes in with them
+      ingest();
+    }
+  });
 }
 
 void RunTracker::poll(bool attempt_over) {
@@ -434,12 +454,12 @@ void RunTracker::finished(const std::string& status, int exitcode, const std::st
   nlohmann::json d{{"status", status}, {"exitcode", exitcode}, {"root_cause", root_cause}};
   on_stream_thread([this, d = d.dump(), wall = now_wall(), status, exitcode, root_cause] {
     guarded("finishing the run", [&] {
-      if (!store_) return;
-      store_->add_event({wall, "run_finished", -1, -1, -1, d});
-      store_->set_meta("exit_code", std::to_string(exitcode));
-      store_->set_meta("root_cause", root_cause);
-      store_->set_meta("finished", std::to_string(wall));
-      store_->set_meta("status", status);
+      store_event({wall, "run_finished", -1, -1, -1, d});
+      nlohmann::json end{{"exit_code", std::to_string(exitcode)},
+                         {"root_cause", root_cause},
+                         {"finished", std::to_string(wall)},
+                         {"status", status}};
+      append_agent_record({{"k", "meta"}, {"d", std::move(end)}});
     });
   });
   pending_final_.reset();

@@ -27,21 +27,24 @@ namespace ddprun::tracking {
 
 /// Owns the job's run: `<tracking dir>/<run id>/run.db` plus the workers' stream files.
 /// Created before any worker starts (an unwritable directory fails the launch): the
-/// directory, locked by its owner (RunOwnerLock), and run.db, an empty run that the
-/// stream thread then describes.
+/// directory, locked by its owner (RunOwnerLock), and run.db, an empty run.
 ///
 /// The primary agent (the one hosting the rendezvous store; the only agent of a
-/// single-node job) writes run.db: the launcher's lifecycle events, system metrics,
-/// its workers' streams and what the other agents forward (RecordReceiver, endpoint
-/// published in the rendezvous store). run.db is made and written on the stream
-/// thread only: what the agent records (and the system samples it asks for) is queued
-/// for it and written a moment later, many records in one transaction, so that no
-/// database call is on the agent's path from its start to its workers' and back;
-/// `finished` returns once everything is in. Every other agent keeps its node's records in
-/// `<run dir>/parts/<host>.<pid>/` and forwards them (RecordForwarder); the part is
-/// deleted once the primary holds all of it, else kept for `ddprun runs merge`.
-/// A database or network error during the job is reported once and never stops the
-/// workers.
+/// single-node job) owns the run. What it records itself (the run's description,
+/// lifecycle events, system metrics and the run's end) is queued for the stream thread,
+/// which appends it to `<run dir>/launcher.jsonl` (kLauncherStream) a moment later, many
+/// records to a write, and folds that file and the workers' streams into run.db (one
+/// transaction a pass): no database call is on the agent's path from its start to its
+/// workers' and back. Readers see the run while it runs, all of it once ddprun exits.
+/// A single node opens run.db only once the job has run Options::describe_after or its
+/// workers record: a job of a few milliseconds leaves its records in launcher.jsonl,
+/// and the run's first reader folds them in (settle_run) once ddprun is gone. In a
+/// multi-node job the primary also takes what the other agents forward
+/// (RecordReceiver, endpoint published in the rendezvous store); every other agent
+/// keeps its node's records in `<run dir>/parts/<host>.<pid>/` and forwards them
+/// (RecordForwarder); the part is deleted once the primary holds all of it, else kept
+/// for `ddprun runs merge`. A database or network error during the job is reported
+/// once and never stops the workers.
 class RunTracker : public RunObserver {
  public:
   struct Options {
@@ -51,6 +54,11 @@ class RunTracker : public RunObserver {
     std::string command_json = "[]";                    // the launch command
     std::string config_json = "{}";                     // the launch configuration
     std::chrono::milliseconds system_interval{15'000};  // between system metric samples
+    // A single node's launcher opens run.db this far into the job, or earlier once its
+    // workers write records. A job that ends sooner, with no worker records, leaves
+    // the launcher's own records in launcher.jsonl, folded in by the run's first
+    // reader (settle_run): the database costs a job of a few milliseconds nothing.
+    std::chrono::milliseconds describe_after{50};
     bool multi_node = false;  // primary or not is known once the store is up (attach)
     std::string token;        // the job token: record forwarding requires it ("" = none)
     bool listen_all = false;  // the receiver listens on every interface, not the address
@@ -85,7 +93,8 @@ class RunTracker : public RunObserver {
   /// System metrics are sampled on the agent's timer; streams are watched on their own.
   std::chrono::milliseconds poll_interval() const override { return options_.system_interval; }
   /// The primary's stream thread ends meanwhile; complete() (or the destructor) runs
-  /// the last pass: everything is in run.db once it returns.
+  /// the last pass: everything is in the run once it returns (in run.db, or for a job
+  /// that never opened it, in launcher.jsonl for the first reader to fold in).
   void finished(const std::string& status, int exitcode, const std::string& root_cause) override;
   void complete() override;
   /// run.db is closed by this process's end rather than by the destructor (which still
@@ -98,16 +107,19 @@ class RunTracker : public RunObserver {
   void become_primary();
   void become_forwarder(const std::string& run_name);
   void record(const Event& e);
-  void append_agent_record(const nlohmann::json& record);
+  void append_agent_record(const nlohmann::json& record);  // on the pass's thread
+  void flush_lines();
   // Runs `job` on the stream thread (at once where there is none yet).
   void on_stream_thread(std::function<void()> job);
   // On the stream thread:
   void stream_pass(bool final);
-  void open_run(bool made, double created);  // `made`: run.db is the image made just now
+  void describe(double created);  // queues the run's description
+  bool describe_now() const;
+  void open_run();
   void run_jobs();
   void store_event(const Event& e);
   void store_system(int node, double wall, const std::vector<std::pair<std::string, double>>& v);
-  void report_skipped(const IngestStats& stats);
+  bool report_skipped(const IngestStats& stats);  // true: an event says so
   std::string endpoint_key() const { return "ddprun/tracking/" + options_.run_id + "/endpoint"; }
   template <typename F>
   void guarded(const char* what, F f);
@@ -126,6 +138,7 @@ class RunTracker : public RunObserver {
   std::map<int, pid_t> live_workers_;       // global rank -> pid
   std::atomic<int> node_{0};                // read by the stream thread too
   std::chrono::steady_clock::time_point last_sample_{};
+  std::chrono::steady_clock::time_point attempt_started_{};  // its first worker's start
   int attempt_workers_ = 0;  // workers this node started in the current attempt
   rendezvous::Store* rendezvous_store_ = nullptr;
   // Non-primary: the primary's published endpoint, looked up on a thread while this
@@ -138,6 +151,8 @@ class RunTracker : public RunObserver {
   // Primary: the stream thread's connection (null until it made the run, or when it
   // could not) and the receiver.
   std::unique_ptr<RunStore> store_;
+  bool made_ = false;  // run.db is the image made just now (RunStore::Open::kNew)
+  std::chrono::steady_clock::time_point started_;
   std::unique_ptr<RunOwnerLock> owner_lock_;  // primary: held until ddprun exits
   std::unique_ptr<StreamIngester> ingester_;
   std::promise<void> opened_;          // the stream thread tried to make the run
@@ -151,8 +166,12 @@ class RunTracker : public RunObserver {
   std::optional<uint64_t> pending_final_;
   bool finishing_ = false;  // finished() was told: complete() runs the last pass
   bool leave_open_ = false;
-  // Other agents: their own records (agent.jsonl) and the forwarder.
+  // This agent's own records: the primary's launcher.jsonl in the run directory, the
+  // others' agent.jsonl in their part (with the forwarder). Lines are collected during
+  // a pass and written at its end (flush_lines).
+  std::string agent_stream_path_;
   int agent_stream_fd_ = -1;
+  std::string lines_;
   std::unique_ptr<RecordForwarder> forwarder_;
   std::atomic<bool> error_reported_{false};
   std::unique_ptr<StreamWatcher> watcher_;  // last: its thread stops first

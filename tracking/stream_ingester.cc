@@ -1,5 +1,11 @@
 #include "tracking/stream_ingester.h"
 
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "tracking/run_owner_lock.h"
+
 namespace ddprun::tracking {
 
 std::string stream_path(const std::string& run_dir, int node, int rank, int attempt) {
@@ -7,15 +13,23 @@ std::string stream_path(const std::string& run_dir, int node, int rank, int atte
          std::to_string(attempt) + ".jsonl";
 }
 
-StreamIngester::StreamIngester(RunStore& store, std::string dir, std::string key_prefix)
-    : store_(store), dir_(std::move(dir)), key_prefix_(std::move(key_prefix)) {}
+StreamIngester::StreamIngester(RunStore& store, std::string dir, std::string key_prefix,
+                               Dir kind)
+    : store_(store), dir_(std::move(dir)), key_prefix_(std::move(key_prefix)), kind_(kind) {}
 
 StreamIngester::Stats StreamIngester::drain(bool final) {
   Stats stats;
   auto files = stream_files(dir_);
-  if (files.empty()) return stats;  // no transaction for nothing (a job's last pass waits)
+  std::string launcher = dir_ + "/" + kLauncherStream;
+  bool with_launcher = kind_ == Dir::kRun && ::access(launcher.c_str(), F_OK) == 0;
+  if (files.empty() && !with_launcher) return stats;  // no transaction for nothing
   store_.begin();
   try {
+    if (with_launcher) {
+      StreamOrigin own;
+      own.launcher = true;
+      ingest_stream_file(store_, kLauncherStream, launcher, own, final, stats);
+    }
     for (const auto& [name, path] : files) {
       StreamOrigin origin;
       parse_stream_name(name, origin);
@@ -29,6 +43,20 @@ StreamIngester::Stats StreamIngester::drain(bool final) {
     throw;
   }
   return stats;
+}
+
+void settle_run(RunStore& reading) {
+  try {
+    std::string dir = reading.run_dir();
+    std::error_code ec;
+    auto size = std::filesystem::file_size(dir + "/" + kLauncherStream, ec);
+    if (ec || reading.stream_offset(kLauncherStream) >= static_cast<int64_t>(size)) return;
+    if (RunOwnerLock::held(dir)) return;
+    RunStore writing(dir, RunStore::Open::kExisting);
+    StreamIngester(writing, dir, "", StreamIngester::Dir::kRun).drain(true);
+  } catch (const std::exception&) {
+    // Read-only, or a database error: the reader shows what run.db holds.
+  }
 }
 
 }  // namespace ddprun::tracking

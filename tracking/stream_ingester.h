@@ -14,12 +14,18 @@ std::string stream_path(const std::string& run_dir, int node, int rank, int atte
 /// Copies the records workers appended to the stream files of a directory
 /// (`<dir>/streams/*.jsonl`, plus `<dir>/agent.jsonl` when there is one) into a run
 /// store, each under `key_prefix` + its file name, resuming where it stopped; only
-/// complete lines are taken (see ingest_lines). Not thread-safe.
+/// complete lines are taken (see ingest_lines). In a run's own directory (kRun) the
+/// launcher's stream (kLauncherStream) is taken too, first. Not thread-safe.
 class StreamIngester {
  public:
   using Stats = IngestStats;
+  enum class Dir {
+    kNode,  // a node's streams: a part, or what a forwarder sends
+    kRun,   // the run's own directory: its launcher's records too
+  };
 
-  StreamIngester(RunStore& store, std::string dir, std::string key_prefix = "");
+  StreamIngester(RunStore& store, std::string dir, std::string key_prefix = "",
+                 Dir kind = Dir::kNode);
 
   /// Ingests what is new in every stream file in one transaction (undone as a whole
   /// on a database error). With `final` the writers are gone: an unterminated last
@@ -30,6 +36,16 @@ class StreamIngester {
   RunStore& store_;
   std::string dir_;
   std::string key_prefix_;
+  Dir kind_;
 };
+
+/// Folds into run.db what the run directory's files hold beyond it (the launcher's
+/// records and the workers' streams; see StreamIngester) for a reader, once the run's
+/// launcher is gone: a job shorter than its launcher's first pass over the files
+/// leaves its own records there (RunTracker). Nothing is done while the launcher lives
+/// (it folds them itself) or when the run holds them all; a reader that cannot write
+/// the run reads it as it is. `reading` is the reader's own connection, which sees the
+/// folded records at its next query. Never throws.
+void settle_run(RunStore& reading);
 
 }  // namespace ddprun::tracking

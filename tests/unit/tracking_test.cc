@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <thread>
 
 #include "rendezvous/memory_store.h"
@@ -164,6 +165,41 @@ TEST(StreamIngester, TornLastRecordIsCountedNotStored) {
   EXPECT_EQ(ingester.drain(true).torn_records, 0) << "reported once";
 }
 
+// Only the launcher describes the run: a worker's stream cannot set its status, nor
+// can anything that comes to the primary as another node's stream.
+TEST(StreamIngester, AWorkerCannotDescribeTheRun) {
+  std::string dir = temp_run_dir();
+  RunStore store(dir, RunStore::Open::kCreate);
+  StreamIngester ingester(store, dir, "", StreamIngester::Dir::kRun);
+  append(stream_path(dir, 0, 0, 0), R"({"k":"meta","d":{"status":"finished"}})"
+                                    "\n");
+  append(dir + "/" + kLauncherStream, R"({"k":"meta","d":{"status":"failed"}})"
+                                      "\n");
+  EXPECT_EQ(ingester.drain(false).bad_lines, 1);
+  EXPECT_EQ(store.meta("status"), "failed");
+  StreamOrigin origin;
+  EXPECT_FALSE(parse_stream_name(kLauncherStream, origin)) << "no peer may send it";
+}
+
+// A reader leaves a live launcher's records to it.
+TEST(StreamIngester, ARunIsNotFoldedByAReaderWhileItsLauncherLives) {
+  std::string dir = temp_run_dir();
+  make_empty_run(dir);
+  append(dir + "/" + kLauncherStream, R"({"k":"meta","d":{"status":"running"}})"
+                                      "\n");
+  {
+    auto owner = RunOwnerLock::take(dir);
+    ASSERT_TRUE(owner);
+    RunStore store(dir, RunStore::Open::kReadOnly);
+    settle_run(store);
+    EXPECT_FALSE(store.meta("status"));
+  }
+  RunStore store(dir, RunStore::Open::kReadOnly);
+  settle_run(store);
+  EXPECT_EQ(store.meta("status"), "running");
+  std::filesystem::remove_all(dir);
+}
+
 TEST(StreamIngester, MalformedLinesAreSkippedAndCounted) {
   std::string dir = temp_run_dir();
   RunStore store(dir, RunStore::Open::kCreate);
@@ -199,12 +235,31 @@ TEST(RunTrackerFiles, ADirectoryOfTheNodeInTheRunKeptOnlyWhenUsed) {
   std::filesystem::remove_all(base);
 }
 
+// Reads a run as `ddprun runs` does: folded first once its launcher is gone.
 int64_t events_in(const std::string& run_dir, const std::string& kind) {
   try {
-    return RunStore(run_dir, RunStore::Open::kReadOnly).count_events(kind);
+    RunStore store(run_dir, RunStore::Open::kReadOnly);
+    settle_run(store);
+    return store.count_events(kind);
   } catch (const TrackingError&) {
     return 0;  // not made yet, or its schema not yet written
   }
+}
+
+// One attempt of one worker, which exits, then the job's end.
+void one_worker_job(RunTracker& tracker, const std::string& status, int code,
+                    const std::string& cause) {
+  tracker.rendezvous_complete(0, 0, 1, {"a"});
+  tracker.worker_started(0, 0, 0, 0, ::getpid());
+  tracker.worker_exited(0, 0, 0, 0, 0);
+  tracker.poll(true);
+  tracker.finished(status, code, cause);
+}
+
+std::optional<std::string> status_of(const std::string& run_dir) {
+  RunStore store(run_dir, RunStore::Open::kReadOnly);
+  settle_run(store);
+  return store.meta("status");
 }
 
 // What the agent records is written by the stream thread: in run.db a moment later
@@ -243,16 +298,12 @@ TEST(RunTrackerRecords, AreAllInTheRunOnceTheTrackerEndsAfterFinished) {
   RunTracker::Options o = run_in(base, "ended");
   {
     RunTracker tracker(o);
-    tracker.rendezvous_complete(0, 0, 1, {"a"});
-    tracker.worker_started(0, 0, 0, 0, ::getpid());
-    tracker.worker_exited(0, 0, 0, 0, 0);
-    tracker.poll(true);
-    tracker.finished("finished", 0, "");
+    one_worker_job(tracker, "finished", 0, "");
   }
   std::string run = base + "/ended";
   EXPECT_EQ(events_in(run, "worker_exited"), 1);
   EXPECT_EQ(events_in(run, "run_finished"), 1);
-  EXPECT_EQ(RunStore(run, RunStore::Open::kReadOnly).meta("status"), "finished");
+  EXPECT_EQ(status_of(run), "finished");
   std::filesystem::remove_all(base);
 }
 
@@ -282,20 +333,74 @@ TEST(RunTrackerRecords, APrimaryWhoseRunCouldNotBeMadeEndsQuietly) {
 TEST(RunTrackerRecords, TheRunIsOnDiskBeforeTheWorkersStartWhichNeedNotWaitForIt) {
   std::string base = temp_run_dir();
   RunTracker::Options o = run_in(base, "made");
-  RunTracker tracker(o);
   std::string run = base + "/made";
   {
-    RunStore made(run, RunStore::Open::kReadOnly);  // throws if it were not a database
-    EXPECT_EQ(effective_status(made), "running") << "described or not, its owner holds it";
+    RunTracker tracker(o);
+    {
+      RunStore made(run, RunStore::Open::kReadOnly);  // throws if it were not a database
+      EXPECT_EQ(effective_status(made), "running") << "described or not, its owner holds it";
+    }
+    EXPECT_TRUE(RunOwnerLock::held(run));
+    tracker.rendezvous_complete(0, 0, 1, {"a"});
+    EXPECT_TRUE(tracker.may_start_workers(0, false)) << "nothing to wait for in a first attempt";
+    tracker.finished("finished", 0, "");
+    tracker.complete();
   }
-  EXPECT_TRUE(RunOwnerLock::held(run));
-  tracker.rendezvous_complete(0, 0, 1, {"a"});
-  EXPECT_TRUE(tracker.may_start_workers(0, false)) << "nothing to wait for in a first attempt";
-  tracker.finished("finished", 0, "");
-  tracker.complete();
-  RunStore done(run, RunStore::Open::kReadOnly);
-  EXPECT_EQ(done.meta("status"), "finished");
-  EXPECT_EQ(done.count_events("run_started"), 1);
+  EXPECT_EQ(status_of(run), "finished");
+  EXPECT_EQ(events_in(run, "run_started"), 1);
+  std::filesystem::remove_all(base);
+}
+
+// A job that ends before its launcher's first pass, with no worker records, never
+// opens run.db: its own records are in launcher.jsonl, and the run's first reader,
+// once the launcher is gone, folds them in (once: reading again adds nothing).
+TEST(RunTrackerRecords, AShortJobsRecordsAreFoldedInByItsFirstReader) {
+  std::string base = temp_run_dir();
+  std::string run = base + "/short";
+  RunTracker::Options o = run_in(base, "short");
+  o.describe_after = std::chrono::hours(1);  // the job ends first, however slow the test
+  {
+    RunTracker tracker(o);
+    one_worker_job(tracker, "failed", 3, "rank 0");
+    tracker.complete();
+    EXPECT_EQ(events_in(run, "run_started"), 0) << "the launcher lives: it folds them itself";
+  }
+  EXPECT_TRUE(std::filesystem::exists(run + "/" + kLauncherStream));
+  EXPECT_EQ(RunStore(run, RunStore::Open::kReadOnly).count_events("run_started"), 0)
+      << "run.db was never opened by the launcher";
+  for (int read = 0; read < 2; ++read) {
+    RunStore store(run, RunStore::Open::kReadOnly);
+    settle_run(store);
+    EXPECT_EQ(store.meta("status"), "failed");
+    EXPECT_EQ(store.meta("exit_code"), "3");
+    EXPECT_EQ(store.meta("root_cause"), "rank 0");
+    EXPECT_EQ(store.meta("run_id"), "short");
+    EXPECT_EQ(effective_status(store), "failed");
+    EXPECT_EQ(store.count_events("run_started"), 1);
+    EXPECT_EQ(store.count_events("worker_exited"), 1);
+    EXPECT_EQ(store.count_events("run_finished"), 1);
+  }
+  std::filesystem::remove_all(base);
+}
+
+// Workers that record make the launcher fold everything itself, as before: run.db
+// holds it all when the tracker ends, with no reader's help.
+TEST(RunTrackerRecords, AJobWhoseWorkersRecordIsInRunDbWhenItEnds) {
+  std::string base = temp_run_dir();
+  std::string run = base + "/logged";
+  {
+    RunTracker tracker(run_in(base, "logged"));
+    tracker.worker_started(0, 0, 0, 0, ::getpid());
+    append(stream_path(run, 0, 0, 0), R"({"k":"log","seq":1,"d":{"loss":1}})"
+                                      "\n");
+    tracker.worker_exited(0, 0, 0, 0, 0);
+    tracker.poll(true);
+    tracker.finished("finished", 0, "");
+  }
+  RunStore store(run, RunStore::Open::kReadOnly);
+  EXPECT_EQ(store.metric_count(), 1);
+  EXPECT_EQ(store.meta("status"), "finished");
+  EXPECT_EQ(store.count_events("worker_exited"), 1);
   std::filesystem::remove_all(base);
 }
 
@@ -313,7 +418,7 @@ TEST(RunTrackerRecords, ARunDirectoryAnotherJobHoldsIsNotShared) {
     tracker.finished("finished", 0, "");
   }
   EXPECT_FALSE(std::filesystem::exists(base + "/same/run.db")) << "the other job's";
-  EXPECT_EQ(RunStore(base + "/same.1", RunStore::Open::kReadOnly).meta("status"), "finished");
+  EXPECT_EQ(status_of(base + "/same.1"), "finished");
   std::filesystem::remove_all(base);
 }
 
