@@ -11,7 +11,7 @@
 #include "dashboard/run_data.h"
 #include "tracking/run_store.h"
 #include "tracking/run_summary.h"
-#include "tracking/stream_ingester.h"
+#include "tracking/run_reading.h"
 
 namespace ddprun::dashboard {
 namespace {
@@ -136,7 +136,7 @@ Response Routes::api(std::string_view path, std::string_view query) const {
     std::string what = slash == std::string_view::npos ? "" : std::string(rest.substr(slash + 1));
     if (!id || !valid_id(*id)) return error(400, "malformed run id");
     std::string run_dir = tracking_dir_ + "/" + *id;
-    if (!std::filesystem::exists(run_dir + "/run.db")) {
+    if (!tracking::run_exists(run_dir)) {
       return error(404, "no run '" + *id + "' in " + tracking_dir_);
     }
     tracking::RunStore store(run_dir, tracking::RunStore::Open::kReadOnly);

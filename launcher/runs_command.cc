@@ -25,7 +25,7 @@
 #include "tracking/run_summary.h"
 #include "tracking/tfevents.h"
 #include "tracking/run_tracker.h"
-#include "tracking/stream_ingester.h"
+#include "tracking/run_reading.h"
 
 namespace ddprun::launcher {
 namespace {
@@ -340,13 +340,13 @@ int runs_command(int argc, const char* const argv[]) {
   }
   const std::string& id = positional[1];
   std::string run_dir = dir + "/" + id;
-  if (!std::filesystem::exists(run_dir + "/run.db")) {
+  if (!tracking::run_exists(run_dir)) {
     std::cerr << "ddprun runs: error: no run '" << id << "' in " << dir << "\n";
     return 1;
   }
   try {
     RunStore store(run_dir, RunStore::Open::kReadOnly);
-    settle_run(store);
+    tracking::settle_run(store);
     if (verb == "report") {
       std::ofstream out(output);
       out << dashboard::report_page(store, id);

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tracking/record_link.h"
+#include "tracking/run_reading.h"
 #include "tracking/run_store.h"
 #include "tracking/run_tracker.h"
 #include "tracking/stream_ingester.h"
@@ -26,7 +27,7 @@ MergeResult merge_part(const std::string& part_dir,
   if (parent.filename().empty()) parent = parent.parent_path();
   result.run_dir = tracking_dir ? *tracking_dir + "/" + result.run_id
                                 : parent.parent_path().parent_path().string();
-  if (!std::filesystem::exists(result.run_dir + "/run.db")) {
+  if (!run_exists(result.run_dir)) {
     throw TrackingError("no run '" + result.run_id + "' at " + result.run_dir +
                         " to merge into (pass --tracking_dir with the run's tracking directory)");
   }

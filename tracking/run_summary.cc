@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tracking/run_tracker.h"
-#include "tracking/stream_ingester.h"
+#include "tracking/run_reading.h"
 
 namespace ddprun::tracking {
 namespace {
@@ -56,7 +56,7 @@ std::vector<RunSummary> list_runs(const std::string& tracking_dir) {
   std::error_code ec;
   std::vector<RunSummary> runs;
   for (const auto& e : std::filesystem::directory_iterator(tracking_dir, ec)) {
-    if (!std::filesystem::exists(e.path() / "run.db")) continue;
+    if (!run_exists(e.path().string())) continue;
     std::string id = e.path().filename().string();
     try {
       RunStore store(e.path().string(), RunStore::Open::kReadOnly);

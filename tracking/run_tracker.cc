@@ -96,7 +96,7 @@ void RunTracker::become_primary() {
   // A job never writes into an earlier job's run, nor into one that another job
   // starts at the same moment: the same --rdzv_id run again gets <id>.1, <id>.2, ...
   for (int n = 1;; ++n) {
-    if (!std::filesystem::exists(run_dir_ + "/run.db")) {
+    if (!std::filesystem::exists(run_dir_)) {
       make_writable_dir(run_dir_ + "/streams", options_.tracking_dir);
       // Held until ddprun exits: the run is alive while it is, described or not.
       owner_lock_ = RunOwnerLock::take(run_dir_);
@@ -109,18 +109,22 @@ void RunTracker::become_primary() {
     std::cerr << "ddprun: " << options_.tracking_dir << " already holds a run '" << options_.run_id
               << "'; this job's run is '" << run_name_ << "'\n";
   }
-  // A readable run before any worker starts: one killed from then on is listed as
-  // crashed. The stream thread describes it (launcher.jsonl, folded into run.db) while
-  // the agent goes on to its rendezvous and starts the workers.
-  made_ = make_empty_run(run_dir_);
+  // A run before any worker starts: one killed from then on is listed as crashed (its
+  // directory, locked, is one: run_exists). The stream thread writes the empty run.db
+  // and describes it (launcher.jsonl, folded into run.db) while the agent goes on to
+  // its rendezvous and starts the workers.
   started_ = std::chrono::steady_clock::now();
   agent_stream_path_ = run_dir_ + "/" + kLauncherStream;
   run_made_ = opened_.get_future().share();
   watcher_ = std::make_unique<StreamWatcher>(run_dir_ + "/streams", kStreamInterval,
                                              [this](bool final) { stream_pass(final); });
   describe(now_wall());
-  // Other agents' records go straight into run.db (RecordReceiver): made at once.
-  if (options_.multi_node) watcher_->nudge(std::chrono::milliseconds(0));
+  // The first pass at once, beside the rendezvous and the workers' start: it makes
+  // run.db and launcher.jsonl with the run's description (making a file is the slow
+  // part of a write, on a disk that has just seen many files deleted), and in a
+  // multi-node job opens run.db, which the other agents' records go straight into
+  // (RecordReceiver).
+  watcher_->nudge(std::chrono::milliseconds(0));
 }
 
 void RunTracker::describe(double created) {
@@ -405,6 +409,10 @@ void RunTracker::run_jobs() {
 // The launcher's records to its stream, then (the primary, once it described the
 // run) every stream into run.db, or (the others) on to the primary, all in one go.
 void RunTracker::stream_pass(bool final) {
+  if (primary_ && !image_tried_) {
+    image_tried_ = true;
+    guarded("creating the run", [&] { made_ = make_empty_run(run_dir_); });
+  }
   run_jobs();
   if (primary_ && !open_tried_ && describe_now()) open_run();
   if (!ingester_ && !forwarder_) return;  // the run not made (yet)

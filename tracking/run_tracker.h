@@ -27,7 +27,8 @@ namespace ddprun::tracking {
 
 /// Owns the job's run: `<tracking dir>/<run id>/run.db` plus the workers' stream files.
 /// Created before any worker starts (an unwritable directory fails the launch): the
-/// directory, locked by its owner (RunOwnerLock), and run.db, an empty run.
+/// directory, locked by its owner (RunOwnerLock), a run from then on (run_exists); the
+/// stream thread's first pass writes run.db, an empty run, a moment later.
 ///
 /// The primary agent (the one hosting the rendezvous store; the only agent of a
 /// single-node job) owns the run. What it records itself (the run's description,
@@ -151,7 +152,8 @@ class RunTracker : public RunObserver {
   // Primary: the stream thread's connection (null until it made the run, or when it
   // could not) and the receiver.
   std::unique_ptr<RunStore> store_;
-  bool made_ = false;  // run.db is the image made just now (RunStore::Open::kNew)
+  bool image_tried_ = false;  // the first pass wrote the empty run (or could not)
+  bool made_ = false;         // run.db is the image made just now (RunStore::Open::kNew)
   std::chrono::steady_clock::time_point started_;
   std::unique_ptr<RunOwnerLock> owner_lock_;  // primary: held until ddprun exits
   std::unique_ptr<StreamIngester> ingester_;

@@ -2,10 +2,6 @@
 
 #include <unistd.h>
 
-#include <filesystem>
-
-#include "tracking/run_owner_lock.h"
-
 namespace ddprun::tracking {
 
 std::string stream_path(const std::string& run_dir, int node, int rank, int attempt) {
@@ -43,20 +39,6 @@ StreamIngester::Stats StreamIngester::drain(bool final) {
     throw;
   }
   return stats;
-}
-
-void settle_run(RunStore& reading) {
-  try {
-    std::string dir = reading.run_dir();
-    std::error_code ec;
-    auto size = std::filesystem::file_size(dir + "/" + kLauncherStream, ec);
-    if (ec || reading.stream_offset(kLauncherStream) >= static_cast<int64_t>(size)) return;
-    if (RunOwnerLock::held(dir)) return;
-    RunStore writing(dir, RunStore::Open::kExisting);
-    StreamIngester(writing, dir, "", StreamIngester::Dir::kRun).drain(true);
-  } catch (const std::exception&) {
-    // Read-only, or a database error: the reader shows what run.db holds.
-  }
 }
 
 }  // namespace ddprun::tracking

@@ -39,13 +39,5 @@ class StreamIngester {
   Dir kind_;
 };
 
-/// Folds into run.db what the run directory's files hold beyond it (the launcher's
-/// records and the workers' streams; see StreamIngester) for a reader, once the run's
-/// launcher is gone: a job shorter than its launcher's first pass over the files
-/// leaves its own records there (RunTracker). Nothing is done while the launcher lives
-/// (it folds them itself) or when the run holds them all; a reader that cannot write
-/// the run reads it as it is. `reading` is the reader's own connection, which sees the
-/// folded records at its next query. Never throws.
-void settle_run(RunStore& reading);
 
 }  // namespace ddprun::tracking

@@ -16,6 +16,7 @@
 #include "tests/helpers/scratch.h"
 #include "tracking/run_image.h"
 #include "tracking/run_owner_lock.h"
+#include "tracking/run_reading.h"
 #include "tracking/run_store.h"
 #include "tracking/run_tracker.h"
 #include "tracking/stream_ingester.h"
@@ -336,11 +337,13 @@ TEST(RunTrackerRecords, TheRunIsOnDiskBeforeTheWorkersStartWhichNeedNotWaitForIt
   std::string run = base + "/made";
   {
     RunTracker tracker(o);
+    EXPECT_TRUE(std::filesystem::is_directory(run + "/streams"));
+    EXPECT_TRUE(RunOwnerLock::held(run));
+    while (!run_exists(run)) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     {
       RunStore made(run, RunStore::Open::kReadOnly);  // throws if it were not a database
       EXPECT_EQ(effective_status(made), "running") << "described or not, its owner holds it";
     }
-    EXPECT_TRUE(RunOwnerLock::held(run));
     tracker.rendezvous_complete(0, 0, 1, {"a"});
     EXPECT_TRUE(tracker.may_start_workers(0, false)) << "nothing to wait for in a first attempt";
     tracker.finished("finished", 0, "");
@@ -420,6 +423,27 @@ TEST(RunTrackerRecords, ARunDirectoryAnotherJobHoldsIsNotShared) {
   EXPECT_FALSE(std::filesystem::exists(base + "/same/run.db")) << "the other job's";
   EXPECT_EQ(status_of(base + "/same.1"), "finished");
   std::filesystem::remove_all(base);
+}
+
+// A launcher killed before its stream thread wrote the empty run leaves a locked
+// directory: no run while the lock is held (it is being made), a crashed one after,
+// made for the reader that finds it.
+TEST(RunOwnerLock, ARunDirectoryWhoseLauncherDiedBeforeRunDbIsACrashedRun) {
+  std::string dir = temp_run_dir();  // streams/ and nothing else
+  {
+    auto lock = RunOwnerLock::take(dir);
+    ASSERT_TRUE(lock);
+    EXPECT_FALSE(run_exists(dir));
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir + "/run.db"));
+  EXPECT_TRUE(run_exists(dir));
+  RunStore s(dir, RunStore::Open::kReadOnly);
+  EXPECT_EQ(effective_status(s), "crashed");
+  std::string not_a_run = test::scratch_dir("ddprun_run_");
+  EXPECT_FALSE(run_exists(not_a_run)) << "a directory without streams/ is left alone";
+  EXPECT_FALSE(std::filesystem::exists(not_a_run + "/run.db"));
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove_all(not_a_run);
 }
 
 // A run whose description was never written (its owner died first) is running while
