@@ -247,14 +247,24 @@ void RunTracker::record(const Event& e) {
   on_stream_thread([this, e] { guarded("recording an event", [&] { store_event(e); }); });
 }
 
+// The event's data is JSON made in one line (the agent's own, or a hang report it
+// parsed): put in as it is rather than parsed and written again.
 void RunTracker::store_event(const Event& e) {
-  append_agent_record({{"k", "event"},
-                       {"t", e.wall},
-                       {"kind", e.kind},
-                       {"node", e.node},
-                       {"rank", e.rank},
-                       {"attempt", e.attempt},
-                       {"d", nlohmann::json::parse(e.data_json)}});
+  if (e.data_json.find('\n') != std::string::npos) {
+    return append_agent_record({{"k", "event"},
+                                {"t", e.wall},
+                                {"kind", e.kind},
+                                {"node", e.node},
+                                {"rank", e.rank},
+                                {"attempt", e.attempt},
+                                {"d", nlohmann::json::parse(e.data_json)}});
+  }
+  lines_ += R"({"k":"event","t":)";
+  lines_ += nlohmann::json(e.wall).dump();
+  lines_ += R"(,"kind":)";
+  lines_ += nlohmann::json(e.kind).dump();
+  lines_ += ",\"node\":" + std::to_string(e.node) + ",\"rank\":" + std::to_string(e.rank) +
+            ",\"attempt\":" + std::to_string(e.attempt) + ",\"d\":" + e.data_json + "}\n";
 }
 
 void RunTracker::store_system(int node, double wall,
