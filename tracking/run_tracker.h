@@ -59,6 +59,7 @@ class RunTracker : public RunObserver {
     // workers write records. A job that ends sooner, with no worker records, leaves
     // the launcher's own records in launcher.jsonl, folded in by the run's first
     // reader (settle_run): the database costs a job of a few milliseconds nothing.
+    // Zero: at the first pass, as the job starts.
     std::chrono::milliseconds describe_after{50};
     bool multi_node = false;  // primary or not is known once the store is up (attach)
     std::string token;        // the job token: record forwarding requires it ("" = none)
