@@ -308,13 +308,14 @@ TEST(RunTrackerRecords, AreAllInTheRunOnceTheTrackerEndsAfterFinished) {
   std::filesystem::remove_all(base);
 }
 
-// The primary of a multi-node job whose run cannot be made (a file where its directory
-// goes) says so once and goes on: the job's end, with no stream thread, is quiet.
+// The primary of a multi-node job whose run cannot be made (a link to nowhere where its
+// directory goes: no run there, and none can be made) says so once and goes on: the
+// job's end, with no stream thread, is quiet.
 TEST(RunTrackerRecords, APrimaryWhoseRunCouldNotBeMadeEndsQuietly) {
   std::string base = temp_run_dir();
   RunTracker::Options o = run_in(base, "blocked");
   o.multi_node = true;
-  append(base + "/blocked", "a file, not a run\n");
+  std::filesystem::create_symlink(base + "/nowhere/at/all", base + "/blocked");
   rendezvous::MemoryStore store;
   {
     RunTracker tracker(o);
@@ -324,7 +325,8 @@ TEST(RunTrackerRecords, APrimaryWhoseRunCouldNotBeMadeEndsQuietly) {
     tracker.finished("finished", 0, "");
     tracker.complete();
   }
-  EXPECT_TRUE(std::filesystem::is_regular_file(base + "/blocked"));
+  EXPECT_TRUE(std::filesystem::is_symlink(base + "/blocked"));
+  EXPECT_FALSE(std::filesystem::exists(base + "/blocked.1")) << "no run made elsewhere";
   std::filesystem::remove_all(base);
 }
 
