@@ -106,10 +106,10 @@ std::unique_ptr<tracking::RunTracker> make_tracker(const launcher::LaunchConfig&
   }
   o.config_json = config.dump();
   o.system_interval = cfg.tracking_interval;
-  // A Python worker takes tens of milliseconds just to start its interpreter: its job's
-  // run.db is opened at once, as the workers start (a disk filling up early then finds
-  // the run made). Only a program's job may be over before the database is worth it.
-  if (cfg.kind != launcher::ScriptKind::kExecutable) o.describe_after = {};
+  // A Python worker takes tens of milliseconds just to start its interpreter: no job of
+  // Python workers is short. Its run.db is opened at once, as the workers start (a disk
+  // filling up early then finds the run made), and each attempt sampled as before.
+  if (cfg.kind != launcher::ScriptKind::kExecutable) o.short_job = {};
   return std::make_unique<tracking::RunTracker>(o);
 }
 

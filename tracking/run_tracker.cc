@@ -27,9 +27,6 @@ constexpr std::chrono::milliseconds kStreamInterval{1000};
 constexpr std::chrono::seconds kLastRecordsWait{5};
 // The least time between the sample at an attempt's first exit and the one before.
 constexpr std::chrono::seconds kEndSampleGap{1};
-// An attempt whose first worker exits sooner has no sample then: its processes lived
-// too briefly for a measure of their CPU or memory.
-constexpr std::chrono::milliseconds kShortestSampled{50};
 // How soon what the agent records is in the run (records closer together share one
 // transaction).
 constexpr std::chrono::milliseconds kRecordDelay{20};
@@ -143,10 +140,10 @@ void RunTracker::describe(double created) {
   });
 }
 
-// On the stream thread: whether this pass opens run.db (Options::describe_after).
+// On the stream thread: whether this pass opens run.db (Options::short_job).
 bool RunTracker::describe_now() const {
   if (options_.multi_node) return true;
-  if (std::chrono::steady_clock::now() - started_ >= options_.describe_after) return true;
+  if (std::chrono::steady_clock::now() - started_ >= options_.short_job) return true;
   std::error_code ec;
   return !std::filesystem::is_empty(run_dir_ + "/streams", ec);
 }
@@ -338,7 +335,7 @@ void RunTracker::worker_exited(int node, int rank, int local_rank, int attempt, 
   // runs (the others, the node, its GPUs), at most one a second however fast restarts come.
   auto now = std::chrono::steady_clock::now();
   if (live_workers_.size() == static_cast<size_t>(attempt_workers_) &&
-      now - attempt_started_ >= kShortestSampled && now - last_sample_ >= kEndSampleGap) {
+      now - attempt_started_ >= options_.short_job && now - last_sample_ >= kEndSampleGap) {
     sample_system(true);
     // Taken now, while the others end, rather than in the job's last pass, which the
     // job's end waits for.

@@ -37,7 +37,7 @@ namespace ddprun::tracking {
 /// records to a write, and folds that file and the workers' streams into run.db (one
 /// transaction a pass): no database call is on the agent's path from its start to its
 /// workers' and back. Readers see the run while it runs, all of it once ddprun exits.
-/// A single node opens run.db only once the job has run Options::describe_after or its
+/// A single node opens run.db only once the job has run Options::short_job or its
 /// workers record: a job of a few milliseconds leaves its records in launcher.jsonl,
 /// and the run's first reader folds them in (settle_run) once ddprun is gone. In a
 /// multi-node job the primary also takes what the other agents forward
@@ -55,12 +55,14 @@ class RunTracker : public RunObserver {
     std::string command_json = "[]";                    // the launch command
     std::string config_json = "{}";                     // the launch configuration
     std::chrono::milliseconds system_interval{15'000};  // between system metric samples
-    // A single node's launcher opens run.db this far into the job, or earlier once its
-    // workers write records. A job that ends sooner, with no worker records, leaves
-    // the launcher's own records in launcher.jsonl, folded in by the run's first
-    // reader (settle_run): the database costs a job of a few milliseconds nothing.
-    // Zero: at the first pass, as the job starts.
-    std::chrono::milliseconds describe_after{50};
+    // How long a short job lasts at most. A single node's launcher opens run.db this far
+    // into the job, or earlier once its workers write records: a job that ends sooner,
+    // with no worker records, leaves the launcher's own records in launcher.jsonl,
+    // folded in by the run's first reader (settle_run), and the database costs it
+    // nothing. Nor is an attempt whose first worker exits sooner sampled then (its
+    // processes lived too briefly to measure). Zero: no job is short (Python workers:
+    // an interpreter alone takes longer to start).
+    std::chrono::milliseconds short_job{50};
     bool multi_node = false;  // primary or not is known once the store is up (attach)
     std::string token;        // the job token: record forwarding requires it ("" = none)
     bool listen_all = false;  // the receiver listens on every interface, not the address

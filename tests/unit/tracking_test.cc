@@ -363,7 +363,7 @@ TEST(RunTrackerRecords, AShortJobsRecordsAreFoldedInByItsFirstReader) {
   std::string base = temp_run_dir();
   std::string run = base + "/short";
   RunTracker::Options o = run_in(base, "short");
-  o.describe_after = std::chrono::hours(1);  // the job ends first, however slow the test
+  o.short_job = std::chrono::hours(1);  // the job ends first, however slow the test
   {
     RunTracker tracker(o);
     one_worker_job(tracker, "failed", 3, "rank 0");
