@@ -1,12 +1,10 @@
 #include "tracking/run_tracker.h"
 
-#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -71,7 +69,6 @@ RunTracker::~RunTracker() {
   // took it; a job ended without finished() (an error) asks here.
   if (watcher_ && pending) watcher_->request_final();
   watcher_.reset();  // a final pass asked for runs in its destructor
-  if (agent_stream_fd_ >= 0) ::close(agent_stream_fd_);
   if (leave_open_ && store_) {
     left_open_store = store_.release();
   }
@@ -111,7 +108,7 @@ void RunTracker::become_primary() {
   // and describes it (launcher.jsonl, folded into run.db) while the agent goes on to
   // its rendezvous and starts the workers.
   started_ = std::chrono::steady_clock::now();
-  agent_stream_path_ = run_dir_ + "/" + kLauncherStream;
+  own_.set_path(run_dir_ + "/" + kLauncherStream);
   run_made_ = opened_.get_future().share();
   watcher_ = std::make_unique<StreamWatcher>(run_dir_ + "/streams", kStreamInterval,
                                              [this](bool final) { stream_pass(final); });
@@ -135,8 +132,8 @@ void RunTracker::describe(double created) {
                         {"owner_host", host_name()},
                         {"command", options_.command_json},
                         {"config", options_.config_json}};
-    append_agent_record({{"k", "meta"}, {"d", std::move(meta)}});
-    store_event({created, "run_started", -1, -1, -1, "{}"});
+    own_.add({{"k", "meta"}, {"d", std::move(meta)}});
+    own_.add_event({created, "run_started", -1, -1, -1, "{}"});
   });
 }
 
@@ -167,12 +164,8 @@ void RunTracker::become_forwarder(const std::string& run_name) {
   make_writable_dir(node_dir_ + "/streams", options_.tracking_dir);
   nlohmann::json part{{"run_id", run_name_}, {"agent", agent_id_}, {"host", host_name()}};
   std::ofstream(node_dir_ + "/part.json") << part.dump() << "\n";
-  agent_stream_path_ = node_dir_ + "/" + kAgentStream;
-  agent_stream_fd_ =
-      ::open(agent_stream_path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-  if (agent_stream_fd_ < 0) {
-    throw TrackingError("cannot write " + agent_stream_path_ + ": " + std::strerror(errno));
-  }
+  own_.set_path(node_dir_ + "/" + kAgentStream);
+  own_.open_now();
   forwarder_ = std::make_unique<RecordForwarder>(node_dir_, agent_id_, options_.token);
   watcher_ = std::make_unique<StreamWatcher>(node_dir_ + "/streams", kStreamInterval,
                                              [this](bool final) { stream_pass(final); });
@@ -208,27 +201,6 @@ void RunTracker::attach(rendezvous::Store& store, std::unique_ptr<rendezvous::St
   });
 }
 
-void RunTracker::append_agent_record(const nlohmann::json& record) {
-  lines_ += record.dump();
-  lines_ += '\n';
-}
-
-// Whole lines in one write (O_APPEND): a pass never reads half a record. The primary's
-// stream is made by its first write.
-void RunTracker::flush_lines() {
-  if (lines_.empty()) return;
-  std::string text = std::exchange(lines_, {});
-  if (agent_stream_path_.empty()) return;  // neither primary nor forwarding yet: dropped
-  if (agent_stream_fd_ < 0) {
-    agent_stream_fd_ =
-        ::open(agent_stream_path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-  }
-  if (agent_stream_fd_ < 0 ||
-      ::write(agent_stream_fd_, text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
-    throw TrackingError("cannot write " + agent_stream_path_ + ": " + std::strerror(errno));
-  }
-}
-
 void RunTracker::on_stream_thread(std::function<void()> job) {
   if (!watcher_) return job();
   {
@@ -241,34 +213,7 @@ void RunTracker::on_stream_thread(std::function<void()> job) {
 }
 
 void RunTracker::record(const Event& e) {
-  on_stream_thread([this, e] { guarded("recording an event", [&] { store_event(e); }); });
-}
-
-// The event's data is JSON made in one line (the agent's own, or a hang report it
-// parsed): put in as it is rather than parsed and written again.
-void RunTracker::store_event(const Event& e) {
-  if (e.data_json.find('\n') != std::string::npos) {
-    return append_agent_record({{"k", "event"},
-                                {"t", e.wall},
-                                {"kind", e.kind},
-                                {"node", e.node},
-                                {"rank", e.rank},
-                                {"attempt", e.attempt},
-                                {"d", nlohmann::json::parse(e.data_json)}});
-  }
-  lines_ += R"({"k":"event","t":)";
-  lines_ += nlohmann::json(e.wall).dump();
-  lines_ += R"(,"kind":)";
-  lines_ += nlohmann::json(e.kind).dump();
-  lines_ += ",\"node\":" + std::to_string(e.node) + ",\"rank\":" + std::to_string(e.rank) +
-            ",\"attempt\":" + std::to_string(e.attempt) + ",\"d\":" + e.data_json + "}\n";
-}
-
-void RunTracker::store_system(int node, double wall,
-                              const std::vector<std::pair<std::string, double>>& values) {
-  nlohmann::json d = nlohmann::json::object();
-  for (const auto& [k, v] : values) d[k] = v;
-  append_agent_record({{"k", "sys"}, {"t", wall}, {"node", node}, {"d", d}});
+  on_stream_thread([this, e] { guarded("recording an event", [&] { own_.add_event(e); }); });
 }
 
 void RunTracker::add_worker_env(int node, int rank, int attempt,
@@ -388,7 +333,7 @@ void RunTracker::sample_system(bool force) {
   on_stream_thread([this, workers = live_workers_] {
     if (!sampler_) sampler_ = std::make_unique<SystemSampler>();  // loads NVML: not on the way
     auto values = sampler_->sample(workers);
-    guarded("recording system metrics", [&] { store_system(node_, now_wall(), values); });
+    guarded("recording system metrics", [&] { own_.add_system(node_, now_wall(), values); });
   });
 }
 
@@ -398,7 +343,7 @@ bool RunTracker::report_skipped(const IngestStats& stats) {
                stats.bad_lines);
   nlohmann::json d{{"torn_records", stats.torn_records}, {"bad_lines", stats.bad_lines}};
   guarded("recording an event", [&] {
-    store_event({now_wall(), "records_skipped", node_, -1, -1, d.dump()});
+    own_.add_event({now_wall(), "records_skipped", node_, -1, -1, d.dump()});
   });
   return true;
 }
@@ -410,7 +355,7 @@ void RunTracker::run_jobs() {
     jobs.swap(jobs_);
   }
   for (auto& job : jobs) job();
-  guarded("recording the launcher's records", [&] { flush_lines(); });
+  guarded("recording the launcher's records", [&] { own_.flush(); });
 }
 
 // The launcher's records to its stream, then (the primary, once it described the
@@ -426,7 +371,7 @@ void RunTracker::stream_pass(bool final) {
   guarded("ingesting worker records", [&] {
     auto ingest = [&] { return ingester_ ? ingester_->drain(final) : forwarder_->pass(final); };
     if (report_skipped(ingest())) {
-      flush_lines();  // the report goes in with them
+      own_.flush();  // the report goes in with them
       ingest();
     }
   });
@@ -469,12 +414,12 @@ void RunTracker::finished(const std::string& status, int exitcode, const std::st
   nlohmann::json d{{"status", status}, {"exitcode", exitcode}, {"root_cause", root_cause}};
   on_stream_thread([this, d = d.dump(), wall = now_wall(), status, exitcode, root_cause] {
     guarded("finishing the run", [&] {
-      store_event({wall, "run_finished", -1, -1, -1, d});
+      own_.add_event({wall, "run_finished", -1, -1, -1, d});
       nlohmann::json end{{"exit_code", std::to_string(exitcode)},
                          {"root_cause", root_cause},
                          {"finished", std::to_string(wall)},
                          {"status", status}};
-      append_agent_record({{"k", "meta"}, {"d", std::move(end)}});
+      own_.add({{"k", "meta"}, {"d", std::move(end)}});
     });
   });
   pending_final_.reset();

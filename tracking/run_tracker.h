@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tracking/record_forwarder.h"
+#include "tracking/own_records.h"
 #include "tracking/record_receiver.h"
 #include "tracking/run_observer.h"
 #include "tracking/run_owner_lock.h"
@@ -111,8 +112,6 @@ class RunTracker : public RunObserver {
   void become_primary();
   void become_forwarder(const std::string& run_name);
   void record(const Event& e);
-  void append_agent_record(const nlohmann::json& record);  // on the pass's thread
-  void flush_lines();
   // Runs `job` on the stream thread (at once where there is none yet).
   void on_stream_thread(std::function<void()> job);
   // On the stream thread:
@@ -121,8 +120,6 @@ class RunTracker : public RunObserver {
   bool describe_now() const;
   void open_run();
   void run_jobs();
-  void store_event(const Event& e);
-  void store_system(int node, double wall, const std::vector<std::pair<std::string, double>>& v);
   bool report_skipped(const IngestStats& stats);  // true: an event says so
   std::string endpoint_key() const { return "ddprun/tracking/" + options_.run_id + "/endpoint"; }
   template <typename F>
@@ -171,12 +168,9 @@ class RunTracker : public RunObserver {
   std::optional<uint64_t> pending_final_;
   bool finishing_ = false;  // finished() was told: complete() runs the last pass
   bool leave_open_ = false;
-  // This agent's own records: the primary's launcher.jsonl in the run directory, the
-  // others' agent.jsonl in their part (with the forwarder). Lines are collected during
-  // a pass and written at its end (flush_lines).
-  std::string agent_stream_path_;
-  int agent_stream_fd_ = -1;
-  std::string lines_;
+  // This agent's own records (written by the passes): the primary's launcher.jsonl in
+  // the run directory, the others' agent.jsonl in their part (with the forwarder).
+  OwnRecords own_;
   std::unique_ptr<RecordForwarder> forwarder_;
   std::atomic<bool> error_reported_{false};
   std::unique_ptr<StreamWatcher> watcher_;  // last: its thread stops first

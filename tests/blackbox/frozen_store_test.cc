@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <memory>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -41,6 +42,28 @@ struct FrozenHostJob {
     return b.agent_running({"--no_python", "--no_tracking"}, {"/bin/sh", "-c", script}, false);
   }
   bool running() const { return !read_file(dir + "/b.up").empty() && !markers(dir, 2).empty(); }
+
+  // Starts A (the store's host) and B, and freezes A once every worker runs.
+  void start_and_freeze_the_host() {
+    a = std::make_unique<DdprunProcess>(host(), kEnv);
+    b = std::make_unique<DdprunProcess>(other(), kEnv);
+    ASSERT_TRUE(eventually([&] { return running(); })) << a->err_so_far() << b->err_so_far();
+    ::kill(a->pid(), SIGSTOP);
+    ASSERT_TRUE(eventually([&] { return process_stopped(a->pid()); }));
+  }
+  // B, Ctrl-C'd, ended with `code` and said it could not tell the others `why`; then
+  // A thaws and is stopped.
+  void b_ended(int code, const std::string& why) {
+    EXPECT_EQ(b->wait(), code) << b->err();
+    EXPECT_NE(b->err().find("could not tell the other nodes: " + why), std::string::npos)
+        << b->err();
+    ::kill(a->pid(), SIGCONT);
+    ::kill(a->pid(), SIGTERM);
+    EXPECT_NE(a->wait(), -1) << a->err();
+  }
+
+  std::unique_ptr<DdprunProcess> a;
+  std::unique_ptr<DdprunProcess> b;
 };
 
 // B's worker fails while the host is frozen: B is telling the others that the job
@@ -48,43 +71,23 @@ struct FrozenHostJob {
 // failure that ended its job before the signal came.
 TEST(FrozenStore, CtrlCEndsANodeThatWaitsOnTheStoreToTellTheOthers) {
   FrozenHostJob j;
-  DdprunProcess a(j.host(), kEnv);
-  DdprunProcess b(j.other(), kEnv);
-  ASSERT_TRUE(eventually([&] { return j.running(); })) << a.err_so_far() << b.err_so_far();
-  ::kill(a.pid(), SIGSTOP);
-  ASSERT_TRUE(eventually([&] { return process_stopped(a.pid()); }));
+  ASSERT_NO_FATAL_FAILURE(j.start_and_freeze_the_host());
   pid_t worker = std::stoi(read_file(j.dir + "/b.up"));
   std::ofstream(j.dir + "/go") << "";
   ASSERT_TRUE(eventually([&] { return !process_alive(worker); }));
   // B reaps it and writes to the frozen store (no sign of that to wait on).
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  ::kill(b.pid(), SIGINT);
-  EXPECT_EQ(b.wait(), 3) << b.err();
-  EXPECT_NE(b.err().find("could not tell the other nodes: interrupted by a stop signal"),
-            std::string::npos)
-      << b.err();
-  ::kill(a.pid(), SIGCONT);
-  ::kill(a.pid(), SIGTERM);
-  EXPECT_NE(a.wait(), -1) << a.err();
+  ::kill(j.b->pid(), SIGINT);
+  j.b_ended(3, "interrupted by a stop signal");
 }
 
 // The host freezes while every worker runs; Ctrl-C on B stops its workers, and its last
 // words to the others (why the job ends) wait on the frozen store only a few seconds.
 TEST(FrozenStore, CtrlCEndsANodeWhoseLastWordsFindTheStoreFrozen) {
   FrozenHostJob j;
-  DdprunProcess a(j.host(), kEnv);
-  DdprunProcess b(j.other(), kEnv);
-  ASSERT_TRUE(eventually([&] { return j.running(); })) << a.err_so_far() << b.err_so_far();
-  ::kill(a.pid(), SIGSTOP);
-  ASSERT_TRUE(eventually([&] { return process_stopped(a.pid()); }));
-  ::kill(b.pid(), SIGINT);
-  EXPECT_EQ(b.wait(), 128 + SIGINT) << b.err();
-  EXPECT_NE(b.err().find("could not tell the other nodes: no answer while stopping"),
-            std::string::npos)
-      << b.err();
-  ::kill(a.pid(), SIGCONT);
-  ::kill(a.pid(), SIGTERM);
-  EXPECT_NE(a.wait(), -1) << a.err();
+  ASSERT_NO_FATAL_FAILURE(j.start_and_freeze_the_host());
+  ::kill(j.b->pid(), SIGINT);
+  j.b_ended(128 + SIGINT, "no answer while stopping");
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 
 #include "rendezvous/memory_store.h"
 #include "tests/helpers/scratch.h"
+#include "tracking/own_records.h"
 #include "tracking/run_image.h"
 #include "tracking/run_owner_lock.h"
 #include "tracking/run_reading.h"
@@ -164,6 +165,30 @@ TEST(StreamIngester, TornLastRecordIsCountedNotStored) {
   EXPECT_EQ(stats.points, 1);
   EXPECT_EQ(stats.torn_records, 1);
   EXPECT_EQ(ingester.drain(true).torn_records, 0) << "reported once";
+}
+
+// An agent's own events come back from its stream as they were recorded, their data
+// put in as it is when it is one line and written again when it is not.
+TEST(OwnRecords, EventsAreLinesTheIngesterReadsBack) {
+  std::string dir = temp_run_dir();
+  OwnRecords unset;
+  unset.add_event({1, "dropped", -1, -1, -1, "{}"});
+  EXPECT_NO_THROW(unset.flush()) << "no stream yet: dropped";
+  OwnRecords own;
+  own.set_path(dir + "/" + kLauncherStream);
+  own.add_event({1.5, "one_line", 0, 1, 2, R"({"x":[1,"a"]})"});
+  own.add_event({2.5, "two_lines", -1, -1, -1, "{\n\"y\": 2}"});
+  own.flush();
+  RunStore store(dir, RunStore::Open::kCreate);
+  EXPECT_EQ(StreamIngester(store, dir, "", StreamIngester::Dir::kRun).drain(true).bad_lines, 0);
+  auto events = store.events();
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].kind, "one_line");
+  EXPECT_EQ(events[0].wall, 1.5);
+  EXPECT_EQ(events[0].attempt, 2);
+  EXPECT_EQ(events[0].data_json, R"({"x":[1,"a"]})");
+  EXPECT_EQ(events[1].data_json, R"({"y":2})");
+  std::filesystem::remove_all(dir);
 }
 
 // Only the launcher describes the run: a worker's stream cannot set its status, nor

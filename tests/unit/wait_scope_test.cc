@@ -41,6 +41,17 @@ struct Silent {
   int signal[2] = {-1, -1};
 };
 
+// What ended a read of the silent peer with Interrupted ("" when nothing did).
+std::string interruption_of_a_read(Silent& s) {
+  char c = 0;
+  try {
+    s.socket.recv_some(&c, 1, Clock::now() + 60s);
+  } catch (const Interrupted& e) {
+    return e.what();
+  }
+  return "";
+}
+
 TEST(WaitScope, WithoutOneAWaitEndsAtItsDeadline) {
   Silent s;
   s.signal_arrives();  // nobody listens to it
@@ -52,13 +63,7 @@ TEST(WaitScope, APendingSignalEndsAWaitAndClosesItsHalfDoneConnection) {
   Silent s;
   WaitScope scope(s.signal[0]);
   s.signal_arrives();
-  char c = 0;
-  try {
-    s.socket.recv_some(&c, 1, Clock::now() + 60s);
-    FAIL() << "the read waited for the peer";
-  } catch (const Interrupted& e) {
-    EXPECT_STREQ(e.what(), "interrupted by a stop signal");
-  }
+  EXPECT_EQ(interruption_of_a_read(s), "interrupted by a stop signal");
   EXPECT_FALSE(s.socket.is_open());
 }
 
@@ -88,13 +93,7 @@ TEST(WaitScope, OnceLimitedNoWaitLastsLongerThanTheLimit) {
   Silent s;
   WaitScope scope(s.signal[0]);
   scope.limit_each(30ms);
-  char c = 0;
-  try {
-    s.socket.recv_some(&c, 1, Clock::now() + 60s);
-    FAIL() << "the read waited for the peer";
-  } catch (const Interrupted& e) {
-    EXPECT_STREQ(e.what(), "no answer while stopping");
-  }
+  EXPECT_EQ(interruption_of_a_read(s), "no answer while stopping");
 }
 
 TEST(WaitScope, ALimitLongerThanTheDeadlineLeavesTheTimeout) {
