@@ -35,6 +35,10 @@ struct AgentConfig {
   /// torchrun's worker watchdog FIFO (TORCHELASTIC_ENABLE_FILE_TIMER=1; the path from
   /// TORCHELASTIC_TIMER_FILE or made up); empty: no watchdog.
   std::string timer_file;
+  /// Where ddprun's Python start-up hook (sitecustomize.py) lives: put first on Python
+  /// workers' path (it takes their stacks, and gives Debian's PyTorch 2.x, built
+  /// without libuv, a store client it can make). Empty: none.
+  std::string python_hook_dir;
   /// --numa_binding, and each local rank's CPUs planned from it once per agent (empty:
   /// no binding).
   NumaMode numa_mode = NumaMode::kOff;
@@ -44,6 +48,9 @@ struct AgentConfig {
   /// list are ignored with a warning: they never kill ddprun.
   std::vector<int> stop_signals{SIGTERM, SIGINT, SIGHUP, SIGQUIT};
   std::vector<int> forward_signals{SIGUSR1, SIGUSR2};
+  /// --signals_to_handle as given: the workers' TORCHELASTIC_SIGNALS_TO_HANDLE, as
+  /// torchrun 2.x passes it (torch's own process contexts read it).
+  std::string signals_to_handle = "SIGTERM,SIGINT,SIGHUP,SIGQUIT";
   /// Stop the job (as on SIGTERM) when standard input reaches its end: an agent started
   /// over ssh by a controller notices so that the controller or its connection is gone.
   bool stop_on_stdin_close = false;

@@ -37,9 +37,6 @@ struct HangOptions {
   /// A rank still running this long after every other rank of its node exited 0 is
   /// named on the console, hang detection on or off (0: never). A warning only.
   std::chrono::milliseconds straggler_warning{std::chrono::minutes(5)};
-  /// Where ddprun's Python start-up hook (sitecustomize.py) lives: put first on the
-  /// Python workers' path so that a signal dumps their stacks. Empty: none.
-  std::string python_hook_dir;
 
   bool enabled() const { return mode != Mode::kOff; }
 };

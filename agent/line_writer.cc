@@ -1,7 +1,14 @@
 #include "agent/line_writer.h"
 
-#include <cstring>
+#include <fcntl.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <string_view>
+
+#include "common/error.h"
 #include "common/write_fully.h"
 
 namespace ddprun::agent {
@@ -37,8 +44,36 @@ std::string expand_prefix(const std::string& tmpl, const PrefixVars& v) {
   return out;
 }
 
-LineWriter::LineWriter(int console_fd, int file_fd, std::string prefix)
-    : console_fd_(console_fd), file_fd_(file_fd), prefix_(std::move(prefix)) {}
+LineFilter::LineFilter(const std::string& path, std::vector<std::string> needles)
+    : fd_(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644)),
+      needles_(std::move(needles)) {
+  if (fd_ < 0) throw SystemError("cannot open log file " + path, errno);
+}
+
+LineFilter::~LineFilter() { ::close(fd_); }
+
+void LineFilter::copy_matching(const std::string& prefix, const char* data, size_t size) const {
+  std::string out;
+  std::string_view rest(data, size);
+  while (!rest.empty()) {
+    size_t end = rest.find_first_of("\r\n");
+    std::string_view line = rest.substr(0, end);
+    rest.remove_prefix(end == std::string_view::npos ? rest.size() : end + 1);
+    bool match = std::any_of(needles_.begin(), needles_.end(), [&](const std::string& n) {
+      return line.find(n) != std::string_view::npos;
+    });
+    if (match && !line.empty()) ((out += prefix) += line) += '\n';
+  }
+  if (!out.empty()) write_fully(fd_, out.data(), out.size());
+}
+
+LineWriter::LineWriter(int console_fd, int file_fd, std::string prefix,
+                       std::shared_ptr<const LineFilter> filter, std::string filter_prefix)
+    : console_fd_(console_fd),
+      file_fd_(file_fd),
+      prefix_(std::move(prefix)),
+      filter_(std::move(filter)),
+      filter_prefix_(std::move(filter_prefix)) {}
 
 void LineWriter::feed(const char* data, size_t size) {
   if (file_fd_ >= 0) write_fully(file_fd_, data, size);
@@ -67,6 +102,7 @@ void LineWriter::finish() {
 }
 
 void LineWriter::emit(const char* data, size_t size) {
+  if (filter_) filter_->copy_matching(filter_prefix_, data, size);
   if (prefix_.empty()) {
     write_fully(console_fd_, data, size);
     return;

@@ -23,9 +23,11 @@ namespace {
 constexpr std::chrono::milliseconds kFirstTrackingPoll{1000};
 
 // Whether the workers' directories hold error files only: no redirected logs, no hang
-// reports, stack or flight recorder dumps (which may be large).
+// reports, stack or flight recorder dumps, filtered lines (which may be large).
 bool only_small_files(const AgentConfig& c) {
-  return c.spec.redirects.none() && c.spec.tee.none() && !c.hang.enabled() && c.timer_file.empty();
+  return c.spec.redirects.none() && c.spec.tee.none() && !c.hang.enabled() &&
+         c.timer_file.empty() && c.spec.duplicate_stdout_filters.empty() &&
+         c.spec.duplicate_stderr_filters.empty();
 }
 
 }  // namespace

@@ -60,6 +60,16 @@ LogDir::LogDir(const std::string& base, const std::string& run_id, bool small) {
   run_dir_ = make_temp_dir(base_ + "/" + safe_id + "_XXXXXX");
 }
 
+std::string LogDir::attempt_dir(int attempt) {
+  std::string dir = run_dir_ + "/attempt_" + std::to_string(attempt);
+  if (::mkdir(dir.c_str(), 0777) == 0) {
+    if (!made_too_many_) made_.push_back(dir);
+  } else if (errno != EEXIST) {
+    make_dirs(dir);
+  }
+  return dir;
+}
+
 std::string LogDir::worker_dir(int attempt, int local_rank) {
   std::string attempt_dir = run_dir_ + "/attempt_" + std::to_string(attempt);
   std::string dir = attempt_dir + "/" + std::to_string(local_rank);

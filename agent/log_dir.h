@@ -21,6 +21,8 @@ class LogDir {
 
   /// Creates (if needed) and returns the directory of one worker of one attempt.
   std::string worker_dir(int attempt, int local_rank);
+  /// Creates (if needed) and returns the directory of one attempt.
+  std::string attempt_dir(int attempt);
 
   const std::string& run_dir() const { return run_dir_; }
 

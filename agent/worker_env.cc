@@ -40,6 +40,11 @@ std::vector<std::string> build_worker_env(const std::vector<std::string>& inheri
   };
   const WorkerSpec& spec = config.spec;
   set["LOCAL_RANK"] = std::to_string(worker.local_rank);
+  auto own_device = static_cast<size_t>(worker.local_rank);
+  if (spec.virtual_local_rank && own_device < spec.virtual_devices.size()) {
+    set["LOCAL_RANK"] = "0";
+    set["CUDA_VISIBLE_DEVICES"] = spec.virtual_devices[own_device];
+  }
   set["RANK"] = std::to_string(worker.global_rank);
   set["GROUP_RANK"] = std::to_string(group.group_rank);
   set["ROLE_RANK"] = std::to_string(worker.role_rank);
@@ -55,7 +60,9 @@ std::vector<std::string> build_worker_env(const std::vector<std::string>& inheri
   set["TORCHELASTIC_RUN_ID"] = config.run_id;
   set["TORCHELASTIC_USE_AGENT_STORE"] = group.use_agent_store ? "True" : "False";
   set["TORCHELASTIC_ERROR_FILE"] = worker.error_file;
-  set["NCCL_ASYNC_ERROR_HANDLING"] = inherited_or("NCCL_ASYNC_ERROR_HANDLING", "1");
+  set["TORCHELASTIC_SIGNALS_TO_HANDLE"] = config.signals_to_handle;
+  // torchrun 2.x's name only (2.x warns about the old one): ddprun's Python start-up
+  // hook gives a torch 1.x worker the old one.
   set["TORCH_NCCL_ASYNC_ERROR_HANDLING"] = inherited_or("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1");
   if (!config.omp_num_threads.empty() && !parent.count("OMP_NUM_THREADS")) {
     set["OMP_NUM_THREADS"] = config.omp_num_threads;

@@ -82,6 +82,7 @@ void WorkerGroupRunner::start(WorkerGroup group,
   spawns.reserve(group_.workers.size());
   size_t started = 0;
   bool may_start = observer_ == nullptr;
+  WorkerOutput::Filters filters = line_filters(attempt);
   for (auto& w : group_.workers) {
     std::string dir = log_dir_.worker_dir(attempt, w.local_rank);
     dirs_.push_back(dir);
@@ -89,13 +90,15 @@ void WorkerGroupRunner::start(WorkerGroup group,
     PrefixVars vars{config_.spec.role, w.local_rank, w.global_rank, group_.group_rank, host_};
     auto out =
         std::make_unique<WorkerOutput>(io_, config_.spec, w.local_rank, dir,
-                                       expand_prefix(config_.spec.log_line_prefix_template, vars));
+                                       expand_prefix(config_.spec.log_line_prefix_template, vars),
+                                       filters);
     SpawnOptions& opts = spawns.emplace_back();
     opts.argv = build_worker_argv(config_.spec, w.local_rank);
     opts.executable = opts.argv.front();
     std::map<std::string, std::string> extra;
     if (observer_) observer_->add_worker_env(group_.group_rank, w.global_rank, attempt, extra);
     if (config_.hang.enabled() || !config_.timer_file.empty()) add_stack_env(dir, extra);
+    if (!config_.python_hook_dir.empty()) add_python_hook(extra);
     if (config_.hang.enabled()) add_hang_env(dir, w, extra);
     if (!config_.timer_file.empty()) extra["TORCHELASTIC_TIMER_FILE"] = config_.timer_file;
     opts.env = build_worker_env(inherited_env_, config_, group_, w, extra);
@@ -134,18 +137,38 @@ std::vector<pid_t> WorkerGroupRunner::session_pids() const {
   return pids;
 }
 
-// The stack dump hook for Python workers: their stacks are taken when they hang, and
-// before the worker watchdog reaps one.
+// The attempt's filtered_stdout.log / filtered_stderr.log, where filters were given,
+// beside its workers' directories (torchrun 2.14's layout).
+std::array<std::shared_ptr<const LineFilter>, 2> WorkerGroupRunner::line_filters(int attempt) {
+  const WorkerSpec& spec = config_.spec;
+  if (spec.duplicate_stdout_filters.empty() && spec.duplicate_stderr_filters.empty()) return {};
+  std::string dir = log_dir_.attempt_dir(attempt);
+  WorkerOutput::Filters filters;
+  if (!spec.duplicate_stdout_filters.empty()) {
+    filters[0] =
+        std::make_shared<LineFilter>(dir + "/filtered_stdout.log", spec.duplicate_stdout_filters);
+  }
+  if (!spec.duplicate_stderr_filters.empty()) {
+    filters[1] =
+        std::make_shared<LineFilter>(dir + "/filtered_stderr.log", spec.duplicate_stderr_filters);
+  }
+  return filters;
+}
+
+// Where the start-up hook finds them, Python workers' stacks are taken when they hang,
+// and before the worker watchdog reaps one.
 void WorkerGroupRunner::add_stack_env(const std::string& dir,
                                       std::map<std::string, std::string>& extra) {
   extra["DDPRUN_STACK_FILE"] = dir + "/python_stacks.txt";
   extra["DDPRUN_STACK_SIGNAL"] = std::to_string(stack_dump_signal());
-  if (!config_.hang.python_hook_dir.empty()) {
-    auto it = extra.find("PYTHONPATH");
-    const char* inherited = std::getenv("PYTHONPATH");
-    std::string rest = it != extra.end() ? it->second : (inherited ? inherited : "");
-    extra["PYTHONPATH"] = config_.hang.python_hook_dir + (rest.empty() ? "" : ":" + rest);
-  }
+}
+
+// ddprun's start-up hook (sitecustomize.py) first on the worker's path.
+void WorkerGroupRunner::add_python_hook(std::map<std::string, std::string>& extra) const {
+  auto it = extra.find("PYTHONPATH");
+  const char* inherited = std::getenv("PYTHONPATH");
+  std::string rest = it != extra.end() ? it->second : (inherited ? inherited : "");
+  extra["PYTHONPATH"] = config_.python_hook_dir + (rest.empty() ? "" : ":" + rest);
 }
 
 // What hang detection needs besides stacks: a progress page, and PyTorch's NCCL flight

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <array>
 #include <functional>
 #include <map>
 #include <memory>
@@ -24,6 +25,7 @@ class LogDir;
 class OrphanGuard;
 class ProgressPage;
 class WorkerOutput;
+class LineFilter;
 
 /// Runs one attempt of this node's workers inside the agent's io_context: spawns
 /// them with torchrun's environment, learns of every exit from the launcher at once,
@@ -80,6 +82,7 @@ class WorkerGroupRunner {
   void start_prepared(std::vector<SpawnOptions>& spawns, size_t& started);
   std::vector<pid_t> session_pids() const;  // the group's workers' (each leads its session)
   void add_stack_env(const std::string& dir, std::map<std::string, std::string>& extra);
+  void add_python_hook(std::map<std::string, std::string>& extra) const;
   void add_hang_env(const std::string& dir, Worker& w, std::map<std::string, std::string>& extra);
   void reap(const TimerWatchdog::Expiry& e);
   void watch_stragglers();
@@ -105,6 +108,9 @@ class WorkerGroupRunner {
 
   Phase phase_ = Phase::kIdle;
   WorkerGroup group_;
+  // stdout's and stderr's filtered lines of an attempt (--duplicate_*_filters), or null.
+  std::array<std::shared_ptr<const LineFilter>, 2> line_filters(int attempt);
+
   std::vector<std::unique_ptr<WorkerOutput>> outputs_;
   std::vector<std::unique_ptr<WorkerOutput>> retired_outputs_;
   std::vector<std::unique_ptr<ProgressPage>> pages_;  // with hang detection on

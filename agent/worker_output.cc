@@ -37,10 +37,11 @@ int open_log_file(const std::string& path) {
 }  // namespace
 
 WorkerOutput::WorkerOutput(boost::asio::io_context& io, const WorkerSpec& spec, int local_rank,
-                           const std::string& dir, const std::string& prefix)
+                           const std::string& dir, const std::string& prefix,
+                           const Filters& filters)
     : io_(io) {
-  open_stream(streams_[0], true, spec, local_rank, dir, prefix);
-  open_stream(streams_[1], false, spec, local_rank, dir, prefix);
+  open_stream(streams_[0], true, spec, local_rank, dir, prefix, filters[0]);
+  open_stream(streams_[1], false, spec, local_rank, dir, prefix, filters[1]);
 }
 
 WorkerOutput::~WorkerOutput() {
@@ -52,7 +53,8 @@ WorkerOutput::~WorkerOutput() {
 }
 
 void WorkerOutput::open_stream(Stream& s, bool is_stdout, const WorkerSpec& spec, int local_rank,
-                               const std::string& dir, const std::string& prefix) {
+                               const std::string& dir, const std::string& prefix,
+                               std::shared_ptr<const LineFilter> filter) {
   auto has = is_stdout ? includes_stdout : includes_stderr;
   std::string path = dir + (is_stdout ? "/stdout.log" : "/stderr.log");
   bool hidden = !spec.local_ranks_filter.empty() && !spec.local_ranks_filter.count(local_rank);
@@ -72,7 +74,8 @@ void WorkerOutput::open_stream(Stream& s, bool is_stdout, const WorkerSpec& spec
   s.pipe = std::make_unique<boost::asio::posix::stream_descriptor>(io_, fds[0]);
   int console = is_stdout ? STDOUT_FILENO : STDERR_FILENO;
   bool prefixed = tee || spec.prefix_all_output;
-  s.writer = std::make_unique<LineWriter>(console, s.file_fd, prefixed ? prefix : "");
+  s.writer = std::make_unique<LineWriter>(console, s.file_fd, prefixed ? prefix : "",
+                                          std::move(filter), prefix);
 }
 
 uint64_t WorkerOutput::reads() const {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -18,13 +19,16 @@ namespace ddprun::agent {
 /// --redirects (and ranks hidden by --local_ranks_filter) go straight to
 /// <dir>/stdout.log|stderr.log with no copy through ddprun; everything else flows
 /// through a pipe to the console in whole lines, prefixed when tee'd (or when a
-/// prefix template was given) and copied to the log file when tee'd.
+/// prefix template was given), copied to the log file when tee'd, and its lines that
+/// match the attempt's filters copied to their file (--duplicate_*_filters).
 /// Owns every descriptor it opens. Used from the io_context's thread only.
 class WorkerOutput {
  public:
   /// Opens files and pipes. Throws SystemError naming the path.
+  /// `filters`: stdout's and stderr's, null where none.
+  using Filters = std::array<std::shared_ptr<const LineFilter>, 2>;
   WorkerOutput(boost::asio::io_context& io, const WorkerSpec& spec, int local_rank,
-               const std::string& dir, const std::string& prefix);
+               const std::string& dir, const std::string& prefix, const Filters& filters = {});
   ~WorkerOutput();
   WorkerOutput(const WorkerOutput&) = delete;
   WorkerOutput& operator=(const WorkerOutput&) = delete;
@@ -57,7 +61,8 @@ class WorkerOutput {
   };
 
   void open_stream(Stream& s, bool is_stdout, const WorkerSpec& spec, int local_rank,
-                   const std::string& dir, const std::string& prefix);
+                   const std::string& dir, const std::string& prefix,
+                   std::shared_ptr<const LineFilter> filter);
   void read_more(Stream& s);
   void read_ready(Stream& s);
   void close_stream(Stream& s);

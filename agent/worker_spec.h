@@ -51,6 +51,14 @@ struct WorkerSpec {
   std::string log_line_prefix_template = "[${role_name}${local_rank}]:";
   /// Prefix every console line, not only tee'd ones (set when a template was given).
   bool prefix_all_output = false;
+  /// --duplicate_stdout_filters / --duplicate_stderr_filters: lines that contain any of
+  /// these are also written to filtered_stdout.log / filtered_stderr.log of the attempt.
+  std::vector<std::string> duplicate_stdout_filters;
+  std::vector<std::string> duplicate_stderr_filters;
+  /// --virtual_local_rank: LOCAL_RANK=0, and each local rank's CUDA_VISIBLE_DEVICES is
+  /// its entry of virtual_devices.
+  bool virtual_local_rank = false;
+  std::vector<std::string> virtual_devices;
 };
 
 }  // namespace ddprun::agent

@@ -118,6 +118,19 @@ constexpr OptionDef kOptions[] = {
     {"logs_specs", 0, false, "",
      "torchrun 2.x's Python plug-in for where logs go: not available in ddprun (--log_dir, "
      "--redirects and --tee say where worker logs go)"},
+    {"shutdown_timeout", 0, false, "",
+     "torchrun 2.14's name for --grace_period (also TORCH_ELASTIC_SHUTDOWN_TIMEOUT)"},
+    {"virtual_local_rank", 0, true, "0",
+     "every worker gets LOCAL_RANK=0 and a CUDA_VISIBLE_DEVICES of its own GPU alone (its "
+     "local rank's entry of the inherited list, else the local rank)"},
+    {"duplicate_stdout_filters", 0, false, "",
+     "also write every worker stdout line that contains one of these comma-separated strings "
+     "(,, for a comma) to filtered_stdout.log in the attempt's log directory"},
+    {"duplicate_stderr_filters", 0, false, "",
+     "the same for stderr lines, into filtered_stderr.log"},
+    {"print_completion", 0, false, "",
+     "print the shell's completion script and exit (as `ddprun completion SHELL`)",
+     "bash zsh tcsh"},
     {"help", 'h', true, "0", "print this help and exit"},
     {"version", 0, true, "0", "print the version and exit"},
 };
@@ -276,6 +289,54 @@ void fill_worker_spec(const Values& v, const EnvLookup& env, agent::WorkerSpec& 
   } else if (auto tmpl = env("TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE")) {
     s.log_line_prefix_template = *tmpl;  // as torchrun: applies to tee'd output
   }
+  s.duplicate_stdout_filters = parse_filter_list(v.str("duplicate_stdout_filters"));
+  s.duplicate_stderr_filters = parse_filter_list(v.str("duplicate_stderr_filters"));
+  s.virtual_local_rank = v.flag("virtual_local_rank");
+}
+
+// --virtual_local_rank: each local rank's own GPU, from the inherited CUDA_VISIBLE_DEVICES
+// where it is set (torchrun's rule), checked before any worker starts.
+std::vector<std::string> virtual_local_devices(const Values& v, const EnvLookup& env,
+                                               int local_world_size) {
+  std::vector<std::string> devices;
+  auto visible = env("CUDA_VISIBLE_DEVICES");
+  if (!visible) {
+    for (int r = 0; r < local_world_size; ++r) devices.push_back(std::to_string(r));
+    return devices;
+  }
+  std::string item;
+  std::istringstream in(*visible);
+  while (std::getline(in, item, ',')) {
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    devices.push_back(item);
+  }
+  if (static_cast<int>(devices.size()) < local_world_size) {
+    throw UsageError(v.source("virtual_local_rank") + ": " + std::to_string(local_world_size) +
+                     " workers, but CUDA_VISIBLE_DEVICES=" + *visible + " names " +
+                     std::to_string(devices.size()) + " device(s)");
+  }
+  devices.resize(static_cast<size_t>(local_world_size));
+  return devices;
+}
+
+// --grace_period, or torchrun 2.14's --shutdown_timeout and TORCH_ELASTIC_SHUTDOWN_TIMEOUT
+// (whole seconds there; any number of seconds here).
+std::chrono::milliseconds resolve_grace_period(const Values& v, const EnvLookup& env) {
+  bool grace = v.given("grace_period");
+  bool shutdown = v.given("shutdown_timeout");
+  if (grace && shutdown && v.str("grace_period") != v.str("shutdown_timeout")) {
+    throw UsageError(v.source("grace_period") + "=" + v.str("grace_period") + " and " +
+                     v.source("shutdown_timeout") + "=" + v.str("shutdown_timeout") +
+                     " set the same time (between SIGTERM and SIGKILL): give one");
+  }
+  if (shutdown) return parse_seconds(v.source("shutdown_timeout"), v.str("shutdown_timeout"), true);
+  if (!grace) {
+    if (auto value = env("TORCH_ELASTIC_SHUTDOWN_TIMEOUT")) {
+      return parse_seconds("TORCH_ELASTIC_SHUTDOWN_TIMEOUT", *value, true);
+    }
+  }
+  return parse_seconds(v.source("grace_period"), v.str("grace_period"), false);
 }
 
 // --slurm=auto|off: the step's values where the user gave none.
@@ -325,7 +386,8 @@ LaunchConfig parse_command_line(int argc, const char* const argv[], const EnvLoo
   LaunchConfig cfg;
   cfg.help = v.flag("help");
   cfg.version = v.flag("version");
-  if (cfg.help || cfg.version) return cfg;
+  if (v.given("print_completion")) cfg.print_completion = v.str("print_completion");
+  if (cfg.help || cfg.version || cfg.print_completion) return cfg;
 
   cfg.log_level = v.str("log_level");
   if (!v.given("log_level")) cfg.log_level = env("DDPRUN_LOG_LEVEL").value_or(cfg.log_level);
@@ -359,14 +421,18 @@ LaunchConfig parse_command_line(int argc, const char* const argv[], const EnvLoo
   fill_worker_spec(v, env, a.spec);
   a.spec.local_world_size = controller ? 1 : resolve_nproc(v, devices);
   a.spec.entrypoint_name = cfg.script;
+  if (a.spec.virtual_local_rank) {
+    a.spec.virtual_devices = virtual_local_devices(v, env, a.spec.local_world_size);
+  }
   a.log_dir = v.str("log_dir");
-  a.grace_period = parse_seconds(v.source("grace_period"), v.str("grace_period"), false);
+  a.grace_period = resolve_grace_period(v, env);
   parse_seconds(v.source("monitor_interval"), v.str("monitor_interval"), /*allow_zero=*/true);
   const std::string& sm = v.str("start_method");
   if (sm != "spawn" && sm != "fork" && sm != "forkserver") {
     throw UsageError(v.source("start_method") + "=" + sm + ": expected spawn, fork or forkserver");
   }
   a.stop_signals = parse_signal_list(v.source("signals_to_handle"), v.str("signals_to_handle"));
+  a.signals_to_handle = v.str("signals_to_handle");
   a.forward_signals =
       parse_signal_list(v.source("signals_to_forward"), v.str("signals_to_forward"));
   if (!env("OMP_NUM_THREADS") && a.spec.local_world_size > 1) {

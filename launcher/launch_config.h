@@ -34,6 +34,8 @@ struct LaunchConfig {
   std::chrono::milliseconds tracking_interval{15'000};
   bool help = false;
   bool version = false;
+  /// --print-completion SHELL: print that shell's completion script and exit.
+  std::optional<std::string> print_completion;
   /// Lines for the user about values ddprun chose or was told against its environment
   /// (e.g. an explicit --nnodes that contradicts the Slurm step). main() prints them.
   std::vector<std::string> notices;

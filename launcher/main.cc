@@ -136,11 +136,12 @@ int launch(launcher::LaunchConfig& cfg, int argc, char** argv) {
   // Before any worker starts: an unwritable tracking directory fails the launch here.
   // Its thread makes the run meanwhile.
   auto tracker = make_tracker(cfg, argc, argv);
-  // Python workers import ddprun_tracking; their stacks are taken when they hang and
-  // before the watchdog reaps one.
+  // Python workers import ddprun_tracking and start with ddprun's hook; a program's
+  // workers have it too where their stacks are taken (it may be an interpreter).
   bool stacks = cfg.agent.hang.enabled() || !cfg.agent.timer_file.empty();
+  bool python_workers = cfg.kind != launcher::ScriptKind::kExecutable;
   launcher::PythonDirs python;
-  if (cfg.tracking || stacks) python = launcher::python_dirs();
+  if (cfg.tracking || stacks || python_workers) python = launcher::python_dirs();
   if (tracker) {
     tracker->set_python_dir(python.tracking);
     tracker->leave_open_until_exit();
@@ -151,7 +152,7 @@ int launch(launcher::LaunchConfig& cfg, int argc, char** argv) {
   agent::PosixProcessLauncher process_launcher(io);
   SteadyClock clock(io);
   agent::PosixProcessInspector inspector(io, process_launcher, clock);
-  if (stacks) cfg.agent.hang.python_hook_dir = python.hook;
+  if (stacks || python_workers) cfg.agent.python_hook_dir = python.hook;
   tracking::RunObserver* observer = tracker.get();
   std::unique_ptr<tracking::ConsoleEventLog> console_events;
   if (cfg.console_events) {
@@ -197,6 +198,10 @@ int main(int argc, char** argv) {
     cfg = launcher::parse_command_line(argc, argv, real_env, devices);
     if (cfg.help) {
       std::cout << launcher::help_text();
+      return 0;
+    }
+    if (cfg.print_completion) {
+      std::cout << launcher::completion_script(*cfg.print_completion);
       return 0;
     }
     if (cfg.version) {

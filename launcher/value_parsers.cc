@@ -88,4 +88,20 @@ std::set<int> parse_rank_list(const std::string& flag, const std::string& value)
   return ranks;
 }
 
+std::vector<std::string> parse_filter_list(const std::string& value) {
+  std::vector<std::string> filters(1);
+  for (size_t i = 0; i < value.size(); ++i) {
+    if (value[i] != ',') {
+      filters.back() += value[i];
+    } else if (i + 1 < value.size() && value[i + 1] == ',') {
+      filters.back() += ',';
+      ++i;
+    } else {
+      filters.emplace_back();
+    }
+  }
+  std::erase(filters, std::string());
+  return filters;
+}
+
 }  // namespace ddprun::launcher

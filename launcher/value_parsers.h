@@ -22,4 +22,8 @@ std::vector<int> parse_signal_list(const std::string& flag, const std::string& v
 /// "0,1,3": comma-separated local ranks.
 std::set<int> parse_rank_list(const std::string& flag, const std::string& value);
 
+/// "apple,orange" as torchrun 2.14's --duplicate_*_filters: comma-separated strings, ",,"
+/// for a comma within one; empty strings are dropped ("" gives none).
+std::vector<std::string> parse_filter_list(const std::string& value);
+
 }  // namespace ddprun::launcher

@@ -19,6 +19,8 @@ packages=(
   elfutils gdb                        # native stacks of hung workers (eu-stack; gdb as fallback)
   slurm-wlm munge                     # a real Slurm cluster on this machine for the tests
   openssh-server openssh-client       # --hostfile over real ssh (an sshd per loopback address)
+  tcsh                                # its completion script is loaded in a test
+  debootstrap                         # Debian roots with PyTorch 2.6 and 2.14 (scripts/torch_root.sh)
 )
 
 missing=()

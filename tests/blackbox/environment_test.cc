@@ -56,8 +56,9 @@ TEST(Environment, EveryRankGetsTorchrunsVariables) {
     EXPECT_EQ(e["TORCHELASTIC_MAX_RESTARTS"], "0");
     EXPECT_EQ(e["TORCHELASTIC_RUN_ID"], "none");
     EXPECT_EQ(e["TORCHELASTIC_USE_AGENT_STORE"], "True");
-    EXPECT_EQ(e["NCCL_ASYNC_ERROR_HANDLING"], "1");
+    EXPECT_EQ(e.count("NCCL_ASYNC_ERROR_HANDLING"), 0u);  // torch 1.x's: the Python hook's
     EXPECT_EQ(e["TORCH_NCCL_ASYNC_ERROR_HANDLING"], "1");
+    EXPECT_EQ(e["TORCHELASTIC_SIGNALS_TO_HANDLE"], "SIGTERM,SIGINT,SIGHUP,SIGQUIT");
     EXPECT_EQ(e["OMP_NUM_THREADS"], "1");
     std::string suffix = "/attempt_0/" + r + "/error.json";
     const std::string& ef = e["TORCHELASTIC_ERROR_FILE"];

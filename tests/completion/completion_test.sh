@@ -32,6 +32,18 @@ grep -qx -- --nproc-per-node <<<"$offered" || fail "the dashed spelling is not o
 
 zsh_script=$("$ddprun" completion zsh)
 [ "${zsh_script%%$'\n'*}" = "#compdef ddprun" ] || fail "no zsh script"
+[ "$("$ddprun" --print-completion bash)" = "$(cat "$script")" ] ||
+  fail "--print-completion bash (torchrun 2.14's spelling) differs from ddprun completion bash"
+
+# tcsh: the script loads, and its flag list is --help's.
+"$ddprun" --print_completion tcsh > "$script"
+defined=$(tcsh -f -c "source $script; complete ddprun") || fail "the tcsh script does not load"
+tcsh_flags=$(grep -o "c/--/([^)]*)" <<<"$defined" | tr ' (' '\n\n' | grep -v -e '^c/--/$' -e '^$' |
+  tr -d ')' | sed 's/^/--/' | sort -u)
+missing=$(comm -23 <(echo "$help_flags") <(echo "$tcsh_flags"))
+[ -z "$missing" ] || fail "flags in --help that tcsh completion does not offer: $missing"
+grep -q "n/--rdzv_backend/(static c10d etcd)/" <<<"$defined" || fail "tcsh: --rdzv_backend's values"
+
 if msg=$("$ddprun" completion fish 2>&1); then fail "fish was accepted"; fi
 grep -q "'fish' is not a shell" <<<"$msg" || fail "fish is not named: $msg"
 echo "PASS: completion offers the $(wc -l <<<"$help_flags") flags of --help and their values"

@@ -195,14 +195,19 @@ class Environment(unittest.TestCase):
             env.setdefault(rank, {})[key] = value
         return env
 
+    # What the newest torchrun sets (2.14), which older ones do not.
+    NEWER = {"TORCH_NCCL_ASYNC_ERROR_HANDLING": "1",
+             "TORCHELASTIC_SIGNALS_TO_HANDLE": "SIGTERM,SIGINT,SIGHUP,SIGQUIT"}
+
     def test_same_variables_as_torchrun(self):
         ours = self.env_of(ddprun("--nproc_per_node=2", "--max_restarts=2", PRINT_ENV))
         theirs = self.env_of(torchrun("--nproc_per_node=2", "--max_restarts=2", PRINT_ENV))
         self.assertEqual(sorted(ours), ["0", "1"])
         for rank in ours:
             mine, ref = dict(ours[rank]), dict(theirs[rank])
-            # torch 2.x's name for the same setting; 1.13 does not set it.
-            self.assertEqual(mine.pop("TORCH_NCCL_ASYNC_ERROR_HANDLING"), "1")
+            for key, value in self.NEWER.items():
+                if key not in ref:
+                    self.assertEqual(mine.pop(key), value)
             # Paths differ by their temporary directory only.
             for env in (mine, ref):
                 path = env.pop("TORCHELASTIC_ERROR_FILE")

@@ -179,5 +179,50 @@ TEST(Cli, LogLevelFromFlagOrDdprunLogLevel) {
   EXPECT_EQ(cli.parse({"--log_level=error", "t"}).log_level, "error");
 }
 
+// torchrun 2.14's flags: --shutdown-timeout (and its variable), --virtual-local-rank,
+// --duplicate-*-filters, --print-completion.
+TEST(Cli, TorchrunTwoFourteenFlags) {
+  using std::chrono::milliseconds;
+  EXPECT_EQ(Cli{}.parse({"--shutdown-timeout=7", "t.py"}).agent.grace_period, milliseconds(7000));
+  EXPECT_EQ(Cli{}.parse({"--shutdown_timeout", "0", "t.py"}).agent.grace_period, milliseconds(0));
+  Cli from_env;
+  from_env.env["TORCH_ELASTIC_SHUTDOWN_TIMEOUT"] = "9";
+  EXPECT_EQ(from_env.parse({"t.py"}).agent.grace_period, milliseconds(9000));
+  EXPECT_EQ(from_env.parse({"--grace_period=2", "t.py"}).agent.grace_period, milliseconds(2000));
+  EXPECT_EQ(usage_error(Cli{}, {"--grace_period=3", "--shutdown_timeout=4", "t.py"}),
+            "--grace_period=3 and --shutdown_timeout=4 set the same time (between SIGTERM and "
+            "SIGKILL): give one");
+  from_env.env["TORCH_ELASTIC_SHUTDOWN_TIMEOUT"] = "soon";
+  EXPECT_NE(usage_error(from_env, {"t.py"}).find("TORCH_ELASTIC_SHUTDOWN_TIMEOUT=soon"),
+            std::string::npos);
+
+  auto filters = Cli{}.parse({"--duplicate-stdout-filters=apple,or,,ange,", "t.py"});
+  EXPECT_EQ(filters.agent.spec.duplicate_stdout_filters,
+            (std::vector<std::string>{"apple", "or,ange"}));
+  EXPECT_TRUE(filters.agent.spec.duplicate_stderr_filters.empty());
+  EXPECT_EQ(Cli{}.parse({"--duplicate_stderr_filters", "NaN", "t.py"})
+                .agent.spec.duplicate_stderr_filters,
+            std::vector<std::string>{"NaN"});
+
+  Cli gpus;
+  gpus.env["CUDA_VISIBLE_DEVICES"] = "3, 1,2";
+  auto v = gpus.parse({"--virtual-local-rank", "--nproc_per_node=2", "t.py"});
+  EXPECT_TRUE(v.agent.spec.virtual_local_rank);
+  EXPECT_EQ(v.agent.spec.virtual_devices, (std::vector<std::string>{"3", "1"}));
+  EXPECT_EQ(Cli{}.parse({"--virtual_local_rank", "--nproc_per_node=2", "t.py"})
+                .agent.spec.virtual_devices,
+            (std::vector<std::string>{"0", "1"}));
+  EXPECT_EQ(usage_error(gpus, {"--virtual_local_rank", "--nproc_per_node=4", "t.py"}),
+            "--virtual_local_rank: 4 workers, but CUDA_VISIBLE_DEVICES=3, 1,2 names 3 device(s)");
+  EXPECT_FALSE(Cli{}.parse({"t.py"}).agent.spec.virtual_local_rank);
+
+  auto completion = Cli{}.parse({"--print-completion", "zsh"});  // no script needed
+  ASSERT_TRUE(completion.print_completion);
+  EXPECT_EQ(*completion.print_completion, "zsh");
+  EXPECT_FALSE(Cli{}.parse({"t.py"}).print_completion);
+  EXPECT_EQ(Cli{}.parse({"--signals_to_handle=SIGTERM", "t.py"}).agent.signals_to_handle,
+            "SIGTERM");
+}
+
 }  // namespace
 }  // namespace ddprun::launcher

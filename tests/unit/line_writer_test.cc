@@ -4,6 +4,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <fstream>
+#include <sstream>
+
+#include "tests/helpers/scratch.h"
+
 namespace ddprun::agent {
 namespace {
 
@@ -78,6 +83,29 @@ TEST(ExpandPrefix, KnownAndUnknownNames) {
   PrefixVars v{"trainer", 2, 10, 1, "hostA"};
   EXPECT_EQ(expand_prefix("[${role_name}${local_rank}]:", v), "[trainer2]:");
   EXPECT_EQ(expand_prefix("${host}:${node_rank}:${rank} ${other} ${", v), "hostA:1:10 ${other} ${");
+}
+
+std::string file_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST(LineFilter, CopiesTheMatchingLinesOfEveryWriterWithTheirPrefix) {
+  std::string path = test::scratch_dir("ddprun_filter_") + "/filtered_stdout.log";
+  auto filter = std::make_shared<LineFilter>(path, std::vector<std::string>{"loss", "a,b"});
+  Capture console;
+  // An unprefixed console (not tee'd) still gives the filtered file its worker's prefix.
+  LineWriter zero(console.fd(), -1, "", filter, "[default0]:");
+  LineWriter one(console.fd(), -1, "[default1]:", filter, "[default1]:");
+  std::string text = "step 1 loss 0.5\nnothing\r\nsay a,b\npartial lo";
+  zero.feed(text.data(), text.size());
+  one.feed("loss 2\n", 7);
+  EXPECT_EQ(file_text(path), "[default0]:step 1 loss 0.5\n[default0]:say a,b\n[default1]:loss 2\n");
+  zero.feed("ss\n", 3);  // a line is matched once it is whole
+  EXPECT_EQ(console.take(), text.substr(0, text.rfind('\n') + 1) + "[default1]:loss 2\npartial loss\n");
+  EXPECT_EQ(file_text(path).substr(file_text(path).rfind("[default0]")), "[default0]:partial loss\n");
 }
 
 }  // namespace

@@ -55,8 +55,22 @@ TEST(WorkerEnv, TorchrunVariables) {
   EXPECT_EQ(env["TORCHELASTIC_RUN_ID"], "abc");
   EXPECT_EQ(env["TORCHELASTIC_USE_AGENT_STORE"], "False");
   EXPECT_EQ(env["TORCHELASTIC_ERROR_FILE"], "/logs/attempt_2/3/error.json");
-  EXPECT_EQ(env["NCCL_ASYNC_ERROR_HANDLING"], "1");
+  // torchrun 2.x's names and values; the old NCCL name is the Python hook's, for 1.x.
+  EXPECT_EQ(env["TORCH_NCCL_ASYNC_ERROR_HANDLING"], "1");
+  EXPECT_EQ(env.count("NCCL_ASYNC_ERROR_HANDLING"), 0u);
+  EXPECT_EQ(env["TORCHELASTIC_SIGNALS_TO_HANDLE"], "SIGTERM,SIGINT,SIGHUP,SIGQUIT");
   EXPECT_EQ(env.count("OMP_NUM_THREADS"), 0u);
+  EXPECT_EQ(env.count("CUDA_VISIBLE_DEVICES"), 0u);
+}
+
+TEST(WorkerEnv, VirtualLocalRankGivesEachWorkerItsOwnDeviceAsDeviceZero) {
+  Fixture f;
+  f.config.spec.virtual_local_rank = true;
+  f.config.spec.virtual_devices = {"4", "6", "7", "5"};
+  auto env = as_map(build_worker_env({"CUDA_VISIBLE_DEVICES=4,6,7,5"}, f.config, f.group, f.worker));
+  EXPECT_EQ(env["LOCAL_RANK"], "0");
+  EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], std::to_string(5));  // local rank 3's entry
+  EXPECT_EQ(env["RANK"], std::to_string(f.worker.global_rank));
 }
 
 TEST(WorkerEnv, OmpOnlyWhenUnset) {

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Runs a command inside a Debian root made by scripts/torch_root.sh, as root, in a mount
+# namespace of its own (every mount below ends with it): /proc, /dev and /sys are the
+# host's, and this checkout appears at its own path, so the project's files and builds
+# keep their paths inside.   Usage: in_root.sh ROOT COMMAND [ARGS...]
+set -euo pipefail
+root=${1:?usage: in_root.sh ROOT COMMAND [ARGS...]}
+shift
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+[ -f "$root/.ddprun-root-ready" ] || { echo "in_root: $root is not a finished torch root" >&2; exit 2; }
+mkdir -p "$root$repo"
+touch "$root/etc/hosts"
+exec unshare --mount --propagation private -- /bin/sh -euc '
+  root=$1 repo=$2; shift 2
+  mount -t proc proc "$root/proc"
+  mount --rbind /dev "$root/dev"
+  mount --rbind /sys "$root/sys"
+  mount --bind "$repo" "$root$repo"
+  mount --bind /etc/hosts "$root/etc/hosts"
+  cd "$root$repo"
+  exec chroot "$root" /usr/bin/env -C "$repo" "$@"
+' in_root "$root" "$repo" "$@"
