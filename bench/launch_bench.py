@@ -24,7 +24,8 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 TIMED_RUN = os.path.join(ROOT, "build", "bench", "ddprun_timed_run")
-TORCHRUN = [sys.executable, os.path.join(ROOT, "tests", "torch", "torchrun_compat.py")]
+sys.path.insert(0, HERE)
+from torch_refs import torchruns  # noqa: E402
 FAIL_ONCE = ["/bin/sh", "-c",
              '[ "$RANK" != 1 ] || [ "$TORCHELASTIC_RESTART_COUNT" != 0 ] || exit 1']
 
@@ -72,26 +73,27 @@ def main():
     args = ap.parse_args()
     if not os.access(TIMED_RUN, os.X_OK):
         sys.exit(f"{TIMED_RUN} is missing: build first (scripts/build.sh)")
-    d, t = args.ddprun, TORCHRUN
+    d = args.ddprun
     n = args.wide
     trivial = ["--standalone", "--nproc_per_node=4", "--no_python", "/bin/true"]
     wide = ["--standalone", f"--nproc_per_node={n}", "--no_python", "/bin/sleep", "1"]
     restart = ["--standalone", "--nproc_per_node=2", "--max_restarts=1", "--no_python", *FAIL_ONCE]
-    torch = [] if args.no_torch else None
+    refs = [] if args.no_torch else torchruns()
+    # Each torchrun at its default monitor interval (1.13: 5 s; 2.x: 0.1 s) and at 0.1 s.
+    trivial_refs = [(f"{label} (default)", [*t, *trivial], args.torch_repeat)
+                    for label, t in refs]
+    trivial_refs += [(f"{label} --monitor_interval=0.1", [*t, "--monitor_interval=0.1", *trivial],
+                      args.torch_repeat) for label, t in refs if label.endswith("1.13")]
+    restart_refs = [(f"{label} --monitor_interval=0.1", [*t, "--monitor_interval=0.1", *restart],
+                     args.torch_repeat) for label, t in refs]
     cases = [
         ("trivial launch, 4 x /bin/true", [d, *trivial], args.repeat,
-         [("shell floor", floor(4, "/bin/true"), args.repeat)] + (torch if torch is not None else
-         [("torchrun (default)", [*t, *trivial], args.torch_repeat),
-          ("torchrun --monitor_interval=0.1", [*t, "--monitor_interval=0.1", *trivial],
-           args.torch_repeat)])),
+         [("shell floor", floor(4, "/bin/true"), args.repeat)] + trivial_refs),
         (f"{n} x /bin/sleep 1 on one node", [d, *wide], max(3, args.repeat // 3),
          [("shell floor", floor(n, "/bin/sleep 1"), max(3, args.repeat // 3))]),
         ("4 x /bin/true, --numa_binding=node", [d, "--numa_binding=node", *trivial],
          args.repeat, [("ddprun without binding", [d, *trivial], args.repeat)]),
-        ("rank 1 fails once, 1 restart", [d, *restart], args.repeat,
-         torch if torch is not None else
-         [("torchrun --monitor_interval=0.1", [*t, "--monitor_interval=0.1", *restart],
-           args.torch_repeat)]),
+        ("rank 1 fails once, 1 restart", [d, *restart], args.repeat, restart_refs),
     ]
     print("| case | launcher | wall (median) | peak RSS | it / ddprun |")
     print("|---|---|---|---|---|")

@@ -23,8 +23,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-TORCHRUN = [sys.executable, os.path.join(ROOT, "tests", "torch", "torchrun_compat.py"),
-            "--monitor_interval=0.1"]
+sys.path.insert(0, HERE)
+from torch_refs import torchruns  # noqa: E402
 MARK = 'echo $(date +%s%N) > "$0/start.$RANK.$TORCHELASTIC_RESTART_COUNT"'
 # In the first attempt rank 1 dies (recording when) while rank 0 keeps running; the
 # next attempt succeeds. (If rank 0 finished first, torch 1.13's agent would sit in its
@@ -117,12 +117,13 @@ def main():
     args = ap.parse_args()
     ours = [args.ddprun]
     torch_counts = {int(x) for x in args.torch_agents.split(",") if x}
+    refs = [(label, [*t, "--monitor_interval=0.1"]) for label, t in torchruns()]
     etcd = start_etcd()
     try:
         time.sleep(1.0)  # etcd elects itself
-        print("| agents | ddprun c10d | ddprun etcd | etcd / c10d | torchrun c10d | "
-              "torchrun / ddprun c10d |")
-        print("|---|---|---|---|---|---|")
+        print("| agents | ddprun c10d | ddprun etcd | etcd / c10d | " +
+              " | ".join(f"{label} c10d | {label} / ddprun c10d" for label, _ in refs) + " |")
+        print("|---|---|---|---|" + "---|---|" * len(refs))
         for n in [int(x) for x in args.agents.split(",")]:
             ours_runs, etcd_runs = [], []
             for _ in range(args.repeat):  # interleaved: both see the same machine
@@ -131,18 +132,21 @@ def main():
             t_ours, t_etcd = statistics.median(ours_runs), statistics.median(etcd_runs)
             row = (f"| {n} | {t_ours * 1000:.0f} ms | {t_etcd * 1000:.0f} ms | "
                    f"x{t_etcd / t_ours:.2f} |")
-            if n in torch_counts:
-                t_torch, _ = run_agents(TORCHRUN, "torchrun", n, MARK)
-                row += f" {t_torch * 1000:.0f} ms | x{t_torch / t_ours:.0f} |"
-            else:
-                row += " - | - |"
+            for _, torchrun in refs:
+                if n in torch_counts:
+                    t_torch, _ = run_agents(torchrun, "torchrun", n, MARK)
+                    row += f" {t_torch * 1000:.0f} ms | x{t_torch / t_ours:.0f} |"
+                else:
+                    row += " - | - |"
             print(row, flush=True)
         r_ours = restart_latency(ours, "ddprun")
         r_etcd = restart_latency(ours, "ddprun-etcd")
-        r_torch = restart_latency(TORCHRUN, "torchrun")
-        print(f"\n| restart across 2 agents (worker death to last restarted worker) | ddprun c10d "
-              f"{r_ours * 1000:.1f} ms | ddprun etcd {r_etcd * 1000:.1f} ms | torchrun "
-              f"{r_torch * 1000:.0f} ms | x{r_torch / r_ours:.0f} |")
+        line = (f"\n| restart across 2 agents (worker death to last restarted worker) | ddprun "
+                f"c10d {r_ours * 1000:.1f} ms | ddprun etcd {r_etcd * 1000:.1f} ms |")
+        for label, torchrun in refs:
+            r_torch = restart_latency(torchrun, "torchrun")
+            line += f" {label} {r_torch * 1000:.0f} ms (x{r_torch / r_ours:.0f}) |"
+        print(line)
     finally:
         etcd.kill()
 

@@ -85,6 +85,7 @@ bool decode_body(Cursor& c, Request& r) {
       r.keys.resize(1);
       return c.bytes(r.keys[0], kMaxKeySize, "key too long");
     case Op::kAdd:
+    case Op::kBarrier:
       r.keys.resize(1);
       return c.bytes(r.keys[0], kMaxKeySize, "key too long") && c.scalar(r.delta);
     case Op::kSet:

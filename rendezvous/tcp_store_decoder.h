@@ -10,7 +10,7 @@ namespace ddprun::rendezvous::tcpstore {
 
 /// One decoded request. Which fields are used depends on the op:
 /// keys (SET..LIST), values (SET, COMPARE_SET's expected+desired, APPEND,
-/// MULTI_SET, QUEUE_PUSH), delta (ADD), u32 (VALIDATE's magic, PING's nonce).
+/// MULTI_SET, QUEUE_PUSH), delta (ADD; BARRIER: the members), u32 (VALIDATE's magic, PING's nonce).
 struct Request {
   Op op = Op::kSet;
   std::vector<std::string> keys;

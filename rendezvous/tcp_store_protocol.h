@@ -29,6 +29,7 @@ enum class Op : uint8_t {
   kQueuePop,
   kQueueLen,
   kList,
+  kBarrier,  // 2.x (2.14): str key, i64 members; u8 STOP_WAITING once that many came
 };
 
 /// torch 1.13 numbers SET as 0; 2.x inserted VALIDATE at 0 and shifted the rest.
@@ -54,10 +55,10 @@ enum class WatchEvent : uint8_t { kUpdated = 0, kCreated = 1, kDeleted = 2, kReg
 /// The operation an opcode byte stands for, or nullopt when it means nothing.
 inline std::optional<Op> op_from_wire(Numbering n, uint8_t code) {
   if (n == Numbering::kV2) {
-    if (code > static_cast<uint8_t>(Op::kList)) return std::nullopt;
     // 2.x dropped WATCH_KEY: codes from 8 on name the ops after it.
-    if (code >= 8) return static_cast<Op>(code + 1);
-    return static_cast<Op>(code);
+    int op = code >= 8 ? code + 1 : code;
+    if (op > static_cast<int>(Op::kBarrier)) return std::nullopt;
+    return static_cast<Op>(op);
   }
   if (code > 8) return std::nullopt;  // 1.13: SET..DELETE_KEY are 0..8
   return static_cast<Op>(code + 1);

@@ -1,6 +1,7 @@
 #include "rendezvous/tcp_store_session.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 
 #include <spdlog/spdlog.h>
@@ -54,11 +55,53 @@ void StoreState::add_wait(const std::shared_ptr<Session>& session,
   if (session->keys_awaited == 0) session->send(std::string(1, char(kStopWaiting)));
 }
 
+void StoreState::add_to_barrier(const std::shared_ptr<Session>& session, const std::string& key,
+                                int64_t members) {
+  cancel_wait(*session);
+  auto old = watched_value(key);
+  int64_t count = table.add(key, 1);
+  if (count < members) {
+    session->awaited_keys.push_back(key);
+    session->keys_awaited = 1;
+    barriers_[key].push_back({session, session->wait_generation, members});
+  } else {
+    session->send(std::string(1, char(kStopWaiting)));
+  }
+  key_written(key, old);
+}
+
+void StoreState::release_barrier(const std::string& key) {
+  auto it = barriers_.find(key);
+  const std::string* value = it == barriers_.end() ? nullptr : table.find(key);
+  int64_t count = 0;
+  if (!value || std::from_chars(value->data(), value->data() + value->size(), count).ec != std::errc{}) {
+    return;
+  }
+  auto& list = it->second;
+  std::erase_if(list, [&](const BarrierWaiter& w) {
+    auto s = w.session.lock();
+    if (!s || s->closed() || s->wait_generation != w.generation || s->keys_awaited == 0) return true;
+    if (count < w.members) return false;
+    s->keys_awaited = 0;
+    s->awaited_keys.clear();
+    s->send(std::string(1, char(kStopWaiting)));
+    return true;
+  });
+  if (list.empty()) barriers_.erase(it);
+}
+
 void StoreState::cancel_wait(Session& session) {
   // Bump the generation so any entry left behind is recognised as stale, and drop
   // this session's entries so repeated waits on absent keys cannot pile up.
   ++session.wait_generation;
   for (const auto& k : session.awaited_keys) {
+    if (auto b = barriers_.find(k); b != barriers_.end()) {
+      std::erase_if(b->second, [&](const BarrierWaiter& w) {
+        auto s = w.session.lock();
+        return !s || s.get() == &session;
+      });
+      if (b->second.empty()) barriers_.erase(b);
+    }
     auto it = waiters_.find(k);
     if (it == waiters_.end()) continue;
     auto& list = it->second;
@@ -85,6 +128,7 @@ std::optional<std::string> StoreState::watched_value(const std::string& key) con
 }
 
 void StoreState::key_written(const std::string& key, const std::optional<std::string>& old_value) {
+  release_barrier(key);
   if (auto it = waiters_.find(key); it != waiters_.end()) {
     std::vector<Waiter> woken = std::move(it->second);
     waiters_.erase(it);
@@ -217,6 +261,13 @@ void Session::handle(Request& r) {
       break;
     case Op::kWait:
       return state_.add_wait(shared_from_this(), r.keys);
+    case Op::kBarrier:
+      try {
+        return state_.add_to_barrier(shared_from_this(), r.keys[0], r.delta);
+      } catch (const KeyValueTable::NotANumber&) {
+        spdlog::debug("store: BARRIER on a non-numeric value of '{}'", r.keys[0]);
+        return close();
+      }
     case Op::kCancelWait:
       state_.cancel_wait(*this);
       put(out, kWaitCanceled);

@@ -31,7 +31,12 @@ class StoreState {
 
   /// Registers `session` to be told STOP_WAITING once all missing `keys` exist.
   void add_wait(const std::shared_ptr<Session>& session, const std::vector<std::string>& keys);
-  /// Forgets the session's pending wait, if any.
+  /// BARRIER: counts `session` in on `key` (an ADD of 1) and registers it to be told
+  /// STOP_WAITING once the count reaches `members`, at once if it has. Throws
+  /// KeyValueTable::NotANumber as ADD does.
+  void add_to_barrier(const std::shared_ptr<Session>& session, const std::string& key,
+                      int64_t members);
+  /// Forgets the session's pending wait (for keys or at a barrier), if any.
   void cancel_wait(Session& session);
   void add_watch(const std::shared_ptr<Session>& session, const std::string& key);
 
@@ -54,7 +59,16 @@ class StoreState {
     std::weak_ptr<Session> session;
     uint64_t generation;
   };
+  struct BarrierWaiter {
+    std::weak_ptr<Session> session;
+    uint64_t generation;
+    int64_t members;
+  };
+  // Tells the waiters whose count `key` reached STOP_WAITING.
+  void release_barrier(const std::string& key);
+
   std::unordered_map<std::string, std::vector<Waiter>> waiters_;
+  std::unordered_map<std::string, std::vector<BarrierWaiter>> barriers_;
   std::unordered_map<std::string, std::vector<std::weak_ptr<Session>>> watchers_;
 };
 

@@ -236,6 +236,48 @@ TEST_F(ConformanceV2, CancelWaitAfterALateStopWaitingKeepsTheOrder) {
   EXPECT_EQ(waiter.read_scalar<uint8_t>(), ts::kWaitCanceled);
 }
 
+// torch 2.14's TCPStore::barrier (opcode 18), as its own server answers it: the key
+// counts arrivals as ADD does, and each member gets STOP_WAITING once the count
+// reaches the members named, at once when it already has.
+TEST_F(ConformanceV2, BarrierReleasesEveryMemberOnceAllCame) {
+  auto first = RawConnection::v2(server.port());
+  auto second = RawConnection::v2(server.port());
+  auto late = RawConnection::v2(server.port());
+  first.send(req(Op::kBarrier).str("b").put<int64_t>(2).bytes);
+  EXPECT_FALSE(first.read_scalar<uint8_t>(200)) << "released before the second came";
+  second.send(req(Op::kBarrier).str("b").put<int64_t>(2).bytes);
+  EXPECT_EQ(second.read_scalar<uint8_t>(), ts::kStopWaiting);
+  EXPECT_EQ(first.read_scalar<uint8_t>(), ts::kStopWaiting);
+  late.send(req(Op::kBarrier).str("b").put<int64_t>(2).bytes);
+  EXPECT_EQ(late.read_scalar<uint8_t>(), ts::kStopWaiting);
+  late.send(req(Op::kGet).str("b").bytes);
+  EXPECT_EQ(late.read_bytes(), "3");
+  late.send(req(Op::kGetNumKeys).bytes);
+  EXPECT_EQ(late.read_scalar<int64_t>(), 1) << "the barrier's count is its only key";
+}
+
+TEST_F(ConformanceV2, BarrierWaitIsCancelledAsAWait) {
+  auto c = RawConnection::v2(server.port());
+  auto other = RawConnection::v2(server.port());
+  c.send(req(Op::kBarrier).str("b").put<int64_t>(2).bytes);
+  c.send(req(Op::kCancelWait).bytes);
+  EXPECT_EQ(c.read_scalar<uint8_t>(), ts::kWaitCanceled);
+  other.send(req(Op::kBarrier).str("b").put<int64_t>(2).bytes);
+  EXPECT_EQ(other.read_scalar<uint8_t>(), ts::kStopWaiting);
+  c.send(req(Op::kPing).put<uint32_t>(9).bytes);
+  EXPECT_EQ(c.read_scalar<uint32_t>(), 9u) << "no STOP_WAITING after a cancel";
+  auto text = RawConnection::v2(server.port());
+  text.send(req(Op::kSet).str("t").str("abc").bytes);
+  text.send(req(Op::kBarrier).str("t").put<int64_t>(2).bytes);
+  EXPECT_TRUE(text.closed_by_server()) << "a barrier on a non-number, as ADD";
+}
+
+TEST_F(ConformanceV2, AnOpcodePastTheLastClosesTheConnection) {
+  auto c = RawConnection::v2(server.port());
+  c.send(std::string(1, char(19)) + std::string(16, '\0'));
+  EXPECT_TRUE(c.closed_by_server()) << "an unknown opcode must not wait for more bytes";
+}
+
 TEST_F(ConformanceV2, Queues) {
   auto c = RawConnection::v2(server.port());
   c.send(req(Op::kQueuePush).str("q").str("first").bytes);

@@ -11,6 +11,7 @@ import torch  # noqa: F401
 NAMES = ("LOCAL_RANK", "RANK", "GROUP_RANK", "ROLE_RANK", "ROLE_NAME", "LOCAL_WORLD_SIZE",
          "WORLD_SIZE", "GROUP_WORLD_SIZE", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
          "OMP_NUM_THREADS")
+ALSO = tuple(os.environ.get("PRINT_ENV_ALSO", "").split(","))  # more names to print
 lines = [f"{os.environ['RANK']} {key}={os.environ[key]}\n" for key in sorted(os.environ)
-         if key in NAMES or key.startswith(("TORCHELASTIC_", "NCCL_", "TORCH_NCCL_"))]
+         if key in NAMES + ALSO or key.startswith(("TORCHELASTIC_", "NCCL_", "TORCH_NCCL_"))]
 os.write(1, "".join(lines).encode())

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs a command inside a Debian root made by scripts/torch_root.sh, as root, in a mount
 # namespace of its own (every mount below ends with it): /proc, /dev and /sys are the
-# host's, and this checkout appears at its own path, so the project's files and builds
-# keep their paths inside.   Usage: in_root.sh ROOT COMMAND [ARGS...]
+# host's, and this checkout and /tmp appear at their own paths, so the project's files,
+# builds and scratch directories keep their paths inside.   Usage: in_root.sh ROOT COMMAND [ARGS...]
 set -euo pipefail
 root=${1:?usage: in_root.sh ROOT COMMAND [ARGS...]}
 shift
@@ -17,6 +17,7 @@ exec unshare --mount --propagation private -- /bin/sh -euc '
   mount --rbind /sys "$root/sys"
   mount --bind "$repo" "$root$repo"
   mount --bind /etc/hosts "$root/etc/hosts"
+  mount --bind /tmp "$root/tmp"  # scratch paths read the same on both sides
   cd "$root$repo"
   exec chroot "$root" /usr/bin/env -C "$repo" "$@"
 ' in_root "$root" "$repo" "$@"
