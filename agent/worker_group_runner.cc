@@ -88,10 +88,9 @@ void WorkerGroupRunner::start(WorkerGroup group,
     dirs_.push_back(dir);
     w.error_file = dir + "/error.json";
     PrefixVars vars{config_.spec.role, w.local_rank, w.global_rank, group_.group_rank, host_};
-    auto out =
-        std::make_unique<WorkerOutput>(io_, config_.spec, w.local_rank, dir,
-                                       expand_prefix(config_.spec.log_line_prefix_template, vars),
-                                       filters);
+    auto out = std::make_unique<WorkerOutput>(
+        io_, config_.spec, w.local_rank, dir,
+        expand_prefix(config_.spec.log_line_prefix_template, vars), filters);
     SpawnOptions& opts = spawns.emplace_back();
     opts.argv = build_worker_argv(config_.spec, w.local_rank);
     opts.executable = opts.argv.front();

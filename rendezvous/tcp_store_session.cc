@@ -74,13 +74,15 @@ void StoreState::release_barrier(const std::string& key) {
   auto it = barriers_.find(key);
   const std::string* value = it == barriers_.end() ? nullptr : table.find(key);
   int64_t count = 0;
-  if (!value || std::from_chars(value->data(), value->data() + value->size(), count).ec != std::errc{}) {
+  if (!value ||
+      std::from_chars(value->data(), value->data() + value->size(), count).ec != std::errc{}) {
     return;
   }
   auto& list = it->second;
   std::erase_if(list, [&](const BarrierWaiter& w) {
     auto s = w.session.lock();
-    if (!s || s->closed() || s->wait_generation != w.generation || s->keys_awaited == 0) return true;
+    if (!s || s->closed() || s->wait_generation != w.generation || s->keys_awaited == 0)
+      return true;
     if (count < w.members) return false;
     s->keys_awaited = 0;
     s->awaited_keys.clear();

@@ -8,6 +8,7 @@
 #   scripts/gpu_check.sh [DDPRUN] [CPP_NCCL]     (defaults: the portable build's files,
 #   dist/gpu/ddprun and dist/gpu/cpp_nccl, as scripts/gpu_bundle.sh leaves them)
 # The summary goes to $OUT/gpu_check.txt where OUT is set, else ./gpu_check.txt.
+# GPU_CHECK_ONLY=name,name runs only those checks (tests/gpu/gpu_check.py's methods).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ddprun=${1:-dist/gpu/ddprun}
@@ -18,7 +19,5 @@ python=$(command -v python3)
 "$python" -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null ||
   { echo "gpu_check: $python has no PyTorch with a usable GPU: nothing to check here" >&2; exit 77; }
 export PATH="$(dirname "$(readlink -f "$ddprun")"):$PATH" PYTHONUNBUFFERED=1
-# The carried libsodium (the example links it) beside the example.
-export LD_LIBRARY_PATH="$(dirname "$cpp_nccl")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 timeout 470 "$python" tests/gpu/gpu_check.py --ddprun "$ddprun" --cpp_nccl "$cpp_nccl" \
-  --summary "$summary"
+  --summary "$summary" ${GPU_CHECK_ONLY:+--only "$GPU_CHECK_ONLY"}

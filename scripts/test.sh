@@ -17,6 +17,8 @@ scripts/check_portable.sh build-clang/launcher/ddprun
 tests/build/hardened_binary.sh build-clang/launcher/ddprun 1  # as hardened as the suite's
 # The three artifacts users install from, made from that build and checked (dist/).
 scripts/package.sh build-clang
+# Debian's PyTorch 2.6 and 2.14 under that portable file, in roots made once per machine.
+tests/torch2/run.sh build-clang/launcher/ddprun
 
 # Clang: it builds the sanitized suite in well under half GCC's time.
 CXX=clang++ scripts/build.sh build-asan -DDDPRUN_SANITIZE=ON -DDDPRUN_WERROR=ON

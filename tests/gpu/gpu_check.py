@@ -73,20 +73,13 @@ class Checks:
         run_ids = os.listdir(runs) if os.path.isdir(runs) else []
         if not run_ids:
             return self.result("NVML metrics in the run", False, "no run was made")
-        csv = run([self.ddprun, "runs", "export", run_ids[0], "--format", "csv",
-                   "--tracking_dir", runs]).stdout
-        gpu_rows = [l for l in csv.splitlines() if ",gpu.0." in l or ",sys/gpu" in l]
-        names = sorted({c for l in gpu_rows for c in l.split(",") if c.startswith("gpu.")})
-        peak = 0.0
-        for l in gpu_rows:
-            cells = l.split(",")
-            if "gpu.0.gpu" in cells:
-                try:
-                    peak = max(peak, float(cells[-1]))
-                except ValueError:
-                    pass
+        run([self.ddprun, "runs", "show", run_ids[0], "--tracking_dir", runs])  # settles the run
+        db = sqlite3.connect(os.path.join(runs, run_ids[0], "run.db"))
+        rows = db.execute("SELECT key, value FROM system_metrics WHERE key LIKE 'gpu.%'").fetchall()
+        names = sorted({k for k, _ in rows})
+        peak = max([v for k, v in rows if k == "gpu.0.gpu"] or [0])
         self.result("NVML metrics in the run", bool(names),
-                    f"{len(gpu_rows)} GPU samples, metrics {names}, peak gpu.0.gpu {peak:g}%")
+                    f"{len(rows)} GPU samples, metrics {names}, peak gpu.0.gpu {peak:g}%")
 
     def gloo_8_cpu_workers(self):
         r = run([self.ddprun, "--standalone", "--nproc_per_node=8", "--no_tracking", TRAIN,
@@ -103,11 +96,17 @@ class Checks:
             for root in [os.path.dirname(self.cpp_nccl), sys.prefix, "/usr/local", "/opt"]:
                 for hit in glob.glob(os.path.join(root, "**", pattern), recursive=True)[:1]:
                     libs.add(os.path.dirname(hit))
-        path = ":".join(sorted(libs) + [os.environ.get("LD_LIBRARY_PATH", "")])
+        # The carried libsodium lies beside the example.
+        path = ":".join([os.path.dirname(self.cpp_nccl)] + sorted(libs) +
+                        [os.environ.get("LD_LIBRARY_PATH", "")])
         r = run([self.ddprun, "--standalone", "--nproc_per_node=gpu", "--no_tracking",
                  "--no_python", self.cpp_nccl], env={"LD_LIBRARY_PATH": path})
+        why = "" if r.returncode == 0 else (
+            f"libraries from {sorted(libs)}; ldd: " +
+            tail(run(["ldd", self.cpp_nccl], env={"LD_LIBRARY_PATH": path}).stdout, 12) +
+            "; stderr: " + tail(r.stderr, 12))
         self.result("cpp_nccl example", r.returncode == 0 and "WRONG" not in r.stdout,
-                    f"exit {r.returncode}: {tail(r.stdout, 2)} {tail(r.stderr, 4) if r.returncode else ''}")
+                    f"exit {r.returncode}: {tail(r.stdout, 2)} {why}")
 
     def flight_recorder(self):
         tmp = tempfile.mkdtemp(prefix="gpu_fr_")
@@ -124,8 +123,12 @@ class Checks:
         ranks = events[0].get("ranks", []) if events else []
         nccl = ranks[0].get("nccl") if ranks else None
         dumps = glob.glob(os.path.join(runs, "*", "**", "*nccl_trace_rank_*"), recursive=True)
+        if not (nccl and nccl.get("groups")):
+            logs = [os.path.relpath(os.path.join(d, f), tmp) for d, _, fs in os.walk(tmp) for f in fs]
+            say(f"  flight recorder, files: {logs[:40]}")
+            say(f"  flight recorder, ddprun said: {tail(r.stderr, 25)}")
         self.result("a hang's flight-recorder dump read by ddprun",
-                    r.returncode == 124 and bool(nccl),
+                    r.returncode == 124 and bool(nccl and nccl.get("groups")),
                     f"exit {r.returncode}, {len(events)} hang event(s), rank 0's nccl record "
                     f"{json.dumps(nccl)[:300] if nccl else None}, dumps in the run {len(dumps)}; "
                     f"{tail(r.stderr, 4) if not nccl else ''}")
@@ -183,12 +186,15 @@ def main():
     p.add_argument("--ddprun", required=True)
     p.add_argument("--summary", required=True)
     p.add_argument("--cpp_nccl", default="")
+    p.add_argument("--only", default="", help="comma-separated check names (default: all)")
     args = p.parse_args()
     start = time.time()
     checks = Checks(os.path.abspath(args.ddprun), os.path.abspath(args.cpp_nccl) if args.cpp_nccl else "")
-    for check in (checks.nproc_gpu, checks.ddp_nccl_and_nvml, checks.gloo_8_cpu_workers,
-                  checks.cpp_nccl_example, checks.flight_recorder, checks.numa_binding,
-                  checks.store_client, checks.timings):
+    every = (checks.nproc_gpu, checks.ddp_nccl_and_nvml, checks.gloo_8_cpu_workers,
+             checks.cpp_nccl_example, checks.flight_recorder, checks.numa_binding,
+             checks.store_client, checks.timings)
+    only = [name for name in args.only.split(",") if name]
+    for check in [c for c in every if not only or c.__name__ in only]:
         try:
             check()
         except Exception as e:  # a check that breaks is a failed check, the rest go on

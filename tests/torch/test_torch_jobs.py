@@ -212,9 +212,18 @@ class Environment(unittest.TestCase):
             for env in (mine, ref):
                 path = env.pop("TORCHELASTIC_ERROR_FILE")
                 self.assertTrue(path.endswith(f"/attempt_0/{rank}/error.json"), path)
-            # Both agents host the store; ddprun binds a free port instead of 29500.
-            self.assertEqual(ref.pop("MASTER_PORT"), "29500")
+            # Both agents host the store: on a free port (ddprun; torchrun 2.14), on 29500
+            # (torchrun 1.13, 2.6).
+            self.assertGreater(int(ref.pop("MASTER_PORT")), 0)
             self.assertGreater(int(mine.pop("MASTER_PORT")), 0)
+            if ref["TORCHELASTIC_RUN_ID"] != "none":
+                # torchrun 2.14 turns a single-node job without an endpoint into a
+                # --standalone one (a fresh run id, its store at localhost); ddprun keeps
+                # the static single node of 1.13 and 2.6 (README: What differs).
+                self.assertRegex(ref.pop("TORCHELASTIC_RUN_ID"), r"^[0-9a-f-]{36}$")
+                self.assertEqual(ref.pop("MASTER_ADDR"), "localhost")
+                self.assertEqual(mine.pop("TORCHELASTIC_RUN_ID"), "none")
+                self.assertEqual(mine.pop("MASTER_ADDR"), "127.0.0.1")
             self.assertEqual(mine, ref)
 
 

@@ -200,7 +200,8 @@ TEST(Cli, TorchrunTwoFourteenFlags) {
   EXPECT_EQ(filters.agent.spec.duplicate_stdout_filters,
             (std::vector<std::string>{"apple", "or,ange"}));
   EXPECT_TRUE(filters.agent.spec.duplicate_stderr_filters.empty());
-  EXPECT_EQ(Cli{}.parse({"--duplicate_stderr_filters", "NaN", "t.py"})
+  EXPECT_EQ(Cli{}
+                .parse({"--duplicate_stderr_filters", "NaN", "t.py"})
                 .agent.spec.duplicate_stderr_filters,
             std::vector<std::string>{"NaN"});
 
@@ -209,7 +210,8 @@ TEST(Cli, TorchrunTwoFourteenFlags) {
   auto v = gpus.parse({"--virtual-local-rank", "--nproc_per_node=2", "t.py"});
   EXPECT_TRUE(v.agent.spec.virtual_local_rank);
   EXPECT_EQ(v.agent.spec.virtual_devices, (std::vector<std::string>{"3", "1"}));
-  EXPECT_EQ(Cli{}.parse({"--virtual_local_rank", "--nproc_per_node=2", "t.py"})
+  EXPECT_EQ(Cli{}
+                .parse({"--virtual_local_rank", "--nproc_per_node=2", "t.py"})
                 .agent.spec.virtual_devices,
             (std::vector<std::string>{"0", "1"}));
   EXPECT_EQ(usage_error(gpus, {"--virtual_local_rank", "--nproc_per_node=4", "t.py"}),

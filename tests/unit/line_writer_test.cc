@@ -104,8 +104,10 @@ TEST(LineFilter, CopiesTheMatchingLinesOfEveryWriterWithTheirPrefix) {
   one.feed("loss 2\n", 7);
   EXPECT_EQ(file_text(path), "[default0]:step 1 loss 0.5\n[default0]:say a,b\n[default1]:loss 2\n");
   zero.feed("ss\n", 3);  // a line is matched once it is whole
-  EXPECT_EQ(console.take(), text.substr(0, text.rfind('\n') + 1) + "[default1]:loss 2\npartial loss\n");
-  EXPECT_EQ(file_text(path).substr(file_text(path).rfind("[default0]")), "[default0]:partial loss\n");
+  EXPECT_EQ(console.take(),
+            text.substr(0, text.rfind('\n') + 1) + "[default1]:loss 2\npartial loss\n");
+  EXPECT_EQ(file_text(path).substr(file_text(path).rfind("[default0]")),
+            "[default0]:partial loss\n");
 }
 
 }  // namespace

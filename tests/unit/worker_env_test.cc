@@ -67,7 +67,8 @@ TEST(WorkerEnv, VirtualLocalRankGivesEachWorkerItsOwnDeviceAsDeviceZero) {
   Fixture f;
   f.config.spec.virtual_local_rank = true;
   f.config.spec.virtual_devices = {"4", "6", "7", "5"};
-  auto env = as_map(build_worker_env({"CUDA_VISIBLE_DEVICES=4,6,7,5"}, f.config, f.group, f.worker));
+  auto env =
+      as_map(build_worker_env({"CUDA_VISIBLE_DEVICES=4,6,7,5"}, f.config, f.group, f.worker));
   EXPECT_EQ(env["LOCAL_RANK"], "0");
   EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], std::to_string(5));  // local rank 3's entry
   EXPECT_EQ(env["RANK"], std::to_string(f.worker.global_rank));
