@@ -19,8 +19,11 @@ DDPRUN = os.environ["DDPRUN"]
 TIMEOUT = 120
 
 
+# The hang timeout also runs from each worker's start: 4 s, so that the restarted
+# attempt's interpreters start in time on a loaded 2-core machine (at 2 s, one of them
+# was still before its exec once, under the suite's parallel load).
 def command(tmp, *args):
-    return [DDPRUN, "--tracking_dir", os.path.join(tmp, "runs"), "--hang_timeout=2",
+    return [DDPRUN, "--tracking_dir", os.path.join(tmp, "runs"), "--hang_timeout=4",
             "--max_restarts=1", "--log_dir", os.path.join(tmp, "logs"), *args, RANK,
             "--behind", "2"]
 
