@@ -17,7 +17,8 @@
   about the old name NCCL_ASYNC_ERROR_HANDLING, which 1.x alone reads. Once a 1.x torch
   is imported, the old name gets the new one's value (unless the job set it).
 
-Both act as the torch module concerned is imported: nothing of torch is imported here.
+The last two act as the torch module concerned is imported: nothing of torch is
+imported here.
 
 Afterwards the sitecustomize this file shadows (Debian's, a virtualenv's, the user's)
 runs as usual.
