@@ -1,12 +1,14 @@
-"""Prints the launcher-provided variables of this worker, one 'rank NAME=value' per line,
-once torch is imported (as in any real job: ddprun's start-up hook acts on that).
+"""Prints the launcher-provided variables of this worker, one 'rank NAME=value' per line;
+with PRINT_ENV_IMPORT_TORCH=1 once torch is imported (as in any real job: ddprun's
+start-up hook acts on that).
 
 Everything goes out in one write (well under PIPE_BUF): torchrun lets its workers
 share the console, and separate writes of two workers can interleave mid-line.
 """
 import os
 
-import torch  # noqa: F401
+if os.environ.get("PRINT_ENV_IMPORT_TORCH") == "1":
+    import torch  # noqa: F401
 
 NAMES = ("LOCAL_RANK", "RANK", "GROUP_RANK", "ROLE_RANK", "ROLE_NAME", "LOCAL_WORLD_SIZE",
          "WORLD_SIZE", "GROUP_WORLD_SIZE", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",

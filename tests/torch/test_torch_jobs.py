@@ -200,7 +200,10 @@ class Environment(unittest.TestCase):
              "TORCHELASTIC_SIGNALS_TO_HANDLE": "SIGTERM,SIGINT,SIGHUP,SIGQUIT"}
 
     def test_same_variables_as_torchrun(self):
-        ours = self.env_of(ddprun("--nproc_per_node=2", "--max_restarts=2", PRINT_ENV))
+        # ddprun's workers import torch: its start-up hook gives a torch 1.x NCCL's old
+        # variable then (torchrun 1.13 sets it itself).
+        ours = self.env_of(run([DDPRUN, "--nproc_per_node=2", "--max_restarts=2", PRINT_ENV],
+                               env=dict(os.environ, PRINT_ENV_IMPORT_TORCH="1")))
         theirs = self.env_of(torchrun("--nproc_per_node=2", "--max_restarts=2", PRINT_ENV))
         self.assertEqual(sorted(ours), ["0", "1"])
         for rank in ours:
