@@ -60,29 +60,25 @@ LogDir::LogDir(const std::string& base, const std::string& run_id, bool small) {
   run_dir_ = make_temp_dir(base_ + "/" + safe_id + "_XXXXXX");
 }
 
-std::string LogDir::attempt_dir(int attempt) {
-  std::string dir = run_dir_ + "/attempt_" + std::to_string(attempt);
+// One mkdir where it does (its parent is there); anything odd takes the general way,
+// which names the path that fails.
+void LogDir::make_one(const std::string& dir) {
   if (::mkdir(dir.c_str(), 0777) == 0) {
     if (!made_too_many_) made_.push_back(dir);
   } else if (errno != EEXIST) {
     make_dirs(dir);
   }
+}
+
+std::string LogDir::attempt_dir(int attempt) {
+  std::string dir = run_dir_ + "/attempt_" + std::to_string(attempt);
+  make_one(dir);
   return dir;
 }
 
 std::string LogDir::worker_dir(int attempt, int local_rank) {
-  std::string attempt_dir = run_dir_ + "/attempt_" + std::to_string(attempt);
-  std::string dir = attempt_dir + "/" + std::to_string(local_rank);
-  // Two mkdirs where they do (the run directory is there); anything odd takes the
-  // general way, which names the path that fails.
-  for (const std::string* d : {&attempt_dir, &dir}) {
-    if (::mkdir(d->c_str(), 0777) == 0) {
-      if (!made_too_many_) made_.push_back(*d);
-    } else if (errno != EEXIST) {
-      make_dirs(dir);
-      break;
-    }
-  }
+  std::string dir = attempt_dir(attempt) + "/" + std::to_string(local_rank);
+  make_one(dir);
   if (made_.size() > kMostRemembered) {
     made_.clear();
     made_too_many_ = true;

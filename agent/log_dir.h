@@ -36,6 +36,8 @@ class LogDir {
   void keep() { temporary_ = false; }
 
  private:
+  // Makes `dir`, whose parent exists, remembering it.
+  void make_one(const std::string& dir);
   // Removes what it made, deepest first, while each is empty: true if that was all.
   bool remove_made_while_empty();
 

@@ -304,13 +304,7 @@ std::vector<std::string> virtual_local_devices(const Values& v, const EnvLookup&
     for (int r = 0; r < local_world_size; ++r) devices.push_back(std::to_string(r));
     return devices;
   }
-  std::string item;
-  std::istringstream in(*visible);
-  while (std::getline(in, item, ',')) {
-    item.erase(0, item.find_first_not_of(" \t"));
-    item.erase(item.find_last_not_of(" \t") + 1);
-    devices.push_back(item);
-  }
+  for (const auto& item : split_text(*visible, ',')) devices.push_back(trim_text(item));
   if (static_cast<int>(devices.size()) < local_world_size) {
     throw UsageError(v.source("virtual_local_rank") + ": " + std::to_string(local_world_size) +
                      " workers, but CUDA_VISIBLE_DEVICES=" + *visible + " names " +

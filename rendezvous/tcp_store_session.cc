@@ -71,6 +71,7 @@ void StoreState::add_to_barrier(const std::shared_ptr<Session>& session, const s
 }
 
 void StoreState::release_barrier(const std::string& key) {
+  if (barriers_.empty()) return;  // every write comes here
   auto it = barriers_.find(key);
   const std::string* value = it == barriers_.end() ? nullptr : table.find(key);
   int64_t count = 0;

@@ -22,7 +22,7 @@ mirror=${DDPRUN_DEBIAN_MIRROR:-}
 if [ -z "$mirror" ]; then
   mirror=$(grep -hvE '^[[:space:]]*#' /etc/apt/sources.list /etc/apt/sources.list.d/* 2>/dev/null |
     grep -oE 'https?://[^ ]*/debian/?( |$)' | head -1 | tr -d ' ' || true)
-  mirror=${mirror:-http://deb.debian.org/debian}
+  mirror=${mirror:-http://deb.debian.org/debian}  # no such line: Debian's own
 fi
 script=/usr/share/debootstrap/scripts/$suite
 [ -e "$script" ] || script=/usr/share/debootstrap/scripts/sid  # forky: no script of its own yet

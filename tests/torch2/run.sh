@@ -2,8 +2,8 @@
 # The torch2 part of the suite: real jobs of Debian's PyTorch 2.6 (trixie) and 2.14
 # (forky) under the portable ddprun, inside roots that scripts/torch_root.sh makes once
 # per machine, beside each release's own torchrun.   Usage: run.sh PORTABLE_DDPRUN [SUITE...]
-# A root that cannot be made here (no mirror, not root) is skipped with the reason, out
-# loud; any failing case fails the run.
+# A root that cannot be made here (torch_root.sh's exit 3: no mirror, not root) is
+# skipped with the reason, out loud; any other failure, and any failing case, fails it.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 ddprun=$(readlink -f "${1:?usage: run.sh PORTABLE_DDPRUN [SUITE...]}")
@@ -17,12 +17,18 @@ cases=(test_torch2
   test_torch_jobs.ElasticNodes.test_killed_worker_restarts_both_agents)
 failed=0
 for suite in "${suites[@]}"; do
-  if ! root=$(scripts/torch_root.sh "$suite" 2>/tmp/torch_root_$$.err); then
-    echo "torch2: SKIPPED $suite: its root cannot be made here: $(tail -3 /tmp/torch_root_$$.err | tr '\n' ' ')"
-    rm -f /tmp/torch_root_$$.err
+  root=$(scripts/torch_root.sh "$suite" 2>/tmp/torch_root_$$.err)
+  made=$?
+  why=$(tail -3 /tmp/torch_root_$$.err | tr '\n' ' ')
+  rm -f /tmp/torch_root_$$.err
+  if [ "$made" = 3 ]; then  # no mirror, no debootstrap, not root: said, not failed
+    echo "torch2: SKIPPED $suite: its root cannot be made here: $why"
+    continue
+  elif [ "$made" != 0 ]; then
+    echo "torch2: FAILED $suite: scripts/torch_root.sh exited $made: $why"
+    failed=1
     continue
   fi
-  rm -f /tmp/torch_root_$$.err
   echo "torch2: $suite, PyTorch $(cat "$root/.ddprun-torch-version"), in $root"
   start=$(date +%s)
   tests/torch2/in_root.sh "$root" env DDPRUN="$ddprun" PYTHONDONTWRITEBYTECODE=1 \
