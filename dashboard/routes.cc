@@ -114,6 +114,16 @@ Response Routes::handle(std::string_view method, std::string_view target) const 
     if (bytes.empty()) return error(404, "no such file: " + std::string(name));
     return {200, std::string(content_type(name)), std::string(bytes)};
   }
+  if (path.rfind("/run/", 0) == 0) {
+    // The page asks /api/runs/<ref> for the run; a run that is not there is said here.
+    auto ref = decode(path.substr(5, path.find('/', 5) - 5));
+    if (!ref || !valid_id(*ref)) return error(400, "malformed run id");
+    try {
+      tracking::find_run(tracking_dir_, *ref);
+    } catch (const tracking::TrackingError& e) {
+      return error(404, e.what());
+    }
+  }
   if (path == "/" || path == "/compare" || path.rfind("/run/", 0) == 0) {
     return {200, "text/html; charset=utf-8", kPage};
   }
@@ -135,10 +145,12 @@ Response Routes::api(std::string_view path, std::string_view query) const {
     auto id = decode(rest.substr(0, slash));
     std::string what = slash == std::string_view::npos ? "" : std::string(rest.substr(slash + 1));
     if (!id || !valid_id(*id)) return error(400, "malformed run id");
-    std::string run_dir = tracking_dir_ + "/" + *id;
-    if (!tracking::run_exists(run_dir)) {
-      return error(404, "no run '" + *id + "' in " + tracking_dir_);
+    try {
+      id = tracking::find_run(tracking_dir_, *id);
+    } catch (const tracking::TrackingError& e) {
+      return error(404, e.what());
     }
+    std::string run_dir = tracking_dir_ + "/" + *id;
     tracking::RunStore store(run_dir, tracking::RunStore::Open::kReadOnly);
     tracking::settle_run(store);
     if (what.empty()) return json_response(run_json(store, *id, cache_.metric_counts(run_dir, store)));

@@ -338,13 +338,9 @@ int runs_command(int argc, const char* const argv[]) {
               << ": expected csv, jsonl or tfevents\n";
     return 2;
   }
-  const std::string& id = positional[1];
-  std::string run_dir = dir + "/" + id;
-  if (!tracking::run_exists(run_dir)) {
-    std::cerr << "ddprun runs: error: no run '" << id << "' in " << dir << "\n";
-    return 1;
-  }
   try {
+    std::string id = tracking::find_run(dir, positional[1]);
+    std::string run_dir = dir + "/" + id;
     RunStore store(run_dir, RunStore::Open::kReadOnly);
     tracking::settle_run(store);
     if (verb == "report") {

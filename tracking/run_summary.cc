@@ -77,6 +77,36 @@ std::vector<RunSummary> list_runs(const std::string& tracking_dir) {
   return runs;
 }
 
+std::string find_run(const std::string& tracking_dir, const std::string& ref) {
+  bool is_id = !ref.empty() && ref != "." && ref != ".." && ref.find('/') == std::string::npos;
+  if (is_id && ref != "latest" && run_exists(tracking_dir + "/" + ref)) return ref;
+  std::vector<RunSummary> runs = list_runs(tracking_dir);
+  if (ref == "latest") {
+    for (const auto& r : runs) {
+      if (r.error.empty()) return r.id;
+    }
+    throw TrackingError("no run in " + tracking_dir + " yet");
+  }
+  auto pick = [&](auto&& matches) -> std::optional<std::string> {
+    std::vector<std::string> ids;
+    for (const auto& r : runs) {
+      if (matches(r)) ids.push_back(r.id);
+    }
+    if (ids.empty()) return std::nullopt;
+    if (ids.size() == 1) return ids.front();
+    std::string list;
+    for (const auto& id : ids) list += "\n  " + id;
+    throw TrackingError("'" + ref + "' names " + std::to_string(ids.size()) +
+                        " runs; give one's id:" + list);
+  };
+  if (auto id = pick([&](const RunSummary& r) { return r.error.empty() && r.name == ref; })) {
+    return *id;
+  }
+  if (auto id = pick([&](const RunSummary& r) { return r.id.rfind(ref, 0) == 0; })) return *id;
+  throw TrackingError("no run '" + ref + "' in " + tracking_dir +
+                      " (a run's id, its name, a prefix of its id, or latest)");
+}
+
 double run_duration(const RunSummary& run) {
   if (run.created == 0) return 0;
   double end = run.finished;

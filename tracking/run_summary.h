@@ -31,6 +31,11 @@ RunSummary summarize_run(RunStore& store, const std::string& id);
 /// with `error` set. Throws TrackingError when the directory cannot be read.
 std::vector<RunSummary> list_runs(const std::string& tracking_dir);
 
+/// The id of the run `ref` names in `tracking_dir`: its id, its name (--run_name),
+/// a prefix of one id, or "latest" (the newest run). Throws TrackingError saying that
+/// no run matches, or naming every run that does when `ref` is ambiguous.
+std::string find_run(const std::string& tracking_dir, const std::string& ref);
+
 /// Seconds from created to finished (or to now while running).
 double run_duration(const RunSummary& run);
 

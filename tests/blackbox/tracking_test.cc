@@ -156,6 +156,19 @@ TEST(Tracking, SystemMetricsOfEveryWorkerTree) {
   }
 }
 
+TEST(Tracking, ARunIsShownByTheNameItWasGivenOrAsLatest) {
+  std::string dir = make_temp_dir();
+  Finished f = run_ddprun({"--run_name=my-first-run", "--tracking_dir", dir, "--no_python",
+                           test_worker_binary(), "exit", "7"});
+  EXPECT_EQ(f.code, 7);
+  for (const char* ref : {"my-first-run", "latest"}) {
+    Finished show = run_ddprun({"runs", "show", ref, "--tracking_dir", dir});
+    EXPECT_EQ(show.code, 0) << ref << ": " << show.err;
+    EXPECT_NE(show.out.find("(my-first-run)"), std::string::npos) << ref << ": " << show.out;
+    EXPECT_NE(show.out.find("status:   failed (exit code 7)"), std::string::npos) << show.out;
+  }
+}
+
 TEST(Tracking, RunsCommandErrors) {
   std::string dir = make_temp_dir();
   Finished unknown = run_ddprun({"runs", "show", "nope", "--tracking_dir", dir});

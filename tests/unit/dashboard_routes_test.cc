@@ -233,7 +233,9 @@ TEST(DashboardRoutes, UnknownThingsAre404AndMalformedQueries400) {
 }
 
 TEST(DashboardRoutes, PagesAndTheirScriptsAreBuiltIn) {
-  Routes routes(temp_dir());
+  std::string dir = temp_dir();
+  make_run(dir, "x", 1000, "finished");
+  Routes routes(dir);
   for (const char* page : {"/", "/run/x", "/compare?runs=a,b"}) {
     Response r = routes.handle("GET", page);
     EXPECT_EQ(r.status, 200) << page;
@@ -247,6 +249,24 @@ TEST(DashboardRoutes, PagesAndTheirScriptsAreBuiltIn) {
             std::filesystem::file_size("/usr/share/javascript/dygraphs/dygraph.min.js"));
   EXPECT_NE(routes.handle("GET", "/static/app.js").body.find("runsPage"), std::string::npos);
   EXPECT_EQ(routes.handle("GET", "/static/app.css").content_type, "text/css; charset=utf-8");
+}
+
+TEST(DashboardRoutes, ARunIsFoundByItsNameAPrefixOrLatestAndAMissingOneIs404) {
+  std::string dir = temp_dir();
+  make_run(dir, "20261127-aaaa", 1000, "finished");
+  make_run(dir, "20261127-bbbb", 2000, "failed");
+  Routes routes(dir);
+  EXPECT_EQ(body(routes.handle("GET", "/api/runs/name-20261127-aaaa"))["id"], "20261127-aaaa");
+  EXPECT_EQ(body(routes.handle("GET", "/api/runs/20261127-b"))["id"], "20261127-bbbb");
+  EXPECT_EQ(body(routes.handle("GET", "/api/runs/latest"))["id"], "20261127-bbbb");
+  EXPECT_EQ(routes.handle("GET", "/run/name-20261127-aaaa").status, 200);
+  Response missing = routes.handle("GET", "/run/my-first-run");
+  EXPECT_EQ(missing.status, 404);
+  EXPECT_NE(missing.body.find("no run 'my-first-run'"), std::string::npos) << missing.body;
+  Response ambiguous = routes.handle("GET", "/api/runs/2026");
+  EXPECT_EQ(ambiguous.status, 404);
+  EXPECT_NE(ambiguous.body.find("20261127-aaaa"), std::string::npos) << ambiguous.body;
+  EXPECT_NE(ambiguous.body.find("20261127-bbbb"), std::string::npos) << ambiguous.body;
 }
 
 TEST(DashboardRoutes, AnsweringNeverWritesTheRun) {
