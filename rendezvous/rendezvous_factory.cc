@@ -13,21 +13,37 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Until one of etcd's members accepts a connection, or `deadline`: the backend's first
-// calls then do not wait for etcd to come up (if none does, they fail as they would).
+// Until one of etcd's members accepts a connection: etcd may still be coming up (a job
+// script that starts it beside the first agent). Each failed try is said with its
+// reason, the tries growing from 1 s to 8 s; by `deadline` (--rdzv_conf read_timeout)
+// the join fails with the last reason, naming every member.
 Task<void> reach_etcd(const std::vector<EtcdEndpoint>& endpoints, Clock::time_point deadline,
                       CancelSignal& cancel) {
-  constexpr std::chrono::seconds kAttempt{1};
-  for (size_t i = 0; !endpoints.empty() && Clock::now() < deadline;
-       i = (i + 1) % endpoints.size()) {
+  if (endpoints.empty()) co_return;
+  std::string names;
+  for (const auto& e : endpoints) {
+    names += (names.empty() ? "" : ", ") + e.host + ":" + std::to_string(e.port);
+  }
+  std::chrono::seconds window{1};
+  std::string reason;
+  for (size_t i = 0; Clock::now() < deadline; i = (i + 1) % endpoints.size()) {
     try {
       co_await connect_on_loop(endpoints[i].host, endpoints[i].port,
-                               std::min(deadline, Clock::now() + kAttempt), cancel);
+                               std::min(deadline, Clock::now() + window), cancel);
       co_return;
     } catch (const TimeoutError& e) {
-      spdlog::debug("etcd: {}", e.what());
+      std::string what = e.what();  // "cannot connect to the store at H:P: <why>"
+      reason = endpoints[i].host + ":" + std::to_string(endpoints[i].port) + ": " +
+               what.substr(what.rfind(": ") + 2);
     }
+    auto left = std::chrono::ceil<std::chrono::seconds>(deadline - Clock::now());
+    if (left.count() > 0) {
+      spdlog::warn("waiting for etcd ({} s left, --rdzv_conf read_timeout): {}", left.count(),
+                   reason);
+    }
+    if (i + 1 == endpoints.size()) window = std::min(window * 2, std::chrono::seconds(8));
   }
+  throw TimeoutError("cannot reach etcd at " + names + " (last try: " + reason + ")");
 }
 
 EtcdBackend::Options etcd_options(const RendezvousParams& p) {

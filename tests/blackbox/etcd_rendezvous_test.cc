@@ -151,9 +151,15 @@ TEST(EtcdRendezvousErrors, UnreachableEtcdNamesEveryEndpoint) {
   j.backend = "etcd";
   j.endpoint =
       "127.0.0.1:" + std::to_string(free_port()) + ",127.0.0.1:" + std::to_string(free_port());
-  j.conf = "read_timeout=1,join_timeout=5";
+  // The join would wait 600 s: the wait for etcd is said at once, with each try's
+  // reason, and ends at read_timeout.
+  j.conf = "read_timeout=2";
   Finished f = run_ddprun(j.agent({}, {"exit", "0"}), kEnv);
   EXPECT_EQ(f.code, 1);
+  EXPECT_NE(f.err.find("waiting for etcd ("), std::string::npos) << f.err;
+  EXPECT_NE(f.err.find(" s left, --rdzv_conf read_timeout): 127.0.0.1:"), std::string::npos)
+      << f.err;
+  EXPECT_NE(f.err.find("Connection refused"), std::string::npos) << f.err;
   EXPECT_NE(f.err.find("cannot reach etcd"), std::string::npos) << f.err;
   for (const std::string& e :
        {j.endpoint.substr(0, j.endpoint.find(',')), j.endpoint.substr(j.endpoint.find(',') + 1)}) {
