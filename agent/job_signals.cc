@@ -109,17 +109,18 @@ void JobSignals::on_stdin_closed() {
 
 void JobSignals::stop(int sig) {
   stopped_ = true;
+  if (stop_awaited_) stop_awaited_->cancel();
   handlers_.stop(sig);
 }
 
-bool JobSignals::await_stop(std::chrono::milliseconds max) {
+Task<bool> JobSignals::await_stop(std::chrono::milliseconds max) {
+  if (stopped_) co_return true;
   asio::steady_timer moment(io_, max);
-  bool over = false;
-  moment.async_wait([&over](const boost::system::error_code&) { over = true; });
-  while (!over && !stopped_) io_.run_one();
-  moment.cancel();
-  while (!over) io_.run_one();  // the cancelled wait still runs, and refers to `over`
-  return stopped_;
+  stop_awaited_ = &moment;
+  boost::system::error_code ended;
+  co_await moment.async_wait(asio::redirect_error(asio::use_awaitable, ended));
+  stop_awaited_ = nullptr;
+  co_return stopped_;
 }
 
 void JobSignals::on_forwarded(int sig, pid_t sender) {

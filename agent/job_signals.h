@@ -10,6 +10,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "agent/agent_config.h"
+#include "common/coro.h"
 #include "os/signal_catcher.h"
 
 namespace ddprun::agent {
@@ -31,10 +32,13 @@ class JobSignals {
 
   void start();
 
-  /// Runs the loop until a stop (signal, or stdin's end) has been handled or `max` has
-  /// passed; returns whether one was. A real timer, not the agent's Clock: this waits
-  /// for the kernel to deliver a signal, which a manual clock in tests would not end.
-  bool await_stop(std::chrono::milliseconds max);
+  /// Until a stop (signal, or stdin's end) has been handled or `max` has passed;
+  /// returns whether one was. A real timer, not the agent's Clock: this waits for the
+  /// kernel to deliver a signal, which a manual clock in tests would not end.
+  Task<bool> await_stop(std::chrono::milliseconds max);
+
+  /// Handles now the stop signals that came but wait for the loop.
+  void take_pending() { stops_.take_pending(); }
 
   /// Readable while a stop signal waits for the loop: what blocking store requests
   /// give way to (net::WaitScope).
@@ -59,6 +63,7 @@ class JobSignals {
   bool started_ = false;
   std::vector<int> early_stops_;  // caught before start()
   bool stopped_ = false;          // a stop was handed on
+  boost::asio::steady_timer* stop_awaited_ = nullptr;  // await_stop()'s, while it waits
 };
 
 }  // namespace ddprun::agent

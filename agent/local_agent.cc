@@ -48,132 +48,153 @@ LocalAgent::Impl::Impl(AgentConfig config, AgentServices services)
                     ? nullptr
                     : std::make_unique<TimerWatchdog>(io_, clock_, config_.timer_file)),
       signals_(io_, config_,
-               {[this](int sig) { on_stop_signal(sig); },
+               {[this](int sig) {
+                  on_stop_signal(sig);
+                  changed_.notify();
+                },
                 [this](int sig) { return runner_.forward(sig); }}),
       waits_(signals_.stop_pending_fd()),
       tracking_timer_(clock_.make_timer()),
-      stop_grace_(clock_.make_timer()) {}
+      stop_grace_(clock_.make_timer()),
+      changed_(io_) {}
 
+Attempt::Attempt(rendezvous::RendezvousInfo i) : info(std::move(i)) {
+  if (static_cast<size_t>(info.group_rank) < info.members.size()) {
+    self = info.members[static_cast<size_t>(info.group_rank)];
+  }
+}
+
+// The whole job is one coroutine on the loop, and the loop runs once: until it ends.
 int LocalAgent::Impl::run() {
   // Grandchildren orphaned by a dying worker are re-parented to us, so we can
   // reap them and nothing escapes the job.
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   signals_.start();
+  int code = 0;
+  std::exception_ptr error;
+  asio::co_spawn(io_, run_rounds(), [&](const std::exception_ptr& e, int c) {
+    error = e;
+    code = c;
+    io_.stop();  // what is left on the loop (the signals' watches, ...) ends with the agent
+  });
   try {
-    return run_rounds();
+    io_.run();  // a handler's request that gave way to a stop signal throws out of it
+    if (error) std::rethrow_exception(error);
+    return code;
   } catch (const Signalled&) {
-    return finish(128 + signalled_, "killed", "received " + signal_name(signalled_));
+    return finish_signalled();
   } catch (const net::Interrupted&) {
-    // A request of the rendezvous gave way to a stop signal, which the loop takes now.
-    io_.poll();
+    // A request of the rendezvous gave way to a stop signal, which is handled now.
+    signals_.take_pending();
     if (signalled_ == 0) throw;
-    return finish(128 + signalled_, "killed", "received " + signal_name(signalled_));
+    return finish_signalled();
   }
 }
 
-int LocalAgent::Impl::run_rounds() {
+void LocalAgent::Impl::enter(Phase phase) {
+  static constexpr const char* kNames[] = {"connecting", "joining",          "running",
+                                           "reporting a hang", "awaiting the others", "done"};
+  spdlog::debug("agent: {} -> {}", kNames[static_cast<int>(phase_)], kNames[static_cast<int>(phase)]);
+  phase_ = phase;
+}
+
+Task<int> LocalAgent::Impl::run_rounds() {
   for (int round = 0;; ++round) {
-    rendezvous::RendezvousInfo info = rendezvous(round);
+    rendezvous::RendezvousInfo info = co_await rendezvous(round);
     round = info.round;
     begin_round(info);
     if (signalled_ != 0) {
       // The signal came as the round completed: start nothing, and tell the others.
-      end_round(signalled_end(info));
-      return finish(128 + signalled_, "killed", "received " + signal_name(signalled_));
+      end_round(signalled_end());
+      co_return finish_signalled();
     }
     if (observer_) {
       observer_->rendezvous_complete(info.round, info.restart_count, info.world_size(),
                                      info.members);
     }
-    run_attempt(info);
-    if (over_ && over_->hang) report_hang(info);
+    enter(Phase::kRunning);
+    co_await run_attempt();
+    if (attempt_->over && attempt_->over->hang) co_await report_hang();
     if (observer_) {
       observer_->poll(true);
-      if (over_) {
-        observer_->round_over(info.restart_count, RoundEnd::kind_name(over_->kind), over_->reason);
+      if (attempt_->over) {
+        observer_->round_over(info.restart_count, RoundEnd::kind_name(attempt_->over->kind),
+                              attempt_->over->reason);
       }
     }
     if (signalled_ != 0) {
-      end_round(signalled_end(info));
-      return finish(128 + signalled_, "killed", "received " + signal_name(signalled_));
+      end_round(signalled_end());
+      co_return finish_signalled();
     }
     const auto& failures = runner_.failures();
-    if (!over_ && failures.empty()) {
+    if (!attempt_->over && failures.empty()) {
       // This node is done; the job is done when every node is (a later failure
       // elsewhere still restarts everyone, this node included).
-      over_ = wait_for_all_done(info);
-      if (signalled_ != 0) {
-        return finish(128 + signalled_, "killed", "received " + signal_name(signalled_));
-      }
-      if (!over_) return finish_success();
-      if (over_->hang) report_hang(info);
+      enter(Phase::kAwaitingOthers);
+      attempt_->over = co_await wait_for_all_done();
+      if (signalled_ != 0) co_return finish_signalled();
+      if (!attempt_->over) co_return finish_success();
+      if (attempt_->over->hang) co_await report_hang();
     }
-    if (!over_ || over_->kind == RoundEnd::Kind::kFinal) {
-      return finish_failure(failures, over_.value_or(RoundEnd{}));
+    const std::optional<RoundEnd>& over = attempt_->over;
+    if (!over || over->kind == RoundEnd::Kind::kFinal) {
+      co_return finish_failure(failures, over.value_or(RoundEnd{}));
     }
-    if (over_->kind == RoundEnd::Kind::kRestart) {
-      spdlog::warn("worker group failed ({}); restarting, attempt {} of {}", over_->reason,
+    if (over->kind == RoundEnd::Kind::kRestart) {
+      spdlog::warn("worker group failed ({}); restarting, attempt {} of {}", over->reason,
                    info.restart_count + 1, config_.spec.max_restarts);
     } else {
-      spdlog::warn("membership changed ({}); re-rendezvous", over_->reason);
+      spdlog::warn("membership changed ({}); re-rendezvous", over->reason);
     }
   }
 }
 
-// Runs `task` on the loop until it ends, among signals, timers and the rest; the first
-// stop signal meanwhile calls `cancel` (which ends the task's wait at once) and ends
-// the job: Signalled once the task has ended. Returns its value or throws what it threw.
+// Awaits `task`, a wait for the other nodes; the first stop signal meanwhile calls
+// `cancel` (which ends the task's wait at once) and ends the job: Signalled once the
+// task has ended. Returns its value or throws what it threw.
 template <typename T>
-T LocalAgent::Impl::await_on_loop(Task<T> task, const std::function<void()>& cancel) {
+Task<T> LocalAgent::Impl::unless_signalled(Task<T> task, std::function<void()> cancel) {
+  cancel_wait_ = std::move(cancel);
+  if (signalled_ != 0) cancel_wait_();
   std::optional<T> value;
   std::exception_ptr error;
-  bool finished = false;
-  asio::co_spawn(io_, std::move(task), [&](const std::exception_ptr& e, T v) {
-    error = e;
-    if (!e) value = std::move(v);
-    finished = true;
-  });
-  run_until(finished, cancel);
-  if (error) std::rethrow_exception(error);
-  return std::move(*value);
-}
-
-// Runs the loop until `finished` (set by one of its handlers); the first stop signal
-// meanwhile calls `cancel`, and throws Signalled once `finished`.
-void LocalAgent::Impl::run_until(const bool& finished, const std::function<void()>& cancel) {
-  bool cancelled = false;
-  while (!finished) {
-    io_.run_one();
-    if (signalled_ != 0 && !cancelled) {
-      spdlog::warn("received {} while waiting for the other nodes", signal_name(signalled_));
-      cancel();
-      cancelled = true;
-    }
+  try {
+    value = co_await std::move(task);
+  } catch (...) {
+    error = std::current_exception();
   }
-  if (cancelled) throw Signalled{};
+  cancel_wait_ = nullptr;
+  if (signalled_ != 0) throw Signalled{};
+  if (error) std::rethrow_exception(error);
+  co_return std::move(*value);
 }
 
-// Joins the round: a coroutine whose waits for the other nodes are the loop's
-// completions. A Ctrl-C meanwhile cancels it and ends ddprun (no worker runs now).
-// Throws what the join threw; 128+signal ends the job.
-rendezvous::RendezvousInfo LocalAgent::Impl::rendezvous(int round) {
+// Joins the round. A Ctrl-C meanwhile cancels the join and ends ddprun (no worker runs
+// now). Throws what the join threw; 128+signal ends the job.
+Task<rendezvous::RendezvousInfo> LocalAgent::Impl::rendezvous(int round) {
   round_.reset();  // the last round's watches end before the next join
-  if (!handler_) connect_rendezvous();
-  auto info = await_on_loop(handler_->next_rendezvous(round, config_.spec.local_world_size),
-                            [this] { handler_->cancel(); });
-  // A signal that came with the round may still wait in the loop: take it now, while
-  // no worker runs, so that none starts.
-  io_.poll();
+  // What the last round left queued on the loop (its cancelled waits) runs before the
+  // join's first request, as when the join was a coroutine of its own: a join begun
+  // ahead of them was seen to hang on the store (Elastic.NodeThatFinished...).
+  co_await asio::post(io_, asio::use_awaitable);
+  if (!handler_) co_await connect_rendezvous();
+  enter(Phase::kJoining);
+  auto info = co_await unless_signalled(
+      handler_->next_rendezvous(round, config_.spec.local_world_size),
+      [this] { handler_->cancel(); });
+  // A signal that came with the round may not be handled yet: take it now, while no
+  // worker runs, so that none starts.
+  signals_.take_pending();
   if (multi_node()) set_log_node_rank(info.group_rank);
-  return info;
+  co_return info;
 }
 
-// Makes the rendezvous handler, which hosts or connects to the rendezvous store, on the
-// loop as the join is: a store that is not up yet is waited for there, and a Ctrl-C
-// meanwhile cancels that wait at once.
-void LocalAgent::Impl::connect_rendezvous() {
+// Makes the rendezvous handler, which hosts or connects to the rendezvous store: a
+// store that is not up yet is waited for on the loop, and a Ctrl-C meanwhile cancels
+// that wait at once.
+Task<void> LocalAgent::Impl::connect_rendezvous() {
   CancelSignal cancel("rendezvous cancelled");
-  auto made = await_on_loop(make_rendezvous_(cancel), [&cancel] { cancel.cancel(); });
+  auto made = co_await unless_signalled(make_rendezvous_(cancel), [&cancel] { cancel.cancel(); });
   if (observer_ && multi_node()) {
     observer_->attach(made->store(), made->connect(), made->address(), made->primary());
   }
@@ -204,43 +225,38 @@ WorkerGroup LocalAgent::Impl::make_group(const rendezvous::RendezvousInfo& info)
 
 // The round's protocol among the nodes, from its start to the end of the attempt.
 void LocalAgent::Impl::begin_round(const rendezvous::RendezvousInfo& info) {
-  over_.reset();
-  dropped_ = false;
-  self_ = static_cast<size_t>(info.group_rank) < info.members.size()
-              ? info.members[static_cast<size_t>(info.group_rank)]
-              : "";
+  attempt_ = std::make_unique<Attempt>(info);
   round_ = handler_->coordinate(info, io_, clock_);
 }
 
-void LocalAgent::Impl::run_attempt(const rendezvous::RendezvousInfo& info) {
-  bool done = false;
-  round_->watch_end([this](RoundEnd end) { on_round_end(std::move(end)); },
-                    [this](const std::string& what) { on_store_lost(what); });
-  round_->watch_members([this, info](const std::vector<std::string>& dead) { on_dead(info, dead); },
-                        [this](const std::string& what) { on_store_lost(what); });
-  runner_.start(
-      make_group(info), [this, info](const FailureRecord& f) { on_worker_failure(info, f); },
-      [&done] { done = true; });
+Task<void> LocalAgent::Impl::run_attempt() {
+  auto lost = changed_.notifying([this](const std::string& what) { on_store_lost(what); });
+  round_->watch_end(changed_.notifying([this](RoundEnd end) { on_round_end(std::move(end)); }),
+                    lost);
+  round_->watch_members(
+      changed_.notifying([this](const std::vector<std::string>& dead) { on_dead(dead); }), lost);
+  runner_.start(make_group(attempt_->info),
+                changed_.notifying([this](const FailureRecord& f) { on_worker_failure(f); }),
+                changed_.notifying([this] { attempt_->workers_done = true; }));
   if (observer_) poll_tracking(std::min(observer_->poll_interval(), kFirstTrackingPoll));
   if (config_.hang.enabled()) {
-    hang_.start(
-        [this, info](const Stall& stall) { on_hang(info, stall); },
-        [this](std::chrono::milliseconds mine) {
-          return std::chrono::milliseconds(round_->share_max("hang_longest_ms", mine.count()));
-        });
+    hang_.start(changed_.notifying([this](const Stall& stall) { on_hang(stall); }),
+                [this](std::chrono::milliseconds mine) {
+                  return std::chrono::milliseconds(round_->share_max("hang_longest_ms", mine.count()));
+                });
   }
   if (watchdog_) runner_.watch_timers(*watchdog_);
   // A stack capture in progress ends before the attempt does.
-  while (!done || hang_.capturing()) io_.run_one();
-  await_stop_signal_after_stopped_workers();
-  tell_pending_failure(info);
+  co_await changed_.until([this] { return attempt_->workers_done && !hang_.capturing(); });
+  co_await await_stop_signal_after_stopped_workers();
+  tell_pending_failure();
   hang_.stop();
   if (watchdog_) watchdog_->stop();
   tracking_timer_->cancel();
   round_->stop_watching_members();
   // A node whose workers all succeeded keeps watching for the round's end while it
   // waits for the others (wait_for_all_done); otherwise the watches end with the attempt.
-  if (over_ || !runner_.failures().empty() || signalled_ != 0) round_->stop();
+  if (attempt_->over || !runner_.failures().empty() || signalled_ != 0) round_->stop();
 }
 
 // A run is readable while the job runs: what workers wrote is ingested as it comes.
@@ -258,14 +274,19 @@ int LocalAgent::Impl::finish_success() {
   return finish(0, "finished", "", true);
 }
 
+int LocalAgent::Impl::finish_signalled() {
+  return finish(128 + signalled_, "killed", "received " + signal_name(signalled_));
+}
+
 int LocalAgent::Impl::finish_failure(const std::vector<FailureRecord>& failures,
                                      const RoundEnd& over) {
-  if (over.signalled && !dropped_) {  // another node was told to stop the job
+  bool dropped = attempt_ && attempt_->dropped;
+  if (over.signalled && !dropped) {  // another node was told to stop the job
     std::cerr << "ddprun: the job was stopped: " << over.reason << "\n";
     return finish(over.exitcode, "killed", over.reason);
   }
-  if (dropped_ || failures.empty()) {
-    std::cerr << "ddprun: " << (dropped_ ? "" : "the job failed: ") << over.reason << "\n";
+  if (dropped || failures.empty()) {
+    std::cerr << "ddprun: " << (dropped ? "" : "the job failed: ") << over.reason << "\n";
     return finish(over.exitcode, "failed", over.reason);
   }
   std::cerr << format_failure_summary(config_.spec.entrypoint_name, host_, failures) << std::flush;
@@ -278,6 +299,7 @@ int LocalAgent::Impl::finish_failure(const std::vector<FailureRecord>& failures,
 
 int LocalAgent::Impl::finish(int code, const std::string& status, const std::string& root_cause,
                              bool succeeded) {
+  enter(Phase::kDone);
   // The observer completes the run on its own thread meanwhile (complete() or its
   // destructor waits for that, after the agent's end).
   if (observer_) observer_->finished(status, code, root_cause);

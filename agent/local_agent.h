@@ -58,8 +58,29 @@ struct AgentServices {
 /// Single-threaded: construct and run on the loop's thread; nothing else may run the
 /// loop meanwhile. Catches the configured signals (by default SIGINT, SIGTERM, SIGHUP,
 /// SIGQUIT, SIGUSR1 and SIGUSR2) from construction on.
+///
+/// The agent's life is one coroutine on the one loop, through these phases:
+///
+///   kConnecting --> kJoining --> kRunning --+--> kAwaitingOthers --> kDone (exit 0)
+///                      ^                    |          |
+///                      |                    v          v
+///                      +--- restart or -- kReportingHang (a hang: every node's
+///                           membership        stacks gathered and judged alike)
+///                           change            |
+///                                             +--> kDone (the round's end is final)
+///
+/// kConnecting: the rendezvous handler reaches or hosts its store. kJoining: the
+/// nodes agree on ranks. kRunning: the workers run; the round ends on a failure, a
+/// hang, a lost node or store, or a stop signal. kAwaitingOthers: this node's workers
+/// all succeeded; the job is done once every node's are (a later failure elsewhere
+/// still restarts everyone). A stop signal in any phase ends the job (128+signal)
+/// once the workers are stopped and the others told. The loop's handlers (workers'
+/// exits, the round's watches, signals, timers) only record what happened; the
+/// coroutine alone moves from one phase to the next.
 class LocalAgent {
  public:
+  enum class Phase { kConnecting, kJoining, kRunning, kReportingHang, kAwaitingOthers, kDone };
+
   LocalAgent(AgentConfig config, AgentServices services);
   ~LocalAgent();
 

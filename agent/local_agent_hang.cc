@@ -15,8 +15,9 @@ constexpr std::chrono::milliseconds kHangGatherTimeout{20'000};
 
 // A worker made no progress for too long: the round ends as after a failure, but
 // every node first captures its workers' stacks (on_round_end).
-void LocalAgent::Impl::on_hang(const rendezvous::RendezvousInfo& info, const Stall& stall) {
-  if (over_) return;  // the round is ending already
+void LocalAgent::Impl::on_hang(const Stall& stall) {
+  const rendezvous::RendezvousInfo& info = attempt_->info;
+  if (attempt_->over) return;  // the round is ending already
   std::string what = "hang: " + hang_.describe(stall) + ", node " +
                      std::to_string(info.group_rank) + " (" + host_ + ")";
   spdlog::warn("{}; capturing the workers' stacks", what);
@@ -24,42 +25,43 @@ void LocalAgent::Impl::on_hang(const rendezvous::RendezvousInfo& info, const Sta
   RoundEnd mine{budget_left ? RoundEnd::Kind::kRestart : RoundEnd::Kind::kFinal, kHangExitCode,
                 what, true};
   end_round(mine);
-  stop_workers(*over_);
-  if (budget_left) round_->start_next_round(true, members(info));
+  stop_workers(*attempt_->over);
+  if (budget_left) round_->start_next_round(true, members());
 }
 
 // Ends the attempt's workers: after a hang, once their stacks are captured.
 void LocalAgent::Impl::stop_workers(const RoundEnd& end) {
   if (!end.hang) return runner_.stop(SIGTERM);
-  hang_part_ = "[]";
-  hang_.capture([this](std::string part) {
-    hang_part_ = std::move(part);
+  attempt_->hang_part = "[]";
+  hang_.capture(changed_.notifying([this](std::string part) {
+    attempt_->hang_part = std::move(part);
     runner_.stop(SIGTERM);
-  });
+  }));
 }
 
 // Every node shares what it captured; each judges the same reports alike, so every
 // node names the same culprit and takes the same decision on restarting.
-void LocalAgent::Impl::report_hang(const rendezvous::RendezvousInfo& info) {
-  while (hang_.capturing() && signalled_ == 0) io_.run_one();
-  std::optional<std::vector<std::string>> parts;
-  round_->gather("hang", hang_part_, kHangGatherTimeout,
-                 [&parts](std::vector<std::string> p) { parts = std::move(p); });
-  while (!parts && signalled_ == 0) io_.run_one();
-  if (!parts) return;
-  HangWatch::Verdict v = hang_.judge(*parts);
-  std::string trigger = over_->reason;
+Task<void> LocalAgent::Impl::report_hang() {
+  enter(Phase::kReportingHang);
+  Attempt& a = *attempt_;
+  co_await changed_.until([this] { return !hang_.capturing() || signalled_ != 0; });
+  round_->gather("hang", a.hang_part, kHangGatherTimeout,
+                 changed_.notifying([&a](std::vector<std::string> p) { a.hang_parts = std::move(p); }));
+  co_await changed_.until([this, &a] { return a.hang_parts || signalled_ != 0; });
+  if (!a.hang_parts) co_return;
+  HangWatch::Verdict v = hang_.judge(*a.hang_parts);
+  std::string trigger = a.over->reason;
   // From here on the job's root cause names the culprit (alike on every node).
-  if (!v.diagnosis.headline.empty()) over_->reason = "hang: " + v.diagnosis.headline;
-  std::string path = log_dir_.run_dir() + "/attempt_" + std::to_string(info.restart_count) +
-                     "/hang_node" + std::to_string(info.group_rank) + ".txt";
-  publish_hang(v, trigger, over_->reason, path, info.restart_count, observer_);
+  if (!v.diagnosis.headline.empty()) a.over->reason = "hang: " + v.diagnosis.headline;
+  std::string path = log_dir_.run_dir() + "/attempt_" + std::to_string(a.info.restart_count) +
+                     "/hang_node" + std::to_string(a.info.group_rank) + ".txt";
+  publish_hang(v, trigger, a.over->reason, path, a.info.restart_count, observer_);
   log_dir_.keep();
   if (v.no_progress_limit) {
-    over_ = RoundEnd{RoundEnd::Kind::kFinal, kNoProgressExitCode,
-                     over_->reason + "; " + std::to_string(config_.hang.max_no_progress_restarts) +
-                         " restart(s) in a row got no rank past the step where it hung before",
-                     true};
+    a.over = RoundEnd{RoundEnd::Kind::kFinal, kNoProgressExitCode,
+                      a.over->reason + "; " + std::to_string(config_.hang.max_no_progress_restarts) +
+                          " restart(s) in a row got no rank past the step where it hung before",
+                      true};
   }
 }
 

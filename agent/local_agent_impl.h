@@ -21,6 +21,7 @@
 #include "agent/timer_watchdog.h"
 #include "agent/worker_group_runner.h"
 #include "common/clock.h"
+#include "common/loop_condition.h"
 #include "net/wait_scope.h"
 #include "rendezvous/rendezvous_handler.h"
 #include "rendezvous/round_coordinator.h"
@@ -30,7 +31,28 @@ namespace ddprun::agent {
 
 using rendezvous::RoundEnd;
 
-/// The agent of one node (see LocalAgent). Single-threaded: the loop's thread.
+/// One attempt: a round's workers from their start to the end of the round. Made
+/// fresh for each round, so nothing of an earlier one carries over. The loop's
+/// handlers record here what happened; the agent's coroutine decides what follows.
+struct Attempt {
+  explicit Attempt(rendezvous::RendezvousInfo i);
+
+  rendezvous::RendezvousInfo info;
+  std::string self;                              // this node's id in the round
+  std::optional<RoundEnd> over;                  // why the round ends, once known
+  bool dropped = false;                          // the others went on without this node
+  bool workers_done = false;                     // every worker has exited
+  std::optional<FailureRecord> pending_failure;  // a stop signal's death, not told yet
+  std::string hang_part;                         // this node's hang reports (JSON)
+  // Once this node's workers all succeeded: every node is done, or the store was lost.
+  bool all_done = false;
+  std::optional<RoundEnd> lost;
+  std::optional<std::vector<std::string>> hang_parts;  // every node's, once gathered
+};
+
+/// The agent of one node (see LocalAgent). Single-threaded: the loop's thread. Its
+/// life is one coroutine, run_rounds(), on the one loop; the phases it goes through
+/// are LocalAgent::Phase.
 class LocalAgent::Impl {
  public:
   Impl(AgentConfig config, AgentServices services);
@@ -40,18 +62,19 @@ class LocalAgent::Impl {
   struct Signalled {};  // a stop signal ended the rendezvous
 
   // The rounds and the attempt (local_agent.cc).
-  int run_rounds();
-  rendezvous::RendezvousInfo rendezvous(int round);
-  void connect_rendezvous();
+  Task<int> run_rounds();
+  void enter(Phase phase);
+  Task<rendezvous::RendezvousInfo> rendezvous(int round);
+  Task<void> connect_rendezvous();
   template <typename T>
-  T await_on_loop(Task<T> task, const std::function<void()>& cancel);
-  void run_until(const bool& finished, const std::function<void()>& cancel);
+  Task<T> unless_signalled(Task<T> task, std::function<void()> cancel);
   WorkerGroup make_group(const rendezvous::RendezvousInfo& info) const;
   void begin_round(const rendezvous::RendezvousInfo& info);
-  void run_attempt(const rendezvous::RendezvousInfo& info);
+  Task<void> run_attempt();
   void poll_tracking(std::chrono::milliseconds first);
   int finish_success();
   int finish_failure(const std::vector<FailureRecord>& failures, const RoundEnd& over);
+  int finish_signalled();
   // Tells the observer, removes a temporary log directory (`succeeded`: whatever it
   // holds), releases the guard; returns `code`.
   int finish(int code, const std::string& status, const std::string& root_cause,
@@ -60,26 +83,26 @@ class LocalAgent::Impl {
 
   // How a round ends: failures, signals, lost nodes, the end of the job
   // (local_agent_round_end.cc).
-  RoundEnd signalled_end(const rendezvous::RendezvousInfo& info) const;
-  void await_stop_signal_after_stopped_workers();
+  RoundEnd signalled_end() const;
+  Task<void> await_stop_signal_after_stopped_workers();
   bool is_stop_signal_death(int exitcode) const;
-  void on_worker_failure(const rendezvous::RendezvousInfo& info, const FailureRecord& f);
-  void tell_pending_failure(const rendezvous::RendezvousInfo& info);
-  void tell_failure(const rendezvous::RendezvousInfo& info, const FailureRecord& f);
-  static std::set<std::string> members(const rendezvous::RendezvousInfo& info);
+  void on_worker_failure(const FailureRecord& f);
+  void tell_pending_failure();
+  void tell_failure(const FailureRecord& f);
+  std::set<std::string> members() const;
   void end_round(const RoundEnd& mine);
   RoundEnd unless_dropped(RoundEnd end);
   void on_round_end(RoundEnd end);
   void on_store_lost(const std::string& what);
-  void on_dead(const rendezvous::RendezvousInfo& info, const std::vector<std::string>& dead);
+  void on_dead(const std::vector<std::string>& dead);
   void on_stop_signal(int sig);
-  std::optional<RoundEnd> wait_for_all_done(const rendezvous::RendezvousInfo& info);
-  void name_unfinished(const rendezvous::RendezvousInfo& info);
+  Task<std::optional<RoundEnd>> wait_for_all_done();
+  void name_unfinished();
 
   // A hang (local_agent_hang.cc).
-  void on_hang(const rendezvous::RendezvousInfo& info, const Stall& stall);
+  void on_hang(const Stall& stall);
   void stop_workers(const RoundEnd& end);
-  void report_hang(const rendezvous::RendezvousInfo& info);
+  Task<void> report_hang();
 
   AgentConfig config_;
   boost::asio::io_context& io_;
@@ -92,7 +115,6 @@ class LocalAgent::Impl {
   WorkerGroupRunner runner_;
   HangWatch hang_;
   std::unique_ptr<TimerWatchdog> watchdog_;  // torchrun's worker watchdog, when asked for
-  std::string hang_part_;                    // this node's hang reports (JSON), to share
   JobSignals signals_;
   // The quick store requests made between the loop's waits give way to a stop signal,
   // and once one came, the last words to the other nodes are bounded (kLastWordsWait).
@@ -100,12 +122,13 @@ class LocalAgent::Impl {
   net::WaitScope waits_;
   std::unique_ptr<rendezvous::RendezvousHandler> handler_;
   std::unique_ptr<rendezvous::RoundCoordinator> round_;  // of the attempt running
+  std::unique_ptr<Attempt> attempt_;                     // the round's, from its start
   std::unique_ptr<Timer> tracking_timer_;
-  std::unique_ptr<Timer> stop_grace_;             // see on_worker_failure()
-  std::optional<FailureRecord> pending_failure_;  // a stop signal's death, not told yet
-  std::optional<RoundEnd> over_;
-  std::string self_;      // this node's id in the round running
-  bool dropped_ = false;  // the others went on without this node
+  std::unique_ptr<Timer> stop_grace_;  // see on_worker_failure()
+  // What the coroutine waits on: every handler that changes the state notifies it.
+  LoopCondition changed_;
+  std::function<void()> cancel_wait_;  // ends the wait for the other nodes in progress
+  Phase phase_ = Phase::kConnecting;
   int signalled_ = 0;
 };
 

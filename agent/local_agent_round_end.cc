@@ -22,9 +22,9 @@ constexpr std::chrono::seconds kLastWordsWait{3};
 }  // namespace
 
 // What this node tells the others when a stop signal ends the job.
-RoundEnd LocalAgent::Impl::signalled_end(const rendezvous::RendezvousInfo& info) const {
+RoundEnd LocalAgent::Impl::signalled_end() const {
   RoundEnd end{RoundEnd::Kind::kFinal, 128 + signalled_,
-               "node " + std::to_string(info.group_rank) + " (" + host_ + ") received " +
+               "node " + std::to_string(attempt_->info.group_rank) + " (" + host_ + ") received " +
                    signal_name(signalled_)};
   end.signalled = true;
   return end;
@@ -34,10 +34,10 @@ RoundEnd LocalAgent::Impl::signalled_end(const rendezvous::RendezvousInfo& info)
 // (scancel signals every process of the step, a shell its process group): ddprun's
 // own copy is given a moment to arrive, so that the job ends "killed" by the signal
 // rather than "failed" with a rank as its root cause.
-void LocalAgent::Impl::await_stop_signal_after_stopped_workers() {
+Task<void> LocalAgent::Impl::await_stop_signal_after_stopped_workers() {
   const auto& failures = runner_.failures();
   if (signalled_ == 0 && !failures.empty() && is_stop_signal_death(failures.front().exitcode)) {
-    signals_.await_stop(kStopSignalGrace);
+    co_await signals_.await_stop(kStopSignalGrace);
   }
 }
 
@@ -50,44 +50,43 @@ bool LocalAgent::Impl::is_stop_signal_death(int exitcode) const {
 // told to them as a failure only when ddprun's own copy has not come within
 // kStopSignalGrace (or by the attempt's end), so that a job stopped everywhere at
 // once (scancel) ends "killed" on every node, not "failed" on those that heard first.
-void LocalAgent::Impl::on_worker_failure(const rendezvous::RendezvousInfo& info,
-                                         const FailureRecord& f) {
+void LocalAgent::Impl::on_worker_failure(const FailureRecord& f) {
   if (signalled_ == 0 && is_stop_signal_death(f.exitcode)) {
-    if (!pending_failure_) {
-      pending_failure_ = f;
-      stop_grace_->start(kStopSignalGrace, [this, info] { tell_pending_failure(info); });
+    if (!attempt_->pending_failure) {
+      attempt_->pending_failure = f;
+      stop_grace_->start(kStopSignalGrace, changed_.notifying([this] { tell_pending_failure(); }));
     }
     return;
   }
-  tell_failure(info, f);
+  tell_failure(f);
 }
 
-void LocalAgent::Impl::tell_pending_failure(const rendezvous::RendezvousInfo& info) {
+void LocalAgent::Impl::tell_pending_failure() {
   stop_grace_->cancel();
-  if (!pending_failure_) return;
-  FailureRecord f = *pending_failure_;
-  pending_failure_.reset();
-  if (signalled_ == 0 && !over_) tell_failure(info, f);
+  if (!attempt_->pending_failure) return;
+  FailureRecord f = *attempt_->pending_failure;
+  attempt_->pending_failure.reset();
+  if (signalled_ == 0 && !attempt_->over) tell_failure(f);
 }
 
-void LocalAgent::Impl::tell_failure(const rendezvous::RendezvousInfo& info,
-                                    const FailureRecord& f) {
+void LocalAgent::Impl::tell_failure(const FailureRecord& f) {
+  const rendezvous::RendezvousInfo& info = attempt_->info;
   std::string what = "rank " + std::to_string(f.global_rank) + " (local_rank " +
                      std::to_string(f.local_rank) + ") on node " + std::to_string(info.group_rank) +
                      " (" + host_ + ") exited with " + std::to_string(f.exitcode);
   bool budget_left = info.restart_count < config_.spec.max_restarts;
   end_round({budget_left ? RoundEnd::Kind::kRestart : RoundEnd::Kind::kFinal,
              shell_exit_code(f.exitcode), what});
-  if (budget_left) round_->start_next_round(true, members(info));
+  if (budget_left) round_->start_next_round(true, members());
 }
 
-std::set<std::string> LocalAgent::Impl::members(const rendezvous::RendezvousInfo& info) {
-  return {info.members.begin(), info.members.end()};
+std::set<std::string> LocalAgent::Impl::members() const {
+  return {attempt_->info.members.begin(), attempt_->info.members.end()};
 }
 
 // Publishes why the round ends (the first writer wins) and adopts the winner.
 void LocalAgent::Impl::end_round(const RoundEnd& mine) {
-  if (!over_) over_ = unless_dropped(round_->end(mine));
+  if (!attempt_->over) attempt_->over = unless_dropped(round_->end(mine));
 }
 
 // The end as it applies to this node: when the others went on without it (it was
@@ -95,8 +94,8 @@ void LocalAgent::Impl::end_round(const RoundEnd& mine) {
 // longer exists; they stop now, before they reach a collective or write a
 // checkpoint, and the node leaves the job.
 RoundEnd LocalAgent::Impl::unless_dropped(RoundEnd end) {
-  if (!end.drops(self_)) return end;
-  dropped_ = true;
+  if (!end.drops(attempt_->self)) return end;
+  attempt_->dropped = true;
   RoundEnd out{RoundEnd::Kind::kFinal, kDroppedExitCode,
                "this node was dropped from the job: the other nodes heard no heartbeat from "
                "it (frozen, or cut off from the rendezvous store) and went on without it; "
@@ -106,26 +105,25 @@ RoundEnd LocalAgent::Impl::unless_dropped(RoundEnd end) {
 }
 
 void LocalAgent::Impl::on_round_end(RoundEnd end) {
-  if (over_) return;  // our own announcement, already adopted
+  if (attempt_->over) return;  // our own announcement, already adopted
   end = unless_dropped(std::move(end));
   if (!signalled_ && !runner_.idle()) spdlog::warn("stopping: {}", end.reason);
-  over_ = std::move(end);
-  stop_workers(*over_);
+  attempt_->over = std::move(end);
+  stop_workers(*attempt_->over);
 }
 
 void LocalAgent::Impl::on_store_lost(const std::string& what) {
-  if (runner_.idle() || over_) return;
+  if (runner_.idle() || attempt_->over) return;
   spdlog::error("{}; stopping the workers", what);
-  over_ = RoundEnd{RoundEnd::Kind::kFinal, 1, what};
+  attempt_->over = RoundEnd{RoundEnd::Kind::kFinal, 1, what};
   runner_.stop(SIGTERM);
 }
 
 // Elastic jobs: a member whose heartbeat stopped is dropped and the survivors go
 // on at the smaller size if that is still at least MIN (torchrun leaves them hanging).
-void LocalAgent::Impl::on_dead(const rendezvous::RendezvousInfo& info,
-                               const std::vector<std::string>& dead) {
-  if (over_) return;
-  std::set<std::string> alive = members(info);
+void LocalAgent::Impl::on_dead(const std::vector<std::string>& dead) {
+  if (attempt_->over) return;
+  std::set<std::string> alive = members();
   std::string names;
   for (const auto& d : dead) {
     alive.erase(d);
@@ -154,35 +152,38 @@ void LocalAgent::Impl::on_stop_signal(int sig) {
   waits_.limit_each(kLastWordsWait);
   spdlog::warn("received {}; stopping {} worker(s)", signal_name(sig), runner_.running_workers());
   runner_.stop(sig);
+  if (cancel_wait_) {
+    spdlog::warn("received {} while waiting for the other nodes", signal_name(sig));
+    cancel_wait_();
+  }
 }
 
 // Marks this node done and waits until every node is, or the round ends anyway.
-std::optional<RoundEnd> LocalAgent::Impl::wait_for_all_done(
-    const rendezvous::RendezvousInfo& info) {
-  std::optional<RoundEnd> lost;
-  bool all_done = false;
-  round_->finish_node([&all_done] { all_done = true; },
-                      [&lost](const std::string& what) {
-                        lost = RoundEnd{RoundEnd::Kind::kFinal, 1, what};
-                      });
+Task<std::optional<RoundEnd>> LocalAgent::Impl::wait_for_all_done() {
+  Attempt& a = *attempt_;
+  round_->finish_node(changed_.notifying([&a] { a.all_done = true; }),
+                      changed_.notifying([&a](const std::string& what) {
+                        a.lost = RoundEnd{RoundEnd::Kind::kFinal, 1, what};
+                      }));
   std::unique_ptr<Timer> late = clock_.make_timer();
   auto after = config_.hang.straggler_warning;
-  if (after.count() > 0) late->start(after, [this, &info] { name_unfinished(info); });
-  // The attempt's watch on the round's end goes on: it sets over_.
-  while (!all_done && !over_ && !lost && signalled_ == 0) io_.run_one();
+  if (after.count() > 0) late->start(after, [this] { name_unfinished(); });
+  // The attempt's watch on the round's end goes on: it sets the attempt's end.
+  co_await changed_.until([this, &a] { return a.all_done || a.over || a.lost || signalled_ != 0; });
   late->cancel();
   round_->stop();
-  if (all_done) return std::nullopt;
-  std::optional<RoundEnd> outcome = lost ? lost : over_;
+  if (a.all_done) co_return std::nullopt;
+  std::optional<RoundEnd> outcome = a.lost ? a.lost : a.over;
   if (outcome && outcome->kind != RoundEnd::Kind::kFinal) {
     spdlog::warn("this node finished, but the round ended: {}", outcome->reason);
   }
-  return outcome;
+  co_return outcome;
 }
 
 // The job-wide side of the straggler warning (the runner names a node's own): this
 // node's ranks all succeeded long ago and other nodes have not finished.
-void LocalAgent::Impl::name_unfinished(const rendezvous::RendezvousInfo& info) {
+void LocalAgent::Impl::name_unfinished() {
+  const rendezvous::RendezvousInfo& info = attempt_->info;
   std::string nodes;
   for (int k : round_->unfinished()) {
     if (k == info.group_rank) continue;

@@ -90,7 +90,7 @@ class Controller {
     wait_children();
     for (size_t k = 0; k < job_.hosts.size(); ++k) start(k);
     send_keepalives();
-    while (!finished()) io_.run_one();
+    io_.run();  // until every agent has exited and said all it had to say (see ended())
     return result();
   }
 
@@ -152,7 +152,7 @@ class Controller {
                         if (ec) {
                           (is_err ? a->err_lines : a->out_lines)->finish();
                           --a->open_streams;
-                          return;
+                          return ended();
                         }
                         (is_err ? a->err_lines : a->out_lines)->feed(buf.data(), n);
                         if (is_err) keep_tail(*a, buf.data(), n);
@@ -174,6 +174,7 @@ class Controller {
       if (ec) return;
       reap();
       wait_children();
+      ended();
     });
   }
 
@@ -235,6 +236,11 @@ class Controller {
   static void close_stdin(Agent& a) {
     if (a.stdin_fd >= 0) ::close(a.stdin_fd);
     a.stdin_fd = -1;
+  }
+
+  // The loop ends with the last agent: its signals' and keep-alives' waits with it.
+  void ended() {
+    if (finished()) io_.stop();
   }
 
   bool finished() const {

@@ -90,6 +90,14 @@ SignalCatcher::SignalCatcher(boost::asio::io_context& io, const std::vector<int>
 
 int SignalCatcher::pending_fd() const { return state_->reader.native_handle(); }
 
+void SignalCatcher::take_pending() {
+  // The pipe is non-blocking; each write is one whole Caught (atomic, <= PIPE_BUF).
+  Caught c{};
+  while (::read(state_->reader.native_handle(), &c, sizeof(c)) == sizeof(c)) {
+    state_->on_signal(c.sig, c.sender);
+  }
+}
+
 SignalCatcher::~SignalCatcher() {
   for (const auto& [sig, old] : state_->previous) {
     ::sigaction(sig, &old, nullptr);

@@ -26,6 +26,10 @@ class SignalCatcher {
   /// Readable while a caught signal waits for the loop (see net::WaitScope): the
   /// pipe's read end, still owned and read here.
   int pending_fd() const;
+
+  /// Hands the signals caught but not delivered yet to the handler now, on the loop's
+  /// thread: for a decision that must not miss one that came just before it.
+  void take_pending();
   SignalCatcher(const SignalCatcher&) = delete;
   SignalCatcher& operator=(const SignalCatcher&) = delete;
 
