@@ -151,8 +151,11 @@ Response Routes::api(std::string_view path, std::string_view query) const {
       return error(404, e.what());
     }
     std::string run_dir = tracking_dir_ + "/" + *id;
+    if (!std::filesystem::exists(run_dir + "/run.db")) {
+      return error(404, "run '" + *id + "' crashed as it started: `ddprun runs repair " + *id +
+                            "` makes the run from what its launcher left");
+    }
     tracking::RunStore store(run_dir, tracking::RunStore::Open::kReadOnly);
-    tracking::settle_run(store);
     if (what.empty()) return json_response(run_json(store, *id, cache_.metric_counts(run_dir, store)));
     if (what == "system") return json_response(system_json(store));
     if (what != "metrics") return error(404, "no such endpoint: /api/" + std::string(path));

@@ -61,7 +61,8 @@ json summary_json(const tracking::RunSummary& run) {
           {"ranks", run.ranks},
           {"restarts", run.restarts},
           {"exit_code", run.exit_code ? json(*run.exit_code) : json(nullptr)},
-          {"root_cause", run.root_cause}};
+          {"root_cause", run.root_cause},
+          {"needs_repair", run.needs_repair}};
 }
 
 json run_json(tracking::RunStore& store, const std::string& id,

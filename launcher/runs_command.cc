@@ -222,6 +222,14 @@ int merge(const std::string& part_dir, const std::optional<std::string>& dir) {
   }
 }
 
+// What a killed launcher left unfolded goes into run.db: the one reader that writes.
+int repair(const std::string& run_dir) {
+  auto r = tracking::recover_run(run_dir);
+  std::cout << "repaired run " << r.run_id << ": folded " << r.stats.records << " record(s), "
+            << r.stats.points << " point(s) into " << run_dir << "/run.db\n";
+  return 0;
+}
+
 // The dashboard's port unless told: TensorBoard's 6006 plus one, free on most machines.
 constexpr uint16_t kDashboardPort = 6007;
 
@@ -316,7 +324,8 @@ int runs_command(int argc, const char* const argv[]) {
   const char* usage =
       "usage: ddprun runs list [--limit N] [--status S] | show RUN | "
       "export RUN [--format csv|jsonl|tfevents [-o DIR]] | "
-      "report RUN -o FILE.html | merge PART_DIR|RUN_DIR | serve [--port P] [--host H]  "
+      "report RUN -o FILE.html | repair RUN | merge PART_DIR|RUN_DIR | "
+      "serve [--port P] [--host H]  "
       "[--tracking_dir DIR]";
   if (positional.empty()) {
     std::cerr << usage << "\n";
@@ -328,7 +337,8 @@ int runs_command(int argc, const char* const argv[]) {
   if (verb == "merge" && positional.size() == 2) {
     return merge(positional[1], dir_given ? std::optional<std::string>(dir) : std::nullopt);
   }
-  if ((verb != "show" && verb != "export" && verb != "report") || positional.size() != 2 ||
+  if ((verb != "show" && verb != "export" && verb != "report" && verb != "repair") ||
+      positional.size() != 2 ||
       (verb == "report" && output.empty())) {
     std::cerr << usage << "\n";
     return 2;
@@ -341,8 +351,18 @@ int runs_command(int argc, const char* const argv[]) {
   try {
     std::string id = tracking::find_run(dir, positional[1]);
     std::string run_dir = dir + "/" + id;
+    if (verb == "repair") return repair(run_dir);
+    if (!std::filesystem::exists(run_dir + "/run.db")) {
+      std::cerr << "ddprun runs: error: run '" << id << "' crashed as it started: its launcher "
+                << "died before it wrote run.db; `ddprun runs repair " << id
+                << "` makes the run from what it left\n";
+      return 1;
+    }
+    if (tracking::needs_repair(run_dir)) {
+      std::cerr << "ddprun runs: note: run '" << id << "' lacks records its killed launcher "
+                << "left; `ddprun runs repair " << id << "` folds them in\n";
+    }
     RunStore store(run_dir, RunStore::Open::kReadOnly);
-    tracking::settle_run(store);
     if (verb == "report") {
       std::ofstream out(output);
       out << dashboard::report_page(store, id);

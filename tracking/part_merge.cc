@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tracking/record_link.h"
+#include "tracking/run_owner_lock.h"
 #include "tracking/run_reading.h"
 #include "tracking/run_store.h"
 #include "tracking/run_tracker.h"
@@ -41,7 +42,10 @@ MergeResult recover_run(const std::string& run_dir) {
   MergeResult result;
   result.run_dir = run_dir;
   {
-    RunStore store(run_dir, RunStore::Open::kExisting);
+    if (RunOwnerLock::held(run_dir)) {
+      throw TrackingError("the run at " + run_dir + " is still running; its launcher writes it");
+    }
+    RunStore store(run_dir, RunStore::Open::kCreate);  // a launcher killed before run.db
     result.run_id = store.meta("run_id").value_or(run_dir);
     if (effective_status(store) == "running") {
       throw TrackingError("run '" + result.run_id + "' is still running; its agent ingests it");

@@ -56,12 +56,22 @@ std::vector<RunSummary> list_runs(const std::string& tracking_dir) {
   std::error_code ec;
   std::vector<RunSummary> runs;
   for (const auto& e : std::filesystem::directory_iterator(tracking_dir, ec)) {
-    if (!run_exists(e.path().string())) continue;
+    std::string dir = e.path().string();
+    if (!run_exists(dir)) continue;
     std::string id = e.path().filename().string();
     try {
-      RunStore store(e.path().string(), RunStore::Open::kReadOnly);
-      settle_run(store);
+      if (!std::filesystem::exists(dir + "/run.db")) {
+        RunSummary early;  // its launcher died before it wrote the empty run
+        early.id = early.name = id;
+        early.status = "crashed";
+        early.root_cause = "the launcher died as the job started (ddprun runs repair " + id + ")";
+        early.needs_repair = true;
+        runs.push_back(early);
+        continue;
+      }
+      RunStore store(dir, RunStore::Open::kReadOnly);
       runs.push_back(summarize_run(store, id));
+      runs.back().needs_repair = needs_repair(dir);
     } catch (const std::exception& err) {
       RunSummary bad;
       bad.id = id;

@@ -22,6 +22,7 @@ struct RunSummary {
   std::optional<int> exit_code;
   std::string root_cause;
   std::string error;        // set when the run could not be read; the rest is empty
+  bool needs_repair = false;  // a killed launcher left records run.db lacks (needs_repair)
 };
 
 /// One run's summary. Throws TrackingError when its database cannot be read.

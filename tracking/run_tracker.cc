@@ -366,7 +366,8 @@ void RunTracker::stream_pass(bool final) {
     guarded("creating the run", [&] { made_ = make_empty_run(run_dir_); });
   }
   run_jobs();
-  if (primary_ && !open_tried_ && describe_now()) open_run();
+  // A job leaves a complete run.db: a short one opens it at its final pass.
+  if (primary_ && !open_tried_ && (final || describe_now())) open_run();
   if (!ingester_ && !forwarder_) return;  // the run not made (yet)
   guarded("ingesting worker records", [&] {
     auto ingest = [&] { return ingester_ ? ingester_->drain(final) : forwarder_->pass(final); };

@@ -38,9 +38,10 @@ namespace ddprun::tracking {
 /// records to a write, and folds that file and the workers' streams into run.db (one
 /// transaction a pass): no database call is on the agent's path from its start to its
 /// workers' and back. Readers see the run while it runs, all of it once ddprun exits.
-/// A single node opens run.db only once the job has run Options::short_job or its
-/// workers record: a job of a few milliseconds leaves its records in launcher.jsonl,
-/// and the run's first reader folds them in (settle_run) once ddprun is gone. In a
+/// A single node opens run.db only once the job has run Options::short_job, its
+/// workers record, or the job ends: a job of a few milliseconds writes the database
+/// once, at its end. Readers only read; what a killed launcher left unfolded is folded
+/// by `ddprun runs repair` (recover_run). In a
 /// multi-node job the primary also takes what the other agents forward
 /// (RecordReceiver, endpoint published in the rendezvous store); every other agent
 /// keeps its node's records in `<run dir>/parts/<host>.<pid>/` and forwards them
@@ -58,9 +59,7 @@ class RunTracker : public RunObserver {
     std::chrono::milliseconds system_interval{15'000};  // between system metric samples
     // How long a short job lasts at most. A single node's launcher opens run.db this far
     // into the job, or earlier once its workers write records: a job that ends sooner,
-    // with no worker records, leaves the launcher's own records in launcher.jsonl,
-    // folded in by the run's first reader (settle_run), and the database costs it
-    // nothing. Nor is an attempt whose first worker exits sooner sampled then (its
+    // with no worker records, writes the database once, at its end. Nor is an attempt whose first worker exits sooner sampled then (its
     // processes lived too briefly to measure). Zero: no job is short (Python workers:
     // an interpreter alone takes longer to start).
     std::chrono::milliseconds short_job{50};
@@ -98,8 +97,7 @@ class RunTracker : public RunObserver {
   /// System metrics are sampled on the agent's timer; streams are watched on their own.
   std::chrono::milliseconds poll_interval() const override { return options_.system_interval; }
   /// The primary's stream thread ends meanwhile; complete() (or the destructor) runs
-  /// the last pass: everything is in the run once it returns (in run.db, or for a job
-  /// that never opened it, in launcher.jsonl for the first reader to fold in).
+  /// the last pass: everything is in run.db once it returns.
   void finished(const std::string& status, int exitcode, const std::string& root_cause) override;
   void complete() override;
   /// run.db is closed by this process's end rather than by the destructor (which still

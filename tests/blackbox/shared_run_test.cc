@@ -110,8 +110,10 @@ TEST(SharedRun, NodeOfAVanishedPrimaryKeepsItsRecordsForMerge) {
       << show.out;
   // The vanished primary's own workers' records: recovered from the run's streams.
   std::string run_dir = runs + "/" + job.id;
-  for (int time = 0; time < 2; ++time) {
-    Finished recover = run_ddprun({"runs", "merge", run_dir});
+  for (int time = 0; time < 2; ++time) {  // `runs repair RUN`, or merge with its directory
+    Finished recover = run_ddprun(time == 0 ? std::vector<std::string>{"runs", "repair", job.id,
+                                                                       "--tracking_dir", runs}
+                                            : std::vector<std::string>{"runs", "merge", run_dir});
     ASSERT_EQ(recover.code, 0) << recover.err;
     Finished csv =
         run_ddprun({"runs", "export", job.id, "--format", "csv", "--tracking_dir", runs});

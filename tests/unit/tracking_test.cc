@@ -15,6 +15,7 @@
 #include "rendezvous/memory_store.h"
 #include "tests/helpers/scratch.h"
 #include "tracking/own_records.h"
+#include "tracking/part_merge.h"
 #include "tracking/run_image.h"
 #include "tracking/run_owner_lock.h"
 #include "tracking/run_reading.h"
@@ -207,22 +208,24 @@ TEST(StreamIngester, AWorkerCannotDescribeTheRun) {
   EXPECT_FALSE(parse_stream_name(kLauncherStream, origin)) << "no peer may send it";
 }
 
-// A reader leaves a live launcher's records to it.
-TEST(StreamIngester, ARunIsNotFoldedByAReaderWhileItsLauncherLives) {
+// Readers only read: what a killed launcher left unfolded is said (needs_repair) and
+// folded by `runs repair` (recover_run), never while the launcher lives.
+TEST(StreamIngester, WhatAKilledLauncherLeftIsFoldedOnlyByRepair) {
   std::string dir = temp_run_dir();
   make_empty_run(dir);
-  append(dir + "/" + kLauncherStream, R"({"k":"meta","d":{"status":"running"}})"
+  append(dir + "/" + kLauncherStream, R"({"k":"meta","d":{"status":"failed"}})"
                                       "\n");
   {
     auto owner = RunOwnerLock::take(dir);
     ASSERT_TRUE(owner);
-    RunStore store(dir, RunStore::Open::kReadOnly);
-    settle_run(store);
-    EXPECT_FALSE(store.meta("status"));
+    EXPECT_FALSE(needs_repair(dir)) << "its launcher lives: it folds them itself";
+    EXPECT_THROW(recover_run(dir), TrackingError);
   }
-  RunStore store(dir, RunStore::Open::kReadOnly);
-  settle_run(store);
-  EXPECT_EQ(store.meta("status"), "running");
+  EXPECT_TRUE(needs_repair(dir));
+  EXPECT_FALSE(RunStore(dir, RunStore::Open::kReadOnly).meta("status")) << "reading wrote nothing";
+  recover_run(dir);
+  EXPECT_FALSE(needs_repair(dir));
+  EXPECT_EQ(RunStore(dir, RunStore::Open::kReadOnly).meta("status"), "failed");
   std::filesystem::remove_all(dir);
 }
 
@@ -261,11 +264,10 @@ TEST(RunTrackerFiles, ADirectoryOfTheNodeInTheRunKeptOnlyWhenUsed) {
   std::filesystem::remove_all(base);
 }
 
-// Reads a run as `ddprun runs` does: folded first once its launcher is gone.
+// Reads a run as `ddprun runs` does.
 int64_t events_in(const std::string& run_dir, const std::string& kind) {
   try {
     RunStore store(run_dir, RunStore::Open::kReadOnly);
-    settle_run(store);
     return store.count_events(kind);
   } catch (const TrackingError&) {
     return 0;  // not made yet, or its schema not yet written
@@ -284,7 +286,6 @@ void one_worker_job(RunTracker& tracker, const std::string& status, int code,
 
 std::optional<std::string> status_of(const std::string& run_dir) {
   RunStore store(run_dir, RunStore::Open::kReadOnly);
-  settle_run(store);
   return store.meta("status");
 }
 
@@ -381,10 +382,9 @@ TEST(RunTrackerRecords, TheRunIsOnDiskBeforeTheWorkersStartWhichNeedNotWaitForIt
   std::filesystem::remove_all(base);
 }
 
-// A job that ends before its launcher's first pass, with no worker records, never
-// opens run.db: its own records are in launcher.jsonl, and the run's first reader,
-// once the launcher is gone, folds them in (once: reading again adds nothing).
-TEST(RunTrackerRecords, AShortJobsRecordsAreFoldedInByItsFirstReader) {
+// A job that ends before its launcher's first pass, with no worker records, opens
+// run.db only at its end: everything is in it when the tracker ends, no reader helps.
+TEST(RunTrackerRecords, AShortJobLeavesACompleteRunDb) {
   std::string base = temp_run_dir();
   std::string run = base + "/short";
   RunTracker::Options o = run_in(base, "short");
@@ -393,23 +393,17 @@ TEST(RunTrackerRecords, AShortJobsRecordsAreFoldedInByItsFirstReader) {
     RunTracker tracker(o);
     one_worker_job(tracker, "failed", 3, "rank 0");
     tracker.complete();
-    EXPECT_EQ(events_in(run, "run_started"), 0) << "the launcher lives: it folds them itself";
   }
-  EXPECT_TRUE(std::filesystem::exists(run + "/" + kLauncherStream));
-  EXPECT_EQ(RunStore(run, RunStore::Open::kReadOnly).count_events("run_started"), 0)
-      << "run.db was never opened by the launcher";
-  for (int read = 0; read < 2; ++read) {
-    RunStore store(run, RunStore::Open::kReadOnly);
-    settle_run(store);
-    EXPECT_EQ(store.meta("status"), "failed");
-    EXPECT_EQ(store.meta("exit_code"), "3");
-    EXPECT_EQ(store.meta("root_cause"), "rank 0");
-    EXPECT_EQ(store.meta("run_id"), "short");
-    EXPECT_EQ(effective_status(store), "failed");
-    EXPECT_EQ(store.count_events("run_started"), 1);
-    EXPECT_EQ(store.count_events("worker_exited"), 1);
-    EXPECT_EQ(store.count_events("run_finished"), 1);
-  }
+  EXPECT_FALSE(needs_repair(run));
+  RunStore store(run, RunStore::Open::kReadOnly);
+  EXPECT_EQ(store.meta("status"), "failed");
+  EXPECT_EQ(store.meta("exit_code"), "3");
+  EXPECT_EQ(store.meta("root_cause"), "rank 0");
+  EXPECT_EQ(store.meta("run_id"), "short");
+  EXPECT_EQ(effective_status(store), "failed");
+  EXPECT_EQ(store.count_events("run_started"), 1);
+  EXPECT_EQ(store.count_events("worker_exited"), 1);
+  EXPECT_EQ(store.count_events("run_finished"), 1);
   std::filesystem::remove_all(base);
 }
 
@@ -454,7 +448,7 @@ TEST(RunTrackerRecords, ARunDirectoryAnotherJobHoldsIsNotShared) {
 
 // A launcher killed before its stream thread wrote the empty run leaves a locked
 // directory: no run while the lock is held (it is being made), a crashed one after,
-// made for the reader that finds it.
+// which readers list without writing and `runs repair` makes.
 TEST(RunOwnerLock, ARunDirectoryWhoseLauncherDiedBeforeRunDbIsACrashedRun) {
   std::string dir = temp_run_dir();  // streams/ and nothing else
   {
@@ -462,8 +456,10 @@ TEST(RunOwnerLock, ARunDirectoryWhoseLauncherDiedBeforeRunDbIsACrashedRun) {
     ASSERT_TRUE(lock);
     EXPECT_FALSE(run_exists(dir));
   }
-  EXPECT_FALSE(std::filesystem::exists(dir + "/run.db"));
   EXPECT_TRUE(run_exists(dir));
+  EXPECT_TRUE(needs_repair(dir));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/run.db")) << "a reader wrote it";
+  recover_run(dir);
   RunStore s(dir, RunStore::Open::kReadOnly);
   EXPECT_EQ(effective_status(s), "crashed");
   std::string not_a_run = test::scratch_dir("ddprun_run_");
