@@ -35,6 +35,7 @@ class FakeProcessLauncher : public agent::ProcessLauncher {
       return "";
     }
     int rank() const { return std::stoi(env("RANK")); }
+    int local_rank() const { return std::stoi(env("LOCAL_RANK")); }
     int restart_count() const { return std::stoi(env("TORCHELASTIC_RESTART_COUNT")); }
   };
 

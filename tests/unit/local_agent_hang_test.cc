@@ -151,3 +151,47 @@ TEST_F(LocalAgentHangTest, OffByDefault) {
 
 }  // namespace
 }  // namespace ddprun::testing
+
+namespace ddprun::testing {
+namespace {
+
+// A whole elastic job through fakes, with no process, socket or real time: three nodes
+// join; a worker fails (restart); a node is lost (the job shrinks, no restart); a
+// worker hangs (stacks captured, restart); then every worker and node succeeds.
+TEST_F(LocalAgentHangTest, AWholeElasticJobJoinsFailsShrinksHangsAndSucceeds) {
+  elastic({{"a", "b", "c"}, {"a", "b", "c"}, {"a", "b"}, {"a", "b"}, {"a", "b"}}, 2);
+  config_.spec.max_restarts = 2;
+  launcher_.on_spawn = [this](const auto& p) {
+    size_t r = journal_->rounds.size() - 1;
+    if (r >= 3) return finish_with_the_others(p);
+    if (p.local_rank() != 1) return;
+    if (r == 0) launcher_.exit(p.pid, 3);               // a failure
+    if (r == 1) round(1)->report_dead({"c"});           // a lost node
+    if (r == 2) clock_.advance(10s);                    // a hang: no progress for 10 s
+  };
+  EXPECT_EQ(run(), 0);
+  ASSERT_EQ(journal_->rounds.size(), 4u);
+  EXPECT_EQ(round(0)->written->kind, RoundEnd::Kind::kRestart);
+  EXPECT_EQ(round(0)->written->exitcode, 3);
+  EXPECT_EQ(round(1)->written->kind, RoundEnd::Kind::kMembership);
+  EXPECT_EQ(round(1)->written->dropped, std::vector<std::string>{"c"});
+  EXPECT_TRUE(round(2)->written->hang);
+  EXPECT_EQ(round(2)->written->kind, RoundEnd::Kind::kRestart);
+  EXPECT_EQ(inspector_.captures.size(), 1u) << "the hung attempt's stacks";
+  EXPECT_FALSE(round(3)->written) << "the last round ends by success";
+  EXPECT_TRUE(round(3)->node_finished);
+  // World sizes follow the rounds: 3 nodes x 2 workers, then 2 x 2; restarts count
+  // failures and hangs, not the lost node.
+  std::vector<std::string> worlds, restarts;
+  for (const auto& p : launcher_.spawned()) {
+    if (p.local_rank() != 0) continue;
+    worlds.push_back(p.env("WORLD_SIZE"));
+    restarts.push_back(p.env("TORCHELASTIC_RESTART_COUNT"));
+  }
+  EXPECT_EQ(worlds, (std::vector<std::string>{"6", "6", "4", "4"}));
+  EXPECT_EQ(restarts, (std::vector<std::string>{"0", "1", "1", "2"}));
+  EXPECT_TRUE(journal_->finished_job);
+}
+
+}  // namespace
+}  // namespace ddprun::testing
