@@ -106,10 +106,9 @@ std::unique_ptr<tracking::RunTracker> make_tracker(const launcher::LaunchConfig&
   }
   o.config_json = config.dump();
   o.system_interval = cfg.tracking_interval;
-  // A Python worker takes tens of milliseconds just to start its interpreter: no job of
-  // Python workers is short. Its run.db is opened at once, as the workers start (a disk
-  // filling up early then finds the run made), and each attempt sampled as before.
-  if (cfg.kind != launcher::ScriptKind::kExecutable) o.short_job = {};
+  // A Python worker takes tens of milliseconds just to start its interpreter: each of
+  // its attempts is sampled.
+  if (cfg.kind != launcher::ScriptKind::kExecutable) o.unsampled_exit = {};
   return std::make_unique<tracking::RunTracker>(o);
 }
 

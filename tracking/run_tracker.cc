@@ -107,7 +107,6 @@ void RunTracker::become_primary() {
   // directory, locked, is one: run_exists). The stream thread writes the empty run.db
   // and describes it (launcher.jsonl, folded into run.db) while the agent goes on to
   // its rendezvous and starts the workers.
-  started_ = std::chrono::steady_clock::now();
   own_.set_path(run_dir_ + "/" + kLauncherStream);
   run_made_ = opened_.get_future().share();
   watcher_ = std::make_unique<StreamWatcher>(run_dir_ + "/streams", kStreamInterval,
@@ -135,14 +134,6 @@ void RunTracker::describe(double created) {
     own_.add({{"k", "meta"}, {"d", std::move(meta)}});
     own_.add_event({created, "run_started", -1, -1, -1, "{}"});
   });
-}
-
-// On the stream thread: whether this pass opens run.db (Options::short_job).
-bool RunTracker::describe_now() const {
-  if (options_.multi_node) return true;
-  if (std::chrono::steady_clock::now() - started_ >= options_.short_job) return true;
-  std::error_code ec;
-  return !std::filesystem::is_empty(run_dir_ + "/streams", ec);
 }
 
 // On the stream thread: run.db, into which each pass folds the run's files from now on.
@@ -207,9 +198,7 @@ void RunTracker::on_stream_thread(std::function<void()> job) {
     std::lock_guard lock(jobs_mutex_);
     jobs_.push_back(std::move(job));
   }
-  // Until a single node's run.db is open, nobody reads what a pass would write: the
-  // thread sleeps on to its next pass (at the latest StreamWatcher::kEarlyPoll).
-  if (open_tried_ || !primary_ || options_.multi_node) watcher_->nudge(kRecordDelay);
+  watcher_->nudge(kRecordDelay);
 }
 
 void RunTracker::record(const Event& e) {
@@ -280,7 +269,7 @@ void RunTracker::worker_exited(int node, int rank, int local_rank, int attempt, 
   // runs (the others, the node, its GPUs), at most one a second however fast restarts come.
   auto now = std::chrono::steady_clock::now();
   if (live_workers_.size() == static_cast<size_t>(attempt_workers_) &&
-      now - attempt_started_ >= options_.short_job && now - last_sample_ >= kEndSampleGap) {
+      now - attempt_started_ >= options_.unsampled_exit && now - last_sample_ >= kEndSampleGap) {
     sample_system(true);
     // Taken now, while the others end, rather than in the job's last pass, which the
     // job's end waits for.
@@ -366,8 +355,7 @@ void RunTracker::stream_pass(bool final) {
     guarded("creating the run", [&] { made_ = make_empty_run(run_dir_); });
   }
   run_jobs();
-  // A job leaves a complete run.db: a short one opens it at its final pass.
-  if (primary_ && !open_tried_ && (final || describe_now())) open_run();
+  if (primary_ && !open_tried_) open_run();
   if (!ingester_ && !forwarder_) return;  // the run not made (yet)
   guarded("ingesting worker records", [&] {
     auto ingest = [&] { return ingester_ ? ingester_->drain(final) : forwarder_->pass(final); };

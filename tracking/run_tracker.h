@@ -38,10 +38,8 @@ namespace ddprun::tracking {
 /// records to a write, and folds that file and the workers' streams into run.db (one
 /// transaction a pass): no database call is on the agent's path from its start to its
 /// workers' and back. Readers see the run while it runs, all of it once ddprun exits.
-/// A single node opens run.db only once the job has run Options::short_job, its
-/// workers record, or the job ends: a job of a few milliseconds writes the database
-/// once, at its end. Readers only read; what a killed launcher left unfolded is folded
-/// by `ddprun runs repair` (recover_run). In a
+/// A job leaves a complete run.db when it ends, and readers only read; what a killed
+/// launcher left unfolded is folded by `ddprun runs repair` (recover_run). In a
 /// multi-node job the primary also takes what the other agents forward
 /// (RecordReceiver, endpoint published in the rendezvous store); every other agent
 /// keeps its node's records in `<run dir>/parts/<host>.<pid>/` and forwards them
@@ -57,12 +55,11 @@ class RunTracker : public RunObserver {
     std::string command_json = "[]";                    // the launch command
     std::string config_json = "{}";                     // the launch configuration
     std::chrono::milliseconds system_interval{15'000};  // between system metric samples
-    // How long a short job lasts at most. A single node's launcher opens run.db this far
-    // into the job, or earlier once its workers write records: a job that ends sooner,
-    // with no worker records, writes the database once, at its end. Nor is an attempt whose first worker exits sooner sampled then (its
-    // processes lived too briefly to measure). Zero: no job is short (Python workers:
-    // an interpreter alone takes longer to start).
-    std::chrono::milliseconds short_job{50};
+    // An attempt whose first worker exits sooner than this after their start takes no
+    // system sample then: its processes lived too briefly to measure, and the sample
+    // costs 0.4 ms of CPU beside a launch of /bin/true. Zero: always sampled (Python
+    // workers: an interpreter alone takes longer to start).
+    std::chrono::milliseconds unsampled_exit{50};
     bool multi_node = false;  // primary or not is known once the store is up (attach)
     std::string token;        // the job token: record forwarding requires it ("" = none)
     bool listen_all = false;  // the receiver listens on every interface, not the address
@@ -115,7 +112,6 @@ class RunTracker : public RunObserver {
   // On the stream thread:
   void stream_pass(bool final);
   void describe(double created);  // queues the run's description
-  bool describe_now() const;
   void open_run();
   void run_jobs();
   bool report_skipped(const IngestStats& stats);  // true: an event says so
@@ -152,7 +148,6 @@ class RunTracker : public RunObserver {
   std::unique_ptr<RunStore> store_;
   bool image_tried_ = false;  // the first pass wrote the empty run (or could not)
   bool made_ = false;         // run.db is the image made just now (RunStore::Open::kNew)
-  std::chrono::steady_clock::time_point started_;
   std::unique_ptr<RunOwnerLock> owner_lock_;  // primary: held until ddprun exits
   std::unique_ptr<StreamIngester> ingester_;
   std::promise<void> opened_;          // the stream thread tried to make the run
