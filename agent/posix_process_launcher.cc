@@ -80,7 +80,7 @@ std::vector<int> non_default_signals() {
 
 // Everything one child reads between clone and exec, owned here until then.
 struct PosixProcessLauncher::Launch {
-  Launch(SpawnOptions o, const std::vector<int>& reset, int done, ChildStacks& stacks)
+  Launch(SpawnOptions o, const std::vector<int>& reset, int done)
       : options(std::move(o)),
         argv(as_c_array(options.argv)),
         envp(as_c_array(options.env)),
@@ -88,8 +88,11 @@ struct PosixProcessLauncher::Launch {
         signals_to_reset(reset.data()),
         signal_count(reset.size()),
         done_fd(done),
-        stacks(&stacks),
-        stack(stacks.take(options.executable)) {
+        stack(static_cast<char*>(::mmap(nullptr, kChildStackSize, PROT_READ | PROT_WRITE,
+                                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0))) {
+    if (stack == MAP_FAILED) {
+      throw SystemError("stack for starting '" + options.executable + "'", errno);
+    }
     CPU_ZERO(&cpus);
     for (int c : options.cpus) {
       if (c >= 0 && c < CPU_SETSIZE) {
@@ -100,7 +103,7 @@ struct PosixProcessLauncher::Launch {
     prefer = options.memory_node >= 0 && options.memory_node < 64;
     if (prefer) node_mask = 1UL << options.memory_node;
   }
-  ~Launch() { stacks->give(stack); }
+  ~Launch() { ::munmap(stack, kChildStackSize); }
   Launch(const Launch&) = delete;
   Launch& operator=(const Launch&) = delete;
 
@@ -115,34 +118,8 @@ struct PosixProcessLauncher::Launch {
   bool bind = false;
   unsigned long node_mask = 0;
   bool prefer = false;
-  ChildStacks* stacks;
-  char* stack;  // taken from `stacks`, given back when done
+  char* stack;  // the child's, until its exec
 };
-
-// Stacks are kept for the next spawn: no map, unmap and first-touch fault per child.
-char* PosixProcessLauncher::ChildStacks::take(const std::string& program) {
-  if (!free_.empty()) {
-    char* s = free_.back();
-    free_.pop_back();
-    return s;
-  }
-  void* p = ::mmap(nullptr, kChildStackSize, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-  if (p == MAP_FAILED) throw SystemError("stack for starting '" + program + "'", errno);
-  return static_cast<char*>(p);
-}
-
-void PosixProcessLauncher::ChildStacks::give(char* stack) {
-  if (free_.size() < kKept) {
-    free_.push_back(stack);
-  } else {
-    ::munmap(stack, kChildStackSize);
-  }
-}
-
-PosixProcessLauncher::ChildStacks::~ChildStacks() {
-  for (char* s : free_) ::munmap(s, kChildStackSize);
-}
 
 namespace {
 
@@ -301,7 +278,7 @@ pid_t PosixProcessLauncher::spawn(SpawnOptions options) {
   Batch& batch = open_batch();
   // Everything the child needs is prepared here: it may not allocate.
   auto launch =
-      std::make_unique<Launch>(std::move(options), batch.signals_to_reset, batch.write_fd, stacks_);
+      std::make_unique<Launch>(std::move(options), batch.signals_to_reset, batch.write_fd);
   // A signal reaching the child before it resets its handlers would run the agent's
   // handler there, which writes to the agent's own signal pipe: the agent would think
   // it was signalled itself. So every signal is blocked until the child has execed.
