@@ -141,10 +141,7 @@ int launch(launcher::LaunchConfig& cfg, int argc, char** argv) {
   bool python_workers = cfg.kind != launcher::ScriptKind::kExecutable;
   launcher::PythonDirs python;
   if (cfg.tracking || stacks || python_workers) python = launcher::python_dirs();
-  if (tracker) {
-    tracker->set_python_dir(python.tracking);
-    tracker->leave_open_until_exit();
-  }
+  if (tracker) tracker->set_python_dir(python.tracking);
   // A closed console must not kill the agent; writes to it fail with EPIPE instead.
   ::signal(SIGPIPE, SIG_IGN);
   boost::asio::io_context io;

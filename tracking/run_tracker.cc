@@ -29,10 +29,6 @@ constexpr std::chrono::seconds kEndSampleGap{1};
 // transaction).
 constexpr std::chrono::milliseconds kRecordDelay{20};
 
-// The store of the tracker left open to the process's end (leave_open_until_exit):
-// still referenced when LeakSanitizer looks, after the static destructors.
-RunStore* left_open_store = nullptr;
-
 double now_wall() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -69,9 +65,6 @@ RunTracker::~RunTracker() {
   // took it; a job ended without finished() (an error) asks here.
   if (watcher_ && pending) watcher_->request_final();
   watcher_.reset();  // a final pass asked for runs in its destructor
-  if (leave_open_ && store_) {
-    left_open_store = store_.release();
-  }
 }
 
 template <typename F>

@@ -97,11 +97,6 @@ class RunTracker : public RunObserver {
   /// the last pass: everything is in run.db once it returns.
   void finished(const std::string& status, int exitcode, const std::string& root_cause) override;
   void complete() override;
-  /// run.db is closed by this process's end rather than by the destructor (which still
-  /// returns with everything committed): closing would only give back memory and
-  /// descriptors, and unmap the wal-index while other threads run, on the way to the
-  /// job's exit status. For the one tracker of a process, which lives until it exits.
-  void leave_open_until_exit() { leave_open_ = true; }
 
  private:
   void become_primary();
@@ -160,7 +155,6 @@ class RunTracker : public RunObserver {
   // An attempt's last pass over its streams, awaited before the next one's workers start.
   std::optional<uint64_t> pending_final_;
   bool finishing_ = false;  // finished() was told: complete() runs the last pass
-  bool leave_open_ = false;
   // This agent's own records (written by the passes): the primary's launcher.jsonl in
   // the run directory, the others' agent.jsonl in their part (with the forwarder).
   OwnRecords own_;
