@@ -38,6 +38,12 @@ class StoreError : public Error {
   using Error::Error;
 };
 
+/// An address and port could not be listened on (in use, not this host's, ...).
+class ListenError : public StoreError {
+ public:
+  using StoreError::StoreError;
+};
+
 /// Something did not happen before its deadline.
 class TimeoutError : public Error {
  public:

@@ -24,15 +24,12 @@
 #include "common/error.h"
 #include "common/host.h"
 #include "common/logging.h"
-#include "common/random_id.h"
 #include "launcher/cli.h"
 #include "launcher/completion.h"
-#include "launcher/entrypoint.h"
+#include "launcher/launch_resolve.h"
 #include "launcher/python_files.h"
 #include "launcher/runs_command.h"
-#include "launcher/slurm_token.h"
 #include "launcher/ssh_controller.h"
-#include "os/cpu_topology.h"
 #include "rendezvous/rendezvous_factory.h"
 #include "tracking/console_event_log.h"
 #include "tracking/run_tracker.h"
@@ -46,18 +43,6 @@ constexpr int kUsageExit = 2;
 std::optional<std::string> real_env(const std::string& name) {
   const char* v = std::getenv(name.c_str());
   return v ? std::optional<std::string>(v) : std::nullopt;
-}
-
-// --numa_binding: this machine's topology read once, each local rank's CPUs planned.
-void bind_workers_to_cpus(agent::AgentConfig& a) {
-  os::CpuTopology topology = os::read_cpu_topology("/", os::allowed_cpus());
-  std::vector<int> gpu_nodes = agent::visible_gpu_nodes("/", std::getenv("CUDA_VISIBLE_DEVICES"));
-  a.cpu_bindings =
-      agent::plan_numa_binding(topology, a.numa_mode, a.spec.local_world_size, gpu_nodes);
-  for (size_t i = 0; i < a.cpu_bindings.size(); ++i) {
-    spdlog::info("--numa_binding={}: local_rank {}: {}", agent::numa_mode_name(a.numa_mode), i,
-                 a.cpu_bindings[i].describe());
-  }
 }
 
 void print_omp_banner(const std::string& threads) {
@@ -115,19 +100,9 @@ std::unique_ptr<tracking::RunTracker> make_tracker(const launcher::LaunchConfig&
 int launch(launcher::LaunchConfig& cfg, int argc, char** argv) {
   setup_logging(cfg.log_level);
   for (const auto& notice : cfg.notices) std::cerr << "ddprun: " << notice << "\n";
-  launcher::resolve_entrypoint(cfg, real_env);
-  // Before the tracker, which needs the token too. No signal handler yet: a stop
-  // signal while this node waits for the first one ends it at once.
-  std::vector<std::string> token_notices;
-  launcher::settle_slurm_token(cfg.rendezvous, launcher::munge_loader(real_env), token_notices);
-  for (const auto& notice : token_notices) std::cerr << "ddprun: " << notice << "\n";
-  if (cfg.standalone) cfg.agent.run_id = cfg.rendezvous.run_id = random_uuid();
-  if (cfg.agent.numa_mode != agent::NumaMode::kOff) bind_workers_to_cpus(cfg.agent);
-  // torchrun's worker watchdog: asked for by the environment, as torchrun is.
-  if (real_env("TORCHELASTIC_ENABLE_FILE_TIMER") == "1") {
-    cfg.agent.timer_file = real_env("TORCHELASTIC_TIMER_FILE").value_or("");
-    if (cfg.agent.timer_file.empty()) cfg.agent.timer_file = "/tmp/watchdog_timer_" + random_uuid();
-  }
+  std::vector<std::string> notices;
+  launcher::PythonDirs python = launcher::resolve_launch(cfg, real_env, notices);
+  for (const auto& notice : notices) std::cerr << "ddprun: " << notice << "\n";
   if (!cfg.agent.omp_num_threads.empty()) print_omp_banner(cfg.agent.omp_num_threads);
   // Before the threads: where the guard is a fork (old kernels), a small one.
   agent::OrphanGuard guard;
@@ -135,12 +110,6 @@ int launch(launcher::LaunchConfig& cfg, int argc, char** argv) {
   // Before any worker starts: an unwritable tracking directory fails the launch here.
   // Its thread makes the run meanwhile.
   auto tracker = make_tracker(cfg, argc, argv);
-  // Python workers import ddprun_tracking and start with ddprun's hook; a program's
-  // workers have it too where their stacks are taken (it may be an interpreter).
-  bool stacks = cfg.agent.hang.enabled() || !cfg.agent.timer_file.empty();
-  bool python_workers = cfg.kind != launcher::ScriptKind::kExecutable;
-  launcher::PythonDirs python;
-  if (cfg.tracking || stacks || python_workers) python = launcher::python_dirs();
   if (tracker) tracker->set_python_dir(python.tracking);
   // A closed console must not kill the agent; writes to it fail with EPIPE instead.
   ::signal(SIGPIPE, SIG_IGN);
@@ -148,7 +117,6 @@ int launch(launcher::LaunchConfig& cfg, int argc, char** argv) {
   agent::PosixProcessLauncher process_launcher(io);
   SteadyClock clock(io);
   agent::PosixProcessInspector inspector(io, process_launcher, clock);
-  if (stacks || python_workers) cfg.agent.python_hook_dir = python.hook;
   tracking::RunObserver* observer = tracker.get();
   std::unique_ptr<tracking::ConsoleEventLog> console_events;
   if (cfg.console_events) {
@@ -219,12 +187,12 @@ int main(int argc, char** argv) {
   } catch (const agent::ExecError& e) {
     std::cerr << "ddprun: error: cannot run the training script: " << e.what() << "\n";
     return e.exit_code();
+  } catch (const ListenError& e) {
+    std::cerr << "ddprun: error: " << e.what() << "\n";
+    if (!cfg.port_hint.empty()) std::cerr << "ddprun: " << cfg.port_hint << "\n";
+    return 1;
   } catch (const std::exception& e) {
     std::cerr << "ddprun: error: " << e.what() << "\n";
-    if (!cfg.port_hint.empty() &&
-        std::string(e.what()).find("cannot listen") != std::string::npos) {
-      std::cerr << "ddprun: " << cfg.port_hint << "\n";
-    }
     return 1;
   }
 }

@@ -44,7 +44,7 @@ tcp::acceptor open_acceptor(asio::io_context& io, const std::string& host, uint1
     if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
     if (!ec) return acceptor;
   }
-  throw StoreError("cannot listen on " + (host.empty() ? std::string("*") : host) + ":" +
+  throw ListenError("cannot listen on " + (host.empty() ? std::string("*") : host) + ":" +
                    std::to_string(port) + ": " + ec.message());
 }
 
