@@ -31,14 +31,17 @@ std::vector<int> signals_to_catch(const AgentConfig& config) {
 
 }  // namespace
 
-JobSignals::JobSignals(asio::io_context& io, const AgentConfig& config, Handlers handlers)
+JobSignals::JobSignals(asio::io_context& io, const AgentConfig& config, Handlers handlers,
+                       os::SignalSource& source)
     : io_(io),
       config_(config),
       handlers_(std::move(handlers)),
-      stops_(io, config.stop_signals, [this](int sig, pid_t) { on_stop_signal(sig); }),
+      stops_(source.catch_signals(io, config.stop_signals,
+                                  [this](int sig, pid_t) { on_stop_signal(sig); })),
       stdin_silence_(io),
-      forwarded_(io, signals_to_catch(config),
-                 [this](int sig, pid_t sender) { on_forwarded(sig, sender); }) {
+      forwarded_(source.catch_signals(io, signals_to_catch(config), [this](int sig, pid_t sender) {
+        on_forwarded(sig, sender);
+      })) {
   if (config_.stop_on_stdin_close) {
     // The agent keeps standard input (its controller's channel) to itself: the workers
     // get /dev/null, so that none of them reads the controller's keep-alive lines.

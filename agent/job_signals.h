@@ -11,7 +11,7 @@
 
 #include "agent/agent_config.h"
 #include "common/coro.h"
-#include "os/signal_catcher.h"
+#include "os/signal_source.h"
 
 namespace ddprun::agent {
 
@@ -28,7 +28,9 @@ class JobSignals {
     std::function<int(int sig)> forward;  // send to every worker; returns how many
   };
 
-  JobSignals(boost::asio::io_context& io, const AgentConfig& config, Handlers handlers);
+  /// `source`: where the signals come from (os::process_signals(), or a test's).
+  JobSignals(boost::asio::io_context& io, const AgentConfig& config, Handlers handlers,
+             os::SignalSource& source);
 
   void start();
 
@@ -38,11 +40,11 @@ class JobSignals {
   Task<bool> await_stop(std::chrono::milliseconds max);
 
   /// Handles now the stop signals that came but wait for the loop.
-  void take_pending() { stops_.take_pending(); }
+  void take_pending() { stops_->take_pending(); }
 
   /// Readable while a stop signal waits for the loop: what blocking store requests
   /// give way to (net::WaitScope).
-  int stop_pending_fd() const { return stops_.pending_fd(); }
+  int stop_pending_fd() const { return stops_->pending_fd(); }
 
  private:
   void on_stop_signal(int sig);
@@ -55,9 +57,9 @@ class JobSignals {
   boost::asio::io_context& io_;
   const AgentConfig& config_;
   Handlers handlers_;
-  os::SignalCatcher stops_;
+  std::unique_ptr<os::SignalSource::Catch> stops_;
   boost::asio::steady_timer stdin_silence_;
-  os::SignalCatcher forwarded_;
+  std::unique_ptr<os::SignalSource::Catch> forwarded_;
   std::unique_ptr<boost::asio::posix::stream_descriptor> stdin_;
   bool stdin_closed_ = false;
   bool started_ = false;

@@ -52,7 +52,8 @@ LocalAgent::Impl::Impl(AgentConfig config, AgentServices services)
                   on_stop_signal(sig);
                   changed_.notify();
                 },
-                [this](int sig) { return runner_.forward(sig); }}),
+                [this](int sig) { return runner_.forward(sig); }},
+               services.signals ? *services.signals : os::process_signals()),
       waits_(signals_.stop_pending_fd()),
       tracking_timer_(clock_.make_timer()),
       stop_grace_(clock_.make_timer()),

@@ -12,6 +12,7 @@
 #include "agent/worker.h"
 #include "common/cancel_signal.h"
 #include "common/clock.h"
+#include "os/signal_source.h"
 #include "rendezvous/rendezvous_handler.h"
 #include "tracking/run_observer.h"
 
@@ -41,6 +42,8 @@ struct AgentServices {
   tracking::RunObserver* observer = nullptr;  // the job's tracking run; may be null
   /// Looks into workers (state, CPU, stacks) for hang detection; may be null.
   ProcessInspector* inspector = nullptr;
+  /// Where the signals to ddprun come from; null: the kernel's (os::process_signals()).
+  os::SignalSource* signals = nullptr;
 };
 
 /// Runs one node's workers to the end of the job: spawns them with torchrun's

@@ -111,4 +111,16 @@ SignalCatcher::~SignalCatcher() {
   state_->reader.close(ignored);
 }
 
+SignalSource& process_signals() {
+  struct Process : SignalSource {
+    std::unique_ptr<Catch> catch_signals(boost::asio::io_context& io,
+                                         const std::vector<int>& signals,
+                                         OnSignal on_signal) override {
+      return std::make_unique<SignalCatcher>(io, signals, std::move(on_signal));
+    }
+  };
+  static Process process;
+  return process;
+}
+
 }  // namespace ddprun::os

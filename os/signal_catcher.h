@@ -8,6 +8,8 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include "os/signal_source.h"
+
 namespace ddprun::os {
 
 /// Catches signals and delivers each on the loop with the pid that sent it (siginfo's
@@ -15,21 +17,21 @@ namespace ddprun::os {
 /// only writes 8 bytes to a pipe. Instances may coexist for different signals (the
 /// newest catches a signal two ask for); the signals' previous actions come back when
 /// one is destroyed.
-class SignalCatcher {
+class SignalCatcher : public SignalSource::Catch {
  public:
-  using OnSignal = std::function<void(int sig, pid_t sender)>;
+  using OnSignal = SignalSource::OnSignal;
 
   /// Throws SystemError if the pipe or an action cannot be set up.
   SignalCatcher(boost::asio::io_context& io, const std::vector<int>& signals, OnSignal on_signal);
-  ~SignalCatcher();
+  ~SignalCatcher() override;
 
   /// Readable while a caught signal waits for the loop (see net::WaitScope): the
   /// pipe's read end, still owned and read here.
-  int pending_fd() const;
+  int pending_fd() const override;
 
   /// Hands the signals caught but not delivered yet to the handler now, on the loop's
   /// thread: for a decision that must not miss one that came just before it.
-  void take_pending();
+  void take_pending() override;
   SignalCatcher(const SignalCatcher&) = delete;
   SignalCatcher& operator=(const SignalCatcher&) = delete;
 

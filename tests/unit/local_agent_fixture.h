@@ -18,6 +18,7 @@
 #include "tests/fakes/fake_process_inspector.h"
 #include "tests/fakes/fake_process_launcher.h"
 #include "tests/fakes/fake_rendezvous.h"
+#include "tests/fakes/fake_signals.h"
 #include "tests/fakes/manual_clock.h"
 
 namespace ddprun::testing {
@@ -49,7 +50,8 @@ class LocalAgentTest : public ::testing::Test {
         },
         nullptr,
         nullptr,
-        &inspector_};
+        &inspector_,
+        &signals_};
     agent::LocalAgent agent(config_, std::move(services));
     return agent.run();
   }
@@ -97,6 +99,7 @@ class LocalAgentTest : public ::testing::Test {
   FakeProcessLauncher launcher_{io_};
   FakeProcessInspector inspector_{io_};
   ManualClock clock_;
+  FakeSignals signals_;  // what the tests send ddprun
   std::shared_ptr<FakeRendezvousJournal> journal_ = std::make_shared<FakeRendezvousJournal>();
   agent::AgentConfig config_;
   std::filesystem::path log_base_ =

@@ -46,7 +46,7 @@ TEST_F(LocalAgentTest, ASignalCancelsAWaitForTheRendezvousStore) {
   connect_waits_ = true;
   std::vector<std::thread::id> joined_on;
   journal_->on_join = [&] { joined_on.push_back(std::this_thread::get_id()); };
-  boost::asio::post(io_, [] { ::raise(SIGTERM); });
+  boost::asio::post(io_, [this] { signals_.deliver(SIGTERM); });
   EXPECT_EQ(run(), 128 + SIGTERM);
   EXPECT_TRUE(joined_on.empty());
   EXPECT_TRUE(launcher_.spawned().empty());
@@ -57,7 +57,7 @@ TEST_F(LocalAgentTest, ASignalCancelsAWaitForTheRendezvousStore) {
 TEST_F(LocalAgentTest, ASignalCancelsAWaitingJoin) {
   elastic({{"a", "b"}}, 2);
   journal_->join_waits = true;
-  journal_->on_join = [] { ::raise(SIGTERM); };  // comes while the join waits
+  journal_->on_join = [this] { signals_.deliver(SIGTERM); };  // comes while the join waits
   EXPECT_EQ(run(), 128 + SIGTERM);
   EXPECT_TRUE(journal_->cancelled);
   EXPECT_TRUE(launcher_.spawned().empty());
@@ -140,7 +140,7 @@ TEST_F(LocalAgentTest, GracePeriodExpiryKills) {
 
 TEST_F(LocalAgentTest, ForwardsAStopSignalToEveryWorker) {
   launcher_.on_spawn = [&](const auto& p) {
-    if (p.rank() == 1) ::raise(SIGINT);
+    if (p.rank() == 1) signals_.deliver(SIGINT);
   };
   EXPECT_EQ(run(), 128 + SIGINT);
   for (const auto& p : launcher_.spawned()) EXPECT_EQ(p.signals, std::vector<int>{SIGINT});
@@ -158,7 +158,7 @@ TEST_F(LocalAgentTest, AWorkerKilledByAStopSignalJustBeforeDdprunIsNoFailureToTh
   launcher_.on_spawn = [&](const auto& p) {
     if (p.rank() != 1) return;
     launcher_.exit(attempt(0)[0].pid, -SIGTERM);
-    boost::asio::post(io_, [] { ::raise(SIGTERM); });  // after the exit was handled
+    boost::asio::post(io_, [this] { signals_.deliver(SIGTERM); });  // after the exit was handled
   };
   EXPECT_EQ(run(), 128 + SIGTERM);
   ASSERT_TRUE(round(0)->written);
@@ -188,7 +188,7 @@ TEST_F(LocalAgentTest, AWorkerKilledByAStopSignalAloneIsAFailureAfterAMoment) {
 
 TEST_F(LocalAgentTest, SignalAsTheRoundCompletesStartsNoWorker) {
   elastic({{"a", "b"}}, 2);
-  journal_->on_join = [] { ::raise(SIGTERM); };  // lands while the join returns
+  journal_->on_join = [this] { signals_.deliver(SIGTERM); };  // lands while the join returns
   EXPECT_EQ(run(), 128 + SIGTERM);
   EXPECT_TRUE(launcher_.spawned().empty()) << "no worker may start after a stop signal";
 }
@@ -196,10 +196,10 @@ TEST_F(LocalAgentTest, SignalAsTheRoundCompletesStartsNoWorker) {
 TEST_F(LocalAgentTest, SecondSignalKillsAtOnce) {
   launcher_.ignored = {SIGTERM};
   launcher_.on_spawn = [&](const auto& p) {
-    if (p.rank() == 1) ::raise(SIGTERM);
+    if (p.rank() == 1) signals_.deliver(SIGTERM);
   };
   launcher_.on_signal = [&](const auto& p, int sig) {
-    if (sig == SIGTERM && p.rank() == 1) ::raise(SIGTERM);
+    if (sig == SIGTERM && p.rank() == 1) signals_.deliver(SIGTERM);
   };
   EXPECT_EQ(run(), 128 + SIGTERM);
   EXPECT_EQ(clock_.now(), 0ms) << "no grace period was waited for";
