@@ -5,7 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/error.h"
-#include "common/thread_name.h"
+#include "common/periodic_thread.h"
 #include "rendezvous/rendezvous_handler.h"
 #include "rendezvous/round_history.h"
 #include "rendezvous/store_connect.h"
@@ -47,12 +47,11 @@ Task<void> C10dBackend::reach(CancelSignal& cancel) {
 }
 
 C10dBackend::~C10dBackend() {
-  stopping_ = true;
-  {
+  if (!heartbeat_) return;
+  heartbeat_->stop([this] {
     std::lock_guard lock(heartbeat_mutex_);
     if (heartbeat_client_) heartbeat_client_->interrupt();
-  }
-  if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
+  });
 }
 
 std::string C10dBackend::prefix(const std::string& run_id) const {
@@ -96,50 +95,42 @@ std::unique_ptr<TcpStoreClient> C10dBackend::connect_heartbeat() const {
 
 void C10dBackend::start_liveness(const std::string& prefix, const std::string& node) {
   heartbeat_client_ = connect_heartbeat();
-  heartbeat_thread_ = std::thread([this, key = prefix + "hb/" + node] {
-    name_this_thread("ddprun-beat");
-    heartbeat_loop(key);
-  });
+  heartbeat_ = std::make_unique<PeriodicThread>(
+      "ddprun-beat", options_.heartbeat_interval, PeriodicThread::First::kAtOnce,
+      [this, key = prefix + "hb/" + node, beat = int64_t{0}](const PeriodicThread& t) mutable {
+        return heartbeat(key, ++beat, t);
+      });
 }
 
 // Heartbeats are a counter per node in a key of its own: cheap, and the shared state
-// is never rewritten for them.
-void C10dBackend::heartbeat_loop(const std::string& key) {
-  int64_t beat = 0;
-  while (!stopping_) {
-    try {
-      std::shared_ptr<TcpStoreClient> client;
-      {
-        std::lock_guard lock(heartbeat_mutex_);
-        client = heartbeat_client_;
-      }
-      if (!client) {
-        client = connect_heartbeat();
-        std::lock_guard lock(heartbeat_mutex_);
-        heartbeat_client_ = client;
-        if (stopping_) return;
-      }
-      client->set(key, std::to_string(++beat));
-    } catch (const TimeoutError& e) {
-      // The store did not answer in time (its host frozen, a network outage): beat
-      // again next interval, on a new connection, so that this node is still heard
-      // once the store answers again.
-      if (!stopping_) spdlog::debug("heartbeat timed out: {}; trying again", e.what());
+// is never rewritten for them. False once the store is gone.
+bool C10dBackend::heartbeat(const std::string& key, int64_t beat, const PeriodicThread& thread) {
+  try {
+    std::shared_ptr<TcpStoreClient> client;
+    {
       std::lock_guard lock(heartbeat_mutex_);
-      heartbeat_client_.reset();
-    } catch (const std::exception& e) {
-      // The store is gone (its host died): the agent hears of it on its own calls.
-      if (!stopping_) spdlog::debug("heartbeat failed: {}", e.what());
-      return;
+      client = heartbeat_client_;
     }
-    // Sleep in small steps so the destructor is not held up.
-    auto until = Clock::now() + options_.heartbeat_interval;
-    while (!stopping_ && Clock::now() < until) {
-      std::this_thread::sleep_for(std::min<milliseconds>(
-          milliseconds(50),
-          std::chrono::duration_cast<milliseconds>(until - Clock::now()) + milliseconds(1)));
+    if (!client) {
+      client = connect_heartbeat();
+      std::lock_guard lock(heartbeat_mutex_);
+      heartbeat_client_ = client;
+      if (thread.stopping()) return false;
     }
+    client->set(key, std::to_string(beat));
+  } catch (const TimeoutError& e) {
+    // The store did not answer in time (its host frozen, a network outage): beat
+    // again next interval, on a new connection, so that this node is still heard
+    // once the store answers again.
+    if (!thread.stopping()) spdlog::debug("heartbeat timed out: {}; trying again", e.what());
+    std::lock_guard lock(heartbeat_mutex_);
+    heartbeat_client_.reset();
+  } catch (const std::exception& e) {
+    // The store is gone (its host died): the agent hears of it on its own calls.
+    if (!thread.stopping()) spdlog::debug("heartbeat failed: {}", e.what());
+    return false;
   }
+  return true;
 }
 
 std::vector<std::string> C10dBackend::dead_members(const std::string& prefix,

@@ -5,10 +5,10 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <thread>
 
 #include "common/cancel_signal.h"
 #include "common/coro.h"
+#include "common/periodic_thread.h"
 #include "rendezvous/rendezvous_backend.h"
 #include "rendezvous/tcp_store_client.h"
 #include "rendezvous/tcp_store_server.h"
@@ -66,7 +66,7 @@ class C10dBackend : public RendezvousBackend {
   std::string where() const override { return "store at " + endpoint(); }
 
  private:
-  void heartbeat_loop(const std::string& key);
+  bool heartbeat(const std::string& key, int64_t beat, const PeriodicThread& thread);
   std::unique_ptr<TcpStoreClient> connect_heartbeat() const;
 
   Options options_;
@@ -74,8 +74,7 @@ class C10dBackend : public RendezvousBackend {
   std::unique_ptr<TcpStoreClient> probe_;  // reads the heartbeats
   std::mutex heartbeat_mutex_;             // guards the pointer: replaced after a failure
   std::shared_ptr<TcpStoreClient> heartbeat_client_;  // writes ours
-  std::thread heartbeat_thread_;
-  std::atomic<bool> stopping_{false};
+  std::unique_ptr<PeriodicThread> heartbeat_;  // from start_liveness()
   // Liveness as this node sees it: node -> (last heartbeat value, when it changed).
   std::map<std::string, std::pair<std::string, std::chrono::steady_clock::time_point>> seen_;
   std::chrono::steady_clock::time_point last_check_;  // of dead_members; {} = none yet

@@ -5,7 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "common/thread_name.h"
+#include "common/periodic_thread.h"
 #include "rendezvous/etcd_state_store.h"
 #include "rendezvous/etcd_store.h"
 
@@ -20,12 +20,7 @@ EtcdBackend::EtcdBackend(Options options)
 }
 
 EtcdBackend::~EtcdBackend() {
-  {
-    std::lock_guard lock(mutex_);
-    stopping_ = true;
-  }
-  stop_cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  lease_keeper_.reset();
   // Leaving on purpose: the key goes now, not when the lease runs out.
   if (lease_ != 0) {
     try {
@@ -77,28 +72,25 @@ void EtcdBackend::start_liveness(const std::string& prefix, const std::string& n
   auto r = liveness_.txn(EtcdCompare{prefix + "primary", 0}, success, failure);
   primary_ = r.succeeded;
   if (state_store_ != nullptr) state_store_->prime(r);
-  thread_ = std::thread([this] {
-    name_this_thread("ddprun-lease");
-    keep_alive_loop();
-  });
+  lease_keeper_ = std::make_unique<PeriodicThread>(
+      "ddprun-lease", options_.heartbeat_interval, PeriodicThread::First::kAfterInterval,
+      [this](const PeriodicThread&) {
+        keep_alive();
+        return true;
+      });
 }
 
-void EtcdBackend::keep_alive_loop() {
-  std::unique_lock lock(mutex_);
-  while (!stop_cv_.wait_for(lock, options_.heartbeat_interval, [this] { return stopping_; })) {
-    lock.unlock();
-    try {
-      if (!liveness_.keep_alive(lease_)) {
-        // Cut off for longer than the lease: the others count this node gone. Come
-        // back alive; the rendezvous decides what that means.
-        spdlog::warn("etcd lease expired; taking a new one");
-        take_lease(liveness_);
-        liveness_.put(alive_key_, "1", lease_);
-      }
-    } catch (const std::exception& e) {
-      spdlog::debug("etcd keep-alive failed: {}", e.what());
+void EtcdBackend::keep_alive() {
+  try {
+    if (!liveness_.keep_alive(lease_)) {
+      // Cut off for longer than the lease: the others count this node gone. Come
+      // back alive; the rendezvous decides what that means.
+      spdlog::warn("etcd lease expired; taking a new one");
+      take_lease(liveness_);
+      liveness_.put(alive_key_, "1", lease_);
     }
-    lock.lock();
+  } catch (const std::exception& e) {
+    spdlog::debug("etcd keep-alive failed: {}", e.what());
   }
 }
 

@@ -1,10 +1,8 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
-#include <mutex>
-#include <thread>
 
+#include "common/periodic_thread.h"
 #include "rendezvous/etcd_client.h"
 #include "rendezvous/etcd_state_store.h"
 #include "rendezvous/rendezvous_backend.h"
@@ -47,7 +45,7 @@ class EtcdBackend : public RendezvousBackend {
   std::string where() const override { return "etcd at " + endpoint(); }
 
  private:
-  void keep_alive_loop();
+  void keep_alive();
   void take_lease(EtcdClient& client);
 
   Options options_;
@@ -59,10 +57,7 @@ class EtcdBackend : public RendezvousBackend {
   std::atomic<int64_t> lease_{0};
   bool primary_ = false;
   EtcdStateStore* state_store_ = nullptr;  // the joiner's, primed by start_liveness()
-  std::thread thread_;
-  std::mutex mutex_;
-  std::condition_variable stop_cv_;
-  bool stopping_ = false;
+  std::unique_ptr<PeriodicThread> lease_keeper_;  // from start_liveness()
 };
 
 }  // namespace ddprun::rendezvous
