@@ -66,6 +66,15 @@ void C10dBackend::forget_history(const std::string& prefix, int round, bool /*fi
 }
 
 std::unique_ptr<Store> C10dBackend::connect(milliseconds timeout, int64_t /*newer_than*/) {
+  return new_client(timeout);
+}
+
+std::unique_ptr<LoopStore> C10dBackend::connect_on_loop(milliseconds timeout,
+                                                        int64_t /*newer_than*/) {
+  return on_loop(new_client(timeout));
+}
+
+std::unique_ptr<TcpStoreClient> C10dBackend::new_client(milliseconds timeout) const {
   TcpStoreClient::Options o;
   o.token = options_.token;
   o.timeout = timeout;

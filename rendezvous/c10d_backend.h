@@ -48,6 +48,8 @@ class C10dBackend : public RendezvousBackend {
 
   std::string prefix(const std::string& run_id) const override;
   std::unique_ptr<Store> connect(std::chrono::milliseconds timeout, int64_t newer_than) override;
+  std::unique_ptr<LoopStore> connect_on_loop(std::chrono::milliseconds timeout,
+                                             int64_t newer_than) override;
   void start_liveness(const std::string& prefix, const std::string& node) override;
   std::vector<std::string> dead_members(const std::string& prefix,
                                         const std::vector<std::string>& members,
@@ -68,6 +70,7 @@ class C10dBackend : public RendezvousBackend {
  private:
   bool heartbeat(const std::string& key, int64_t beat, const PeriodicThread& thread);
   std::unique_ptr<TcpStoreClient> connect_heartbeat() const;
+  std::unique_ptr<TcpStoreClient> new_client(std::chrono::milliseconds timeout) const;
 
   Options options_;
   std::unique_ptr<TcpStoreServer> server_;

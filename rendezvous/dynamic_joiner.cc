@@ -24,9 +24,10 @@ DynamicJoiner::DynamicJoiner(Store& store, std::unique_ptr<StateStore> state, st
       config_(config),
       wall_ms_(std::move(wall_ms)) {}
 
-DynamicJoiner::DynamicJoiner(Store& store, const std::string& prefix, DynamicConfig config,
+DynamicJoiner::DynamicJoiner(LoopStore& store, const std::string& prefix, DynamicConfig config,
                              WallClock wall_ms)
-    : DynamicJoiner(store, std::make_unique<GenericStateStore>(store, prefix), prefix, config,
+    : DynamicJoiner(store.store(), std::make_unique<GenericStateStore>(store, prefix), prefix,
+                    config,
                     std::move(wall_ms)) {}
 
 std::string DynamicJoiner::round_prefix(int round) const {

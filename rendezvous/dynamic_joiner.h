@@ -9,6 +9,7 @@
 #include <string>
 
 #include "rendezvous/dynamic_state.h"
+#include "rendezvous/loop_store.h"
 #include "rendezvous/state_store.h"
 #include "rendezvous/store.h"
 
@@ -34,7 +35,8 @@ class DynamicJoiner {
   DynamicJoiner(Store& store, std::unique_ptr<StateStore> state, std::string prefix,
                 DynamicConfig config, WallClock wall_ms);
   /// The state in `store` itself (GenericStateStore).
-  DynamicJoiner(Store& store, const std::string& prefix, DynamicConfig config, WallClock wall_ms);
+  DynamicJoiner(LoopStore& store, const std::string& prefix, DynamicConfig config,
+                WallClock wall_ms);
 
   /// Joins a round numbered `min_round` or later (an agent coming back from round r
   /// must not take r again: it waits until someone starts r+1) — the one being formed,

@@ -48,12 +48,12 @@ DynamicRendezvous::DynamicRendezvous(Options options, std::unique_ptr<Rendezvous
   char pid[16];
   std::snprintf(pid, sizeof(pid), "%010d", static_cast<int>(::getpid()));
   node_id_ = address_ + "/" + pid + "/" + std::to_string(worker_store_->port());
-  client_ = backend_->connect(options_.read_timeout, 0);
+  client_ = backend_->connect_on_loop(options_.read_timeout, 0);
   joiner_ = std::make_unique<DynamicJoiner>(
-      *client_, backend_->state_store(*client_, prefix_, options_.read_timeout), prefix_,
+      client_->store(), backend_->state_store(*client_, prefix_, options_.read_timeout), prefix_,
       options_.config, wall_ms);
   backend_->start_liveness(prefix_, node_id_);
-  primary_ = backend_->primary(*client_, prefix_, node_id_);
+  primary_ = backend_->primary(client_->store(), prefix_, node_id_);
 }
 
 DynamicRendezvous::~DynamicRendezvous() = default;
@@ -69,11 +69,11 @@ std::unique_ptr<RoundCoordinator> DynamicRendezvous::coordinate(const Rendezvous
   StoreRound::Options o;
   o.info = info;
   o.prefix = joiner_->round_prefix(info.round);
-  o.store = client_.get();
+  o.store = &client_->store();
   o.store_where = backend_->endpoint();
   // The round's keys are all newer than its completion: waits need not read first.
   o.connect = [this, newer_than = info.completed_at] {
-    return backend_->connect(options_.read_timeout, newer_than);
+    return backend_->connect_on_loop(options_.read_timeout, newer_than);
   };
   o.dead_members = [this, members = info.members] {
     return backend_->dead_members(prefix_, members, node_id_);

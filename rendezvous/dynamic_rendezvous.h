@@ -41,7 +41,7 @@ class DynamicRendezvous : public RendezvousHandler {
   ~DynamicRendezvous() override;
 
   Task<RendezvousInfo> next_rendezvous(int round, int local_world_size) override;
-  Store& store() override { return *client_; }
+  Store& store() override { return client_->store(); }
   std::unique_ptr<Store> connect() override;
   /// Members of an elastic round watch each other's liveness; the first node to
   /// begin the next round does so for everyone.
@@ -65,7 +65,7 @@ class DynamicRendezvous : public RendezvousHandler {
   std::string node_id_;
   std::string address_;
   std::unique_ptr<TcpStoreServer> worker_store_;  // serves the workers at group rank 0
-  std::unique_ptr<Store> client_;
+  std::unique_ptr<LoopStore> client_;
   std::unique_ptr<DynamicJoiner> joiner_;
   CancelSignal cancel_{"rendezvous cancelled"};
   bool primary_ = false;

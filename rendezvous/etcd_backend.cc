@@ -35,7 +35,7 @@ std::string EtcdBackend::prefix(const std::string& run_id) const {
   return options_.key_prefix + "/" + run_id + "/";
 }
 
-std::unique_ptr<StateStore> EtcdBackend::state_store(Store&, const std::string& prefix,
+std::unique_ptr<StateStore> EtcdBackend::state_store(LoopStore&, const std::string& prefix,
                                                      std::chrono::milliseconds timeout) {
   auto state =
       std::make_unique<EtcdStateStore>(std::make_unique<EtcdClient>(options_.endpoints, timeout),
@@ -45,6 +45,16 @@ std::unique_ptr<StateStore> EtcdBackend::state_store(Store&, const std::string& 
 }
 
 std::unique_ptr<Store> EtcdBackend::connect(std::chrono::milliseconds timeout, int64_t newer_than) {
+  return new_store(timeout, newer_than);
+}
+
+std::unique_ptr<LoopStore> EtcdBackend::connect_on_loop(std::chrono::milliseconds timeout,
+                                                        int64_t newer_than) {
+  return on_loop(new_store(timeout, newer_than));
+}
+
+std::unique_ptr<EtcdStore> EtcdBackend::new_store(std::chrono::milliseconds timeout,
+                                                  int64_t newer_than) const {
   return std::make_unique<EtcdStore>(std::make_unique<EtcdClient>(options_.endpoints, timeout), "",
                                      newer_than);
 }

@@ -30,7 +30,9 @@ class EtcdBackend : public RendezvousBackend {
 
   std::string prefix(const std::string& run_id) const override;
   std::unique_ptr<Store> connect(std::chrono::milliseconds timeout, int64_t newer_than) override;
-  std::unique_ptr<StateStore> state_store(Store& client, const std::string& prefix,
+  std::unique_ptr<LoopStore> connect_on_loop(std::chrono::milliseconds timeout,
+                                             int64_t newer_than) override;
+  std::unique_ptr<StateStore> state_store(LoopStore& client, const std::string& prefix,
                                           std::chrono::milliseconds timeout) override;
   /// Puts "alive/<node>" under the lease and claims "primary" in one transaction.
   void start_liveness(const std::string& prefix, const std::string& node) override;
@@ -46,6 +48,7 @@ class EtcdBackend : public RendezvousBackend {
 
  private:
   void keep_alive();
+  std::unique_ptr<EtcdStore> new_store(std::chrono::milliseconds timeout, int64_t newer_than) const;
   void take_lease(EtcdClient& client);
 
   Options options_;

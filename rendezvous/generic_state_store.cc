@@ -1,6 +1,5 @@
 #include "rendezvous/generic_state_store.h"
 
-#include "rendezvous/store_waits.h"
 
 namespace ddprun::rendezvous {
 
@@ -22,8 +21,8 @@ std::vector<std::pair<std::string, int>> parse_announcements(
   return out;
 }
 
-GenericStateStore::GenericStateStore(Store& store, std::string prefix)
-    : store_(store), prefix_(std::move(prefix)) {}
+GenericStateStore::GenericStateStore(LoopStore& store, std::string prefix)
+    : store_(store.store()), waits_(store), prefix_(std::move(prefix)) {}
 
 StateSnapshot GenericStateStore::read() {
   StateSnapshot s;
@@ -62,7 +61,7 @@ Task<void> GenericStateStore::wait(const StateSnapshot& from, bool participant,
   std::vector<std::string> key{prefix_ + (participant ? "epoch/" + std::to_string(from.epoch + 1)
                                                       : "ver/" + std::to_string(from.version + 1))};
   // Whether it came or the time passed, the caller decides again.
-  co_await wait_for_keys(store_, std::move(key), timeout, cancel);
+  co_await waits_.wait_for(std::move(key), timeout, cancel);
 }
 
 std::optional<std::vector<std::pair<std::string, int>>> GenericStateStore::announced(int round) {

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "rendezvous/loop_store.h"
 #include "rendezvous/state_store.h"
 #include "rendezvous/store.h"
 
@@ -15,12 +16,12 @@ namespace ddprun::rendezvous {
 /// the store can list them.
 class GenericStateStore : public StateStore {
  public:
-  GenericStateStore(Store& store, std::string prefix);
+  /// `store`: the node's connection; its waits are the loop's (LoopStore).
+  GenericStateStore(LoopStore& store, std::string prefix);
 
   StateSnapshot read() override;
   bool write(const StateSnapshot& from, const std::string& to, bool wakes_participants,
              const std::optional<Announcement>& on_loss) override;
-  /// On a TCPStore the wait is its WAIT request, answered as the loop's completion.
   Task<void> wait(const StateSnapshot& from, bool participant, std::chrono::milliseconds timeout,
                   CancelSignal& cancel) override;
   std::optional<std::vector<std::pair<std::string, int>>> announced(int round) override;
@@ -28,6 +29,7 @@ class GenericStateStore : public StateStore {
 
  private:
   Store& store_;
+  LoopStore& waits_;
   std::string prefix_;
 };
 

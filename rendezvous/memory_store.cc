@@ -2,10 +2,26 @@
 
 namespace ddprun::rendezvous {
 
+MemoryStore::Watch::Watch(MemoryStore& store, std::function<void()> on_change) : store_(store) {
+  std::lock_guard lock(store_.mutex_);
+  id_ = store_.next_watch_++;
+  store_.watches_.emplace(id_, std::move(on_change));
+}
+
+MemoryStore::Watch::~Watch() {
+  std::lock_guard lock(store_.mutex_);
+  store_.watches_.erase(id_);
+}
+
+void MemoryStore::changed() {
+  changed_.notify_all();
+  for (const auto& [id, on_change] : watches_) on_change();
+}
+
 void MemoryStore::set(const std::string& key, const std::string& value) {
   std::lock_guard lock(mutex_);
   table_.set(key, value);
-  changed_.notify_all();
+  changed();
 }
 
 void MemoryStore::wait_locked(std::unique_lock<std::mutex>& lock,
@@ -28,7 +44,7 @@ int64_t MemoryStore::add(const std::string& key, int64_t delta) {
   std::lock_guard lock(mutex_);
   try {
     int64_t v = table_.add(key, delta);
-    changed_.notify_all();
+    changed();
     return v;
   } catch (const KeyValueTable::NotANumber&) {
     throw StoreError("add: the value of '" + key + "' is not an integer");
@@ -39,7 +55,7 @@ std::string MemoryStore::compare_set(const std::string& key, const std::string& 
                                      const std::string& desired) {
   std::lock_guard lock(mutex_);
   auto r = table_.compare_set(key, expected, desired);
-  if (r.written) changed_.notify_all();
+  if (r.written) changed();
   return r.reply;
 }
 
@@ -77,13 +93,13 @@ void MemoryStore::multi_set(const std::vector<std::string>& keys,
   if (keys.size() != values.size()) throw StoreError("multi_set needs one value per key");
   std::lock_guard lock(mutex_);
   for (size_t i = 0; i < keys.size(); ++i) table_.set(keys[i], values[i]);
-  changed_.notify_all();
+  changed();
 }
 
 void MemoryStore::append(const std::string& key, const std::string& value) {
   std::lock_guard lock(mutex_);
   table_.append(key, value);
-  changed_.notify_all();
+  changed();
 }
 
 }  // namespace ddprun::rendezvous
@@ -93,7 +109,7 @@ namespace ddprun::rendezvous {
 void MemoryStore::interrupt() {
   std::lock_guard lock(mutex_);
   interrupted_ = true;
-  changed_.notify_all();
+  changed();
 }
 
 std::optional<std::vector<std::pair<std::string, std::string>>> MemoryStore::list_prefix(

@@ -1,6 +1,8 @@
 #pragma once
 
 #include <condition_variable>
+#include <functional>
+#include <map>
 #include <mutex>
 
 #include "rendezvous/key_value_table.h"
@@ -12,6 +14,20 @@ namespace ddprun::rendezvous {
 /// tests run ranks (as threads) against. Thread-safe.
 class MemoryStore : public Store {
  public:
+  /// While it lives, `on_change` runs after each write (on the writer's thread, with
+  /// the store locked: it only wakes a waiter): the wait list of waits on a loop.
+  class Watch {
+   public:
+    Watch(MemoryStore& store, std::function<void()> on_change);
+    ~Watch();
+    Watch(const Watch&) = delete;
+    Watch& operator=(const Watch&) = delete;
+
+   private:
+    MemoryStore& store_;
+    int id_;
+  };
+
   void set(const std::string& key, const std::string& value) override;
   std::string get(const std::string& key, std::chrono::milliseconds timeout) override;
   int64_t add(const std::string& key, int64_t delta) override;
@@ -34,8 +50,12 @@ class MemoryStore : public Store {
   void wait_locked(std::unique_lock<std::mutex>& lock, const std::vector<std::string>& keys,
                    std::chrono::milliseconds timeout);
 
+  void changed();  // with mutex_ held
+
   std::mutex mutex_;
   std::condition_variable changed_;
+  std::map<int, std::function<void()>> watches_;
+  int next_watch_ = 0;
   KeyValueTable table_;
   bool interrupted_ = false;
 };

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "rendezvous/generic_state_store.h"
+#include "rendezvous/loop_store.h"
 #include "rendezvous/store.h"
 
 namespace ddprun::rendezvous {
@@ -21,9 +22,12 @@ class RendezvousBackend {
   /// A new connection to the state; every call bounded by `timeout`. `newer_than`
   /// (stores with revisions): every key its waits are for is newer than that.
   virtual std::unique_ptr<Store> connect(std::chrono::milliseconds timeout, int64_t newer_than) = 0;
+  /// The same for the agent's loop, which waits on it (LoopStore).
+  virtual std::unique_ptr<LoopStore> connect_on_loop(std::chrono::milliseconds timeout,
+                                                     int64_t newer_than) = 0;
   /// Where the joiner keeps the state; `client` is a connection from connect().
   /// Called once, before start_liveness() (which may take the state's first read).
-  virtual std::unique_ptr<StateStore> state_store(Store& client, const std::string& prefix,
+  virtual std::unique_ptr<StateStore> state_store(LoopStore& client, const std::string& prefix,
                                                   std::chrono::milliseconds timeout) {
     (void)timeout;
     return std::make_unique<GenericStateStore>(client, prefix);

@@ -7,7 +7,7 @@
 
 #include "net/listen.h"
 #include "rendezvous/store_round.h"
-#include "rendezvous/store_waits.h"
+#include "rendezvous/loop_store.h"
 
 namespace ddprun::rendezvous {
 namespace {
@@ -105,7 +105,7 @@ Task<RendezvousInfo> StaticRendezvous::next_rendezvous(int round, int local_worl
   client_->set(node_key(round, options_.node_rank), std::to_string(local_world_size));
   std::vector<std::string> keys;
   for (int k = 0; k < options_.nnodes; ++k) keys.push_back(node_key(round, k));
-  if (!co_await wait_for_keys(*client_, keys, options_.join_timeout, cancel_)) {
+  if (!co_await wait_on_tcp(*client_, keys, options_.join_timeout, cancel_)) {
     std::string missing;
     for (int k = 0; k < options_.nnodes; ++k) {
       if (!client_->check({keys[k]})) missing += (missing.empty() ? "" : ", ") + std::to_string(k);
@@ -123,7 +123,7 @@ Task<RendezvousInfo> StaticRendezvous::next_rendezvous(int round, int local_worl
     // job restarted a thousand times keeps one round's keys, not a thousand).
     if (round > 0) server_->erase_prefix(static_round_prefix(round - 1));
     client_->set(ready[0], "1");
-  } else if (!co_await wait_for_keys(*client_, ready, options_.join_timeout, cancel_)) {
+  } else if (!co_await wait_on_tcp(*client_, ready, options_.join_timeout, cancel_)) {
     throw TimeoutError("node rank 0 did not open round " + std::to_string(round) + " within " +
                        format_seconds(options_.join_timeout) + " (store at " +
                        options_.master_addr + ":" + std::to_string(port_) + ")");
@@ -151,7 +151,7 @@ std::unique_ptr<RoundCoordinator> StaticRendezvous::coordinate(const RendezvousI
   o.prefix = static_round_prefix(info.round);
   o.store = client_.get();
   o.store_where = options_.master_addr + ":" + std::to_string(port_);
-  o.connect = [this] { return connect(); };
+  o.connect = [this] { return on_loop(new_client()); };
   return std::make_unique<StoreRound>(io, clock, std::move(o));
 }
 

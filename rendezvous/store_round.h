@@ -12,6 +12,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include "common/clock.h"
+#include "rendezvous/loop_store.h"
 #include "rendezvous/key_waiter.h"
 #include "rendezvous/rendezvous_handler.h"
 #include "rendezvous/round_coordinator.h"
@@ -30,7 +31,7 @@ class StoreRound : public RoundCoordinator {
     Store* store = nullptr;   // the agent's connection (writes); outlives the round
     std::string store_where;  // for messages: "h:p", or etcd's endpoints
     /// A new connection for each wait.
-    std::function<std::unique_ptr<Store>()> connect;
+    std::function<std::unique_ptr<LoopStore>()> connect;
     /// Elastic rounds: the members gone, judged now (throws StoreError); null where
     /// the membership is fixed.
     std::function<std::vector<std::string>()> dead_members;

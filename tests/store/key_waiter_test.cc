@@ -25,9 +25,9 @@ std::unique_ptr<EtcdStore> store_at(const std::string& endpoints,
 /// A waiter on `keys` whose answer (values or error) the test reads after run().
 class Waiting {
  public:
-  Waiting(std::unique_ptr<Store> store, std::vector<std::string> keys)
+  Waiting(std::unique_ptr<EtcdStore> store, std::vector<std::string> keys)
       : waiter_(std::make_unique<KeyWaiter>(
-            io_, std::move(store), std::move(keys),
+            io_, on_loop(std::move(store)), std::move(keys),
             [this](std::vector<std::string> v) {
               values_ = std::move(v);
               io_.stop();

@@ -26,11 +26,14 @@ DynamicState join(DynamicJoiner& j, const std::string& node, int workers, int mi
 
 struct Cluster {
   MemoryStore store;
+  // The nodes' view of it: waits on their loops (the store's own wait list; the
+  // memory view holds nothing of a wait, so the nodes' threads share it).
+  std::unique_ptr<LoopStore> view = on_loop(store);
   std::atomic<int64_t> now_ms{0};
   DynamicConfig config{2, 3, 1000};
 
   DynamicJoiner joiner() {
-    return DynamicJoiner(store, "ddprun/c10d/test/", config, [this] { return now_ms.load(); });
+    return DynamicJoiner(*view, "ddprun/c10d/test/", config, [this] { return now_ms.load(); });
   }
 
   // Until the shared state lists `n` participants (both joined, last call armed).

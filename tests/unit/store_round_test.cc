@@ -48,13 +48,13 @@ class StoreRoundTest : public ::testing::Test {
     o.prefix = "ddprun/test/round/0/";
     o.store = &store;
     o.store_where = "memory";
-    o.connect = [] { return std::make_unique<MemoryStore>(); };
+    o.connect = [] { return on_loop(std::make_unique<MemoryStore>()); };
     return o;
   }
   std::unique_ptr<StoreRound> node(int group_rank, rendezvous::Store& store) {
     return std::make_unique<StoreRound>(io_, clock_, options(group_rank, store));
   }
-  // Runs the loop a while (a MemoryStore's waits look again every few ms).
+  // Runs the loop a while.
   void run_a_while() { io_.run_for(std::chrono::milliseconds(50)); }
 
   boost::asio::io_context io_;
@@ -134,7 +134,7 @@ TEST_F(StoreRoundTest, AWatchThatGaveWayEndsWithoutACallback) {
   o.connect = [&watched] {
     auto s = std::make_unique<InterruptedStore>();
     watched = s.get();
-    return s;
+    return on_loop(std::unique_ptr<MemoryStore>(std::move(s)));
   };
   StoreRound round(io_, clock_, std::move(o));
   bool ended = false;
