@@ -175,6 +175,27 @@ int show(RunStore& s, const std::string& id) {
   return 0;
 }
 
+void write_csv(RunStore& s, std::ostream& out) {
+  out << "node,rank,attempt,seq,wall,step,key,value\n";
+  s.for_each_metric([&out](const tracking::MetricPoint& p) {
+    out << p.node << "," << p.rank << "," << p.attempt << "," << p.seq << ","
+        << std::setprecision(17) << p.wall << "," << (p.step ? std::to_string(*p.step) : "") << ","
+        << p.key << "," << p.value << "\n";
+  });
+}
+
+void write_jsonl(RunStore& s, std::ostream& out) {
+  s.for_each_metric([&out](const tracking::MetricPoint& p) {
+    out << "{\"node\":" << p.node << ",\"rank\":" << p.rank << ",\"attempt\":" << p.attempt
+        << ",\"seq\":" << p.seq << ",\"wall\":" << std::setprecision(17) << p.wall
+        << ",\"step\":" << (p.step ? std::to_string(*p.step) : "null") << ",\"key\":"
+        << nlohmann::json(p.key).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+        << ",\"value\":" << p.value << "}\n";
+  });
+}
+
+// csv and jsonl go to standard output, or to the file `output` names; tfevents files
+// go under the directory `output` names (default <id>-tfevents).
 int export_run(RunStore& s, const std::string& id, const std::string& format,
                const std::string& output) {
   if (format == "tfevents") {
@@ -184,22 +205,18 @@ int export_run(RunStore& s, const std::string& id, const std::string& format,
               << " (tensorboard --logdir " << dir << ")\n";
     return 0;
   }
-  if (format == "csv") {
-    std::cout << "node,rank,attempt,seq,wall,step,key,value\n";
-    s.for_each_metric([](const tracking::MetricPoint& p) {
-      std::cout << p.node << "," << p.rank << "," << p.attempt << "," << p.seq << ","
-                << std::setprecision(17) << p.wall << "," << (p.step ? std::to_string(*p.step) : "")
-                << "," << p.key << "," << p.value << "\n";
-    });
+  auto write = format == "csv" ? write_csv : write_jsonl;
+  if (output.empty()) {
+    write(s, std::cout);
     return 0;
   }
-  s.for_each_metric([](const tracking::MetricPoint& p) {
-    std::cout << "{\"node\":" << p.node << ",\"rank\":" << p.rank << ",\"attempt\":" << p.attempt
-              << ",\"seq\":" << p.seq << ",\"wall\":" << std::setprecision(17) << p.wall
-              << ",\"step\":" << (p.step ? std::to_string(*p.step) : "null") << ",\"key\":"
-              << nlohmann::json(p.key).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
-              << ",\"value\":" << p.value << "}\n";
-  });
+  std::ofstream out(output);
+  if (out) write(s, out);
+  if (!out.flush()) {
+    std::cerr << "ddprun runs: error: cannot write " << output << "\n";
+    return 1;
+  }
+  std::cout << "wrote " << output << "\n";
   return 0;
 }
 
@@ -263,6 +280,20 @@ int parse_count(const std::string& flag, const std::string& text) {
   return static_cast<int>(v);
 }
 
+constexpr const char* kUsage =
+    "usage: ddprun runs VERB [RUN] [flags] [--tracking_dir DIR]  (default ./ddprun-runs)\n"
+    "\n"
+    "  list [--limit N] [--status S]    the runs, newest first\n"
+    "  show RUN                         one run: its facts, metrics and events\n"
+    "  export RUN [--format csv|jsonl|tfevents] [-o FILE|DIR]\n"
+    "                                   its metric points (standard output unless -o)\n"
+    "  report RUN -o FILE.html          one self-contained page of the run\n"
+    "  repair RUN                       fold in what a killed launcher left\n"
+    "  merge PART_DIR|RUN_DIR           fold in a node's part, or a crashed run's files\n"
+    "  serve [--port P] [--host H]      the dashboard (default 127.0.0.1:6007)\n"
+    "\n"
+    "RUN is a run's id, its --run_name, a unique prefix of its id, or latest.\n";
+
 }  // namespace
 
 int runs_command(int argc, const char* const argv[]) {
@@ -275,9 +306,14 @@ int runs_command(int argc, const char* const argv[]) {
   std::string host = "127.0.0.1";
   uint16_t port = kDashboardPort;
   std::string status;
+  bool format_given = false, port_given = false, host_given = false;
   std::vector<std::string> positional;
   for (size_t i = 0; i < args.size(); ++i) {
     std::string a = args[i];
+    if (a == "--help" || a == "-h" || (a == "help" && positional.empty())) {
+      std::cout << kUsage;
+      return 0;
+    }
     auto value = [&](const std::string& flag) -> std::string {
       if (a.rfind(flag + "=", 0) == 0) return a.substr(flag.size() + 1);
       if (i + 1 < args.size()) return args[++i];
@@ -290,6 +326,7 @@ int runs_command(int argc, const char* const argv[]) {
         dir_given = true;
       } else if (a == "--format" || a.rfind("--format=", 0) == 0) {
         format = value("--format");
+        format_given = true;
       } else if (a == "-o" || a == "--output" || a.rfind("--output=", 0) == 0) {
         output = value(a == "-o" ? "-o" : "--output");
       } else if (a == "--limit" || a.rfind("--limit=", 0) == 0) {
@@ -309,8 +346,10 @@ int runs_command(int argc, const char* const argv[]) {
           throw UsageError("--port=" + text + ": expected a port from 0 (any free one) to 65535");
         }
         port = static_cast<uint16_t>(p);
+        port_given = true;
       } else if (a == "--host" || a.rfind("--host=", 0) == 0) {
         host = value("--host");
+        host_given = true;
       } else if (a.rfind("--", 0) == 0) {
         throw UsageError(a + ": unrecognized flag");
       } else {
@@ -321,17 +360,30 @@ int runs_command(int argc, const char* const argv[]) {
       return 2;
     }
   }
-  const char* usage =
-      "usage: ddprun runs list [--limit N] [--status S] | show RUN | "
-      "export RUN [--format csv|jsonl|tfevents [-o DIR]] | "
-      "report RUN -o FILE.html | repair RUN | merge PART_DIR|RUN_DIR | "
-      "serve [--port P] [--host H]  "
-      "[--tracking_dir DIR]";
   if (positional.empty()) {
-    std::cerr << usage << "\n";
+    std::cerr << kUsage;
     return 2;
   }
   const std::string& verb = positional[0];
+  // A flag given to a verb that does not take it is an error, not silently ignored.
+  struct Applies {
+    const char* flag;
+    bool given;
+    std::vector<std::string> verbs;
+  };
+  for (const Applies& a : {Applies{"-o/--output", !output.empty(), {"export", "report"}},
+                           Applies{"--format", format_given, {"export"}},
+                           Applies{"--limit", limit > 0, {"list"}},
+                           Applies{"--status", !status.empty(), {"list"}},
+                           Applies{"--port", port_given, {"serve"}},
+                           Applies{"--host", host_given, {"serve"}}}) {
+    if (a.given && std::find(a.verbs.begin(), a.verbs.end(), verb) == a.verbs.end()) {
+      std::cerr << "ddprun runs: error: " << a.flag << " does not apply to '" << verb
+                << "' (it is for: " << a.verbs.front()
+                << (a.verbs.size() > 1 ? " and " + a.verbs.back() : "") << ")\n";
+      return 2;
+    }
+  }
   if (verb == "list" && positional.size() == 1) return list(dir, limit, status);
   if (verb == "serve" && positional.size() == 1) return serve(dir, host, port);
   if (verb == "merge" && positional.size() == 2) {
@@ -340,7 +392,7 @@ int runs_command(int argc, const char* const argv[]) {
   if ((verb != "show" && verb != "export" && verb != "report" && verb != "repair") ||
       positional.size() != 2 ||
       (verb == "report" && output.empty())) {
-    std::cerr << usage << "\n";
+    std::cerr << kUsage;
     return 2;
   }
   if (format != "csv" && format != "jsonl" && format != "tfevents") {

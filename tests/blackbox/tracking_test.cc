@@ -169,12 +169,43 @@ TEST(Tracking, ARunIsShownByTheNameItWasGivenOrAsLatest) {
   }
 }
 
+TEST(Tracking, ExportWritesToTheFileGivenAndAFlagThatDoesNotApplyIsAnError) {
+  std::string dir = make_temp_dir();
+  ASSERT_EQ(run_ddprun({"--rdzv_id=ex", "--tracking_dir", dir, "--no_python", "/bin/true"}).code, 0);
+  for (const char* format : {"csv", "jsonl"}) {
+    std::string file = dir + "/out." + format;
+    Finished f = run_ddprun({"runs", "export", "ex", "--format", format, "-o", file,
+                             "--tracking_dir", dir});
+    EXPECT_EQ(f.code, 0) << f.err;
+    EXPECT_EQ(f.out, "wrote " + file + "\n") << "nothing else on standard output";
+    EXPECT_TRUE(std::filesystem::exists(file)) << format;
+  }
+  std::ifstream csv(dir + "/out.csv");
+  std::string header;
+  std::getline(csv, header);
+  EXPECT_EQ(header, "node,rank,attempt,seq,wall,step,key,value");
+  Finished show = run_ddprun({"runs", "show", "ex", "--format", "csv", "--tracking_dir", dir});
+  EXPECT_EQ(show.code, 2);
+  EXPECT_NE(show.err.find("--format does not apply to 'show'"), std::string::npos) << show.err;
+  Finished list = run_ddprun({"runs", "list", "-o", "x", "--tracking_dir", dir});
+  EXPECT_EQ(list.code, 2);
+  EXPECT_NE(list.err.find("-o/--output does not apply to 'list' (it is for: export and report)"),
+            std::string::npos)
+      << list.err;
+}
+
 TEST(Tracking, RunsCommandErrors) {
   std::string dir = make_temp_dir();
   Finished unknown = run_ddprun({"runs", "show", "nope", "--tracking_dir", dir});
   EXPECT_EQ(unknown.code, 1);
   EXPECT_NE(unknown.err.find("no run 'nope'"), std::string::npos) << unknown.err;
   EXPECT_EQ(run_ddprun({"runs"}).code, 2);
+  Finished help = run_ddprun({"runs", "--help"});
+  EXPECT_EQ(help.code, 0);
+  for (const char* verb : {"list", "show RUN", "export RUN", "report RUN", "repair RUN", "merge",
+                           "serve", "latest"}) {
+    EXPECT_NE(help.out.find(verb), std::string::npos) << verb << "\n" << help.out;
+  }
   EXPECT_EQ(run_ddprun({"runs", "export", "x", "--format", "xml"}).code, 2);
 }
 
