@@ -258,6 +258,14 @@ std::optional<Event> RunStore::last_event(const std::string& kind) {
                s.text(5)};
 }
 
+double RunStore::last_record_wall() {
+  Statement s(db_,
+              "SELECT max(w) FROM (SELECT max(wall) AS w FROM events UNION ALL "
+              "SELECT max(wall) FROM metrics UNION ALL SELECT max(wall) FROM system_metrics)",
+              path_);
+  return s.step(path_) ? s.real(0) : 0;
+}
+
 sqlite3_stmt* RunStore::prepare_insert(int rows) {
   std::string sql =
       "INSERT INTO metrics (node, rank, attempt, seq, wall, step, key, value) VALUES ";

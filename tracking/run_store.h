@@ -83,6 +83,9 @@ class RunStore {
   /// How many events of one kind; the latest one of a kind, if any.
   int64_t count_events(const std::string& kind);
   std::optional<Event> last_event(const std::string& kind);
+  /// The wall time of the run's last record of any kind (event, metric point, system
+  /// sample); 0 when it has none. Reads every table: for runs that never said their end.
+  double last_record_wall();
 
   /// Stores one point. Points are written in batches of kBatch rows (one statement
   /// each); call inside begin/commit, which writes what is still pending.

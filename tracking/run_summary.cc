@@ -31,6 +31,8 @@ RunSummary summarize_run(RunStore& store, const std::string& id) {
   r.status = effective_status(store);
   r.created = number(store.meta("created"));
   r.finished = number(store.meta("finished"));
+  // A crashed run never said its end: it lasted until its last record, not until now.
+  if (r.finished == 0 && r.status == "crashed") r.finished = store.last_record_wall();
   if (auto code = store.meta("exit_code"); code && !code->empty()) {
     r.exit_code = static_cast<int>(number(code));
   }

@@ -12,6 +12,7 @@
 #include <optional>
 #include <thread>
 
+#include "common/host.h"
 #include "rendezvous/memory_store.h"
 #include "tests/helpers/scratch.h"
 #include "tracking/own_records.h"
@@ -20,6 +21,7 @@
 #include "tracking/run_owner_lock.h"
 #include "tracking/run_reading.h"
 #include "tracking/run_store.h"
+#include "tracking/run_summary.h"
 #include "tracking/run_tracker.h"
 #include "tracking/stream_ingester.h"
 #include "tracking/tfevents.h"
@@ -466,6 +468,29 @@ TEST(RunOwnerLock, ARunDirectoryWhoseLauncherDiedBeforeRunDbIsACrashedRun) {
   EXPECT_FALSE(std::filesystem::exists(not_a_run + "/run.db"));
   std::filesystem::remove_all(dir);
   std::filesystem::remove_all(not_a_run);
+}
+
+// A run whose launcher died lasted until its last record, not until whoever reads it.
+TEST(RunSummary, ACrashedRunsDurationEndsAtItsLastRecord) {
+  std::string dir = temp_run_dir();
+  pid_t gone = ::fork();
+  if (gone == 0) ::_exit(0);
+  ::waitpid(gone, nullptr, 0);  // its pid names no process now: the owner died
+  {
+    RunStore s(dir, RunStore::Open::kCreate);
+    s.set_meta("status", "running");
+    s.set_meta("created", "1000");
+    s.set_meta("owner_pid", std::to_string(gone));
+    s.set_meta("owner_host", host_name());
+    s.add_event({1000, "run_started", -1, -1, -1, "{}"});
+    s.add_system_metrics(0, 1007, {{"memory_percent", 40}});
+    s.add_event({1005, "worker_started", 0, 0, 0, "{}"});
+  }
+  RunStore s(dir, RunStore::Open::kReadOnly);
+  RunSummary r = summarize_run(s, "c");
+  EXPECT_EQ(r.status, "crashed");
+  EXPECT_DOUBLE_EQ(run_duration(r), 7) << "the last record, a system sample, came at +7 s";
+  std::filesystem::remove_all(dir);
 }
 
 // A run whose description was never written (its owner died first) is running while
