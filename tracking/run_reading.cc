@@ -18,12 +18,22 @@ bool needs_repair(const std::string& run_dir) {
     std::error_code ec;
     if (RunOwnerLock::held(run_dir)) return false;
     if (!std::filesystem::exists(run_dir + "/run.db", ec)) return run_exists(run_dir);
-    auto size = std::filesystem::file_size(run_dir + "/" + kLauncherStream, ec);
-    if (ec) return false;
     RunStore reading(run_dir, RunStore::Open::kReadOnly);
-    return reading.stream_offset(kLauncherStream) < static_cast<int64_t>(size);
+    return needs_repair(reading);
   } catch (const std::exception&) {
     return false;  // unreadable: said where it is read
+  }
+}
+
+bool needs_repair(RunStore& reading) {
+  try {
+    const std::string& dir = reading.run_dir();
+    std::error_code ec;
+    auto size = std::filesystem::file_size(dir + "/" + kLauncherStream, ec);
+    if (ec || RunOwnerLock::held(dir)) return false;
+    return reading.stream_offset(kLauncherStream) < static_cast<int64_t>(size);
+  } catch (const std::exception&) {
+    return false;
   }
 }
 

@@ -21,5 +21,7 @@ bool run_exists(const std::string& run_dir);
 /// `ddprun runs repair` folds them in. False while the launcher lives. Never writes,
 /// never throws.
 bool needs_repair(const std::string& run_dir);
+/// The same for a run already open for reading (no second connection).
+bool needs_repair(RunStore& reading);
 
 }  // namespace ddprun::tracking

@@ -73,7 +73,7 @@ std::vector<RunSummary> list_runs(const std::string& tracking_dir) {
       }
       RunStore store(dir, RunStore::Open::kReadOnly);
       runs.push_back(summarize_run(store, id));
-      runs.back().needs_repair = needs_repair(dir);
+      runs.back().needs_repair = needs_repair(store);
     } catch (const std::exception& err) {
       RunSummary bad;
       bad.id = id;
