@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/hang_options.h"
+#include "agent/hang/hang_options.h"
 #include "agent/numa_binding.h"
 #include "agent/worker_spec.h"
 

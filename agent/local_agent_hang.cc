@@ -2,7 +2,7 @@
 // workers' stacks; then every node judges every node's reports alike.
 #include <spdlog/spdlog.h>
 
-#include "agent/hang_publish.h"
+#include "agent/hang/hang_publish.h"
 #include "agent/local_agent_impl.h"
 
 namespace ddprun::agent {

@@ -14,11 +14,11 @@
 
 #include <boost/asio/io_context.hpp>
 
-#include "agent/hang_watch.h"
+#include "agent/hang/hang_watch.h"
 #include "agent/job_signals.h"
 #include "agent/local_agent.h"
 #include "agent/log_dir.h"
-#include "agent/timer_watchdog.h"
+#include "agent/hang/timer_watchdog.h"
 #include "agent/worker_group_runner.h"
 #include "common/clock.h"
 #include "common/loop_condition.h"

@@ -7,12 +7,12 @@
 
 #include <spdlog/spdlog.h>
 
-#include "agent/flight_recorder.h"
+#include "agent/hang/flight_recorder.h"
 #include "agent/log_dir.h"
 #include "agent/orphan_guard.h"
-#include "agent/progress_page.h"
-#include "agent/timer_watchdog.h"
-#include "agent/watchdog_report.h"
+#include "agent/hang/progress_page.h"
+#include "agent/hang/timer_watchdog.h"
+#include "agent/hang/watchdog_report.h"
 #include "agent/worker_env.h"
 #include "agent/worker_output.h"
 #include "os/proc_stat.h"

@@ -11,10 +11,10 @@
 
 #include "agent/agent_config.h"
 #include "agent/failure_summary.h"
-#include "agent/hang_monitor.h"
-#include "agent/process_inspector.h"
+#include "agent/hang/hang_monitor.h"
+#include "agent/hang/process_inspector.h"
 #include "agent/process_launcher.h"
-#include "agent/timer_watchdog.h"
+#include "agent/hang/timer_watchdog.h"
 #include "agent/worker.h"
 #include "common/clock.h"
 #include "tracking/run_observer.h"

@@ -26,10 +26,10 @@
 #include <vector>
 
 #include "net/socket.h"
-#include "rendezvous/tcp_store_client.h"
-#include "rendezvous/tcp_store_server.h"
+#include "store/tcpstore/tcp_store_client.h"
+#include "store/tcpstore/tcp_store_server.h"
 
-using namespace ddprun::rendezvous;
+using namespace ddprun;
 using Clock = std::chrono::steady_clock;
 
 namespace {
@@ -45,10 +45,10 @@ void pin_to_cpu(int cpu) {
   ::sched_setaffinity(0, sizeof(set), &set);
 }
 
-TcpStoreClient::Options client_options() {
-  TcpStoreClient::Options o;
+store::TcpStoreClient::Options client_options() {
+  store::TcpStoreClient::Options o;
   o.timeout = std::chrono::seconds(60);
-  o.numbering = tcpstore::Numbering::kV113;
+  o.numbering = store::tcpstore::Numbering::kV113;
   return o;
 }
 
@@ -137,7 +137,7 @@ std::string wire_str(const std::string& s) {
 }
 
 std::vector<OpKind> op_kinds() {
-  namespace ts = tcpstore;
+  namespace ts = store::tcpstore;
   auto code = [](ts::Op op) {
     return std::string(1, static_cast<char>(*ts::op_to_wire(ts::Numbering::kV113, op)));
   };
@@ -175,7 +175,7 @@ Measurement throughput(int port, int clients, const OpKind& op, double seconds, 
     conns[c % drivers].push_back(ddprun::net::Socket::connect("127.0.0.1", port, deadline()));
   }
   {  // the key every op reads
-    TcpStoreClient setup("127.0.0.1", port, client_options());
+    store::TcpStoreClient setup("127.0.0.1", port, client_options());
     setup.set("bench/key", std::string(64, 'v'));
   }
   std::atomic<bool> stop{false};
@@ -214,7 +214,7 @@ Measurement throughput(int port, int clients, const OpKind& op, double seconds, 
 // Opens `n` connections from 8 threads, each answering one ADD; returns
 // {connections per second, every answer correct}. Connections stay open until the end.
 std::pair<double, bool> connections(int port, int n) {
-  std::vector<std::unique_ptr<TcpStoreClient>> held(n);
+  std::vector<std::unique_ptr<store::TcpStoreClient>> held(n);
   std::vector<int64_t> answers(n, -1);
   std::string key = "conn/" + std::to_string(Clock::now().time_since_epoch().count());
   auto start = Clock::now();
@@ -224,7 +224,7 @@ std::pair<double, bool> connections(int port, int n) {
     threads.emplace_back([&, t] {
       for (int i = t; i < n && !failed; i += 8) {
         try {
-          held[i] = std::make_unique<TcpStoreClient>("127.0.0.1", port, client_options());
+          held[i] = std::make_unique<store::TcpStoreClient>("127.0.0.1", port, client_options());
           answers[i] = held[i]->add(key, 1);
         } catch (const std::exception& e) {
           std::fprintf(stderr, "connection %d: %s\n", i, e.what());
@@ -271,7 +271,7 @@ int main(int argc, char** argv) {
 
   // The server's thread inherits this affinity; then the rest moves to core 1.
   pin_to_cpu(0);
-  TcpStoreServer ours("127.0.0.1", 0);
+  store::TcpStoreServer ours("127.0.0.1", 0);
   std::unique_ptr<ServerProcess> torch;
   if (with_torch) {
     torch = std::make_unique<ServerProcess>(

@@ -5,11 +5,11 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "rendezvous/tcp_store_server.h"
+#include "store/tcpstore/tcp_store_server.h"
 
 int main(int argc, char** argv) {
   int port = argc > 1 ? std::atoi(argv[1]) : 0;
-  ddprun::rendezvous::TcpStoreServer server("", static_cast<uint16_t>(port));
+  ddprun::store::TcpStoreServer server("", static_cast<uint16_t>(port));
   std::printf("%d\n", server.port());
   std::fflush(stdout);
   char c;

@@ -7,9 +7,12 @@ install(TARGETS ddprun_net ddprun_store_client ddprun_tracking_client EXPORT ddp
         ARCHIVE DESTINATION lib)
 install(FILES common/error.h DESTINATION include/ddprun/common)
 install(FILES net/socket.h DESTINATION include/ddprun/net)
-install(FILES rendezvous/store.h rendezvous/tcp_store_client.h
-              rendezvous/tcp_store_protocol.h
-        DESTINATION include/ddprun/rendezvous)
+install(FILES store/store.h DESTINATION include/ddprun/store)
+install(FILES store/tcpstore/tcp_store_client.h store/tcpstore/tcp_store_protocol.h
+        DESTINATION include/ddprun/store/tcpstore)
+# Programs written against 0.1's layout (#include "rendezvous/tcp_store_client.h",
+# ddprun::rendezvous::TcpStoreClient) keep building.
+install(FILES cmake/compat/rendezvous/tcp_store_client.h DESTINATION include/ddprun/rendezvous)
 install(FILES tracking/ddprun_tracking.hpp DESTINATION include/ddprun/tracking)
 install(EXPORT ddprunTargets NAMESPACE ddprun:: DESTINATION lib/cmake/ddprun)
 

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "agent/hang_options.h"
+#include "agent/hang/hang_options.h"
 #include "launcher/option_values.h"
 
 namespace ddprun::launcher {

@@ -17,7 +17,7 @@
 #include "agent/local_agent.h"
 #include "agent/numa_binding.h"
 #include "agent/orphan_guard.h"
-#include "agent/posix_process_inspector.h"
+#include "agent/hang/posix_process_inspector.h"
 #include "agent/posix_process_launcher.h"
 #include "common/build_info.h"
 #include "common/clock.h"

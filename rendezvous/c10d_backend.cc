@@ -8,7 +8,7 @@
 #include "common/periodic_thread.h"
 #include "rendezvous/rendezvous_handler.h"
 #include "rendezvous/round_history.h"
-#include "rendezvous/store_connect.h"
+#include "store/tcpstore/store_connect.h"
 
 namespace ddprun::rendezvous {
 namespace {
@@ -21,9 +21,9 @@ using std::chrono::milliseconds;
 C10dBackend::C10dBackend(Options options, bool connect_later) : options_(std::move(options)) {
   if (options_.is_host.value_or(true)) {
     try {
-      server_ = std::make_unique<TcpStoreServer>(
+      server_ = std::make_unique<store::TcpStoreServer>(
           options_.host, static_cast<uint16_t>(options_.port), options_.token,
-          TcpStoreServer::Guests::kNone, options_.token_handout);
+          store::TcpStoreServer::Guests::kNone, options_.token_handout);
     } catch (const StoreError& e) {
       // Another agent here already hosts it, or the endpoint is another machine.
       if (options_.is_host.value_or(false)) throw;
@@ -31,15 +31,15 @@ C10dBackend::C10dBackend(Options options, bool connect_later) : options_(std::mo
     }
   }
   if (connect_later) return;
-  TcpStoreClient::Options o;
+  store::TcpStoreClient::Options o;
   o.token = options_.token;
   o.timeout = options_.connect_timeout;
-  probe_ = std::make_unique<TcpStoreClient>(options_.host, options_.port, o);
+  probe_ = std::make_unique<store::TcpStoreClient>(options_.host, options_.port, o);
   probe_->set_timeout(options_.call_timeout);
 }
 
 Task<void> C10dBackend::reach(CancelSignal& cancel) {
-  TcpStoreClient::Options o;
+  store::TcpStoreClient::Options o;
   o.token = options_.token;
   o.timeout = options_.call_timeout;
   auto deadline = std::chrono::steady_clock::now() + options_.connect_timeout;
@@ -61,24 +61,24 @@ std::string C10dBackend::prefix(const std::string& run_id) const {
 void C10dBackend::forget_history(const std::string& prefix, int round, bool /*first_member*/) {
   if (!server_) return;
   size_t n = server_->edit_keys(
-      [&](KeyValueTable& keys) { return rendezvous::forget_history(keys, prefix, round); });
+      [&](store::KeyValueTable& keys) { return rendezvous::forget_history(keys, prefix, round); });
   if (n > 0) spdlog::debug("rendezvous: {} key(s) of earlier rounds deleted", n);
 }
 
-std::unique_ptr<Store> C10dBackend::connect(milliseconds timeout, int64_t /*newer_than*/) {
+std::unique_ptr<store::Store> C10dBackend::connect(milliseconds timeout, int64_t /*newer_than*/) {
   return new_client(timeout);
 }
 
-std::unique_ptr<LoopStore> C10dBackend::connect_on_loop(milliseconds timeout,
+std::unique_ptr<store::LoopStore> C10dBackend::connect_on_loop(milliseconds timeout,
                                                         int64_t /*newer_than*/) {
   return on_loop(new_client(timeout));
 }
 
-std::unique_ptr<TcpStoreClient> C10dBackend::new_client(milliseconds timeout) const {
-  TcpStoreClient::Options o;
+std::unique_ptr<store::TcpStoreClient> C10dBackend::new_client(milliseconds timeout) const {
+  store::TcpStoreClient::Options o;
   o.token = options_.token;
   o.timeout = timeout;
-  return std::make_unique<TcpStoreClient>(options_.host, options_.port, o);
+  return std::make_unique<store::TcpStoreClient>(options_.host, options_.port, o);
 }
 
 std::string C10dBackend::endpoint() const {
@@ -95,11 +95,11 @@ void C10dBackend::stop_serving() {
   if (server_) server_->stop();
 }
 
-std::unique_ptr<TcpStoreClient> C10dBackend::connect_heartbeat() const {
-  TcpStoreClient::Options o;
+std::unique_ptr<store::TcpStoreClient> C10dBackend::connect_heartbeat() const {
+  store::TcpStoreClient::Options o;
   o.token = options_.token;
   o.timeout = std::max(options_.heartbeat_interval * 2, milliseconds(2000));
-  return std::make_unique<TcpStoreClient>(options_.host, options_.port, o);
+  return std::make_unique<store::TcpStoreClient>(options_.host, options_.port, o);
 }
 
 void C10dBackend::start_liveness(const std::string& prefix, const std::string& node) {
@@ -115,7 +115,7 @@ void C10dBackend::start_liveness(const std::string& prefix, const std::string& n
 // is never rewritten for them. False once the store is gone.
 bool C10dBackend::heartbeat(const std::string& key, int64_t beat, const PeriodicThread& thread) {
   try {
-    std::shared_ptr<TcpStoreClient> client;
+    std::shared_ptr<store::TcpStoreClient> client;
     {
       std::lock_guard lock(heartbeat_mutex_);
       client = heartbeat_client_;

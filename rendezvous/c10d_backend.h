@@ -10,8 +10,8 @@
 #include "common/coro.h"
 #include "common/periodic_thread.h"
 #include "rendezvous/rendezvous_backend.h"
-#include "rendezvous/tcp_store_client.h"
-#include "rendezvous/tcp_store_server.h"
+#include "store/tcpstore/tcp_store_client.h"
+#include "store/tcpstore/tcp_store_server.h"
 
 namespace ddprun::rendezvous {
 
@@ -47,8 +47,8 @@ class C10dBackend : public RendezvousBackend {
   ~C10dBackend() override;
 
   std::string prefix(const std::string& run_id) const override;
-  std::unique_ptr<Store> connect(std::chrono::milliseconds timeout, int64_t newer_than) override;
-  std::unique_ptr<LoopStore> connect_on_loop(std::chrono::milliseconds timeout,
+  std::unique_ptr<store::Store> connect(std::chrono::milliseconds timeout, int64_t newer_than) override;
+  std::unique_ptr<store::LoopStore> connect_on_loop(std::chrono::milliseconds timeout,
                                              int64_t newer_than) override;
   void start_liveness(const std::string& prefix, const std::string& node) override;
   std::vector<std::string> dead_members(const std::string& prefix,
@@ -69,14 +69,14 @@ class C10dBackend : public RendezvousBackend {
 
  private:
   bool heartbeat(const std::string& key, int64_t beat, const PeriodicThread& thread);
-  std::unique_ptr<TcpStoreClient> connect_heartbeat() const;
-  std::unique_ptr<TcpStoreClient> new_client(std::chrono::milliseconds timeout) const;
+  std::unique_ptr<store::TcpStoreClient> connect_heartbeat() const;
+  std::unique_ptr<store::TcpStoreClient> new_client(std::chrono::milliseconds timeout) const;
 
   Options options_;
-  std::unique_ptr<TcpStoreServer> server_;
-  std::unique_ptr<TcpStoreClient> probe_;  // reads the heartbeats
+  std::unique_ptr<store::TcpStoreServer> server_;
+  std::unique_ptr<store::TcpStoreClient> probe_;  // reads the heartbeats
   std::mutex heartbeat_mutex_;             // guards the pointer: replaced after a failure
-  std::shared_ptr<TcpStoreClient> heartbeat_client_;  // writes ours
+  std::shared_ptr<store::TcpStoreClient> heartbeat_client_;  // writes ours
   std::unique_ptr<PeriodicThread> heartbeat_;  // from start_liveness()
   // Liveness as this node sees it: node -> (last heartbeat value, when it changed).
   std::map<std::string, std::pair<std::string, std::chrono::steady_clock::time_point>> seen_;

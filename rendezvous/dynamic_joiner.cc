@@ -16,7 +16,7 @@ constexpr auto kAnnouncedWaitMin = std::chrono::microseconds(10'000);
 constexpr auto kAnnouncedWaitMax = std::chrono::microseconds(200'000);
 constexpr int kAnnouncedMaxChanges = 32;
 
-DynamicJoiner::DynamicJoiner(Store& store, std::unique_ptr<StateStore> state, std::string prefix,
+DynamicJoiner::DynamicJoiner(store::Store& store, std::unique_ptr<StateStore> state, std::string prefix,
                              DynamicConfig config, WallClock wall_ms)
     : store_(store),
       state_(std::move(state)),
@@ -24,7 +24,7 @@ DynamicJoiner::DynamicJoiner(Store& store, std::unique_ptr<StateStore> state, st
       config_(config),
       wall_ms_(std::move(wall_ms)) {}
 
-DynamicJoiner::DynamicJoiner(LoopStore& store, const std::string& prefix, DynamicConfig config,
+DynamicJoiner::DynamicJoiner(store::LoopStore& store, const std::string& prefix, DynamicConfig config,
                              WallClock wall_ms)
     : DynamicJoiner(store.store(), std::make_unique<GenericStateStore>(store, prefix), prefix,
                     config,

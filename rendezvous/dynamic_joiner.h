@@ -9,9 +9,9 @@
 #include <string>
 
 #include "rendezvous/dynamic_state.h"
-#include "rendezvous/loop_store.h"
+#include "store/loop_store.h"
 #include "rendezvous/state_store.h"
-#include "rendezvous/store.h"
+#include "store/store.h"
 
 namespace ddprun::rendezvous {
 
@@ -32,10 +32,10 @@ class DynamicJoiner {
  public:
   using WallClock = std::function<int64_t()>;  // milliseconds
 
-  DynamicJoiner(Store& store, std::unique_ptr<StateStore> state, std::string prefix,
+  DynamicJoiner(store::Store& store, std::unique_ptr<StateStore> state, std::string prefix,
                 DynamicConfig config, WallClock wall_ms);
   /// The state in `store` itself (GenericStateStore).
-  DynamicJoiner(LoopStore& store, const std::string& prefix, DynamicConfig config,
+  DynamicJoiner(store::LoopStore& store, const std::string& prefix, DynamicConfig config,
                 WallClock wall_ms);
 
   /// Joins a round numbered `min_round` or later (an agent coming back from round r
@@ -67,7 +67,7 @@ class DynamicJoiner {
                                               CancelSignal& cancel);
   DynamicState with_announced(const DynamicState& read, DynamicState next, const std::string& self);
 
-  Store& store_;
+  store::Store& store_;
   std::unique_ptr<StateStore> state_;
   std::string prefix_;
   DynamicConfig config_;

@@ -42,7 +42,7 @@ DynamicRendezvous::DynamicRendezvous(Options options, std::unique_ptr<Rendezvous
   // The store this node hosts for the workers when it is group rank 0, bound now: its
   // port is part of the node's id, so every member knows MASTER_ADDR and MASTER_PORT
   // the moment the round completes.
-  worker_store_ = std::make_unique<TcpStoreServer>(
+  worker_store_ = std::make_unique<store::TcpStoreServer>(
       options_.listen_all ? "" : net::listen_host_for(address_), 0);
   // Sorting node ids orders nodes by address, then pid: deterministic ranks.
   char pid[16];
@@ -58,7 +58,7 @@ DynamicRendezvous::DynamicRendezvous(Options options, std::unique_ptr<Rendezvous
 
 DynamicRendezvous::~DynamicRendezvous() = default;
 
-std::unique_ptr<Store> DynamicRendezvous::connect() {
+std::unique_ptr<store::Store> DynamicRendezvous::connect() {
   return backend_->connect(options_.read_timeout, 0);
 }
 

@@ -10,7 +10,7 @@
 #include "rendezvous/dynamic_joiner.h"
 #include "rendezvous/rendezvous_backend.h"
 #include "rendezvous/rendezvous_handler.h"
-#include "rendezvous/tcp_store_server.h"
+#include "store/tcpstore/tcp_store_server.h"
 
 namespace ddprun::rendezvous {
 
@@ -41,8 +41,8 @@ class DynamicRendezvous : public RendezvousHandler {
   ~DynamicRendezvous() override;
 
   Task<RendezvousInfo> next_rendezvous(int round, int local_world_size) override;
-  Store& store() override { return client_->store(); }
-  std::unique_ptr<Store> connect() override;
+  store::Store& store() override { return client_->store(); }
+  std::unique_ptr<store::Store> connect() override;
   /// Members of an elastic round watch each other's liveness; the first node to
   /// begin the next round does so for everyone.
   std::unique_ptr<RoundCoordinator> coordinate(const RendezvousInfo& info,
@@ -64,8 +64,8 @@ class DynamicRendezvous : public RendezvousHandler {
   std::string prefix_;
   std::string node_id_;
   std::string address_;
-  std::unique_ptr<TcpStoreServer> worker_store_;  // serves the workers at group rank 0
-  std::unique_ptr<LoopStore> client_;
+  std::unique_ptr<store::TcpStoreServer> worker_store_;  // serves the workers at group rank 0
+  std::unique_ptr<store::LoopStore> client_;
   std::unique_ptr<DynamicJoiner> joiner_;
   CancelSignal cancel_{"rendezvous cancelled"};
   bool primary_ = false;

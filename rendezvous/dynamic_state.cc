@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "rendezvous/store.h"
+#include "store/store.h"
 
 namespace ddprun::rendezvous {
 

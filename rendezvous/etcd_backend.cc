@@ -7,7 +7,7 @@
 
 #include "common/periodic_thread.h"
 #include "rendezvous/etcd_state_store.h"
-#include "rendezvous/etcd_store.h"
+#include "store/etcd/etcd_store.h"
 
 namespace ddprun::rendezvous {
 
@@ -35,33 +35,33 @@ std::string EtcdBackend::prefix(const std::string& run_id) const {
   return options_.key_prefix + "/" + run_id + "/";
 }
 
-std::unique_ptr<StateStore> EtcdBackend::state_store(LoopStore&, const std::string& prefix,
+std::unique_ptr<StateStore> EtcdBackend::state_store(store::LoopStore&, const std::string& prefix,
                                                      std::chrono::milliseconds timeout) {
   auto state =
-      std::make_unique<EtcdStateStore>(std::make_unique<EtcdClient>(options_.endpoints, timeout),
+      std::make_unique<EtcdStateStore>(std::make_unique<store::EtcdClient>(options_.endpoints, timeout),
                                        prefix, [this] { return lease_.load(); });
   state_store_ = state.get();
   return state;
 }
 
-std::unique_ptr<Store> EtcdBackend::connect(std::chrono::milliseconds timeout, int64_t newer_than) {
+std::unique_ptr<store::Store> EtcdBackend::connect(std::chrono::milliseconds timeout, int64_t newer_than) {
   return new_store(timeout, newer_than);
 }
 
-std::unique_ptr<LoopStore> EtcdBackend::connect_on_loop(std::chrono::milliseconds timeout,
+std::unique_ptr<store::LoopStore> EtcdBackend::connect_on_loop(std::chrono::milliseconds timeout,
                                                         int64_t newer_than) {
   return on_loop(new_store(timeout, newer_than));
 }
 
-std::unique_ptr<EtcdStore> EtcdBackend::new_store(std::chrono::milliseconds timeout,
+std::unique_ptr<store::EtcdStore> EtcdBackend::new_store(std::chrono::milliseconds timeout,
                                                   int64_t newer_than) const {
-  return std::make_unique<EtcdStore>(std::make_unique<EtcdClient>(options_.endpoints, timeout), "",
+  return std::make_unique<store::EtcdStore>(std::make_unique<store::EtcdClient>(options_.endpoints, timeout), "",
                                      newer_than);
 }
 
 std::string EtcdBackend::endpoint() const { return probe_.endpoints_text(); }
 
-void EtcdBackend::take_lease(EtcdClient& client) {
+void EtcdBackend::take_lease(store::EtcdClient& client) {
   auto ttl = std::chrono::duration<double>(options_.heartbeat_interval * options_.heartbeat_misses);
   lease_ = client.grant_lease(std::max<int64_t>(1, static_cast<int64_t>(std::ceil(ttl.count()))));
 }
@@ -70,16 +70,16 @@ void EtcdBackend::start_liveness(const std::string& prefix, const std::string& n
   alive_key_ = prefix + "alive/" + node;
   // The run's one tracking writer is the first agent to get here; the same
   // transaction reads the rendezvous state for the joiner's first look.
-  std::vector<EtcdOp> success{EtcdOp::put(prefix + "primary", node),
-                              EtcdOp::put(alive_key_, "1", lease_)};
-  std::vector<EtcdOp> failure{EtcdOp::put(alive_key_, "1", lease_)};
+  std::vector<store::EtcdOp> success{store::EtcdOp::put(prefix + "primary", node),
+                              store::EtcdOp::put(alive_key_, "1", lease_)};
+  std::vector<store::EtcdOp> failure{store::EtcdOp::put(alive_key_, "1", lease_)};
   if (state_store_ != nullptr) {
     for (const auto& op : state_store_->first_reads()) {
       success.push_back(op);
       failure.push_back(op);
     }
   }
-  auto r = liveness_.txn(EtcdCompare{prefix + "primary", 0}, success, failure);
+  auto r = liveness_.txn(store::EtcdCompare{prefix + "primary", 0}, success, failure);
   primary_ = r.succeeded;
   if (state_store_ != nullptr) state_store_->prime(r);
   lease_keeper_ = std::make_unique<PeriodicThread>(
@@ -109,7 +109,7 @@ void EtcdBackend::forget_history(const std::string& prefix, int round, bool firs
   for (const std::string dir : {"round/", "joining/"}) {
     std::string old = prefix + dir + std::to_string(round - 2) + "/";
     try {
-      probe_.remove(old, etcd_prefix_end(old));
+      probe_.remove(old, store::etcd_prefix_end(old));
     } catch (const std::exception& e) {
       spdlog::debug("rendezvous: the keys under {} stay: {}", old, e.what());
     }

@@ -3,7 +3,7 @@
 #include <atomic>
 
 #include "common/periodic_thread.h"
-#include "rendezvous/etcd_client.h"
+#include "store/etcd/etcd_client.h"
 #include "rendezvous/etcd_state_store.h"
 #include "rendezvous/rendezvous_backend.h"
 
@@ -16,7 +16,7 @@ namespace ddprun::rendezvous {
 class EtcdBackend : public RendezvousBackend {
  public:
   struct Options {
-    std::vector<EtcdEndpoint> endpoints;
+    std::vector<store::EtcdEndpoint> endpoints;
     std::string key_prefix = "/ddprun/rdzv";
     std::chrono::milliseconds call_timeout{60'000};
     std::chrono::milliseconds heartbeat_interval{5'000};
@@ -29,14 +29,14 @@ class EtcdBackend : public RendezvousBackend {
   ~EtcdBackend() override;
 
   std::string prefix(const std::string& run_id) const override;
-  std::unique_ptr<Store> connect(std::chrono::milliseconds timeout, int64_t newer_than) override;
-  std::unique_ptr<LoopStore> connect_on_loop(std::chrono::milliseconds timeout,
+  std::unique_ptr<store::Store> connect(std::chrono::milliseconds timeout, int64_t newer_than) override;
+  std::unique_ptr<store::LoopStore> connect_on_loop(std::chrono::milliseconds timeout,
                                              int64_t newer_than) override;
-  std::unique_ptr<StateStore> state_store(LoopStore& client, const std::string& prefix,
+  std::unique_ptr<StateStore> state_store(store::LoopStore& client, const std::string& prefix,
                                           std::chrono::milliseconds timeout) override;
   /// Puts "alive/<node>" under the lease and claims "primary" in one transaction.
   void start_liveness(const std::string& prefix, const std::string& node) override;
-  bool primary(Store&, const std::string&, const std::string&) override { return primary_; }
+  bool primary(store::Store&, const std::string&, const std::string&) override { return primary_; }
   std::vector<std::string> dead_members(const std::string& prefix,
                                         const std::vector<std::string>& members,
                                         const std::string& self) override;
@@ -48,14 +48,14 @@ class EtcdBackend : public RendezvousBackend {
 
  private:
   void keep_alive();
-  std::unique_ptr<EtcdStore> new_store(std::chrono::milliseconds timeout, int64_t newer_than) const;
-  void take_lease(EtcdClient& client);
+  std::unique_ptr<store::EtcdStore> new_store(std::chrono::milliseconds timeout, int64_t newer_than) const;
+  void take_lease(store::EtcdClient& client);
 
   Options options_;
-  EtcdClient probe_;  // liveness reads and the rounds' cleanup, both on the agent's loop
+  store::EtcdClient probe_;  // liveness reads and the rounds' cleanup, both on the agent's loop
   // Grants and keeps the lease, on a thread of its own: the node's proof of life must
   // not depend on what the agent's loop is doing (as C10dBackend's heartbeat).
-  EtcdClient liveness_;
+  store::EtcdClient liveness_;
   std::string alive_key_;
   std::atomic<int64_t> lease_{0};
   bool primary_ = false;

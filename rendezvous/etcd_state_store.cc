@@ -1,6 +1,6 @@
 #include "rendezvous/etcd_state_store.h"
 
-#include "rendezvous/etcd_stream.h"
+#include "store/etcd/etcd_stream.h"
 #include "rendezvous/generic_state_store.h"
 
 namespace ddprun::rendezvous {
@@ -13,18 +13,18 @@ std::string encode(int64_t version, int64_t epoch, const std::string& state) {
 
 }  // namespace
 
-EtcdStateStore::EtcdStateStore(std::unique_ptr<EtcdClient> client, std::string prefix,
+EtcdStateStore::EtcdStateStore(std::unique_ptr<store::EtcdClient> client, std::string prefix,
                                std::function<int64_t()> lease)
     : client_(std::move(client)), prefix_(std::move(prefix)), lease_(std::move(lease)) {}
 
 // The state and the announcements for `round`: what a decision needs.
-std::vector<EtcdOp> EtcdStateStore::reads(int round) const {
+std::vector<store::EtcdOp> EtcdStateStore::reads(int round) const {
   std::string dir = announce_dir(prefix_, round);
-  return {EtcdOp::range(prefix_ + "state"), EtcdOp::range(prefix_ + "epoch", "", true),
-          EtcdOp::range(dir, etcd_prefix_end(dir))};
+  return {store::EtcdOp::range(prefix_ + "state"), store::EtcdOp::range(prefix_ + "epoch", "", true),
+          store::EtcdOp::range(dir, store::etcd_prefix_end(dir))};
 }
 
-StateSnapshot EtcdStateStore::snapshot(const EtcdKv& kv, const StateSnapshot& before) const {
+StateSnapshot EtcdStateStore::snapshot(const store::EtcdKv& kv, const StateSnapshot& before) const {
   StateSnapshot s;
   size_t nl = kv.value.find('\n');
   size_t space = kv.value.find(' ');
@@ -45,7 +45,7 @@ StateSnapshot EtcdStateStore::snapshot(const EtcdKv& kv, const StateSnapshot& be
   return s;
 }
 
-StateSnapshot EtcdStateStore::parse(const EtcdClient::TxnResult& r, int round) {
+StateSnapshot EtcdStateStore::parse(const store::EtcdClient::TxnResult& r, int round) {
   if (r.ranges.size() != 3) {
     throw StoreError("etcd at " + client_->endpoints_text() + ": short transaction reply");
   }
@@ -58,7 +58,7 @@ StateSnapshot EtcdStateStore::parse(const EtcdClient::TxnResult& r, int round) {
   return s;
 }
 
-void EtcdStateStore::remember_announced(int round, const std::vector<EtcdKv>& kvs) {
+void EtcdStateStore::remember_announced(int round, const std::vector<store::EtcdKv>& kvs) {
   std::vector<std::pair<std::string, std::string>> listed;
   for (const auto& kv : kvs) listed.emplace_back(kv.key, kv.value);
   listed_ = parse_announcements(announce_dir(prefix_, round), listed);
@@ -79,21 +79,21 @@ bool EtcdStateStore::write(const StateSnapshot& from, const std::string& to,
                            bool wakes_participants, const std::optional<Announcement>& on_loss) {
   int64_t epoch = from.epoch + (wakes_participants ? 1 : 0);
   std::string value = encode(from.version + 1, epoch, to);
-  std::vector<EtcdOp> success{EtcdOp::put(prefix_ + "state", value)};
-  if (wakes_participants) success.push_back(EtcdOp::put(prefix_ + "epoch", value));
-  std::vector<EtcdOp> failure;
+  std::vector<store::EtcdOp> success{store::EtcdOp::put(prefix_ + "state", value)};
+  if (wakes_participants) success.push_back(store::EtcdOp::put(prefix_ + "epoch", value));
+  std::vector<store::EtcdOp> failure;
   if (on_loss) {
-    failure.push_back(EtcdOp::put(announce_dir(prefix_, on_loss->round) + on_loss->node,
+    failure.push_back(store::EtcdOp::put(announce_dir(prefix_, on_loss->round) + on_loss->node,
                                   std::to_string(on_loss->local_world_size), lease_()));
   }
   int round = from.state.round;
   for (auto& op : reads(round)) failure.push_back(std::move(op));
-  auto r = client_->txn(EtcdCompare{prefix_ + "state", from.state_revision}, success, failure);
+  auto r = client_->txn(store::EtcdCompare{prefix_ + "state", from.state_revision}, success, failure);
   if (!r.succeeded) {
     fresh_ = parse(r, round);
     return false;
   }
-  fresh_ = snapshot(EtcdKv{prefix_ + "state", value, 0, r.revision}, from);
+  fresh_ = snapshot(store::EtcdKv{prefix_ + "state", value, 0, r.revision}, from);
   round_seen_ = fresh_->state.round;
   listed_round_ = -1;  // not read with this write
   return true;
@@ -108,12 +108,12 @@ Task<void> EtcdStateStore::wait(const StateSnapshot& from, bool participant,
   try {
     changed =
         co_await watch(prefix_ + (participant ? "epoch" : "state"), from.revision + 1,
-                       std::chrono::steady_clock::now() + timeout, cancel, [&](const EtcdEvent& e) {
+                       std::chrono::steady_clock::now() + timeout, cancel, [&](const store::EtcdEvent& e) {
                          if (e.deleted) return true;
                          fresh_ = snapshot(e.kv, from);
                          return false;
                        });
-  } catch (const EtcdCompactedError&) {
+  } catch (const store::EtcdCompactedError&) {
     co_return;  // that history is gone: the next read() reads
   }
   if (!changed && !participant) fresh_ = from;
@@ -122,13 +122,13 @@ Task<void> EtcdStateStore::wait(const StateSnapshot& from, bool participant,
 Task<bool> EtcdStateStore::watch(const std::string& key, int64_t from_revision,
                                  std::chrono::steady_clock::time_point deadline,
                                  CancelSignal& cancel,
-                                 const std::function<bool(const EtcdEvent&)>& on_event) {
+                                 const std::function<bool(const store::EtcdEvent&)>& on_event) {
   struct Ends {  // however the watch ends, the client serves calls again
-    EtcdClient& client;
+    store::EtcdClient& client;
     ~Ends() { client.end_loop_watch(); }
   } ends{*client_};
   client_->begin_loop_watch(key, "", from_revision);
-  EtcdStream stream{[this] { return client_->open_loop_watch(); },  // after the last revision seen
+  store::EtcdStream stream{[this] { return client_->open_loop_watch(); },  // after the last revision seen
                     [&] { return client_->read_loop_watch(on_event); },
                     [this] { client_->skip_member("the watch stream stayed silent"); },
                     client_->loop_watch_silence()};
@@ -138,7 +138,7 @@ Task<bool> EtcdStateStore::watch(const std::string& key, int64_t from_revision,
 std::optional<std::vector<std::pair<std::string, int>>> EtcdStateStore::announced(int round) {
   if (listed_round_ != round) {
     std::string dir = announce_dir(prefix_, round);
-    remember_announced(round, client_->range(dir, etcd_prefix_end(dir)).kvs);
+    remember_announced(round, client_->range(dir, store::etcd_prefix_end(dir)).kvs);
   }
   return listed_;
 }

@@ -4,7 +4,7 @@
 #include <memory>
 #include <string>
 
-#include "rendezvous/etcd_client.h"
+#include "store/etcd/etcd_client.h"
 #include "rendezvous/state_store.h"
 
 namespace ddprun::rendezvous {
@@ -20,13 +20,13 @@ namespace ddprun::rendezvous {
 class EtcdStateStore : public StateStore {
  public:
   /// `lease`: the node's current lease (it changes if the lease ever expired).
-  EtcdStateStore(std::unique_ptr<EtcdClient> client, std::string prefix,
+  EtcdStateStore(std::unique_ptr<store::EtcdClient> client, std::string prefix,
                  std::function<int64_t()> lease);
 
   /// The reads a first read() needs, to put in another transaction; prime() takes
   /// that transaction's result, which the next read() returns.
-  std::vector<EtcdOp> first_reads() const { return reads(round_seen_); }
-  void prime(const EtcdClient::TxnResult& r) { fresh_ = parse(r, round_seen_); }
+  std::vector<store::EtcdOp> first_reads() const { return reads(round_seen_); }
+  void prime(const store::EtcdClient::TxnResult& r) { fresh_ = parse(r, round_seen_); }
 
   StateSnapshot read() override;
   bool write(const StateSnapshot& from, const std::string& to, bool wakes_participants,
@@ -41,19 +41,19 @@ class EtcdStateStore : public StateStore {
   std::chrono::milliseconds longest_wait() const override { return std::chrono::seconds(10); }
 
  private:
-  std::vector<EtcdOp> reads(int round) const;
-  StateSnapshot parse(const EtcdClient::TxnResult& r, int round);
-  void remember_announced(int round, const std::vector<EtcdKv>& kvs);
+  std::vector<store::EtcdOp> reads(int round) const;
+  StateSnapshot parse(const store::EtcdClient::TxnResult& r, int round);
+  void remember_announced(int round, const std::vector<store::EtcdKv>& kvs);
   /// The state in `kv` (the state key's or the epoch key's), written after `before`.
-  StateSnapshot snapshot(const EtcdKv& kv, const StateSnapshot& before) const;
+  StateSnapshot snapshot(const store::EtcdKv& kv, const StateSnapshot& before) const;
   /// Watches `key` from `from_revision` until `on_event` returns false (true) or
   /// `deadline` (false), moving on to the next member where a stream breaks or stays
   /// silent.
   Task<bool> watch(const std::string& key, int64_t from_revision,
                    std::chrono::steady_clock::time_point deadline, CancelSignal& cancel,
-                   const std::function<bool(const EtcdEvent&)>& on_event);
+                   const std::function<bool(const store::EtcdEvent&)>& on_event);
 
-  std::unique_ptr<EtcdClient> client_;
+  std::unique_ptr<store::EtcdClient> client_;
   std::string prefix_;
   std::function<int64_t()> lease_;
   std::optional<StateSnapshot> fresh_;  // read by the last write or wait: the next read()

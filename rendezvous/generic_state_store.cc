@@ -21,7 +21,7 @@ std::vector<std::pair<std::string, int>> parse_announcements(
   return out;
 }
 
-GenericStateStore::GenericStateStore(LoopStore& store, std::string prefix)
+GenericStateStore::GenericStateStore(store::LoopStore& store, std::string prefix)
     : store_(store.store()), waits_(store), prefix_(std::move(prefix)) {}
 
 StateSnapshot GenericStateStore::read() {

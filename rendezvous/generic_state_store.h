@@ -2,9 +2,9 @@
 
 #include <string>
 
-#include "rendezvous/loop_store.h"
+#include "store/loop_store.h"
 #include "rendezvous/state_store.h"
-#include "rendezvous/store.h"
+#include "store/store.h"
 
 namespace ddprun::rendezvous {
 
@@ -17,7 +17,7 @@ namespace ddprun::rendezvous {
 class GenericStateStore : public StateStore {
  public:
   /// `store`: the node's connection; its waits are the loop's (LoopStore).
-  GenericStateStore(LoopStore& store, std::string prefix);
+  GenericStateStore(store::LoopStore& store, std::string prefix);
 
   StateSnapshot read() override;
   bool write(const StateSnapshot& from, const std::string& to, bool wakes_participants,
@@ -28,8 +28,8 @@ class GenericStateStore : public StateStore {
   void withdraw(int round, const std::string& node) override;
 
  private:
-  Store& store_;
-  LoopStore& waits_;
+  store::Store& store_;
+  store::LoopStore& waits_;
   std::string prefix_;
 };
 

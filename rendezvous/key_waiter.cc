@@ -14,17 +14,17 @@ constexpr std::chrono::hours kNoEnd{24 * 365};
 }  // namespace
 
 struct KeyWaiter::Wait {
-  Wait(std::unique_ptr<LoopStore> store, OnReady on_ready, OnError on_error)
+  Wait(std::unique_ptr<store::LoopStore> store, OnReady on_ready, OnError on_error)
       : store(std::move(store)), on_ready(std::move(on_ready)), on_error(std::move(on_error)) {}
 
-  std::unique_ptr<LoopStore> store;
+  std::unique_ptr<store::LoopStore> store;
   OnReady on_ready;
   OnError on_error;
   CancelSignal cancel{"the wait was cancelled"};
   bool stopped = false;  // the waiter is gone: no callback
 };
 
-KeyWaiter::KeyWaiter(boost::asio::io_context& io, std::unique_ptr<LoopStore> store,
+KeyWaiter::KeyWaiter(boost::asio::io_context& io, std::unique_ptr<store::LoopStore> store,
                      std::vector<std::string> keys, OnReady on_ready, OnError on_error)
     : wait_(std::make_shared<Wait>(std::move(store), std::move(on_ready), std::move(on_error))) {
   // The coroutine keeps the wait (and its store) until it has ended.

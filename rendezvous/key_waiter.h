@@ -7,7 +7,7 @@
 
 #include <boost/asio/io_context.hpp>
 
-#include "rendezvous/loop_store.h"
+#include "store/loop_store.h"
 
 namespace ddprun::rendezvous {
 
@@ -24,7 +24,7 @@ class KeyWaiter {
   using OnReady = std::function<void(std::vector<std::string>)>;
   using OnError = std::function<void(std::string)>;
 
-  KeyWaiter(boost::asio::io_context& io, std::unique_ptr<LoopStore> store,
+  KeyWaiter(boost::asio::io_context& io, std::unique_ptr<store::LoopStore> store,
             std::vector<std::string> keys, OnReady on_ready, OnError on_error);
   ~KeyWaiter();
   KeyWaiter(const KeyWaiter&) = delete;

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "rendezvous/generic_state_store.h"
-#include "rendezvous/loop_store.h"
-#include "rendezvous/store.h"
+#include "store/loop_store.h"
+#include "store/store.h"
 
 namespace ddprun::rendezvous {
 
@@ -21,13 +21,13 @@ class RendezvousBackend {
   virtual std::string prefix(const std::string& run_id) const = 0;
   /// A new connection to the state; every call bounded by `timeout`. `newer_than`
   /// (stores with revisions): every key its waits are for is newer than that.
-  virtual std::unique_ptr<Store> connect(std::chrono::milliseconds timeout, int64_t newer_than) = 0;
+  virtual std::unique_ptr<store::Store> connect(std::chrono::milliseconds timeout, int64_t newer_than) = 0;
   /// The same for the agent's loop, which waits on it (LoopStore).
-  virtual std::unique_ptr<LoopStore> connect_on_loop(std::chrono::milliseconds timeout,
+  virtual std::unique_ptr<store::LoopStore> connect_on_loop(std::chrono::milliseconds timeout,
                                                      int64_t newer_than) = 0;
   /// Where the joiner keeps the state; `client` is a connection from connect().
   /// Called once, before start_liveness() (which may take the state's first read).
-  virtual std::unique_ptr<StateStore> state_store(LoopStore& client, const std::string& prefix,
+  virtual std::unique_ptr<StateStore> state_store(store::LoopStore& client, const std::string& prefix,
                                                   std::chrono::milliseconds timeout) {
     (void)timeout;
     return std::make_unique<GenericStateStore>(client, prefix);
@@ -37,7 +37,7 @@ class RendezvousBackend {
   /// Whether `node` is the run's primary agent (its one tracking writer): the agent
   /// hosting the state, or where no agent does, the first to claim it. Called once,
   /// after start_liveness().
-  virtual bool primary(Store& client, const std::string& prefix, const std::string& node) {
+  virtual bool primary(store::Store& client, const std::string& prefix, const std::string& node) {
     if (hosted()) return hosts_state();
     return client.compare_set(prefix + "primary", "", node) == node;
   }

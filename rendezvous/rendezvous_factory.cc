@@ -6,7 +6,7 @@
 #include "rendezvous/dynamic_rendezvous.h"
 #include "rendezvous/etcd_backend.h"
 #include "rendezvous/static_rendezvous.h"
-#include "rendezvous/store_connect.h"
+#include "store/tcpstore/store_connect.h"
 
 namespace ddprun::rendezvous {
 namespace {
@@ -17,7 +17,7 @@ using Clock = std::chrono::steady_clock;
 // script that starts it beside the first agent). Each failed try is said with its
 // reason, the tries growing from 1 s to 8 s; by `deadline` (--rdzv_conf read_timeout)
 // the join fails with the last reason, naming every member.
-Task<void> reach_etcd(const std::vector<EtcdEndpoint>& endpoints, Clock::time_point deadline,
+Task<void> reach_etcd(const std::vector<store::EtcdEndpoint>& endpoints, Clock::time_point deadline,
                       CancelSignal& cancel) {
   if (endpoints.empty()) co_return;
   std::string names;
@@ -28,7 +28,7 @@ Task<void> reach_etcd(const std::vector<EtcdEndpoint>& endpoints, Clock::time_po
   std::string reason;
   for (size_t i = 0; Clock::now() < deadline; i = (i + 1) % endpoints.size()) {
     try {
-      co_await connect_on_loop(endpoints[i].host, endpoints[i].port,
+      co_await store::connect_on_loop(endpoints[i].host, endpoints[i].port,
                                std::min(deadline, Clock::now() + window), cancel);
       co_return;
     } catch (const TimeoutError& e) {
@@ -118,9 +118,9 @@ Task<std::unique_ptr<RendezvousHandler>> open_rendezvous(RendezvousParams p, Can
     auto backend = co_await open_backend(p, cancel);
     co_return std::make_unique<DynamicRendezvous>(dynamic_options(p), std::move(backend));
   }
-  std::unique_ptr<TcpStoreClient> connected;
+  std::unique_ptr<store::TcpStoreClient> connected;
   if (p.node_rank != 0) {
-    TcpStoreClient::Options o;
+    store::TcpStoreClient::Options o;
     o.timeout = p.read_timeout;
     o.token = p.token;
     connected = co_await open_store_client(p.master_addr, p.master_port, o,

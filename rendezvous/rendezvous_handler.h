@@ -10,7 +10,7 @@
 #include "common/clock.h"
 #include "common/coro.h"
 #include "rendezvous/round_coordinator.h"
-#include "rendezvous/store.h"
+#include "store/store.h"
 
 namespace ddprun::rendezvous {
 
@@ -56,10 +56,10 @@ class RendezvousHandler {
   virtual Task<RendezvousInfo> next_rendezvous(int round, int local_world_size) = 0;
 
   /// The agent-side store (client of the shared store). Valid after construction.
-  virtual Store& store() = 0;
+  virtual store::Store& store() = 0;
 
   /// Opens a further connection to the shared store, for a thread of its own.
-  virtual std::unique_ptr<Store> connect() = 0;
+  virtual std::unique_ptr<store::Store> connect() = 0;
 
   /// The protocol among the nodes of round `info` (as next_rendezvous() returned it),
   /// driven from the agent's loop `io` with timers from `clock`. The handler outlives it.

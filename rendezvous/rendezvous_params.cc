@@ -78,7 +78,7 @@ void read_etcd(const RendezvousFlags& f, const Conf& conf, RendezvousParams& p) 
   if (f.rdzv_endpoint.value.empty()) {
     throw UsageError("--rdzv_backend=etcd needs --rdzv_endpoint=host[:port][,host[:port]...]");
   }
-  p.etcd_endpoints = parse_etcd_endpoints(f.rdzv_endpoint.value);
+  p.etcd_endpoints = store::parse_etcd_endpoints(f.rdzv_endpoint.value);
   std::string src = f.rdzv_conf.source + " ";
   if (auto it = conf.find("protocol"); it != conf.end() && it->second != "http") {
     throw UsageError(src + "protocol=" + it->second + ": only http is supported");

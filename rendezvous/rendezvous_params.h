@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "net/token_handout.h"
-#include "rendezvous/etcd_endpoint.h"
+#include "store/etcd/etcd_endpoint.h"
 
 namespace ddprun::rendezvous {
 
@@ -65,7 +65,7 @@ struct RendezvousParams {
   std::string c10d_host = "localhost";
   int c10d_port = 29400;
   std::optional<bool> c10d_is_host;  // unset: host if the endpoint can be bound here
-  std::vector<EtcdEndpoint> etcd_endpoints;
+  std::vector<store::EtcdEndpoint> etcd_endpoints;
   std::string etcd_prefix = "/ddprun/rdzv";  // keys under <prefix>/<run id>/
   std::chrono::milliseconds last_call_timeout{30'000};
   std::chrono::milliseconds read_timeout{60'000};

@@ -16,7 +16,7 @@ int64_t number(std::string_view text, size_t end = std::string_view::npos) {
   return n;
 }
 
-int64_t counter(const KeyValueTable& table, const std::string& key) {
+int64_t counter(const store::KeyValueTable& table, const std::string& key) {
   const std::string* value = table.find(key);
   return value ? number(*value) : -1;
 }
@@ -44,7 +44,7 @@ bool is_history(const std::string& key, const std::string& prefix, int round, in
   return false;
 }
 
-size_t forget_history(KeyValueTable& table, const std::string& prefix, int round) {
+size_t forget_history(store::KeyValueTable& table, const std::string& prefix, int round) {
   int64_t version = counter(table, prefix + "version");
   int64_t epoch = counter(table, prefix + "epoch");
   std::vector<std::string> gone;

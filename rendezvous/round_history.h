@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "rendezvous/key_value_table.h"
+#include "store/key_value_table.h"
 
 namespace ddprun::rendezvous {
 
@@ -24,6 +24,6 @@ bool is_history(const std::string& key, const std::string& prefix, int round, in
 
 /// Erases the history under `prefix` from `table` (the c10d host's own keys, where the
 /// counters are too); returns how many keys went.
-size_t forget_history(KeyValueTable& table, const std::string& prefix, int round);
+size_t forget_history(store::KeyValueTable& table, const std::string& prefix, int round);
 
 }  // namespace ddprun::rendezvous

@@ -7,7 +7,7 @@
 
 #include "net/listen.h"
 #include "rendezvous/store_round.h"
-#include "rendezvous/loop_store.h"
+#include "store/loop_store.h"
 
 namespace ddprun::rendezvous {
 namespace {
@@ -35,7 +35,7 @@ std::string static_round_prefix(int round) {
          "/";
 }
 
-StaticRendezvous::StaticRendezvous(Options options, std::unique_ptr<TcpStoreClient> connected)
+StaticRendezvous::StaticRendezvous(Options options, std::unique_ptr<store::TcpStoreClient> connected)
     : options_(std::move(options)) {
   if (options_.node_rank == 0) {
     // A single node's store serves only its own workers: it listens on loopback, where
@@ -51,9 +51,9 @@ StaticRendezvous::StaticRendezvous(Options options, std::unique_ptr<TcpStoreClie
     }
     // Agents and workers share it: with a token, a worker is served from the address
     // of a node that proved it.
-    server_ = std::make_unique<TcpStoreServer>(
+    server_ = std::make_unique<store::TcpStoreServer>(
         listen_host, static_cast<uint16_t>(options_.master_port), options_.token,
-        TcpStoreServer::Guests::kMembers, options_.token_handout);
+        store::TcpStoreServer::Guests::kMembers, options_.token_handout);
     port_ = server_->port();
     // Its own connections go where it listens (any address of it, when that is all).
     own_host_ = listen_host.empty() ? "127.0.0.1" : listen_host;
@@ -69,22 +69,22 @@ StaticRendezvous::StaticRendezvous(Options options, std::unique_ptr<TcpStoreClie
 }
 
 // Connecting waits as long as a join may; a request is quick.
-std::unique_ptr<TcpStoreClient> StaticRendezvous::new_client() const {
-  TcpStoreClient::Options o;
+std::unique_ptr<store::TcpStoreClient> StaticRendezvous::new_client() const {
+  store::TcpStoreClient::Options o;
   o.timeout = options_.join_timeout;
   o.token = options_.token;
   auto client =
-      std::make_unique<TcpStoreClient>(server_ ? own_host_ : options_.master_addr, port_, o);
+      std::make_unique<store::TcpStoreClient>(server_ ? own_host_ : options_.master_addr, port_, o);
   client->set_timeout(options_.read_timeout);
   return client;
 }
 
-Store& StaticRendezvous::store() {
+store::Store& StaticRendezvous::store() {
   if (!client_) client_ = new_client();
   return *client_;
 }
 
-std::unique_ptr<Store> StaticRendezvous::connect() { return new_client(); }
+std::unique_ptr<store::Store> StaticRendezvous::connect() { return new_client(); }
 
 Task<RendezvousInfo> StaticRendezvous::next_rendezvous(int round, int local_world_size) {
   cancel_.check();

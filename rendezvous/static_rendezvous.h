@@ -6,8 +6,8 @@
 
 #include "common/cancel_signal.h"
 #include "rendezvous/rendezvous_handler.h"
-#include "rendezvous/tcp_store_client.h"
-#include "rendezvous/tcp_store_server.h"
+#include "store/tcpstore/tcp_store_client.h"
+#include "store/tcpstore/tcp_store_server.h"
 
 namespace ddprun::rendezvous {
 
@@ -40,13 +40,13 @@ class StaticRendezvous : public RendezvousHandler {
   /// Node 0 binds the store here (throws StoreError naming the address); the others
   /// connect (TimeoutError naming the address when it never answers), or take
   /// `connected`, their client of node 0's store made already (open_store_client()).
-  explicit StaticRendezvous(Options options, std::unique_ptr<TcpStoreClient> connected = nullptr);
+  explicit StaticRendezvous(Options options, std::unique_ptr<store::TcpStoreClient> connected = nullptr);
 
   Task<RendezvousInfo> next_rendezvous(int round, int local_world_size) override;
   /// A single node's own connection is made here, when first asked for: its rounds
   /// need none.
-  Store& store() override;
-  std::unique_ptr<Store> connect() override;
+  store::Store& store() override;
+  std::unique_ptr<store::Store> connect() override;
   std::unique_ptr<RoundCoordinator> coordinate(const RendezvousInfo& info,
                                                boost::asio::io_context& io, Clock& clock) override;
   bool primary() const override { return server_ != nullptr; }
@@ -59,13 +59,13 @@ class StaticRendezvous : public RendezvousHandler {
   int port() const { return port_; }
 
  private:
-  std::unique_ptr<TcpStoreClient> new_client() const;
+  std::unique_ptr<store::TcpStoreClient> new_client() const;
 
   Options options_;
-  std::unique_ptr<TcpStoreServer> server_;  // node 0 only
+  std::unique_ptr<store::TcpStoreServer> server_;  // node 0 only
   int port_ = 0;
   std::string own_host_;                    // node 0: where its own clients reach its store
-  std::unique_ptr<TcpStoreClient> client_;  // null until store() for a single node
+  std::unique_ptr<store::TcpStoreClient> client_;  // null until store() for a single node
   CancelSignal cancel_{"rendezvous cancelled"};
 };
 

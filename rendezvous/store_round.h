@@ -12,11 +12,11 @@
 #include <boost/asio/io_context.hpp>
 
 #include "common/clock.h"
-#include "rendezvous/loop_store.h"
+#include "store/loop_store.h"
 #include "rendezvous/key_waiter.h"
 #include "rendezvous/rendezvous_handler.h"
 #include "rendezvous/round_coordinator.h"
-#include "rendezvous/store.h"
+#include "store/store.h"
 
 namespace ddprun::rendezvous {
 
@@ -28,10 +28,10 @@ class StoreRound : public RoundCoordinator {
   struct Options {
     RendezvousInfo info;
     std::string prefix;       // of the round's keys, e.g. "ddprun/c10d/<run>/round/3/"
-    Store* store = nullptr;   // the agent's connection (writes); outlives the round
+    store::Store* store = nullptr;   // the agent's connection (writes); outlives the round
     std::string store_where;  // for messages: "h:p", or etcd's endpoints
     /// A new connection for each wait.
-    std::function<std::unique_ptr<LoopStore>()> connect;
+    std::function<std::unique_ptr<store::LoopStore>()> connect;
     /// Elastic rounds: the members gone, judged now (throws StoreError); null where
     /// the membership is fixed.
     std::function<std::vector<std::string>()> dead_members;

@@ -9,6 +9,7 @@ listing=$(dpkg-deb -c "$deb" | awk '{print $6}')
 for f in ./usr/bin/ddprun \
          ./usr/share/ddprun/python/ddprun_tracking.py \
          ./usr/share/ddprun/python/hook/sitecustomize.py \
+         ./usr/include/ddprun/store/tcpstore/tcp_store_client.h \
          ./usr/include/ddprun/rendezvous/tcp_store_client.h \
          ./usr/include/ddprun/tracking/ddprun_tracking.hpp \
          ./usr/lib/cmake/ddprun/ddprunConfig.cmake \

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-build}
 mapfile -t sources < <(git ls-files 'agent/*.cc' 'common/*.cc' 'dashboard/*.cc' 'launcher/*.cc' 'net/*.cc' \
-  'os/*.cc' 'rendezvous/*.cc' 'tracking/*.cc')
+  'os/*.cc' 'rendezvous/*.cc' 'store/*.cc' 'tracking/*.cc')
 # The build's flags are GCC's; clang's front end does not know some of them.
 run-clang-tidy -quiet -p "$dir" -j "$(nproc)" -extra-arg=-Wno-unknown-warning-option \
   "${sources[@]/#/$PWD/}" > "$dir/tidy.log" 2>&1 || {

@@ -35,7 +35,7 @@ void ConsoleEventLog::emit(const std::string& name, const Metadata& metadata) {
   out_ << line << std::flush;
 }
 
-void ConsoleEventLog::attach(rendezvous::Store& store, std::unique_ptr<rendezvous::Store> own,
+void ConsoleEventLog::attach(store::Store& store, std::unique_ptr<store::Store> own,
                              const std::string& address, bool primary) {
   if (inner_) inner_->attach(store, std::move(own), address, primary);
 }

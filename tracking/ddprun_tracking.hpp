@@ -201,7 +201,7 @@ inline void append_wall_time(std::string& out) {
   out.append(frac, 6);
 }
 
-// The progress page ddprun reads (layout in ddprun's agent/progress_page.h): beats at
+// The progress page ddprun reads (layout in ddprun's agent/hang/progress_page.h): beats at
 // 8, the last step at 16, the section's timeout in ms at 24 and its name at 32.
 class ProgressPage {
  public:

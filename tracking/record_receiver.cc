@@ -14,7 +14,7 @@
 
 #include "common/thread_name.h"
 #include "net/listen.h"
-#include "rendezvous/token_gate.h"
+#include "net/token_gate.h"
 #include "tracking/record_lines.h"
 #include "tracking/record_link.h"
 #include "tracking/run_store.h"
@@ -155,7 +155,7 @@ class RecordReceiver::Impl {
   RunStore store_;
   asio::io_context io_{1};
   tcp::acceptor acceptor_;
-  rendezvous::TokenGate gate_;
+  net::TokenGate gate_;
   uint16_t port_ = 0;
   std::thread thread_;
   std::mutex mutex_;

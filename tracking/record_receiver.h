@@ -15,7 +15,7 @@ class RecordReceiver {
  public:
   /// Binds on a free port of `host` ("" dual-stack on every interface) and starts
   /// serving. Throws StoreError. With a `token`, only agents that prove it may send
-  /// (rendezvous/token_gate.h).
+  /// (net/token_gate.h).
   explicit RecordReceiver(const std::string& run_dir, std::string token = "",
                           const std::string& host = "");
   ~RecordReceiver();

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "rendezvous/store.h"
+#include "store/store.h"
 
 namespace ddprun::tracking {
 
@@ -24,7 +24,7 @@ class RunObserver {
   /// the others reach at its `address`. (A single node's run needs no store: it is
   /// not called there.) The store may be used on the agent's thread until the job ends;
   /// `own` is a further connection the observer may use on a thread of its own.
-  virtual void attach(rendezvous::Store& store, std::unique_ptr<rendezvous::Store> own,
+  virtual void attach(store::Store& store, std::unique_ptr<store::Store> own,
                       const std::string& address, bool primary) = 0;
   /// Extra environment for one worker (where it writes its records, ...).
   virtual void add_worker_env(int node, int rank, int attempt,

@@ -155,7 +155,7 @@ void RunTracker::become_forwarder(const std::string& run_name) {
                                              [this](bool final) { stream_pass(final); });
 }
 
-void RunTracker::attach(rendezvous::Store& store, std::unique_ptr<rendezvous::Store> own,
+void RunTracker::attach(store::Store& store, std::unique_ptr<store::Store> own,
                         const std::string& address, bool primary) {
   rendezvous_store_ = &store;
   if (!options_.multi_node) return;

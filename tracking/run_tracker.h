@@ -72,7 +72,7 @@ class RunTracker : public RunObserver {
   /// The directory this node's workers write their streams under.
   const std::string& run_dir() const { return node_dir_; }
 
-  void attach(rendezvous::Store& store, std::unique_ptr<rendezvous::Store> own,
+  void attach(store::Store& store, std::unique_ptr<store::Store> own,
               const std::string& address, bool primary) override;
   /// Where ddprun_tracking.py lives: put on the workers' PYTHONPATH. Set before any
   /// worker starts (found while the stream thread makes the run).
@@ -130,10 +130,10 @@ class RunTracker : public RunObserver {
   std::chrono::steady_clock::time_point last_sample_{};
   std::chrono::steady_clock::time_point attempt_started_{};  // its first worker's start
   int attempt_workers_ = 0;  // workers this node started in the current attempt
-  rendezvous::Store* rendezvous_store_ = nullptr;
+  store::Store* rendezvous_store_ = nullptr;
   // Non-primary: the primary's published endpoint, looked up on a thread while this
   // agent joins (empty: not published yet; then looked up again after the round).
-  std::unique_ptr<rendezvous::Store> lookup_store_;
+  std::unique_ptr<store::Store> lookup_store_;
   std::future<std::string> early_endpoint_;
   std::string address_;  // how the other agents reach this one (primary)
   bool primary_ = false;

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "rendezvous/tcp_store_client.h"
+#include "store/tcpstore/tcp_store_client.h"
 #include "tracking/ddprun_tracking.hpp"
 
 namespace {
@@ -29,7 +29,7 @@ std::string env(const char* name) {
 constexpr std::chrono::seconds kTimeout{60};
 
 // Everyone adds one to a counter; the last to arrive opens the gate.
-void barrier(ddprun::rendezvous::Store& store, const std::string& name, int world) {
+void barrier(ddprun::store::Store& store, const std::string& name, int world) {
   if (store.add(name + "/arrived", 1) == world) store.set(name + "/open", "1");
   store.wait({name + "/open"}, kTimeout);
 }
@@ -41,7 +41,7 @@ int main() {
   int world = std::stoi(env("WORLD_SIZE"));
   // Keys of one attempt never meet those of another.
   std::string prefix = "cpp_cpu/" + env("TORCHELASTIC_RESTART_COUNT") + "/";
-  ddprun::rendezvous::TcpStoreClient store(env("MASTER_ADDR"), std::stoi(env("MASTER_PORT")),
+  ddprun::store::TcpStoreClient store(env("MASTER_ADDR"), std::stoi(env("MASTER_PORT")),
                                            {.timeout = kTimeout});
   ddprun::track::config({{"example", "cpp_cpu"}, {"world_size", std::to_string(world)}});
 

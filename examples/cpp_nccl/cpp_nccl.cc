@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "rendezvous/tcp_store_client.h"
+#include "store/tcpstore/tcp_store_client.h"
 #include "tracking/ddprun_tracking.hpp"
 
 namespace {
@@ -52,7 +52,7 @@ int main() {
   int world = std::stoi(env("WORLD_SIZE"));
   int local_rank = std::stoi(env("LOCAL_RANK"));
   std::string id_key = "cpp_nccl/" + env("TORCHELASTIC_RESTART_COUNT") + "/unique_id";
-  ddprun::rendezvous::TcpStoreClient store(env("MASTER_ADDR"), std::stoi(env("MASTER_PORT")),
+  ddprun::store::TcpStoreClient store(env("MASTER_ADDR"), std::stoi(env("MASTER_PORT")),
                                            {.timeout = kTimeout});
   check_cuda(cudaSetDevice(local_rank), "cudaSetDevice");
 

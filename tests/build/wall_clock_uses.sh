@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$1"
 declare -A allowed=(
-  [agent/timer_watchdog.cc]="torch's watchdog requests carry wall-clock expiries; each becomes a monotonic deadline when it arrives"
+  [agent/hang/timer_watchdog.cc]="torch's watchdog requests carry wall-clock expiries; each becomes a monotonic deadline when it arrives"
   [agent/worker_group_runner.cc]="a worker's exit time, shown in the failure summary"
   [launcher/main.cc]="the run's default name (run-YYYYMMDD-HHMMSS)"
   [rendezvous/dynamic_rendezvous.cc]="the last call's deadline, which the nodes share in wall time (one further than a last-call timeout away counts as passed)"
@@ -17,7 +17,7 @@ declare -A allowed=(
 )
 pattern='system_clock|std::time\(|[^_a-z]time\(nullptr\)|gettimeofday|CLOCK_REALTIME'
 mapfile -t found < <(git ls-files 'agent/*' 'common/*' 'dashboard/*' 'launcher/*' 'net/*' 'os/*' \
-  'rendezvous/*' 'tracking/*' | grep -E '\.(cc|h)$' | xargs grep -lE "$pattern" | sort)
+  'rendezvous/*' 'store/*' 'tracking/*' | grep -E '\.(cc|h)$' | xargs grep -lE "$pattern" | sort)
 status=0
 for f in "${found[@]}"; do
   if [ -z "${allowed[$f]+x}" ]; then

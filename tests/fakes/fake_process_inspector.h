@@ -6,7 +6,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 
-#include "agent/process_inspector.h"
+#include "agent/hang/process_inspector.h"
 
 namespace ddprun::testing {
 

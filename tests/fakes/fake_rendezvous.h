@@ -14,7 +14,7 @@
 #include <boost/asio/post.hpp>
 
 #include "common/loop_waits.h"
-#include "rendezvous/memory_store.h"
+#include "store/memory_store.h"
 #include "rendezvous/rendezvous_handler.h"
 
 namespace ddprun::testing {
@@ -164,9 +164,9 @@ class FakeRendezvous : public rendezvous::RendezvousHandler {
     info.master_port = 29500;
     co_return info;
   }
-  rendezvous::Store& store() override { return store_; }
-  std::unique_ptr<rendezvous::Store> connect() override {
-    return std::make_unique<rendezvous::MemoryStore>();
+  store::Store& store() override { return store_; }
+  std::unique_ptr<store::Store> connect() override {
+    return std::make_unique<store::MemoryStore>();
   }
   std::unique_ptr<rendezvous::RoundCoordinator> coordinate(const rendezvous::RendezvousInfo& info,
                                                            boost::asio::io_context& io,
@@ -187,7 +187,7 @@ class FakeRendezvous : public rendezvous::RendezvousHandler {
  private:
   std::shared_ptr<FakeRendezvousJournal> journal_;
   CancelSignal cancel_{"rendezvous cancelled"};
-  rendezvous::MemoryStore store_;
+  store::MemoryStore store_;
 };
 
 }  // namespace ddprun::testing

@@ -7,9 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
-#include "rendezvous/etcd_wire.h"
+#include "store/etcd/etcd_wire.h"
 
-using namespace ddprun::rendezvous::etcd_wire;
+using namespace ddprun::store::etcd_wire;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string text(reinterpret_cast<const char*>(data), size);

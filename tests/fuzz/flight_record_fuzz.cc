@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "agent/flight_recorder.h"
-#include "agent/pickle_reader.h"
+#include "agent/hang/flight_recorder.h"
+#include "agent/hang/pickle_reader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view bytes(reinterpret_cast<const char*>(data), size);

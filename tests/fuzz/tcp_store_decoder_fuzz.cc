@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "rendezvous/tcp_store_decoder.h"
+#include "store/tcpstore/tcp_store_decoder.h"
 
-using namespace ddprun::rendezvous::tcpstore;
+using namespace ddprun::store::tcpstore;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;

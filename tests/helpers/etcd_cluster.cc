@@ -12,7 +12,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "rendezvous/etcd_client.h"
+#include "store/etcd/etcd_client.h"
 #include "tests/helpers/free_port.h"
 
 namespace ddprun::test {
@@ -60,7 +60,7 @@ EtcdCluster::EtcdCluster(int members) {
     members_[i].pid = pid;
   }
   // Ready when a write goes through (a leader is elected).
-  rendezvous::EtcdClient client(rendezvous::parse_etcd_endpoints(endpoints()),
+  store::EtcdClient client(store::parse_etcd_endpoints(endpoints()),
                                 std::chrono::seconds(20));
   try {
     client.put("ddprun-test-ready", "1");

@@ -9,9 +9,9 @@
 #include <cstdlib>
 #include <string>
 
-#include "rendezvous/tcp_store_client.h"
+#include "store/tcpstore/tcp_store_client.h"
 
-using namespace ddprun::rendezvous;
+using namespace ddprun;
 using namespace std::chrono_literals;
 
 namespace {
@@ -30,12 +30,12 @@ void expect(const char* what, const A& got, const B& want) {
 
 int main(int argc, char** argv) {
   if (argc != 4) return 64;
-  TcpStoreClient::Options o;
+  store::TcpStoreClient::Options o;
   o.timeout = 10s;
   o.numbering =
-      std::string(argv[3]) == "v2" ? tcpstore::Numbering::kV2 : tcpstore::Numbering::kV113;
+      std::string(argv[3]) == "v2" ? store::tcpstore::Numbering::kV2 : store::tcpstore::Numbering::kV113;
   try {
-    TcpStoreClient c(argv[1], std::atoi(argv[2]), o);
+    store::TcpStoreClient c(argv[1], std::atoi(argv[2]), o);
     c.set("/probe/set", "from c++");
     expect("get", c.get("/probe/set", 5s), std::string("from c++"));
     expect("add", c.add("/probe/counter", 40), 40);

@@ -17,7 +17,7 @@
 #include <string>
 #include <thread>
 
-#include "rendezvous/tcp_store_client.h"
+#include "store/tcpstore/tcp_store_client.h"
 
 namespace {
 
@@ -29,7 +29,7 @@ int poll(const std::string& dir) {
   std::string attempt =
       std::getenv("TORCHELASTIC_RESTART_COUNT") ? std::getenv("TORCHELASTIC_RESTART_COUNT") : "?";
   if (!addr || !port) return 65;
-  ddprun::rendezvous::TcpStoreClient store(addr, std::atoi(port));
+  ddprun::store::TcpStoreClient store(addr, std::atoi(port));
   std::ofstream(dir + "/w" + world + ".r" + rank + ".a" + attempt) << "";
   try {
     while (true) {
@@ -47,7 +47,7 @@ int count_keys(int port, const std::string& file, const std::string& last) {
   const char* attempt = std::getenv("TORCHELASTIC_RESTART_COUNT");
   if (!rank || !attempt) return 65;
   if (std::string(rank) != "0") return 0;
-  ddprun::rendezvous::TcpStoreClient store("127.0.0.1", port);
+  ddprun::store::TcpStoreClient store("127.0.0.1", port);
   std::ofstream(file, std::ios::app) << attempt << " " << store.num_keys() << "\n";
   return last == attempt ? 0 : 1;
 }
@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
   const char* port = std::getenv("MASTER_PORT");
   const char* attempt = std::getenv("TORCHELASTIC_RESTART_COUNT");
   if (!addr || !port || !attempt) return 65;
-  ddprun::rendezvous::TcpStoreClient store(addr, std::atoi(port));
+  ddprun::store::TcpStoreClient store(addr, std::atoi(port));
   if (std::string(attempt) == "0") {
     store.set("/leak", "from attempt 0");
     store.add("/arrived", 1);

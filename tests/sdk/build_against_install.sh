@@ -9,11 +9,17 @@ work=$(mktemp -d /tmp/ddprun_sdk_XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
 cmake --install "$build" --prefix "$work/prefix" >/dev/null
-for f in bin/ddprun include/ddprun/rendezvous/tcp_store_client.h \
+for f in bin/ddprun include/ddprun/store/tcpstore/tcp_store_client.h \
+         include/ddprun/rendezvous/tcp_store_client.h \
          include/ddprun/tracking/ddprun_tracking.hpp lib/cmake/ddprun/ddprunConfig.cmake \
          share/ddprun/python/ddprun_tracking.py; do
   [ -e "$work/prefix/$f" ] || { echo "not installed: $f" >&2; exit 1; }
 done
+
+# A program written against 0.1's layout still compiles.
+printf '#include "rendezvous/tcp_store_client.h"\nddprun::rendezvous::TcpStoreClient* c;\n' |
+  c++ -std=c++20 -fsyntax-only -I"$work/prefix/include/ddprun" -x c++ - ||
+  { echo "0.1's include path no longer compiles" >&2; exit 1; }
 
 flags=()
 if [ "$sanitize" = 1 ]; then  # the installed library was built with sanitizers

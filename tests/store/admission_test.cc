@@ -11,15 +11,15 @@
 #include <spdlog/spdlog.h>
 
 #include "net/job_token.h"
-#include "rendezvous/tcp_store_client.h"
-#include "rendezvous/tcp_store_server.h"
+#include "store/tcpstore/tcp_store_client.h"
+#include "store/tcpstore/tcp_store_server.h"
 #include "tests/store/raw_connection.h"
 
 namespace ddprun::test {
 namespace {
 
-using rendezvous::TcpStoreClient;
-using rendezvous::TcpStoreServer;
+using store::TcpStoreClient;
+using store::TcpStoreServer;
 
 TEST(MemberAdmission, OnlyMembersAndLoopbackAreServed) {
   TcpStoreServer server{"", 0};  // every interface, as a multi-node job's

@@ -4,19 +4,19 @@
 
 #include <thread>
 
-#include "rendezvous/memory_store.h"
-#include "rendezvous/prefix_store.h"
-#include "rendezvous/tcp_store_client.h"
-#include "rendezvous/tcp_store_server.h"
+#include "store/memory_store.h"
+#include "store/prefix_store.h"
+#include "store/tcpstore/tcp_store_client.h"
+#include "store/tcpstore/tcp_store_server.h"
 
 namespace ddprun::test {
 namespace {
 
-using namespace rendezvous;
+using namespace store;
 using namespace std::chrono_literals;
 
 // The same checks run against every Store implementation.
-void exercise(Store& s) {
+void exercise(store::Store& s) {
   s.set("a", std::string("x\0y", 3));
   EXPECT_EQ(s.get("a", 1s), std::string("x\0y", 3));
   EXPECT_EQ(s.add("n", 5), 5);
@@ -40,7 +40,7 @@ void exercise(Store& s) {
   EXPECT_EQ(s.get("after_timeout", 1s), "ok");
 }
 
-void ranks_as_threads(Store& s) {
+void ranks_as_threads(store::Store& s) {
   std::vector<std::thread> ranks;
   std::vector<std::string> seen(4);
   for (int r = 0; r < 4; ++r) {
@@ -57,16 +57,16 @@ void ranks_as_threads(Store& s) {
 }
 
 TEST(MemoryStore, Semantics) {
-  MemoryStore s;
+  store::MemoryStore s;
   exercise(s);
   ranks_as_threads(s);
   EXPECT_THROW(s.add("a", 1), StoreError) << "not a number";
 }
 
 TEST(PrefixStore, IsolatesKeys) {
-  MemoryStore inner;
-  PrefixStore a("attempt_0", inner);
-  PrefixStore b("attempt_1", inner);
+  store::MemoryStore inner;
+  store::PrefixStore a("attempt_0", inner);
+  store::PrefixStore b("attempt_1", inner);
   exercise(a);
   a.set("shared_name", "a");
   b.set("shared_name", "b");
@@ -75,18 +75,18 @@ TEST(PrefixStore, IsolatesKeys) {
 }
 
 TEST(TcpStoreClient, AgainstDdprunServer) {
-  TcpStoreServer server{"127.0.0.1", 0};
-  TcpStoreClient client("127.0.0.1", server.port());
+  store::TcpStoreServer server{"127.0.0.1", 0};
+  store::TcpStoreClient client("127.0.0.1", server.port());
   exercise(client);
   EXPECT_EQ(client.ping(1234), 1234u);
   EXPECT_EQ(client.num_keys(), 6);  // a n c m1 m2 after_timeout
 }
 
 TEST(TcpStoreClient, WaitWakesAcrossClients) {
-  TcpStoreServer server{"", 0};
-  TcpStoreClient waiter("localhost", server.port());
+  store::TcpStoreServer server{"", 0};
+  store::TcpStoreClient waiter("localhost", server.port());
   std::thread setter([&] {
-    TcpStoreClient c("127.0.0.1", server.port());
+    store::TcpStoreClient c("127.0.0.1", server.port());
     std::this_thread::sleep_for(20ms);
     c.set("go", "1");
   });
@@ -95,10 +95,10 @@ TEST(TcpStoreClient, WaitWakesAcrossClients) {
 }
 
 TEST(TcpStoreClient, Numbering113AgainstDdprunServer) {
-  TcpStoreServer server{"127.0.0.1", 0};
-  TcpStoreClient::Options o;
-  o.numbering = tcpstore::Numbering::kV113;
-  TcpStoreClient client("127.0.0.1", server.port(), o);
+  store::TcpStoreServer server{"127.0.0.1", 0};
+  store::TcpStoreClient::Options o;
+  o.numbering = store::tcpstore::Numbering::kV113;
+  store::TcpStoreClient client("127.0.0.1", server.port(), o);
   client.set("k", "v");
   EXPECT_EQ(client.get("k", 1s), "v");
   EXPECT_EQ(client.add("n", 2), 2);
@@ -108,13 +108,13 @@ TEST(TcpStoreClient, Numbering113AgainstDdprunServer) {
 }
 
 TEST(TcpStoreClient, RanksAsThreadsEachWithAClient) {
-  TcpStoreServer server{"127.0.0.1", 0};
-  TcpStoreClient shared("127.0.0.1", server.port());
+  store::TcpStoreServer server{"127.0.0.1", 0};
+  store::TcpStoreClient shared("127.0.0.1", server.port());
   // A client owns one connection, so each rank (thread) has its own.
   std::vector<std::thread> ranks;
   for (int r = 0; r < 8; ++r) {
     ranks.emplace_back([&, r] {
-      TcpStoreClient c("127.0.0.1", server.port());
+      store::TcpStoreClient c("127.0.0.1", server.port());
       c.set("r" + std::to_string(r), std::to_string(r));
       c.wait({"r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7"}, 5s);
     });
@@ -124,15 +124,15 @@ TEST(TcpStoreClient, RanksAsThreadsEachWithAClient) {
 }
 
 TEST(TcpStoreClient, ConnectTimeoutNamesTheAddress) {
-  TcpStoreClient::Options o;
+  store::TcpStoreClient::Options o;
   o.timeout = 200ms;
   int port = 0;
   {
-    TcpStoreServer gone{"127.0.0.1", 0};
+    store::TcpStoreServer gone{"127.0.0.1", 0};
     port = gone.port();
   }
   try {
-    TcpStoreClient c("127.0.0.1", port, o);
+    store::TcpStoreClient c("127.0.0.1", port, o);
     FAIL() << "connected to a closed port";
   } catch (const TimeoutError& e) {
     EXPECT_NE(std::string(e.what()).find("127.0.0.1:" + std::to_string(port)), std::string::npos)
@@ -141,11 +141,11 @@ TEST(TcpStoreClient, ConnectTimeoutNamesTheAddress) {
 }
 
 TEST(TcpStoreClient, LostServerIsAStoreErrorNamingTheAddress) {
-  auto server = std::make_unique<TcpStoreServer>("127.0.0.1", 0);
+  auto server = std::make_unique<store::TcpStoreServer>("127.0.0.1", 0);
   int port = server->port();
-  TcpStoreClient::Options o;
+  store::TcpStoreClient::Options o;
   o.timeout = 500ms;
-  TcpStoreClient c("127.0.0.1", port, o);
+  store::TcpStoreClient c("127.0.0.1", port, o);
   c.set("k", "v");
   server.reset();
   try {
@@ -158,8 +158,8 @@ TEST(TcpStoreClient, LostServerIsAStoreErrorNamingTheAddress) {
 }
 
 TEST(TcpStoreServer, ClearExceptKeepsOnlyThePrefix) {
-  TcpStoreServer server{"127.0.0.1", 0};
-  TcpStoreClient c("127.0.0.1", server.port());
+  store::TcpStoreServer server{"127.0.0.1", 0};
+  store::TcpStoreClient c("127.0.0.1", server.port());
   c.set("ddprun/agent", "1");
   c.set("/default_pg/0", "x");
   c.set("init/", "2");
@@ -170,9 +170,9 @@ TEST(TcpStoreServer, ClearExceptKeepsOnlyThePrefix) {
 }
 
 TEST(TcpStoreServer, BusyPortIsAClearError) {
-  TcpStoreServer first{"127.0.0.1", 0};
+  store::TcpStoreServer first{"127.0.0.1", 0};
   try {
-    TcpStoreServer second{"127.0.0.1", first.port()};
+    store::TcpStoreServer second{"127.0.0.1", first.port()};
     FAIL();
   } catch (const StoreError& e) {
     EXPECT_NE(std::string(e.what()).find(std::to_string(first.port())), std::string::npos);

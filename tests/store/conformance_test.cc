@@ -2,14 +2,14 @@
 // the 1.13 and the 2.x numbering (TCPSTORE_PROTOCOL.md).
 #include <gtest/gtest.h>
 
-#include "rendezvous/tcp_store_server.h"
+#include "store/tcpstore/tcp_store_server.h"
 #include "tests/store/raw_connection.h"
 
 namespace ddprun::test {
 namespace {
 
-using rendezvous::TcpStoreServer;
-namespace ts = rendezvous::tcpstore;
+using store::TcpStoreServer;
+namespace ts = store::tcpstore;
 
 class Conformance : public ::testing::TestWithParam<Numbering> {
  protected:

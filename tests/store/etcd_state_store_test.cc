@@ -33,7 +33,7 @@ class EtcdStateStoreTest : public ::testing::Test {
     std::string prefix =
         std::string("/s/") + ::testing::UnitTest::GetInstance()->current_test_info()->name() + "/";
     return std::make_unique<EtcdStateStore>(
-        std::make_unique<EtcdClient>(parse_etcd_endpoints(cluster_->endpoints()), 10s), prefix,
+        std::make_unique<store::EtcdClient>(store::parse_etcd_endpoints(cluster_->endpoints()), 10s), prefix,
         [] { return int64_t{0}; });
   }
   static std::string with(const std::vector<std::string>& nodes, bool complete = false) {

@@ -9,11 +9,11 @@
 #include <atomic>
 #include <thread>
 
-#include "rendezvous/etcd_store.h"
+#include "store/etcd/etcd_store.h"
 #include "tests/helpers/etcd_cluster.h"
 #include "tests/helpers/free_port.h"
 
-namespace ddprun::rendezvous {
+namespace ddprun::store {
 namespace {
 
 using namespace std::chrono_literals;
@@ -193,4 +193,4 @@ TEST(EtcdErrors, RequiredAuthenticationSaysSo) {
 }
 
 }  // namespace
-}  // namespace ddprun::rendezvous
+}  // namespace ddprun::store

@@ -6,15 +6,15 @@
 
 #include "common/error.h"
 #include "net/job_token.h"
-#include "rendezvous/tcp_store_client.h"
-#include "rendezvous/tcp_store_server.h"
+#include "store/tcpstore/tcp_store_client.h"
+#include "store/tcpstore/tcp_store_server.h"
 #include "tests/store/raw_connection.h"
 
 namespace ddprun::test {
 namespace {
 
-using rendezvous::TcpStoreClient;
-using rendezvous::TcpStoreServer;
+using store::TcpStoreClient;
+using store::TcpStoreServer;
 namespace job_token = net::job_token;
 
 TcpStoreClient::Options with_token(const std::string& token) {

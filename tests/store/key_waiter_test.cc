@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 #include <boost/asio/io_context.hpp>
 
-#include "rendezvous/etcd_store.h"
+#include "store/etcd/etcd_store.h"
 #include "rendezvous/key_waiter.h"
 #include "tests/helpers/etcd_cluster.h"
 #include "tests/helpers/threads.h"
@@ -16,16 +16,16 @@ namespace {
 
 using namespace std::chrono_literals;
 
-std::unique_ptr<EtcdStore> store_at(const std::string& endpoints,
+std::unique_ptr<store::EtcdStore> store_at(const std::string& endpoints,
                                     std::chrono::milliseconds timeout = 10s) {
-  return std::make_unique<EtcdStore>(
-      std::make_unique<EtcdClient>(parse_etcd_endpoints(endpoints), timeout), "/kw/");
+  return std::make_unique<store::EtcdStore>(
+      std::make_unique<store::EtcdClient>(store::parse_etcd_endpoints(endpoints), timeout), "/kw/");
 }
 
 /// A waiter on `keys` whose answer (values or error) the test reads after run().
 class Waiting {
  public:
-  Waiting(std::unique_ptr<EtcdStore> store, std::vector<std::string> keys)
+  Waiting(std::unique_ptr<store::EtcdStore> store, std::vector<std::string> keys)
       : waiter_(std::make_unique<KeyWaiter>(
             io_, on_loop(std::move(store)), std::move(keys),
             [this](std::vector<std::string> v) {
@@ -101,8 +101,8 @@ TEST(EtcdKeyWaiter, AWaitFromACompactedRevisionReadsInstead) {
   writer->set("later", "1");
   int64_t now = writer->client().range("/kw/later").kvs.at(0).mod_revision;
   writer->client().call("/v3/kv/compaction", {{"revision", std::to_string(now)}});
-  Waiting w(std::make_unique<EtcdStore>(
-                std::make_unique<EtcdClient>(parse_etcd_endpoints(cluster.endpoints()), 10s),
+  Waiting w(std::make_unique<store::EtcdStore>(
+                std::make_unique<store::EtcdClient>(store::parse_etcd_endpoints(cluster.endpoints()), 10s),
                 "/kw/", old),
             {"over"});
   w.run(10s);

@@ -17,17 +17,17 @@
 #include <string>
 #include <vector>
 
-#include "rendezvous/tcp_store_protocol.h"
+#include "store/tcpstore/tcp_store_protocol.h"
 
 namespace ddprun::test {
 
-using rendezvous::tcpstore::Numbering;
-using rendezvous::tcpstore::Op;
+using store::tcpstore::Numbering;
+using store::tcpstore::Op;
 
 /// Request bytes in a given numbering.
 class Wire {
  public:
-  Wire(Numbering n, Op op) { put(*rendezvous::tcpstore::op_to_wire(n, op)); }
+  Wire(Numbering n, Op op) { put(*store::tcpstore::op_to_wire(n, op)); }
   explicit Wire(uint8_t raw_opcode) { put(raw_opcode); }
   template <typename T>
   Wire& put(T v) {
@@ -79,7 +79,7 @@ class RawConnection {
   /// Opens a 2.x connection: VALIDATE then nothing else.
   static RawConnection v2(int port, const char* from = nullptr) {
     RawConnection c(port, from);
-    c.send(Wire(Numbering::kV2, Op::kValidate).put(rendezvous::tcpstore::kValidationMagic).bytes);
+    c.send(Wire(Numbering::kV2, Op::kValidate).put(store::tcpstore::kValidationMagic).bytes);
     return c;
   }
 

@@ -9,16 +9,16 @@
 #include <random>
 #include <thread>
 
-#include "rendezvous/tcp_store_client.h"
-#include "rendezvous/tcp_store_server.h"
+#include "store/tcpstore/tcp_store_client.h"
+#include "store/tcpstore/tcp_store_server.h"
 #include "tests/helpers/threads.h"
 #include "tests/store/raw_connection.h"
 
 namespace ddprun::test {
 namespace {
 
-using rendezvous::TcpStoreClient;
-using rendezvous::TcpStoreServer;
+using store::TcpStoreClient;
+using store::TcpStoreServer;
 
 // A single node's store stops as its job ends, before it is destroyed: its thread
 // ends meanwhile, and the destructor has nothing to wait for.
@@ -116,7 +116,7 @@ TEST(Robustness, OutOfDescriptorsPausesAcceptingWithoutSpinning) {
     rlimit lim{40, 40};
     ::setrlimit(RLIMIT_NOFILE, &lim);
     {
-      rendezvous::TcpStoreServer server("127.0.0.1", 0);
+      store::TcpStoreServer server("127.0.0.1", 0);
       int port = server.port();
       if (::write(port_pipe[1], &port, sizeof(port)) != sizeof(port)) ::_exit(1);
       char c;  // serves until the test writes or closes its end

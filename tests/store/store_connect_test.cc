@@ -1,18 +1,18 @@
 // Connecting to a store from a coroutine on a loop (open_store_client): a store not up
 // yet is waited for with retries, the job token's handshake is made with each answer
 // awaited on the loop, and a cancel ends the wait at once.
-#include "rendezvous/store_connect.h"
+#include "store/tcpstore/store_connect.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <boost/asio/steady_timer.hpp>
 
-#include "rendezvous/tcp_store_server.h"
+#include "store/tcpstore/tcp_store_server.h"
 #include "tests/helpers/free_port.h"
 #include "tests/helpers/run_task.h"
 
-namespace ddprun::rendezvous {
+namespace ddprun::store {
 namespace {
 
 using namespace std::chrono_literals;
@@ -89,4 +89,4 @@ TEST(StoreConnect, APeerThatNeverAnswersTimesOutByName) {
 }
 
 }  // namespace
-}  // namespace ddprun::rendezvous
+}  // namespace ddprun::store

@@ -8,7 +8,7 @@
 
 #include <boost/asio/steady_timer.hpp>
 
-#include "rendezvous/memory_store.h"
+#include "store/memory_store.h"
 #include "tests/helpers/run_task.h"
 
 namespace ddprun::rendezvous {
@@ -25,10 +25,10 @@ DynamicState join(DynamicJoiner& j, const std::string& node, int workers, int mi
 }
 
 struct Cluster {
-  MemoryStore store;
+  store::MemoryStore store;
   // The nodes' view of it: waits on their loops (the store's own wait list; the
   // memory view holds nothing of a wait, so the nodes' threads share it).
-  std::unique_ptr<LoopStore> view = on_loop(store);
+  std::unique_ptr<store::LoopStore> view = on_loop(store);
   std::atomic<int64_t> now_ms{0};
   DynamicConfig config{2, 3, 1000};
 

@@ -1,4 +1,4 @@
-#include "agent/flight_recorder.h"
+#include "agent/hang/flight_recorder.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

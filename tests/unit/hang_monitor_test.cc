@@ -1,4 +1,4 @@
-#include "agent/hang_monitor.h"
+#include "agent/hang/hang_monitor.h"
 
 #include <gtest/gtest.h>
 

@@ -1,8 +1,8 @@
-#include "agent/hang_report.h"
+#include "agent/hang/hang_report.h"
 
 #include <gtest/gtest.h>
 
-#include "agent/stack_text.h"
+#include "agent/hang/stack_text.h"
 
 namespace ddprun::agent {
 namespace {

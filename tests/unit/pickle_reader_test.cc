@@ -1,4 +1,4 @@
-#include "agent/pickle_reader.h"
+#include "agent/hang/pickle_reader.h"
 
 #include <fstream>
 #include <sstream>

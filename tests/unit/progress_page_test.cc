@@ -1,5 +1,5 @@
 // The progress page as the C++ tracking client writes it and the agent reads it.
-#include "agent/progress_page.h"
+#include "agent/hang/progress_page.h"
 
 #include <stdlib.h>
 

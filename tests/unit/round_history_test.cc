@@ -46,7 +46,7 @@ TEST(RoundHistory, TheStateItsCountersAndOtherKeysStay) {
 }
 
 TEST(RoundHistory, ForgettingReadsTheCountersFromTheStoreAndKeepsTheRest) {
-  KeyValueTable table;
+  store::KeyValueTable table;
   table.set(kPrefix + "state", "{}");
   table.set(kPrefix + "version", "40");
   table.set(kPrefix + "epoch", "10");

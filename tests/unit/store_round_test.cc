@@ -3,14 +3,14 @@
 
 #include "common/error.h"
 #include "net/wait_scope.h"
-#include "rendezvous/memory_store.h"
+#include "store/memory_store.h"
 #include "rendezvous/store_round.h"
 #include "tests/fakes/manual_clock.h"
 
 namespace ddprun::testing {
 namespace {
 
-using rendezvous::MemoryStore;
+using store::MemoryStore;
 using rendezvous::StoreRound;
 
 /// A store whose every call fails, as one gone away does.
@@ -41,7 +41,7 @@ class InterruptedStore : public MemoryStore {
 
 class StoreRoundTest : public ::testing::Test {
  protected:
-  static StoreRound::Options options(int group_rank, rendezvous::Store& store) {
+  static StoreRound::Options options(int group_rank, store::Store& store) {
     StoreRound::Options o;
     o.info.group_rank = group_rank;
     o.info.group_world_size = 2;
@@ -51,7 +51,7 @@ class StoreRoundTest : public ::testing::Test {
     o.connect = [] { return on_loop(std::make_unique<MemoryStore>()); };
     return o;
   }
-  std::unique_ptr<StoreRound> node(int group_rank, rendezvous::Store& store) {
+  std::unique_ptr<StoreRound> node(int group_rank, store::Store& store) {
     return std::make_unique<StoreRound>(io_, clock_, options(group_rank, store));
   }
   // Runs the loop a while.

@@ -1,10 +1,10 @@
-#include "rendezvous/tcp_store_decoder.h"
+#include "store/tcpstore/tcp_store_decoder.h"
 
 #include <gtest/gtest.h>
 
 #include <cstring>
 
-namespace ddprun::rendezvous::tcpstore {
+namespace ddprun::store::tcpstore {
 namespace {
 
 std::string str(const std::string& s) {
@@ -67,4 +67,4 @@ TEST(RequestDecoder, LimitsAreCheckedFromTheLengthAlone) {
 }
 
 }  // namespace
-}  // namespace ddprun::rendezvous::tcpstore
+}  // namespace ddprun::store::tcpstore

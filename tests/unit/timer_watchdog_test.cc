@@ -1,6 +1,6 @@
 // torchrun's worker watchdog on a real FIFO with time moved by hand: deadlines,
 // releases, torchrun's choice among expired scopes, and what ddprun refuses.
-#include "agent/timer_watchdog.h"
+#include "agent/hang/timer_watchdog.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

@@ -8,16 +8,16 @@
 #include "launcher/slurm_token.h"
 #include "net/token_handout.h"
 #include "os/munge.h"
-#include "rendezvous/tcp_store_client.h"
-#include "rendezvous/tcp_store_server.h"
+#include "store/tcpstore/tcp_store_client.h"
+#include "store/tcpstore/tcp_store_server.h"
 #include "tests/fakes/fake_credentials.h"
 
 namespace ddprun {
 namespace {
 
 using namespace std::chrono_literals;
-using rendezvous::TcpStoreClient;
-using rendezvous::TcpStoreServer;
+using store::TcpStoreClient;
+using store::TcpStoreServer;
 
 auto soon() { return std::chrono::steady_clock::now() + 10s; }
 

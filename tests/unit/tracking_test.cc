@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "common/host.h"
-#include "rendezvous/memory_store.h"
+#include "store/memory_store.h"
 #include "tests/helpers/scratch.h"
 #include "tracking/own_records.h"
 #include "tracking/part_merge.h"
@@ -344,7 +344,7 @@ TEST(RunTrackerRecords, APrimaryWhoseRunCouldNotBeMadeEndsQuietly) {
   RunTracker::Options o = run_in(base, "blocked");
   o.multi_node = true;
   std::filesystem::create_symlink(base + "/nowhere/at/all", base + "/blocked");
-  rendezvous::MemoryStore store;
+  store::MemoryStore store;
   {
     RunTracker tracker(o);
     tracker.attach(store, nullptr, "127.0.0.1:29400", true);

@@ -12,7 +12,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 
 #include "agent/log_dir.h"
-#include "agent/timer_watchdog.h"
+#include "agent/hang/timer_watchdog.h"
 #include "tests/fakes/fake_process_inspector.h"
 #include "tests/fakes/fake_process_launcher.h"
 #include "tests/fakes/log_capture.h"
@@ -279,7 +279,7 @@ TEST_F(WorkerGroupRunnerTest, NoStragglerIsNamedAfterAFailureOrWhenTurnedOff) {
 class StartingObserver : public tracking::RunObserver {
  public:
   explicit StartingObserver(const FakeProcessLauncher& launcher) : launcher_(launcher) {}
-  void attach(rendezvous::Store&, std::unique_ptr<rendezvous::Store>, const std::string&,
+  void attach(store::Store&, std::unique_ptr<store::Store>, const std::string&,
               bool) override {}
   void add_worker_env(int, int, int, std::map<std::string, std::string>&) override { ++envs; }
   void rendezvous_complete(int, int, int, const std::vector<std::string>&) override {}

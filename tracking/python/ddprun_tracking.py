@@ -54,7 +54,7 @@ def _map_progress_page():
         return None
 
 
-# The progress page (layout in ddprun's agent/progress_page.h): beats at 8, the last
+# The progress page (layout in ddprun's agent/hang/progress_page.h): beats at 8, the last
 # step at 16, the section's timeout in ms at 24 and its name at 32.
 _page = _map_progress_page()
 _beats = 0

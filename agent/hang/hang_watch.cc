@@ -1,0 +1,170 @@
+#include "agent/hang/hang_watch.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include <spdlog/spdlog.h>
+
+#include "agent/worker_group_runner.h"
+
+namespace ddprun::agent {
+namespace {
+
+using std::chrono::milliseconds;
+
+std::string seconds(milliseconds ms) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f s", static_cast<double>(ms.count()) / 1000);
+  return buf;
+}
+
+}  // namespace
+
+HangWatch::HangWatch(const AgentConfig& config, Clock& clock, WorkerGroupRunner& runner,
+                     ProcessInspector* inspector, std::string host)
+    : config_(config),
+      clock_(clock),
+      runner_(runner),
+      inspector_(inspector),
+      host_(std::move(host)),
+      monitor_(config_.hang),
+      timer_(clock.make_timer()) {}
+
+HangWatch::~HangWatch() = default;
+
+void HangWatch::start(std::function<void(const Stall&)> on_stall, ShareLongest share) {
+  on_stall_ = std::move(on_stall);
+  share_ = config_.hang.mode == HangOptions::Mode::kAuto ? std::move(share) : nullptr;
+  auto n = static_cast<int>(runner_.group().workers.size());
+  last_look_ = clock_.now();
+  last_share_ = last_look_;
+  monitor_.start_attempt(n, last_look_);
+  looks_.assign(static_cast<size_t>(n), Look{});
+  timer_->start(monitor_.check_interval(), [this] { tick(); });
+}
+
+void HangWatch::stop() { timer_->cancel(); }
+
+void HangWatch::tick() {
+  milliseconds now = clock_.now();
+  const auto& workers = runner_.group().workers;
+  double elapsed_ms = static_cast<double>((now - last_look_).count());
+  for (size_t i = 0; i < workers.size(); ++i) {
+    monitor_.observe(static_cast<int>(i), runner_.progress(static_cast<int>(i)), now);
+    if (!inspector_ || workers[i].state != WorkerState::kHealthy) continue;
+    ProcessLook look = inspector_->look(workers[i].pid);
+    Look& prev = looks_[i];
+    if (prev.process.alive && look.alive && elapsed_ms > 0) {
+      prev.cpu_percent =
+          100.0 * static_cast<double>((look.cpu - prev.process.cpu).count()) / elapsed_ms;
+    }
+    prev.process = look;
+  }
+  last_look_ = now;
+  if (share_ && now - last_share_ >= kShareInterval) share_longest(now);
+  if (auto stall = monitor_.check(now)) {
+    if (on_stall_) on_stall_(*stall);
+    return;
+  }
+  timer_->start(monitor_.check_interval(), [this] { tick(); });
+}
+
+// Auto mode learns job-wide: ranks on other nodes may see longer quiet stretches
+// (their phases differ, or they log less) that are just as normal as this node's.
+void HangWatch::share_longest(milliseconds now) {
+  last_share_ = now;
+  monitor_.adopt_longest(share_(monitor_.longest_interval()));
+}
+
+std::string HangWatch::describe(const Stall& stall) const {
+  const Worker& w = runner_.group().workers.at(static_cast<size_t>(stall.local_rank));
+  std::string s = "no progress for " + seconds(stall.idle) + " (timeout " + seconds(stall.timeout);
+  if (!stall.section.empty()) s += ", in section '" + stall.section + "'";
+  return s + ") on rank " + std::to_string(w.global_rank) + " (local_rank " +
+         std::to_string(w.local_rank) + ")";
+}
+
+void HangWatch::capture(std::function<void(std::string)> done) {
+  capturing_ = true;
+  stop();
+  const WorkerGroup& group = runner_.group();
+  milliseconds now = clock_.now();
+  auto reports = std::make_shared<std::vector<RankReport>>();
+  std::vector<StackRequest> requests;
+  for (size_t i = 0; i < group.workers.size(); ++i) {
+    const Worker& w = group.workers[i];
+    RankReport r;
+    r.rank = w.global_rank;
+    r.local_rank = w.local_rank;
+    r.node = group.group_rank;
+    r.host = host_;
+    r.pid = w.pid;
+    if (i < looks_.size()) {
+      r.state = looks_[i].process.state;
+      r.cpu_percent = looks_[i].cpu_percent;
+      r.wait_channel = looks_[i].process.wait_channel;
+    }
+    if (config_.hang.enabled() && i < looks_.size()) {
+      const HangMonitor::Progress& p = monitor_.progress(static_cast<int>(i));
+      r.step = p.sample.step;
+      r.idle_s = static_cast<double>((now - p.last).count()) / 1000;
+      if (p.sample.in_section) r.section = p.sample.section;
+    }
+    if (w.state != WorkerState::kHealthy) {
+      r.stack_note = "exited before the stacks were captured";
+      r.state = 'X';
+    }
+    reports->push_back(r);
+    std::string dir = runner_.worker_dir(w.local_rank);
+    requests.push_back({w.state == WorkerState::kHealthy ? w.pid : -1,
+                        dir + "/python_stacks.txt",
+                        dir + "/native_stack.txt",
+                        {w.flight_recorder_pipe, w.flight_recorder_dump}});
+  }
+  auto finish = [this, reports, done = std::move(done)](std::vector<CapturedStacks> stacks) {
+    nlohmann::json part = nlohmann::json::array();
+    for (size_t i = 0; i < reports->size(); ++i) {
+      RankReport& r = (*reports)[i];
+      if (i < stacks.size()) {
+        r.python_stack = stacks[i].python;
+        r.native_stack = stacks[i].native;
+        if (r.stack_note.empty()) r.stack_note = stacks[i].note;
+        r.nccl = std::move(stacks[i].flight_record);
+        if (!r.nccl.groups.empty()) r.nccl_dump = runner_.group().workers[i].flight_recorder_dump;
+      }
+      describe_stacks(r);
+      part.push_back(to_json(r));
+    }
+    capturing_ = false;
+    done(part.dump());
+  };
+  if (!inspector_) return finish({});
+  inspector_->capture(std::move(requests), finish);
+}
+
+HangWatch::Verdict HangWatch::judge(const std::vector<std::string>& parts) {
+  Verdict v;
+  for (size_t node = 0; node < parts.size(); ++node) {
+    nlohmann::json j = nlohmann::json::parse(parts[node], nullptr, false);
+    if (!j.is_array()) {
+      v.missing += (v.missing.empty() ? "" : ", ") + std::string("node ") + std::to_string(node);
+      continue;
+    }
+    for (const auto& r : j) v.ranks.push_back(rank_report_from_json(r));
+  }
+  if (!v.missing.empty()) v.missing += " did not report";
+  std::sort(v.ranks.begin(), v.ranks.end(),
+            [](const RankReport& a, const RankReport& b) { return a.rank < b.rank; });
+  v.diagnosis = diagnose(v.ranks);
+  std::optional<int64_t> top;
+  for (const auto& r : v.ranks)
+    if (r.step && (!top || *r.step > *top)) top = r.step;
+  bool progressed = top && (!hang_step_ || *top > *hang_step_);
+  no_progress_ = hung_before_ && !progressed ? no_progress_ + 1 : 0;
+  if (progressed) hang_step_ = top;
+  hung_before_ = true;
+  v.no_progress_limit = no_progress_ >= config_.hang.max_no_progress_restarts;
+  return v;
+}
+
+}  // namespace ddprun::agent

@@ -1,0 +1,88 @@
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/agent_config.h"
+#include "agent/hang/hang_monitor.h"
+#include "agent/hang/hang_report.h"
+#include "agent/hang/process_inspector.h"
+#include "common/clock.h"
+
+namespace ddprun::agent {
+
+class WorkerGroupRunner;
+
+/// Hang detection for one node, on the agent's loop: looks at the running workers'
+/// progress on a timer (HangMonitor decides), captures their stacks and state when
+/// the job hangs, and judges the whole job's reports (the culprit; restarts that got
+/// nowhere). Single-threaded.
+class HangWatch {
+ public:
+  /// Judgement of one hang from every node's reports.
+  struct Verdict {
+    std::vector<RankReport> ranks;  // every rank reported, by rank
+    HangDiagnosis diagnosis;
+    std::string missing;             // "node 1 did not report", ...
+    bool no_progress_limit = false;  // this hang ends the job (kNoProgressExitCode)
+  };
+
+  /// `inspector` may be null: no CPU, state or stacks then.
+  HangWatch(const AgentConfig& config, Clock& clock, WorkerGroupRunner& runner,
+            ProcessInspector* inspector, std::string host);
+  ~HangWatch();
+
+  /// Shares this node's longest interval between progress with the other nodes and
+  /// returns the job's (auto mode: the timeout is learned job-wide).
+  using ShareLongest = std::function<std::chrono::milliseconds(std::chrono::milliseconds)>;
+  /// How often the longest interval is shared, in auto mode.
+  static constexpr std::chrono::milliseconds kShareInterval{2000};
+
+  /// Watches the attempt's workers from now; `on_stall` once when one hangs. `share`
+  /// may be null (nobody to learn from).
+  void start(std::function<void(const Stall&)> on_stall, ShareLongest share = nullptr);
+  void stop();
+  /// "no progress for 5.2 s (timeout 5.0 s) on rank 1 (local_rank 1)".
+  std::string describe(const Stall& stall) const;
+
+  /// Captures every worker's state and stacks; `done` gets this node's reports as
+  /// JSON text, to share with the other nodes.
+  void capture(std::function<void(std::string)> done);
+  bool capturing() const { return capturing_; }
+
+  /// Judges every node's shared reports (by group rank; empty: none came).
+  Verdict judge(const std::vector<std::string>& parts);
+
+ private:
+  struct Look {
+    ProcessLook process;
+    double cpu_percent = -1;
+  };
+
+  void tick();
+  void share_longest(std::chrono::milliseconds now);
+
+  const AgentConfig& config_;
+  Clock& clock_;
+  WorkerGroupRunner& runner_;
+  ProcessInspector* inspector_;
+  std::string host_;
+  HangMonitor monitor_;
+  std::unique_ptr<Timer> timer_;
+  std::function<void(const Stall&)> on_stall_;
+  ShareLongest share_;
+  std::chrono::milliseconds last_share_{0};
+  std::vector<Look> looks_;
+  std::chrono::milliseconds last_look_{0};
+  bool capturing_ = false;
+  // Across attempts: the highest step any rank had reached at the last hang, and the
+  // hangs in a row since that got no rank past it.
+  bool hung_before_ = false;
+  std::optional<int64_t> hang_step_;
+  int no_progress_ = 0;
+};
+
+}  // namespace ddprun::agent

@@ -1,0 +1,41 @@
+#pragma once
+
+#include <string>
+
+#include "agent/hang/hang_monitor.h"
+
+namespace ddprun::agent {
+
+/// The page a worker reports its progress on: a small file (DDPRUN_PROGRESS_FILE)
+/// that the worker's tracking client maps and writes, and the agent maps and reads, so
+/// neither side makes a system call per report. Layout, little-endian, 128 bytes:
+///
+///   0  char[8]   magic "DDPRPG01"
+///   8  uint64    beats: +1 at every progress call (log, config, summary, heartbeat,
+///                entering or leaving a section)
+///  16  int64     the last logged step (INT64_MIN: none yet)
+///  24  uint64    section timeout in ms: 0 outside a section, UINT64_MAX for a section
+///                without a limit
+///  32  char[64]  the section's name, NUL-terminated
+///
+/// Fields are written without locks; a torn read costs at most one look.
+class ProgressPage {
+ public:
+  static constexpr size_t kSize = 128;
+
+  /// Creates (or resets) the file at `path` and maps it. Throws SystemError naming it.
+  explicit ProgressPage(std::string path);
+  ~ProgressPage();
+  ProgressPage(const ProgressPage&) = delete;
+  ProgressPage& operator=(const ProgressPage&) = delete;
+
+  const std::string& path() const { return path_; }
+  /// The worker's counters and section now (`output` is left 0).
+  ProgressSample read() const;
+
+ private:
+  std::string path_;
+  unsigned char* map_ = nullptr;
+};
+
+}  // namespace ddprun::agent

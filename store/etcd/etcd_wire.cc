@@ -1,0 +1,151 @@
+#include "store/etcd/etcd_wire.h"
+
+#include <charconv>
+
+namespace ddprun::store::etcd_wire {
+
+namespace {
+
+const char* kBase64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+[[noreturn]] void malformed(const std::string& what) {
+  throw StoreError("malformed etcd reply: " + what);
+}
+
+const nlohmann::json& object(const nlohmann::json& j, const char* what) {
+  if (!j.is_object()) malformed(std::string(what) + " is not an object");
+  return j;
+}
+
+// A string field ("" when left out).
+std::string string_field(const nlohmann::json& j, const char* name) {
+  auto it = j.find(name);
+  if (it == j.end() || it->is_null()) return "";
+  if (!it->is_string()) malformed(std::string("'") + name + "' is not a string");
+  return it->get<std::string>();
+}
+
+}  // namespace
+
+std::string b64(const std::string& in) {
+  std::string out;
+  out.reserve((in.size() + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 2 < in.size(); i += 3) {
+    uint32_t v = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8) | uint8_t(in[i + 2]);
+    for (int s = 18; s >= 0; s -= 6) out += kBase64[(v >> s) & 63];
+  }
+  if (i + 1 == in.size()) {
+    uint32_t v = uint8_t(in[i]) << 16;
+    out += kBase64[(v >> 18) & 63];
+    out += kBase64[(v >> 12) & 63];
+    out += "==";
+  } else if (i + 2 == in.size()) {
+    uint32_t v = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8);
+    out += kBase64[(v >> 18) & 63];
+    out += kBase64[(v >> 12) & 63];
+    out += kBase64[(v >> 6) & 63];
+    out += '=';
+  }
+  return out;
+}
+
+std::string unb64(const std::string& in) {
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (char c : in) {
+    const char* p = c ? std::strchr(kBase64, c) : nullptr;
+    if (p == nullptr) continue;  // '=' padding
+    acc = (acc << 6) | static_cast<uint32_t>(p - kBase64);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out += static_cast<char>((acc >> bits) & 0xff);
+    }
+  }
+  return out;
+}
+
+// etcd's gateway writes 64-bit integers as JSON strings, and leaves zero values out.
+int64_t int_field(const nlohmann::json& j, const char* name) {
+  auto it = object(j, "a reply").find(name);
+  if (it == j.end() || it->is_null()) return 0;
+  if (it->is_string()) {
+    const std::string& text = it->get_ref<const std::string&>();
+    int64_t value = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc() || end != text.data() + text.size() || text.empty()) {
+      malformed(std::string("'") + name + "' is not an integer: '" + text.substr(0, 40) + "'");
+    }
+    return value;
+  }
+  if (it->is_number_integer()) return it->get<int64_t>();
+  malformed(std::string("'") + name + "' is not an integer");
+}
+
+EtcdKv to_kv(const nlohmann::json& j) {
+  EtcdKv kv;
+  object(j, "a key-value");
+  kv.key = unb64(string_field(j, "key"));
+  kv.value = unb64(string_field(j, "value"));
+  kv.create_revision = int_field(j, "create_revision");
+  kv.mod_revision = int_field(j, "mod_revision");
+  return kv;
+}
+
+EtcdClient::Range to_range(const nlohmann::json& j) {
+  EtcdClient::Range r;
+  object(j, "a range");
+  if (auto h = j.find("header"); h != j.end()) r.revision = int_field(*h, "revision");
+  if (auto kvs = j.find("kvs"); kvs != j.end() && !kvs->is_null()) {
+    if (!kvs->is_array()) malformed("'kvs' is not an array");
+    for (const auto& kv : *kvs) r.kvs.push_back(to_kv(kv));
+  }
+  r.count = int_field(j, "count");
+  return r;
+}
+
+// Where the first complete JSON object in `s` (from `from`) ends, or npos.
+size_t json_object_end(const std::string& s, size_t from) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = from; i < s.size(); ++i) {
+    char c = s[i];
+    if (in_string) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{') {
+      ++depth;
+    } else if (c == '}' && --depth == 0) {
+      return i + 1;
+    }
+  }
+  return std::string::npos;
+}
+
+nlohmann::json txn_ops(const std::vector<EtcdOp>& ops) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& op : ops) {
+    nlohmann::json body{{"key", b64(op.key)}};
+    if (!op.range_end.empty()) body["range_end"] = b64(op.range_end);
+    switch (op.kind) {
+      case EtcdOp::Kind::kRange:
+        if (op.keys_only) body["keys_only"] = true;
+        out.push_back({{"request_range", body}});
+        break;
+      case EtcdOp::Kind::kPut:
+        body["value"] = b64(op.value);
+        if (op.lease != 0) body["lease"] = std::to_string(op.lease);
+        out.push_back({{"request_put", body}});
+        break;
+    }
+  }
+  return out;
+}
+
+}  // namespace ddprun::store::etcd_wire

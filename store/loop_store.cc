@@ -1,0 +1,138 @@
+#include "store/loop_store.h"
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "common/loop_waits.h"
+#include "store/etcd/etcd_store.h"
+#include "store/etcd/etcd_stream.h"
+#include "store/memory_store.h"
+#include "store/tcpstore/tcp_store_client.h"
+
+namespace ddprun::store {
+namespace {
+
+namespace asio = boost::asio;
+using Clock = std::chrono::steady_clock;
+// Each wait builds its Values and co_returns that: `co_return std::nullopt;` after a
+// co_await in a condition made GCC 12 emit a trap (SIGILL) in these coroutines.
+using Values = std::optional<std::vector<std::string>>;
+
+class TcpLoopStore : public LoopStore {
+ public:
+  explicit TcpLoopStore(std::unique_ptr<TcpStoreClient> client) : client_(std::move(client)) {}
+  Store& store() override { return *client_; }
+  Task<Values> wait_for(std::vector<std::string> keys, std::chrono::milliseconds timeout,
+                        CancelSignal& cancel) override {
+    bool all_there = co_await wait_on_tcp(*client_, keys, timeout, cancel);
+    Values values;
+    if (all_there) values = values_now(*client_, keys);
+    co_return values;
+  }
+
+ private:
+  std::unique_ptr<TcpStoreClient> client_;
+};
+
+// etcd: the keys are read, then watched from there on the loop; wherever the stream
+// breaks or stays silent, the next member is asked (the keys read again first).
+class EtcdLoopStore : public LoopStore {
+ public:
+  explicit EtcdLoopStore(std::unique_ptr<EtcdStore> etcd) : etcd_(std::move(etcd)) {}
+  Store& store() override { return *etcd_; }
+  Task<Values> wait_for(std::vector<std::string> keys, std::chrono::milliseconds timeout,
+                        CancelSignal& cancel) override {
+    EtcdStore& etcd = *etcd_;
+    struct Ends {  // however the wait ends, the store serves calls again
+      EtcdStore& etcd;
+      ~Ends() { etcd.end_wait(); }
+    } ends{etcd};
+    EtcdStream stream{[&] { return etcd.start_wait(keys) ? -1 : etcd.open_wait(); },
+                      [&] { return etcd.wait_readable(); }, [&] { etcd.wait_silent(); },
+                      etcd.wait_silence()};
+    bool all_there = co_await follow_etcd_stream(stream, Clock::now() + timeout, cancel);
+    Values values;
+    if (all_there) values = etcd.wait_values();
+    co_return values;
+  }
+
+ private:
+  std::unique_ptr<EtcdStore> etcd_;
+};
+
+// In memory: the wait is a wait list entry the store's writers wake (from any thread:
+// the wake-up is posted to the waiter's loop).
+class MemoryLoopStore : public LoopStore {
+ public:
+  MemoryLoopStore(std::unique_ptr<MemoryStore> owned, MemoryStore& store)
+      : owned_(std::move(owned)), store_(store) {}
+  Store& store() override { return store_; }
+  Task<Values> wait_for(std::vector<std::string> keys, std::chrono::milliseconds timeout,
+                        CancelSignal& cancel) override {
+    cancel.check();
+    auto deadline = Clock::now() + timeout;
+    auto timer = std::make_shared<asio::steady_timer>(co_await asio::this_coro::executor);
+    MemoryStore::Watch watch(store_, [timer] {
+      asio::post(timer->get_executor(), [timer] { timer->cancel(); });
+    });
+    CancelSignal::Hook hook(cancel, [&timer] { timer->cancel(); });
+    Values values;
+    while (!store_.check(keys)) {
+      if (Clock::now() >= deadline) co_return values;
+      timer->expires_at(deadline);
+      boost::system::error_code woken;
+      co_await timer->async_wait(asio::redirect_error(asio::use_awaitable, woken));
+      cancel.check();
+    }
+    values = values_now(store_, keys);
+    co_return values;
+  }
+
+ private:
+  std::unique_ptr<MemoryStore> owned_;
+  MemoryStore& store_;
+};
+
+}  // namespace
+
+std::unique_ptr<LoopStore> on_loop(std::unique_ptr<TcpStoreClient> client) {
+  return std::make_unique<TcpLoopStore>(std::move(client));
+}
+
+std::unique_ptr<LoopStore> on_loop(std::unique_ptr<EtcdStore> store) {
+  return std::make_unique<EtcdLoopStore>(std::move(store));
+}
+
+std::unique_ptr<LoopStore> on_loop(std::unique_ptr<MemoryStore> store) {
+  MemoryStore& s = *store;
+  return std::make_unique<MemoryLoopStore>(std::move(store), s);
+}
+
+std::unique_ptr<LoopStore> on_loop(MemoryStore& store) {
+  return std::make_unique<MemoryLoopStore>(nullptr, store);
+}
+
+Task<bool> wait_on_tcp(TcpStoreClient& client, std::vector<std::string> keys,
+                       std::chrono::milliseconds timeout, CancelSignal& cancel) {
+  cancel.check();
+  int fd = client.start_wait(keys);
+  bool answered = false;
+  try {
+    answered = co_await wait_readable(fd, Clock::now() + timeout, cancel);
+  } catch (...) {
+    client.abandon_wait();
+    throw;
+  }
+  if (!answered) co_return client.cancel_wait();
+  client.finish_wait();
+  co_return true;
+}
+
+std::vector<std::string> values_now(Store& store, const std::vector<std::string>& keys) {
+  std::vector<std::string> values;
+  values.reserve(keys.size());
+  for (auto& v : store.get_now(keys)) values.push_back(std::move(v).value_or(""));
+  return values;
+}
+
+}  // namespace ddprun::store

@@ -1,0 +1,58 @@
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/cancel_signal.h"
+#include "common/coro.h"
+#include "store/store.h"
+
+namespace ddprun::store {
+
+class EtcdStore;
+class MemoryStore;
+class TcpStoreClient;
+
+/// A store connection as the agent's loop uses it: its quick requests (one round trip
+/// each) through store(), and waits for keys as completions of the loop through
+/// wait_for(): the loop's only way to wait on a store. Each store waits its own way: a
+/// TCPStore with its WAIT request, whose answer the loop reads as it arrives; etcd with
+/// a watch stream (moving on to the next member when it breaks or stays silent); the
+/// in-process MemoryStore of unit tests with a wait list its writers wake. The blocking
+/// Store stays for the C++ SDK and for threads.
+///
+/// Thread-safety: the loop's thread only.
+class LoopStore {
+ public:
+  virtual ~LoopStore() = default;
+
+  virtual Store& store() = 0;
+
+  /// From a coroutine on the loop: the values of `keys` once every one exists, or
+  /// nullopt when `timeout` passes first. `cancel` ends it with Error; a TCPStore
+  /// connection is dropped then (the next call reconnects), as its WAIT is left
+  /// unanswered. The connection serves nothing else until this returns. Throws
+  /// StoreError as the store does.
+  virtual Task<std::optional<std::vector<std::string>>> wait_for(
+      std::vector<std::string> keys, std::chrono::milliseconds timeout, CancelSignal& cancel) = 0;
+};
+
+std::unique_ptr<LoopStore> on_loop(std::unique_ptr<TcpStoreClient> client);
+std::unique_ptr<LoopStore> on_loop(std::unique_ptr<EtcdStore> store);
+std::unique_ptr<LoopStore> on_loop(std::unique_ptr<MemoryStore> store);
+/// A MemoryStore shared with others (tests' nodes as threads), not owned.
+std::unique_ptr<LoopStore> on_loop(MemoryStore& store);
+
+/// The wait of a TCPStore connection: until every key exists (true) or `timeout`
+/// passes (false), as LoopStore::wait_for() without the values.
+Task<bool> wait_on_tcp(TcpStoreClient& client, std::vector<std::string> keys,
+                       std::chrono::milliseconds timeout, CancelSignal& cancel);
+
+/// The values of `keys` once a wait saw them all: one round trip where the store can
+/// (no second wait, as multi_get() would make); "" for a key gone meanwhile.
+std::vector<std::string> values_now(Store& store, const std::vector<std::string>& keys);
+
+}  // namespace ddprun::store

@@ -1,0 +1,115 @@
+#pragma once
+
+// Internal to the TCP store server: one client connection and the state all
+// connections share. Everything here runs on the server's single io thread.
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <boost/asio/ip/tcp.hpp>
+
+#include "store/key_value_table.h"
+#include "store/tcpstore/tcp_store_decoder.h"
+
+namespace ddprun::store::tcpstore {
+
+class Session;
+
+/// The store's data plus who waits for or watches which key.
+class StoreState {
+ public:
+  KeyValueTable table;
+  std::unordered_map<std::string, std::deque<std::string>> queues;
+
+  bool exists(const std::string& key) const;
+
+  /// Registers `session` to be told STOP_WAITING once all missing `keys` exist.
+  void add_wait(const std::shared_ptr<Session>& session, const std::vector<std::string>& keys);
+  /// BARRIER: counts `session` in on `key` (an ADD of 1) and registers it to be told
+  /// STOP_WAITING once the count reaches `members`, at once if it has. Throws
+  /// KeyValueTable::NotANumber as ADD does.
+  void add_to_barrier(const std::shared_ptr<Session>& session, const std::string& key,
+                      int64_t members);
+  /// Forgets the session's pending wait (for keys or at a barrier), if any.
+  void cancel_wait(Session& session);
+  void add_watch(const std::shared_ptr<Session>& session, const std::string& key);
+
+  /// The value 1.13 watchers of `key` must be told was replaced (copied only when
+  /// someone watches the key; nullopt otherwise or when the key is new).
+  std::optional<std::string> watched_value(const std::string& key) const;
+  /// After `key` was written: wakes its waiters and tells 1.13 watchers.
+  void key_written(const std::string& key, const std::optional<std::string>& old_value);
+  /// After `key` was deleted: tells watchers (waiters are not woken, as in PyTorch).
+  void key_deleted(const std::string& key, const std::string& old_value);
+
+  /// Shared by all sessions for large reads: the server is single-threaded, so the
+  /// reads that use it never overlap. Not zeroed: a store that never sees a large
+  /// value never touches its pages.
+  static constexpr size_t kReadBufferSize = 64 * 1024;
+  std::unique_ptr<char[]> read_buffer = std::make_unique_for_overwrite<char[]>(kReadBufferSize);
+
+ private:
+  struct Waiter {
+    std::weak_ptr<Session> session;
+    uint64_t generation;
+  };
+  struct BarrierWaiter {
+    std::weak_ptr<Session> session;
+    uint64_t generation;
+    int64_t members;
+  };
+  // Tells the waiters whose count `key` reached STOP_WAITING.
+  void release_barrier(const std::string& key);
+
+  std::unordered_map<std::string, std::vector<Waiter>> waiters_;
+  std::unordered_map<std::string, std::vector<BarrierWaiter>> barriers_;
+  std::unordered_map<std::string, std::vector<std::weak_ptr<Session>>> watchers_;
+};
+
+/// One client connection. Kept alive by its pending asynchronous operations.
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(boost::asio::ip::tcp::socket socket, StoreState& state);
+
+  void start();
+  void close();
+  bool closed() const { return closed_; }
+
+  /// Queues reply bytes; closes the session when the client stops reading. Replies
+  /// produced while handling one read go out in a single write.
+  void send(const std::string& bytes);
+
+  // Wait bookkeeping, owned by StoreState.
+  uint64_t wait_generation = 0;
+  size_t keys_awaited = 0;
+  std::vector<std::string> awaited_keys;
+
+ private:
+  static constexpr size_t kMaxQueuedReplyBytes = 64 * 1024 * 1024;
+
+  void read_more();
+  void on_read(size_t n);
+  void handle(Request& request);
+  void handle_data_op(Request& r);
+  void flush();
+
+  boost::asio::ip::tcp::socket socket_;
+  StoreState& state_;
+  RequestDecoder decoder_;
+  // Small on purpose: an idle connection costs little; a read that fills it is
+  // continued through the shared buffer.
+  std::array<char, 1024> read_buffer_;
+  std::string pending_;    // replies not yet handed to the socket
+  std::string in_flight_;  // the write under way
+  bool writing_ = false;
+  bool batching_ = false;  // handling a read: flush once at its end
+  bool closed_ = false;
+};
+
+}  // namespace ddprun::store::tcpstore
