@@ -18,32 +18,32 @@ using std::chrono::milliseconds;
 
 }  // namespace
 
-C10dBackend::C10dBackend(Options options, bool connect_later) : options_(std::move(options)) {
-  if (options_.is_host.value_or(true)) {
+C10dBackend::C10dBackend(RendezvousParams params, bool connect_later) : params_(std::move(params)) {
+  if (params_.c10d_is_host.value_or(true)) {
     try {
       server_ = std::make_unique<store::TcpStoreServer>(
-          options_.host, static_cast<uint16_t>(options_.port), options_.token,
-          store::TcpStoreServer::Guests::kNone, options_.token_handout);
+          params_.c10d_host, static_cast<uint16_t>(params_.c10d_port), params_.token,
+          store::TcpStoreServer::Guests::kNone, params_.token_handout);
     } catch (const StoreError& e) {
       // Another agent here already hosts it, or the endpoint is another machine.
-      if (options_.is_host.value_or(false)) throw;
+      if (params_.c10d_is_host.value_or(false)) throw;
       spdlog::debug("not hosting the rendezvous store: {}", e.what());
     }
   }
   if (connect_later) return;
   store::TcpStoreClient::Options o;
-  o.token = options_.token;
-  o.timeout = options_.connect_timeout;
-  probe_ = std::make_unique<store::TcpStoreClient>(options_.host, options_.port, o);
-  probe_->set_timeout(options_.call_timeout);
+  o.token = params_.token;
+  o.timeout = params_.join_timeout;
+  probe_ = std::make_unique<store::TcpStoreClient>(params_.c10d_host, params_.c10d_port, o);
+  probe_->set_timeout(params_.read_timeout);
 }
 
 Task<void> C10dBackend::reach(CancelSignal& cancel) {
   store::TcpStoreClient::Options o;
-  o.token = options_.token;
-  o.timeout = options_.call_timeout;
-  auto deadline = std::chrono::steady_clock::now() + options_.connect_timeout;
-  probe_ = co_await open_store_client(options_.host, options_.port, o, deadline, cancel);
+  o.token = params_.token;
+  o.timeout = params_.read_timeout;
+  auto deadline = std::chrono::steady_clock::now() + params_.join_timeout;
+  probe_ = co_await open_store_client(params_.c10d_host, params_.c10d_port, o, deadline, cancel);
 }
 
 C10dBackend::~C10dBackend() {
@@ -76,15 +76,15 @@ std::unique_ptr<store::LoopStore> C10dBackend::connect_on_loop(milliseconds time
 
 std::unique_ptr<store::TcpStoreClient> C10dBackend::new_client(milliseconds timeout) const {
   store::TcpStoreClient::Options o;
-  o.token = options_.token;
+  o.token = params_.token;
   o.timeout = timeout;
-  return std::make_unique<store::TcpStoreClient>(options_.host, options_.port, o);
+  return std::make_unique<store::TcpStoreClient>(params_.c10d_host, params_.c10d_port, o);
 }
 
 std::string C10dBackend::endpoint() const {
-  return (options_.host.find(':') != std::string::npos ? "[" + options_.host + "]"
-                                                       : options_.host) +
-         ":" + std::to_string(options_.port);
+  return (params_.c10d_host.find(':') != std::string::npos ? "[" + params_.c10d_host + "]"
+                                                       : params_.c10d_host) +
+         ":" + std::to_string(params_.c10d_port);
 }
 
 void C10dBackend::linger(milliseconds max) {
@@ -97,15 +97,15 @@ void C10dBackend::stop_serving() {
 
 std::unique_ptr<store::TcpStoreClient> C10dBackend::connect_heartbeat() const {
   store::TcpStoreClient::Options o;
-  o.token = options_.token;
-  o.timeout = std::max(options_.heartbeat_interval * 2, milliseconds(2000));
-  return std::make_unique<store::TcpStoreClient>(options_.host, options_.port, o);
+  o.token = params_.token;
+  o.timeout = std::max(params_.heartbeat_interval * 2, milliseconds(2000));
+  return std::make_unique<store::TcpStoreClient>(params_.c10d_host, params_.c10d_port, o);
 }
 
 void C10dBackend::start_liveness(const std::string& prefix, const std::string& node) {
   heartbeat_client_ = connect_heartbeat();
   heartbeat_ = std::make_unique<PeriodicThread>(
-      "ddprun-beat", options_.heartbeat_interval, PeriodicThread::First::kAtOnce,
+      "ddprun-beat", params_.heartbeat_interval, PeriodicThread::First::kAtOnce,
       [this, key = prefix + "hb/" + node, beat = int64_t{0}](const PeriodicThread& t) mutable {
         return heartbeat(key, ++beat, t);
       });
@@ -156,12 +156,12 @@ std::vector<std::string> C10dBackend::dead_members(const std::string& prefix,
   // A member that has not beaten yet reads as "": judged from its first change.
   std::vector<std::string> beats = probe_->multi_get_now(keys);
   auto now = Clock::now();
-  auto limit = options_.heartbeat_interval * options_.heartbeat_misses;
+  auto limit = params_.heartbeat_interval * params_.heartbeat_misses;
   // Silence is judged only over time this node watched the store: if it could not for
   // longer than a limit (this agent was frozen, or the store did not answer: its host
   // frozen), nobody else could beat meanwhile either. Everyone's window starts again,
   // instead of dropping a node that was waiting for the same store.
-  auto unwatched = std::max<Clock::duration>(limit, options_.heartbeat_interval * 2);
+  auto unwatched = std::max<Clock::duration>(limit, params_.heartbeat_interval * 2);
   bool watched = last_check_ == Clock::time_point{} || now - last_check_ <= unwatched;
   last_check_ = now;
   if (!watched) {

@@ -10,6 +10,7 @@
 #include "common/coro.h"
 #include "common/periodic_thread.h"
 #include "rendezvous/rendezvous_backend.h"
+#include "rendezvous/rendezvous_params.h"
 #include "store/tcpstore/tcp_store_client.h"
 #include "store/tcpstore/tcp_store_server.h"
 
@@ -25,21 +26,9 @@ namespace ddprun::rendezvous {
 /// agent (SIGSTOP, a frozen VM) stops it as it should.
 class C10dBackend : public RendezvousBackend {
  public:
-  struct Options {
-    std::string host = "localhost";
-    int port = 29400;
-    std::optional<bool> is_host;  // unset: host if the endpoint can be bound here
-    std::chrono::milliseconds connect_timeout{600'000};  // the first connection
-    std::chrono::milliseconds call_timeout{60'000};      // every call after it
-    std::chrono::milliseconds heartbeat_interval{5'000};
-    int heartbeat_misses = 3;
-    std::string token;  // the job token ("" = none): the store admits only who proves it
-    net::TokenHandout token_handout;  // the host: hands the token out (a Slurm step)
-  };
-
   /// Hosts the store when it should; connects (TimeoutError naming the endpoint)
   /// unless `connect_later`: then reach() makes the first connection.
-  explicit C10dBackend(Options options, bool connect_later = false);
+  explicit C10dBackend(RendezvousParams params, bool connect_later = false);
   /// From a coroutine on the agent's loop: the first connection to the store, which may
   /// not be up yet (waits and retries are the loop's completions; `cancel` ends them
   /// with Error). TimeoutError naming the endpoint after the connect timeout.
@@ -72,7 +61,7 @@ class C10dBackend : public RendezvousBackend {
   std::unique_ptr<store::TcpStoreClient> connect_heartbeat() const;
   std::unique_ptr<store::TcpStoreClient> new_client(std::chrono::milliseconds timeout) const;
 
-  Options options_;
+  const RendezvousParams params_;
   std::unique_ptr<store::TcpStoreServer> server_;
   std::unique_ptr<store::TcpStoreClient> probe_;  // reads the heartbeats
   std::mutex heartbeat_mutex_;             // guards the pointer: replaced after a failure

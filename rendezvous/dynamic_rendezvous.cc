@@ -34,24 +34,26 @@ std::string member_address(const std::string& id) { return id.substr(0, address_
 
 }  // namespace
 
-DynamicRendezvous::DynamicRendezvous(Options options, std::unique_ptr<RendezvousBackend> backend)
-    : options_(std::move(options)),
+DynamicRendezvous::DynamicRendezvous(RendezvousParams params,
+                                     std::unique_ptr<RendezvousBackend> backend)
+    : params_(std::move(params)),
       backend_(std::move(backend)),
-      prefix_(backend_->prefix(options_.run_id)) {
-  address_ = options_.local_addr.empty() ? host_name() : options_.local_addr;
+      prefix_(backend_->prefix(params_.run_id)) {
+  address_ = params_.local_addr.empty() ? host_name() : params_.local_addr;
   // The store this node hosts for the workers when it is group rank 0, bound now: its
   // port is part of the node's id, so every member knows MASTER_ADDR and MASTER_PORT
   // the moment the round completes.
   worker_store_ = std::make_unique<store::TcpStoreServer>(
-      options_.listen_all ? "" : net::listen_host_for(address_), 0);
+      params_.listen_all ? "" : net::listen_host_for(address_), 0);
   // Sorting node ids orders nodes by address, then pid: deterministic ranks.
   char pid[16];
   std::snprintf(pid, sizeof(pid), "%010d", static_cast<int>(::getpid()));
   node_id_ = address_ + "/" + pid + "/" + std::to_string(worker_store_->port());
-  client_ = backend_->connect_on_loop(options_.read_timeout, 0);
+  client_ = backend_->connect_on_loop(params_.read_timeout, 0);
   joiner_ = std::make_unique<DynamicJoiner>(
-      client_->store(), backend_->state_store(*client_, prefix_, options_.read_timeout), prefix_,
-      options_.config, wall_ms);
+      client_->store(), backend_->state_store(*client_, prefix_, params_.read_timeout), prefix_,
+      DynamicConfig{params_.min_nodes, params_.max_nodes, params_.last_call_timeout.count()},
+      wall_ms);
   backend_->start_liveness(prefix_, node_id_);
   primary_ = backend_->primary(client_->store(), prefix_, node_id_);
 }
@@ -59,13 +61,13 @@ DynamicRendezvous::DynamicRendezvous(Options options, std::unique_ptr<Rendezvous
 DynamicRendezvous::~DynamicRendezvous() = default;
 
 std::unique_ptr<store::Store> DynamicRendezvous::connect() {
-  return backend_->connect(options_.read_timeout, 0);
+  return backend_->connect(params_.read_timeout, 0);
 }
 
 std::unique_ptr<RoundCoordinator> DynamicRendezvous::coordinate(const RendezvousInfo& info,
                                                                 boost::asio::io_context& io,
                                                                 Clock& clock) {
-  if (options_.config.max_nodes == 1) return make_local_round(io);
+  if (params_.max_nodes == 1) return make_local_round(io);
   StoreRound::Options o;
   o.info = info;
   o.prefix = joiner_->round_prefix(info.round);
@@ -73,12 +75,12 @@ std::unique_ptr<RoundCoordinator> DynamicRendezvous::coordinate(const Rendezvous
   o.store_where = backend_->endpoint();
   // The round's keys are all newer than its completion: waits need not read first.
   o.connect = [this, newer_than = info.completed_at] {
-    return backend_->connect_on_loop(options_.read_timeout, newer_than);
+    return backend_->connect_on_loop(params_.read_timeout, newer_than);
   };
   o.dead_members = [this, members = info.members] {
     return backend_->dead_members(prefix_, members, node_id_);
   };
-  o.heartbeat_interval = options_.heartbeat_interval;
+  o.heartbeat_interval = params_.heartbeat_interval;
   o.start_next = [this, round = info.round](bool failure, const std::set<std::string>& alive) {
     joiner_->start_next_round(round, failure, alive);
   };
@@ -86,7 +88,7 @@ std::unique_ptr<RoundCoordinator> DynamicRendezvous::coordinate(const Rendezvous
 }
 
 void DynamicRendezvous::finish_job() {
-  if (options_.config.max_nodes == 1) {
+  if (params_.max_nodes == 1) {
     backend_->stop_serving();  // nobody else uses it
     return;
   }
@@ -105,13 +107,13 @@ void DynamicRendezvous::cancel() { cancel_.cancel(); }
 Task<RendezvousInfo> DynamicRendezvous::next_rendezvous(int round, int local_world_size) {
   try {
     co_return make_info(
-        co_await joiner_->join(node_id_, local_world_size, round, options_.join_timeout, cancel_));
+        co_await joiner_->join(node_id_, local_world_size, round, params_.join_timeout, cancel_));
   } catch (const RendezvousClosedError& e) {
-    throw RendezvousClosedError("rendezvous '" + options_.run_id + "' (" + backend_->where() +
+    throw RendezvousClosedError("rendezvous '" + params_.run_id + "' (" + backend_->where() +
                                 "): " + e.what() + "; use a new --rdzv_id");
   } catch (const TimeoutError& e) {
-    throw TimeoutError("rendezvous '" + options_.run_id + "' timed out after " +
-                       std::to_string(options_.join_timeout.count() / 1000) + " s: " + e.what() +
+    throw TimeoutError("rendezvous '" + params_.run_id + "' timed out after " +
+                       std::to_string(params_.join_timeout.count() / 1000) + " s: " + e.what() +
                        " (" + backend_->where() + ")");
   }
 }
@@ -136,7 +138,7 @@ RendezvousInfo DynamicRendezvous::make_info(const DynamicState& state) {
       spdlog::warn("closed {} store connection(s) of workers from an earlier round", stale);
     }
     worker_store_->clear_except(kAgentPrefix);
-    if (options_.members_only) {
+    if (!params_.token.empty()) {
       std::vector<std::string> addresses;
       addresses.reserve(info.members.size());
       for (const auto& m : info.members) addresses.push_back(member_address(m));
@@ -151,7 +153,7 @@ RendezvousInfo DynamicRendezvous::make_info(const DynamicState& state) {
     std::from_chars(host.data() + port_at + 1, host.data() + host.size(), port);
   }
   if (port <= 0 || port > 65535) {
-    throw Error("rendezvous '" + options_.run_id + "': node id '" + host +
+    throw Error("rendezvous '" + params_.run_id + "': node id '" + host +
                 "' is not <address>/<pid>/<port> (another program's keys under this run id?)");
   }
   info.master_addr = host.substr(0, pid_at);

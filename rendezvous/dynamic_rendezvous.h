@@ -10,6 +10,7 @@
 #include "rendezvous/dynamic_joiner.h"
 #include "rendezvous/rendezvous_backend.h"
 #include "rendezvous/rendezvous_handler.h"
+#include "rendezvous/rendezvous_params.h"
 #include "store/tcpstore/tcp_store_server.h"
 
 namespace ddprun::rendezvous {
@@ -23,21 +24,8 @@ namespace ddprun::rendezvous {
 /// backend's liveness keys, round/<r>/master, round/<r>/over, round/<r>/done/<k>.
 class DynamicRendezvous : public RendezvousHandler {
  public:
-  struct Options {
-    std::string run_id = "none";
-    std::string local_addr;  // advertised address ("" = host name)
-    DynamicConfig config;
-    std::chrono::milliseconds join_timeout{600'000};
-    std::chrono::milliseconds read_timeout{60'000};
-    std::chrono::milliseconds heartbeat_interval{5'000};
-    /// The job has a token: the workers' store admits only the members' addresses.
-    bool members_only = false;
-    /// The workers' store listens on every interface, not on the advertised address.
-    bool listen_all = false;
-  };
-
   /// Connects through the backend and starts showing this node alive.
-  DynamicRendezvous(Options options, std::unique_ptr<RendezvousBackend> backend);
+  DynamicRendezvous(RendezvousParams params, std::unique_ptr<RendezvousBackend> backend);
   ~DynamicRendezvous() override;
 
   Task<RendezvousInfo> next_rendezvous(int round, int local_world_size) override;
@@ -59,7 +47,7 @@ class DynamicRendezvous : public RendezvousHandler {
  private:
   RendezvousInfo make_info(const DynamicState& state);
 
-  Options options_;
+  const RendezvousParams params_;
   std::unique_ptr<RendezvousBackend> backend_;
   std::string prefix_;
   std::string node_id_;

@@ -11,11 +11,11 @@
 
 namespace ddprun::rendezvous {
 
-EtcdBackend::EtcdBackend(Options options)
-    : options_(std::move(options)),
-      probe_(options_.endpoints, options_.call_timeout),
-      liveness_(options_.endpoints,
-                std::max(options_.heartbeat_interval * 2, std::chrono::milliseconds(2000))) {
+EtcdBackend::EtcdBackend(RendezvousParams params)
+    : params_(std::move(params)),
+      probe_(params_.etcd_endpoints, params_.read_timeout),
+      liveness_(params_.etcd_endpoints,
+                std::max(params_.heartbeat_interval * 2, std::chrono::milliseconds(2000))) {
   take_lease(probe_);  // reachable, the v3 API, no auth wanted
 }
 
@@ -32,13 +32,13 @@ EtcdBackend::~EtcdBackend() {
 }
 
 std::string EtcdBackend::prefix(const std::string& run_id) const {
-  return options_.key_prefix + "/" + run_id + "/";
+  return params_.etcd_prefix + "/" + run_id + "/";
 }
 
 std::unique_ptr<StateStore> EtcdBackend::state_store(store::LoopStore&, const std::string& prefix,
                                                      std::chrono::milliseconds timeout) {
   auto state =
-      std::make_unique<EtcdStateStore>(std::make_unique<store::EtcdClient>(options_.endpoints, timeout),
+      std::make_unique<EtcdStateStore>(std::make_unique<store::EtcdClient>(params_.etcd_endpoints, timeout),
                                        prefix, [this] { return lease_.load(); });
   state_store_ = state.get();
   return state;
@@ -55,14 +55,14 @@ std::unique_ptr<store::LoopStore> EtcdBackend::connect_on_loop(std::chrono::mill
 
 std::unique_ptr<store::EtcdStore> EtcdBackend::new_store(std::chrono::milliseconds timeout,
                                                   int64_t newer_than) const {
-  return std::make_unique<store::EtcdStore>(std::make_unique<store::EtcdClient>(options_.endpoints, timeout), "",
+  return std::make_unique<store::EtcdStore>(std::make_unique<store::EtcdClient>(params_.etcd_endpoints, timeout), "",
                                      newer_than);
 }
 
 std::string EtcdBackend::endpoint() const { return probe_.endpoints_text(); }
 
 void EtcdBackend::take_lease(store::EtcdClient& client) {
-  auto ttl = std::chrono::duration<double>(options_.heartbeat_interval * options_.heartbeat_misses);
+  auto ttl = std::chrono::duration<double>(params_.heartbeat_interval * params_.heartbeat_misses);
   lease_ = client.grant_lease(std::max<int64_t>(1, static_cast<int64_t>(std::ceil(ttl.count()))));
 }
 
@@ -83,7 +83,7 @@ void EtcdBackend::start_liveness(const std::string& prefix, const std::string& n
   primary_ = r.succeeded;
   if (state_store_ != nullptr) state_store_->prime(r);
   lease_keeper_ = std::make_unique<PeriodicThread>(
-      "ddprun-lease", options_.heartbeat_interval, PeriodicThread::First::kAfterInterval,
+      "ddprun-lease", params_.heartbeat_interval, PeriodicThread::First::kAfterInterval,
       [this](const PeriodicThread&) {
         keep_alive();
         return true;

@@ -6,6 +6,7 @@
 #include "store/etcd/etcd_client.h"
 #include "rendezvous/etcd_state_store.h"
 #include "rendezvous/rendezvous_backend.h"
+#include "rendezvous/rendezvous_params.h"
 
 namespace ddprun::rendezvous {
 
@@ -15,17 +16,9 @@ namespace ddprun::rendezvous {
 /// the node dies and etcd deletes the key.
 class EtcdBackend : public RendezvousBackend {
  public:
-  struct Options {
-    std::vector<store::EtcdEndpoint> endpoints;
-    std::string key_prefix = "/ddprun/rdzv";
-    std::chrono::milliseconds call_timeout{60'000};
-    std::chrono::milliseconds heartbeat_interval{5'000};
-    int heartbeat_misses = 3;
-  };
-
   /// Takes the node's lease, which also checks that etcd answers (StoreError naming
   /// every endpoint tried, or why it refuses).
-  explicit EtcdBackend(Options options);
+  explicit EtcdBackend(RendezvousParams params);
   ~EtcdBackend() override;
 
   std::string prefix(const std::string& run_id) const override;
@@ -51,7 +44,7 @@ class EtcdBackend : public RendezvousBackend {
   std::unique_ptr<store::EtcdStore> new_store(std::chrono::milliseconds timeout, int64_t newer_than) const;
   void take_lease(store::EtcdClient& client);
 
-  Options options_;
+  const RendezvousParams params_;
   store::EtcdClient probe_;  // liveness reads and the rounds' cleanup, both on the agent's loop
   // Grants and keeps the lease, on a thread of its own: the node's proof of life must
   // not depend on what the agent's loop is doing (as C10dBackend's heartbeat).

@@ -46,69 +46,16 @@ Task<void> reach_etcd(const std::vector<store::EtcdEndpoint>& endpoints, Clock::
   throw TimeoutError("cannot reach etcd at " + names + " (last try: " + reason + ")");
 }
 
-EtcdBackend::Options etcd_options(const RendezvousParams& p) {
-  EtcdBackend::Options o;
-  o.endpoints = p.etcd_endpoints;
-  o.key_prefix = p.etcd_prefix;
-  o.call_timeout = p.read_timeout;
-  o.heartbeat_interval = p.heartbeat_interval;
-  o.heartbeat_misses = p.heartbeat_misses;
-  return o;
-}
-
-C10dBackend::Options c10d_options(const RendezvousParams& p) {
-  C10dBackend::Options o;
-  o.host = p.c10d_host;
-  o.port = p.c10d_port;
-  o.is_host = p.c10d_is_host;
-  o.connect_timeout = p.join_timeout;
-  o.call_timeout = p.read_timeout;
-  o.heartbeat_interval = p.heartbeat_interval;
-  o.heartbeat_misses = p.heartbeat_misses;
-  o.token = p.token;
-  o.token_handout = p.token_handout;
-  return o;
-}
-
 // The backend, its store reached: waits for a store that is not up yet are the loop's.
 Task<std::unique_ptr<RendezvousBackend>> open_backend(const RendezvousParams& p,
                                                       CancelSignal& cancel) {
   if (p.backend == Backend::kEtcd) {
     co_await reach_etcd(p.etcd_endpoints, Clock::now() + p.read_timeout, cancel);
-    co_return std::make_unique<EtcdBackend>(etcd_options(p));
+    co_return std::make_unique<EtcdBackend>(p);
   }
-  auto c10d = std::make_unique<C10dBackend>(c10d_options(p), /*connect_later=*/true);
+  auto c10d = std::make_unique<C10dBackend>(p, /*connect_later=*/true);
   co_await c10d->reach(cancel);
   co_return c10d;
-}
-
-DynamicRendezvous::Options dynamic_options(const RendezvousParams& p) {
-  DynamicRendezvous::Options o;
-  o.run_id = p.run_id;
-  o.local_addr = p.local_addr;
-  o.config.min_nodes = p.min_nodes;
-  o.config.max_nodes = p.max_nodes;
-  o.config.last_call_timeout_ms = p.last_call_timeout.count();
-  o.join_timeout = p.join_timeout;
-  o.read_timeout = p.read_timeout;
-  o.heartbeat_interval = p.heartbeat_interval;
-  o.members_only = !p.token.empty();
-  o.listen_all = p.listen_all;
-  return o;
-}
-
-StaticRendezvous::Options static_options(const RendezvousParams& p) {
-  StaticRendezvous::Options o;
-  o.nnodes = p.max_nodes;
-  o.node_rank = p.node_rank;
-  o.master_addr = p.master_addr;
-  o.master_port = p.master_port;
-  o.join_timeout = p.join_timeout;
-  o.read_timeout = p.read_timeout;
-  o.token = p.token;
-  o.token_handout = p.token_handout;
-  o.listen_all = p.listen_all;
-  return o;
 }
 
 }  // namespace
@@ -116,7 +63,7 @@ StaticRendezvous::Options static_options(const RendezvousParams& p) {
 Task<std::unique_ptr<RendezvousHandler>> open_rendezvous(RendezvousParams p, CancelSignal& cancel) {
   if (p.elastic()) {
     auto backend = co_await open_backend(p, cancel);
-    co_return std::make_unique<DynamicRendezvous>(dynamic_options(p), std::move(backend));
+    co_return std::make_unique<DynamicRendezvous>(p, std::move(backend));
   }
   std::unique_ptr<store::TcpStoreClient> connected;
   if (p.node_rank != 0) {
@@ -126,7 +73,7 @@ Task<std::unique_ptr<RendezvousHandler>> open_rendezvous(RendezvousParams p, Can
     connected = co_await open_store_client(p.master_addr, p.master_port, o,
                                            Clock::now() + p.join_timeout, cancel);
   }
-  co_return std::make_unique<StaticRendezvous>(static_options(p), std::move(connected));
+  co_return std::make_unique<StaticRendezvous>(p, std::move(connected));
 }
 
 }  // namespace ddprun::rendezvous

@@ -35,35 +35,36 @@ std::string static_round_prefix(int round) {
          "/";
 }
 
-StaticRendezvous::StaticRendezvous(Options options, std::unique_ptr<store::TcpStoreClient> connected)
-    : options_(std::move(options)) {
-  if (options_.node_rank == 0) {
+StaticRendezvous::StaticRendezvous(RendezvousParams params,
+                                   std::unique_ptr<store::TcpStoreClient> connected)
+    : params_(std::move(params)) {
+  if (params_.node_rank == 0) {
     // A single node's store serves only its own workers: it listens on loopback, where
     // no other machine can reach it. Several nodes reach it at master_addr: it listens
     // there when that is this host's address, else on every interface (a name that
     // /etc/hosts maps to 127.0.1.1 here may be how the others reach us), as it does for
     // a single node given an address, or with listen_all.
     std::string listen_host;
-    if (options_.nnodes == 1) {
-      if (is_loopback(options_.master_addr)) listen_host = options_.master_addr;
-    } else if (!options_.listen_all) {
-      listen_host = net::listen_host_for(options_.master_addr);
+    if (params_.max_nodes == 1) {
+      if (is_loopback(params_.master_addr)) listen_host = params_.master_addr;
+    } else if (!params_.listen_all) {
+      listen_host = net::listen_host_for(params_.master_addr);
     }
     // Agents and workers share it: with a token, a worker is served from the address
     // of a node that proved it.
     server_ = std::make_unique<store::TcpStoreServer>(
-        listen_host, static_cast<uint16_t>(options_.master_port), options_.token,
-        store::TcpStoreServer::Guests::kMembers, options_.token_handout);
+        listen_host, static_cast<uint16_t>(params_.master_port), params_.token,
+        store::TcpStoreServer::Guests::kMembers, params_.token_handout);
     port_ = server_->port();
     // Its own connections go where it listens (any address of it, when that is all).
     own_host_ = listen_host.empty() ? "127.0.0.1" : listen_host;
-    if (options_.nnodes > 1) client_ = new_client();
+    if (params_.max_nodes > 1) client_ = new_client();
   } else if (connected) {
-    port_ = options_.master_port;
+    port_ = params_.master_port;
     client_ = std::move(connected);
-    client_->set_timeout(options_.read_timeout);  // a request is quick
+    client_->set_timeout(params_.read_timeout);  // a request is quick
   } else {
-    port_ = options_.master_port;
+    port_ = params_.master_port;
     client_ = new_client();
   }
 }
@@ -71,11 +72,11 @@ StaticRendezvous::StaticRendezvous(Options options, std::unique_ptr<store::TcpSt
 // Connecting waits as long as a join may; a request is quick.
 std::unique_ptr<store::TcpStoreClient> StaticRendezvous::new_client() const {
   store::TcpStoreClient::Options o;
-  o.timeout = options_.join_timeout;
-  o.token = options_.token;
+  o.timeout = params_.join_timeout;
+  o.token = params_.token;
   auto client =
-      std::make_unique<store::TcpStoreClient>(server_ ? own_host_ : options_.master_addr, port_, o);
-  client->set_timeout(options_.read_timeout);
+      std::make_unique<store::TcpStoreClient>(server_ ? own_host_ : params_.master_addr, port_, o);
+  client->set_timeout(params_.read_timeout);
   return client;
 }
 
@@ -91,28 +92,28 @@ Task<RendezvousInfo> StaticRendezvous::next_rendezvous(int round, int local_worl
   RendezvousInfo info;
   info.round = round;
   info.restart_count = round;  // every later static round follows a failure
-  info.group_rank = options_.node_rank;
-  info.group_world_size = options_.nnodes;
-  info.master_addr = options_.master_addr;
+  info.group_rank = params_.node_rank;
+  info.group_world_size = params_.max_nodes;
+  info.master_addr = params_.master_addr;
   info.master_port = port_;
-  if (options_.nnodes == 1) {
+  if (params_.max_nodes == 1) {
     // This node is the job: nobody to wait for or to tell, not one request. The last
     // attempt's worker keys go before a new worker starts (the first has none).
     if (round > 0) server_->clear_except(kAgentPrefix);
     info.local_world_sizes = {local_world_size};
     co_return info;
   }
-  client_->set(node_key(round, options_.node_rank), std::to_string(local_world_size));
+  client_->set(node_key(round, params_.node_rank), std::to_string(local_world_size));
   std::vector<std::string> keys;
-  for (int k = 0; k < options_.nnodes; ++k) keys.push_back(node_key(round, k));
-  if (!co_await wait_on_tcp(*client_, keys, options_.join_timeout, cancel_)) {
+  for (int k = 0; k < params_.max_nodes; ++k) keys.push_back(node_key(round, k));
+  if (!co_await wait_on_tcp(*client_, keys, params_.join_timeout, cancel_)) {
     std::string missing;
-    for (int k = 0; k < options_.nnodes; ++k) {
+    for (int k = 0; k < params_.max_nodes; ++k) {
       if (!client_->check({keys[k]})) missing += (missing.empty() ? "" : ", ") + std::to_string(k);
     }
-    throw TimeoutError("node rank(s) " + missing + " of " + std::to_string(options_.nnodes) +
-                       " did not join within " + format_seconds(options_.join_timeout) +
-                       " (store at " + options_.master_addr + ":" + std::to_string(port_) + ")");
+    throw TimeoutError("node rank(s) " + missing + " of " + std::to_string(params_.max_nodes) +
+                       " did not join within " + format_seconds(params_.join_timeout) +
+                       " (store at " + params_.master_addr + ":" + std::to_string(port_) + ")");
   }
   // Node 0 clears the previous round's worker keys once every node is here (so every
   // old worker is gone) and before any new worker starts (they wait for "ready").
@@ -123,10 +124,10 @@ Task<RendezvousInfo> StaticRendezvous::next_rendezvous(int round, int local_worl
     // job restarted a thousand times keeps one round's keys, not a thousand).
     if (round > 0) server_->erase_prefix(static_round_prefix(round - 1));
     client_->set(ready[0], "1");
-  } else if (!co_await wait_on_tcp(*client_, ready, options_.join_timeout, cancel_)) {
+  } else if (!co_await wait_on_tcp(*client_, ready, params_.join_timeout, cancel_)) {
     throw TimeoutError("node rank 0 did not open round " + std::to_string(round) + " within " +
-                       format_seconds(options_.join_timeout) + " (store at " +
-                       options_.master_addr + ":" + std::to_string(port_) + ")");
+                       format_seconds(params_.join_timeout) + " (store at " +
+                       params_.master_addr + ":" + std::to_string(port_) + ")");
   }
   auto values = values_now(*client_, keys);
   for (size_t k = 0; k < keys.size(); ++k) {
@@ -145,12 +146,12 @@ Task<RendezvousInfo> StaticRendezvous::next_rendezvous(int round, int local_worl
 std::unique_ptr<RoundCoordinator> StaticRendezvous::coordinate(const RendezvousInfo& info,
                                                                boost::asio::io_context& io,
                                                                Clock& clock) {
-  if (options_.nnodes == 1) return make_local_round(io);
+  if (params_.max_nodes == 1) return make_local_round(io);
   StoreRound::Options o;
   o.info = info;
   o.prefix = static_round_prefix(info.round);
   o.store = client_.get();
-  o.store_where = options_.master_addr + ":" + std::to_string(port_);
+  o.store_where = params_.master_addr + ":" + std::to_string(port_);
   o.connect = [this] { return on_loop(new_client()); };
   return std::make_unique<StoreRound>(io, clock, std::move(o));
 }
@@ -160,7 +161,7 @@ void StaticRendezvous::finish_job() {
   if (!server_) return;
   // A single node's workers are gone, and nobody else uses its store: its thread ends
   // while the agent ends the rest, and the destructor finds it gone.
-  if (options_.nnodes == 1) return server_->stop();
+  if (params_.max_nodes == 1) return server_->stop();
   server_->wait_until_connections_at_most(1, kLinger);
 }
 

@@ -6,6 +6,7 @@
 
 #include "common/cancel_signal.h"
 #include "rendezvous/rendezvous_handler.h"
+#include "rendezvous/rendezvous_params.h"
 #include "store/tcpstore/tcp_store_client.h"
 #include "store/tcpstore/tcp_store_server.h"
 
@@ -23,24 +24,11 @@ std::string static_round_prefix(int round);
 
 class StaticRendezvous : public RendezvousHandler {
  public:
-  struct Options {
-    int nnodes = 1;
-    int node_rank = 0;
-    std::string master_addr = "127.0.0.1";
-    int master_port = 0;                              // 0 on node 0: any free port
-    std::chrono::milliseconds join_timeout{600'000};  // waiting for the other nodes
-    std::chrono::milliseconds read_timeout{60'000};   // each request to the store
-    /// The job token: the nodes prove it to node 0's store, which serves PyTorch's
-    /// clients only from the addresses of nodes that did ("" = everyone is served).
-    std::string token;
-    net::TokenHandout token_handout;  // node 0: hands the token out (a Slurm step)
-    bool listen_all = false;          // several nodes: every interface, not master_addr's
-  };
-
   /// Node 0 binds the store here (throws StoreError naming the address); the others
   /// connect (TimeoutError naming the address when it never answers), or take
   /// `connected`, their client of node 0's store made already (open_store_client()).
-  explicit StaticRendezvous(Options options, std::unique_ptr<store::TcpStoreClient> connected = nullptr);
+  explicit StaticRendezvous(RendezvousParams params,
+                            std::unique_ptr<store::TcpStoreClient> connected = nullptr);
 
   Task<RendezvousInfo> next_rendezvous(int round, int local_world_size) override;
   /// A single node's own connection is made here, when first asked for: its rounds
@@ -50,7 +38,7 @@ class StaticRendezvous : public RendezvousHandler {
   std::unique_ptr<RoundCoordinator> coordinate(const RendezvousInfo& info,
                                                boost::asio::io_context& io, Clock& clock) override;
   bool primary() const override { return server_ != nullptr; }
-  std::string address() const override { return options_.master_addr; }
+  std::string address() const override { return params_.master_addr; }
   /// Node 0 keeps the store up until the other nodes have left.
   void finish_job() override;
   void cancel() override;
@@ -61,7 +49,7 @@ class StaticRendezvous : public RendezvousHandler {
  private:
   std::unique_ptr<store::TcpStoreClient> new_client() const;
 
-  Options options_;
+  const RendezvousParams params_;
   std::unique_ptr<store::TcpStoreServer> server_;  // node 0 only
   int port_ = 0;
   std::string own_host_;                    // node 0: where its own clients reach its store

@@ -13,13 +13,14 @@ namespace {
 using namespace std::chrono_literals;
 
 // Node 0 of a job of `nnodes` on this host.
-StaticRendezvous::Options node0_of(int nnodes) {
-  StaticRendezvous::Options o;
-  o.nnodes = nnodes;
-  o.node_rank = 0;
-  o.master_addr = "127.0.0.1";
-  o.join_timeout = 5s;
-  return o;
+RendezvousParams node0_of(int nnodes) {
+  RendezvousParams p;
+  p.min_nodes = p.max_nodes = nnodes;
+  p.node_rank = 0;
+  p.master_addr = "127.0.0.1";
+  p.master_port = 0;  // any free port
+  p.join_timeout = 5s;
+  return p;
 }
 
 TEST(StaticRendezvous, AWorkerCountThatIsNotANumberIsNamed) {

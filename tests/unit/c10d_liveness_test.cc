@@ -13,14 +13,15 @@ namespace {
 
 using std::chrono::milliseconds;
 
-C10dBackend::Options options() {
-  C10dBackend::Options o;
-  o.host = "127.0.0.1";
-  o.port = test::free_port();
-  o.is_host = true;
-  o.heartbeat_interval = milliseconds(50);
-  o.heartbeat_misses = 3;  // dead after 150 ms of silence
-  return o;
+RendezvousParams options() {
+  RendezvousParams p;
+  p.backend = Backend::kC10d;
+  p.c10d_host = "127.0.0.1";
+  p.c10d_port = test::free_port();
+  p.c10d_is_host = true;
+  p.heartbeat_interval = milliseconds(50);
+  p.heartbeat_misses = 3;  // dead after 150 ms of silence
+  return p;
 }
 
 // The other member never beats; this node checks every interval, as its agent does.
