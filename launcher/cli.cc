@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <set>
 #include <sstream>
 #include <vector>
 
@@ -358,6 +359,17 @@ void apply_master_environment(Values& v, const EnvLookup& env) {
   }
 }
 
+// A flag given more than once takes its last value, as torchrun's argparse does: wrapper
+// scripts append their overrides to a user's command line.
+void keep_last_of_each(po::parsed_options& parsed) {
+  std::set<std::string> seen;
+  std::vector<po::option> kept;
+  for (auto it = parsed.options.rbegin(); it != parsed.options.rend(); ++it) {
+    if (seen.insert(it->string_key).second) kept.push_back(std::move(*it));
+  }
+  parsed.options.assign(std::make_move_iterator(kept.rbegin()), std::make_move_iterator(kept.rend()));
+}
+
 }  // namespace
 
 LaunchConfig parse_command_line(int argc, const char* const argv[], const EnvLookup& env,
@@ -367,11 +379,12 @@ LaunchConfig parse_command_line(int argc, const char* const argv[], const EnvLoo
   SplitArgs split = split_argv(argc, argv, desc);
   po::variables_map vm;
   try {
-    po::store(po::command_line_parser(split.option_tokens)
-                  .options(desc)
-                  .style(po::command_line_style::unix_style)
-                  .run(),
-              vm);
+    po::parsed_options parsed = po::command_line_parser(split.option_tokens)
+                                    .options(desc)
+                                    .style(po::command_line_style::unix_style)
+                                    .run();
+    keep_last_of_each(parsed);
+    po::store(parsed, vm);
   } catch (const po::error& e) {
     throw UsageError(e.what());
   }

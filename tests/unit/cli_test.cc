@@ -90,6 +90,21 @@ TEST(Cli, TorchrunTwoFlagsEventLogHandlerLogsSpecsAndXpu) {
             std::string::npos);
 }
 
+// As torchrun's argparse: a flag given again takes its last value (wrapper scripts append
+// overrides), whatever its spelling; a switch given twice is simply on.
+TEST(Cli, AFlagGivenTwiceTakesItsLastValue) {
+  Cli cli;
+  EXPECT_EQ(cli.parse({"--nproc_per_node=2", "--nproc_per_node=1", "t.py"})
+                .agent.spec.local_world_size,
+            1);
+  EXPECT_EQ(cli.parse({"--nproc-per-node=4", "--nproc_per_node", "3", "t.py"})
+                .agent.spec.local_world_size,
+            3);
+  auto c = cli.parse({"--max_restarts=5", "--no_python", "--no-python", "--max-restarts=2", "t"});
+  EXPECT_EQ(c.kind, ScriptKind::kExecutable);
+  EXPECT_EQ(c.agent.spec.max_restarts, 2);
+}
+
 TEST(Cli, BothSpellingsAndAbbreviations) {
   EXPECT_EQ(Cli{}.parse({"--nproc-per-node=3", "t.py"}).agent.spec.local_world_size, 3);
   EXPECT_EQ(Cli{}.parse({"--nproc_per_node", "3", "t.py"}).agent.spec.local_world_size, 3);
