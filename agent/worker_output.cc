@@ -58,12 +58,13 @@ void WorkerOutput::open_stream(Stream& s, bool is_stdout, const WorkerSpec& spec
   auto has = is_stdout ? includes_stdout : includes_stderr;
   std::string path = dir + (is_stdout ? "/stdout.log" : "/stderr.log");
   bool hidden = !spec.local_ranks_filter.empty() && !spec.local_ranks_filter.count(local_rank);
-  if (has(spec.redirects.for_rank(local_rank)) || hidden) {
+  bool tee = has(spec.tee.for_rank(local_rank));
+  // A stream both redirected and tee'd is tee'd, as in torchrun: console and file.
+  if ((has(spec.redirects.for_rank(local_rank)) && !tee) || hidden) {
     s.child_fd = open_log_file(path);
     s.file_fd = ::fcntl(s.child_fd, F_DUPFD_CLOEXEC, 0);  // its size is the worker's progress
     return;
   }
-  bool tee = has(spec.tee.for_rank(local_rank));
   if (tee) s.file_fd = open_log_file(path);
   int fds[2];
   check_syscall(::pipe2(fds, O_CLOEXEC), "pipe for worker output");

@@ -54,6 +54,17 @@ TEST(Output, RedirectsSendStreamsToFilesOnly) {
   EXPECT_EQ(read_file(run_dir(base) + "/attempt_0/0/stdout.log"), "alpha\nbeta\n");
 }
 
+// torchrun tees a stream that is both redirected and tee'd (tee implies the file): it is
+// on the console and in its file.
+TEST(Output, ATeedStreamIsOnTheConsoleEvenWhenRedirected) {
+  std::string base = make_temp_dir();
+  Finished f = run_lines({"--tee=3", "--redirects=3", "--log_dir=" + base});
+  ASSERT_EQ(f.code, 0) << f.err;
+  EXPECT_EQ(f.out, "[default0]:alpha\n[default0]:beta\n");
+  EXPECT_EQ(f.err, "[default0]:err:alpha\n[default0]:err:beta\n");
+  EXPECT_EQ(read_file(run_dir(base) + "/attempt_0/0/stdout.log"), "alpha\nbeta\n");
+}
+
 TEST(Output, PerRankMapsApplyToTheirRanksOnly) {
   std::string base = make_temp_dir();
   Finished f = run_lines({"--nproc_per_node=2", "-r", "1:3", "--log_dir", base});
