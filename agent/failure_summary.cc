@@ -70,7 +70,7 @@ std::string signal_name(int sig) {
 
 FailureRecord describe_failure(int global_rank, int local_rank, pid_t pid, int exitcode,
                                std::time_t observed, const std::string& error_file_path) {
-  FailureRecord r{global_rank, local_rank, pid, exitcode, observed, "", ""};
+  FailureRecord r{global_rank, local_rank, pid, exitcode, observed, "", "", {}};
   struct stat st {};
   if (!error_file_path.empty() && ::stat(error_file_path.c_str(), &st) == 0 &&
       S_ISREG(st.st_mode)) {
@@ -93,6 +93,19 @@ FailureRecord describe_failure(int global_rank, int local_rank, pid_t pid, int e
   return r;
 }
 
+namespace {
+
+// The output files a failed worker left, one line each as torchrun's fields are laid out.
+std::string logs_text(const std::vector<std::pair<std::string, std::string>>& logs) {
+  std::string text;
+  for (const auto& [stream, path] : logs) {
+    text += "  " + stream + std::string(10 - stream.size(), ' ') + ": " + path + "\n";
+  }
+  return text;
+}
+
+}  // namespace
+
 std::string format_failure_summary(const std::string& name, const std::string& host,
                                    std::vector<FailureRecord> failures) {
   if (failures.empty()) return "";
@@ -112,6 +125,7 @@ std::string format_failure_summary(const std::string& name, const std::string& h
         << "  rank      : " << f.global_rank << " (local_rank: " << f.local_rank << ")\n"
         << "  exitcode  : " << f.exitcode << " (pid: " << f.pid << ")\n"
         << "  error_file: " << (f.error_file.empty() ? "<N/A>" : f.error_file) << "\n"
+        << logs_text(f.logs)
         << "  traceback : " << indent_continuation(f.traceback);
     std::string text = out.str();
     std::istringstream lines(text);

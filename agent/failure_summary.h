@@ -4,6 +4,7 @@
 
 #include <ctime>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ddprun::agent {
@@ -17,6 +18,9 @@ struct FailureRecord {
   std::time_t time = 0;    // when ddprun saw it fail (or the error file's timestamp)
   std::string error_file;  // "" when the worker wrote none
   std::string traceback;   // message/traceback from the error file, or an explanation
+  /// The worker's output files that hold something (--redirects/--tee): "stdout" or
+  /// "stderr", and the path.
+  std::vector<std::pair<std::string, std::string>> logs;
 };
 
 /// Builds a record, reading the worker's error file when it wrote one. torchrun's

@@ -71,6 +71,12 @@ int LocalAgent::Impl::run() {
   // reap them and nothing escapes the job.
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   signals_.start();
+  if (log_dir_.temporary() && !(config_.spec.redirects.none() && config_.spec.tee.none())) {
+    spdlog::warn(
+        "worker logs (--redirects/--tee) go to {}, a temporary directory removed after a "
+        "successful job (--log_dir keeps them)",
+        log_dir_.run_dir());
+  }
   int code = 0;
   std::exception_ptr error;
   asio::co_spawn(io_, run_rounds(), [&](const std::exception_ptr& e, int c) {

@@ -25,6 +25,8 @@ class LogDir {
   std::string attempt_dir(int attempt);
 
   const std::string& run_dir() const { return run_dir_; }
+  /// Whether ddprun made the directory and will remove it (no --log_dir given).
+  bool temporary() const { return temporary_; }
 
   /// Deletes the base directory if ddprun created it as a temporary one.
   void remove_if_temporary();

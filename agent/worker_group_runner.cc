@@ -1,6 +1,7 @@
 #include "agent/worker_group_runner.h"
 
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <cstdlib>
 #include <utility>
@@ -218,6 +219,13 @@ void WorkerGroupRunner::on_exits(const std::vector<ChildExit>& exits) {
       w->state = WorkerState::kFailed;
       failures_.push_back(describe_failure(w->global_rank, w->local_rank, w->pid, w->exit->exitcode,
                                            w->exit->wall_time, w->error_file));
+      for (const char* stream : {"stdout", "stderr"}) {
+        std::string path = worker_dir(w->local_rank) + "/" + stream + ".log";
+        struct stat st {};
+        if (::stat(path.c_str(), &st) == 0 && st.st_size > 0) {
+          failures_.back().logs.emplace_back(stream, path);
+        }
+      }
       if (std::string fr = flight_record_note(w->flight_recorder_dump); !fr.empty()) {
         failures_.back().traceback += "\n" + fr;
       }

@@ -131,5 +131,21 @@ TEST(Output, TemporaryLogDirIsKeptOnlyForWhatItHolds) {
   EXPECT_FALSE(std::filesystem::is_empty(tmp)) << "kept for the error file";
 }
 
+// Without --log_dir, redirected output goes to a temporary directory: the console says
+// where at once, and a failed worker's summary names its log file, which is kept.
+TEST(Output, RedirectedLogsOfATemporaryDirectoryAreNamed) {
+  std::string tmp = make_temp_dir();
+  Finished f = run_ddprun({"--no_python", "--redirects=2", "/bin/sh", "-c", "echo gone >&2; exit 3"},
+                          {{"TMPDIR", tmp}});
+  EXPECT_EQ(f.code, 3);
+  EXPECT_NE(f.err.find("worker logs (--redirects/--tee) go to " + tmp + "/"), std::string::npos)
+      << f.err;
+  auto at = f.err.find("  stderr    : ");
+  ASSERT_NE(at, std::string::npos) << f.err;
+  std::string path = f.err.substr(at + 14, f.err.find('\n', at) - at - 14);
+  EXPECT_EQ(read_file(path), "gone\n") << path;
+  EXPECT_EQ(f.err.find("  stdout    : "), std::string::npos) << "stdout was not redirected";
+}
+
 }  // namespace
 }  // namespace ddprun::test

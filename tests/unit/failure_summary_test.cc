@@ -45,8 +45,8 @@ TEST(DescribeFailure, SignalAndNoFile) {
 }
 
 TEST(FailureSummary, TorchrunsShape) {
-  FailureRecord root{1, 1, 200, 7, 0, "", "boom"};
-  FailureRecord other{0, 0, 100, -15, 0, "/e.json", "line1\nline2"};
+  FailureRecord root{1, 1, 200, 7, 0, "", "boom", {}};
+  FailureRecord other{0, 0, 100, -15, 0, "/e.json", "line1\nline2", {}};
   std::string s = format_failure_summary("train.py", "node0", {root, other});
   std::istringstream in(s);
   std::vector<std::string> lines;
@@ -68,13 +68,23 @@ TEST(FailureSummary, TorchrunsShape) {
   EXPECT_NE(s.find("  error_file: <N/A>", root_at), std::string::npos);
   EXPECT_EQ(lines.back(), lines[0]);
   std::string long_tb(100, 'x');
-  std::string wide = format_failure_summary("t", "h", {{0, 0, 1, 1, 0, "", long_tb}});
+  std::string wide = format_failure_summary("t", "h", {{0, 0, 1, 1, 0, "", long_tb, {}}});
   EXPECT_EQ(wide.substr(0, wide.find('\n')), std::string(60, '='));
 }
 
 TEST(FailureSummary, NoOtherFailures) {
-  std::string s = format_failure_summary("t", "h", {{0, 0, 1, 1, 0, "", "x"}});
+  std::string s = format_failure_summary("t", "h", {{0, 0, 1, 1, 0, "", "x", {}}});
   EXPECT_NE(s.find("Failures:\n  <NO_OTHER_FAILURES>\n"), std::string::npos) << s;
+}
+
+// The files a failed worker's output went to (--redirects/--tee) are named with it.
+TEST(FailureSummary, NamesTheFailedWorkersLogFiles) {
+  FailureRecord f{0, 0, 1, 1, 0, "", "x", {{"stdout", "/l/0/stdout.log"}, {"stderr", "/l/0/stderr.log"}}};
+  std::string s = format_failure_summary("t", "h", {f});
+  EXPECT_NE(s.find("  error_file: <N/A>\n  stdout    : /l/0/stdout.log\n"
+                   "  stderr    : /l/0/stderr.log\n  traceback : x"),
+            std::string::npos)
+      << s;
 }
 
 }  // namespace
