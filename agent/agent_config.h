@@ -39,6 +39,9 @@ struct AgentConfig {
   /// workers' path (it takes their stacks, and gives Debian's PyTorch 2.x, built
   /// without libuv, a store client it can make). Empty: none.
   std::string python_hook_dir;
+  /// Where ddprun_tracking.py lives: on Python workers' path after the hook, whether the
+  /// job is tracked or not (its calls do nothing outside a tracked job). Empty: none.
+  std::string python_client_dir;
   /// --numa_binding, and each local rank's CPUs planned from it once per agent (empty:
   /// no binding).
   NumaMode numa_mode = NumaMode::kOff;

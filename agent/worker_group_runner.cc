@@ -98,7 +98,7 @@ void WorkerGroupRunner::start(WorkerGroup group,
     std::map<std::string, std::string> extra;
     if (observer_) observer_->add_worker_env(group_.group_rank, w.global_rank, attempt, extra);
     if (config_.hang.enabled() || !config_.timer_file.empty()) add_stack_env(dir, extra);
-    if (!config_.python_hook_dir.empty()) add_python_hook(extra);
+    add_python_path(extra);
     if (config_.hang.enabled()) add_hang_env(dir, w, extra);
     if (!config_.timer_file.empty()) extra["TORCHELASTIC_TIMER_FILE"] = config_.timer_file;
     opts.env = build_worker_env(inherited_env_, config_, group_, w, extra);
@@ -163,12 +163,17 @@ void WorkerGroupRunner::add_stack_env(const std::string& dir,
   extra["DDPRUN_STACK_SIGNAL"] = std::to_string(stack_dump_signal());
 }
 
-// ddprun's start-up hook (sitecustomize.py) first on the worker's path.
-void WorkerGroupRunner::add_python_hook(std::map<std::string, std::string>& extra) const {
-  auto it = extra.find("PYTHONPATH");
+// ddprun's start-up hook (sitecustomize.py) first on the worker's path, then the
+// tracking client, then what the worker inherits.
+void WorkerGroupRunner::add_python_path(std::map<std::string, std::string>& extra) const {
+  std::string path;
+  for (const std::string* dir : {&config_.python_hook_dir, &config_.python_client_dir}) {
+    if (!dir->empty()) path += (path.empty() ? "" : ":") + *dir;
+  }
+  if (path.empty()) return;
   const char* inherited = std::getenv("PYTHONPATH");
-  std::string rest = it != extra.end() ? it->second : (inherited ? inherited : "");
-  extra["PYTHONPATH"] = config_.python_hook_dir + (rest.empty() ? "" : ":" + rest);
+  if (inherited && *inherited) path += std::string(":") + inherited;
+  extra["PYTHONPATH"] = path;
 }
 
 // What hang detection needs besides stacks: a progress page, and PyTorch's NCCL flight

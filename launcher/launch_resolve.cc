@@ -6,6 +6,7 @@
 #include "agent/numa_binding.h"
 #include "common/random_id.h"
 #include "launcher/entrypoint.h"
+#include "launcher/python_files.h"
 #include "launcher/slurm_token.h"
 #include "os/cpu_topology.h"
 
@@ -27,8 +28,7 @@ void bind_workers_to_cpus(agent::AgentConfig& a, const EnvLookup& env) {
 
 }  // namespace
 
-PythonDirs resolve_launch(LaunchConfig& config, const EnvLookup& env,
-                          std::vector<std::string>& notices) {
+void resolve_launch(LaunchConfig& config, const EnvLookup& env, std::vector<std::string>& notices) {
   resolve_entrypoint(config, env);
   // Before the tracker, which needs the token too. No signal handler yet: a stop
   // signal while this node waits for the first one ends it at once.
@@ -49,7 +49,7 @@ PythonDirs resolve_launch(LaunchConfig& config, const EnvLookup& env,
   PythonDirs python;
   if (config.tracking || stacks || python_workers) python = python_dirs();
   if (stacks || python_workers) config.agent.python_hook_dir = python.hook;
-  return python;
+  if (config.tracking || python_workers) config.agent.python_client_dir = python.tracking;
 }
 
 }  // namespace ddprun::launcher

@@ -4,7 +4,6 @@
 #include <vector>
 
 #include "launcher/launch_config.h"
-#include "launcher/python_files.h"
 
 namespace ddprun::launcher {
 
@@ -13,10 +12,8 @@ namespace ddprun::launcher {
 /// program, found), the job token (Slurm's MUNGE credential), a standalone job's run
 /// id, --numa_binding's plan for each local rank, torchrun's worker watchdog file, and
 /// the Python files workers import. From then on the launch only reads `config`.
-/// Notices for the console are appended to `notices`; the Python directories (empty
-/// where no worker needs them) are returned. Throws UsageError, ExecError (the entry
-/// point), or the errors of the token's settling.
-PythonDirs resolve_launch(LaunchConfig& config, const EnvLookup& env,
-                          std::vector<std::string>& notices);
+/// Notices for the console are appended to `notices`. Throws UsageError, ExecError
+/// (the entry point), or the errors of the token's settling.
+void resolve_launch(LaunchConfig& config, const EnvLookup& env, std::vector<std::string>& notices);
 
 }  // namespace ddprun::launcher

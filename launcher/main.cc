@@ -27,7 +27,6 @@
 #include "launcher/cli.h"
 #include "launcher/completion.h"
 #include "launcher/launch_resolve.h"
-#include "launcher/python_files.h"
 #include "launcher/runs_command.h"
 #include "launcher/ssh_controller.h"
 #include "rendezvous/rendezvous_factory.h"
@@ -101,7 +100,7 @@ int launch(launcher::LaunchConfig& cfg, int argc, char** argv) {
   setup_logging(cfg.log_level);
   for (const auto& notice : cfg.notices) std::cerr << "ddprun: " << notice << "\n";
   std::vector<std::string> notices;
-  launcher::PythonDirs python = launcher::resolve_launch(cfg, real_env, notices);
+  launcher::resolve_launch(cfg, real_env, notices);
   for (const auto& notice : notices) std::cerr << "ddprun: " << notice << "\n";
   if (!cfg.agent.omp_num_threads.empty()) print_omp_banner(cfg.agent.omp_num_threads);
   // Before the threads: where the guard is a fork (old kernels), a small one.
@@ -110,7 +109,6 @@ int launch(launcher::LaunchConfig& cfg, int argc, char** argv) {
   // Before any worker starts: an unwritable tracking directory fails the launch here.
   // Its thread makes the run meanwhile.
   auto tracker = make_tracker(cfg, argc, argv);
-  if (tracker) tracker->set_python_dir(python.tracking);
   // A closed console must not kill the agent; writes to it fail with EPIPE instead.
   ::signal(SIGPIPE, SIG_IGN);
   boost::asio::io_context io;

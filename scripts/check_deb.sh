@@ -8,6 +8,7 @@ fail() { echo "check_deb.sh: $*" >&2; exit 1; }
 listing=$(dpkg-deb -c "$deb" | awk '{print $6}')
 for f in ./usr/bin/ddprun \
          ./usr/share/ddprun/python/ddprun_tracking.py \
+         ./usr/lib/python3/dist-packages/ddprun_tracking.py \
          ./usr/share/ddprun/python/hook/sitecustomize.py \
          ./usr/include/ddprun/store/tcpstore/tcp_store_client.h \
          ./usr/include/ddprun/rendezvous/tcp_store_client.h \
@@ -27,4 +28,9 @@ dpkg-deb -x "$deb" "$root"
 "$root/usr/bin/ddprun" --version | grep -q "^ddprun " || fail "the unpacked ddprun does not run"
 "$(dirname "$0")/check_tracked_job.sh" "$root" "$root/usr/share/ddprun/python/" "" \
   env PYTHON_EXEC=/usr/bin/python3 "$root/usr/bin/ddprun"
+# Where python3 finds packages' modules (/usr/lib/python3/dist-packages once installed):
+# a script run without ddprun imports the client, whose calls do nothing there.
+env -u DDPRUN_TRACKING_STREAM PYTHONPATH="$root/usr/lib/python3/dist-packages" /usr/bin/python3 -c \
+  'import ddprun_tracking as t; t.log({"loss": 1.0}); t.config({"lr": 0.1}); t.flush()' ||
+  fail "ddprun_tracking from the package does not work outside a job"
 echo "check_deb.sh: $deb holds what it claims and runs unpacked"

@@ -204,10 +204,6 @@ void RunTracker::add_worker_env(int node, int rank, int attempt,
   env["DDPRUN_RUN_DIR"] = node_dir_;
   env["DDPRUN_TRACKING_STREAM"] = stream_path(node_dir_, node, rank, attempt);
   if (!std::getenv("WANDB_RUN_GROUP")) env["WANDB_RUN_GROUP"] = run_name_;
-  if (!python_dir_.empty()) {
-    const char* old = std::getenv("PYTHONPATH");
-    env["PYTHONPATH"] = python_dir_ + (old && *old ? std::string(":") + old : "");
-  }
 }
 
 bool RunTracker::may_start_workers(int /*attempt*/, bool wait) {

@@ -74,9 +74,6 @@ class RunTracker : public RunObserver {
 
   void attach(store::Store& store, std::unique_ptr<store::Store> own,
               const std::string& address, bool primary) override;
-  /// Where ddprun_tracking.py lives: put on the workers' PYTHONPATH. Set before any
-  /// worker starts (found while the stream thread makes the run).
-  void set_python_dir(std::string dir) { python_dir_ = std::move(dir); }
   void add_worker_env(int node, int rank, int attempt,
                       std::map<std::string, std::string>& env) override;
   bool may_start_workers(int attempt, bool wait) override;
@@ -123,7 +120,6 @@ class RunTracker : public RunObserver {
   std::string node_dir_;   // where this node's streams are: run_dir_, or its part
   std::string files_dir_;  // made by files_dir(); "" until then
   std::string agent_id_;
-  std::string python_dir_;                  // put on the workers' PYTHONPATH
   std::unique_ptr<SystemSampler> sampler_;  // made by the first sample
   std::map<int, pid_t> live_workers_;       // global rank -> pid
   std::atomic<int> node_{0};                // read by the stream thread too

@@ -67,6 +67,20 @@ TEST(Tracking, EveryPointOfEveryRankAndAttemptIsInTheRun) {
   EXPECT_NE(list.out.find("t1"), std::string::npos);
 }
 
+// The client is importable in every Python worker ddprun starts: with --no_tracking its
+// calls do nothing and no run is made.
+TEST(Tracking, WithoutTrackingTheClientImportsAndDoesNothing) {
+  std::string dir = make_temp_dir();
+  std::string script = dir + "/untracked.py";
+  std::ofstream(script) << "import ddprun_tracking as t\n"
+                           "t.config({'lr': 0.1}); t.log({'loss': 1.0}); t.summary({'best': 1})\n"
+                           "print('active', t.active())\n";
+  Finished f = run_ddprun({"--no_tracking", "--tracking_dir", dir + "/runs", script}, python_env());
+  ASSERT_EQ(f.code, 0) << f.err;
+  EXPECT_EQ(f.out, "active False\n");
+  EXPECT_FALSE(std::filesystem::exists(dir + "/runs"));
+}
+
 TEST(Tracking, FailedRunRecordsTheRootCause) {
   std::string dir = make_temp_dir();
   Finished f = run_ddprun(
