@@ -9,6 +9,8 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -127,6 +129,30 @@ void print_watchdog(const std::string& data_json) {
   if (total > shown) std::cout << "      ... " << total - shown << " more line(s)\n";
 }
 
+// "0-3,5": ranks in order, runs of consecutive ones as ranges.
+std::string rank_list(const std::set<int>& ranks) {
+  std::string out;
+  for (auto it = ranks.begin(); it != ranks.end();) {
+    int first = *it, last = *it;
+    for (++it; it != ranks.end() && *it == last + 1; ++it) last = *it;
+    out += (out.empty() ? "" : ",") + std::to_string(first);
+    if (last > first) out += (last == first + 1 ? "," : "-") + std::to_string(last);
+  }
+  return out;
+}
+
+// What workers logged with config() or summary(): each key and value once, with the
+// ranks that logged it (most jobs log the same config on every rank).
+void print_entries(const char* title, const std::vector<RunStore::Entry>& entries) {
+  if (entries.empty()) return;
+  std::map<std::pair<std::string, std::string>, std::set<int>> ranks;
+  for (const auto& e : entries) ranks[{e.key, e.value_json}].insert(e.rank);
+  std::cout << "\n" << title << ":\n";
+  TextTable table({"KEY", "VALUE", "RANKS"}, {false, false, false});
+  for (const auto& [entry, who] : ranks) table.add({entry.first, entry.second, rank_list(who)});
+  table.print(std::cout, "  ");
+}
+
 int show(RunStore& s, const std::string& id) {
   tracking::RunSummary r = tracking::summarize_run(s, id);
   std::cout << "run:      " << id << " (" << r.name << ")\n"
@@ -137,6 +163,8 @@ int show(RunStore& s, const std::string& id) {
   if (r.nodes > 0) std::cout << "size:     " << r.nodes << " node(s), " << r.ranks << " rank(s)\n";
   if (r.restarts > 0) std::cout << "restarts: " << r.restarts << "\n";
   if (!r.root_cause.empty()) std::cout << "cause:    " << r.root_cause << "\n";
+  print_entries("config", s.configs());
+  print_entries("summary", s.summaries());
   auto metrics = s.metric_summaries();
   if (!metrics.empty()) {
     std::cout << "\nmetrics (per rank):\n";
@@ -175,23 +203,51 @@ int show(RunStore& s, const std::string& id) {
   return 0;
 }
 
+std::string json_text(const std::string& s) {
+  return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// A CSV field: quoted where it holds a comma, a quote or a line end.
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+// Metric points, then what workers logged with config() and summary(): rows whose key
+// is config/<key> or summary/<key>, the value as logged (JSON), no seq, wall or step.
 void write_csv(RunStore& s, std::ostream& out) {
   out << "node,rank,attempt,seq,wall,step,key,value\n";
   s.for_each_metric([&out](const tracking::MetricPoint& p) {
     out << p.node << "," << p.rank << "," << p.attempt << "," << p.seq << ","
         << std::setprecision(17) << p.wall << "," << (p.step ? std::to_string(*p.step) : "") << ","
-        << p.key << "," << p.value << "\n";
+        << csv_field(p.key) << "," << p.value << "\n";
   });
+  for (const auto& [kind, entries] : {std::pair{"config/", s.configs()}, {"summary/", s.summaries()}}) {
+    for (const auto& e : entries) {
+      out << e.node << "," << e.rank << "," << e.attempt << ",,,," << csv_field(kind + e.key)
+          << "," << csv_field(e.value_json) << "\n";
+    }
+  }
 }
 
+// One JSON object a line: metric points, then config and summary entries ("kind":
+// "config" or "summary", "value" as logged).
 void write_jsonl(RunStore& s, std::ostream& out) {
   s.for_each_metric([&out](const tracking::MetricPoint& p) {
     out << "{\"node\":" << p.node << ",\"rank\":" << p.rank << ",\"attempt\":" << p.attempt
         << ",\"seq\":" << p.seq << ",\"wall\":" << std::setprecision(17) << p.wall
-        << ",\"step\":" << (p.step ? std::to_string(*p.step) : "null") << ",\"key\":"
-        << nlohmann::json(p.key).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
-        << ",\"value\":" << p.value << "}\n";
+        << ",\"step\":" << (p.step ? std::to_string(*p.step) : "null")
+        << ",\"key\":" << json_text(p.key) << ",\"value\":" << p.value << "}\n";
   });
+  for (const auto& [kind, entries] : {std::pair{"config", s.configs()}, {"summary", s.summaries()}}) {
+    for (const auto& e : entries) {
+      out << "{\"node\":" << e.node << ",\"rank\":" << e.rank << ",\"attempt\":" << e.attempt
+          << ",\"kind\":\"" << kind << "\",\"key\":" << json_text(e.key)
+          << ",\"value\":" << e.value_json << "}\n";
+    }
+  }
 }
 
 // csv and jsonl go to standard output, or to the file `output` names; tfevents files

@@ -171,4 +171,16 @@ std::vector<std::string> lines_starting_with(const std::string& text, const std:
   return out;
 }
 
+std::vector<std::string> csv_points(const std::string& csv, const std::string& prefix) {
+  std::vector<std::string> out;
+  for (auto& line : lines_starting_with(csv, prefix)) {
+    // node,rank,attempt,seq,...: config and summary rows have no seq.
+    std::istringstream fields(line);
+    std::string seq;
+    for (int i = 0; i < 4; ++i) std::getline(fields, seq, ',');
+    if (!seq.empty()) out.push_back(std::move(line));
+  }
+  return out;
+}
+
 }  // namespace ddprun::test

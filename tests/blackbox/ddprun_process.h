@@ -84,6 +84,10 @@ std::string read_file(const std::string& path);
 /// Lines of `text` that start with `prefix`.
 std::vector<std::string> lines_starting_with(const std::string& text, const std::string& prefix);
 
+/// The metric points among the rows of `runs export --format csv` that start with
+/// `prefix` (the config and summary rows left out).
+std::vector<std::string> csv_points(const std::string& csv, const std::string& prefix);
+
 }  // namespace ddprun::test
 
 #include <thread>

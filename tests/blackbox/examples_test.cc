@@ -26,7 +26,7 @@ TEST(CppCpuExample, OneNodeGathersEveryRankAndLogsToTheRun) {
   EXPECT_EQ(count(f.out, "/3: all-gather sum 5 ok"), 3u) << f.out;  // 0 + 1 + 4
   Finished csv = run_ddprun({"runs", "export", "cpu1", "--format", "csv", "--tracking_dir", runs});
   for (int rank = 0; rank < 3; ++rank) {
-    auto rows = lines_starting_with(csv.out, "0," + std::to_string(rank) + ",0,");
+    auto rows = csv_points(csv.out, "0," + std::to_string(rank) + ",0,");
     ASSERT_EQ(rows.size(), 2u) << csv.out;  // gathered_sum and ok
     EXPECT_TRUE(std::any_of(rows.begin(), rows.end(), [](const std::string& r) {
       return r.find(",gathered_sum,5") != std::string::npos;

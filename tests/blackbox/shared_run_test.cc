@@ -18,7 +18,7 @@ std::map<std::string, std::optional<std::string>> env() {
 }
 
 size_t csv_rows(const std::string& csv, int node, int rank) {
-  return lines_starting_with(csv, std::to_string(node) + "," + std::to_string(rank) + ",0,").size();
+  return csv_points(csv, std::to_string(node) + "," + std::to_string(rank) + ",0,").size();
 }
 
 TEST(SharedRun, TwoAgentsLogToOneRun) {

@@ -55,10 +55,20 @@ TEST(Tracking, EveryPointOfEveryRankAndAttemptIsInTheRun) {
   for (int rank : {0, 1}) {
     for (int attempt : {0, 1}) {
       std::string prefix = "0," + std::to_string(rank) + "," + std::to_string(attempt) + ",";
-      EXPECT_EQ(lines_starting_with(csv.out, prefix).size(), 20u) << prefix << "\n" << csv.out;
+      EXPECT_EQ(csv_points(csv.out, prefix).size(), 20u) << prefix << "\n" << csv.out;
     }
   }
+  // What the workers logged with config() and summary(), with who logged it.
+  EXPECT_NE(csv.out.find("\n0,1,1,,,,config/lr,0.1\n"), std::string::npos) << csv.out;
+  EXPECT_NE(csv.out.find("\n0,1,0,,,,summary/best,1\n"), std::string::npos) << csv.out;
+  Finished jsonl = run_ddprun({"runs", "export", "t1", "--tracking_dir", runs});
+  EXPECT_NE(jsonl.out.find(R"({"node":0,"rank":0,"attempt":1,"kind":"summary","key":"best","value":0})"),
+            std::string::npos)
+      << jsonl.out;
   Finished show = run_ddprun({"runs", "show", "t1", "--tracking_dir", runs});
+  EXPECT_NE(show.out.find("\nconfig:\n  KEY  VALUE  RANKS\n  lr   0.1    0,1\n"), std::string::npos)
+      << show.out;
+  EXPECT_NE(show.out.find("  best  0      0\n  best  1      1\n"), std::string::npos) << show.out;
   EXPECT_NE(show.out.find("status:   finished (exit code 0)"), std::string::npos) << show.out;
   EXPECT_NE(show.out.find("restart attempt 0"), std::string::npos) << show.out;
   EXPECT_NE(show.out.find("worker_exited attempt 0 rank 1  {\"exitcode\":3"), std::string::npos)
@@ -139,7 +149,7 @@ TEST(Tracking, TornRecordOfAKilledWorkerIsCountedNotStored) {
   EXPECT_EQ(f.code, 137);
   EXPECT_NE(f.err.find("1 torn"), std::string::npos) << f.err;
   Finished csv = run_ddprun({"runs", "export", "t4", "--format", "csv", "--tracking_dir", dir});
-  EXPECT_EQ(lines_starting_with(csv.out, "0,0,0,1,").size(), 1u) << csv.out;
+  EXPECT_EQ(csv_points(csv.out, "0,0,0,1,").size(), 1u) << csv.out;
 }
 
 TEST(Tracking, CppWorkersLogThroughTheHeader) {
@@ -149,8 +159,8 @@ TEST(Tracking, CppWorkersLogThroughTheHeader) {
                           {{"OMP_NUM_THREADS", "1"}});
   ASSERT_EQ(f.code, 0) << f.err;
   Finished csv = run_ddprun({"runs", "export", "cpp", "--format", "csv", "--tracking_dir", dir});
-  EXPECT_EQ(lines_starting_with(csv.out, "0,0,0,").size(), 100u) << "50 x (loss, rank)";
-  EXPECT_EQ(lines_starting_with(csv.out, "0,1,0,").size(), 100u);
+  EXPECT_EQ(csv_points(csv.out, "0,0,0,").size(), 100u) << "50 x (loss, rank)";
+  EXPECT_EQ(csv_points(csv.out, "0,1,0,").size(), 100u);
   EXPECT_NE(csv.out.find("0,1,0,50,"), std::string::npos) << "seq runs to 50";
 }
 
@@ -239,7 +249,7 @@ TEST(Tracking, TheSameRunIdAgainMakesANewRun) {
   EXPECT_NE(second.err.find("this job's run is 'again.1'"), std::string::npos) << second.err;
   for (std::string id : {"again", "again.1"}) {
     Finished csv = run_ddprun({"runs", "export", id, "--format", "csv", "--tracking_dir", runs});
-    EXPECT_EQ(lines_starting_with(csv.out, "0,0,0,").size(), 10u)
+    EXPECT_EQ(csv_points(csv.out, "0,0,0,").size(), 10u)
         << id << " holds its own job's points only\n"
         << csv.out;
   }
