@@ -479,7 +479,12 @@ std::string help_text() {
          "is executed directly. ${local_rank} in script arguments is substituted.\n"
          "Every option can also be set as PET_<NAME>, e.g. PET_NPROC_PER_NODE=4.\n\n"
       << make_description()
-      << "\nExit status:\n"
+      << "\nCommands:\n"
+         "  ddprun runs VERB ...      the jobs' experiment runs: list, show, export, report,\n"
+         "                            repair, merge, serve (ddprun runs --help)\n"
+         "  ddprun completion SHELL   shell completion for bash, zsh or tcsh, e.g.\n"
+         "                            source <(ddprun completion bash)\n"
+         "\nExit status:\n"
          "  0      every worker exited 0\n"
          "  N      the root-cause (first failed) worker exited with N\n"
          "  128+S  the root-cause worker was killed by signal S, or ddprun itself\n"

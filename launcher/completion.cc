@@ -52,7 +52,7 @@ _ddprun() {
   COMPREPLY=()
   if [[ ${COMP_WORDS[1]} == runs ]]; then
     if ((COMP_CWORD == 2)); then
-      COMPREPLY=($(compgen -W "list show export report merge serve" -- "$cur"))
+      COMPREPLY=($(compgen -W "list show export report repair merge serve" -- "$cur"))
     else
       COMPREPLY=($(compgen -f -- "$cur"))
     fi
@@ -125,7 +125,7 @@ std::string tcsh_script() {
          "~/.ddprun.tcsh,\n# then `source ~/.ddprun.tcsh` in ~/.tcshrc.\n"
          "complete ddprun \\\n  'c/--/(" +
          names.substr(1) + ")/' \\\n  'c/-/(" + shorts.substr(1) + ")/'" + values +
-         " \\\n  'n/runs/(list show export report merge serve)/' \\\n"
+         " \\\n  'n/runs/(list show export report repair merge serve)/' \\\n"
          "  'n/completion/(bash zsh tcsh)/' \\\n  'n/*/f/'\n";
 }
 

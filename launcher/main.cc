@@ -145,6 +145,14 @@ int launch(launcher::LaunchConfig& cfg, int argc, char** argv) {
 int main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "runs") return launcher::runs_command(argc, argv);
   if (argc > 1 && std::string(argv[1]) == "completion") {
+    std::string shell = argc > 2 ? argv[2] : "";
+    if (shell == "--help" || shell == "-h") {
+      std::cout << "usage: ddprun completion bash|zsh|tcsh\n\n"
+                   "Prints ddprun's completion script for the shell: flags, their values, and\n"
+                   "the verbs of `ddprun runs`. E.g. `source <(ddprun completion bash)`, or\n"
+                   "install it where the shell loads completions (the .deb does).\n";
+      return 0;
+    }
     try {
       std::cout << launcher::completion_script(argc > 2 ? argv[2] : "");
       return 0;

@@ -348,7 +348,59 @@ constexpr const char* kUsage =
     "  merge PART_DIR|RUN_DIR           fold in a node's part, or a crashed run's files\n"
     "  serve [--port P] [--host H]      the dashboard (default 127.0.0.1:6007)\n"
     "\n"
-    "RUN is a run's id, its --run_name, a unique prefix of its id, or latest.\n";
+    "RUN is a run's id, its --run_name, a unique prefix of its id, or latest.\n"
+    "`ddprun runs VERB --help` says more of each.\n";
+
+// Each verb's own help: `ddprun runs VERB --help`.
+struct VerbHelp {
+  const char* verb;
+  const char* text;
+};
+constexpr VerbHelp kVerbHelp[] = {
+    {"list",
+     "usage: ddprun runs list [--limit N] [--status S] [--tracking_dir DIR]\n\n"
+     "The runs under DIR (default ./ddprun-runs), newest first: name, status, start,\n"
+     "duration, nodes x ranks, restarts, exit code and root cause.\n"
+     "  --limit N    the newest N only\n"
+     "  --status S   only runs that are S: running, finished, failed, killed or crashed\n"},
+    {"show",
+     "usage: ddprun runs show RUN [--tracking_dir DIR]\n\n"
+     "One run: its facts, the workers' config and summary (with the ranks that logged\n"
+     "each value), per-rank metric summaries, system metrics and the event timeline\n"
+     "(a hang's culprits and stacks included).\n"},
+    {"export",
+     "usage: ddprun runs export RUN [--format csv|jsonl|tfevents] [-o FILE|DIR] [--tracking_dir DIR]\n\n"
+     "The run's metric points, then its config and summary entries:\n"
+     "  jsonl (the default)  one JSON object a line; config and summary with \"kind\"\n"
+     "  csv                  node,rank,attempt,seq,wall,step,key,value; config and\n"
+     "                       summary as rows keyed config/<key> and summary/<key>\n"
+     "  tfevents             TensorBoard event files under DIR (default RUN-tfevents)\n"
+     "csv and jsonl go to standard output unless -o names a file.\n"},
+    {"report",
+     "usage: ddprun runs report RUN -o FILE.html [--tracking_dir DIR]\n\n"
+     "One self-contained HTML page of the run, drawn as the dashboard draws it; it loads\n"
+     "nothing from the network.\n"},
+    {"repair",
+     "usage: ddprun runs repair RUN [--tracking_dir DIR]\n\n"
+     "Folds into run.db what a killed launcher left unfolded: its own records, its\n"
+     "workers' streams and the other nodes' parts. `runs show` says when a run needs\n"
+     "it. Refused while the run's launcher still runs.\n"},
+    {"merge",
+     "usage: ddprun runs merge PART_DIR|RUN_DIR [--tracking_dir DIR]\n\n"
+     "Folds in a node's part of a multi-node run (a directory <run>/parts/<host>.<pid>\n"
+     "the primary never received), or a crashed run's files.\n"},
+    {"serve",
+     "usage: ddprun runs serve [--port P] [--host H] [--tracking_dir DIR]\n\n"
+     "The dashboard of every run under DIR, live while jobs run (default\n"
+     "127.0.0.1:6007; --port 0 takes a free port, --host 0.0.0.0 serves every interface).\n"},
+};
+
+const char* verb_help(const std::string& verb) {
+  for (const auto& h : kVerbHelp) {
+    if (verb == h.verb) return h.text;
+  }
+  return nullptr;
+}
 
 }  // namespace
 
@@ -367,7 +419,12 @@ int runs_command(int argc, const char* const argv[]) {
   for (size_t i = 0; i < args.size(); ++i) {
     std::string a = args[i];
     if (a == "--help" || a == "-h" || (a == "help" && positional.empty())) {
-      std::cout << kUsage;
+      // `runs VERB --help` and `runs help VERB`: the verb's own help.
+      const std::string* verb = !positional.empty() ? &positional[0]
+                                : a == "help" && i + 1 < args.size() ? &args[i + 1]
+                                                                     : nullptr;
+      const char* text = verb ? verb_help(*verb) : nullptr;
+      std::cout << (text ? text : kUsage);
       return 0;
     }
     auto value = [&](const std::string& flag) -> std::string {
@@ -445,10 +502,18 @@ int runs_command(int argc, const char* const argv[]) {
   if (verb == "merge" && positional.size() == 2) {
     return merge(positional[1], dir_given ? std::optional<std::string>(dir) : std::nullopt);
   }
-  if ((verb != "show" && verb != "export" && verb != "report" && verb != "repair") ||
-      positional.size() != 2 ||
+  if (!verb_help(verb)) {
+    std::cerr << "ddprun runs: error: '" << verb << "' is not a verb of runs\n\n" << kUsage;
+    return 2;
+  }
+  if (verb == "list" || verb == "serve" || verb == "merge" || positional.size() != 2 ||
       (verb == "report" && output.empty())) {
-    std::cerr << kUsage;
+    std::cerr << "ddprun runs " << verb << ": error: "
+              << (verb == "list" || verb == "serve" ? "it takes no RUN"
+                  : positional.size() < 2           ? "which run? (a RUN is missing)"
+                  : positional.size() > 2           ? "one RUN only"
+                                                    : "-o FILE.html is missing")
+              << "\n\n" << verb_help(verb);
     return 2;
   }
   if (format != "csv" && format != "jsonl" && format != "tfevents") {

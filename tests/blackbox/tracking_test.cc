@@ -231,6 +231,18 @@ TEST(Tracking, RunsCommandErrors) {
     EXPECT_NE(help.out.find(verb), std::string::npos) << verb << "\n" << help.out;
   }
   EXPECT_EQ(run_ddprun({"runs", "export", "x", "--format", "xml"}).code, 2);
+  // Each verb has its own help, and a verb without its RUN says so.
+  Finished show_help = run_ddprun({"runs", "show", "--help"});
+  EXPECT_EQ(show_help.code, 0);
+  EXPECT_EQ(show_help.out.rfind("usage: ddprun runs show RUN", 0), 0u) << show_help.out;
+  EXPECT_EQ(run_ddprun({"runs", "help", "export"}).out.rfind("usage: ddprun runs export RUN", 0), 0u);
+  Finished no_run = run_ddprun({"runs", "show"});
+  EXPECT_EQ(no_run.code, 2);
+  EXPECT_EQ(no_run.err.rfind("ddprun runs show: error: which run? (a RUN is missing)\n", 0), 0u)
+      << no_run.err;
+  Finished bogus = run_ddprun({"runs", "bogus"});
+  EXPECT_EQ(bogus.code, 2);
+  EXPECT_NE(bogus.err.find("'bogus' is not a verb of runs"), std::string::npos) << bogus.err;
 }
 
 TEST(Tracking, TheSameRunIdAgainMakesANewRun) {

@@ -89,6 +89,12 @@ TEST(HelpAndVersion, ExitZero) {
   EXPECT_EQ(help.code, 0);
   EXPECT_NE(help.out.find("--nproc_per_node"), std::string::npos);
   EXPECT_NE(help.out.find("128+S"), std::string::npos) << "exit-code policy";
+  // The commands beside launching are named there, each with its own help.
+  EXPECT_NE(help.out.find("\nCommands:\n  ddprun runs VERB"), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("  ddprun completion SHELL"), std::string::npos) << help.out;
+  Finished completion_help = run_ddprun({"completion", "--help"});
+  EXPECT_EQ(completion_help.code, 0);
+  EXPECT_EQ(completion_help.out.rfind("usage: ddprun completion bash|zsh|tcsh\n", 0), 0u);
   Finished version = run_ddprun({"--version"});
   EXPECT_EQ(version.code, 0);
   EXPECT_EQ(version.out.rfind("ddprun ", 0), 0u);

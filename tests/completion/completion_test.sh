@@ -26,7 +26,7 @@ grep -qx -- --nproc-per-node <<<"$offered" || fail "the dashed spelling is not o
   fail "--rdzv_backend's values: $(offers ddprun --rdzv_backend '')"
 [ "$(offers ddprun --numa-binding = ex)" = "exclusive" ] ||
   fail "--numa-binding=ex: $(offers ddprun --numa-binding = ex)"
-[ "$(offers ddprun runs '')" = "$(printf 'export\nlist\nmerge\nreport\nserve\nshow')" ] ||
+[ "$(offers ddprun runs '')" = "$(printf 'export\nlist\nmerge\nrepair\nreport\nserve\nshow')" ] ||
   fail "runs' subcommands: $(offers ddprun runs '')"
 [ -z "$(offers ddprun --nnodes 2 train.py --)" ] || fail "flags offered after the script"
 
