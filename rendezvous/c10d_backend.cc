@@ -28,6 +28,7 @@ C10dBackend::C10dBackend(RendezvousParams params, bool connect_later) : params_(
       // Another agent here already hosts it, or the endpoint is another machine.
       if (params_.c10d_is_host.value_or(false)) throw;
       spdlog::debug("not hosting the rendezvous store: {}", e.what());
+      not_hosting_ = e.what();
     }
   }
   if (connect_later) return;
@@ -43,7 +44,14 @@ Task<void> C10dBackend::reach(CancelSignal& cancel) {
   o.token = params_.token;
   o.timeout = params_.read_timeout;
   auto deadline = std::chrono::steady_clock::now() + params_.join_timeout;
-  probe_ = co_await open_store_client(params_.c10d_host, params_.c10d_port, o, deadline, cancel);
+  try {
+    probe_ = co_await open_store_client(params_.c10d_host, params_.c10d_port, o, deadline, cancel);
+  } catch (const TimeoutError& e) {
+    if (not_hosting_.empty()) throw;
+    // Why this node joins a store there rather than hosting it: often the answer.
+    throw TimeoutError(std::string(e.what()) + " (this node does not host the store: " +
+                       not_hosting_ + ")");
+  }
 }
 
 C10dBackend::~C10dBackend() {

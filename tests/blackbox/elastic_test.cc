@@ -253,6 +253,37 @@ TEST(Elastic, TooFewNodesTimesOut) {
   EXPECT_NE(f.err.find("1 node(s) joined, at least 2 needed"), std::string::npos) << f.err;
 }
 
+// Something that takes connections on the endpoint and never answers: the agent says so
+// a moment in, gives up at the join timeout (shorter than the read timeout), and names
+// why it did not host the store itself.
+TEST(Elastic, ASilentPeerOnTheEndpointIsNamedAndTheJoinTimeoutHolds) {
+  Job job;
+  job.nnodes = "1:2";
+  job.conf = "join_timeout=3,read_timeout=600";
+  int silent = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(silent, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(job.port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(silent, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(::listen(silent, 8), 0);  // the kernel accepts; nothing ever answers
+  Finished f = run_ddprun(job.agent({}, {"exit", "0"}), kEnv);
+  ::close(silent);
+  EXPECT_EQ(f.code, 1);
+  std::string store = "the store at 127.0.0.1:" + std::to_string(job.port);
+  EXPECT_NE(f.err.find(store + " accepted the connection but has not answered for 2 s"),
+            std::string::npos)
+      << f.err;
+  EXPECT_NE(f.err.find(store + " accepted the connection but did not answer within 3 s"),
+            std::string::npos)
+      << f.err;
+  EXPECT_NE(f.err.find("(this node does not host the store: cannot listen on 127.0.0.1:" +
+                       std::to_string(job.port) + ": Address already in use)"),
+            std::string::npos)
+      << f.err;
+}
+
 TEST(Elastic, LosingTheRendezvousHostStopsTheOthers) {
   Job job;
   job.nnodes = "2";
