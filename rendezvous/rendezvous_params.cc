@@ -1,6 +1,7 @@
 #include "rendezvous/rendezvous_params.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 
 #include "common/error.h"
@@ -41,6 +42,24 @@ Backend parse_backend(const FlagValue& f) {
   if (f.value == "c10d") return Backend::kC10d;
   if (f.value == "etcd" || f.value == "etcd-v2") return Backend::kEtcd;  // torchrun's name too
   throw UsageError(f.source + "=" + f.value + ": expected static, c10d or etcd");
+}
+
+// The rdzv_conf keys: torchrun's (its c10d, etcd and static handlers'; close_timeout,
+// rank and use_libuv accepted and not needed) and ddprun's own. Any other is a typo.
+constexpr const char* kConfKeys[] = {
+    "join_timeout", "last_call_timeout", "close_timeout", "read_timeout", "timeout", "is_host",
+    "keep_alive_interval", "keep_alive_max_attempt", "heartbeat", "rank", "use_libuv",
+    "protocol", "cacert", "cert", "key", "etcd_prefix", "token_file", "listen_all"};
+
+void check_conf_keys(const std::string& src, const Conf& conf) {
+  for (const auto& entry : conf) {
+    auto is_entry = [&entry](const char* k) { return entry.first == k; };
+    if (std::any_of(std::begin(kConfKeys), std::end(kConfKeys), is_entry)) continue;
+    std::string known;
+    for (const char* k : kConfKeys) known += (known.empty() ? "" : ", ") + std::string(k);
+    throw UsageError(src + entry.first + "=" + entry.second + ": not an rdzv_conf key (they are: " +
+                     known + ")");
+  }
 }
 
 // Every rdzv_conf entry ddprun reads, checked whatever the backend: a typo'd value is
@@ -146,6 +165,7 @@ RendezvousParams parse_rendezvous(const RendezvousFlags& f) {
       p.master_addr = p.local_addr.empty() ? "127.0.0.1" : p.local_addr;
     }
   }
+  check_conf_keys(f.rdzv_conf.source + " ", conf);
   read_conf(f.rdzv_conf.source + " ", conf, p);
   if (p.backend == Backend::kStatic) {
     if (p.node_rank >= p.max_nodes) {

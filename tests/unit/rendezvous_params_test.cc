@@ -110,6 +110,12 @@ TEST(RendezvousParams, BadValuesNameTheirFlag) {
   EXPECT_EQ(message({{"rdzv_backend", "zk"}}), "--rdzv_backend=zk: expected static, c10d or etcd");
   EXPECT_NE(message({{"rdzv_conf", "heartbeat=-1"}}).find("--rdzv_conf heartbeat"),
             std::string::npos);
+  // A key no handler reads is a typo, said with the keys there are; torchrun's own keys
+  // that ddprun needs not (rank, use_libuv) are accepted.
+  EXPECT_EQ(message({{"rdzv_conf", "join_timout=5"}}).rfind(
+                "--rdzv_conf join_timout=5: not an rdzv_conf key (they are: join_timeout, ", 0),
+            0u);
+  EXPECT_EQ(message({{"rdzv_conf", "rank=0,use_libuv=0,close_timeout=1"}}), "no error");
   EXPECT_NE(message({{"nnodes", "2"}, {"rdzv_backend", "c10d"}, {"rdzv_endpoint", "h:0"}})
                 .find("bad port"),
             std::string::npos);
