@@ -2,9 +2,32 @@
 
 #include <unistd.h>
 
+#include "common/error.h"
+#include "common/value_parsers.h"
 #include "net/job_token.h"
 
 namespace ddprun::launcher {
+namespace {
+
+// --standalone is one node with a store of its own: as torchrun, it sets the rendezvous
+// flags; unlike torchrun, more nodes asked for is an error (torchrun waits for nodes that
+// cannot find it) and the flags it overrides are said.
+void check_standalone(const rendezvous::RendezvousFlags& f, std::vector<std::string>& notices) {
+  if (f.nnodes.given && parse_nnodes(f.nnodes.source, f.nnodes.value).second > 1) {
+    throw UsageError("--standalone runs one node, and " + f.nnodes.source + "=" + f.nnodes.value +
+                     " asks for more: drop one of them");
+  }
+  std::string ignored;
+  for (const auto* flag : {&f.rdzv_backend, &f.rdzv_endpoint, &f.rdzv_id}) {
+    if (flag->given) ignored += (ignored.empty() ? "" : ", ") + flag->source + "=" + flag->value;
+  }
+  if (!ignored.empty()) {
+    notices.push_back("warning: --standalone overrides " + ignored +
+                      " (as torchrun: a store of its own on a free port, a fresh run id)");
+  }
+}
+
+}  // namespace
 
 void fill_rendezvous(const Values& v, const EnvLookup& env, LaunchConfig& config,
                      bool token_by_munge) {
@@ -22,6 +45,7 @@ void fill_rendezvous(const Values& v, const EnvLookup& env, LaunchConfig& config
   f.master_port = flag("master_port");
   f.local_addr = flag("local_addr");
   f.standalone = v.flag("standalone");
+  if (f.standalone) check_standalone(f, config.notices);
   config.rendezvous = rendezvous::parse_rendezvous(f);
   rendezvous::RendezvousParams& p = config.rendezvous;
   std::string token_source = f.rdzv_conf.source + " token_file";

@@ -105,6 +105,19 @@ TEST(Cli, AFlagGivenTwiceTakesItsLastValue) {
   EXPECT_EQ(c.agent.spec.max_restarts, 2);
 }
 
+// --standalone is one node: more nodes is an error; the rendezvous flags it overrides
+// are said.
+TEST(Cli, StandaloneIsOneNodeAndSaysWhatItOverrides) {
+  EXPECT_THROW(Cli{}.parse({"--standalone", "--nnodes=2", "t.py"}), UsageError);
+  EXPECT_THROW(Cli{}.parse({"--standalone", "--nnodes=1:2", "t.py"}), UsageError);
+  auto c = Cli{}.parse({"--standalone", "--nnodes=1", "--rdzv_id=mine", "t.py"});
+  ASSERT_EQ(c.notices.size(), 1u);
+  EXPECT_EQ(c.notices[0],
+            "warning: --standalone overrides --rdzv_id=mine (as torchrun: a store of its own on "
+            "a free port, a fresh run id)");
+  EXPECT_TRUE(Cli{}.parse({"--standalone", "t.py"}).notices.empty());
+}
+
 TEST(Cli, BothSpellingsAndAbbreviations) {
   EXPECT_EQ(Cli{}.parse({"--nproc-per-node=3", "t.py"}).agent.spec.local_world_size, 3);
   EXPECT_EQ(Cli{}.parse({"--nproc_per_node", "3", "t.py"}).agent.spec.local_world_size, 3);
