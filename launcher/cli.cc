@@ -359,6 +359,26 @@ void apply_master_environment(Values& v, const EnvLookup& env) {
   }
 }
 
+// --local_ranks_filter naming local ranks this node does not have: said, not silent (no
+// output at all otherwise looks like a hung job).
+void check_ranks_filter(const Values& v, const agent::WorkerSpec& spec,
+                        std::vector<std::string>& notices) {
+  std::string missing;
+  size_t present = 0;
+  for (int r : spec.local_ranks_filter) {
+    if (r < spec.local_world_size) {
+      ++present;
+    } else {
+      missing += (missing.empty() ? "" : ",") + std::to_string(r);
+    }
+  }
+  if (missing.empty()) return;
+  notices.push_back("warning: " + v.source("local_ranks_filter") + "=" +
+                    v.str("local_ranks_filter") + ": this node runs local ranks 0-" +
+                    std::to_string(spec.local_world_size - 1) + ", not " + missing +
+                    (present == 0 ? "; no worker's output is shown on the console" : ""));
+}
+
 // A flag given more than once takes its last value, as torchrun's argparse does: wrapper
 // scripts append their overrides to a user's command line.
 void keep_last_of_each(po::parsed_options& parsed) {
@@ -427,6 +447,7 @@ LaunchConfig parse_command_line(int argc, const char* const argv[], const EnvLoo
   }
   fill_worker_spec(v, env, a.spec);
   a.spec.local_world_size = controller ? 1 : resolve_nproc(v, devices);
+  if (!controller) check_ranks_filter(v, a.spec, cfg.notices);
   a.spec.entrypoint_name = cfg.script;
   if (a.spec.virtual_local_rank) {
     a.spec.virtual_devices = virtual_local_devices(v, env, a.spec.local_world_size);

@@ -118,6 +118,16 @@ TEST(Cli, StandaloneIsOneNodeAndSaysWhatItOverrides) {
   EXPECT_TRUE(Cli{}.parse({"--standalone", "t.py"}).notices.empty());
 }
 
+// Local ranks this node does not have are said, not filtered away in silence.
+TEST(Cli, ARanksFilterBeyondTheWorkersIsSaid) {
+  auto c = Cli{}.parse({"--nproc_per_node=2", "--local_ranks_filter=5", "t.py"});
+  ASSERT_EQ(c.notices.size(), 1u);
+  EXPECT_EQ(c.notices[0],
+            "warning: --local_ranks_filter=5: this node runs local ranks 0-1, not 5; no "
+            "worker's output is shown on the console");
+  EXPECT_TRUE(Cli{}.parse({"--nproc_per_node=2", "--local_ranks_filter=1", "t.py"}).notices.empty());
+}
+
 TEST(Cli, BothSpellingsAndAbbreviations) {
   EXPECT_EQ(Cli{}.parse({"--nproc-per-node=3", "t.py"}).agent.spec.local_world_size, 3);
   EXPECT_EQ(Cli{}.parse({"--nproc_per_node", "3", "t.py"}).agent.spec.local_world_size, 3);
