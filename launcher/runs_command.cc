@@ -406,8 +406,10 @@ const char* verb_help(const std::string& verb) {
 
 int runs_command(int argc, const char* const argv[]) {
   std::vector<std::string> args(argv + 2, argv + argc);
-  std::string dir = "./ddprun-runs";
-  bool dir_given = false;
+  // As the launcher's --tracking_dir, PET_TRACKING_DIR names the directory too.
+  const char* pet_dir = std::getenv("PET_TRACKING_DIR");
+  std::string dir = pet_dir && *pet_dir ? pet_dir : "./ddprun-runs";
+  bool dir_given = pet_dir && *pet_dir;
   std::string format = "jsonl";
   std::string output;
   int limit = 0;

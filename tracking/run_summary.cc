@@ -81,7 +81,13 @@ std::vector<RunSummary> list_runs(const std::string& tracking_dir) {
       runs.push_back(bad);
     }
   }
-  if (ec) throw TrackingError("cannot read the tracking directory " + tracking_dir);
+  if (ec == std::errc::no_such_file_or_directory) {
+    throw TrackingError("no tracking directory " + tracking_dir +
+                        " here: a job keeps its runs where it was launched (its --tracking_dir, "
+                        "default ./ddprun-runs); name that directory with --tracking_dir DIR or "
+                        "PET_TRACKING_DIR");
+  }
+  if (ec) throw TrackingError("cannot read the tracking directory " + tracking_dir + ": " + ec.message());
   // Newest first; runs made in the same second by id, for a stable order.
   std::sort(runs.begin(), runs.end(), [](const RunSummary& a, const RunSummary& b) {
     return a.created != b.created ? a.created > b.created : a.id < b.id;

@@ -240,6 +240,15 @@ TEST(Tracking, RunsCommandErrors) {
   EXPECT_EQ(no_run.code, 2);
   EXPECT_EQ(no_run.err.rfind("ddprun runs show: error: which run? (a RUN is missing)\n", 0), 0u)
       << no_run.err;
+  // Where no runs are, how to name where they are; PET_TRACKING_DIR names it as for a job.
+  Finished nowhere = run_ddprun({"runs", "list", "--tracking_dir", dir + "/none"});
+  EXPECT_EQ(nowhere.code, 1);
+  EXPECT_NE(nowhere.err.find("no tracking directory " + dir + "/none here: a job keeps its runs "
+                             "where it was launched"),
+            std::string::npos)
+      << nowhere.err;
+  Finished by_env = run_ddprun({"runs", "list"}, {{"PET_TRACKING_DIR", dir}});
+  EXPECT_EQ(by_env.code, 0) << by_env.err;
   Finished bogus = run_ddprun({"runs", "bogus"});
   EXPECT_EQ(bogus.code, 2);
   EXPECT_NE(bogus.err.find("'bogus' is not a verb of runs"), std::string::npos) << bogus.err;
