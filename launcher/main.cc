@@ -191,7 +191,7 @@ int main(int argc, char** argv) {
     std::cerr << "ddprun: error: " << e.what() << "\n";
     return kUsageExit;
   } catch (const agent::ExecError& e) {
-    std::cerr << "ddprun: error: cannot run the training script: " << e.what() << "\n";
+    std::cerr << "ddprun: error: " << e.what() << "\n";
     return e.exit_code();
   } catch (const ListenError& e) {
     std::cerr << "ddprun: error: " << e.what() << "\n";

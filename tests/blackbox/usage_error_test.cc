@@ -68,10 +68,14 @@ TEST(UsageErrorsEnv, PetVariablesAreNamedInErrors) {
 TEST(ScriptErrors, MissingScriptIs127AndUnexecutableIs126) {
   Finished missing = run_ddprun({"/nonexistent/train.py"}, {{"PYTHON_EXEC", "/usr/bin/python3"}});
   EXPECT_EQ(missing.code, 127);
-  EXPECT_NE(missing.err.find("/nonexistent/train.py"), std::string::npos) << missing.err;
+  EXPECT_NE(missing.err.find("cannot run the training script: '/nonexistent/train.py' not found"),
+            std::string::npos)
+      << missing.err;
   Finished missing_bin = run_ddprun({"--no_python", "no-such-program-xyz"});
   EXPECT_EQ(missing_bin.code, 127);
-  EXPECT_NE(missing_bin.err.find("no-such-program-xyz"), std::string::npos);
+  EXPECT_NE(missing_bin.err.find("cannot run the training program: 'no-such-program-xyz' not found"),
+            std::string::npos)
+      << missing_bin.err;
   std::string dir = make_temp_dir();
   std::string plain = dir + "/plain.sh";
   std::ofstream(plain) << "echo hi\n";
@@ -81,7 +85,11 @@ TEST(ScriptErrors, MissingScriptIs127AndUnexecutableIs126) {
   EXPECT_NE(noexec.err.find(plain), std::string::npos);
   Finished no_python = run_ddprun({"x.py"}, {{"PYTHON_EXEC", "/nonexistent/python"}});
   EXPECT_EQ(no_python.code, 127);
-  EXPECT_NE(no_python.err.find("/nonexistent/python"), std::string::npos);
+  // The interpreter is named as such, not taken for the script.
+  EXPECT_NE(no_python.err.find("cannot run the Python interpreter PYTHON_EXEC=/nonexistent/python: "
+                               "'/nonexistent/python' not found"),
+            std::string::npos)
+      << no_python.err;
 }
 
 TEST(HelpAndVersion, ExitZero) {
