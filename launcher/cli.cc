@@ -373,9 +373,12 @@ void check_ranks_filter(const Values& v, const agent::WorkerSpec& spec,
     }
   }
   if (missing.empty()) return;
-  notices.push_back("warning: " + v.source("local_ranks_filter") + "=" +
-                    v.str("local_ranks_filter") + ": this node runs local ranks 0-" +
-                    std::to_string(spec.local_world_size - 1) + ", not " + missing +
+  notices.push_back(v.source("local_ranks_filter") + "=" +
+                    v.str("local_ranks_filter") + ": this node runs local rank" +
+                    (spec.local_world_size == 1
+                         ? std::string(" 0")
+                         : "s 0-" + std::to_string(spec.local_world_size - 1)) +
+                    ", not " + missing +
                     (present == 0 ? "; no worker's output is shown on the console" : ""));
 }
 

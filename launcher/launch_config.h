@@ -37,7 +37,7 @@ struct LaunchConfig {
   /// --print-completion SHELL: print that shell's completion script and exit.
   std::optional<std::string> print_completion;
   /// Lines for the user about values ddprun chose or was told against its environment
-  /// (e.g. an explicit --nnodes that contradicts the Slurm step). main() prints them.
+  /// (e.g. an explicit --nnodes that contradicts the Slurm step). main() prints each as a warning.
   std::vector<std::string> notices;
   /// Said after "cannot listen" when the store's port was chosen for the user.
   std::string port_hint;

@@ -98,10 +98,11 @@ std::unique_ptr<tracking::RunTracker> make_tracker(const launcher::LaunchConfig&
 
 int launch(launcher::LaunchConfig& cfg, int argc, char** argv) {
   setup_logging(cfg.log_level);
-  for (const auto& notice : cfg.notices) std::cerr << "ddprun: " << notice << "\n";
+  // Warnings about the command line, with the same prefix as every other warning.
+  for (const auto& notice : cfg.notices) spdlog::warn("{}", notice);
   std::vector<std::string> notices;
   launcher::resolve_launch(cfg, real_env, notices);
-  for (const auto& notice : notices) std::cerr << "ddprun: " << notice << "\n";
+  for (const auto& notice : notices) spdlog::warn("{}", notice);
   if (!cfg.agent.omp_num_threads.empty()) print_omp_banner(cfg.agent.omp_num_threads);
   // Before the threads: where the guard is a fork (old kernels), a small one.
   agent::OrphanGuard guard;

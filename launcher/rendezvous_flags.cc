@@ -22,7 +22,7 @@ void check_standalone(const rendezvous::RendezvousFlags& f, std::vector<std::str
     if (flag->given) ignored += (ignored.empty() ? "" : ", ") + flag->source + "=" + flag->value;
   }
   if (!ignored.empty()) {
-    notices.push_back("warning: --standalone overrides " + ignored +
+    notices.push_back("--standalone overrides " + ignored +
                       " (as torchrun: a store of its own on a free port, a fresh run id)");
   }
 }
@@ -61,12 +61,12 @@ void fill_rendezvous(const Values& v, const EnvLookup& env, LaunchConfig& config
     p.token_by_munge = true;  // whether MUNGE works here is known only at launch
   } else if (p.elastic() && p.backend == rendezvous::Backend::kC10d && p.token.empty()) {
     config.notices.emplace_back(
-        "warning: no job token: whoever reaches the rendezvous endpoint can join this job or "
+        "no job token: whoever reaches the rendezvous endpoint can join this job or "
         "read its keys; give every node the same --rdzv_conf=token_file=PATH or "
         "DDPRUN_JOB_TOKEN");
   } else if (!p.elastic() && p.max_nodes > 1 && p.token.empty()) {
     config.notices.emplace_back(
-        "warning: no job token: whoever reaches the master address can join this job or "
+        "no job token: whoever reaches the master address can join this job or "
         "read and write its keys; give every node the same DDPRUN_JOB_TOKEN or "
         "--rdzv_conf=token_file=PATH");
   }

@@ -13,7 +13,7 @@ namespace ddprun::launcher {
 namespace {
 
 const char* kNoToken =
-    "warning: no job token: whoever reaches the job's store can join this job or read and "
+    "no job token: whoever reaches the job's store can join this job or read and "
     "write its keys; ";
 
 bool hosts_the_store(const rendezvous::RendezvousParams& p) {

@@ -113,7 +113,7 @@ TEST(Cli, StandaloneIsOneNodeAndSaysWhatItOverrides) {
   auto c = Cli{}.parse({"--standalone", "--nnodes=1", "--rdzv_id=mine", "t.py"});
   ASSERT_EQ(c.notices.size(), 1u);
   EXPECT_EQ(c.notices[0],
-            "warning: --standalone overrides --rdzv_id=mine (as torchrun: a store of its own on "
+            "--standalone overrides --rdzv_id=mine (as torchrun: a store of its own on "
             "a free port, a fresh run id)");
   EXPECT_TRUE(Cli{}.parse({"--standalone", "t.py"}).notices.empty());
 }
@@ -123,7 +123,7 @@ TEST(Cli, ARanksFilterBeyondTheWorkersIsSaid) {
   auto c = Cli{}.parse({"--nproc_per_node=2", "--local_ranks_filter=5", "t.py"});
   ASSERT_EQ(c.notices.size(), 1u);
   EXPECT_EQ(c.notices[0],
-            "warning: --local_ranks_filter=5: this node runs local ranks 0-1, not 5; no "
+            "--local_ranks_filter=5: this node runs local ranks 0-1, not 5; no "
             "worker's output is shown on the console");
   EXPECT_TRUE(Cli{}.parse({"--nproc_per_node=2", "--local_ranks_filter=1", "t.py"}).notices.empty());
 }

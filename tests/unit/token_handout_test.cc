@@ -145,7 +145,7 @@ TEST(SlurmToken, WithoutMungeTheJobRunsWithoutATokenAndSaysWhy) {
       notices);
   EXPECT_TRUE(p.token.empty());
   ASSERT_EQ(notices.size(), 1u);
-  EXPECT_EQ(notices[0].rfind("warning: no job token", 0), 0u) << notices[0];
+  EXPECT_EQ(notices[0].rfind("no job token", 0), 0u) << notices[0];
   EXPECT_NE(notices[0].find("libmunge.so.2"), std::string::npos) << notices[0];
 
   // munged down on the first node: the same, saying so.
