@@ -150,12 +150,15 @@ void LocalAgent::Impl::on_stop_signal(int sig) {
   }
   signalled_ = sig;
   waits_.limit_each(kLastWordsWait);
-  spdlog::warn("received {}; stopping {} worker(s)", signal_name(sig), runner_.running_workers());
-  runner_.stop(sig);
-  if (cancel_wait_) {
+  // One line says what the signal ends: the workers, or the wait for the other nodes.
+  int workers = runner_.running_workers();
+  if (workers > 0 || !cancel_wait_) {
+    spdlog::warn("received {}; stopping {} worker(s)", signal_name(sig), workers);
+  } else {
     spdlog::warn("received {} while waiting for the other nodes", signal_name(sig));
-    cancel_wait_();
   }
+  runner_.stop(sig);
+  if (cancel_wait_) cancel_wait_();
 }
 
 // Marks this node done and waits until every node is, or the round ends anyway.

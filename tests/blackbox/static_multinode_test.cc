@@ -123,6 +123,8 @@ void expect_a_signal_ends_the_wait_for_node_zero(int port) {
   EXPECT_EQ(n1.wait(std::chrono::seconds(30)), 128 + SIGTERM) << n1.err();
   EXPECT_NE(n1.err().find("received SIGTERM while waiting for the other nodes"), std::string::npos)
       << n1.err();
+  EXPECT_EQ(n1.err().find("stopping 0 worker(s)"), std::string::npos) << "one line, not two\n"
+                                                                        << n1.err();
 }
 
 // Nothing listens there yet: connecting is retried on the loop.
