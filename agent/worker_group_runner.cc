@@ -205,6 +205,44 @@ ProgressSample WorkerGroupRunner::progress(int local_rank) const {
   return s;
 }
 
+namespace {
+
+// How a worker ends when the stop after a failure ends it: by SIGTERM or SIGKILL, or a
+// shell's 128+N for them.
+bool ended_by_stop(int exitcode) {
+  return exitcode == -SIGTERM || exitcode == -SIGKILL || exitcode == 128 + SIGTERM ||
+         exitcode == 128 + SIGKILL;
+}
+
+}  // namespace
+
+// A failed worker's record: its error file, the files its output went to, its NCCL
+// flight record, and the watchdog's reason where the watchdog reaped it.
+void WorkerGroupRunner::record_failure(const Worker& w) {
+  failures_.push_back(describe_failure(w.global_rank, w.local_rank, w.pid, w.exit->exitcode,
+                                       w.exit->wall_time, w.error_file));
+  for (const char* stream : {"stdout", "stderr"}) {
+    std::string path = worker_dir(w.local_rank) + "/" + stream + ".log";
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0 && st.st_size > 0) {
+      failures_.back().logs.emplace_back(stream, path);
+    }
+  }
+  if (std::string fr = flight_record_note(w.flight_recorder_dump); !fr.empty()) {
+    failures_.back().traceback += "\n" + fr;
+  }
+  if (!w.reaped_by.empty()) {
+    std::string& text = failures_.back().traceback;
+    std::string joined = w.reaped_by;
+    if (!text.empty()) {
+      joined += " (";
+      joined += text;
+      joined += ")";
+    }
+    text = std::move(joined);
+  }
+}
+
 // Exits noticed together are judged together, so workers that failed at the same
 // moment all count as failures.
 void WorkerGroupRunner::on_exits(const std::vector<ChildExit>& exits) {
@@ -218,32 +256,15 @@ void WorkerGroupRunner::on_exits(const std::vector<ChildExit>& exits) {
       observer_->worker_exited(group_.group_rank, w->global_rank, w->local_rank,
                                group_.restart_count, w->exit->exitcode);
     }
-    if (w->exit->exitcode == 0) {
+    int code = w->exit->exitcode;
+    // A worker that exits non-zero on its own while the others are being stopped after a
+    // failure failed too (every rank failing shows every rank), not one our signal ended.
+    bool failed = code != 0 && (was_running || (!failures_.empty() && !ended_by_stop(code)));
+    if (code == 0) {
       w->state = WorkerState::kSucceeded;
-    } else if (was_running) {
+    } else if (failed) {
       w->state = WorkerState::kFailed;
-      failures_.push_back(describe_failure(w->global_rank, w->local_rank, w->pid, w->exit->exitcode,
-                                           w->exit->wall_time, w->error_file));
-      for (const char* stream : {"stdout", "stderr"}) {
-        std::string path = worker_dir(w->local_rank) + "/" + stream + ".log";
-        struct stat st {};
-        if (::stat(path.c_str(), &st) == 0 && st.st_size > 0) {
-          failures_.back().logs.emplace_back(stream, path);
-        }
-      }
-      if (std::string fr = flight_record_note(w->flight_recorder_dump); !fr.empty()) {
-        failures_.back().traceback += "\n" + fr;
-      }
-      if (!w->reaped_by.empty()) {
-        std::string& text = failures_.back().traceback;
-        std::string joined = w->reaped_by;
-        if (!text.empty()) {
-          joined += " (";
-          joined += text;
-          joined += ")";
-        }
-        text = std::move(joined);
-      }
+      record_failure(*w);
     } else {
       w->state = WorkerState::kStopped;
     }

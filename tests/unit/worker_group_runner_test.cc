@@ -148,6 +148,18 @@ TEST_F(WorkerGroupRunnerTest, WorkersStoppedAfterAFailureAreNotFailures) {
   EXPECT_EQ(runner_.failures()[0].local_rank, 0);
 }
 
+// A worker that exits with a code of its own while the stop after a failure is under way
+// failed too (every rank failing shows every rank); one the stop's signal ends did not.
+TEST_F(WorkerGroupRunnerTest, AWorkerFailingOnItsOwnDuringTheStopIsAFailureToo) {
+  launcher_.ignored = {SIGTERM};  // each ends as the step below says
+  run_steps({[&] { launcher_.exit(pid(0), 3); },
+             [&] { launcher_.exit({{pid(1), 3}, {pid(2), 128 + SIGTERM}}); }});
+  ASSERT_EQ(runner_.failures().size(), 2u);
+  EXPECT_EQ(runner_.failures()[0].local_rank, 0) << "root cause first";
+  EXPECT_EQ(runner_.failures()[1].local_rank, 1);
+  EXPECT_EQ(runner_.failures()[1].exitcode, 3);
+}
+
 TEST_F(WorkerGroupRunnerTest, GraceRestartsWithASecondStopAndEndsInSigkill) {
   launcher_.ignored = {SIGUSR1};
   launcher_.on_spawn = [&](const auto& p) {
