@@ -174,10 +174,21 @@
     };
   }
 
+  // An axis' numbers as written, not SI-prefixed (0.5, not 500m); thousands and up as k/M/B.
+  function fmtAxis(v) {
+    const a = Math.abs(v);
+    for (const [unit, scale] of [["B", 1e9], ["M", 1e6], ["k", 1e3]]) {
+      if (a >= scale * 10 || (unit !== "k" && a >= scale)) return +(v / scale).toPrecision(3) + unit;
+    }
+    return String(+v.toPrecision(4));
+  }
+
   // One chart box; returns {update(series, opts)} to redraw with new data, keeping zoom.
+  // Below the chart, a key names each line (rank and attempt, or run) in its colour.
   function makeChart(parent, title, attrs) {
     const graph = el("div", {class: "graph"});
-    const box = el("div", Object.assign({class: "chart"}, attrs), el("h3", {}, title), graph);
+    const key = el("div", {class: "key"});
+    const box = el("div", Object.assign({class: "chart"}, attrs), el("h3", {}, title), graph, key);
     parent.append(box);
     let g = null, forced = false;
     return {
@@ -186,11 +197,14 @@
         const {rows, walls, perSeries} = chartData(series, opts);
         box.setAttribute("data-series", series.length);
         box.setAttribute("data-points", series.reduce((n, s) => n + s.points.length, 0));
+        fill(key, series.map(s => el("span", {class: "key-entry", "data-label": s.label},
+                                     el("span", {style: `color:${s.color}`}, s.dash ? "┄ " : "■ "), s.label)));
         if (!rows.length) return;
         const options = {
           file: rows, labels: [opts.xLabel, ...series.map(s => s.label)], series: perSeries,
           logscale: !!opts.log, connectSeparatedPoints: true, highlightCircleSize: 4,
-          strokeWidth: 1.5, legend: "follow", xRangePad: 12, yRangePad: 8, xlabel: opts.xLabel, labelsKMB: true,
+          strokeWidth: 1.5, legend: "follow", xRangePad: 12, yRangePad: 8, xlabel: opts.xLabel,
+          axes: {x: {axisLabelFormatter: fmtAxis}, y: {axisLabelFormatter: fmtAxis}},
           legendFormatter: legendFor(series, walls, opts.xLabel),
           underlayCallback: (ctx, area, dg) => markers(ctx, area, dg, opts.markers || []),
         };

@@ -123,6 +123,11 @@ class Dashboard(unittest.TestCase):
         loss = r'<div class="chart" data-metric="loss"[^>]*>'
         self.assertEqual(self.attribute(html, loss, "data-series"), "4", "2 ranks x 2 attempts")
         self.assertEqual(self.attribute(html, loss, "data-points"), "80")
+        # A key names each line; the axes' numbers are plain (no "500m" for 0.5).
+        keys = re.findall(r'<span class="key-entry" data-label="([^"]+)"', html)
+        self.assertIn("rank 1 · attempt 1", keys, html[-3000:])
+        self.assertEqual(len(keys), len(set(keys)))
+        self.assertNotRegex(html, r">-?\d+(\.\d+)?m</div>", "an axis label with a milli prefix")
         self.assertIn("<canvas", html, "dygraphs drew the chart")
         lanes = re.findall(r'data-node="0" data-rank="(\d)"', html)
         self.assertEqual(lanes, ["0", "1"], "a timeline row per rank")
@@ -150,6 +155,8 @@ class Dashboard(unittest.TestCase):
         html = self.dom("/compare?runs=done,live")
         chart = r'<div class="chart" data-compare="1"[^>]*>'
         self.assertEqual(self.attribute(html, chart, "data-series"), "2", html[-3000:])
+        self.assertEqual(len(re.findall(r'<span class="key-entry" data-label="(?:done|live)', html)), 2,
+                         "the key names each run")
         self.assertIn('id="config-diff"', html)
         self.assertIn("lr", html, "the config that differs")
 
