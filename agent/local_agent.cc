@@ -19,9 +19,6 @@ namespace asio = boost::asio;
 namespace ddprun::agent {
 namespace {
 
-// When the first tracking poll (and system sample) of an attempt comes at the latest.
-constexpr std::chrono::milliseconds kFirstTrackingPoll{1000};
-
 // Whether the workers' directories hold error files only: no redirected logs, no hang
 // reports, stack or flight recorder dumps, filtered lines (which may be large).
 bool only_small_files(const AgentConfig& c) {
@@ -55,7 +52,6 @@ LocalAgent::Impl::Impl(AgentConfig config, AgentServices services)
                 [this](int sig) { return runner_.forward(sig); }},
                services.signals ? *services.signals : os::process_signals()),
       waits_(signals_.stop_pending_fd()),
-      tracking_timer_(clock_.make_timer()),
       stop_grace_(clock_.make_timer()),
       changed_(io_) {}
 
@@ -123,7 +119,7 @@ Task<int> LocalAgent::Impl::run_rounds() {
     co_await run_attempt();
     if (attempt_->over && attempt_->over->hang) co_await report_hang();
     if (observer_) {
-      observer_->poll(true);
+      observer_->attempt_ended();
       if (attempt_->over) {
         observer_->round_over(info.restart_count, RoundEnd::kind_name(attempt_->over->kind),
                               attempt_->over->reason);
@@ -245,7 +241,6 @@ Task<void> LocalAgent::Impl::run_attempt() {
   runner_.start(make_group(attempt_->info),
                 changed_.notifying([this](const FailureRecord& f) { on_worker_failure(f); }),
                 changed_.notifying([this] { attempt_->workers_done = true; }));
-  if (observer_) poll_tracking(std::min(observer_->poll_interval(), kFirstTrackingPoll));
   if (config_.hang.enabled()) {
     hang_.start(changed_.notifying([this](const Stall& stall) { on_hang(stall); }),
                 [this](std::chrono::milliseconds mine) {
@@ -259,20 +254,10 @@ Task<void> LocalAgent::Impl::run_attempt() {
   tell_pending_failure();
   hang_.stop();
   if (watchdog_) watchdog_->stop();
-  tracking_timer_->cancel();
   round_->stop_watching_members();
   // A node whose workers all succeeded keeps watching for the round's end while it
   // waits for the others (wait_for_all_done); otherwise the watches end with the attempt.
   if (attempt_->over || !runner_.failures().empty() || signalled_ != 0) round_->stop();
-}
-
-// A run is readable while the job runs: what workers wrote is ingested as it comes.
-// The first poll comes early (`first`), so that a short job has system metrics too.
-void LocalAgent::Impl::poll_tracking(std::chrono::milliseconds first) {
-  tracking_timer_->start(first, [this] {
-    observer_->poll(false);
-    poll_tracking(observer_->poll_interval());
-  });
 }
 
 int LocalAgent::Impl::finish_success() {

@@ -71,7 +71,6 @@ class LocalAgent::Impl {
   WorkerGroup make_group(const rendezvous::RendezvousInfo& info) const;
   void begin_round(const rendezvous::RendezvousInfo& info);
   Task<void> run_attempt();
-  void poll_tracking(std::chrono::milliseconds first);
   int finish_success();
   int finish_failure(const std::vector<FailureRecord>& failures, const RoundEnd& over);
   int finish_signalled();
@@ -123,7 +122,6 @@ class LocalAgent::Impl {
   std::unique_ptr<rendezvous::RendezvousHandler> handler_;
   std::unique_ptr<rendezvous::RoundCoordinator> round_;  // of the attempt running
   std::unique_ptr<Attempt> attempt_;                     // the round's, from its start
-  std::unique_ptr<Timer> tracking_timer_;
   std::unique_ptr<Timer> stop_grace_;  // see on_worker_failure()
   // What the coroutine waits on: every handler that changes the state notifies it.
   LoopCondition changed_;

@@ -10,8 +10,6 @@ namespace {
 
 using nlohmann::json;
 
-// Without a run, the agent still polls at this pace (nothing to do then).
-constexpr std::chrono::milliseconds kIdlePoll{60'000};
 
 int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -103,12 +101,8 @@ void ConsoleEventLog::round_over(int attempt, const std::string& kind, const std
   if (inner_) inner_->round_over(attempt, kind, reason);
 }
 
-void ConsoleEventLog::poll(bool attempt_over) {
-  if (inner_) inner_->poll(attempt_over);
-}
-
-std::chrono::milliseconds ConsoleEventLog::poll_interval() const {
-  return inner_ ? inner_->poll_interval() : kIdlePoll;
+void ConsoleEventLog::attempt_ended() {
+  if (inner_) inner_->attempt_ended();
 }
 
 void ConsoleEventLog::finished(const std::string& status, int exitcode,

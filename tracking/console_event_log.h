@@ -29,8 +29,7 @@ class ConsoleEventLog : public RunObserver {
   void hang(int attempt, const std::string& report_json) override;
   void watchdog_reaped(int node, int rank, int attempt, const std::string& data_json) override;
   void round_over(int attempt, const std::string& kind, const std::string& reason) override;
-  void poll(bool attempt_over) override;
-  std::chrono::milliseconds poll_interval() const override;
+  void attempt_ended() override;
   void finished(const std::string& status, int exitcode, const std::string& root_cause) override;
   void complete() override {
     if (inner_) inner_->complete();

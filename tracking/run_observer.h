@@ -12,9 +12,11 @@
 
 namespace ddprun::tracking {
 
-/// What the agent tells the job's experiment run as the job goes: the agent reports
-/// here and knows nothing more of tracking; tracking knows nothing of the agent. Called on the
-/// agent's thread; implementations report their own errors and never throw.
+/// What the agent tells the job's experiment run as the job goes: notifications only.
+/// The agent reports here and knows nothing more of tracking (which reads the workers'
+/// streams and samples the system on its own clock); tracking knows nothing of the
+/// agent. Called on the agent's thread; implementations report their own errors and
+/// never throw.
 class RunObserver {
  public:
   virtual ~RunObserver() = default;
@@ -55,12 +57,10 @@ class RunObserver {
   virtual std::string files_dir() { return ""; }
   /// The round ended for everyone: kind is restart, membership or final.
   virtual void round_over(int attempt, const std::string& kind, const std::string& reason) = 0;
-  /// Ingest what workers wrote so far (called every poll_interval() and when an
-  /// attempt ends).
-  virtual void poll(bool attempt_over) = 0;
-  virtual std::chrono::milliseconds poll_interval() const = 0;
-  /// The job is over: status finished, failed or killed. Comes after the poll(true)
-  /// of the last attempt. The observer may complete the run while the agent ends (its
+  /// The attempt's workers are all gone (its round may go on).
+  virtual void attempt_ended() = 0;
+  /// The job is over: status finished, failed or killed. Comes after the
+  /// attempt_ended() of the last attempt. The observer may complete the run while the agent ends (its
   /// log directory, its store): the run is whole once complete() returns or the
   /// observer is destroyed.
   virtual void finished(const std::string& status, int exitcode, const std::string& root_cause) = 0;

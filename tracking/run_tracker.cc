@@ -25,6 +25,9 @@ constexpr std::chrono::milliseconds kStreamInterval{1000};
 constexpr std::chrono::seconds kLastRecordsWait{5};
 // The least time between the sample at an attempt's first exit and the one before.
 constexpr std::chrono::seconds kEndSampleGap{1};
+// An attempt's first system sample, this long after its first worker started (so that
+// a short job has one too); then one every Options::system_interval.
+constexpr std::chrono::seconds kFirstSample{1};
 // How soon what the agent records is in the run (records closer together share one
 // transaction).
 constexpr std::chrono::milliseconds kRecordDelay{20};
@@ -102,7 +105,7 @@ void RunTracker::become_primary() {
   // its rendezvous and starts the workers.
   own_.set_path(run_dir_ + "/" + kLauncherStream);
   run_made_ = opened_.get_future().share();
-  watcher_ = std::make_unique<StreamWatcher>(run_dir_ + "/streams", kStreamInterval,
+  watcher_ = std::make_unique<StreamWatcher>(run_dir_ + "/streams", pass_interval(),
                                              [this](bool final) { stream_pass(final); });
   describe(now_wall());
   // The first pass at once, beside the rendezvous and the workers' start: it makes
@@ -151,7 +154,7 @@ void RunTracker::become_forwarder(const std::string& run_name) {
   own_.set_path(node_dir_ + "/" + kAgentStream);
   own_.open_now();
   forwarder_ = std::make_unique<RecordForwarder>(node_dir_, agent_id_, options_.token);
-  watcher_ = std::make_unique<StreamWatcher>(node_dir_ + "/streams", kStreamInterval,
+  watcher_ = std::make_unique<StreamWatcher>(node_dir_ + "/streams", pass_interval(),
                                              [this](bool final) { stream_pass(final); });
 }
 
@@ -243,12 +246,16 @@ void RunTracker::rendezvous_complete(int round, int attempt, int world_size,
 
 void RunTracker::worker_started(int node, int rank, int local_rank, int attempt, pid_t pid) {
   node_ = node;
-  if (live_workers_.empty()) {
-    attempt_workers_ = 0;
-    attempt_started_ = std::chrono::steady_clock::now();
+  {
+    std::lock_guard lock(sample_mutex_);
+    if (live_workers_.empty()) {
+      attempt_workers_ = 0;
+      attempt_started_ = std::chrono::steady_clock::now();
+      attempt_sampled_ = false;
+    }
+    live_workers_[rank] = pid;
+    attempt_workers_ = static_cast<int>(live_workers_.size());
   }
-  live_workers_[rank] = pid;
-  attempt_workers_ = static_cast<int>(live_workers_.size());
   nlohmann::json d{{"local_rank", local_rank}, {"pid", pid}, {"host", host_name()}};
   record({now_wall(), "worker_started", node, rank, attempt, d.dump()});
 }
@@ -256,15 +263,22 @@ void RunTracker::worker_started(int node, int rank, int local_rank, int attempt,
 void RunTracker::worker_exited(int node, int rank, int local_rank, int attempt, int exitcode) {
   // The first exit of an attempt may be the job's end: a last sample of what still
   // runs (the others, the node, its GPUs), at most one a second however fast restarts come.
-  auto now = std::chrono::steady_clock::now();
-  if (live_workers_.size() == static_cast<size_t>(attempt_workers_) &&
-      now - attempt_started_ >= options_.unsampled_exit && now - last_sample_ >= kEndSampleGap) {
-    sample_system(true);
+  std::optional<std::map<int, pid_t>> workers;
+  {
+    std::lock_guard lock(sample_mutex_);
+    auto now = std::chrono::steady_clock::now();
+    if (live_workers_.size() == static_cast<size_t>(attempt_workers_) &&
+        now - attempt_started_ >= options_.unsampled_exit && now - last_sample_ >= kEndSampleGap) {
+      workers = take_due_sample(now);
+    }
+    live_workers_.erase(rank);
+  }
+  if (workers) {
     // Taken now, while the others end, rather than in the job's last pass, which the
     // job's end waits for.
+    on_stream_thread([this, w = std::move(*workers)] { sample_system(w); });
     if (watcher_) watcher_->nudge(std::chrono::milliseconds(0));
   }
-  live_workers_.erase(rank);
   nlohmann::json d{{"local_rank", local_rank}, {"exitcode", exitcode}};
   if (exitcode < 0) d["signal"] = -exitcode;
   record({now_wall(), "worker_exited", node, rank, attempt, d.dump()});
@@ -304,15 +318,37 @@ void RunTracker::remove_empty_files_dir() {
   std::filesystem::remove(run_dir_ + "/files", ec);
 }
 
-void RunTracker::sample_system(bool force) {
-  auto now = std::chrono::steady_clock::now();
-  if (live_workers_.empty() || (!force && now - last_sample_ < options_.system_interval)) return;
+// Between the stream thread's passes at most: a system sample is due no later.
+std::chrono::milliseconds RunTracker::pass_interval() const {
+  return std::min(kStreamInterval, options_.system_interval);
+}
+
+// With sample_mutex_ held: the workers to sample, the sample counted as taken now.
+std::map<int, pid_t> RunTracker::take_due_sample(std::chrono::steady_clock::time_point now) {
   last_sample_ = now;
-  on_stream_thread([this, workers = live_workers_] {
-    if (!sampler_) sampler_ = std::make_unique<SystemSampler>();  // loads NVML: not on the way
-    auto values = sampler_->sample(workers);
-    guarded("recording system metrics", [&] { own_.add_system(node_, now_wall(), values); });
-  });
+  attempt_sampled_ = true;
+  return live_workers_;
+}
+
+// On the stream thread, each pass: tracking's own clock for system samples, the first
+// a moment into the attempt, then every system_interval.
+void RunTracker::sample_when_due() {
+  std::optional<std::map<int, pid_t>> workers;
+  {
+    std::lock_guard lock(sample_mutex_);
+    auto now = std::chrono::steady_clock::now();
+    bool due = attempt_sampled_ ? now - last_sample_ >= options_.system_interval
+                                : now - attempt_started_ >= std::min<std::chrono::milliseconds>(
+                                                               kFirstSample, options_.system_interval);
+    if (!live_workers_.empty() && due) workers = take_due_sample(now);
+  }
+  if (workers) sample_system(*workers);
+}
+
+void RunTracker::sample_system(const std::map<int, pid_t>& workers) {
+  if (!sampler_) sampler_ = std::make_unique<SystemSampler>();  // loads NVML: not on the way
+  auto values = sampler_->sample(workers);
+  guarded("recording system metrics", [&] { own_.add_system(node_, now_wall(), values); });
 }
 
 bool RunTracker::report_skipped(const IngestStats& stats) {
@@ -343,6 +379,7 @@ void RunTracker::stream_pass(bool final) {
     image_tried_ = true;
     guarded("creating the run", [&] { made_ = make_empty_run(run_dir_); });
   }
+  if (!final) sample_when_due();
   run_jobs();
   if (primary_ && !open_tried_) open_run();
   if (!ingester_ && !forwarder_) return;  // the run not made (yet)
@@ -355,8 +392,7 @@ void RunTracker::stream_pass(bool final) {
   });
 }
 
-void RunTracker::poll(bool attempt_over) {
-  if (!attempt_over) return sample_system(false);
+void RunTracker::attempt_ended() {
   if (forwarder_) forwarder_->hurry();  // a pass waiting on a silent primary gives up sooner
   // The attempt's writers are gone: its last pass over their streams. The next
   // attempt's workers start only once it is done (may_start_workers), as it takes

@@ -87,9 +87,8 @@ class RunTracker : public RunObserver {
   /// <run dir>/files/<host>.<pid>: beside the run's records on every node, kept
   /// when a node's part of the run goes (an empty one goes with the job).
   std::string files_dir() override;
-  void poll(bool attempt_over) override;
-  /// System metrics are sampled on the agent's timer; streams are watched on their own.
-  std::chrono::milliseconds poll_interval() const override { return options_.system_interval; }
+  /// The attempt's last pass over its streams; the next attempt's workers wait for it.
+  void attempt_ended() override;
   /// The primary's stream thread ends meanwhile; complete() (or the destructor) runs
   /// the last pass: everything is in run.db once it returns.
   void finished(const std::string& status, int exitcode, const std::string& root_cause) override;
@@ -111,7 +110,10 @@ class RunTracker : public RunObserver {
   template <typename F>
   void guarded(const char* what, F f);
 
-  void sample_system(bool force);
+  std::map<int, pid_t> take_due_sample(std::chrono::steady_clock::time_point now);
+  void sample_when_due();
+  std::chrono::milliseconds pass_interval() const;
+  void sample_system(const std::map<int, pid_t>& workers);
   void remove_empty_files_dir();
 
   Options options_;
@@ -121,11 +123,15 @@ class RunTracker : public RunObserver {
   std::string files_dir_;  // made by files_dir(); "" until then
   std::string agent_id_;
   std::unique_ptr<SystemSampler> sampler_;  // made by the first sample
-  std::map<int, pid_t> live_workers_;       // global rank -> pid
   std::atomic<int> node_{0};                // read by the stream thread too
+  // What the system samples go by: the agent's thread writes it, the stream thread
+  // (which takes the samples on its own clock) reads it.
+  std::mutex sample_mutex_;
+  std::map<int, pid_t> live_workers_;  // global rank -> pid
   std::chrono::steady_clock::time_point last_sample_{};
   std::chrono::steady_clock::time_point attempt_started_{};  // its first worker's start
-  int attempt_workers_ = 0;  // workers this node started in the current attempt
+  int attempt_workers_ = 0;       // workers this node started in the current attempt
+  bool attempt_sampled_ = false;  // the attempt had its first sample
   store::Store* rendezvous_store_ = nullptr;
   // Non-primary: the primary's published endpoint, looked up on a thread while this
   // agent joins (empty: not published yet; then looked up again after the round).

@@ -282,13 +282,46 @@ void one_worker_job(RunTracker& tracker, const std::string& status, int code,
   tracker.rendezvous_complete(0, 0, 1, {"a"});
   tracker.worker_started(0, 0, 0, 0, ::getpid());
   tracker.worker_exited(0, 0, 0, 0, 0);
-  tracker.poll(true);
+  tracker.attempt_ended();
   tracker.finished(status, code, cause);
 }
 
 std::optional<std::string> status_of(const std::string& run_dir) {
   RunStore store(run_dir, RunStore::Open::kReadOnly);
   return store.meta("status");
+}
+
+// System metrics are sampled on tracking's own clock: a worker that runs is sampled
+// again and again with nothing from the agent but its start.
+TEST(RunTrackerRecords, SystemSamplesComeOnTrackingsOwnClock) {
+  std::string base = temp_run_dir();
+  RunTracker::Options o = run_in(base, "sampled");
+  o.system_interval = std::chrono::milliseconds(20);
+  std::string run = base + "/sampled";
+  RunTracker tracker(o);
+  tracker.rendezvous_complete(0, 0, 1, {"a"});
+  tracker.worker_started(0, 0, 0, 0, ::getpid());
+  auto samples = [&] {
+    try {
+      RunStore store(run, RunStore::Open::kReadOnly);
+      for (const auto& [key, n, last] : store.system_metric_summaries()) {
+        if (key == "memory_percent") return n;
+      }
+    } catch (const TrackingError&) {
+    }
+    return int64_t{0};
+  };
+  // (The bound only keeps a failure from hanging; no timing is asserted.)
+  auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (samples() < 3 && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_GE(samples(), 3);
+  tracker.worker_exited(0, 0, 0, 0, 0);
+  tracker.attempt_ended();
+  tracker.finished("finished", 0, "");
+  tracker.complete();
+  std::filesystem::remove_all(base);
 }
 
 // What the agent records is written by the stream thread: in run.db a moment later
@@ -308,7 +341,7 @@ TEST(RunTrackerRecords, AreInTheRunWhileTheJobRunsAndAllOfThemWhenItFinishes) {
   tracker.worker_started(0, 1, 1, 0, ::getpid());
   tracker.worker_exited(0, 0, 0, 0, 0);
   tracker.worker_exited(0, 1, 1, 0, 0);
-  tracker.poll(true);
+  tracker.attempt_ended();
   tracker.finished("finished", 0, "");
   tracker.complete();
   EXPECT_EQ(events_in(run, "run_started"), 1);
@@ -419,7 +452,7 @@ TEST(RunTrackerRecords, AJobWhoseWorkersRecordIsInRunDbWhenItEnds) {
     append(stream_path(run, 0, 0, 0), R"({"k":"log","seq":1,"d":{"loss":1}})"
                                       "\n");
     tracker.worker_exited(0, 0, 0, 0, 0);
-    tracker.poll(true);
+    tracker.attempt_ended();
     tracker.finished("finished", 0, "");
   }
   RunStore store(run, RunStore::Open::kReadOnly);

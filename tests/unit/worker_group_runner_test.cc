@@ -303,8 +303,7 @@ class StartingObserver : public tracking::RunObserver {
   void worker_exited(int, int, int, int, int) override {}
   void hang(int, const std::string&) override {}
   void round_over(int, const std::string&, const std::string&) override {}
-  void poll(bool) override {}
-  std::chrono::milliseconds poll_interval() const override { return std::chrono::hours(1); }
+  void attempt_ended() override {}
   void finished(const std::string&, int, const std::string&) override {}
 
   struct Asked {
