@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Configures and builds ddprun. Usage: scripts/build.sh [build-dir] [extra cmake args...]
+# DDPRUN_BUILD_TARGETS="ddprun ..." builds only those targets (default: all of them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-build}
@@ -11,4 +12,5 @@ if command -v ccache >/dev/null; then
   launcher=("-DCMAKE_CXX_COMPILER_LAUNCHER=env;CCACHE_BASEDIR=$PWD;CCACHE_NOHASHDIR=true;ccache")
 fi
 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" "$@" >/dev/null
-cmake --build "$dir" -j "$(nproc)"
+read -r -a targets <<<"${DDPRUN_BUILD_TARGETS:-all}"
+cmake --build "$dir" -j "$(nproc)" --target "${targets[@]}"

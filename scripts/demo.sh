@@ -5,7 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install_deps.sh
-scripts/build.sh build
+# Only the launcher: the tests and fuzzers are the test command's to build.
+DDPRUN_BUILD_TARGETS=ddprun scripts/build.sh build
 out=$(mktemp -d)
 echo "== ddprun --nproc_per_node=2 --max_restarts=1 --tee=3 examples/pytorch_ddp/train.py --epochs 3 --kill-rank 1"
 echo "== (rank 1 is SIGKILLed on purpose after epoch 0 is checkpointed; ddprun restarts the"
