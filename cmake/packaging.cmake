@@ -3,6 +3,7 @@
 # and the examples as documentation. Made from a portable build, it needs nothing but
 # glibc; from a dynamically linked one, the Debian libraries it was linked with.
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION share/doc/ddprun)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION share/doc/ddprun/docs)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/examples/ DESTINATION share/doc/ddprun/examples)
 
 set(CPACK_PACKAGE_NAME ddprun)

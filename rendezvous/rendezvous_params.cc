@@ -52,14 +52,18 @@ constexpr const char* kConfKeys[] = {
     "protocol", "cacert", "cert", "key", "etcd_prefix", "token_file", "listen_all"};
 
 void check_conf_keys(const std::string& src, const Conf& conf) {
-  for (const auto& entry : conf) {
-    auto is_entry = [&entry](const char* k) { return entry.first == k; };
-    if (std::any_of(std::begin(kConfKeys), std::end(kConfKeys), is_entry)) continue;
-    std::string known;
-    for (const char* k : kConfKeys) known += (known.empty() ? "" : ", ") + std::string(k);
-    throw UsageError(src + entry.first + "=" + entry.second + ": not an rdzv_conf key (they are: " +
-                     known + ")");
+  auto unknown = std::find_if(conf.begin(), conf.end(), [](const auto& entry) {
+    return std::none_of(std::begin(kConfKeys), std::end(kConfKeys),
+                        [&entry](const char* k) { return entry.first == k; });
+  });
+  if (unknown == conf.end()) return;
+  std::string known;
+  for (const char* k : kConfKeys) {
+    if (!known.empty()) known += ", ";
+    known += k;
   }
+  throw UsageError(src + unknown->first + "=" + unknown->second +
+                   ": not an rdzv_conf key (they are: " + known + ")");
 }
 
 // Every rdzv_conf entry ddprun reads, checked whatever the backend: a typo'd value is
