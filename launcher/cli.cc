@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <string_view>
 #include <vector>
 
 #include <boost/program_options.hpp>
@@ -508,19 +509,47 @@ std::string help_text() {
          "                            repair, merge, serve (ddprun runs --help)\n"
          "  ddprun completion SHELL   shell completion for bash, zsh or tcsh, e.g.\n"
          "                            source <(ddprun completion bash)\n"
-         "\nExit status:\n"
-         "  0      every worker exited 0\n"
-         "  N      the root-cause (first failed) worker exited with N\n"
-         "  128+S  the root-cause worker was killed by signal S, or ddprun itself\n"
-         "         received signal S (SIGINT, SIGTERM, SIGHUP, SIGQUIT)\n"
-         "  2      usage error\n"
-         "  124    a rank hung (--hang_timeout) and no restart was left\n"
-         "  125    the job hung again after --max_no_progress_restarts restarts that got\n"
-         "         no rank past the step where it hung before\n"
-         "  126    the script or program is not executable\n"
-         "  127    the script, program or Python interpreter was not found\n"
-         "  255    --hostfile/--hosts: a host could not be reached over ssh\n";
+         "  ddprun reference man|markdown   this reference as a manual page or Markdown\n"
+         "\nExit status:\n";
+  for (const auto& [code, meaning] : exit_statuses()) {
+    out << "  " << code << std::string(7 - std::string_view(code).size(), ' ');
+    // Wrapped at 80 columns, continuation lines under the meaning.
+    size_t column = 9;
+    std::istringstream words(meaning);
+    bool first = true;
+    for (std::string word; words >> word; first = false) {
+      if (!first && column + 1 + word.size() > 80) {
+        out << "\n" << std::string(9, ' ');
+        column = 9;
+      } else if (!first) {
+        out << ' ';
+        ++column;
+      }
+      out << word;
+      column += word.size();
+    }
+    out << "\n";
+  }
   return out.str();
+}
+
+std::span<const std::pair<const char*, const char*>> exit_statuses() {
+  static constexpr std::pair<const char*, const char*> kStatuses[] = {
+      {"0", "every worker exited 0"},
+      {"N", "the root-cause (first failed) worker exited with N"},
+      {"128+S",
+       "the root-cause worker was killed by signal S, or ddprun itself received signal S "
+       "(SIGINT, SIGTERM, SIGHUP, SIGQUIT)"},
+      {"2", "usage error"},
+      {"124", "a rank hung (--hang_timeout) and no restart was left"},
+      {"125",
+       "the job hung again after --max_no_progress_restarts restarts that got no rank past "
+       "the step where it hung before"},
+      {"126", "the script or program is not executable"},
+      {"127", "the script, program or Python interpreter was not found"},
+      {"255", "--hostfile/--hosts: a host could not be reached over ssh"},
+  };
+  return kStatuses;
 }
 
 }  // namespace ddprun::launcher

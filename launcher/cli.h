@@ -2,6 +2,7 @@
 
 #include <span>
 #include <string>
+#include <utility>
 
 #include "launcher/launch_config.h"
 #include "launcher/node_address.h"
@@ -25,5 +26,8 @@ std::string help_text();
 /// Every flag ddprun takes, torchrun's first: what parses them, prints --help and
 /// generates shell completion.
 std::span<const OptionDef> option_table();
+
+/// ddprun's exit statuses and what each means: --help's list, the manual's.
+std::span<const std::pair<const char*, const char*>> exit_statuses();
 
 }  // namespace ddprun::launcher

@@ -26,6 +26,7 @@
 #include "common/logging.h"
 #include "launcher/cli.h"
 #include "launcher/completion.h"
+#include "launcher/manual.h"
 #include "launcher/launch_resolve.h"
 #include "launcher/runs_command.h"
 #include "launcher/ssh_controller.h"
@@ -145,6 +146,18 @@ int launch(launcher::LaunchConfig& cfg, int argc, char** argv) {
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "runs") return launcher::runs_command(argc, argv);
+  if (argc > 1 && std::string(argv[1]) == "reference") {
+    std::string kind = argc > 2 ? argv[2] : "";
+    if (kind == "man") {
+      std::cout << launcher::man_page();
+    } else if (kind == "markdown") {
+      std::cout << launcher::flag_reference_markdown();
+    } else {
+      std::cerr << "usage: ddprun reference man|markdown  (the manual page, or docs/flags.md)\n";
+      return kind == "--help" || kind == "-h" ? 0 : 2;
+    }
+    return 0;
+  }
   if (argc > 1 && std::string(argv[1]) == "completion") {
     std::string shell = argc > 2 ? argv[2] : "";
     if (shell == "--help" || shell == "-h") {

@@ -16,6 +16,7 @@ for f in ./usr/bin/ddprun \
          ./usr/lib/cmake/ddprun/ddprunConfig.cmake \
          ./usr/share/doc/ddprun/README.md \
          ./usr/share/doc/ddprun/docs/usage.md \
+         ./usr/share/man/man1/ddprun.1 \
          ./usr/share/bash-completion/completions/ddprun \
          ./usr/share/zsh/vendor-completions/_ddprun \
          ./usr/share/doc/ddprun/examples/pytorch_ddp/train.py; do
