@@ -99,7 +99,12 @@ namespace {
 std::string logs_text(const std::vector<std::pair<std::string, std::string>>& logs) {
   std::string text;
   for (const auto& [stream, path] : logs) {
-    text += "  " + stream + std::string(10 - stream.size(), ' ') + ": " + path + "\n";
+    text += "  ";
+    text += stream;
+    text.append(10 - stream.size(), ' ');
+    text += ": ";
+    text += path;
+    text += '\n';
   }
   return text;
 }
