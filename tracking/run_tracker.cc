@@ -267,7 +267,7 @@ void RunTracker::worker_exited(int node, int rank, int local_rank, int attempt, 
   {
     std::lock_guard lock(sample_mutex_);
     auto now = std::chrono::steady_clock::now();
-    if (live_workers_.size() == static_cast<size_t>(attempt_workers_) &&
+    if (!live_workers_.empty() && live_workers_.size() == static_cast<size_t>(attempt_workers_) &&
         now - attempt_started_ >= options_.unsampled_exit && now - last_sample_ >= kEndSampleGap) {
       workers = take_due_sample(now);
     }
