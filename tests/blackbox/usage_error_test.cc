@@ -92,6 +92,18 @@ TEST(ScriptErrors, MissingScriptIs127AndUnexecutableIs126) {
       << no_python.err;
 }
 
+// A warning about the command line has the prefix every other warning has.
+TEST(Warnings, ACommandLineWarningHasTheLogsOnePrefix) {
+  Finished f = run_ddprun({"--no_tracking", "--local_ranks_filter=5", "--no_python", "/bin/true"},
+                          {{"OMP_NUM_THREADS", "1"}});
+  EXPECT_EQ(f.code, 0) << f.err;
+  EXPECT_NE(f.err.find("] warning: --local_ranks_filter=5: this node runs local rank 0, not 5"),
+            std::string::npos)
+      << f.err;
+  EXPECT_EQ(f.err.find("[ddprun pid "), f.err.rfind("[ddprun pid ")) << "one warning\n" << f.err;
+  EXPECT_EQ(f.err.find("ddprun: warning:"), std::string::npos) << f.err;
+}
+
 TEST(HelpAndVersion, ExitZero) {
   Finished help = run_ddprun({"--help"});
   EXPECT_EQ(help.code, 0);
