@@ -251,7 +251,6 @@ void RunTracker::worker_started(int node, int rank, int local_rank, int attempt,
     if (live_workers_.empty()) {
       attempt_workers_ = 0;
       attempt_started_ = std::chrono::steady_clock::now();
-      attempt_sampled_ = false;
     }
     live_workers_[rank] = pid;
     attempt_workers_ = static_cast<int>(live_workers_.size());
@@ -326,7 +325,6 @@ std::chrono::milliseconds RunTracker::pass_interval() const {
 // With sample_mutex_ held: the workers to sample, the sample counted as taken now.
 std::map<int, pid_t> RunTracker::take_due_sample(std::chrono::steady_clock::time_point now) {
   last_sample_ = now;
-  attempt_sampled_ = true;
   return live_workers_;
 }
 
@@ -337,9 +335,11 @@ void RunTracker::sample_when_due() {
   {
     std::lock_guard lock(sample_mutex_);
     auto now = std::chrono::steady_clock::now();
-    bool due = attempt_sampled_ ? now - last_sample_ >= options_.system_interval
-                                : now - attempt_started_ >= std::min<std::chrono::milliseconds>(
-                                                               kFirstSample, options_.system_interval);
+    // Sampled since the attempt started: the next one an interval later; else the first.
+    bool due = last_sample_ > attempt_started_
+                   ? now - last_sample_ >= options_.system_interval
+                   : now - attempt_started_ >= std::min<std::chrono::milliseconds>(
+                                                   kFirstSample, options_.system_interval);
     if (!live_workers_.empty() && due) workers = take_due_sample(now);
   }
   if (workers) sample_system(*workers);

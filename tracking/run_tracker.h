@@ -130,8 +130,7 @@ class RunTracker : public RunObserver {
   std::map<int, pid_t> live_workers_;  // global rank -> pid
   std::chrono::steady_clock::time_point last_sample_{};
   std::chrono::steady_clock::time_point attempt_started_{};  // its first worker's start
-  int attempt_workers_ = 0;       // workers this node started in the current attempt
-  bool attempt_sampled_ = false;  // the attempt had its first sample
+  int attempt_workers_ = 0;  // workers this node started in the current attempt
   store::Store* rendezvous_store_ = nullptr;
   // Non-primary: the primary's published endpoint, looked up on a thread while this
   // agent joins (empty: not published yet; then looked up again after the round).

@@ -15,7 +15,8 @@ for flag in $("$ddprun" reference markdown | grep -o '^| `--[a-z_0-9]*`' | tr -d
   grep -qF "\\fB\\-\\-${flag#--}\\fR" <<<"$page" || { echo "flag_reference: $flag not in the manual" >&2; exit 1; }
 done
 if command -v groff >/dev/null; then
-  warnings=$(groff -man -Tutf8 -ww -z <<<"$page" 2>&1) || true
+  warnings=$(groff -man -Tutf8 -ww -z <<<"$page" 2>&1) ||
+    { echo "flag_reference: groff failed: $warnings" >&2; exit 1; }
   [ -z "$warnings" ] || { echo "flag_reference: groff: $warnings" >&2; exit 1; }
 fi
 echo "flag_reference: docs/flags.md and the manual page match the flag table"
