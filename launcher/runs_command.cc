@@ -21,11 +21,12 @@
 #include "dashboard/http_server.h"
 #include "dashboard/report_page.h"
 #include "dashboard/routes.h"
+#include "launcher/runs_export.h"
+#include "launcher/runs_help.h"
 #include "launcher/text_table.h"
 #include "tracking/part_merge.h"
 #include "tracking/run_store.h"
 #include "tracking/run_summary.h"
-#include "tracking/tfevents.h"
 #include "tracking/run_tracker.h"
 #include "tracking/run_reading.h"
 
@@ -203,79 +204,6 @@ int show(RunStore& s, const std::string& id) {
   return 0;
 }
 
-std::string json_text(const std::string& s) {
-  return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
-// A CSV field: quoted where it holds a comma, a quote or a line end.
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
-}
-
-// Metric points, then what workers logged with config() and summary(): rows whose key
-// is config/<key> or summary/<key>, the value as logged (JSON), no seq, wall or step.
-void write_csv(RunStore& s, std::ostream& out) {
-  out << "node,rank,attempt,seq,wall,step,key,value\n";
-  s.for_each_metric([&out](const tracking::MetricPoint& p) {
-    out << p.node << "," << p.rank << "," << p.attempt << "," << p.seq << ","
-        << std::setprecision(17) << p.wall << "," << (p.step ? std::to_string(*p.step) : "") << ","
-        << csv_field(p.key) << "," << p.value << "\n";
-  });
-  for (const auto& [kind, entries] : {std::pair{"config/", s.configs()}, {"summary/", s.summaries()}}) {
-    for (const auto& e : entries) {
-      out << e.node << "," << e.rank << "," << e.attempt << ",,,," << csv_field(kind + e.key)
-          << "," << csv_field(e.value_json) << "\n";
-    }
-  }
-}
-
-// One JSON object a line: metric points, then config and summary entries ("kind":
-// "config" or "summary", "value" as logged).
-void write_jsonl(RunStore& s, std::ostream& out) {
-  s.for_each_metric([&out](const tracking::MetricPoint& p) {
-    out << "{\"node\":" << p.node << ",\"rank\":" << p.rank << ",\"attempt\":" << p.attempt
-        << ",\"seq\":" << p.seq << ",\"wall\":" << std::setprecision(17) << p.wall
-        << ",\"step\":" << (p.step ? std::to_string(*p.step) : "null")
-        << ",\"key\":" << json_text(p.key) << ",\"value\":" << p.value << "}\n";
-  });
-  for (const auto& [kind, entries] : {std::pair{"config", s.configs()}, {"summary", s.summaries()}}) {
-    for (const auto& e : entries) {
-      out << "{\"node\":" << e.node << ",\"rank\":" << e.rank << ",\"attempt\":" << e.attempt
-          << ",\"kind\":\"" << kind << "\",\"key\":" << json_text(e.key)
-          << ",\"value\":" << e.value_json << "}\n";
-    }
-  }
-}
-
-// csv and jsonl go to standard output, or to the file `output` names; tfevents files
-// go under the directory `output` names (default <id>-tfevents).
-int export_run(RunStore& s, const std::string& id, const std::string& format,
-               const std::string& output) {
-  if (format == "tfevents") {
-    std::string dir = output.empty() ? id + "-tfevents" : output;
-    auto files = tracking::export_tfevents(s, dir);
-    std::cout << "wrote " << files.size() << " TensorBoard event file(s) under " << dir
-              << " (tensorboard --logdir " << dir << ")\n";
-    return 0;
-  }
-  auto write = format == "csv" ? write_csv : write_jsonl;
-  if (output.empty()) {
-    write(s, std::cout);
-    return 0;
-  }
-  std::ofstream out(output);
-  if (out) write(s, out);
-  if (!out.flush()) {
-    std::cerr << "ddprun runs: error: cannot write " << output << "\n";
-    return 1;
-  }
-  std::cout << "wrote " << output << "\n";
-  return 0;
-}
-
 int merge(const std::string& part_dir, const std::optional<std::string>& dir) {
   try {
     bool whole_run = std::filesystem::exists(part_dir + "/run.db");
@@ -336,72 +264,6 @@ int parse_count(const std::string& flag, const std::string& text) {
   return static_cast<int>(v);
 }
 
-constexpr const char* kUsage =
-    "usage: ddprun runs VERB [RUN] [flags] [--tracking_dir DIR]  (default ./ddprun-runs)\n"
-    "\n"
-    "  list [--limit N] [--status S]    the runs, newest first\n"
-    "  show RUN                         one run: its facts, metrics and events\n"
-    "  export RUN [--format csv|jsonl|tfevents] [-o FILE|DIR]\n"
-    "                                   its metric points (standard output unless -o)\n"
-    "  report RUN -o FILE.html          one self-contained page of the run\n"
-    "  repair RUN                       fold in what a killed launcher left\n"
-    "  merge PART_DIR|RUN_DIR           fold in a node's part, or a crashed run's files\n"
-    "  serve [--port P] [--host H]      the dashboard (default 127.0.0.1:6007)\n"
-    "\n"
-    "RUN is a run's id, its --run_name, a unique prefix of its id, or latest.\n"
-    "`ddprun runs VERB --help` says more of each.\n";
-
-// Each verb's own help: `ddprun runs VERB --help`.
-struct VerbHelp {
-  const char* verb;
-  const char* text;
-};
-constexpr VerbHelp kVerbHelp[] = {
-    {"list",
-     "usage: ddprun runs list [--limit N] [--status S] [--tracking_dir DIR]\n\n"
-     "The runs under DIR (default ./ddprun-runs), newest first: name, status, start,\n"
-     "duration, nodes x ranks, restarts, exit code and root cause.\n"
-     "  --limit N    the newest N only\n"
-     "  --status S   only runs that are S: running, finished, failed, killed or crashed\n"},
-    {"show",
-     "usage: ddprun runs show RUN [--tracking_dir DIR]\n\n"
-     "One run: its facts, the workers' config and summary (with the ranks that logged\n"
-     "each value), per-rank metric summaries, system metrics and the event timeline\n"
-     "(a hang's culprits and stacks included).\n"},
-    {"export",
-     "usage: ddprun runs export RUN [--format csv|jsonl|tfevents] [-o FILE|DIR] [--tracking_dir DIR]\n\n"
-     "The run's metric points, then its config and summary entries:\n"
-     "  jsonl (the default)  one JSON object a line; config and summary with \"kind\"\n"
-     "  csv                  node,rank,attempt,seq,wall,step,key,value; config and\n"
-     "                       summary as rows keyed config/<key> and summary/<key>\n"
-     "  tfevents             TensorBoard event files under DIR (default RUN-tfevents)\n"
-     "csv and jsonl go to standard output unless -o names a file.\n"},
-    {"report",
-     "usage: ddprun runs report RUN -o FILE.html [--tracking_dir DIR]\n\n"
-     "One self-contained HTML page of the run, drawn as the dashboard draws it; it loads\n"
-     "nothing from the network.\n"},
-    {"repair",
-     "usage: ddprun runs repair RUN [--tracking_dir DIR]\n\n"
-     "Folds into run.db what a killed launcher left unfolded: its own records, its\n"
-     "workers' streams and the other nodes' parts. `runs show` says when a run needs\n"
-     "it. Refused while the run's launcher still runs.\n"},
-    {"merge",
-     "usage: ddprun runs merge PART_DIR|RUN_DIR [--tracking_dir DIR]\n\n"
-     "Folds in a node's part of a multi-node run (a directory <run>/parts/<host>.<pid>\n"
-     "the primary never received), or a crashed run's files.\n"},
-    {"serve",
-     "usage: ddprun runs serve [--port P] [--host H] [--tracking_dir DIR]\n\n"
-     "The dashboard of every run under DIR, live while jobs run (default\n"
-     "127.0.0.1:6007; --port 0 takes a free port, --host 0.0.0.0 serves every interface).\n"},
-};
-
-const char* verb_help(const std::string& verb) {
-  for (const auto& h : kVerbHelp) {
-    if (verb == h.verb) return h.text;
-  }
-  return nullptr;
-}
-
 }  // namespace
 
 int runs_command(int argc, const char* const argv[]) {
@@ -426,7 +288,7 @@ int runs_command(int argc, const char* const argv[]) {
                                 : a == "help" && i + 1 < args.size() ? &args[i + 1]
                                                                      : nullptr;
       const char* text = verb ? verb_help(*verb) : nullptr;
-      std::cout << (text ? text : kUsage);
+      std::cout << (text ? text : runs_usage());
       return 0;
     }
     auto value = [&](const std::string& flag) -> std::string {
@@ -476,7 +338,7 @@ int runs_command(int argc, const char* const argv[]) {
     }
   }
   if (positional.empty()) {
-    std::cerr << kUsage;
+    std::cerr << runs_usage();
     return 2;
   }
   const std::string& verb = positional[0];
@@ -505,7 +367,7 @@ int runs_command(int argc, const char* const argv[]) {
     return merge(positional[1], dir_given ? std::optional<std::string>(dir) : std::nullopt);
   }
   if (!verb_help(verb)) {
-    std::cerr << "ddprun runs: error: '" << verb << "' is not a verb of runs\n\n" << kUsage;
+    std::cerr << "ddprun runs: error: '" << verb << "' is not a verb of runs\n\n" << runs_usage();
     return 2;
   }
   if (verb == "list" || verb == "serve" || verb == "merge" || positional.size() != 2 ||
