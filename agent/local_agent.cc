@@ -199,7 +199,7 @@ Task<void> LocalAgent::Impl::connect_rendezvous() {
   CancelSignal cancel("rendezvous cancelled");
   auto made = co_await unless_signalled(make_rendezvous_(cancel), [&cancel] { cancel.cancel(); });
   if (observer_ && multi_node()) {
-    observer_->attach(made->store(), made->connect(), made->address(), made->primary());
+    observer_->attach(made->store(), made->address(), made->primary());
   }
   handler_ = std::move(made);
 }

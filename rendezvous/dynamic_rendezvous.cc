@@ -60,10 +60,6 @@ DynamicRendezvous::DynamicRendezvous(RendezvousParams params,
 
 DynamicRendezvous::~DynamicRendezvous() = default;
 
-std::unique_ptr<store::Store> DynamicRendezvous::connect() {
-  return backend_->connect(params_.read_timeout, 0);
-}
-
 std::unique_ptr<RoundCoordinator> DynamicRendezvous::coordinate(const RendezvousInfo& info,
                                                                 boost::asio::io_context& io,
                                                                 Clock& clock) {

@@ -30,7 +30,6 @@ class DynamicRendezvous : public RendezvousHandler {
 
   Task<RendezvousInfo> next_rendezvous(int round, int local_world_size) override;
   store::Store& store() override { return client_->store(); }
-  std::unique_ptr<store::Store> connect() override;
   /// Members of an elastic round watch each other's liveness; the first node to
   /// begin the next round does so for everyone.
   std::unique_ptr<RoundCoordinator> coordinate(const RendezvousInfo& info,

@@ -58,9 +58,6 @@ class RendezvousHandler {
   /// The agent-side store (client of the shared store). Valid after construction.
   virtual store::Store& store() = 0;
 
-  /// Opens a further connection to the shared store, for a thread of its own.
-  virtual std::unique_ptr<store::Store> connect() = 0;
-
   /// The protocol among the nodes of round `info` (as next_rendezvous() returned it),
   /// driven from the agent's loop `io` with timers from `clock`. The handler outlives it.
   virtual std::unique_ptr<RoundCoordinator> coordinate(const RendezvousInfo& info,

@@ -85,7 +85,6 @@ store::Store& StaticRendezvous::store() {
   return *client_;
 }
 
-std::unique_ptr<store::Store> StaticRendezvous::connect() { return new_client(); }
 
 Task<RendezvousInfo> StaticRendezvous::next_rendezvous(int round, int local_world_size) {
   cancel_.check();

@@ -34,7 +34,6 @@ class StaticRendezvous : public RendezvousHandler {
   /// A single node's own connection is made here, when first asked for: its rounds
   /// need none.
   store::Store& store() override;
-  std::unique_ptr<store::Store> connect() override;
   std::unique_ptr<RoundCoordinator> coordinate(const RendezvousInfo& info,
                                                boost::asio::io_context& io, Clock& clock) override;
   bool primary() const override { return server_ != nullptr; }

@@ -33,9 +33,8 @@ void ConsoleEventLog::emit(const std::string& name, const Metadata& metadata) {
   out_ << line << std::flush;
 }
 
-void ConsoleEventLog::attach(store::Store& store, std::unique_ptr<store::Store> own,
-                             const std::string& address, bool primary) {
-  if (inner_) inner_->attach(store, std::move(own), address, primary);
+void ConsoleEventLog::attach(store::Store& store, const std::string& address, bool primary) {
+  if (inner_) inner_->attach(store, address, primary);
 }
 
 void ConsoleEventLog::add_worker_env(int node, int rank, int attempt,

@@ -17,8 +17,7 @@ class ConsoleEventLog : public RunObserver {
  public:
   ConsoleEventLog(RunObserver* inner, std::ostream& out, std::string host);
 
-  void attach(store::Store& store, std::unique_ptr<store::Store> own,
-              const std::string& address, bool primary) override;
+  void attach(store::Store& store, const std::string& address, bool primary) override;
   void add_worker_env(int node, int rank, int attempt,
                       std::map<std::string, std::string>& env) override;
   void rendezvous_complete(int round, int attempt, int world_size,

@@ -24,10 +24,8 @@ class RunObserver {
   /// A job of several nodes: the rendezvous store is up (before the first round);
   /// `primary` is true on the job's one primary agent (the run's one writer), which
   /// the others reach at its `address`. (A single node's run needs no store: it is
-  /// not called there.) The store may be used on the agent's thread until the job ends;
-  /// `own` is a further connection the observer may use on a thread of its own.
-  virtual void attach(store::Store& store, std::unique_ptr<store::Store> own,
-                      const std::string& address, bool primary) = 0;
+  /// not called there.) The store may be used on the agent's thread until the job ends.
+  virtual void attach(store::Store& store, const std::string& address, bool primary) = 0;
   /// Extra environment for one worker (where it writes its records, ...).
   virtual void add_worker_env(int node, int rank, int attempt,
                               std::map<std::string, std::string>& env) = 0;

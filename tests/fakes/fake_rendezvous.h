@@ -165,9 +165,6 @@ class FakeRendezvous : public rendezvous::RendezvousHandler {
     co_return info;
   }
   store::Store& store() override { return store_; }
-  std::unique_ptr<store::Store> connect() override {
-    return std::make_unique<store::MemoryStore>();
-  }
   std::unique_ptr<rendezvous::RoundCoordinator> coordinate(const rendezvous::RendezvousInfo& info,
                                                            boost::asio::io_context& io,
                                                            Clock&) override {

@@ -380,7 +380,7 @@ TEST(RunTrackerRecords, APrimaryWhoseRunCouldNotBeMadeEndsQuietly) {
   store::MemoryStore store;
   {
     RunTracker tracker(o);
-    tracker.attach(store, nullptr, "127.0.0.1:29400", true);
+    tracker.attach(store, "127.0.0.1:29400", true);
     tracker.worker_started(0, 0, 0, 0, ::getpid());
     tracker.worker_exited(0, 0, 0, 0, 0);
     tracker.finished("finished", 0, "");
@@ -477,6 +477,51 @@ TEST(RunTrackerRecords, ARunDirectoryAnotherJobHoldsIsNotShared) {
   }
   EXPECT_FALSE(std::filesystem::exists(base + "/same/run.db")) << "the other job's";
   EXPECT_EQ(status_of(base + "/same.1"), "finished");
+  std::filesystem::remove_all(base);
+}
+
+// The two kinds of a node's part, chosen once: the primary makes the run when the
+// store is up and publishes it; another node finds it at its first round (whatever
+// name the run took), keeps its records in its part and sends them on; the job's one
+// run holds them, the job-wide events once, and the part goes once all of it arrived.
+TEST(RunTrackerNodes, AForwardingNodesRecordsAreInThePrimarysRunWhateverItsName) {
+  std::string base = temp_run_dir();
+  std::filesystem::create_directories(base + "/two/streams");
+  auto other = RunOwnerLock::take(base + "/two");  // another job's run of the same id
+  ASSERT_TRUE(other);
+  RunTracker::Options o = run_in(base, "two");
+  o.multi_node = true;
+  store::MemoryStore store;
+  std::string part;
+  {
+    RunTracker primary(o);
+    RunTracker node(o);
+    EXPECT_EQ(primary.run_dir(), "") << "no run before the store is up";
+    primary.attach(store, "127.0.0.1", true);
+    node.attach(store, "127.0.0.1", false);
+    EXPECT_EQ(primary.run_dir(), base + "/two.1");
+    EXPECT_EQ(node.run_dir(), "") << "found at the first round";
+    primary.rendezvous_complete(0, 0, 2, {"a", "b"});
+    node.rendezvous_complete(0, 0, 2, {"a", "b"});
+    part = node.run_dir();
+    EXPECT_EQ(part.rfind(base + "/two.1/parts/", 0), 0u) << part;
+    node.worker_started(1, 1, 0, 0, ::getpid());
+    append(stream_path(part, 1, 1, 0), R"({"k":"log","seq":1,"d":{"loss":1}})"
+                                       "\n");
+    node.worker_exited(1, 1, 0, 0, 0);
+    node.attempt_ended();
+    node.finished("finished", 0, "");
+    primary.attempt_ended();
+    primary.finished("finished", 0, "");
+    primary.complete();
+  }
+  EXPECT_FALSE(std::filesystem::exists(part)) << "the primary holds all of it";
+  RunStore run(base + "/two.1", RunStore::Open::kReadOnly);
+  EXPECT_EQ(run.count_events("rendezvous"), 1) << "a job-wide event, once";
+  EXPECT_EQ(run.count_events("worker_started"), 1);
+  EXPECT_EQ(run.count_events("worker_exited"), 1);
+  EXPECT_EQ(run.metric_count(), 1);
+  EXPECT_EQ(run.meta("status"), "finished");
   std::filesystem::remove_all(base);
 }
 

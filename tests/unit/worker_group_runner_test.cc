@@ -291,8 +291,7 @@ TEST_F(WorkerGroupRunnerTest, NoStragglerIsNamedAfterAFailureOrWhenTurnedOff) {
 class StartingObserver : public tracking::RunObserver {
  public:
   explicit StartingObserver(const FakeProcessLauncher& launcher) : launcher_(launcher) {}
-  void attach(store::Store&, std::unique_ptr<store::Store>, const std::string&,
-              bool) override {}
+  void attach(store::Store&, const std::string&, bool) override {}
   void add_worker_env(int, int, int, std::map<std::string, std::string>&) override { ++envs; }
   void rendezvous_complete(int, int, int, const std::vector<std::string>&) override {}
   bool may_start_workers(int attempt, bool wait) override {
