@@ -13,7 +13,7 @@ declare -A allowed=(
   [rendezvous/dynamic_rendezvous.cc]="the last call's deadline, which the nodes share in wall time (one further than a last-call timeout away counts as passed)"
   [tracking/console_event_log.cc]="event timestamps"
   [tracking/run_summary.cc]="a running run's duration so far"
-  [tracking/run_tracker.cc]="record and event timestamps"
+  [tracking/node_run.cc]="record and event timestamps"
 )
 pattern='system_clock|std::time\(|[^_a-z]time\(nullptr\)|gettimeofday|CLOCK_REALTIME'
 mapfile -t found < <(git ls-files 'agent/*' 'common/*' 'dashboard/*' 'launcher/*' 'net/*' 'os/*' \
