@@ -8,6 +8,7 @@
 
 #include "agent/hang/hang_options.h"
 #include "agent/numa_binding.h"
+#include "agent/preflight/preflight_options.h"
 #include "agent/worker_spec.h"
 
 namespace ddprun::agent {
@@ -32,6 +33,8 @@ struct AgentConfig {
   std::chrono::milliseconds grace_period{30'000};
   /// When a worker counts as hung, and what ddprun does then.
   HangOptions hang;
+  /// What this node checks before it joins a round.
+  PreflightOptions preflight;
   /// torchrun's worker watchdog FIFO (TORCHELASTIC_ENABLE_FILE_TIMER=1; the path from
   /// TORCHELASTIC_TIMER_FILE or made up); empty: no watchdog.
   std::string timer_file;

@@ -11,6 +11,7 @@
 #include <boost/asio/post.hpp>
 
 #include "agent/orphan_guard.h"
+#include "agent/preflight/health_command.h"
 #include "common/host.h"
 #include "common/logging.h"
 
@@ -35,6 +36,8 @@ LocalAgent::Impl::Impl(AgentConfig config, AgentServices services)
       make_rendezvous_(std::move(services.make_rendezvous)),
       guard_(services.guard),
       observer_(services.observer),
+      own_probe_(services.probe ? nullptr : std::make_unique<PosixNodeProbe>()),
+      probe_(services.probe ? *services.probe : *own_probe_),
       log_dir_(config_.log_dir, config_.run_id, only_small_files(config_)),
       host_(host_name()),
       clock_(services.clock),
@@ -103,6 +106,7 @@ void LocalAgent::Impl::enter(Phase phase) {
 
 Task<int> LocalAgent::Impl::run_rounds() {
   for (int round = 0;; ++round) {
+    if (auto code = unfit_node()) co_return *code;
     rendezvous::RendezvousInfo info = co_await rendezvous(round);
     round = info.round;
     begin_round(info);
@@ -170,6 +174,30 @@ Task<T> LocalAgent::Impl::unless_signalled(Task<T> task, std::function<void()> c
   if (signalled_ != 0) throw Signalled{};
   if (error) std::rethrow_exception(error);
   co_return std::move(*value);
+}
+
+// Before each join, this node's preflight (agent/preflight/): a node that fails it
+// does not join. It says why and ends here with kPreflightExitCode; the others of an
+// elastic job go on without it, and its heartbeat ends with it. The site's own check
+// (--health_check) runs before the first join only, so that a restart never waits for
+// it; a stop signal meanwhile ends it at once.
+std::optional<int> LocalAgent::Impl::unfit_node() {
+  std::vector<Finding> found = check_node(config_.preflight, probe_);
+  if (!handler_ && !config_.preflight.health_command.empty()) {
+    auto health = run_health_command(config_.preflight.health_command,
+                                      config_.preflight.health_timeout, signals_.stop_pending_fd());
+    if (health) found.push_back(std::move(*health));
+  }
+  if (found.empty()) return std::nullopt;
+  std::string cause = "preflight failed on " + host_;
+  for (const auto& f : found) {
+    spdlog::error("preflight: {}: {}", f.check, f.problem);
+    cause += "; " + f.check + ": " + f.problem;
+  }
+  spdlog::error("this node does not join the job (exit status {}; --preflight and "
+                "--health_check say what is checked)",
+                kPreflightExitCode);
+  return finish(kPreflightExitCode, "failed", cause);
 }
 
 // Joins the round. A Ctrl-C meanwhile cancels the join and ends ddprun (no worker runs

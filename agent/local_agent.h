@@ -25,6 +25,7 @@ constexpr int kDroppedExitCode = 123;
 class ProcessLauncher;
 class ProcessInspector;
 class OrphanGuard;
+class NodeProbe;
 
 /// What an agent runs on: the OS in production, fakes in tests. Everything here
 /// must outlive the agent.
@@ -44,6 +45,8 @@ struct AgentServices {
   ProcessInspector* inspector = nullptr;
   /// Where the signals to ddprun come from; null: the kernel's (os::process_signals()).
   os::SignalSource* signals = nullptr;
+  /// What preflight reads of the node; null: this machine (PosixNodeProbe).
+  NodeProbe* probe = nullptr;
 };
 
 /// Runs one node's workers to the end of the job: spawns them with torchrun's

@@ -18,6 +18,7 @@
 #include "agent/job_signals.h"
 #include "agent/local_agent.h"
 #include "agent/log_dir.h"
+#include "agent/preflight/node_checks.h"
 #include "agent/hang/timer_watchdog.h"
 #include "agent/worker_group_runner.h"
 #include "common/clock.h"
@@ -66,6 +67,7 @@ class LocalAgent::Impl {
   void enter(Phase phase);
   Task<rendezvous::RendezvousInfo> rendezvous(int round);
   Task<void> connect_rendezvous();
+  std::optional<int> unfit_node();
   template <typename T>
   Task<T> unless_signalled(Task<T> task, std::function<void()> cancel);
   WorkerGroup make_group(const rendezvous::RendezvousInfo& info) const;
@@ -108,6 +110,8 @@ class LocalAgent::Impl {
   AgentServices::RendezvousFactory make_rendezvous_;
   OrphanGuard* guard_;
   tracking::RunObserver* observer_;
+  std::unique_ptr<NodeProbe> own_probe_;  // where the services gave none
+  NodeProbe& probe_;
   LogDir log_dir_;
   std::string host_;
   Clock& clock_;

@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
   auto start = Clock::now();
   auto stats = ingester.drain(true);
   double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  std::printf("| ingestion into run.db | %ld points in %.3f s | %.0f points/s |\n", stats.points,
+  std::printf("| ingestion into run.db | %ld points in %.3f s: %.0f points/s |", stats.points,
               seconds, stats.points / seconds);
   std::filesystem::remove_all(dir);
   return 0;

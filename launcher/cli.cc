@@ -12,6 +12,7 @@
 
 #include "common/error.h"
 #include "launcher/hang_flags.h"
+#include "launcher/preflight_flags.h"
 #include "launcher/option_values.h"
 #include "launcher/rendezvous_flags.h"
 #include "launcher/slurm_flags.h"
@@ -113,6 +114,16 @@ constexpr OptionDef kOptions[] = {
      "bind each worker to CPUs near its GPU (or, without GPUs, spread over the NUMA "
      "nodes): node, socket, exclusive (own physical cores) or core-complex (own L3 group)",
      "off node socket exclusive core-complex"},
+    {"preflight", 0, false, "all",
+     "what this node checks before it joins a round (a node that fails does not join): all, "
+     "none, or some of disk (1 GiB free where the job writes), shm (/dev/shm: 128 MiB a "
+     "worker, up to 1 GiB), nofile (open files >= 1024), memory (1 GiB available)",
+     "all none disk shm nofile memory"},
+    {"health_check", 0, false, "",
+     "the site's own check before this node's first round: a command run by /bin/sh that "
+     "must exit 0 (e.g. 'dcgmi diag -r 1'); its last lines say why it failed"},
+    {"health_check_timeout", 0, false, "60",
+     "seconds --health_check may take; a check still running then fails"},
     {"event_log_handler", 0, false, "null",
      "torchrun 2.x's: null, or console (ddprun's agent events as JSON lines on stderr); the "
      "run records them either way",
@@ -471,6 +482,7 @@ LaunchConfig parse_command_line(int argc, const char* const argv[], const EnvLoo
     a.omp_num_threads = std::to_string(1);
   }
   fill_hang_options(v, a.hang);
+  fill_preflight_options(v, a.spec.local_world_size, a.preflight);
   a.numa_mode = agent::parse_numa_mode(v.source("numa_binding"), v.str("numa_binding"));
   a.stop_on_stdin_close = v.flag("stop_on_stdin_close");
   a.stdin_timeout =
@@ -480,6 +492,9 @@ LaunchConfig parse_command_line(int argc, const char* const argv[], const EnvLoo
   cfg.tracking_dir = v.str("tracking_dir");
   if (cfg.tracking_dir.empty()) throw UsageError(v.source("tracking_dir") + "=: must not be empty");
   cfg.run_name = v.str("run_name");
+  // Where the job writes: preflight's disk check looks there.
+  if (!a.log_dir.empty()) a.preflight.write_dirs.push_back(a.log_dir);
+  if (cfg.tracking) a.preflight.write_dirs.push_back(cfg.tracking_dir);
   const std::string& events = v.str("event_log_handler");
   if (events != "null" && events != "console") {
     throw UsageError(v.source("event_log_handler") + "=" + events + ": expected null or console");
@@ -541,6 +556,8 @@ std::span<const std::pair<const char*, const char*>> exit_statuses() {
        "the root-cause worker was killed by signal S, or ddprun itself received signal S "
        "(SIGINT, SIGTERM, SIGHUP, SIGQUIT)"},
       {"2", "usage error"},
+      {"122", "this node failed its preflight (--preflight, --health_check) and did not join"},
+      {"123", "elastic: this node was dropped from the job (the others heard no heartbeat from it) and left; the job went on without it"},
       {"124", "a rank hung (--hang_timeout) and no restart was left"},
       {"125",
        "the job hung again after --max_no_progress_restarts restarts that got no rank past "

@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "agent/local_agent.h"
+#include "tests/fakes/fake_node_probe.h"
 #include "tests/fakes/fake_process_inspector.h"
 #include "tests/fakes/fake_process_launcher.h"
 #include "tests/fakes/fake_rendezvous.h"
@@ -51,7 +52,8 @@ class LocalAgentTest : public ::testing::Test {
         nullptr,
         nullptr,
         &inspector_,
-        &signals_};
+        &signals_,
+        &node_};
     agent::LocalAgent agent(config_, std::move(services));
     return agent.run();
   }
@@ -100,6 +102,7 @@ class LocalAgentTest : public ::testing::Test {
   FakeProcessInspector inspector_{io_};
   ManualClock clock_;
   FakeSignals signals_;  // what the tests send ddprun
+  FakeNodeProbe node_;   // what preflight finds
   std::shared_ptr<FakeRendezvousJournal> journal_ = std::make_shared<FakeRendezvousJournal>();
   agent::AgentConfig config_;
   std::filesystem::path log_base_ =

@@ -382,3 +382,36 @@ TEST_F(LocalAgentTest, NoNodeIsNamedWhenTheWarningIsOff) {
 
 }  // namespace
 }  // namespace ddprun::testing
+
+namespace ddprun::testing {
+namespace {
+
+// A node that fails its preflight never reaches the rendezvous: no store, no round,
+// no worker; it ends with the preflight's exit status.
+TEST_F(LocalAgentTest, ANodeThatFailsItsPreflightNeverJoins) {
+  node_.shm = 16 * FakeNodeProbe::kMiB;
+  EXPECT_EQ(run(), agent::kPreflightExitCode);
+  EXPECT_EQ(made_on_, std::thread::id()) << "the rendezvous was made";
+  EXPECT_TRUE(journal_->rounds.empty());
+  EXPECT_TRUE(launcher_.spawned().empty());
+  config_.preflight.checks = {agent::Check::kDisk};  // the shm check left out
+  EXPECT_EQ(run(), 0);
+}
+
+// Each join is preceded by the checks: a node whose disk filled during an attempt
+// does not join the next round.
+TEST_F(LocalAgentTest, ANodeUnfitBeforeALaterRoundLeavesTheJob) {
+  config_.spec.max_restarts = 3;
+  config_.preflight.write_dirs = {"/ckpt"};
+  launcher_.on_spawn = [&](const auto& p) {
+    node_.free["/ckpt"] = 5 * FakeNodeProbe::kMiB;
+    launcher_.exit(p.pid, p.rank() == 1 ? 1 : 0);
+  };
+  EXPECT_EQ(run(), agent::kPreflightExitCode);
+  EXPECT_EQ(attempt(0).size(), 2u);
+  EXPECT_TRUE(attempt(1).empty()) << "no second attempt on this node";
+  EXPECT_EQ(journal_->rounds.size(), 1u);
+}
+
+}  // namespace
+}  // namespace ddprun::testing

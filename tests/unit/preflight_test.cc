@@ -1,0 +1,188 @@
+// A node's preflight: the built-in checks against a made-up node, the site's health
+// command, and the flags that choose them.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <optional>
+
+#include "agent/preflight/health_command.h"
+#include "agent/preflight/node_checks.h"
+#include "common/error.h"
+#include "launcher/cli.h"
+#include "net/wait_scope.h"
+#include "tests/fakes/fake_node_probe.h"
+
+namespace ddprun::agent {
+namespace {
+
+constexpr uint64_t kMiB = uint64_t{1} << 20;
+constexpr uint64_t kGiB = uint64_t{1} << 30;
+
+using FakeNode = testing::FakeNodeProbe;
+
+PreflightOptions options(int workers = 2) {
+  PreflightOptions o;
+  o.write_dirs = {"/logs", "/runs"};
+  o.local_workers = workers;
+  return o;
+}
+
+TEST(Preflight, AHealthyNodePassesEveryCheck) {
+  FakeNode node;
+  EXPECT_TRUE(check_node(options(), node).empty());
+}
+
+TEST(Preflight, EachCheckNamesWhatItFound) {
+  FakeNode node;
+  node.free["/runs"] = 12 * kMiB;
+  node.shm = 64 * kMiB;  // Docker's default
+  node.files = 256;
+  node.memory = 300 * kMiB;
+  auto found = check_node(options(), node);
+  ASSERT_EQ(found.size(), 4u);
+  EXPECT_EQ(found[0].check, "disk");
+  EXPECT_NE(found[0].problem.find("/runs: 12 MiB free"), std::string::npos) << found[0].problem;
+  EXPECT_EQ(found[1].check, "shm");
+  EXPECT_NE(found[1].problem.find("/dev/shm: 64 MiB free, 2 worker(s) need 256 MiB"),
+            std::string::npos)
+      << found[1].problem;
+  EXPECT_EQ(found[2].check, "nofile");
+  EXPECT_NE(found[2].problem.find("limited to 256"), std::string::npos) << found[2].problem;
+  EXPECT_EQ(found[3].check, "memory");
+  EXPECT_NE(found[3].problem.find("300 MiB of memory available"), std::string::npos)
+      << found[3].problem;
+}
+
+TEST(Preflight, WhatSharedMemoryTheWorkersNeedGrowsWithThemUpToACap) {
+  FakeNode node;
+  node.shm = 200 * kMiB;
+  EXPECT_TRUE(check_node(options(1), node).empty()) << "128 MiB for one worker";
+  EXPECT_EQ(check_node(options(2), node).size(), 1u);
+  node.shm = kGiB;
+  EXPECT_TRUE(check_node(options(512), node).empty()) << "never more than 1 GiB";
+}
+
+TEST(Preflight, ACheckLeftOutFindsNothing) {
+  FakeNode node;
+  node.shm = 16 * kMiB;
+  node.files = 100;
+  PreflightOptions o = options();
+  o.checks = {Check::kDisk, Check::kMemory};
+  EXPECT_TRUE(check_node(o, node).empty());
+  o.checks.clear();  // --preflight=none
+  node.free["/logs"] = 0;
+  EXPECT_TRUE(check_node(o, node).empty());
+}
+
+TEST(Preflight, WhatCannotBeReadFailsNothing) {
+  FakeNode node;
+  node.shm.reset();  // no /dev/shm
+  node.memory.reset();
+  EXPECT_TRUE(check_node(options(), node).empty());
+}
+
+TEST(Preflight, FreeSpaceOfADirectoryNotMadeYetIsItsFileSystems) {
+  PosixNodeProbe probe;
+  auto made = probe.free_bytes("/tmp");
+  auto later = probe.free_bytes("/tmp/ddprun-preflight-not-made/a/b");
+  ASSERT_TRUE(made && later);
+  EXPECT_GT(*later, 0u);
+}
+
+TEST(HealthCommand, ExitZeroIsHealthy) {
+  EXPECT_FALSE(run_health_command("echo fine; exit 0", std::chrono::seconds(30), -1));
+}
+
+TEST(HealthCommand, AFailureGivesItsStatusAndLastLines) {
+  auto found = run_health_command("for i in 1 2 3 4 5 6 7; do echo line $i; done; "
+                                  "echo 'GPU 3: double-bit ECC' >&2; exit 4",
+                                  std::chrono::seconds(30), -1);
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->check, "health_check");
+  EXPECT_NE(found->problem.find("exited with status 4"), std::string::npos) << found->problem;
+  EXPECT_NE(found->problem.find("line 7\nGPU 3: double-bit ECC"), std::string::npos)
+      << found->problem;
+  EXPECT_EQ(found->problem.find("line 3"), std::string::npos) << "the last five lines only";
+}
+
+TEST(HealthCommand, OneThatHangsIsKilledAtItsTimeoutWithWhatItLeftRunning) {
+  std::string marker = "/tmp/ddprun-health-" + std::to_string(::getpid());
+  auto found = run_health_command("sleep 600 & echo $! > " + marker + "; echo started; wait",
+                                  std::chrono::milliseconds(300), -1);
+  ASSERT_TRUE(found);
+  EXPECT_NE(found->problem.find("gave no verdict within 0.3 s"), std::string::npos)
+      << found->problem;
+  EXPECT_NE(found->problem.find("started"), std::string::npos) << found->problem;
+  // Its background child went with it (its process group).
+  std::ifstream in(marker);
+  pid_t child = 0;
+  in >> child;
+  ASSERT_GT(child, 0);
+  for (int i = 0; i < 200 && ::kill(child, 0) == 0; ++i) ::usleep(10'000);
+  EXPECT_NE(::kill(child, 0), 0) << "the check's child " << child << " still runs";
+  std::remove(marker.c_str());
+}
+
+TEST(HealthCommand, AStopSignalEndsItAtOnce) {
+  int p[2];
+  ASSERT_EQ(::pipe(p), 0);
+  ASSERT_EQ(::write(p[1], "x", 1), 1);  // a signal waiting for the loop
+  EXPECT_THROW(run_health_command("sleep 600", std::chrono::seconds(600), p[0]), net::Interrupted);
+  ::close(p[0]);
+  ::close(p[1]);
+}
+
+}  // namespace
+}  // namespace ddprun::agent
+
+namespace ddprun::launcher {
+namespace {
+
+LaunchConfig parse(std::vector<std::string> args) {
+  args.insert(args.begin(), "ddprun");
+  std::vector<const char*> argv;
+  for (auto& a : args) argv.push_back(a.c_str());
+  EnvLookup none = [](const std::string&) -> std::optional<std::string> { return std::nullopt; };
+  return parse_command_line(static_cast<int>(argv.size()), argv.data(), none,
+                            DeviceCounter{[] { return 4; }, [] { return 0; }, [] { return 0; }});
+}
+
+TEST(PreflightFlags, EveryCheckByDefaultWhereTheJobWrites) {
+  auto c = parse({"--nproc_per_node=3", "--log_dir=/l", "--tracking_dir=/t", "x.py"});
+  const auto& p = c.agent.preflight;
+  EXPECT_EQ(p.checks.size(), 4u);
+  EXPECT_EQ(p.write_dirs, (std::vector<std::string>{"/l", "/t"}));
+  EXPECT_EQ(p.local_workers, 3);
+  EXPECT_TRUE(p.health_command.empty());
+  EXPECT_TRUE(parse({"--no_tracking", "x.py"}).agent.preflight.write_dirs.empty());
+}
+
+TEST(PreflightFlags, SomeNoneAndTheHealthCheck) {
+  auto some = parse({"--preflight=shm,disk", "--health_check=dcgmi diag -r 1",
+                     "--health_check_timeout=90", "x.py"});
+  EXPECT_EQ(some.agent.preflight.checks, (std::vector<agent::Check>{agent::Check::kShm,
+                                                                     agent::Check::kDisk}));
+  EXPECT_EQ(some.agent.preflight.health_command, "dcgmi diag -r 1");
+  EXPECT_EQ(some.agent.preflight.health_timeout, std::chrono::seconds(90));
+  EXPECT_TRUE(parse({"--preflight=none", "x.py"}).agent.preflight.checks.empty());
+}
+
+TEST(PreflightFlags, BadValuesNameTheFlag) {
+  for (auto bad : {"--preflight=gpus", "--preflight=", "--preflight=disk,,shm"}) {
+    try {
+      parse({bad, "x.py"});
+      ADD_FAILURE() << bad << " was taken";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("--preflight"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(parse({"--health_check_timeout=0", "x.py"}), UsageError);
+  EXPECT_THROW(parse({"--health_check_timeout=soon", "x.py"}), UsageError);
+}
+
+}  // namespace
+}  // namespace ddprun::launcher
