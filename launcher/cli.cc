@@ -117,8 +117,11 @@ constexpr OptionDef kOptions[] = {
     {"preflight", 0, false, "all",
      "what this node checks before it joins a round (a node that fails does not join): all, "
      "none, or some of disk (1 GiB free where the job writes), shm (/dev/shm: 128 MiB a "
-     "worker, up to 1 GiB), nofile (open files >= 1024), memory (1 GiB available)",
-     "all none disk shm nofile memory"},
+     "worker, up to 1 GiB), nofile (open files >= 1024), memory (1 GiB available), gpu "
+     "(through NVML, where a driver is: every GPU the workers may use opens, has no "
+     "uncorrectable ECC errors, no retired pages or row remaps awaiting a reset, and no "
+     "clocks held down by hardware or heat)",
+     "all none disk shm nofile memory gpu"},
     {"health_check", 0, false, "",
      "the site's own check before this node's first round: a command run by /bin/sh that "
      "must exit 0 (e.g. 'dcgmi diag -r 1'); its last lines say why it failed"},
@@ -482,7 +485,7 @@ LaunchConfig parse_command_line(int argc, const char* const argv[], const EnvLoo
     a.omp_num_threads = std::to_string(1);
   }
   fill_hang_options(v, a.hang);
-  fill_preflight_options(v, a.spec.local_world_size, a.preflight);
+  fill_preflight_options(v, a.spec.local_world_size, env("CUDA_VISIBLE_DEVICES"), a.preflight);
   a.numa_mode = agent::parse_numa_mode(v.source("numa_binding"), v.str("numa_binding"));
   a.stop_on_stdin_close = v.flag("stop_on_stdin_close");
   a.stdin_timeout =

@@ -29,6 +29,11 @@ struct Nvml::Api {
   int (*memory)(void*, NvmlMemory*) = nullptr;
   int (*temperature)(void*, int, unsigned int*) = nullptr;
   int (*power)(void*, unsigned int*) = nullptr;
+  // nvmlDeviceGetTotalEccErrors(device, errorType, counterType, count)
+  int (*ecc)(void*, int, int, unsigned long long*) = nullptr;
+  int (*retired_pending)(void*, int*) = nullptr;  // nvmlEnableState_t
+  int (*remapped_rows)(void*, unsigned int*, unsigned int*, unsigned int*, unsigned int*) = nullptr;
+  int (*clock_events)(void*, unsigned long long*) = nullptr;
   int (*shutdown)() = nullptr;
 
   ~Api() {
@@ -58,6 +63,18 @@ std::unique_ptr<Nvml> Nvml::load() {
   api->memory = library_function<decltype(api->memory)>(lib, "nvmlDeviceGetMemoryInfo");
   api->temperature = library_function<decltype(api->temperature)>(lib, "nvmlDeviceGetTemperature");
   api->power = library_function<decltype(api->power)>(lib, "nvmlDeviceGetPowerUsage");
+  api->ecc = library_function<decltype(api->ecc)>(lib, "nvmlDeviceGetTotalEccErrors");
+  api->retired_pending = library_function<decltype(api->retired_pending)>(
+      lib, "nvmlDeviceGetRetiredPagesPendingStatus");
+  api->remapped_rows =
+      library_function<decltype(api->remapped_rows)>(lib, "nvmlDeviceGetRemappedRows");
+  // Renamed in CUDA 12 (the old name stays exported as an alias).
+  api->clock_events =
+      library_function<decltype(api->clock_events)>(lib, "nvmlDeviceGetCurrentClocksEventReasons");
+  if (!api->clock_events) {
+    api->clock_events = library_function<decltype(api->clock_events)>(
+        lib, "nvmlDeviceGetCurrentClocksThrottleReasons");
+  }
   if (!init || !api->count || init() != 0) return nullptr;  // ~Api closes the library
   api->shutdown = library_function<decltype(api->shutdown)>(lib, "nvmlShutdown");
   return std::unique_ptr<Nvml>(new Nvml(std::move(api)));
@@ -87,6 +104,31 @@ std::optional<Nvml::Reading> Nvml::read(int index) {
   unsigned int milliwatts = 0;
   if (api_->power && api_->power(h, &milliwatts) == 0) r.power_watts = milliwatts / 1000.0;
   return r;
+}
+
+std::optional<Nvml::Health> Nvml::health(int index) {
+  void* h = nullptr;
+  if (!api_->handle || api_->handle(static_cast<unsigned int>(index), &h) != 0) return std::nullopt;
+  // NVML's enums, as its header declares them.
+  constexpr int kUncorrected = 1;  // NVML_MEMORY_ERROR_TYPE_UNCORRECTED
+  constexpr int kVolatile = 0;     // NVML_VOLATILE_ECC: since the driver loaded
+  constexpr int kEnabled = 1;      // NVML_FEATURE_ENABLED
+  Health health;
+  unsigned long long errors = 0;
+  if (api_->ecc && api_->ecc(h, kUncorrected, kVolatile, &errors) == 0) health.uncorrected_ecc = errors;
+  int pending = 0;
+  if (api_->retired_pending && api_->retired_pending(h, &pending) == 0) {
+    health.retired_pages_pending = pending == kEnabled;
+  }
+  unsigned int corrected = 0, uncorrected = 0, remap_pending = 0, remap_failed = 0;
+  if (api_->remapped_rows &&
+      api_->remapped_rows(h, &corrected, &uncorrected, &remap_pending, &remap_failed) == 0) {
+    health.row_remap_pending = remap_pending != 0;
+    health.row_remap_failed = remap_failed != 0;
+  }
+  unsigned long long reasons = 0;
+  if (api_->clock_events && api_->clock_events(h, &reasons) == 0) health.clock_event_reasons = reasons;
+  return health;
 }
 
 }  // namespace ddprun::os

@@ -68,6 +68,59 @@ std::optional<uint64_t> PosixNodeProbe::available_memory() {
   return std::nullopt;
 }
 
+std::optional<std::vector<GpuState>> PosixNodeProbe::gpus() {
+  if (!nvml_tried_) {
+    nvml_tried_ = true;
+    nvml_ = os::Nvml::load();  // null where there is no driver
+  }
+  if (!nvml_) return std::nullopt;
+  auto count = nvml_->device_count();
+  if (!count) return std::nullopt;
+  std::vector<GpuState> gpus;
+  for (int i = 0; i < *count; ++i) gpus.push_back({i, nvml_->health(i)});
+  return gpus;
+}
+
+namespace {
+
+// What is wrong with one GPU, each thing in a finding of its own.
+void check_gpu(const GpuState& gpu, std::vector<Finding>& found) {
+  std::string name = "GPU " + std::to_string(gpu.index) + ": ";
+  if (!gpu.health) {
+    found.push_back({"gpu", name + "NVML cannot open it (nvidia-smi says more; the GPU may "
+                                   "have fallen off the bus)"});
+    return;
+  }
+  const os::Nvml::Health& h = *gpu.health;
+  if (h.uncorrected_ecc.value_or(0) > 0) {
+    found.push_back({"gpu", name + std::to_string(*h.uncorrected_ecc) +
+                                " uncorrectable ECC error(s) since the driver loaded"});
+  }
+  if (h.retired_pages_pending.value_or(false)) {
+    found.push_back({"gpu", name + "retired memory pages wait for a GPU reset"});
+  }
+  if (h.row_remap_failed.value_or(false)) {
+    found.push_back({"gpu", name + "a memory row remap failed: the GPU needs service"});
+  } else if (h.row_remap_pending.value_or(false)) {
+    found.push_back({"gpu", name + "a memory row remap waits for a GPU reset"});
+  }
+  using N = os::Nvml;
+  constexpr std::pair<unsigned long long, const char*> kSlow[] = {
+      {N::kHwSlowdown, "hardware slowdown"},
+      {N::kHwThermalSlowdown, "hardware thermal slowdown"},
+      {N::kHwPowerBrakeSlowdown, "power brake"},
+      {N::kSwThermalSlowdown, "thermal slowdown"}};
+  std::string slow;
+  for (const auto& [bit, what] : kSlow) {
+    if ((h.clock_event_reasons.value_or(0) & bit) == 0) continue;
+    if (!slow.empty()) slow += ", ";
+    slow += what;
+  }
+  if (!slow.empty()) found.push_back({"gpu", name + "its clocks are held down (" + slow + ")"});
+}
+
+}  // namespace
+
 std::vector<Finding> check_node(const PreflightOptions& o, NodeProbe& probe) {
   std::vector<Finding> found;
   auto enabled = [&](Check c) { return std::find(o.checks.begin(), o.checks.end(), c) != o.checks.end(); };
@@ -104,6 +157,26 @@ std::vector<Finding> check_node(const PreflightOptions& o, NodeProbe& probe) {
     if (available && *available < PreflightOptions::kMinAvailableMemory) {
       found.push_back({"memory", byte_size(*available) + " of memory available, at least " +
                                      byte_size(PreflightOptions::kMinAvailableMemory) + " needed"});
+    }
+  }
+  if (enabled(Check::kGpu)) {
+    if (auto gpus = probe.gpus()) {
+      std::vector<int> wanted;
+      if (o.visible_gpus) {
+        wanted = *o.visible_gpus;
+      } else {
+        for (const auto& g : *gpus) wanted.push_back(g.index);
+      }
+      for (int index : wanted) {
+        auto gpu = std::find_if(gpus->begin(), gpus->end(),
+                                [&](const GpuState& g) { return g.index == index; });
+        if (gpu == gpus->end()) {
+          found.push_back({"gpu", "CUDA_VISIBLE_DEVICES names GPU " + std::to_string(index) +
+                                      "; the driver sees " + std::to_string(gpus->size())});
+        } else {
+          check_gpu(*gpu, found);
+        }
+      }
     }
   }
   return found;

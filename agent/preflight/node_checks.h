@@ -1,11 +1,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "agent/preflight/preflight_options.h"
+#include "os/nvml.h"
 
 namespace ddprun::agent {
 
@@ -13,6 +15,12 @@ namespace ddprun::agent {
 struct Finding {
   std::string check;
   std::string problem;
+};
+
+/// One GPU as preflight sees it.
+struct GpuState {
+  int index = 0;                             // the driver's
+  std::optional<os::Nvml::Health> health;  // nullopt: NVML cannot open it
 };
 
 /// What the checks look at, read from the OS in one place (PosixNodeProbe); tests give
@@ -30,6 +38,8 @@ class NodeProbe {
   virtual uint64_t open_file_limit() = 0;
   /// MemAvailable; nullopt when it cannot be read.
   virtual std::optional<uint64_t> available_memory() = 0;
+  /// Every GPU the driver sees; nullopt where there is no NVIDIA driver or NVML.
+  virtual std::optional<std::vector<GpuState>> gpus() = 0;
 };
 
 /// Reads this machine.
@@ -39,6 +49,11 @@ class PosixNodeProbe : public NodeProbe {
   std::optional<uint64_t> shm_free_bytes() override;
   uint64_t open_file_limit() override;
   std::optional<uint64_t> available_memory() override;
+  std::optional<std::vector<GpuState>> gpus() override;
+
+ private:
+  std::unique_ptr<os::Nvml> nvml_;  // loaded by the first look at the GPUs
+  bool nvml_tried_ = false;
 };
 
 /// Runs the enabled built-in checks: what failed, in the order of the checks (empty:

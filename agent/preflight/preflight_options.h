@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,16 +13,20 @@ namespace ddprun::agent {
 constexpr int kPreflightExitCode = 122;
 
 /// The built-in checks a node makes before it joins a round (--preflight).
-enum class Check { kDisk, kShm, kOpenFiles, kMemory };
+enum class Check { kDisk, kShm, kOpenFiles, kMemory, kGpu };
 
 /// What a node checks before it joins a round, and against what. Plain data, built by
 /// the launcher from the command line.
 struct PreflightOptions {
-  std::vector<Check> checks{Check::kDisk, Check::kShm, Check::kOpenFiles, Check::kMemory};
+  std::vector<Check> checks{Check::kDisk, Check::kShm, Check::kOpenFiles, Check::kMemory,
+                            Check::kGpu};
   /// Where the job writes (the log and tracking directories; made or not yet).
   std::vector<std::string> write_dirs;
   /// This node's workers, for what they need of /dev/shm.
   int local_workers = 1;
+  /// The GPUs the workers may use, by the driver's index (CUDA_VISIBLE_DEVICES as a
+  /// list of numbers); nullopt: every GPU the driver sees.
+  std::optional<std::vector<int>> visible_gpus;
   /// --health_check: the site's own check, run by /bin/sh before the node's first
   /// round; "" for none. Its exit status is the verdict, its last lines the reason.
   std::string health_command;
@@ -45,6 +50,7 @@ constexpr const char* check_name(Check c) {
     case Check::kShm: return "shm";
     case Check::kOpenFiles: return "nofile";
     case Check::kMemory: return "memory";
+    case Check::kGpu: return "gpu";
   }
   return "?";
 }

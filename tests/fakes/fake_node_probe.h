@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "agent/preflight/node_checks.h"
 
@@ -18,6 +19,7 @@ struct FakeNodeProbe : agent::NodeProbe {
   std::optional<uint64_t> shm = 8 * kGiB;
   uint64_t files = 65536;
   std::optional<uint64_t> memory = 64 * kGiB;
+  std::optional<std::vector<agent::GpuState>> gpu_states;  // none: no driver
 
   std::optional<uint64_t> free_bytes(const std::string& path) override {
     auto it = free.find(path);
@@ -26,6 +28,7 @@ struct FakeNodeProbe : agent::NodeProbe {
   std::optional<uint64_t> shm_free_bytes() override { return shm; }
   uint64_t open_file_limit() override { return files; }
   std::optional<uint64_t> available_memory() override { return memory; }
+  std::optional<std::vector<agent::GpuState>> gpus() override { return gpu_states; }
 };
 
 }  // namespace ddprun::testing

@@ -85,6 +85,58 @@ TEST(Preflight, WhatCannotBeReadFailsNothing) {
   EXPECT_TRUE(check_node(options(), node).empty());
 }
 
+// GPUs as NVML reports them (the seam's fake): each fault named with its GPU.
+TEST(Preflight, AFaultyGpuIsNamedWithWhatIsWrong) {
+  FakeNode node;
+  os::Nvml::Health healthy;
+  healthy.uncorrected_ecc = 0;
+  healthy.retired_pages_pending = false;
+  healthy.row_remap_pending = false;
+  healthy.row_remap_failed = false;
+  healthy.clock_event_reasons = 0x1;  // idle: no fault
+  os::Nvml::Health ecc = healthy;
+  ecc.uncorrected_ecc = 2;
+  os::Nvml::Health remap = healthy;
+  remap.row_remap_pending = true;
+  remap.retired_pages_pending = true;
+  os::Nvml::Health hot = healthy;
+  hot.clock_event_reasons = os::Nvml::kHwThermalSlowdown | os::Nvml::kHwPowerBrakeSlowdown;
+  node.gpu_states = std::vector<GpuState>{
+      {0, healthy}, {1, ecc}, {2, std::nullopt}, {3, remap}, {4, hot}, {5, os::Nvml::Health{}}};
+  auto found = check_node(options(), node);
+  std::string all;
+  for (const auto& f : found) {
+    EXPECT_EQ(f.check, "gpu");
+    all += f.problem + "\n";
+  }
+  EXPECT_EQ(found.size(), 5u) << all;
+  EXPECT_EQ(all.find("GPU 0"), std::string::npos) << all;
+  EXPECT_NE(all.find("GPU 1: 2 uncorrectable ECC error(s)"), std::string::npos) << all;
+  EXPECT_NE(all.find("GPU 2: NVML cannot open it"), std::string::npos) << all;
+  EXPECT_NE(all.find("GPU 3: retired memory pages wait for a GPU reset"), std::string::npos) << all;
+  EXPECT_NE(all.find("GPU 3: a memory row remap waits for a GPU reset"), std::string::npos) << all;
+  EXPECT_NE(all.find("GPU 4: its clocks are held down (hardware thermal slowdown, power brake)"),
+            std::string::npos)
+      << all;
+  EXPECT_EQ(all.find("GPU 5"), std::string::npos) << "a card that reports nothing: " << all;
+}
+
+TEST(Preflight, OnlyTheGpusTheWorkersMayUseAreChecked) {
+  FakeNode node;
+  os::Nvml::Health ecc;
+  ecc.uncorrected_ecc = 1;
+  node.gpu_states = std::vector<GpuState>{{0, os::Nvml::Health{}}, {1, ecc}};
+  PreflightOptions o = options();
+  o.visible_gpus = std::vector<int>{0};
+  EXPECT_TRUE(check_node(o, node).empty()) << "GPU 1 is not this job's";
+  o.visible_gpus = std::vector<int>{0, 7};
+  auto found = check_node(o, node);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].problem, "CUDA_VISIBLE_DEVICES names GPU 7; the driver sees 2");
+  node.gpu_states.reset();  // no driver: nothing to check
+  EXPECT_TRUE(check_node(o, node).empty());
+}
+
 TEST(Preflight, FreeSpaceOfADirectoryNotMadeYetIsItsFileSystems) {
   PosixNodeProbe probe;
   auto made = probe.free_bytes("/tmp");
@@ -142,19 +194,23 @@ TEST(HealthCommand, AStopSignalEndsItAtOnce) {
 namespace ddprun::launcher {
 namespace {
 
-LaunchConfig parse(std::vector<std::string> args) {
+LaunchConfig parse(std::vector<std::string> args,
+                   std::optional<std::string> cuda_visible_devices = std::nullopt) {
   args.insert(args.begin(), "ddprun");
   std::vector<const char*> argv;
   for (auto& a : args) argv.push_back(a.c_str());
-  EnvLookup none = [](const std::string&) -> std::optional<std::string> { return std::nullopt; };
-  return parse_command_line(static_cast<int>(argv.size()), argv.data(), none,
+  EnvLookup env = [&](const std::string& name) -> std::optional<std::string> {
+    return name == "CUDA_VISIBLE_DEVICES" ? cuda_visible_devices : std::nullopt;
+  };
+  return parse_command_line(static_cast<int>(argv.size()), argv.data(), env,
                             DeviceCounter{[] { return 4; }, [] { return 0; }, [] { return 0; }});
 }
 
 TEST(PreflightFlags, EveryCheckByDefaultWhereTheJobWrites) {
   auto c = parse({"--nproc_per_node=3", "--log_dir=/l", "--tracking_dir=/t", "x.py"});
   const auto& p = c.agent.preflight;
-  EXPECT_EQ(p.checks.size(), 4u);
+  EXPECT_EQ(p.checks.size(), 5u);
+  EXPECT_FALSE(p.visible_gpus) << "every GPU";
   EXPECT_EQ(p.write_dirs, (std::vector<std::string>{"/l", "/t"}));
   EXPECT_EQ(p.local_workers, 3);
   EXPECT_TRUE(p.health_command.empty());
@@ -169,6 +225,13 @@ TEST(PreflightFlags, SomeNoneAndTheHealthCheck) {
   EXPECT_EQ(some.agent.preflight.health_command, "dcgmi diag -r 1");
   EXPECT_EQ(some.agent.preflight.health_timeout, std::chrono::seconds(90));
   EXPECT_TRUE(parse({"--preflight=none", "x.py"}).agent.preflight.checks.empty());
+}
+
+TEST(PreflightFlags, TheVisibleGpusAreTheOnesChecked) {
+  EXPECT_EQ(parse({"x.py"}, "2,3").agent.preflight.visible_gpus, (std::vector<int>{2, 3}));
+  EXPECT_EQ(parse({"x.py"}, "").agent.preflight.visible_gpus, std::vector<int>{}) << "none";
+  EXPECT_FALSE(parse({"x.py"}, "GPU-1a2b,GPU-3c4d").agent.preflight.visible_gpus)
+      << "UUIDs: every GPU";
 }
 
 TEST(PreflightFlags, BadValuesNameTheFlag) {
