@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every check that needs a GPU, in one call, for a GPU machine lent for minutes (an H100
-# or H200 with PyTorch and CUDA, no Debian packages, no network): --nproc_per_node=gpu,
+# or H200 with PyTorch and CUDA, no Debian packages, no network): preflight (NVML health
+# readings on a real GPU), --nproc_per_node=gpu,
 # NVML metrics in the run, a PyTorch NCCL DDP job, a gloo job of 8 CPU workers, the
 # cpp_nccl example, a hang's flight-recorder dump, --numa-binding with the real GPU,
 # PyTorch's own TCPStore client against the agent store, and launch and restart times
