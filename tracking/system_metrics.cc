@@ -3,8 +3,8 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <fstream>
 
+#include "os/meminfo.h"
 #include "os/nvml.h"
 #include "os/process_table.h"
 
@@ -38,17 +38,10 @@ std::map<pid_t, TreeUsage> usage_by_session(const std::map<int, pid_t>& workers)
 }
 
 double memory_percent() {
-  std::ifstream in("/proc/meminfo");
-  double total = 0;
-  double available = 0;
-  std::string key;
-  double value;
-  std::string unit;
-  while (in >> key >> value >> unit) {
-    if (key == "MemTotal:") total = value;
-    if (key == "MemAvailable:") available = value;
-  }
-  return total > 0 ? 100.0 * (total - available) / total : 0;
+  auto memory = os::read_meminfo();
+  if (!memory || memory->total == 0) return 0;
+  return 100.0 * static_cast<double>(memory->total - memory->available) /
+         static_cast<double>(memory->total);
 }
 
 double now_seconds() {

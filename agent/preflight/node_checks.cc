@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+
+#include "os/meminfo.h"
 
 namespace ddprun::agent {
 
@@ -58,14 +58,9 @@ uint64_t PosixNodeProbe::open_file_limit() {
 }
 
 std::optional<uint64_t> PosixNodeProbe::available_memory() {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  uint64_t kib = 0;
-  std::string unit;
-  while (in >> key >> kib >> unit) {
-    if (key == "MemAvailable:") return kib * 1024;
-  }
-  return std::nullopt;
+  auto memory = os::read_meminfo();
+  if (!memory) return std::nullopt;
+  return memory->available;
 }
 
 std::optional<std::vector<GpuState>> PosixNodeProbe::gpus() {
