@@ -62,12 +62,26 @@ pid_t start(const std::string& command, int out_fd) {
   return pid;
 }
 
-int reap(pid_t pid) {
+// The check's wait status once it exits, by `deadline` at most (nullopt: it still runs).
+// Its output has ended by now, so the shell has nearly always exited already: the
+// pauses only bound a check that closed its output and went on.
+std::optional<int> exit_by(pid_t pid, std::chrono::steady_clock::time_point deadline) {
+  for (;;) {
+    int status = 0;
+    pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid) return status;
+    if (r < 0 && errno != EINTR) return std::nullopt;
+    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+    ::usleep(2000);
+  }
+}
+
+// Kills the check's process group and reaps it.
+void kill_and_reap(pid_t pid) {
+  ::killpg(pid, SIGKILL);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  ::killpg(pid, SIGKILL);  // what it left behind in its group
-  return status;
 }
 
 }  // namespace
@@ -89,6 +103,7 @@ std::optional<Finding> run_health_command(const std::string& command,
   auto deadline = std::chrono::steady_clock::now() + timeout;
   bool timed_out = false;
   bool interrupted = false;
+  int poll_error = 0;
   for (;;) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
@@ -99,7 +114,10 @@ std::optional<Finding> run_health_command(const std::string& command,
     pollfd p[2] = {{fds[0], POLLIN, 0}, {interrupt_fd, POLLIN, 0}};
     int n = ::poll(p, interrupt_fd >= 0 ? 2 : 1, static_cast<int>(left.count()));
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) break;
+    if (n < 0) {
+      poll_error = errno;
+      break;
+    }
     if (interrupt_fd >= 0 && (p[1].revents & POLLIN)) {
       interrupted = true;
       break;
@@ -113,8 +131,17 @@ std::optional<Finding> run_health_command(const std::string& command,
     if (out.size() > 2 * kKeptBytes) out.erase(0, out.size() - kKeptBytes);
   }
   ::close(fds[0]);
-  if (timed_out || interrupted) ::killpg(pid, SIGKILL);
-  int status = reap(pid);
+  if (poll_error != 0) {
+    kill_and_reap(pid);
+    throw SystemError("cannot watch the health check", poll_error);
+  }
+  std::optional<int> status;
+  if (!timed_out && !interrupted) {
+    status = exit_by(pid, deadline);
+    timed_out = !status;
+  }
+  if (status) ::killpg(pid, SIGKILL);  // what it left behind in its group
+  if (!status) kill_and_reap(pid);
   if (interrupted) throw net::Interrupted("the health check was stopped by a signal");
   std::string said = last_lines(out);
   std::string problem;
@@ -123,13 +150,13 @@ std::optional<Finding> run_health_command(const std::string& command,
     std::snprintf(seconds, sizeof seconds, "%g", std::chrono::duration<double>(timeout).count());
     problem = "`" + command + "` gave no verdict within " + seconds +
               " s (--health_check_timeout) and was killed";
-  } else if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+  } else if (WIFEXITED(*status) && WEXITSTATUS(*status) == 0) {
     return std::nullopt;
-  } else if (WIFEXITED(status)) {
-    problem = "`" + command + "` exited with status " + std::to_string(WEXITSTATUS(status));
+  } else if (WIFEXITED(*status)) {
+    problem = "`" + command + "` exited with status " + std::to_string(WEXITSTATUS(*status));
   } else {
-    problem = "`" + command + "` was killed by signal " + std::to_string(WTERMSIG(status)) + " (" +
-              ::strsignal(WTERMSIG(status)) + ")";
+    problem = "`" + command + "` was killed by signal " + std::to_string(WTERMSIG(*status)) +
+              " (" + ::strsignal(WTERMSIG(*status)) + ")";
   }
   if (!said.empty()) problem += "; its last output:\n" + said;
   return Finding{"health_check", problem};

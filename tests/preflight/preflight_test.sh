@@ -46,11 +46,24 @@ expect "ulimit -n 256" 122 "preflight: nofile: open files limited to 256"
   "${job[@]}" 2>"$tmp/err"; code=$?
 expect "failing health check" 122 "exited with status 3; its last output:"
 grep -qF "GPU 3: uncorrectable ECC errors" "$tmp/err" || fail "the check's words are missing"
-"$ddprun" --health_check="sleep 300 # ddprun-preflight-$$" --health_check_timeout=1 "${job[@]}" \
+# (Two commands: the shell stays, its command line marked.)
+"$ddprun" --health_check="sleep 300; : ddprun-preflight-$$" --health_check_timeout=1 "${job[@]}" \
   2>"$tmp/err"; code=$?
 expect "hanging health check" 122 "gave no verdict within 1 s (--health_check_timeout) and was killed"
 sleep 0.2
-pgrep -f "ddprun-preflight-$$" >/dev/null && fail "the hanging check still runs"
+pgrep -f "^sh -c sleep 300; : ddprun-preflight-$$" >/dev/null && fail "the hanging check still runs"
+
+# A stop signal during the check ends it and the job at once, and nothing is left.
+"$ddprun" --health_check="sleep 300; : ddprun-preflight-term-$$" "${job[@]}" 2>"$tmp/err" &
+pids+=($!)
+check="^sh -c sleep 300; : ddprun-preflight-term-$$"
+for _ in $(seq 200); do pgrep -f "$check" >/dev/null && break; sleep 0.05; done
+pgrep -f "$check" >/dev/null || fail "the health check did not start"
+kill -TERM "${pids[-1]}"; wait "${pids[-1]}"; code=$?
+expect "SIGTERM during the health check" 143 "received SIGTERM"
+sleep 0.2
+pgrep -f "$check" >/dev/null && fail "the interrupted check still runs"
+pids=()
 
 # An elastic job of 2 to 3 nodes goes on without the node that failed its check.
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')

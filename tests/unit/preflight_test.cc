@@ -179,6 +179,13 @@ TEST(HealthCommand, OneThatHangsIsKilledAtItsTimeoutWithWhatItLeftRunning) {
   std::remove(marker.c_str());
 }
 
+TEST(HealthCommand, OneThatClosesItsOutputAndGoesOnIsBoundedToo) {
+  auto found = run_health_command("exec >/dev/null 2>&1; sleep 600", std::chrono::milliseconds(300), -1);
+  ASSERT_TRUE(found);
+  EXPECT_NE(found->problem.find("gave no verdict within 0.3 s"), std::string::npos)
+      << found->problem;
+}
+
 TEST(HealthCommand, AStopSignalEndsItAtOnce) {
   int p[2];
   ASSERT_EQ(::pipe(p), 0);
