@@ -286,6 +286,16 @@ void one_worker_job(RunTracker& tracker, const std::string& status, int code,
   tracker.finished(status, code, cause);
 }
 
+// One attempt of one worker, of node `node` and rank `rank`, that logs one point into
+// its stream under `dir` and exits.
+void one_logging_attempt(RunTracker& tracker, const std::string& dir, int node, int rank) {
+  tracker.worker_started(node, rank, 0, 0, ::getpid());
+  append(stream_path(dir, node, rank, 0), R"({"k":"log","seq":1,"d":{"loss":1}})"
+                                          "\n");
+  tracker.worker_exited(node, rank, 0, 0, 0);
+  tracker.attempt_ended();
+}
+
 std::optional<std::string> status_of(const std::string& run_dir) {
   RunStore store(run_dir, RunStore::Open::kReadOnly);
   return store.meta("status");
@@ -448,11 +458,7 @@ TEST(RunTrackerRecords, AJobWhoseWorkersRecordIsInRunDbWhenItEnds) {
   std::string run = base + "/logged";
   {
     RunTracker tracker(run_in(base, "logged"));
-    tracker.worker_started(0, 0, 0, 0, ::getpid());
-    append(stream_path(run, 0, 0, 0), R"({"k":"log","seq":1,"d":{"loss":1}})"
-                                      "\n");
-    tracker.worker_exited(0, 0, 0, 0, 0);
-    tracker.attempt_ended();
+    one_logging_attempt(tracker, run, 0, 0);
     tracker.finished("finished", 0, "");
   }
   RunStore store(run, RunStore::Open::kReadOnly);
@@ -505,11 +511,7 @@ TEST(RunTrackerNodes, AForwardingNodesRecordsAreInThePrimarysRunWhateverItsName)
     node.rendezvous_complete(0, 0, 2, {"a", "b"});
     part = node.run_dir();
     EXPECT_EQ(part.rfind(base + "/two.1/parts/", 0), 0u) << part;
-    node.worker_started(1, 1, 0, 0, ::getpid());
-    append(stream_path(part, 1, 1, 0), R"({"k":"log","seq":1,"d":{"loss":1}})"
-                                       "\n");
-    node.worker_exited(1, 1, 0, 0, 0);
-    node.attempt_ended();
+    one_logging_attempt(node, part, 1, 1);
     node.finished("finished", 0, "");
     primary.attempt_ended();
     primary.finished("finished", 0, "");
