@@ -107,17 +107,23 @@ void LocalAgent::Impl::enter(Phase phase) {
 Task<int> LocalAgent::Impl::run_rounds() {
   for (int round = 0;; ++round) {
     if (auto code = unfit_node()) co_return *code;
-    rendezvous::RendezvousInfo info = co_await rendezvous(round);
+    rendezvous::RendezvousInfo info;
+    try {
+      info = co_await rendezvous(round);
+    } catch (const rendezvous::SpareNotNeeded& e) {
+      co_return finish_spare(e);
+    }
     round = info.round;
     begin_round(info);
     if (signalled_ != 0) {
       // The signal came as the round completed: start nothing, and tell the others.
       end_round(signalled_end());
+      handler_->job_failed();
       co_return finish_signalled();
     }
     if (observer_) {
-      observer_->rendezvous_complete(info.round, info.restart_count, info.world_size(),
-                                     info.members);
+      observer_->rendezvous_complete(
+          {info.round, info.restart_count, info.world_size(), info.members, info.spares});
     }
     enter(Phase::kRunning);
     co_await run_attempt();
@@ -131,6 +137,7 @@ Task<int> LocalAgent::Impl::run_rounds() {
     }
     if (signalled_ != 0) {
       end_round(signalled_end());
+      handler_->job_failed();
       co_return finish_signalled();
     }
     const auto& failures = runner_.failures();
@@ -298,9 +305,19 @@ int LocalAgent::Impl::finish_signalled() {
   return finish(128 + signalled_, "killed", "received " + signal_name(signalled_));
 }
 
+// A spare that was never needed: the job ended while it waited for a place.
+int LocalAgent::Impl::finish_spare(const rendezvous::SpareNotNeeded& ended) {
+  std::cerr << "ddprun: " << ended.what() << "\n";
+  return finish(ended.job_failed() ? 1 : 0, ended.job_failed() ? "failed" : "finished", "",
+                !ended.job_failed());
+}
+
 int LocalAgent::Impl::finish_failure(const std::vector<FailureRecord>& failures,
                                      const RoundEnd& over) {
   bool dropped = attempt_ && attempt_->dropped;
+  // The job is over for every node (a dropped node's is not): spares waiting leave.
+  // A store that stopped answering is not asked again.
+  if (!dropped && !(attempt_ && attempt_->store_lost)) handler_->job_failed();
   if (over.signalled && !dropped) {  // another node was told to stop the job
     std::cerr << "ddprun: the job was stopped: " << over.reason << "\n";
     return finish(over.exitcode, "killed", over.reason);

@@ -42,6 +42,7 @@ struct Attempt {
   std::string self;                              // this node's id in the round
   std::optional<RoundEnd> over;                  // why the round ends, once known
   bool dropped = false;                          // the others went on without this node
+  bool store_lost = false;                       // the rendezvous store stopped answering
   bool workers_done = false;                     // every worker has exited
   std::optional<FailureRecord> pending_failure;  // a stop signal's death, not told yet
   std::string hang_part;                         // this node's hang reports (JSON)
@@ -76,6 +77,7 @@ class LocalAgent::Impl {
   int finish_success();
   int finish_failure(const std::vector<FailureRecord>& failures, const RoundEnd& over);
   int finish_signalled();
+  int finish_spare(const rendezvous::SpareNotNeeded& ended);
   // Tells the observer, removes a temporary log directory (`succeeded`: whatever it
   // holds), releases the guard; returns `code`.
   int finish(int code, const std::string& status, const std::string& root_cause,

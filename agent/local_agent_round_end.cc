@@ -115,12 +115,14 @@ void LocalAgent::Impl::on_round_end(RoundEnd end) {
 void LocalAgent::Impl::on_store_lost(const std::string& what) {
   if (runner_.idle() || attempt_->over) return;
   spdlog::error("{}; stopping the workers", what);
+  attempt_->store_lost = true;
   attempt_->over = RoundEnd{RoundEnd::Kind::kFinal, 1, what};
   runner_.stop(SIGTERM);
 }
 
 // Elastic jobs: a member whose heartbeat stopped is dropped and the survivors go
-// on at the smaller size if that is still at least MIN (torchrun leaves them hanging).
+// on, with the spares waiting, if they are still at least MIN (torchrun leaves them
+// hanging).
 void LocalAgent::Impl::on_dead(const std::vector<std::string>& dead) {
   if (attempt_->over) return;
   std::set<std::string> alive = members();
@@ -130,10 +132,13 @@ void LocalAgent::Impl::on_dead(const std::vector<std::string>& dead) {
     names += (names.empty() ? "" : ", ") + d;
   }
   int left = static_cast<int>(alive.size());
-  bool enough = left >= config_.min_nodes;
-  RoundEnd mine = enough ? RoundEnd{RoundEnd::Kind::kMembership, 0, "lost node(s) " + names}
+  int spares = left < config_.min_nodes ? round_->spares() : 0;
+  bool enough = left + spares >= config_.min_nodes;
+  std::string lost = "lost node(s) " + names;
+  if (spares > 0) lost += "; " + std::to_string(spares) + " spare(s) waiting";
+  RoundEnd mine = enough ? RoundEnd{RoundEnd::Kind::kMembership, 0, lost}
                          : RoundEnd{RoundEnd::Kind::kFinal, 1,
-                                    "lost node(s) " + names + ": " + std::to_string(left) +
+                                    lost + ": " + std::to_string(left) +
                                         " node(s) left, at least " +
                                         std::to_string(config_.min_nodes) + " needed"};
   mine.dropped = dead;  // so that they learn it, should they come back
@@ -166,6 +171,7 @@ Task<std::optional<RoundEnd>> LocalAgent::Impl::wait_for_all_done() {
   Attempt& a = *attempt_;
   round_->finish_node(changed_.notifying([&a] { a.all_done = true; }),
                       changed_.notifying([&a](const std::string& what) {
+                        a.store_lost = true;
                         a.lost = RoundEnd{RoundEnd::Kind::kFinal, 1, what};
                       }));
   std::unique_ptr<Timer> late = clock_.make_timer();

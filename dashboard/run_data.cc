@@ -59,6 +59,7 @@ json summary_json(const tracking::RunSummary& run) {
           {"duration", tracking::run_duration(run)},
           {"nodes", run.nodes},
           {"ranks", run.ranks},
+          {"spares", run.spares},
           {"restarts", run.restarts},
           {"exit_code", run.exit_code ? json(*run.exit_code) : json(nullptr)},
           {"root_cause", run.root_cause},

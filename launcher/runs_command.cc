@@ -162,6 +162,11 @@ int show(RunStore& s, const std::string& id) {
   std::cout << "\ncreated:  " << format_time(r.created) << "\n"
             << "duration: " << seconds(tracking::run_duration(r)) << "\n";
   if (r.nodes > 0) std::cout << "size:     " << r.nodes << " node(s), " << r.ranks << " rank(s)\n";
+  if (!r.spares.empty()) {
+    std::cout << "spares:   " << r.spares.size() << " waiting as the last round formed:";
+    for (const auto& s : r.spares) std::cout << " " << s;
+    std::cout << "\n";
+  }
   if (r.restarts > 0) std::cout << "restarts: " << r.restarts << "\n";
   if (!r.root_cause.empty()) std::cout << "cause:    " << r.root_cause << "\n";
   print_entries("config", s.configs());

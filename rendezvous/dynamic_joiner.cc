@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <spdlog/spdlog.h>
+
 #include "common/loop_waits.h"
 #include "rendezvous/generic_state_store.h"
 
@@ -92,10 +94,25 @@ Task<DynamicState> DynamicJoiner::join(std::string node, int local_world_size, i
     if (snap.state.round >= min_round || snap.state.closed) {
       a = decide_join(snap.state, node, local_world_size, wall_ms_(), config_);
     }
+    bool spare = snap.state.spares.count(node) > 0;
     if (a.kind == Action::Kind::kClosed) {
-      throw RendezvousClosedError("the run has already finished");
+      spare_ = false;
+      if (spare) {
+        throw SpareNotNeeded(snap.state.failed ? "the job failed without needing this spare node"
+                                               : "the job finished without needing this spare node",
+                             snap.state.failed);
+      }
+      throw RendezvousClosedError(snap.state.failed ? "the run has already ended (it failed)"
+                                                    : "the run has already finished");
     }
+    if (spare && !spare_) {
+      spdlog::warn("waiting as a spare: round {} runs with its maximum of {} node(s); this node "
+                   "takes the place of the first that fails or leaves",
+                   snap.state.round, config_.max_nodes);
+    }
+    spare_ = spare;
     if (a.kind == Action::Kind::kDone) {
+      spare_ = false;
       if (announced_round_ >= 0) {
         state_->withdraw(announced_round_, node);
         announced_round_ = -1;
@@ -104,7 +121,8 @@ Task<DynamicState> DynamicJoiner::join(std::string node, int local_world_size, i
       co_return snap.state;
     }
     if (a.kind == Action::Kind::kWrite) {
-      bool asked_to_join = snap.state.complete && !snap.state.waiting.count(node);
+      // A spare's write leaves the running round alone.
+      bool asked_to_join = snap.state.complete && a.next.waiting.count(node) > 0;
       DynamicState next = with_announced(snap.state, a.next, node);
       // Where others can take this node in, a lost write leaves word that it wants in.
       std::optional<Announcement> on_loss;
@@ -128,6 +146,8 @@ Task<DynamicState> DynamicJoiner::join(std::string node, int local_world_size, i
       continue;  // re-read whether or not our write won
     }
     auto now = Clock::now();
+    // A spare waits for a running job, not for a round to form: no deadline then.
+    if (spare_ && snap.state.complete) deadline = now + timeout;
     if (now >= deadline) {
       throw TimeoutError(std::to_string(snap.state.participants.size()) +
                          " node(s) joined, at least " + std::to_string(config_.min_nodes) +
@@ -179,12 +199,15 @@ void DynamicJoiner::start_next_round(int round, bool failure, const std::set<std
 
 namespace ddprun::rendezvous {
 
-void DynamicJoiner::close() {
+int DynamicJoiner::spares() { return static_cast<int>(state_->read().state.spares.size()); }
+
+void DynamicJoiner::close(bool failed) {
   for (int attempt = 0; attempt < 100; ++attempt) {
     StateSnapshot snap = state_->read();
     if (snap.state.closed) return;
     DynamicState closed = snap.state;
     closed.closed = true;
+    closed.failed = failed;
     if (write(snap, closed)) return;
   }
 }

@@ -9,17 +9,12 @@
 #include <string>
 
 #include "rendezvous/dynamic_state.h"
+#include "rendezvous/rendezvous_errors.h"
 #include "store/loop_store.h"
 #include "rendezvous/state_store.h"
 #include "store/store.h"
 
 namespace ddprun::rendezvous {
-
-/// The run has been closed: a late agent gets this instead of waiting.
-class RendezvousClosedError : public Error {
- public:
-  using Error::Error;
-};
 
 /// Applies the DynamicState machine to a StateStore through compare-and-set. Waiting
 /// nodes wait for the next change (nothing polls); nodes already in the forming
@@ -42,8 +37,11 @@ class DynamicJoiner {
   /// must not take r again: it waits until someone starts r+1) — the one being formed,
   /// or asks the running one to start over with us — and returns the completed state.
   /// A coroutine on the loop: its waits are the loop's completions, its reads and
-  /// writes one request each. Throws RendezvousClosedError, TimeoutError (saying how
-  /// many nodes joined and how many are needed), Error once `cancel` is cancelled.
+  /// writes one request each. A node that finds the round complete and full waits as
+  /// a spare for the next round, however long the job runs: the timeout counts only
+  /// the time spent waiting for a round to form. Throws RendezvousClosedError,
+  /// SpareNotNeeded (the run closed while this node was a spare), TimeoutError (saying
+  /// how many nodes joined and how many are needed), Error once `cancel` is cancelled.
   Task<DynamicState> join(std::string node, int local_world_size, int min_round,
                           std::chrono::milliseconds timeout, CancelSignal& cancel);
 
@@ -54,8 +52,14 @@ class DynamicJoiner {
   /// Begins the round after `round` unless someone already did (see next_round()).
   void start_next_round(int round, bool failure, const std::set<std::string>& alive);
 
-  /// Marks the run closed (idempotent).
-  void close();
+  /// How many nodes wait as spares now (one read of the state).
+  int spares();
+
+  /// Marks the run closed (idempotent); `failed`: because the job failed.
+  void close(bool failed = false);
+
+  /// Whether this node waits as a spare now (during join()), for the agent's console.
+  bool spare() const { return spare_; }
 
   /// Keys of round `round` live under this prefix.
   std::string round_prefix(int round) const;
@@ -77,6 +81,7 @@ class DynamicJoiner {
   bool listing_ = true;                      // the store can list keys (until it says it cannot)
   int announced_round_ = -1;                 // the round this node announced itself for
   int64_t epoch_revision_ = 0;               // see completed_at()
+  bool spare_ = false;                       // see spare()
   std::minstd_rand jitter_{std::random_device{}()};
 };
 

@@ -80,10 +80,15 @@ std::unique_ptr<RoundCoordinator> DynamicRendezvous::coordinate(const Rendezvous
   o.start_next = [this, round = info.round](bool failure, const std::set<std::string>& alive) {
     joiner_->start_next_round(round, failure, alive);
   };
+  o.spares = [this] { return joiner_->spares(); };
   return std::make_unique<StoreRound>(io, clock, std::move(o));
 }
 
-void DynamicRendezvous::finish_job() {
+void DynamicRendezvous::finish_job() { end_job(false); }
+
+void DynamicRendezvous::job_failed() { end_job(true); }
+
+void DynamicRendezvous::end_job(bool failed) {
   if (params_.max_nodes == 1) {
     backend_->stop_serving();  // nobody else uses it
     return;
@@ -91,7 +96,7 @@ void DynamicRendezvous::finish_job() {
   bool hosts = backend_->hosts_state();
   if (!hosts && backend_->hosted()) return;
   try {
-    joiner_->close();
+    joiner_->close(failed);
   } catch (const std::exception& e) {
     spdlog::warn("could not close the rendezvous: {}", e.what());
   }
@@ -119,6 +124,7 @@ RendezvousInfo DynamicRendezvous::make_info(const DynamicState& state) {
   info.round = state.round;
   info.restart_count = state.restarts;
   info.members = ordered_members(state);
+  for (const auto& [id, workers] : state.spares) info.spares.push_back(id);
   info.completed_at = joiner_->completed_at();
   info.group_world_size = static_cast<int>(info.members.size());
   for (size_t i = 0; i < info.members.size(); ++i) {

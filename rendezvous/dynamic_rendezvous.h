@@ -35,9 +35,11 @@ class DynamicRendezvous : public RendezvousHandler {
   std::unique_ptr<RoundCoordinator> coordinate(const RendezvousInfo& info,
                                                boost::asio::io_context& io, Clock& clock) override;
   void cancel() override;
-  /// Closes the run where the state outlives the agents (every agent: once is enough
-  /// and none is special) or where this agent hosts it, then lingers as the host.
+  /// Close the run (as finished or as failed) where the state outlives the agents
+  /// (every agent: once is enough and none is special) or where this agent hosts it,
+  /// then linger as the host.
   void finish_job() override;
+  void job_failed() override;
 
   const std::string& node_id() const { return node_id_; }
   std::string address() const override { return address_; }
@@ -45,6 +47,7 @@ class DynamicRendezvous : public RendezvousHandler {
 
  private:
   RendezvousInfo make_info(const DynamicState& state);
+  void end_job(bool failed);
 
   const RendezvousParams params_;
   std::unique_ptr<RendezvousBackend> backend_;

@@ -15,6 +15,8 @@ std::string DynamicState::to_json() const {
   j["participants"] = participants;
   j["expected"] = expected;
   j["waiting"] = waiting;
+  j["spares"] = spares;
+  j["failed"] = failed;
   j["deadline"] = last_call_deadline_ms;
   return j.dump();
 }
@@ -31,6 +33,9 @@ DynamicState DynamicState::from_json(const std::string& text) {
     s.expected = j.at("expected").get<std::set<std::string>>();
     s.waiting = j.at("waiting").get<std::map<std::string, int>>();
     s.last_call_deadline_ms = j.at("deadline").get<int64_t>();
+    // Written by agents that keep spares; older agents' states have neither.
+    s.spares = j.value("spares", std::map<std::string, int>{});
+    s.failed = j.value("failed", false);
     return s;
   } catch (const std::exception& e) {
     throw StoreError(std::string("malformed rendezvous state: ") + e.what());
@@ -44,6 +49,22 @@ bool all_expected_in(const DynamicState& s) {
   for (const auto& e : s.expected)
     if (!s.participants.count(e)) return false;
   return true;
+}
+
+// Places of the forming round kept for nodes expected back that are not in yet.
+int owed_places(const DynamicState& s) {
+  int owed = 0;
+  for (const auto& e : s.expected) owed += s.participants.count(e) ? 0 : 1;
+  return owed;
+}
+
+// Ranks are fixed from here. Spares that did not come while the round had room are
+// forgotten (most likely gone): one alive asks again while the round runs.
+DynamicState completed(DynamicState s, const DynamicConfig& config) {
+  s.complete = true;
+  s.last_call_deadline_ms = 0;
+  if (static_cast<int>(s.participants.size()) < config.max_nodes) s.spares.clear();
+  return s;
 }
 
 Action write(DynamicState next) {
@@ -70,29 +91,36 @@ Action decide_join(const DynamicState& state, const std::string& node, int local
       a.kind = Action::Kind::kDone;
       return a;
     }
-    // Late: ask the members to start over with us (if there is room).
-    if (!state.waiting.count(node) &&
-        count + static_cast<int>(state.waiting.size()) < config.max_nodes) {
-      DynamicState next = state;
+    if (state.waiting.count(node) || state.spares.count(node)) return wait;
+    // Late: ask the members to start over with us if there is room; else wait as a
+    // spare for the next round, leaving the running one alone.
+    DynamicState next = state;
+    if (count + static_cast<int>(state.waiting.size()) < config.max_nodes) {
       next.waiting[node] = local_world_size;
-      return write(next);
+    } else {
+      next.spares[node] = local_world_size;
     }
-    return wait;
+    return write(next);
   }
   DynamicState next = state;
   bool changed = false;
   if (!state.participants.count(node)) {
-    if (count >= config.max_nodes) return wait;  // full: wait for the next round
+    // The places of the nodes expected back are kept for them: any other node (a
+    // spare) takes one of the rest, or waits as a spare.
+    if (!state.expected.count(node) && count + owed_places(state) >= config.max_nodes) {
+      if (state.spares.count(node)) return wait;
+      next.spares[node] = local_world_size;
+      return write(next);
+    }
     next.participants[node] = local_world_size;
     next.waiting.erase(node);
+    next.spares.erase(node);
     ++count;
     changed = true;
   }
   bool enough = count >= config.min_nodes;
-  if (enough && (count >= config.max_nodes || all_expected_in(next))) {
-    next.complete = true;
-    next.last_call_deadline_ms = 0;
-    return write(next);
+  if (enough && (count >= config.max_nodes || (all_expected_in(next) && next.spares.empty()))) {
+    return write(completed(next, config));
   }
   if (enough && next.last_call_deadline_ms == 0) {
     next.last_call_deadline_ms = now_ms + config.last_call_timeout_ms;
@@ -103,11 +131,7 @@ Action decide_join(const DynamicState& state, const std::string& node, int local
   // as passed, so no clock change can hold a round open longer than that.
   bool passed = now_ms >= next.last_call_deadline_ms ||
                 next.last_call_deadline_ms - now_ms > config.last_call_timeout_ms;
-  if (enough && next.last_call_deadline_ms != 0 && passed) {
-    next.complete = true;
-    next.last_call_deadline_ms = 0;
-    return write(next);
-  }
+  if (enough && next.last_call_deadline_ms != 0 && passed) return write(completed(next, config));
   if (changed) return write(next);
   wait.wake_at_ms = next.last_call_deadline_ms;
   return wait;
@@ -121,6 +145,7 @@ DynamicState next_round(const DynamicState& state, bool failure,
   for (const auto& [id, n] : state.participants)
     if (alive.count(id)) next.expected.insert(id);
   for (const auto& [id, n] : state.waiting) next.expected.insert(id);
+  next.spares = state.spares;
   return next;
 }
 

@@ -15,12 +15,14 @@ namespace ddprun::rendezvous {
 ///
 /// A round goes: joining (participants gather; last call once MIN are in) ->
 /// complete (ranks fixed, workers run) -> the next round (after a failure, a node
-/// that died, or nodes waiting to join). `closed` ends the run for good.
+/// that died, or nodes waiting to join). `closed` ends the run for good. Nodes beyond
+/// MAX wait as spares for the next round.
 struct DynamicState {
   int round = 0;
   int restarts = 0;  // rounds started because of a failure: TORCHELASTIC_RESTART_COUNT
   bool complete = false;
   bool closed = false;
+  bool failed = false;  // closed because the job failed (spares say so as they leave)
   /// node id -> its worker count, for the round being formed or run.
   std::map<std::string, int> participants;
   /// Nodes expected back in this round (the last round's members); once all of them
@@ -28,6 +30,11 @@ struct DynamicState {
   std::set<std::string> expected;
   /// Nodes that arrived while the round was complete; they make it start over.
   std::map<std::string, int> waiting;
+  /// Hot spares: nodes that arrived while the round was complete and full, or found
+  /// the places of the forming round kept for the nodes expected back. They leave the
+  /// running round alone and fill the places left in the next one (which a member's
+  /// failure or death starts) before it completes: the job is back at full size then.
+  std::map<std::string, int> spares;
   /// Wall-clock milliseconds after which the round may complete with fewer than MAX.
   int64_t last_call_deadline_ms = 0;
 
@@ -63,7 +70,9 @@ Action decide_join(const DynamicState& state, const std::string& node, int local
 
 /// The state of the round after `state.round`, started by a member because of a
 /// failure (counts as a restart) or a membership change (does not). `alive` are the
-/// members still believed alive; waiting nodes are carried over as expected.
+/// members still believed alive; waiting nodes are carried over as expected, spares
+/// as spares. The round completes once MAX are in, or every expected node and every
+/// spare that fits is, or at the end of the last call.
 DynamicState next_round(const DynamicState& state, bool failure,
                         const std::set<std::string>& alive);
 

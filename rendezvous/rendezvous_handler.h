@@ -9,6 +9,7 @@
 
 #include "common/clock.h"
 #include "common/coro.h"
+#include "rendezvous/rendezvous_errors.h"
 #include "rendezvous/round_coordinator.h"
 #include "store/store.h"
 
@@ -22,6 +23,7 @@ struct RendezvousInfo {
   int group_world_size = 1;            // nodes in the round
   std::vector<int> local_world_sizes;  // per node, by group rank
   std::vector<std::string> members;    // node ids, by group rank
+  std::vector<std::string> spares;     // nodes waiting as hot spares as the round formed
   std::string master_addr;             // the worker-facing store (hosted by an agent)
   int master_port = 0;
   int64_t completed_at = 0;  // stores with revisions (etcd): the round's keys are newer
@@ -52,7 +54,8 @@ class RendezvousHandler {
   /// whose every wait for the other nodes is a completion of the loop (what it asks the
   /// store between them is one request each). The workers' keys of earlier rounds are
   /// gone when it returns. Throws TimeoutError naming what is missing, StoreError,
-  /// RendezvousClosedError, or Error once cancel() was called.
+  /// RendezvousClosedError, SpareNotNeeded (this node waited as a spare and the job
+  /// ended), or Error once cancel() was called.
   virtual Task<RendezvousInfo> next_rendezvous(int round, int local_world_size) = 0;
 
   /// The agent-side store (client of the shared store). Valid after construction.
@@ -76,6 +79,12 @@ class RendezvousHandler {
   /// where it hosts the agents' store, keeps it up until the others have left (at most
   /// a few seconds). Errors are logged, never thrown.
   virtual void finish_job() {}
+
+  /// The job ended without success on this node (its restarts spent, stopped by a
+  /// signal, too few nodes left). Where this agent can, marks the run ended as failed,
+  /// so that spares waiting for a place leave (they get SpareNotNeeded), and keeps a
+  /// hosted store up while the others leave, as finish_job() does. Errors are logged.
+  virtual void job_failed() {}
 
   /// Ends a next_rendezvous() in progress at once, and any later one (it throws Error):
   /// its wait is cancelled on the loop, nothing is interrupted from outside.

@@ -70,6 +70,11 @@ class RoundCoordinator {
   virtual void gather(const std::string& name, const std::string& mine,
                       std::chrono::milliseconds timeout, OnGathered on_gathered) = 0;
 
+  /// Nodes waiting as hot spares for the next round, by one quick read of the shared
+  /// store: they count towards MIN when members are lost. 0 where nodes cannot wait as
+  /// spares (static rendezvous) or the store cannot be read.
+  virtual int spares() { return 0; }
+
   /// Shares a number this node only ever raises (hang detection's longest interval
   /// between progress, ...) under `name` and returns the largest any node of the
   /// round has shared, this one's included: one quick write (when `mine` grew) and

@@ -98,6 +98,16 @@ void StoreRound::start_next_round(bool failure, const std::set<std::string>& ali
   if (options_.start_next) options_.start_next(failure, alive);
 }
 
+int StoreRound::spares() {
+  if (!options_.spares) return 0;
+  try {
+    return options_.spares();
+  } catch (const std::exception& e) {
+    spdlog::debug("could not read the spares: {}", e.what());
+    return 0;
+  }
+}
+
 void StoreRound::gather(const std::string& name, const std::string& mine,
                         std::chrono::milliseconds timeout, OnGathered on_gathered) {
   int me = options_.info.group_rank;

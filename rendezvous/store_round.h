@@ -38,6 +38,8 @@ class StoreRound : public RoundCoordinator {
     std::chrono::milliseconds heartbeat_interval{5000};
     /// Elastic rounds: begins the next round; null for static ones.
     std::function<void(bool failure, const std::set<std::string>& alive)> start_next;
+    /// Elastic rounds: how many spares wait (throws StoreError); null for static ones.
+    std::function<int()> spares;
   };
 
   StoreRound(boost::asio::io_context& io, Clock& clock, Options options);
@@ -50,6 +52,7 @@ class StoreRound : public RoundCoordinator {
   void finish_node(OnAllDone on_all_done, OnLost on_lost) override;
   std::vector<int> unfinished() override;
   void start_next_round(bool failure, const std::set<std::string>& alive) override;
+  int spares() override;
   /// Parts are "gather/<name>/<k>" keys of the round.
   void gather(const std::string& name, const std::string& mine, std::chrono::milliseconds timeout,
               OnGathered on_gathered) override;

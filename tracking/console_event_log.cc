@@ -42,13 +42,13 @@ void ConsoleEventLog::add_worker_env(int node, int rank, int attempt,
   if (inner_) inner_->add_worker_env(node, rank, attempt, env);
 }
 
-void ConsoleEventLog::rendezvous_complete(int round, int attempt, int world_size,
-                                          const std::vector<std::string>& members) {
-  emit("rendezvous", json{{"round", round},
-                          {"attempt", attempt},
-                          {"world_size", world_size},
-                          {"members", members}});
-  if (inner_) inner_->rendezvous_complete(round, attempt, world_size, members);
+void ConsoleEventLog::rendezvous_complete(const FormedRound& formed) {
+  emit("rendezvous", json{{"round", formed.round},
+                          {"attempt", formed.attempt},
+                          {"world_size", formed.world_size},
+                          {"members", formed.members},
+                          {"spares", formed.spares}});
+  if (inner_) inner_->rendezvous_complete(formed);
 }
 
 bool ConsoleEventLog::may_start_workers(int attempt, bool wait) {

@@ -17,6 +17,15 @@ namespace ddprun::tracking {
 /// streams and samples the system on its own clock); tracking knows nothing of the
 /// agent. Called on the agent's thread; implementations report their own errors and
 /// never throw.
+/// A round of the rendezvous as it formed: what the run records of it.
+struct FormedRound {
+  int round = 0;
+  int attempt = 0;  // the restart count
+  int world_size = 0;
+  std::vector<std::string> members;  // node ids, by group rank (none for a single node)
+  std::vector<std::string> spares;   // nodes waiting as hot spares as it formed
+};
+
 class RunObserver {
  public:
   virtual ~RunObserver() = default;
@@ -29,8 +38,7 @@ class RunObserver {
   /// Extra environment for one worker (where it writes its records, ...).
   virtual void add_worker_env(int node, int rank, int attempt,
                               std::map<std::string, std::string>& env) = 0;
-  virtual void rendezvous_complete(int round, int attempt, int world_size,
-                                   const std::vector<std::string>& members) = 0;
+  virtual void rendezvous_complete(const FormedRound& formed) = 0;
   /// Whether the attempt's workers may start now: the observer holds them until it is
   /// ready for them (the last attempt's streams read). With `wait`, it
   /// returns once they may (true); the agent sets workers up meanwhile, then waits.

@@ -49,6 +49,10 @@ RunSummary summarize_run(RunStore& store, const std::string& id) {
       if (d.contains("world_size") && d["world_size"].is_number_integer()) {
         r.ranks = d["world_size"].get<int>();
       }
+      if (d.contains("spares") && d["spares"].is_array()) {
+        for (const auto& s : d["spares"])
+          if (s.is_string()) r.spares.push_back(s.get<std::string>());
+      }
     }
   }
   return r;

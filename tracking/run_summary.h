@@ -18,6 +18,7 @@ struct RunSummary {
   double finished = 0;      // 0 while running
   int nodes = 0;            // of the last rendezvous (0: none yet)
   int ranks = 0;
+  std::vector<std::string> spares;  // hot spares waiting as the last round formed
   int restarts = 0;
   std::optional<int> exit_code;
   std::string root_cause;

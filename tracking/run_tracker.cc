@@ -69,8 +69,7 @@ bool RunTracker::may_start_workers(int /*attempt*/, bool wait) {
   return !run_ || run_->may_start_workers(wait);
 }
 
-void RunTracker::rendezvous_complete(int round, int attempt, int world_size,
-                                     const std::vector<std::string>& members) {
+void RunTracker::rendezvous_complete(const FormedRound& formed) {
   if (primary_published_in_) {
     // The primary published its endpoint and run before it joined the round (none:
     // it runs without tracking, and this node's records stay here for a merge).
@@ -81,8 +80,11 @@ void RunTracker::rendezvous_complete(int round, int attempt, int world_size,
     });
   }
   if (!run_) return;
-  nlohmann::json d{{"round", round}, {"world_size", world_size}, {"members", members}};
-  run_->record_job_event({wall_seconds(), "rendezvous", -1, -1, attempt, d.dump()});
+  nlohmann::json d{{"round", formed.round},
+                   {"world_size", formed.world_size},
+                   {"members", formed.members}};
+  if (!formed.spares.empty()) d["spares"] = formed.spares;
+  run_->record_job_event({wall_seconds(), "rendezvous", -1, -1, formed.attempt, d.dump()});
 }
 
 void RunTracker::worker_started(int node, int rank, int local_rank, int attempt, pid_t pid) {

@@ -39,8 +39,7 @@ class RunTracker : public RunObserver {
   void add_worker_env(int node, int rank, int attempt,
                       std::map<std::string, std::string>& env) override;
   bool may_start_workers(int attempt, bool wait) override;
-  void rendezvous_complete(int round, int attempt, int world_size,
-                           const std::vector<std::string>& members) override;
+  void rendezvous_complete(const FormedRound& formed) override;
   void worker_started(int node, int rank, int local_rank, int attempt, pid_t pid) override;
   void worker_exited(int node, int rank, int local_rank, int attempt, int exitcode) override;
   void hang(int attempt, const std::string& report_json) override;

@@ -342,6 +342,7 @@
         el("p", {class: "facts"},
            `id ${r.id} · started ${fmtTime(r.created)} · ${fmtDuration(r.duration)}` +
            (r.nodes ? ` · ${r.nodes} node(s) × ${r.ranks} rank(s)` : "") +
+           (r.spares && r.spares.length ? ` · ${r.spares.length} spare(s) waiting: ${r.spares.join(", ")}` : "") +
            ` · ${r.restarts} restart(s)` + (r.exit_code === null ? "" : ` · exit code ${r.exit_code}`)),
         r.root_cause ? el("p", {class: "cause"}, "root cause: " + r.root_cause) : null,
         REPORT ? null : el("p", {}, el("a", {href: "/"}, "all runs")));

@@ -8,6 +8,7 @@
 //   catch SIG DIR            on signal SIG (a number) create DIR/<rank>.got and exit 0;
 //                            DIR/<rank>.ready once the handler is in place
 //   mark DIR                 create DIR/w<WORLD_SIZE>.r<RANK>.a<RESTART_COUNT> and sleep
+//   mark_until DIR FILE [N]  the same marker, then exit N (default 0) once FILE exists
 //   error_file MSG           write torchrun's error file with MSG and exit 1
 //   chatter N                print N long lines, each in several separate writes
 //   tick N MS                print a line every MS milliseconds, N times, then exit 0
@@ -47,6 +48,14 @@ void write_str(int fd, const std::string& s) {
 
 [[noreturn]] void sleep_forever() {
   while (true) ::pause();
+}
+
+// DIR/w<WORLD_SIZE>.r<RANK>.a<RESTART_COUNT>, holding this worker's pid.
+void mark(const std::string& dir) {
+  std::string name = dir + "/w" + std::to_string(env_int("WORLD_SIZE")) + ".r" +
+                     std::to_string(env_int("RANK")) + ".a" +
+                     std::to_string(env_int("TORCHELASTIC_RESTART_COUNT"));
+  std::ofstream(name) << ::getpid() << "\n";
 }
 
 std::string g_got_path;
@@ -151,11 +160,13 @@ int main(int argc, char** argv) {
   }
   if (mode == "catch" && argc > 3) return catch_signal(std::atoi(argv[2]), argv[3]);
   if (mode == "mark" && argc > 2) {
-    std::string name = std::string(argv[2]) + "/w" + std::to_string(env_int("WORLD_SIZE")) + ".r" +
-                       std::to_string(env_int("RANK")) + ".a" +
-                       std::to_string(env_int("TORCHELASTIC_RESTART_COUNT"));
-    std::ofstream(name) << ::getpid() << "\n";
+    mark(argv[2]);
     sleep_forever();
+  }
+  if (mode == "mark_until" && argc > 3) {
+    mark(argv[2]);
+    while (::access(argv[3], F_OK) != 0) ::usleep(10'000);
+    return argc > 4 ? std::atoi(argv[4]) : 0;
   }
   if (mode == "error_file" && argc > 2) return error_file(argv[2]);
   if (mode == "daemon" && argc > 2) return daemon_behind(argv[2]);

@@ -184,6 +184,64 @@ TEST(DynamicJoiner, ClosedRunIsRefused) {
   EXPECT_THROW(join(j, "a", 1, 0, 1s), RendezvousClosedError);
 }
 
+// A node beyond MAX waits as a spare past its join timeout while the job runs, and
+// leaves with SpareNotNeeded, saying how the job ended, once the run is closed.
+TEST(DynamicJoiner, ASpareWaitsAsLongAsTheJobRunsAndLeavesWhenItEnds) {
+  for (bool failed : {false, true}) {
+    Cluster c;
+    c.config = {1, 1, 1000};
+    c.join_all({"a"});
+    std::atomic<bool> ended{false};
+    std::thread spare([&] {
+      DynamicJoiner j = c.joiner();
+      try {
+        join(j, "b", 1, 0, 100ms);
+        ADD_FAILURE() << "the spare joined a full round";
+      } catch (const SpareNotNeeded& e) {
+        EXPECT_EQ(e.job_failed(), failed);
+        EXPECT_TRUE(ended.load()) << "left before the job ended: " << e.what();
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << e.what();
+      }
+    });
+    for (int i = 0; i < 10'000 && c.store.get("ddprun/c10d/test/state", 1s).find("\"b\"") ==
+                                    std::string::npos;
+         ++i) {
+      std::this_thread::sleep_for(1ms);
+    }
+    std::this_thread::sleep_for(300ms);  // three join timeouts
+    ended = true;
+    c.joiner().close(failed);
+    spare.join();
+  }
+}
+
+// A spare takes the place of a member that died: the next round completes with it at
+// once, and the restart is counted once.
+TEST(DynamicJoiner, ASpareTakesTheDeadMembersPlaceInTheNextRound) {
+  Cluster c;
+  c.config = {1, 2, 60'000};
+  c.join_all({"a", "b"});
+  DynamicState got;
+  std::thread spare([&] {
+    DynamicJoiner j = c.joiner();
+    got = join(j, "s", 2, 0, 10s);
+  });
+  for (int i = 0; i < 10'000 && c.store.get("ddprun/c10d/test/state", 1s).find("\"s\"") ==
+                                  std::string::npos;
+       ++i) {
+    std::this_thread::sleep_for(1ms);
+  }
+  DynamicJoiner a = c.joiner();
+  a.start_next_round(0, true, {"a"});  // b died
+  DynamicState mine = join(a, "a", 2, 1, 10s);
+  spare.join();
+  EXPECT_EQ(mine, got);
+  EXPECT_EQ(mine.round, 1);
+  EXPECT_EQ(mine.restarts, 1);
+  EXPECT_EQ(ordered_members(mine), (std::vector<std::string>{"a", "s"}));
+}
+
 // On a store that lists keys, one node's write takes in every node that announced
 // itself: here "b" announced and never writes, yet "a"'s join completes the round with it.
 TEST(DynamicJoiner, AWriterAddsEveryAnnouncedNode) {

@@ -31,6 +31,8 @@ TEST(DynamicState, JsonRoundTrip) {
   s.participants = {{"a/1", 2}, {"b/2", 4}};
   s.expected = {"a/1"};
   s.waiting = {{"c/3", 1}};
+  s.spares = {{"d/4", 2}};
+  s.failed = true;
   s.last_call_deadline_ms = 1234;
   EXPECT_EQ(DynamicState::from_json(s.to_json()), s);
   EXPECT_THROW(DynamicState::from_json("{\"round\": 1}"), Error);
@@ -110,14 +112,100 @@ TEST(DynamicState, LateNodeWaitsAndIsExpectedNextRound) {
   EXPECT_EQ(step(next, "b", 5001, c).kind, Kind::kDone) << "max reached";
 }
 
-TEST(DynamicState, FullRoundTurnsLateNodesAway) {
+TEST(DynamicState, AStateWithoutSparesStillReads) {
+  DynamicState s = DynamicState::from_json(
+      R"({"round":2,"restarts":0,"complete":true,"closed":false,"participants":{"a":1},)"
+      R"("expected":[],"waiting":{},"deadline":0})");
+  EXPECT_EQ(s.round, 2);
+  EXPECT_TRUE(s.spares.empty());
+  EXPECT_FALSE(s.failed);
+}
+
+TEST(DynamicState, AFullRoundKeepsLateNodesAsSparesAndRunsOn) {
   DynamicState s;
   auto c = config(1, 2);
   step(s, "a", 0, c);
   step(s, "b", 0, c);
   ASSERT_TRUE(s.complete);
+  DynamicState running = s;
   EXPECT_EQ(step(s, "c", 0, c).kind, Kind::kWait);
   EXPECT_TRUE(s.waiting.empty()) << "no room: do not disturb the running round";
+  EXPECT_EQ(s.spares, (std::map<std::string, int>{{"c", 2}}));
+  EXPECT_EQ(s.round, running.round);
+  EXPECT_EQ(s.participants, running.participants);
+  EXPECT_TRUE(s.complete);
+  EXPECT_EQ(decide_join(s, "c", 2, 0, c).kind, Kind::kWait) << "registers once";
+}
+
+TEST(DynamicState, TheNextRoundTakesASpareAtOnce) {
+  DynamicState s;
+  auto c = config(1, 2, 60'000);
+  step(s, "a", 0, c);
+  step(s, "b", 0, c);
+  step(s, "c", 0, c);  // a spare
+  // b dies: a starts the next round, which expects a and the spare.
+  DynamicState next = next_round(s, true, {"a"});
+  EXPECT_EQ(next.expected, (std::set<std::string>{"a"}));
+  EXPECT_EQ(next.spares, (std::map<std::string, int>{{"c", 2}}));
+  EXPECT_EQ(step(next, "a", 1, c).kind, Kind::kWait) << "a spare fits: it is waited for";
+  EXPECT_EQ(step(next, "c", 1, c).kind, Kind::kDone) << "full size, no last call";
+  EXPECT_EQ(ordered_members(next), (std::vector<std::string>{"a", "c"}));
+  EXPECT_TRUE(next.spares.empty());
+}
+
+TEST(DynamicState, MoreSparesThanPlacesFillTheRoundAndTheRestWaitAgain) {
+  DynamicState s;
+  auto c = config(2, 3, 60'000);
+  for (const char* n : {"a", "b", "c", "d", "e"}) step(s, n, 0, c);
+  ASSERT_EQ(s.participants.size(), 3u);
+  ASSERT_EQ(s.spares.size(), 2u);
+  DynamicState next = next_round(s, true, {"a", "b"});  // c died
+  step(next, "e", 1, c);
+  step(next, "a", 1, c);
+  EXPECT_EQ(step(next, "b", 1, c).kind, Kind::kDone) << "max reached, d not awaited";
+  EXPECT_EQ(step(next, "d", 1, c).kind, Kind::kWait);
+  EXPECT_EQ(next.spares, (std::map<std::string, int>{{"d", 2}})) << "a spare again";
+}
+
+TEST(DynamicState, ASpareThatDiedHoldsTheRoundNoLongerThanTheLastCall) {
+  DynamicState s;
+  auto c = config(1, 2, 1000);
+  step(s, "a", 0, c);
+  step(s, "b", 0, c);
+  step(s, "c", 0, c);  // a spare, which dies unseen
+  DynamicState next = next_round(s, true, {"a"});
+  EXPECT_EQ(step(next, "a", 10, c).kind, Kind::kWait);
+  EXPECT_EQ(next.last_call_deadline_ms, 1010);
+  EXPECT_EQ(step(next, "a", 1010, c).kind, Kind::kDone);
+  EXPECT_EQ(ordered_members(next), (std::vector<std::string>{"a"}));
+  EXPECT_TRUE(next.spares.empty()) << "forgotten: it did not come while there was room";
+}
+
+TEST(DynamicState, SparesNeverTakeThePlacesOfTheNodesExpectedBack) {
+  DynamicState s;
+  auto c = config(1, 2, 60'000);
+  for (const char* n : {"a", "b", "s1", "s2"}) step(s, n, 0, c);
+  DynamicState next = next_round(s, false, {"a"});  // b died
+  EXPECT_EQ(step(next, "s1", 1, c).kind, Kind::kWait) << "one place is free";
+  EXPECT_EQ(next.participants.count("s1"), 1u);
+  EXPECT_EQ(step(next, "s2", 1, c).kind, Kind::kWait) << "the other is a's";
+  EXPECT_EQ(next.participants.count("s2"), 0u);
+  EXPECT_EQ(step(next, "a", 1, c).kind, Kind::kDone);
+  EXPECT_EQ(ordered_members(next), (std::vector<std::string>{"a", "s1"}));
+  EXPECT_EQ(next.spares, (std::map<std::string, int>{{"s2", 2}}));
+}
+
+TEST(DynamicState, ANewNodeArrivingAsTheSurvivorsRejoinWaitsAsASpare) {
+  DynamicState s;
+  auto c = config(1, 2, 60'000);
+  step(s, "a", 0, c);
+  step(s, "b", 0, c);
+  DynamicState next = next_round(s, true, {"a", "b"});
+  EXPECT_EQ(step(next, "n", 1, c).kind, Kind::kWait);
+  EXPECT_EQ(next.spares.count("n"), 1u);
+  step(next, "a", 1, c);
+  EXPECT_EQ(step(next, "b", 1, c).kind, Kind::kDone);
+  EXPECT_EQ(ordered_members(next), (std::vector<std::string>{"a", "b"}));
 }
 
 TEST(DynamicState, RestartRoundCompletesAsSoonAsTheSurvivorsAreBack) {

@@ -293,7 +293,7 @@ class StartingObserver : public tracking::RunObserver {
   explicit StartingObserver(const FakeProcessLauncher& launcher) : launcher_(launcher) {}
   void attach(store::Store&, const std::string&, bool) override {}
   void add_worker_env(int, int, int, std::map<std::string, std::string>&) override { ++envs; }
-  void rendezvous_complete(int, int, int, const std::vector<std::string>&) override {}
+  void rendezvous_complete(const tracking::FormedRound&) override {}
   bool may_start_workers(int attempt, bool wait) override {
     asked.push_back({attempt, wait, envs, launcher_.spawned().size()});
     return wait || envs >= ready_after_envs;

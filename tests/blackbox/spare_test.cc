@@ -1,0 +1,140 @@
+// Hot spares: agents beyond MAX wait without disturbing the running job, take the
+// place of a node that is lost, and leave with the job's outcome when it ends without
+// them (over c10d, and over etcd, whose state outlives every agent).
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+
+#include "tests/blackbox/ddprun_process.h"
+#include "tests/blackbox/elastic_job.h"
+#include "tests/helpers/etcd_cluster.h"
+
+namespace ddprun::test {
+namespace {
+
+const std::map<std::string, std::optional<std::string>> kEnv{{"OMP_NUM_THREADS", "1"}};
+constexpr const char* kWaiting = "waiting as a spare";
+
+bool empty_dir(const std::string& dir) { return std::filesystem::is_empty(dir); }
+
+// A job of `job.nnodes` whose workers mark their world in their agent's directory and
+// end (with `code`) once the test writes the stop file.
+struct SpareJob {
+  Job job;
+  std::string root = make_temp_dir();
+  std::string stop = root + "/stop";
+  std::vector<std::string> code{"0"};
+  std::vector<std::string> flags{"--no_tracking"};
+
+  std::string dir(const std::string& name) {
+    std::string d = root + "/" + name;
+    std::filesystem::create_directories(d);
+    return d;
+  }
+  std::unique_ptr<DdprunProcess> agent(const std::string& name,
+                                       std::optional<bool> host = std::nullopt) {
+    std::vector<std::string> worker{"mark_until", dir(name), stop};
+    worker.insert(worker.end(), code.begin(), code.end());
+    return std::make_unique<DdprunProcess>(job.agent(flags, worker, host), kEnv);
+  }
+  void end_workers() { std::ofstream(stop) << "stop\n"; }
+};
+
+TEST(Spares, SparesLeaveTheJobAloneTakeALostNodesPlaceAndLeaveWhenItSucceeds) {
+  SpareJob j;
+  j.job.nnodes = "2";
+  j.flags = {"--tracking_dir", j.root + "/runs"};
+  auto a = j.agent("a", true);
+  auto b = j.agent("b", false);
+  ASSERT_TRUE(eventually([&] {
+    return !markers(j.dir("a"), 2).empty() && !markers(j.dir("b"), 2).empty();
+  })) << a->err_so_far();
+  auto s1 = j.agent("s1", false);
+  auto s2 = j.agent("s2", false);
+  ASSERT_TRUE(eventually([&] {
+    return s1->err_so_far().find(kWaiting) != std::string::npos &&
+           s2->err_so_far().find(kWaiting) != std::string::npos;
+  })) << s1->err_so_far() << s2->err_so_far();
+  EXPECT_TRUE(empty_dir(j.dir("s1")) && empty_dir(j.dir("s2")));
+  EXPECT_EQ(a->err_so_far().find("re-rendezvous"), std::string::npos)
+      << "spares do not disturb the running round\n"
+      << a->err_so_far();
+
+  // The node that dies is replaced by one spare: a world of two again, at once (with
+  // --nnodes=2 and no spare, the job would end here).
+  ::kill(b->pid(), SIGKILL);
+  b->wait();
+  ASSERT_TRUE(eventually([&] {
+    return markers(j.dir("s1"), 2).size() + markers(j.dir("s2"), 2).size() == 1;
+  })) << a->err_so_far() << s1->err_so_far() << s2->err_so_far();
+  EXPECT_NE(a->err_so_far().find("2 spare(s) waiting"), std::string::npos) << a->err_so_far();
+  bool first_taken = !empty_dir(j.dir("s1"));
+  DdprunProcess& member = first_taken ? *s1 : *s2;
+  DdprunProcess& still_spare = first_taken ? *s2 : *s1;
+
+  j.end_workers();
+  EXPECT_EQ(a->wait(), 0) << a->err();
+  EXPECT_EQ(member.wait(), 0) << member.err();
+  EXPECT_EQ(still_spare.wait(), 0) << still_spare.err();
+  EXPECT_NE(still_spare.err().find("the job finished without needing this spare node"),
+            std::string::npos)
+      << still_spare.err();
+  // The run lists the spare that waited as the last round formed.
+  Finished show = run_ddprun({"runs", "show", j.job.id, "--tracking_dir", j.root + "/runs"});
+  EXPECT_NE(show.out.find("spares:   1 waiting as the last round formed: 127.0.0.1/"),
+            std::string::npos)
+      << show.out << show.err;
+}
+
+TEST(Spares, ASpareKilledWhileWaitingHoldsNothingUp) {
+  SpareJob j;
+  j.job.nnodes = "1:2";
+  auto a = j.agent("a", true);
+  auto b = j.agent("b", false);
+  ASSERT_TRUE(eventually([&] { return !markers(j.dir("b"), 2).empty(); })) << a->err_so_far();
+  auto s = j.agent("s", false);
+  ASSERT_TRUE(eventually([&] { return s->err_so_far().find(kWaiting) != std::string::npos; }))
+      << s->err_so_far();
+  ::kill(s->pid(), SIGKILL);
+  s->wait();
+  ::kill(b->pid(), SIGKILL);
+  b->wait();
+  EXPECT_TRUE(eventually([&] { return !markers(j.dir("a"), 1).empty(); }))
+      << "the survivor goes on alone\n"
+      << a->err_so_far();
+  j.end_workers();
+  EXPECT_EQ(a->wait(), 0) << a->err();
+}
+
+// etcd keeps the rendezvous after every agent is gone: a job that fails for good
+// closes it as failed, and the spare leaves saying so (not at its join timeout).
+TEST(Spares, ASpareLeavesWhenTheJobFailsForGood) {
+  EtcdCluster etcd(1);
+  SpareJob j;
+  j.job.nnodes = "2";
+  j.job.backend = "etcd";
+  j.job.endpoint = etcd.endpoints();
+  j.code = {"3"};
+  auto a = j.agent("a");
+  auto b = j.agent("b");
+  ASSERT_TRUE(eventually([&] {
+    return !markers(j.dir("a"), 2).empty() && !markers(j.dir("b"), 2).empty();
+  })) << a->err_so_far();
+  auto s = j.agent("s");
+  ASSERT_TRUE(eventually([&] { return s->err_so_far().find(kWaiting) != std::string::npos; }))
+      << s->err_so_far();
+  j.end_workers();  // every worker exits 3; no restart is left
+  EXPECT_EQ(a->wait(), 3) << a->err();
+  EXPECT_EQ(b->wait(), 3) << b->err();
+  EXPECT_EQ(s->wait(), 1) << s->err();
+  EXPECT_NE(s->err().find("the job failed without needing this spare node"), std::string::npos)
+      << s->err();
+  EXPECT_TRUE(empty_dir(j.dir("s")));
+}
+
+}  // namespace
+}  // namespace ddprun::test
