@@ -122,8 +122,12 @@ Task<int> LocalAgent::Impl::run_rounds() {
       co_return finish_signalled();
     }
     if (observer_) {
-      observer_->rendezvous_complete(
-          {info.round, info.restart_count, info.world_size(), info.members, info.spares});
+      tracking::FormedRound formed{info.round, info.restart_count, info.world_size(),
+                                   info.members, info.spares, {}};
+      for (const auto& q : info.quarantined) {
+        formed.quarantined.push_back({q.node, static_cast<double>(q.until_ms) / 1000, q.reason});
+      }
+      observer_->rendezvous_complete(formed);
     }
     enter(Phase::kRunning);
     co_await run_attempt();

@@ -77,7 +77,10 @@ void LocalAgent::Impl::tell_failure(const FailureRecord& f) {
   bool budget_left = info.restart_count < config_.spec.max_restarts;
   end_round({budget_left ? RoundEnd::Kind::kRestart : RoundEnd::Kind::kFinal,
              shell_exit_code(f.exitcode), what});
-  if (budget_left) round_->start_next_round(true, members());
+  if (budget_left) {
+    round_->note_failure(what);
+    round_->start_next_round(true, members());
+  }
 }
 
 std::set<std::string> LocalAgent::Impl::members() const {

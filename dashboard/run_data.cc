@@ -47,6 +47,12 @@ std::vector<size_t> keep(const std::vector<ChartPoint>& points, size_t max_point
   return out;
 }
 
+json quarantined_json(const std::vector<tracking::RunSummary::Quarantined>& nodes) {
+  json out = json::array();
+  for (const auto& q : nodes) out.push_back({{"node", q.node}, {"until", q.until}, {"reason", q.reason}});
+  return out;
+}
+
 }  // namespace
 
 json summary_json(const tracking::RunSummary& run) {
@@ -60,6 +66,7 @@ json summary_json(const tracking::RunSummary& run) {
           {"nodes", run.nodes},
           {"ranks", run.ranks},
           {"spares", run.spares},
+          {"quarantined", quarantined_json(run.quarantined)},
           {"restarts", run.restarts},
           {"exit_code", run.exit_code ? json(*run.exit_code) : json(nullptr)},
           {"root_cause", run.root_cause},

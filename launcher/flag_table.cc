@@ -17,6 +17,11 @@ constexpr OptionDef kOptions[] = {
     {"rdzv_conf", 0, false, "", "rendezvous settings, key=value,key=value"},
     {"standalone", 0, true, "0", "single-node job with a fresh run id and a free port"},
     {"max_restarts", 0, false, "0", "restarts of the worker group before failing"},
+    {"node_failure_limit", 0, false, "0",
+     "elastic jobs: a node whose workers failed this many times is quarantined, kept out of "
+     "the rounds for --quarantine_cooldown (0: never)"},
+    {"quarantine_cooldown", 0, false, "300",
+     "seconds a quarantined node stays out the first time; each later time doubles it"},
     {"monitor_interval", 0, false, "5",
      "accepted for torchrun compatibility; ddprun is event-driven"},
     {"start_method", 0, false, "spawn", "accepted for compatibility: spawn, fork or forkserver",

@@ -70,6 +70,14 @@ void fill_rendezvous(const Values& v, const EnvLookup& env, LaunchConfig& config
         "read and write its keys; give every node the same DDPRUN_JOB_TOKEN or "
         "--rdzv_conf=token_file=PATH");
   }
+  p.node_failure_limit = parse_int(v.source("node_failure_limit"), v.str("node_failure_limit"));
+  p.quarantine_cooldown =
+      parse_seconds(v.source("quarantine_cooldown"), v.str("quarantine_cooldown"), false);
+  if (p.node_failure_limit > 0 && !p.elastic()) {
+    throw UsageError(v.source("node_failure_limit") + "=" + v.str("node_failure_limit") +
+                     ": quarantine keeps a node out of an elastic job's rounds; it needs "
+                     "--rdzv_backend=c10d with more than one node, or etcd");
+  }
   config.standalone = f.standalone;
   config.agent.min_nodes = config.rendezvous.min_nodes;
   config.agent.max_nodes = config.rendezvous.max_nodes;

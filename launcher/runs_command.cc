@@ -167,6 +167,10 @@ int show(RunStore& s, const std::string& id) {
     for (const auto& s : r.spares) std::cout << " " << s;
     std::cout << "\n";
   }
+  for (const auto& q : r.quarantined) {
+    std::cout << "quarantined: " << q.node << " until " << format_time(q.until) << " (" << q.reason
+              << ")\n";
+  }
   if (r.restarts > 0) std::cout << "restarts: " << r.restarts << "\n";
   if (!r.root_cause.empty()) std::cout << "cause:    " << r.root_cause << "\n";
   print_entries("config", s.configs());

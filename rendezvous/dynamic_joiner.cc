@@ -102,8 +102,22 @@ Task<DynamicState> DynamicJoiner::join(std::string node, int local_world_size, i
                                                : "the job finished without needing this spare node",
                              snap.state.failed);
       }
+      if (const Quarantine* q = quarantine_of(snap.state, node, wall_ms_())) {
+        throw RendezvousClosedError("the job ended while this node was quarantined (" +
+                                    q->reason + ")");
+      }
       throw RendezvousClosedError(snap.state.failed ? "the run has already ended (it failed)"
                                                     : "the run has already finished");
+    }
+    if (a.kind == Action::Kind::kWait && !snap.state.participants.count(node)) {
+      if (const Quarantine* q = quarantine_of(snap.state, node, wall_ms_())) {
+        if (q->until_ms != quarantined_until_) {
+          spdlog::warn("this node is quarantined for {} s ({}); it waits to join again",
+                       (q->until_ms - wall_ms_() + 999) / 1000, q->reason);
+        }
+        quarantined_until_ = q->until_ms;
+        deadline = Clock::now() + timeout;  // kept out on purpose: not a join that failed
+      }
     }
     if (spare && !spare_) {
       spdlog::warn("waiting as a spare: round {} runs with its maximum of {} node(s); this node "
@@ -149,9 +163,16 @@ Task<DynamicState> DynamicJoiner::join(std::string node, int local_world_size, i
     // A spare waits for a running job, not for a round to form: no deadline then.
     if (spare_ && snap.state.complete) deadline = now + timeout;
     if (now >= deadline) {
+      std::string out;
+      int64_t wall = wall_ms_();
+      for (const auto& [address, q] : snap.state.quarantined) {
+        if (q.until_ms <= wall) continue;
+        out += (out.empty() ? "; quarantined: " : ", ") + address + " for " +
+               std::to_string((q.until_ms - wall + 999) / 1000) + " s more (" + q.reason + ")";
+      }
       throw TimeoutError(std::to_string(snap.state.participants.size()) +
                          " node(s) joined, at least " + std::to_string(config_.min_nodes) +
-                         " needed");
+                         " needed" + out);
     }
     auto wait_for = std::chrono::duration_cast<milliseconds>(deadline - now);
     if (a.wake_at_ms > 0) wait_for = std::min(wait_for, milliseconds(a.wake_at_ms - wall_ms_()));
@@ -191,13 +212,28 @@ void DynamicJoiner::start_next_round(int round, bool failure, const std::set<std
   for (int attempt = 0; attempt < 100; ++attempt) {
     StateSnapshot snap = state_->read();
     if (snap.state.round != round || snap.state.closed) return;  // someone was first
-    if (write(snap, next_round(snap.state, failure, alive))) return;
+    if (write(snap, next_round(snap.state, failure, alive, wall_ms_()))) return;
   }
 }
 
 }  // namespace ddprun::rendezvous
 
 namespace ddprun::rendezvous {
+
+std::optional<Quarantine> DynamicJoiner::note_failure(const std::string& address,
+                                                      const std::string& reason) {
+  if (config_.node_failure_limit <= 0) return std::nullopt;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    StateSnapshot snap = state_->read();
+    if (snap.state.closed) return std::nullopt;
+    int64_t now = wall_ms_();
+    DynamicState next = rendezvous::note_failure(snap.state, address, reason, now, config_);
+    if (!write(snap, next)) continue;
+    if (const Quarantine* q = quarantine_of(next, address, now)) return *q;
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
 
 int DynamicJoiner::spares() { return static_cast<int>(state_->read().state.spares.size()); }
 

@@ -55,6 +55,11 @@ class DynamicJoiner {
   /// How many nodes wait as spares now (one read of the state).
   int spares();
 
+  /// Counts a failure of the workers of the node at `address` (see note_failure() of
+  /// dynamic_state.h): at the limit, it is quarantined. Returns the quarantine it is
+  /// in then, if any.
+  std::optional<Quarantine> note_failure(const std::string& address, const std::string& reason);
+
   /// Marks the run closed (idempotent); `failed`: because the job failed.
   void close(bool failed = false);
 
@@ -82,6 +87,7 @@ class DynamicJoiner {
   int announced_round_ = -1;                 // the round this node announced itself for
   int64_t epoch_revision_ = 0;               // see completed_at()
   bool spare_ = false;                       // see spare()
+  int64_t quarantined_until_ = 0;            // this node's quarantine, as last said
   std::minstd_rand jitter_{std::random_device{}()};
 };
 

@@ -30,7 +30,6 @@ size_t address_end(const std::string& id) {
                                                       : id.rfind('/', port_at - 1);
 }
 
-std::string member_address(const std::string& id) { return id.substr(0, address_end(id)); }
 
 }  // namespace
 
@@ -52,7 +51,8 @@ DynamicRendezvous::DynamicRendezvous(RendezvousParams params,
   client_ = backend_->connect_on_loop(params_.read_timeout, 0);
   joiner_ = std::make_unique<DynamicJoiner>(
       client_->store(), backend_->state_store(*client_, prefix_, params_.read_timeout), prefix_,
-      DynamicConfig{params_.min_nodes, params_.max_nodes, params_.last_call_timeout.count()},
+      DynamicConfig{params_.min_nodes, params_.max_nodes, params_.last_call_timeout.count(),
+                    params_.node_failure_limit, params_.quarantine_cooldown.count()},
       wall_ms);
   backend_->start_liveness(prefix_, node_id_);
   primary_ = backend_->primary(client_->store(), prefix_, node_id_);
@@ -81,6 +81,12 @@ std::unique_ptr<RoundCoordinator> DynamicRendezvous::coordinate(const Rendezvous
     joiner_->start_next_round(round, failure, alive);
   };
   o.spares = [this] { return joiner_->spares(); };
+  o.note_failure = [this](const std::string& reason) {
+    if (auto q = joiner_->note_failure(address_, reason)) {
+      spdlog::error("this node is quarantined: {}; the job goes on without it for {} s",
+                    q->reason, (q->until_ms - wall_ms() + 999) / 1000);
+    }
+  };
   return std::make_unique<StoreRound>(io, clock, std::move(o));
 }
 
@@ -125,6 +131,10 @@ RendezvousInfo DynamicRendezvous::make_info(const DynamicState& state) {
   info.restart_count = state.restarts;
   info.members = ordered_members(state);
   for (const auto& [id, workers] : state.spares) info.spares.push_back(id);
+  int64_t now = wall_ms();
+  for (const auto& [address, q] : state.quarantined) {
+    if (q.until_ms > now) info.quarantined.push_back({address, q.until_ms, q.reason});
+  }
   info.completed_at = joiner_->completed_at();
   info.group_world_size = static_cast<int>(info.members.size());
   for (size_t i = 0; i < info.members.size(); ++i) {
@@ -143,7 +153,7 @@ RendezvousInfo DynamicRendezvous::make_info(const DynamicState& state) {
     if (!params_.token.empty()) {
       std::vector<std::string> addresses;
       addresses.reserve(info.members.size());
-      for (const auto& m : info.members) addresses.push_back(member_address(m));
+      for (const auto& m : info.members) addresses.push_back(node_address(m));
       worker_store_->admit_only(addresses);
     }
   }

@@ -1,5 +1,7 @@
 #include "rendezvous/dynamic_state.h"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "store/store.h"
@@ -17,6 +19,12 @@ std::string DynamicState::to_json() const {
   j["waiting"] = waiting;
   j["spares"] = spares;
   j["failed"] = failed;
+  j["failures"] = failures;
+  nlohmann::json q = nlohmann::json::object();
+  for (const auto& [address, entry] : quarantined) {
+    q[address] = {{"until", entry.until_ms}, {"times", entry.times}, {"reason", entry.reason}};
+  }
+  j["quarantined"] = q;
   j["deadline"] = last_call_deadline_ms;
   return j.dump();
 }
@@ -36,6 +44,13 @@ DynamicState DynamicState::from_json(const std::string& text) {
     // Written by agents that keep spares; older agents' states have neither.
     s.spares = j.value("spares", std::map<std::string, int>{});
     s.failed = j.value("failed", false);
+    s.failures = j.value("failures", std::map<std::string, int>{});
+    if (auto q = j.find("quarantined"); q != j.end()) {
+      for (const auto& [address, entry] : q->items()) {
+        s.quarantined[address] = {entry.at("until").get<int64_t>(), entry.at("times").get<int>(),
+                                  entry.at("reason").get<std::string>()};
+      }
+    }
     return s;
   } catch (const std::exception& e) {
     throw StoreError(std::string("malformed rendezvous state: ") + e.what());
@@ -85,6 +100,12 @@ Action decide_join(const DynamicState& state, const std::string& node, int local
     return a;
   }
   int count = static_cast<int>(state.participants.size());
+  if (!state.participants.count(node)) {
+    if (const Quarantine* q = quarantine_of(state, node, now_ms)) {
+      wait.wake_at_ms = q->until_ms;  // kept out until then: no place, no spare
+      return wait;
+    }
+  }
   if (state.complete) {
     if (state.participants.count(node)) {
       Action a;
@@ -138,14 +159,44 @@ Action decide_join(const DynamicState& state, const std::string& node, int local
 }
 
 DynamicState next_round(const DynamicState& state, bool failure,
-                        const std::set<std::string>& alive) {
+                        const std::set<std::string>& alive, int64_t now_ms) {
   DynamicState next;
   next.round = state.round + 1;
   next.restarts = state.restarts + (failure ? 1 : 0);
   for (const auto& [id, n] : state.participants)
-    if (alive.count(id)) next.expected.insert(id);
-  for (const auto& [id, n] : state.waiting) next.expected.insert(id);
+    if (alive.count(id) && !quarantine_of(state, id, now_ms)) next.expected.insert(id);
+  for (const auto& [id, n] : state.waiting)
+    if (!quarantine_of(state, id, now_ms)) next.expected.insert(id);
   next.spares = state.spares;
+  next.failures = state.failures;
+  next.quarantined = state.quarantined;
+  return next;
+}
+
+std::string node_address(const std::string& id) {
+  size_t port_at = id.rfind('/');
+  if (port_at == std::string::npos || port_at == 0) return id;
+  size_t pid_at = id.rfind('/', port_at - 1);
+  return pid_at == std::string::npos ? id : id.substr(0, pid_at);
+}
+
+const Quarantine* quarantine_of(const DynamicState& state, const std::string& node,
+                                int64_t now_ms) {
+  auto q = state.quarantined.find(node_address(node));
+  return q != state.quarantined.end() && q->second.until_ms > now_ms ? &q->second : nullptr;
+}
+
+DynamicState note_failure(const DynamicState& state, const std::string& address,
+                          const std::string& reason, int64_t now_ms, const DynamicConfig& config) {
+  DynamicState next = state;
+  if (config.node_failure_limit <= 0) return next;
+  int& failures = next.failures[address];
+  if (++failures < config.node_failure_limit) return next;
+  next.failures.erase(address);
+  Quarantine& q = next.quarantined[address];
+  int64_t cooldown = config.quarantine_ms << std::min(q.times, 20);
+  q = {now_ms + cooldown, q.times + 1,
+       std::to_string(config.node_failure_limit) + " failure(s) of its workers; last: " + reason};
   return next;
 }
 

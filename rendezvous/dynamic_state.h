@@ -17,12 +17,24 @@ namespace ddprun::rendezvous {
 /// complete (ranks fixed, workers run) -> the next round (after a failure, a node
 /// that died, or nodes waiting to join). `closed` ends the run for good. Nodes beyond
 /// MAX wait as spares for the next round.
+/// A node kept out of the rounds: its workers failed too often (--node_failure_limit).
+struct Quarantine {
+  int64_t until_ms = 0;  // wall clock; it may join again from then on
+  int times = 0;         // how often it was quarantined: each cooldown doubles
+  std::string reason;
+  bool operator==(const Quarantine&) const = default;
+};
+
 struct DynamicState {
   int round = 0;
   int restarts = 0;  // rounds started because of a failure: TORCHELASTIC_RESTART_COUNT
   bool complete = false;
   bool closed = false;
   bool failed = false;  // closed because the job failed (spares say so as they leave)
+  /// By node address (ids change with each agent; the address stays): its workers'
+  /// failures since it was last quarantined, and its quarantine.
+  std::map<std::string, int> failures;
+  std::map<std::string, Quarantine> quarantined;
   /// node id -> its worker count, for the round being formed or run.
   std::map<std::string, int> participants;
   /// Nodes expected back in this round (the last round's members); once all of them
@@ -48,6 +60,8 @@ struct DynamicConfig {
   int min_nodes = 1;
   int max_nodes = 1;
   int64_t last_call_timeout_ms = 30'000;
+  int node_failure_limit = 0;       // failures that quarantine a node (0: never)
+  int64_t quarantine_ms = 300'000;  // the first cooldown; each later one doubles
 };
 
 /// What a node should do next, given the state it read.
@@ -71,10 +85,23 @@ Action decide_join(const DynamicState& state, const std::string& node, int local
 /// The state of the round after `state.round`, started by a member because of a
 /// failure (counts as a restart) or a membership change (does not). `alive` are the
 /// members still believed alive; waiting nodes are carried over as expected, spares
-/// as spares. The round completes once MAX are in, or every expected node and every
+/// as spares, failure counts and quarantines as they are (a node quarantined at
+/// `now_ms` is expected nowhere). The round completes once MAX are in, or every expected node and every
 /// spare that fits is, or at the end of the last call.
 DynamicState next_round(const DynamicState& state, bool failure,
-                        const std::set<std::string>& alive);
+                        const std::set<std::string>& alive, int64_t now_ms = 0);
+
+/// The address part of a node id "<address>/<pid>/<port>" (the id itself if it is none).
+std::string node_address(const std::string& id);
+
+/// The quarantine `node` is in at `now_ms`, if any.
+const Quarantine* quarantine_of(const DynamicState& state, const std::string& node, int64_t now_ms);
+
+/// Counts a failure of the workers of the node at `address`; at the config's limit the
+/// node is quarantined (`reason`: the last failure) for a cooldown that doubles each
+/// time, and its count starts again.
+DynamicState note_failure(const DynamicState& state, const std::string& address,
+                          const std::string& reason, int64_t now_ms, const DynamicConfig& config);
 
 /// Group ranks: the participants sorted by node id (deterministic for a membership).
 std::vector<std::string> ordered_members(const DynamicState& state);

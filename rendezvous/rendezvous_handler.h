@@ -24,6 +24,12 @@ struct RendezvousInfo {
   std::vector<int> local_world_sizes;  // per node, by group rank
   std::vector<std::string> members;    // node ids, by group rank
   std::vector<std::string> spares;     // nodes waiting as hot spares as the round formed
+  struct Quarantined {
+    std::string node;  // its address
+    int64_t until_ms = 0;
+    std::string reason;
+  };
+  std::vector<Quarantined> quarantined;  // nodes kept out as the round formed
   std::string master_addr;             // the worker-facing store (hosted by an agent)
   int master_port = 0;
   int64_t completed_at = 0;  // stores with revisions (etcd): the round's keys are newer

@@ -71,6 +71,10 @@ struct RendezvousParams {
   std::chrono::milliseconds read_timeout{60'000};
   std::chrono::milliseconds heartbeat_interval{5'000};
   int heartbeat_misses = 3;
+  /// Failures of a node's workers that keep it out of the rounds (0: never), for a
+  /// cooldown that doubles each time (--node_failure_limit, --quarantine_cooldown).
+  int node_failure_limit = 0;
+  std::chrono::milliseconds quarantine_cooldown{300'000};
 
   /// Whether nodes may come and go: etcd, and c10d with more than one node. The one
   /// place that decides it.

@@ -70,6 +70,12 @@ class RoundCoordinator {
   virtual void gather(const std::string& name, const std::string& mine,
                       std::chrono::milliseconds timeout, OnGathered on_gathered) = 0;
 
+  /// Counts a failure of this node's workers (`reason`) towards its quarantine
+  /// (--node_failure_limit), before start_next_round(): a node at the limit is kept
+  /// out of the next rounds for a while. One quick write; nothing where nodes cannot be
+  /// kept out (static rendezvous). Errors are logged.
+  virtual void note_failure(const std::string& reason) { (void)reason; }
+
   /// Nodes waiting as hot spares for the next round, by one quick read of the shared
   /// store: they count towards MIN when members are lost. 0 where nodes cannot wait as
   /// spares (static rendezvous) or the store cannot be read.

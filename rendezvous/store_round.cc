@@ -98,6 +98,15 @@ void StoreRound::start_next_round(bool failure, const std::set<std::string>& ali
   if (options_.start_next) options_.start_next(failure, alive);
 }
 
+void StoreRound::note_failure(const std::string& reason) {
+  if (!options_.note_failure) return;
+  try {
+    options_.note_failure(reason);
+  } catch (const std::exception& e) {
+    spdlog::warn("could not count this node's failure towards its quarantine: {}", e.what());
+  }
+}
+
 int StoreRound::spares() {
   if (!options_.spares) return 0;
   try {

@@ -40,6 +40,9 @@ class StoreRound : public RoundCoordinator {
     std::function<void(bool failure, const std::set<std::string>& alive)> start_next;
     /// Elastic rounds: how many spares wait (throws StoreError); null for static ones.
     std::function<int()> spares;
+    /// Elastic rounds: counts a failure of this node (throws StoreError); null for
+    /// static ones.
+    std::function<void(const std::string& reason)> note_failure;
   };
 
   StoreRound(boost::asio::io_context& io, Clock& clock, Options options);
@@ -53,6 +56,7 @@ class StoreRound : public RoundCoordinator {
   std::vector<int> unfinished() override;
   void start_next_round(bool failure, const std::set<std::string>& alive) override;
   int spares() override;
+  void note_failure(const std::string& reason) override;
   /// Parts are "gather/<name>/<k>" keys of the round.
   void gather(const std::string& name, const std::string& mine, std::chrono::milliseconds timeout,
               OnGathered on_gathered) override;

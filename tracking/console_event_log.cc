@@ -42,12 +42,23 @@ void ConsoleEventLog::add_worker_env(int node, int rank, int attempt,
   if (inner_) inner_->add_worker_env(node, rank, attempt, env);
 }
 
+namespace {
+
+json quarantined_json(const std::vector<QuarantinedNode>& nodes) {
+  json out = json::array();
+  for (const auto& q : nodes) out.push_back({{"node", q.node}, {"until", q.until}, {"reason", q.reason}});
+  return out;
+}
+
+}  // namespace
+
 void ConsoleEventLog::rendezvous_complete(const FormedRound& formed) {
   emit("rendezvous", json{{"round", formed.round},
                           {"attempt", formed.attempt},
                           {"world_size", formed.world_size},
                           {"members", formed.members},
-                          {"spares", formed.spares}});
+                          {"spares", formed.spares},
+                          {"quarantined", quarantined_json(formed.quarantined)}});
   if (inner_) inner_->rendezvous_complete(formed);
 }
 

@@ -17,6 +17,13 @@ namespace ddprun::tracking {
 /// streams and samples the system on its own clock); tracking knows nothing of the
 /// agent. Called on the agent's thread; implementations report their own errors and
 /// never throw.
+/// A node kept out of the rounds (--node_failure_limit) until `until` (wall seconds).
+struct QuarantinedNode {
+  std::string node;
+  double until = 0;
+  std::string reason;
+};
+
 /// A round of the rendezvous as it formed: what the run records of it.
 struct FormedRound {
   int round = 0;
@@ -24,6 +31,7 @@ struct FormedRound {
   int world_size = 0;
   std::vector<std::string> members;  // node ids, by group rank (none for a single node)
   std::vector<std::string> spares;   // nodes waiting as hot spares as it formed
+  std::vector<QuarantinedNode> quarantined;  // nodes kept out as it formed
 };
 
 class RunObserver {

@@ -53,6 +53,12 @@ RunSummary summarize_run(RunStore& store, const std::string& id) {
         for (const auto& s : d["spares"])
           if (s.is_string()) r.spares.push_back(s.get<std::string>());
       }
+      if (d.contains("quarantined") && d["quarantined"].is_array()) {
+        for (const auto& q : d["quarantined"]) {
+          if (!q.is_object()) continue;
+          r.quarantined.push_back({q.value("node", ""), q.value("until", 0.0), q.value("reason", "")});
+        }
+      }
     }
   }
   return r;

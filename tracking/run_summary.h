@@ -19,6 +19,12 @@ struct RunSummary {
   int nodes = 0;            // of the last rendezvous (0: none yet)
   int ranks = 0;
   std::vector<std::string> spares;  // hot spares waiting as the last round formed
+  struct Quarantined {
+    std::string node;
+    double until = 0;  // wall clock
+    std::string reason;
+  };
+  std::vector<Quarantined> quarantined;  // nodes kept out as the last round formed
   int restarts = 0;
   std::optional<int> exit_code;
   std::string root_cause;

@@ -84,6 +84,9 @@ void RunTracker::rendezvous_complete(const FormedRound& formed) {
                    {"world_size", formed.world_size},
                    {"members", formed.members}};
   if (!formed.spares.empty()) d["spares"] = formed.spares;
+  for (const auto& q : formed.quarantined) {
+    d["quarantined"].push_back({{"node", q.node}, {"until", q.until}, {"reason", q.reason}});
+  }
   run_->record_job_event({wall_seconds(), "rendezvous", -1, -1, formed.attempt, d.dump()});
 }
 

@@ -345,6 +345,8 @@
            (r.spares && r.spares.length ? ` · ${r.spares.length} spare(s) waiting: ${r.spares.join(", ")}` : "") +
            ` · ${r.restarts} restart(s)` + (r.exit_code === null ? "" : ` · exit code ${r.exit_code}`)),
         r.root_cause ? el("p", {class: "cause"}, "root cause: " + r.root_cause) : null,
+        ...(r.quarantined || []).map(q => el("p", {class: "cause"},
+           `quarantined: ${q.node} until ${fmtTime(q.until)} (${q.reason})`)),
         REPORT ? null : el("p", {}, el("a", {href: "/"}, "all runs")));
     }
 

@@ -33,6 +33,8 @@ TEST(DynamicState, JsonRoundTrip) {
   s.waiting = {{"c/3", 1}};
   s.spares = {{"d/4", 2}};
   s.failed = true;
+  s.failures = {{"10.0.0.2", 1}};
+  s.quarantined = {{"10.0.0.3", {5000, 2, "2 failure(s)"}}};
   s.last_call_deadline_ms = 1234;
   EXPECT_EQ(DynamicState::from_json(s.to_json()), s);
   EXPECT_THROW(DynamicState::from_json("{\"round\": 1}"), Error);
@@ -222,6 +224,51 @@ TEST(DynamicState, RestartRoundCompletesAsSoonAsTheSurvivorsAreBack) {
   step(next, "b", 60'001, c);
   EXPECT_EQ(step(next, "a", 60'001, c).kind, Kind::kDone);
   EXPECT_EQ(ordered_members(next), (std::vector<std::string>{"a", "b"}));
+}
+
+TEST(DynamicState, NodeAddressIsTheIdWithoutPidAndPort) {
+  EXPECT_EQ(node_address("10.0.0.1/0000000042/29500"), "10.0.0.1");
+  EXPECT_EQ(node_address("a"), "a");
+}
+
+TEST(DynamicState, ANodeIsQuarantinedAtTheFailureLimitForACooldownThatDoubles) {
+  DynamicConfig c = config(1, 2);
+  c.node_failure_limit = 2;
+  c.quarantine_ms = 1000;
+  DynamicState s = note_failure({}, "h", "rank 0 exited with 1", 0, c);
+  EXPECT_EQ(s.failures.at("h"), 1);
+  EXPECT_EQ(quarantine_of(s, "h/1/1", 0), nullptr) << "below the limit";
+  s = note_failure(s, "h", "rank 1 exited with 1", 10, c);
+  ASSERT_NE(quarantine_of(s, "h/1/1", 10), nullptr);
+  EXPECT_EQ(s.quarantined.at("h").until_ms, 1010);
+  EXPECT_NE(s.quarantined.at("h").reason.find("rank 1 exited with 1"), std::string::npos);
+  EXPECT_EQ(s.failures.count("h"), 0u) << "counted again from 0";
+  EXPECT_EQ(quarantine_of(s, "h/1/1", 1010), nullptr) << "over at its end";
+  s = note_failure(s, "h", "x", 2000, c);
+  s = note_failure(s, "h", "x", 2000, c);
+  EXPECT_EQ(s.quarantined.at("h").until_ms, 4000) << "the second cooldown doubles";
+  EXPECT_EQ(s.quarantined.at("h").times, 2);
+  c.node_failure_limit = 0;
+  EXPECT_TRUE(note_failure({}, "h", "x", 0, c).failures.empty()) << "0: never";
+}
+
+TEST(DynamicState, AQuarantinedNodeIsExpectedNowhereAndWaitsOutItsCooldownWhateverItsAgent) {
+  DynamicState s;
+  auto c = config(1, 2, 60'000);
+  step(s, "a/1/1", 0, c);
+  step(s, "b/2/2", 0, c);
+  s.quarantined["b"] = {5000, 1, "1 failure(s) of its workers"};
+  DynamicState next = next_round(s, true, {"a/1/1", "b/2/2"}, 100);
+  EXPECT_EQ(next.expected, (std::set<std::string>{"a/1/1"}));
+  Action b = decide_join(next, "b/2/2", 2, 100, c);
+  EXPECT_EQ(b.kind, Kind::kWait);
+  EXPECT_EQ(b.wake_at_ms, 5000);
+  EXPECT_EQ(decide_join(next, "b/9/9", 2, 100, c).kind, Kind::kWait) << "its agent restarted";
+  EXPECT_EQ(step(next, "a/1/1", 100, c).kind, Kind::kDone) << "not waited for";
+  EXPECT_EQ(decide_join(next, "b/2/2", 2, 4999, c).kind, Kind::kWait) << "no spare, no waiting";
+  EXPECT_TRUE(next.waiting.empty() && next.spares.empty());
+  step(next, "b/2/2", 5000, c);
+  EXPECT_EQ(next.waiting.count("b/2/2"), 1u) << "back after its cooldown, as a late node";
 }
 
 TEST(DynamicState, ClosedRunRefusesEveryone) {

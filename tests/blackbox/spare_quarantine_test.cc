@@ -1,6 +1,7 @@
 // Hot spares: agents beyond MAX wait without disturbing the running job, take the
 // place of a node that is lost, and leave with the job's outcome when it ends without
-// them (over c10d, and over etcd, whose state outlives every agent).
+// them (over c10d, and over etcd, whose state outlives every agent). Quarantine: a node
+// whose workers keep failing is kept out, and a spare takes its place.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -134,6 +135,53 @@ TEST(Spares, ASpareLeavesWhenTheJobFailsForGood) {
   EXPECT_NE(s->err().find("the job failed without needing this spare node"), std::string::npos)
       << s->err();
   EXPECT_TRUE(empty_dir(j.dir("s")));
+}
+
+TEST(Quarantine, ANodeWhoseWorkersKeepFailingIsKeptOutAndASpareTakesItsPlace) {
+  SpareJob j;
+  j.job.nnodes = "2";
+  std::string runs = j.root + "/runs";
+  j.flags = {"--max_restarts=3", "--node_failure_limit=1", "--tracking_dir", runs};
+  auto a = j.agent("a", true);
+  j.job.local_addr = "127.0.0.2";  // quarantine is by address: b's own
+  std::vector<std::string> flags = j.flags;
+  flags.emplace_back("--no_python");
+  DdprunProcess b(j.job.agent_running(flags, {test_worker_binary(), "exit", "1"}, false), kEnv);
+  ASSERT_TRUE(eventually([&] { return b.err_so_far().find("this node is quarantined") !=
+                                      std::string::npos; }))
+      << b.err_so_far() << a->err_so_far();
+  EXPECT_TRUE(eventually([&] {
+    return b.err_so_far().find("waits to join again") != std::string::npos;
+  })) << b.err_so_far();
+  j.job.local_addr = "127.0.0.3";
+  auto s = j.agent("s", false);
+  ASSERT_TRUE(eventually([&] { return !markers(j.dir("s"), 2).empty(); }))
+      << "the new node takes the quarantined one's place\n"
+      << a->err_so_far() << s->err_so_far();
+  EXPECT_FALSE(world_running(j.dir("a"), 2, 2)) << "no further restart: b stayed out";
+  j.end_workers();
+  EXPECT_EQ(a->wait(), 0) << a->err();
+  EXPECT_EQ(s->wait(), 0) << s->err();
+  EXPECT_EQ(b.wait(), 1) << b.err();
+  EXPECT_NE(b.err().find("the job ended while this node was quarantined"), std::string::npos)
+      << b.err();
+  Finished show = run_ddprun({"runs", "show", j.job.id, "--tracking_dir", runs});
+  EXPECT_NE(show.out.find("quarantined: 127.0.0.2 until "), std::string::npos)
+      << show.out << show.err;
+  EXPECT_NE(show.out.find("(1 failure(s) of its workers; last: rank 1 (local_rank 0) on node 1"),
+            std::string::npos)
+      << show.out;
+}
+
+TEST(Quarantine, ALimitWithoutAnElasticJobIsAClearError) {
+  Finished r = run_ddprun({"--node_failure_limit=2", "--no_python", "/bin/true"});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("--node_failure_limit=2: quarantine keeps a node out of an elastic job"),
+            std::string::npos)
+      << r.err;
+  r = run_ddprun({"--quarantine_cooldown=0", "--no_python", "/bin/true"});
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("--quarantine_cooldown"), std::string::npos) << r.err;
 }
 
 }  // namespace
