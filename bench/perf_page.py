@@ -47,6 +47,17 @@ BENCHES = {
         "interleaved runs; a torchrun agent costs ~235 MiB and ~1 s of CPU, so torchrun "
         "is measured once and at small sizes. The restart is a worker's death to the "
         "last restarted worker's start, across 2 agents."),
+    "spares": (
+        "Back to full size after a node dies: hot spares",
+        [PY, "bench/spare_bench.py", "--ddprun", PORTABLE],
+        "8 agents on 127.0.0.1 (`--nnodes=7:8`, one worker each), every launcher's "
+        "liveness set alike (a node is judged dead after about 3 s without a heartbeat; "
+        "torchrun polls every 0.1 s). A member's agent and worker are SIGKILLed together, "
+        "as when a host goes down. With a ninth agent waiting as a spare: the death to 8 "
+        "workers of a new round running. Without one: the death to the 7 survivors "
+        "running again, then a new agent's start to 8 running. ddprun's figures are "
+        "medians of 3 runs, torchrun's one run. Most of the first two is the liveness "
+        "timeout the job chose."),
     "store": (
         "The TCPStore server",
         ["build/bench/ddprun_store_bench"],

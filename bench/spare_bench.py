@@ -158,7 +158,7 @@ def main():
           "death to running smaller (no spare) | new node's start to full size (no spare) |")
     print("|---|---|---|---|")
     print(f"| ddprun | {ms(spare_t)} | {ms(down_t)} | {ms(up_t)} |", flush=True)
-    for label, torchrun in torchruns():
+    for label, torchrun in (torchruns() if args.torch_agents > 1 else []):
         t = full_size_with_spare(torchrun, "torchrun", args.torch_agents)
         down, up = without_spare(torchrun, "torchrun", args.torch_agents)
         size = "" if args.torch_agents == n else f" ({args.torch_agents} agents)"
