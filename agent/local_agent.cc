@@ -208,6 +208,8 @@ std::optional<int> LocalAgent::Impl::unfit_node() {
   spdlog::error("this node does not join the job (exit status {}; --preflight and "
                 "--health_check say what is checked)",
                 kPreflightExitCode);
+  // Between rounds, the others are told why this node is out (quarantined with it).
+  if (handler_) handler_->keep_out(cause);
   return finish(kPreflightExitCode, "failed", cause);
 }
 

@@ -235,6 +235,14 @@ std::optional<Quarantine> DynamicJoiner::note_failure(const std::string& address
   return std::nullopt;
 }
 
+void DynamicJoiner::keep_out(const std::string& address, const std::string& reason) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    StateSnapshot snap = state_->read();
+    if (snap.state.closed) return;
+    if (write(snap, quarantine(snap.state, address, reason, wall_ms_(), config_))) return;
+  }
+}
+
 int DynamicJoiner::spares() { return static_cast<int>(state_->read().state.spares.size()); }
 
 void DynamicJoiner::close(bool failed) {

@@ -60,6 +60,10 @@ class DynamicJoiner {
   /// in then, if any.
   std::optional<Quarantine> note_failure(const std::string& address, const std::string& reason);
 
+  /// Quarantines the node at `address` now (it failed its preflight): see quarantine()
+  /// of dynamic_state.h.
+  void keep_out(const std::string& address, const std::string& reason);
+
   /// Marks the run closed (idempotent); `failed`: because the job failed.
   void close(bool failed = false);
 

@@ -94,6 +94,15 @@ void DynamicRendezvous::finish_job() { end_job(false); }
 
 void DynamicRendezvous::job_failed() { end_job(true); }
 
+void DynamicRendezvous::keep_out(const std::string& reason) {
+  if (params_.max_nodes == 1) return;
+  try {
+    joiner_->keep_out(address_, reason);
+  } catch (const std::exception& e) {
+    spdlog::warn("could not tell the other nodes why this node leaves: {}", e.what());
+  }
+}
+
 void DynamicRendezvous::end_job(bool failed) {
   if (params_.max_nodes == 1) {
     backend_->stop_serving();  // nobody else uses it

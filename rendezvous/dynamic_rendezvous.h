@@ -40,6 +40,7 @@ class DynamicRendezvous : public RendezvousHandler {
   /// then linger as the host.
   void finish_job() override;
   void job_failed() override;
+  void keep_out(const std::string& reason) override;
 
   const std::string& node_id() const { return node_id_; }
   std::string address() const override { return address_; }

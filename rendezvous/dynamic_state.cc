@@ -59,17 +59,20 @@ DynamicState DynamicState::from_json(const std::string& text) {
 
 namespace {
 
-bool all_expected_in(const DynamicState& s) {
+// Nodes expected back are not waited for once quarantined (a node that left after
+// failing its preflight between rounds).
+bool all_expected_in(const DynamicState& s, int64_t now_ms) {
   if (s.expected.empty()) return false;
   for (const auto& e : s.expected)
-    if (!s.participants.count(e)) return false;
+    if (!s.participants.count(e) && !quarantine_of(s, e, now_ms)) return false;
   return true;
 }
 
 // Places of the forming round kept for nodes expected back that are not in yet.
-int owed_places(const DynamicState& s) {
+int owed_places(const DynamicState& s, int64_t now_ms) {
   int owed = 0;
-  for (const auto& e : s.expected) owed += s.participants.count(e) ? 0 : 1;
+  for (const auto& e : s.expected)
+    owed += s.participants.count(e) || quarantine_of(s, e, now_ms) ? 0 : 1;
   return owed;
 }
 
@@ -128,7 +131,7 @@ Action decide_join(const DynamicState& state, const std::string& node, int local
   if (!state.participants.count(node)) {
     // The places of the nodes expected back are kept for them: any other node (a
     // spare) takes one of the rest, or waits as a spare.
-    if (!state.expected.count(node) && count + owed_places(state) >= config.max_nodes) {
+    if (!state.expected.count(node) && count + owed_places(state, now_ms) >= config.max_nodes) {
       if (state.spares.count(node)) return wait;
       next.spares[node] = local_world_size;
       return write(next);
@@ -140,7 +143,7 @@ Action decide_join(const DynamicState& state, const std::string& node, int local
     changed = true;
   }
   bool enough = count >= config.min_nodes;
-  if (enough && (count >= config.max_nodes || (all_expected_in(next) && next.spares.empty()))) {
+  if (enough && (count >= config.max_nodes || (all_expected_in(next, now_ms) && next.spares.empty()))) {
     return write(completed(next, config));
   }
   if (enough && next.last_call_deadline_ms == 0) {
@@ -193,10 +196,18 @@ DynamicState note_failure(const DynamicState& state, const std::string& address,
   int& failures = next.failures[address];
   if (++failures < config.node_failure_limit) return next;
   next.failures.erase(address);
+  return quarantine(next, address,
+                    std::to_string(config.node_failure_limit) +
+                        " failure(s) of its workers; last: " + reason,
+                    now_ms, config);
+}
+
+DynamicState quarantine(const DynamicState& state, const std::string& address,
+                        const std::string& reason, int64_t now_ms, const DynamicConfig& config) {
+  DynamicState next = state;
   Quarantine& q = next.quarantined[address];
   int64_t cooldown = config.quarantine_ms << std::min(q.times, 20);
-  q = {now_ms + cooldown, q.times + 1,
-       std::to_string(config.node_failure_limit) + " failure(s) of its workers; last: " + reason};
+  q = {now_ms + cooldown, q.times + 1, reason};
   return next;
 }
 

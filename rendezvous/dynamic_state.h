@@ -103,6 +103,12 @@ const Quarantine* quarantine_of(const DynamicState& state, const std::string& no
 DynamicState note_failure(const DynamicState& state, const std::string& address,
                           const std::string& reason, int64_t now_ms, const DynamicConfig& config);
 
+/// Keeps the node at `address` out of the rounds from `now_ms` for the config's
+/// cooldown, doubled for each earlier quarantine (note_failure() at its limit, or a
+/// node that failed its preflight).
+DynamicState quarantine(const DynamicState& state, const std::string& address,
+                        const std::string& reason, int64_t now_ms, const DynamicConfig& config);
+
 /// Group ranks: the participants sorted by node id (deterministic for a membership).
 std::vector<std::string> ordered_members(const DynamicState& state);
 

@@ -92,6 +92,12 @@ class RendezvousHandler {
   /// hosted store up while the others leave, as finish_job() does. Errors are logged.
   virtual void job_failed() {}
 
+  /// This node failed its preflight before a later round and leaves: where nodes can be
+  /// kept out (elastic jobs), it is quarantined with `reason` for --quarantine_cooldown,
+  /// so that the others neither wait for it nor take it back meanwhile, and the run
+  /// says why it is out. Errors are logged.
+  virtual void keep_out(const std::string& reason) { (void)reason; }
+
   /// Ends a next_rendezvous() in progress at once, and any later one (it throws Error):
   /// its wait is cancelled on the loop, nothing is interrupted from outside.
   virtual void cancel() = 0;

@@ -85,6 +85,8 @@ struct FakeRendezvousJournal {
   int restarts = 0;  // counted from next_rounds with failure = true
   std::vector<std::shared_ptr<FakeRoundJournal>> rounds;
   bool finished_job = false;
+  bool job_failed = false;
+  std::string kept_out;  // keep_out()'s reason
   bool cancelled = false;
   /// share_max(): the largest number the other nodes share, by name.
   std::map<std::string, int64_t> others_max;
@@ -176,6 +178,8 @@ class FakeRendezvous : public rendezvous::RendezvousHandler {
   }
   bool primary() const override { return true; }
   void finish_job() override { journal_->finished_job = true; }
+  void job_failed() override { journal_->job_failed = true; }
+  void keep_out(const std::string& reason) override { journal_->kept_out = reason; }
   void cancel() override {
     journal_->cancelled = true;
     cancel_.cancel();

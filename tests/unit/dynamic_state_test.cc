@@ -271,6 +271,19 @@ TEST(DynamicState, AQuarantinedNodeIsExpectedNowhereAndWaitsOutItsCooldownWhatev
   EXPECT_EQ(next.waiting.count("b/2/2"), 1u) << "back after its cooldown, as a late node";
 }
 
+TEST(DynamicState, ANodeKeptOutBetweenRoundsIsNotWaitedFor) {
+  DynamicState s;
+  auto c = config(1, 3, 60'000);
+  c.quarantine_ms = 1000;
+  for (const char* n : {"a/1/1", "b/2/2", "c/3/3"}) step(s, n, 0, c);
+  s = next_round(s, true, {"a/1/1", "b/2/2", "c/3/3"}, 10);
+  s = quarantine(s, "c", "preflight failed on c; disk: /ckpt", 20, c);  // c leaves
+  EXPECT_EQ(s.quarantined.at("c").until_ms, 1020);
+  step(s, "a/1/1", 30, c);
+  EXPECT_EQ(step(s, "b/2/2", 30, c).kind, Kind::kDone) << "no last call for c";
+  EXPECT_EQ(ordered_members(s), (std::vector<std::string>{"a/1/1", "b/2/2"}));
+}
+
 TEST(DynamicState, ClosedRunRefusesEveryone) {
   DynamicState s;
   s.closed = true;

@@ -411,6 +411,17 @@ TEST_F(LocalAgentTest, ANodeUnfitBeforeALaterRoundLeavesTheJob) {
   EXPECT_EQ(attempt(0).size(), 2u);
   EXPECT_TRUE(attempt(1).empty()) << "no second attempt on this node";
   EXPECT_EQ(journal_->rounds.size(), 1u);
+  EXPECT_NE(journal_->kept_out.find("preflight failed on "), std::string::npos)
+      << "the others are told why: " << journal_->kept_out;
+  EXPECT_NE(journal_->kept_out.find("disk: /ckpt"), std::string::npos) << journal_->kept_out;
+  EXPECT_FALSE(journal_->job_failed) << "the job goes on without this node";
+}
+
+TEST_F(LocalAgentTest, AJobThatFailsForGoodClosesItsRendezvousAsFailed) {
+  launcher_.on_spawn = [&](const auto& p) { launcher_.exit(p.pid, 1); };
+  EXPECT_EQ(run(), 1);
+  EXPECT_TRUE(journal_->job_failed) << "spares waiting leave";
+  EXPECT_FALSE(journal_->finished_job);
 }
 
 }  // namespace
