@@ -56,9 +56,10 @@ LocalAgent::Impl::Impl(AgentConfig config, AgentServices services)
                services.signals ? *services.signals : os::process_signals()),
       waits_(signals_.stop_pending_fd()),
       stop_grace_(clock_.make_timer()),
+      spares_watch_(clock_.make_timer()),
       changed_(io_) {}
 
-Attempt::Attempt(rendezvous::RendezvousInfo i) : info(std::move(i)) {
+Attempt::Attempt(rendezvous::RendezvousInfo i) : info(std::move(i)), spares(info.spares) {
   if (static_cast<size_t>(info.group_rank) < info.members.size()) {
     self = info.members[static_cast<size_t>(info.group_rank)];
   }
@@ -289,16 +290,32 @@ Task<void> LocalAgent::Impl::run_attempt() {
                 });
   }
   if (watchdog_) runner_.watch_timers(*watchdog_);
+  if (observer_ && multi_node() && handler_->primary()) watch_spares();
   // A stack capture in progress ends before the attempt does.
   co_await changed_.until([this] { return attempt_->workers_done && !hang_.capturing(); });
   co_await await_stop_signal_after_stopped_workers();
   tell_pending_failure();
   hang_.stop();
+  spares_watch_->cancel();
   if (watchdog_) watchdog_->stop();
   round_->stop_watching_members();
   // A node whose workers all succeeded keeps watching for the round's end while it
   // waits for the others (wait_for_all_done); otherwise the watches end with the attempt.
   if (attempt_->over || !runner_.failures().empty() || signalled_ != 0) round_->stop();
+}
+
+// The primary tells the run which hot spares wait while the round runs (a spare that
+// arrives now is in no round yet): one quick read of the rendezvous state a second.
+void LocalAgent::Impl::watch_spares() {
+  constexpr std::chrono::seconds kEvery{1};
+  spares_watch_->start(kEvery, [this] {
+    auto now = round_->spares();
+    if (now && *now != attempt_->spares) {
+      attempt_->spares = *now;
+      observer_->spares_waiting(attempt_->info.restart_count, *now);
+    }
+    watch_spares();
+  });
 }
 
 int LocalAgent::Impl::finish_success() {

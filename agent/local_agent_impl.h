@@ -49,6 +49,7 @@ struct Attempt {
   // Once this node's workers all succeeded: every node is done, or the store was lost.
   bool all_done = false;
   std::optional<RoundEnd> lost;
+  std::vector<std::string> spares;  // as the run last heard of them (the primary's)
   std::optional<std::vector<std::string>> hang_parts;  // every node's, once gathered
 };
 
@@ -73,6 +74,7 @@ class LocalAgent::Impl {
   Task<T> unless_signalled(Task<T> task, std::function<void()> cancel);
   WorkerGroup make_group(const rendezvous::RendezvousInfo& info) const;
   void begin_round(const rendezvous::RendezvousInfo& info);
+  void watch_spares();
   Task<void> run_attempt();
   int finish_success();
   int finish_failure(const std::vector<FailureRecord>& failures, const RoundEnd& over);
@@ -129,6 +131,7 @@ class LocalAgent::Impl {
   std::unique_ptr<rendezvous::RoundCoordinator> round_;  // of the attempt running
   std::unique_ptr<Attempt> attempt_;                     // the round's, from its start
   std::unique_ptr<Timer> stop_grace_;  // see on_worker_failure()
+  std::unique_ptr<Timer> spares_watch_;  // see watch_spares()
   // What the coroutine waits on: every handler that changes the state notifies it.
   LoopCondition changed_;
   std::function<void()> cancel_wait_;  // ends the wait for the other nodes in progress

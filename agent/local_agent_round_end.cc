@@ -135,7 +135,10 @@ void LocalAgent::Impl::on_dead(const std::vector<std::string>& dead) {
     names += (names.empty() ? "" : ", ") + d;
   }
   int left = static_cast<int>(alive.size());
-  int spares = left < config_.min_nodes ? round_->spares() : 0;
+  int spares = 0;
+  if (left < config_.min_nodes) {
+    if (auto waiting = round_->spares()) spares = static_cast<int>(waiting->size());
+  }
   bool enough = left + spares >= config_.min_nodes;
   std::string lost = "lost node(s) " + names;
   if (spares > 0) lost += "; " + std::to_string(spares) + " spare(s) waiting";

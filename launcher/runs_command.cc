@@ -163,7 +163,7 @@ int show(RunStore& s, const std::string& id) {
             << "duration: " << seconds(tracking::run_duration(r)) << "\n";
   if (r.nodes > 0) std::cout << "size:     " << r.nodes << " node(s), " << r.ranks << " rank(s)\n";
   if (!r.spares.empty()) {
-    std::cout << "spares:   " << r.spares.size() << " waiting as the last round formed:";
+    std::cout << "spares:   " << r.spares.size() << " waiting:";
     for (const auto& s : r.spares) std::cout << " " << s;
     std::cout << "\n";
   }

@@ -243,7 +243,11 @@ void DynamicJoiner::keep_out(const std::string& address, const std::string& reas
   }
 }
 
-int DynamicJoiner::spares() { return static_cast<int>(state_->read().state.spares.size()); }
+std::vector<std::string> DynamicJoiner::spares() {
+  std::vector<std::string> ids;
+  for (const auto& [id, workers] : state_->read().state.spares) ids.push_back(id);
+  return ids;
+}
 
 void DynamicJoiner::close(bool failed) {
   for (int attempt = 0; attempt < 100; ++attempt) {

@@ -52,8 +52,8 @@ class DynamicJoiner {
   /// Begins the round after `round` unless someone already did (see next_round()).
   void start_next_round(int round, bool failure, const std::set<std::string>& alive);
 
-  /// How many nodes wait as spares now (one read of the state).
-  int spares();
+  /// The nodes waiting as spares now (one read of the state).
+  std::vector<std::string> spares();
 
   /// Counts a failure of the workers of the node at `address` (see note_failure() of
   /// dynamic_state.h): at the limit, it is quarantined. Returns the quarantine it is

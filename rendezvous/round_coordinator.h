@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -76,10 +77,12 @@ class RoundCoordinator {
   /// kept out (static rendezvous). Errors are logged.
   virtual void note_failure(const std::string& reason) { (void)reason; }
 
-  /// Nodes waiting as hot spares for the next round, by one quick read of the shared
-  /// store: they count towards MIN when members are lost. 0 where nodes cannot wait as
-  /// spares (static rendezvous) or the store cannot be read.
-  virtual int spares() { return 0; }
+  /// The nodes waiting as hot spares for the next round, by one quick read of the
+  /// shared store: they count towards MIN when members are lost. None where nodes
+  /// cannot wait as spares (static rendezvous); nullopt when the store cannot be read.
+  virtual std::optional<std::vector<std::string>> spares() {
+    return std::vector<std::string>{};
+  }
 
   /// Shares a number this node only ever raises (hang detection's longest interval
   /// between progress, ...) under `name` and returns the largest any node of the

@@ -107,13 +107,13 @@ void StoreRound::note_failure(const std::string& reason) {
   }
 }
 
-int StoreRound::spares() {
-  if (!options_.spares) return 0;
+std::optional<std::vector<std::string>> StoreRound::spares() {
+  if (!options_.spares) return std::vector<std::string>{};
   try {
     return options_.spares();
   } catch (const std::exception& e) {
     spdlog::debug("could not read the spares: {}", e.what());
-    return 0;
+    return std::nullopt;
   }
 }
 

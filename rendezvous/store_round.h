@@ -38,8 +38,8 @@ class StoreRound : public RoundCoordinator {
     std::chrono::milliseconds heartbeat_interval{5000};
     /// Elastic rounds: begins the next round; null for static ones.
     std::function<void(bool failure, const std::set<std::string>& alive)> start_next;
-    /// Elastic rounds: how many spares wait (throws StoreError); null for static ones.
-    std::function<int()> spares;
+    /// Elastic rounds: the spares waiting (throws StoreError); null for static ones.
+    std::function<std::vector<std::string>()> spares;
     /// Elastic rounds: counts a failure of this node (throws StoreError); null for
     /// static ones.
     std::function<void(const std::string& reason)> note_failure;
@@ -55,7 +55,7 @@ class StoreRound : public RoundCoordinator {
   void finish_node(OnAllDone on_all_done, OnLost on_lost) override;
   std::vector<int> unfinished() override;
   void start_next_round(bool failure, const std::set<std::string>& alive) override;
-  int spares() override;
+  std::optional<std::vector<std::string>> spares() override;
   void note_failure(const std::string& reason) override;
   /// Parts are "gather/<name>/<k>" keys of the round.
   void gather(const std::string& name, const std::string& mine, std::chrono::milliseconds timeout,

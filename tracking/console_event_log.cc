@@ -106,6 +106,11 @@ void ConsoleEventLog::watchdog_reaped(int node, int rank, int attempt,
   if (inner_) inner_->watchdog_reaped(node, rank, attempt, data_json);
 }
 
+void ConsoleEventLog::spares_waiting(int attempt, const std::vector<std::string>& spares) {
+  emit("spares", json{{"attempt", attempt}, {"spares", spares}});
+  if (inner_) inner_->spares_waiting(attempt, spares);
+}
+
 void ConsoleEventLog::round_over(int attempt, const std::string& kind, const std::string& reason) {
   emit(kind == "final" ? "job_stopped" : kind, json{{"attempt", attempt}, {"reason", reason}});
   if (inner_) inner_->round_over(attempt, kind, reason);

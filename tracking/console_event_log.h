@@ -26,6 +26,7 @@ class ConsoleEventLog : public RunObserver {
   void worker_exited(int node, int rank, int local_rank, int attempt, int exitcode) override;
   void hang(int attempt, const std::string& report_json) override;
   void watchdog_reaped(int node, int rank, int attempt, const std::string& data_json) override;
+  void spares_waiting(int attempt, const std::vector<std::string>& spares) override;
   void round_over(int attempt, const std::string& kind, const std::string& reason) override;
   void attempt_ended() override;
   void finished(const std::string& status, int exitcode, const std::string& root_cause) override;

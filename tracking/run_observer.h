@@ -69,6 +69,11 @@ class RunObserver {
   /// hang's NCCL flight recorder dumps), made on the first call; "" where there is
   /// none (the agent keeps such files in its log directory then). It outlives the job.
   virtual std::string files_dir() { return ""; }
+  /// The primary agent saw the hot spares waiting change while the round runs (the
+  /// nodes as of now; none: the last one left or took a place).
+  virtual void spares_waiting(int attempt, const std::vector<std::string>& spares) {
+    (void)attempt, (void)spares;
+  }
   /// The round ended for everyone: kind is restart, membership or final.
   virtual void round_over(int attempt, const std::string& kind, const std::string& reason) = 0;
   /// The attempt's workers are all gone (its round may go on).

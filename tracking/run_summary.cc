@@ -22,6 +22,15 @@ double number(const std::optional<std::string>& text) {
   return *end == '\0' ? v : 0;
 }
 
+// The "spares" of a rendezvous or spares event's data.
+std::vector<std::string> spare_ids(const nlohmann::json& d) {
+  std::vector<std::string> ids;
+  if (!d.is_object() || !d.contains("spares") || !d["spares"].is_array()) return ids;
+  for (const auto& s : d["spares"])
+    if (s.is_string()) ids.push_back(s.get<std::string>());
+  return ids;
+}
+
 }  // namespace
 
 RunSummary summarize_run(RunStore& store, const std::string& id) {
@@ -49,10 +58,7 @@ RunSummary summarize_run(RunStore& store, const std::string& id) {
       if (d.contains("world_size") && d["world_size"].is_number_integer()) {
         r.ranks = d["world_size"].get<int>();
       }
-      if (d.contains("spares") && d["spares"].is_array()) {
-        for (const auto& s : d["spares"])
-          if (s.is_string()) r.spares.push_back(s.get<std::string>());
-      }
+      r.spares = spare_ids(d);
       if (d.contains("quarantined") && d["quarantined"].is_array()) {
         for (const auto& q : d["quarantined"]) {
           if (!q.is_object()) continue;
@@ -60,6 +66,11 @@ RunSummary summarize_run(RunStore& store, const std::string& id) {
         }
       }
     }
+  }
+  // Spares the primary saw come or go while the round ran are newer than its forming.
+  auto round = store.last_event("rendezvous");
+  if (auto seen = store.last_event("spares"); seen && (!round || seen->wall >= round->wall)) {
+    r.spares = spare_ids(nlohmann::json::parse(seen->data_json, nullptr, false));
   }
   return r;
 }

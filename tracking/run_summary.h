@@ -18,7 +18,7 @@ struct RunSummary {
   double finished = 0;      // 0 while running
   int nodes = 0;            // of the last rendezvous (0: none yet)
   int ranks = 0;
-  std::vector<std::string> spares;  // hot spares waiting as the last round formed
+  std::vector<std::string> spares;  // hot spares waiting, as the primary last saw them
   struct Quarantined {
     std::string node;
     double until = 0;  // wall clock

@@ -90,6 +90,12 @@ void RunTracker::rendezvous_complete(const FormedRound& formed) {
   run_->record_job_event({wall_seconds(), "rendezvous", -1, -1, formed.attempt, d.dump()});
 }
 
+void RunTracker::spares_waiting(int attempt, const std::vector<std::string>& spares) {
+  if (!run_) return;
+  nlohmann::json d{{"spares", spares}};
+  run_->record_job_event({wall_seconds(), "spares", -1, -1, attempt, d.dump()});
+}
+
 void RunTracker::worker_started(int node, int rank, int local_rank, int attempt, pid_t pid) {
   if (run_) run_->worker_started(node, rank, local_rank, attempt, pid);
 }

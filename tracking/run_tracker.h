@@ -40,6 +40,7 @@ class RunTracker : public RunObserver {
                       std::map<std::string, std::string>& env) override;
   bool may_start_workers(int attempt, bool wait) override;
   void rendezvous_complete(const FormedRound& formed) override;
+  void spares_waiting(int attempt, const std::vector<std::string>& spares) override;
   void worker_started(int node, int rank, int local_rank, int attempt, pid_t pid) override;
   void worker_exited(int node, int rank, int local_rank, int attempt, int exitcode) override;
   void hang(int attempt, const std::string& report_json) override;
