@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <ctime>
 #include <iostream>
 
 #include <spdlog/spdlog.h>
@@ -328,6 +329,19 @@ int LocalAgent::Impl::finish_signalled() {
   return finish(128 + signalled_, "killed", "received " + signal_name(signalled_));
 }
 
+// With the failure summary: the nodes kept out of the last round (--node_failure_limit),
+// so that a job that ran out of nodes says which are out and why.
+void LocalAgent::Impl::say_quarantined(const rendezvous::RendezvousInfo& info) {
+  for (const auto& q : info.quarantined) {
+    auto until = static_cast<std::time_t>(q.until_ms / 1000);
+    std::tm tm{};
+    localtime_r(&until, &tm);
+    char at[16];
+    std::strftime(at, sizeof(at), "%H:%M:%S", &tm);
+    std::cerr << "ddprun: quarantined: " << q.node << " until " << at << " (" << q.reason << ")\n";
+  }
+}
+
 // A spare that was never needed: the job ended while it waited for a place.
 int LocalAgent::Impl::finish_spare(const rendezvous::SpareNotNeeded& ended) {
   std::cerr << "ddprun: " << ended.what() << "\n";
@@ -341,6 +355,7 @@ int LocalAgent::Impl::finish_failure(const std::vector<FailureRecord>& failures,
   // The job is over for every node (a dropped node's is not): spares waiting leave.
   // A store that stopped answering is not asked again.
   if (!dropped && !(attempt_ && attempt_->store_lost)) handler_->job_failed();
+  if (attempt_) say_quarantined(attempt_->info);
   if (over.signalled && !dropped) {  // another node was told to stop the job
     std::cerr << "ddprun: the job was stopped: " << over.reason << "\n";
     return finish(over.exitcode, "killed", over.reason);

@@ -80,6 +80,7 @@ class LocalAgent::Impl {
   int finish_failure(const std::vector<FailureRecord>& failures, const RoundEnd& over);
   int finish_signalled();
   int finish_spare(const rendezvous::SpareNotNeeded& ended);
+  static void say_quarantined(const rendezvous::RendezvousInfo& info);
   // Tells the observer, removes a temporary log directory (`succeeded`: whatever it
   // holds), releases the guard; returns `code`.
   int finish(int code, const std::string& status, const std::string& root_cause,

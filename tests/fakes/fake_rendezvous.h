@@ -84,6 +84,8 @@ struct FakeRendezvousJournal {
   std::vector<std::vector<std::string>> members = {{"a"}};
   int restarts = 0;  // counted from next_rounds with failure = true
   std::vector<std::shared_ptr<FakeRoundJournal>> rounds;
+  /// Nodes kept out of every round (as the rendezvous state would say).
+  std::vector<rendezvous::RendezvousInfo::Quarantined> quarantined;
   bool finished_job = false;
   bool job_failed = false;
   std::string kept_out;  // keep_out()'s reason
@@ -164,6 +166,7 @@ class FakeRendezvous : public rendezvous::RendezvousHandler {
     info.local_world_sizes.assign(info.members.size(), local_world_size);
     info.master_addr = "127.0.0.1";
     info.master_port = 29500;
+    info.quarantined = journal_->quarantined;
     co_return info;
   }
   store::Store& store() override { return store_; }

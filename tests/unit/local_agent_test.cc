@@ -417,11 +417,16 @@ TEST_F(LocalAgentTest, ANodeUnfitBeforeALaterRoundLeavesTheJob) {
   EXPECT_FALSE(journal_->job_failed) << "the job goes on without this node";
 }
 
-TEST_F(LocalAgentTest, AJobThatFailsForGoodClosesItsRendezvousAsFailed) {
+TEST_F(LocalAgentTest, AJobThatFailsForGoodClosesItsRendezvousAsFailedAndNamesWhoIsOut) {
+  journal_->quarantined = {{"10.0.0.9", 4'000'000'000'000, "2 failure(s) of its workers"}};
   launcher_.on_spawn = [&](const auto& p) { launcher_.exit(p.pid, 1); };
+  ::testing::internal::CaptureStderr();
   EXPECT_EQ(run(), 1);
+  std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_TRUE(journal_->job_failed) << "spares waiting leave";
   EXPECT_FALSE(journal_->finished_job);
+  EXPECT_NE(err.find("ddprun: quarantined: 10.0.0.9 until "), std::string::npos) << err;
+  EXPECT_NE(err.find("(2 failure(s) of its workers)"), std::string::npos) << err;
 }
 
 }  // namespace
