@@ -114,6 +114,8 @@ Task<int> LocalAgent::Impl::run_rounds() {
       info = co_await rendezvous(round);
     } catch (const rendezvous::SpareNotNeeded& e) {
       co_return finish_spare(e);
+    } catch (const Unfit& unfit) {
+      co_return unfit.code;
     }
     round = info.round;
     begin_round(info);
@@ -202,6 +204,34 @@ std::optional<int> LocalAgent::Impl::unfit_node() {
     if (health) found.push_back(std::move(*health));
   }
   if (found.empty()) return std::nullopt;
+  return leave_unfit(found);
+}
+
+// Preflight's clock check, once the rendezvous host answers (before the first join):
+// the run orders every node's records by wall time, and a clock far off says the
+// node's time service is broken.
+std::optional<int> LocalAgent::Impl::unfit_clock() {
+  const auto& checks = config_.preflight.checks;
+  if (std::find(checks.begin(), checks.end(), Check::kClock) == checks.end()) return std::nullopt;
+  auto offset = handler_->clock_offset();
+  if (offset) spdlog::debug("preflight: clock: {} ms to the rendezvous host's", offset->count());
+  if (!offset || std::chrono::abs(*offset) <= PreflightOptions::kClockWarning) return std::nullopt;
+  std::string what = "this node's wall clock is " +
+                     std::to_string(std::chrono::abs(*offset).count()) + " ms " +
+                     (offset->count() > 0 ? "behind" : "ahead of") +
+                     " the rendezvous host's (check the time service: chronyc tracking, "
+                     "timedatectl)";
+  if (std::chrono::abs(*offset) <= PreflightOptions::kClockLimit) {
+    spdlog::warn("preflight: clock: {}", what);
+    return std::nullopt;
+  }
+  return leave_unfit({{"clock", what + "; more than " +
+                                    std::to_string(PreflightOptions::kClockLimit.count() / 1000) +
+                                    " s off"}});
+}
+
+// A node that failed its preflight says why, tells the others where it can, and ends.
+int LocalAgent::Impl::leave_unfit(const std::vector<Finding>& found) {
   std::string cause = "preflight failed on " + host_;
   for (const auto& f : found) {
     spdlog::error("preflight: {}: {}", f.check, f.problem);
@@ -210,7 +240,7 @@ std::optional<int> LocalAgent::Impl::unfit_node() {
   spdlog::error("this node does not join the job (exit status {}; --preflight and "
                 "--health_check say what is checked)",
                 kPreflightExitCode);
-  // Between rounds, the others are told why this node is out (quarantined with it).
+  // Once it reached them, the others are told why this node is out (quarantined with it).
   if (handler_) handler_->keep_out(cause);
   return finish(kPreflightExitCode, "failed", cause);
 }
@@ -223,7 +253,10 @@ Task<rendezvous::RendezvousInfo> LocalAgent::Impl::rendezvous(int round) {
   // join's first request, as when the join was a coroutine of its own: a join begun
   // ahead of them was seen to hang on the store (Elastic.NodeThatFinished...).
   co_await asio::post(io_, asio::use_awaitable);
-  if (!handler_) co_await connect_rendezvous();
+  if (!handler_) {
+    co_await connect_rendezvous();
+    if (auto code = unfit_clock()) throw Unfit{*code};
+  }
   enter(Phase::kJoining);
   auto info = co_await unless_signalled(
       handler_->next_rendezvous(round, config_.spec.local_world_size),

@@ -63,6 +63,9 @@ class LocalAgent::Impl {
 
  private:
   struct Signalled {};  // a stop signal ended the rendezvous
+  struct Unfit {        // the node failed its preflight once it reached the others
+    int code;
+  };
 
   // The rounds and the attempt (local_agent.cc).
   Task<int> run_rounds();
@@ -70,6 +73,8 @@ class LocalAgent::Impl {
   Task<rendezvous::RendezvousInfo> rendezvous(int round);
   Task<void> connect_rendezvous();
   std::optional<int> unfit_node();
+  std::optional<int> unfit_clock();
+  int leave_unfit(const std::vector<Finding>& found);
   template <typename T>
   Task<T> unless_signalled(Task<T> task, std::function<void()> cancel);
   WorkerGroup make_group(const rendezvous::RendezvousInfo& info) const;

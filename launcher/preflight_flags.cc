@@ -34,7 +34,7 @@ void fill_preflight_options(const Values& v, int local_workers,
                             agent::PreflightOptions& p) {
   using agent::Check;
   constexpr Check kAll[] = {Check::kDisk, Check::kShm, Check::kOpenFiles, Check::kMemory,
-                            Check::kGpu};
+                            Check::kGpu, Check::kClock};
   const std::string& given = v.str("preflight");
   p.checks.clear();
   if (given.empty()) fail_value(v.source("preflight"), given, "expected all, none or a list of checks");
@@ -48,7 +48,7 @@ void fill_preflight_options(const Values& v, int local_workers,
       if (named == std::end(kAll)) {
         fail_value(v.source("preflight"), given,
                    "expected all, none or a comma-separated list of disk, shm, nofile, memory, "
-                   "gpu ('" + item + "' is none of them)");
+                   "gpu, clock ('" + item + "' is none of them)");
       }
       if (std::find(p.checks.begin(), p.checks.end(), *named) == p.checks.end()) {
         p.checks.push_back(*named);

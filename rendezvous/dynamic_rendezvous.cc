@@ -11,6 +11,7 @@
 
 #include "net/listen.h"
 #include "rendezvous/store_round.h"
+#include "store/tcpstore/tcp_store_protocol.h"
 
 namespace ddprun::rendezvous {
 namespace {
@@ -93,6 +94,24 @@ std::unique_ptr<RoundCoordinator> DynamicRendezvous::coordinate(const Rendezvous
 void DynamicRendezvous::finish_job() { end_job(false); }
 
 void DynamicRendezvous::job_failed() { end_job(true); }
+
+std::optional<std::chrono::milliseconds> DynamicRendezvous::clock_offset() {
+  if (params_.backend != Backend::kC10d || params_.max_nodes == 1) return std::nullopt;
+  try {
+    int64_t sent = wall_ms();
+    auto answer = client_->store().get_now(store::tcpstore::kWallClockKey);
+    int64_t got = wall_ms();
+    int64_t host = 0;
+    if (!answer || std::from_chars(answer->data(), answer->data() + answer->size(), host).ec !=
+                       std::errc{}) {
+      return std::nullopt;  // a store that keeps no clock
+    }
+    return milliseconds(host - (sent + got) / 2);
+  } catch (const std::exception& e) {
+    spdlog::debug("could not read the rendezvous host's clock: {}", e.what());
+    return std::nullopt;
+  }
+}
 
 void DynamicRendezvous::keep_out(const std::string& reason) {
   if (params_.max_nodes == 1) return;

@@ -41,6 +41,7 @@ class DynamicRendezvous : public RendezvousHandler {
   void finish_job() override;
   void job_failed() override;
   void keep_out(const std::string& reason) override;
+  std::optional<std::chrono::milliseconds> clock_offset() override;
 
   const std::string& node_id() const { return node_id_; }
   std::string address() const override { return address_; }

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -91,6 +92,12 @@ class RendezvousHandler {
   /// so that spares waiting for a place leave (they get SpareNotNeeded), and keeps a
   /// hosted store up while the others leave, as finish_job() does. Errors are logged.
   virtual void job_failed() {}
+
+  /// How far the rendezvous host's wall clock is ahead of this node's (negative:
+  /// behind), by one request: the middle of its round trip against the host's answer,
+  /// so within half a round trip. nullopt where no host answers with its clock (etcd,
+  /// static jobs) or it cannot be read.
+  virtual std::optional<std::chrono::milliseconds> clock_offset() { return std::nullopt; }
 
   /// This node failed its preflight before a later round and leaves: where nodes can be
   /// kept out (elastic jobs), it is quarantined with `reason` for --quarantine_cooldown,

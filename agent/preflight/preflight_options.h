@@ -13,13 +13,13 @@ namespace ddprun::agent {
 constexpr int kPreflightExitCode = 122;
 
 /// The built-in checks a node makes before it joins a round (--preflight).
-enum class Check { kDisk, kShm, kOpenFiles, kMemory, kGpu };
+enum class Check { kDisk, kShm, kOpenFiles, kMemory, kGpu, kClock };
 
 /// What a node checks before it joins a round, and against what. Plain data, built by
 /// the launcher from the command line.
 struct PreflightOptions {
-  std::vector<Check> checks{Check::kDisk, Check::kShm, Check::kOpenFiles, Check::kMemory,
-                            Check::kGpu};
+  std::vector<Check> checks{Check::kDisk,   Check::kShm, Check::kOpenFiles,
+                            Check::kMemory, Check::kGpu, Check::kClock};
   /// Where the job writes (the log and tracking directories; made or not yet).
   std::vector<std::string> write_dirs;
   /// This node's workers, for what they need of /dev/shm.
@@ -41,6 +41,11 @@ struct PreflightOptions {
   static constexpr uint64_t kShmCap = uint64_t{1} << 30;
   static constexpr uint64_t kMinOpenFiles = 1024;
   static constexpr uint64_t kMinAvailableMemory = uint64_t{1} << 30;
+  // The wall clock's offset to the rendezvous host's: the run's timeline of every node's
+  // records and logs is ordered by wall time. Beyond the warning it is said; beyond the
+  // limit the node's time service is broken, and the node stays out.
+  static constexpr std::chrono::milliseconds kClockWarning{500};
+  static constexpr std::chrono::milliseconds kClockLimit{5000};
 };
 
 /// The name of a check, as --preflight takes it.
@@ -51,6 +56,7 @@ constexpr const char* check_name(Check c) {
     case Check::kOpenFiles: return "nofile";
     case Check::kMemory: return "memory";
     case Check::kGpu: return "gpu";
+    case Check::kClock: return "clock";
   }
   return "?";
 }

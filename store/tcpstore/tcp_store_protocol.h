@@ -38,6 +38,11 @@ enum class Numbering { kUnknown, kV113, kV2 };
 constexpr uint32_t kValidationMagic = 0x3C85F7CE;
 
 constexpr size_t kMaxKeySize = 8192;
+
+/// A key ddprun's server answers a get of with its wall clock (milliseconds since the
+/// epoch, as text), whatever is stored: how agents measure their clock's offset to the
+/// rendezvous host. Workers' keys never start with "ddprun/".
+constexpr const char* kWallClockKey = "ddprun/wall_clock_ms";
 constexpr size_t kMaxValueSize = 8 * 1024 * 1024;
 constexpr uint64_t kMaxKeysPerRequest = 131072;
 /// ddprun's own bound on one request (a MULTI_SET within the other limits could

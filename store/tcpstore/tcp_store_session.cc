@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <cstring>
 
 #include <spdlog/spdlog.h>
@@ -15,7 +16,7 @@ void put(std::string& out, T value) {
   out.append(reinterpret_cast<const char*>(&value), sizeof(value));
 }
 
-void put_bytes(std::string& out, const std::string& bytes) {
+void put_bytes(std::string& out, std::string_view bytes) {
   put<uint64_t>(out, bytes.size());
   out += bytes;
 }
@@ -35,9 +36,20 @@ std::string watch_event(WatchEvent type, const std::string& key, const std::stri
 // ---- StoreState ----
 
 bool StoreState::exists(const std::string& key) const {
-  if (table.contains(key)) return true;
+  if (table.contains(key) || key == kWallClockKey) return true;
   auto q = queues.find(key);
   return q != queues.end() && !q->second.empty();
+}
+
+std::string_view StoreState::read(const std::string& key) {
+  if (key == kWallClockKey) {
+    clock_answer_ = std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                       std::chrono::system_clock::now().time_since_epoch())
+                                       .count());
+    return clock_answer_;
+  }
+  const std::string* v = table.find(key);
+  return v ? std::string_view(*v) : std::string_view();
 }
 
 void StoreState::add_wait(const std::shared_ptr<Session>& session,
@@ -331,16 +343,11 @@ void Session::handle_data_op(Request& r) {
       if (result.written) state_.key_written(key, old);
       return;
     }
-    case Op::kGet: {
-      const std::string* v = state_.table.find(key);
-      put_bytes(out, v ? *v : std::string());
+    case Op::kGet:
+      put_bytes(out, state_.read(key));
       break;
-    }
     case Op::kMultiGet:
-      for (const auto& k : r.keys) {
-        const std::string* v = state_.table.find(k);
-        put_bytes(out, v ? *v : std::string());
-      }
+      for (const auto& k : r.keys) put_bytes(out, state_.read(k));
       break;
     case Op::kAdd: {
       auto old = state_.watched_value(key);

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -28,6 +29,9 @@ class StoreState {
   std::unordered_map<std::string, std::deque<std::string>> queues;
 
   bool exists(const std::string& key) const;
+  /// A get's answer: the value, "" for none, the server's wall clock for
+  /// kWallClockKey (which always exists). Valid until the next call or write.
+  std::string_view read(const std::string& key);
 
   /// Registers `session` to be told STOP_WAITING once all missing `keys` exist.
   void add_wait(const std::shared_ptr<Session>& session, const std::vector<std::string>& keys);
@@ -55,6 +59,7 @@ class StoreState {
   std::unique_ptr<char[]> read_buffer = std::make_unique_for_overwrite<char[]>(kReadBufferSize);
 
  private:
+  std::string clock_answer_;  // see read()
   struct Waiter {
     std::weak_ptr<Session> session;
     uint64_t generation;

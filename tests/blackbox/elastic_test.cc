@@ -50,6 +50,22 @@ TEST(Elastic, LateJoinerScalesUpWithoutARestart) {
   for (auto* p : {&a, &b, &c}) EXPECT_EQ(p->wait(), 128 + SIGTERM);
 }
 
+// Preflight's clock check reads the rendezvous host's clock through its store (here the
+// same clock: an offset within the round trip).
+TEST(Elastic, EachAgentMeasuresItsClockAgainstTheRendezvousHost) {
+  Job job;
+  job.nnodes = "2";
+  DdprunProcess a(job.agent({"--log_level=debug", "--no_tracking"}, {"exit", "0"}, true), kEnv);
+  DdprunProcess b(job.agent({"--log_level=debug", "--no_tracking"}, {"exit", "0"}, false), kEnv);
+  ASSERT_EQ(a.wait(), 0) << a.err();
+  ASSERT_EQ(b.wait(), 0) << b.err();
+  std::smatch m;
+  std::string err = b.err();
+  std::regex said("preflight: clock: (-?[0-9]+) ms to the rendezvous host's");
+  ASSERT_TRUE(std::regex_search(err, m, said)) << err;
+  EXPECT_LE(std::abs(std::stoi(m[1].str())), 100);
+}
+
 TEST(Elastic, KilledAgentScalesDown) {
   Job job;
   job.nnodes = "2:3";

@@ -14,6 +14,7 @@ declare -A allowed=(
   [tracking/console_event_log.cc]="event timestamps"
   [tracking/run_summary.cc]="a running run's duration so far"
   [tracking/node_run.cc]="record and event timestamps"
+  [store/tcpstore/tcp_store_session.cc]="the server's wall clock, which agents compare theirs with (preflight's clock check)"
 )
 pattern='system_clock|std::time\(|[^_a-z]time\(nullptr\)|gettimeofday|CLOCK_REALTIME'
 mapfile -t found < <(git ls-files 'agent/*' 'common/*' 'dashboard/*' 'launcher/*' 'net/*' 'os/*' \

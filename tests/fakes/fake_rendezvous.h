@@ -86,6 +86,8 @@ struct FakeRendezvousJournal {
   std::vector<std::shared_ptr<FakeRoundJournal>> rounds;
   /// Nodes kept out of every round (as the rendezvous state would say).
   std::vector<rendezvous::RendezvousInfo::Quarantined> quarantined;
+  /// What clock_offset() says.
+  std::optional<std::chrono::milliseconds> clock_offset;
   bool finished_job = false;
   bool job_failed = false;
   std::string kept_out;  // keep_out()'s reason
@@ -183,6 +185,9 @@ class FakeRendezvous : public rendezvous::RendezvousHandler {
   void finish_job() override { journal_->finished_job = true; }
   void job_failed() override { journal_->job_failed = true; }
   void keep_out(const std::string& reason) override { journal_->kept_out = reason; }
+  std::optional<std::chrono::milliseconds> clock_offset() override {
+    return journal_->clock_offset;
+  }
   void cancel() override {
     journal_->cancelled = true;
     cancel_.cancel();

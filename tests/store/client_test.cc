@@ -82,6 +82,31 @@ TEST(TcpStoreClient, AgainstDdprunServer) {
   EXPECT_EQ(client.num_keys(), 6);  // a n c m1 m2 after_timeout
 }
 
+// Agents measure their clock's offset to the rendezvous host by this key: every way of
+// reading it gives the server's wall clock now, and it is never stored.
+TEST(TcpStoreServer, AnswersItsWallClockKeyWithItsClock) {
+  store::TcpStoreServer server{"127.0.0.1", 0};
+  store::TcpStoreClient client("127.0.0.1", server.port());
+  auto wall = [] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  };
+  const std::string key = tcpstore::kWallClockKey;
+  int64_t before = wall();
+  int64_t by_get = std::stoll(client.get(key, 1s));
+  auto now = client.get_now(key);
+  ASSERT_TRUE(now.has_value());
+  int64_t by_get_now = std::stoll(*now);
+  int64_t by_multi = std::stoll(client.multi_get({key}, 1s).at(0));
+  int64_t after = wall();
+  for (int64_t t : {by_get, by_get_now, by_multi}) {
+    EXPECT_GE(t, before);
+    EXPECT_LE(t, after);
+  }
+  EXPECT_EQ(client.num_keys(), 0) << "not stored";
+}
+
 TEST(TcpStoreClient, WaitWakesAcrossClients) {
   store::TcpStoreServer server{"", 0};
   store::TcpStoreClient waiter("localhost", server.port());

@@ -417,6 +417,34 @@ TEST_F(LocalAgentTest, ANodeUnfitBeforeALaterRoundLeavesTheJob) {
   EXPECT_FALSE(journal_->job_failed) << "the job goes on without this node";
 }
 
+TEST_F(LocalAgentTest, ANodeWhoseClockIsFarOffTheRendezvousHostsStaysOut) {
+  journal_->clock_offset = std::chrono::milliseconds(-7200);
+  EXPECT_EQ(run(), agent::kPreflightExitCode);
+  EXPECT_TRUE(journal_->rounds.empty()) << "it never joined";
+  EXPECT_NE(journal_->kept_out.find("clock: this node's wall clock is 7200 ms ahead of the "
+                                    "rendezvous host's"),
+            std::string::npos)
+      << journal_->kept_out;
+}
+
+TEST_F(LocalAgentTest, ASmallClockOffsetIsOnlySaid) {
+  journal_->clock_offset = std::chrono::milliseconds(900);
+  launcher_.on_spawn = [&](const auto& p) { launcher_.exit(p.pid, 0); };
+  LogCapture log;
+  EXPECT_EQ(run(), 0);
+  EXPECT_TRUE(journal_->kept_out.empty());
+  EXPECT_NE(log.text().find("preflight: clock: this node's wall clock is 900 ms behind"),
+            std::string::npos)
+      << log.text();
+}
+
+TEST_F(LocalAgentTest, TheClockCheckLeftOutLetsAnyClockJoin) {
+  config_.preflight.checks = {agent::Check::kDisk};
+  journal_->clock_offset = std::chrono::milliseconds(60'000);
+  launcher_.on_spawn = [&](const auto& p) { launcher_.exit(p.pid, 0); };
+  EXPECT_EQ(run(), 0);
+}
+
 TEST_F(LocalAgentTest, AJobThatFailsForGoodClosesItsRendezvousAsFailedAndNamesWhoIsOut) {
   journal_->quarantined = {{"10.0.0.9", 4'000'000'000'000, "2 failure(s) of its workers"}};
   launcher_.on_spawn = [&](const auto& p) { launcher_.exit(p.pid, 1); };

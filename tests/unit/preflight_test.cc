@@ -216,7 +216,7 @@ LaunchConfig parse(std::vector<std::string> args,
 TEST(PreflightFlags, EveryCheckByDefaultWhereTheJobWrites) {
   auto c = parse({"--nproc_per_node=3", "--log_dir=/l", "--tracking_dir=/t", "x.py"});
   const auto& p = c.agent.preflight;
-  EXPECT_EQ(p.checks.size(), 5u);
+  EXPECT_EQ(p.checks.size(), 6u);
   EXPECT_FALSE(p.visible_gpus) << "every GPU";
   EXPECT_EQ(p.write_dirs, (std::vector<std::string>{"/l", "/t"}));
   EXPECT_EQ(p.local_workers, 3);
