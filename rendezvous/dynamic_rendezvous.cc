@@ -134,7 +134,9 @@ void DynamicRendezvous::end_job(bool failed) {
   } catch (const std::exception& e) {
     spdlog::warn("could not close the rendezvous: {}", e.what());
   }
-  if (hosts) backend_->linger(std::chrono::seconds(5));
+  // A failed job's nodes already know (its round's end says so): the host leaves at
+  // once, and a Ctrl-C is never held up.
+  if (hosts && !failed) backend_->linger(std::chrono::seconds(5));
 }
 
 void DynamicRendezvous::cancel() { cancel_.cancel(); }

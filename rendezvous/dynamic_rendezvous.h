@@ -37,7 +37,7 @@ class DynamicRendezvous : public RendezvousHandler {
   void cancel() override;
   /// Close the run (as finished or as failed) where the state outlives the agents
   /// (every agent: once is enough and none is special) or where this agent hosts it,
-  /// then linger as the host.
+  /// then (finished only) linger as the host.
   void finish_job() override;
   void job_failed() override;
   void keep_out(const std::string& reason) override;

@@ -89,8 +89,8 @@ class RendezvousHandler {
 
   /// The job ended without success on this node (its restarts spent, stopped by a
   /// signal, too few nodes left). Where this agent can, marks the run ended as failed,
-  /// so that spares waiting for a place leave (they get SpareNotNeeded), and keeps a
-  /// hosted store up while the others leave, as finish_job() does. Errors are logged.
+  /// so that spares waiting for a place leave (they get SpareNotNeeded). Unlike
+  /// finish_job(), a hosted store does not linger. Errors are logged.
   virtual void job_failed() {}
 
   /// How far the rendezvous host's wall clock is ahead of this node's (negative:

@@ -1,11 +1,12 @@
 #include "tracking/run_store.h"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <system_error>
 
 #include "common/write_fully.h"
 #include "tracking/run_image.h"
@@ -100,27 +101,33 @@ void visit_points(Statement& s, const std::string& path,
 
 }  // namespace
 
+// Written under a name of its own, then linked into place: a launcher killed meanwhile
+// leaves no run.db at all (a run whose launcher died as it started), never a part of one
+// that readers would take for a database.
 bool make_empty_run(const std::string& run_dir) {
   std::string path = run_dir + "/run.db";
+  std::string part = path + ".new." + std::to_string(::getpid());
   std::string_view image = run_image("empty_run.db");
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
-  struct stat st {};
-  if (fd < 0 || ::fstat(fd, &st) != 0) {
+  int fd = ::open(part.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0 || !write_fully(fd, image.data(), image.size())) {
     int err = errno;
     if (fd >= 0) ::close(fd);
-    throw TrackingError("cannot create " + path + ": " + std::strerror(err));
-  }
-  bool made = false;
-  if (st.st_size == 0) {
-    made = write_fully(fd, image.data(), image.size());
-    if (!made) {
-      int err = errno;
-      (void)!::ftruncate(fd, 0);  // not a half database: made again next time
-      ::close(fd);
-      throw TrackingError("cannot write " + path + ": " + std::strerror(err));
-    }
+    ::unlink(part.c_str());
+    throw TrackingError("cannot write " + part + ": " + std::strerror(err));
   }
   ::close(fd);
+  bool made = ::link(part.c_str(), path.c_str()) == 0;
+  int err = errno;
+  std::error_code ec;
+  if (!made && err == EEXIST && std::filesystem::file_size(path, ec) == 0 && !ec) {
+    // An empty run.db an older build's crash left: replaced whole.
+    made = ::rename(part.c_str(), path.c_str()) == 0;
+    err = errno;
+  }
+  ::unlink(part.c_str());
+  if (!made && err != EEXIST) {
+    throw TrackingError("cannot create " + path + ": " + std::strerror(err));
+  }
   return made;
 }
 
