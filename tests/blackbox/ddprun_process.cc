@@ -135,8 +135,7 @@ int connect_loopback(int port) {
 }
 
 bool process_alive(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
   if (stat.empty()) return false;
   size_t paren = stat.rfind(')');
   return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z' &&
@@ -158,9 +157,16 @@ bool process_stopped(pid_t pid) {
   return threads > 0;
 }
 
+// With read(2), not a stream: a /proc file whose process exits while it is read fails
+// with ESRCH, which libstdc++'s filebuf throws as an exception; here it ends the text.
 std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string text;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return text;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof(buf))) > 0;) text.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  return text;
 }
 
 std::vector<std::string> lines_starting_with(const std::string& text, const std::string& prefix) {
