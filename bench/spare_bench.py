@@ -68,6 +68,13 @@ class Job:
             time.sleep(2.0 if self.kind == "torchrun" else 0.1)  # the host binds first
         return p
 
+    def start_all(self):
+        """Starts the N members, the first hosting the store; returns once all run."""
+        for i in range(self.n):
+            self.start_agent(i == 0)
+        if self.wait_starts(0, self.n) is None:
+            raise SystemExit(f"{self.kind}: {self.n} agents never ran")
+
     def starts_after(self, t):
         out = []
         for name in os.listdir(self.dir):
@@ -105,10 +112,7 @@ class Job:
 def full_size_with_spare(prefix, kind, n):
     job = Job(prefix, kind, n)
     try:
-        for i in range(n):
-            job.start_agent(i == 0)
-        if job.wait_starts(0, n) is None:
-            raise SystemExit(f"{kind}: {n} agents never ran")
+        job.start_all()
         job.start_agent(False)  # the spare
         time.sleep(3.0)  # it is waiting (and torchrun's agents have settled)
         died = time.time()
@@ -121,10 +125,7 @@ def full_size_with_spare(prefix, kind, n):
 def without_spare(prefix, kind, n):
     job = Job(prefix, kind, n)
     try:
-        for i in range(n):
-            job.start_agent(i == 0)
-        if job.wait_starts(0, n) is None:
-            raise SystemExit(f"{kind}: {n} agents never ran")
+        job.start_all()
         time.sleep(1.0)
         died = time.time()
         job.kill(job.agents[-1])

@@ -7,62 +7,21 @@
 set -u
 DDPRUN=$1
 WORKER=$2
-SKIP=77  # ctest's SKIP_RETURN_CODE: printed with the reason, never silently passed
-
-if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null; then
-  echo "cannot run: needs root and iproute2 to create network namespaces"; exit $SKIP
-fi
 tag="ds$$"
-hub="${tag}hub"
-if ! ip netns add "$hub" 2>/dev/null; then
-  echo "cannot run: this machine does not allow network namespaces"; exit $SKIP
-fi
-dir=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
-  for i in 0 1 2; do ip netns del "${tag}n$i" 2>/dev/null; done
-  ip netns del "$hub" 2>/dev/null
-  rm -rf "$dir"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; for i in 0 1 2; do echo "--- agent $i"; cat "$dir/agent$i.log"; done; exit 1; }
-
-ip netns exec "$hub" ip link add br0 type bridge
-ip netns exec "$hub" ip link set br0 up
-for i in 0 1 2; do
-  ns="${tag}n$i"
-  ip netns add "$ns"
-  ip link add "v${tag}$i" type veth peer name "h${tag}$i"
-  ip link set "v${tag}$i" netns "$ns"
-  ip link set "h${tag}$i" netns "$hub"
-  ip netns exec "$hub" ip link set "h${tag}$i" master br0 up
-  ip netns exec "$ns" ip addr add "10.78.0.$((i + 1))/24" dev "v${tag}$i"
-  ip netns exec "$ns" ip link set "v${tag}$i" up
-  ip netns exec "$ns" ip link set lo up
-  mkdir "$dir/h$i"
-done
+net=10.78.0
+# shellcheck source=three_hosts.sh
+source "$(dirname "$0")/three_hosts.sh"
+for i in 0 1 2; do mkdir "$dir/h$i"; done
 
 conf="last_call_timeout=0.5,keep_alive_interval=0.2,keep_alive_max_attempt=3,read_timeout=2,join_timeout=30"
 start_agent() {  # start_agent I
   local i=$1 host
   host=$([ "$i" = 0 ] && echo 1 || echo 0)
   OMP_NUM_THREADS=1 ip netns exec "${tag}n$i" "$DDPRUN" --nnodes=2 --rdzv_backend=c10d \
-    --rdzv_endpoint=10.78.0.1:29400 --rdzv_id=spares --local_addr="10.78.0.$((i + 1))" \
+    --rdzv_endpoint=${net}.1:29400 --rdzv_id=spares --local_addr="${net}.$((i + 1))" \
     --rdzv_conf="$conf,is_host=$host" --no_tracking --no_python "$WORKER" mark "$dir/h$i" \
     >"$dir/agent$i.log" 2>&1 &
   pids+=($!)
-}
-
-wait_for() {  # wait_for SECONDS FILE...
-  local deadline=$((SECONDS + $1)); shift
-  while [ $SECONDS -lt $deadline ]; do
-    local ok=1
-    for f in "$@"; do [ -e "$dir/$f" ] || ok=0; done
-    [ $ok = 1 ] && return 0
-    sleep 0.02
-  done
-  return 1
 }
 
 start_agent 0
