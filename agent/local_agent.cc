@@ -15,6 +15,7 @@
 #include "agent/preflight/health_command.h"
 #include "common/host.h"
 #include "common/logging.h"
+#include "rendezvous/rendezvous_factory.h"
 
 namespace asio = boost::asio;
 
@@ -35,6 +36,7 @@ LocalAgent::Impl::Impl(AgentConfig config, AgentServices services)
     : config_(std::move(config)),
       io_(services.io),
       make_rendezvous_(std::move(services.make_rendezvous)),
+      tell_unfit_(std::move(services.tell_unfit)),
       guard_(services.guard),
       observer_(services.observer),
       own_probe_(services.probe ? nullptr : std::make_unique<PosixNodeProbe>()),
@@ -108,7 +110,7 @@ void LocalAgent::Impl::enter(Phase phase) {
 
 Task<int> LocalAgent::Impl::run_rounds() {
   for (int round = 0;; ++round) {
-    if (auto code = unfit_node()) co_return *code;
+    if (auto code = co_await unfit_node()) co_return *code;
     rendezvous::RendezvousInfo info;
     try {
       info = co_await rendezvous(round);
@@ -192,19 +194,22 @@ Task<T> LocalAgent::Impl::unless_signalled(Task<T> task, std::function<void()> c
 }
 
 // Before each join, this node's preflight (agent/preflight/): a node that fails it
-// does not join. It says why and ends here with kPreflightExitCode; the others of an
+// does not join. It says why, tells the others (before its first join, by reaching
+// their store for that alone) and ends here with kPreflightExitCode; the others of an
 // elastic job go on without it, and its heartbeat ends with it. The site's own check
 // (--health_check) runs before the first join only, so that a restart never waits for
 // it; a stop signal meanwhile ends it at once.
-std::optional<int> LocalAgent::Impl::unfit_node() {
+Task<std::optional<int>> LocalAgent::Impl::unfit_node() {
   std::vector<Finding> found = check_node(config_.preflight, probe_);
   if (!handler_ && !config_.preflight.health_command.empty()) {
     auto health = run_health_command(config_.preflight.health_command,
                                       config_.preflight.health_timeout, signals_.stop_pending_fd());
     if (health) found.push_back(std::move(*health));
   }
-  if (found.empty()) return std::nullopt;
-  return leave_unfit(found);
+  if (found.empty()) co_return std::nullopt;
+  std::string cause = say_unfit(found);
+  if (!handler_) co_await tell_unfit(cause);
+  co_return leave_unfit(cause);
 }
 
 // Preflight's clock check, once the rendezvous host answers (before the first join):
@@ -225,13 +230,14 @@ std::optional<int> LocalAgent::Impl::unfit_clock() {
     spdlog::warn("preflight: clock: {}", what);
     return std::nullopt;
   }
-  return leave_unfit({{"clock", what + "; more than " +
-                                    std::to_string(PreflightOptions::kClockLimit.count() / 1000) +
-                                    " s off"}});
+  return leave_unfit(say_unfit(
+      {{"clock", what + "; more than " +
+                     std::to_string(PreflightOptions::kClockLimit.count() / 1000) + " s off"}}));
 }
 
-// A node that failed its preflight says why, tells the others where it can, and ends.
-int LocalAgent::Impl::leave_unfit(const std::vector<Finding>& found) {
+// Says on the console why this node failed its preflight; returns the cause the run
+// and the other nodes are given.
+std::string LocalAgent::Impl::say_unfit(const std::vector<Finding>& found) {
   std::string cause = "preflight failed on " + host_;
   for (const auto& f : found) {
     spdlog::error("preflight: {}: {}", f.check, f.problem);
@@ -240,7 +246,34 @@ int LocalAgent::Impl::leave_unfit(const std::vector<Finding>& found) {
   spdlog::error("this node does not join the job (exit status {}; --preflight and "
                 "--health_check say what is checked)",
                 kPreflightExitCode);
-  // Once it reached them, the others are told why this node is out (quarantined with it).
+  return cause;
+}
+
+// unless_signalled() for a task of no value.
+static Task<bool> as_done(Task<void> task) {
+  co_await std::move(task);
+  co_return true;
+}
+
+// Before its first join, a node that failed its preflight reaches the others only to
+// tell them why it stays out; a stop signal ends that at once.
+Task<void> LocalAgent::Impl::tell_unfit(const std::string& cause) {
+  if (!tell_unfit_ || !multi_node()) co_return;
+  spdlog::warn("telling the other nodes why this node stays out (at most {} s)",
+               rendezvous::kUnfitWait.count());
+  CancelSignal cancel("preflight notice cancelled");
+  try {
+    co_await unless_signalled(as_done(tell_unfit_(cause, cancel)), [&cancel] { cancel.cancel(); });
+  } catch (const Signalled&) {
+    throw;
+  } catch (const std::exception& e) {
+    spdlog::error("the other nodes could not be told: {}", e.what());
+  }
+}
+
+// A node that failed its preflight ends; once it reached the others, they are told why
+// it is out (quarantined with it).
+int LocalAgent::Impl::leave_unfit(const std::string& cause) {
   if (handler_) handler_->keep_out(cause);
   return finish(kPreflightExitCode, "failed", cause);
 }

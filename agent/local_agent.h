@@ -47,6 +47,10 @@ struct AgentServices {
   os::SignalSource* signals = nullptr;
   /// What preflight reads of the node; null: this machine (PosixNodeProbe).
   NodeProbe* probe = nullptr;
+  /// Tells the other nodes why this one stays out when its preflight fails before the
+  /// first join (rendezvous::tell_unfit()): a coroutine on the loop; a stop signal
+  /// cancels it. Null: nobody is told (a job of one node, tests).
+  std::function<Task<void>(std::string reason, CancelSignal&)> tell_unfit;
 };
 
 /// Runs one node's workers to the end of the job: spawns them with torchrun's

@@ -72,9 +72,11 @@ class LocalAgent::Impl {
   void enter(Phase phase);
   Task<rendezvous::RendezvousInfo> rendezvous(int round);
   Task<void> connect_rendezvous();
-  std::optional<int> unfit_node();
+  Task<std::optional<int>> unfit_node();
   std::optional<int> unfit_clock();
-  int leave_unfit(const std::vector<Finding>& found);
+  std::string say_unfit(const std::vector<Finding>& found);
+  int leave_unfit(const std::string& cause);
+  Task<void> tell_unfit(const std::string& cause);
   template <typename T>
   Task<T> unless_signalled(Task<T> task, std::function<void()> cancel);
   WorkerGroup make_group(const rendezvous::RendezvousInfo& info) const;
@@ -118,6 +120,7 @@ class LocalAgent::Impl {
   AgentConfig config_;
   boost::asio::io_context& io_;
   AgentServices::RendezvousFactory make_rendezvous_;
+  decltype(AgentServices::tell_unfit) tell_unfit_;
   OrphanGuard* guard_;
   tracking::RunObserver* observer_;
   std::unique_ptr<NodeProbe> own_probe_;  // where the services gave none

@@ -130,7 +130,12 @@ int launch(launcher::LaunchConfig& cfg, int argc, char** argv) {
       [&cfg](CancelSignal& cancel) { return rendezvous::open_rendezvous(cfg.rendezvous, cancel); },
       &guard,
       observer,
-      &inspector};
+      &inspector,
+      /*signals=*/nullptr,
+      /*probe=*/nullptr,
+      [&cfg](std::string reason, CancelSignal& cancel) {
+        return rendezvous::tell_unfit(cfg.rendezvous, std::move(reason), cancel);
+      }};
   agent::LocalAgent local_agent(cfg.agent, std::move(services));
   int code = local_agent.run();
   // The run is completed, and its thread ends, while the agent's own (the store's, told

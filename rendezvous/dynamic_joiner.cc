@@ -94,6 +94,7 @@ Task<DynamicState> DynamicJoiner::join(std::string node, int local_world_size, i
     if (snap.state.round >= min_round || snap.state.closed) {
       a = decide_join(snap.state, node, local_world_size, wall_ms_(), config_);
     }
+    say_kept_out(snap.state, node);
     bool spare = snap.state.spares.count(node) > 0;
     if (a.kind == Action::Kind::kClosed) {
       spare_ = false;
@@ -182,6 +183,22 @@ Task<DynamicState> DynamicJoiner::join(std::string node, int local_world_size, i
     // last call's end or a slice passed) it decides again.
     bool participant = !snap.state.complete && snap.state.participants.count(node) > 0;
     co_await state_->wait(snap, participant, wait_for, cancel);
+  }
+}
+
+// Other nodes kept out (quarantined) while this one joins, each said once on the
+// console with why: a node that failed its preflight before it ever joined is named
+// here first.
+void DynamicJoiner::say_kept_out(const DynamicState& state, const std::string& self) {
+  int64_t now = wall_ms_();
+  std::string own = node_address(self);
+  for (const auto& [address, q] : state.quarantined) {
+    if (q.until_ms <= now || address == own) continue;
+    auto [it, added] = said_out_.try_emplace(address, q.until_ms);
+    if (!added && it->second == q.until_ms) continue;
+    it->second = q.until_ms;
+    spdlog::warn("node {} is kept out of the job for {} s: {}", address,
+                 (q.until_ms - now + 999) / 1000, q.reason);
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <random>
@@ -79,6 +80,7 @@ class DynamicJoiner {
   Task<std::optional<StateSnapshot>> back_off(std::string node, bool announced,
                                               CancelSignal& cancel);
   DynamicState with_announced(const DynamicState& read, DynamicState next, const std::string& self);
+  void say_kept_out(const DynamicState& state, const std::string& self);
 
   store::Store& store_;
   std::unique_ptr<StateStore> state_;
@@ -88,6 +90,7 @@ class DynamicJoiner {
   int lost_writes_ = 0;                      // compare-and-sets lost in a row
   std::chrono::microseconds write_time_{0};  // how long the last one took
   bool listing_ = true;                      // the store can list keys (until it says it cannot)
+  std::map<std::string, int64_t> said_out_;  // quarantines said on the console: address, until
   int announced_round_ = -1;                 // the round this node announced itself for
   int64_t epoch_revision_ = 0;               // see completed_at()
   bool spare_ = false;                       // see spare()

@@ -2,7 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/host.h"
 #include "rendezvous/c10d_backend.h"
+#include "rendezvous/dynamic_joiner.h"
 #include "rendezvous/dynamic_rendezvous.h"
 #include "rendezvous/etcd_backend.h"
 #include "rendezvous/static_rendezvous.h"
@@ -59,6 +61,41 @@ Task<std::unique_ptr<RendezvousBackend>> open_backend(const RendezvousParams& p,
 }
 
 }  // namespace
+
+Task<void> tell_unfit(RendezvousParams p, std::string reason, CancelSignal& cancel) {
+  if (!p.elastic()) co_return;  // a fixed set of nodes: nobody keeps a list of who is out
+  p.join_timeout = std::min<std::chrono::milliseconds>(p.join_timeout, kUnfitWait);
+  p.read_timeout = std::min<std::chrono::milliseconds>(p.read_timeout, kUnfitWait);
+  std::unique_ptr<RendezvousBackend> backend;
+  if (p.backend == Backend::kEtcd) {
+    backend = co_await open_backend(p, cancel);
+  } else {
+    if (p.c10d_is_host.value_or(false)) {
+      throw Error("this node was to host the rendezvous store (is_host=1): the other nodes "
+                  "cannot start without it");
+    }
+    auto c10d = std::make_unique<C10dBackend>(p, /*connect_later=*/true);
+    if (c10d->hosts_state()) {
+      throw Error("this node was to host the rendezvous store at " + c10d->endpoint() +
+                  ": the other nodes cannot start without it (point --rdzv_endpoint at a "
+                  "healthy node)");
+    }
+    co_await c10d->reach(cancel);
+    backend = std::move(c10d);
+  }
+  std::string prefix = backend->prefix(p.run_id);
+  auto client = backend->connect_on_loop(p.read_timeout, 0);
+  DynamicJoiner joiner(client->store(), backend->state_store(*client, prefix, p.read_timeout),
+                       prefix,
+                       DynamicConfig{p.min_nodes, p.max_nodes, p.last_call_timeout.count(),
+                                     p.node_failure_limit, p.quarantine_cooldown.count()},
+                       [] {
+                         return std::chrono::duration_cast<std::chrono::milliseconds>(
+                                    std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+                       });
+  joiner.keep_out(p.local_addr.empty() ? host_name() : p.local_addr, reason);
+}
 
 Task<std::unique_ptr<RendezvousHandler>> open_rendezvous(RendezvousParams p, CancelSignal& cancel) {
   if (p.elastic()) {

@@ -17,4 +17,14 @@ namespace ddprun::rendezvous {
 /// Throws StoreError / TimeoutError naming the address.
 Task<std::unique_ptr<RendezvousHandler>> open_rendezvous(RendezvousParams p, CancelSignal& cancel);
 
+/// Where nodes can be kept out (elastic jobs), tells the other nodes why this one stays
+/// out before it ever joined (its preflight failed): it reaches their store as a client
+/// only, waiting for it at most kUnfitWait (it never hosts: a host that leaves would
+/// take the store with it), and quarantines its address with `reason`, so that their
+/// consoles, their rounds and the run say why it is out. Throws Error naming why the
+/// others could not be told (this node was to host their store, the store did not
+/// answer); Error once `cancel` is.
+Task<void> tell_unfit(RendezvousParams p, std::string reason, CancelSignal& cancel);
+inline constexpr std::chrono::seconds kUnfitWait{30};
+
 }  // namespace ddprun::rendezvous

@@ -11,6 +11,7 @@ declare -A allowed=(
   [agent/worker_group_runner.cc]="a worker's exit time, shown in the failure summary"
   [launcher/main.cc]="the run's default name (run-YYYYMMDD-HHMMSS)"
   [rendezvous/dynamic_rendezvous.cc]="the last call's deadline, which the nodes share in wall time (one further than a last-call timeout away counts as passed)"
+  [rendezvous/rendezvous_factory.cc]="the quarantine of a node that failed its preflight before it joined, which the nodes share in wall time"
   [tracking/console_event_log.cc]="event timestamps"
   [tracking/run_summary.cc]="a running run's duration so far"
   [tracking/node_run.cc]="record and event timestamps"

@@ -91,6 +91,7 @@ struct FakeRendezvousJournal {
   bool finished_job = false;
   bool job_failed = false;
   std::string kept_out;  // keep_out()'s reason
+  std::string told_unfit;  // what a node unfit before its first join told the others
   bool cancelled = false;
   /// share_max(): the largest number the other nodes share, by name.
   std::map<std::string, int64_t> others_max;

@@ -73,14 +73,28 @@ worker=(/bin/sh -c 'echo "world=$WORLD_SIZE"')
 "$ddprun" "${elastic[@]}" --rdzv_conf=is_host=1,last_call_timeout=1 "${worker[@]}" \
   >"$tmp/a.out" 2>"$tmp/a.err" & pids+=($!)
 sleep 0.3
-"$ddprun" "${elastic[@]}" --rdzv_conf=is_host=0,last_call_timeout=1 --health_check='exit 1' \
-  "${worker[@]}" >"$tmp/c.out" 2>"$tmp/err"; code=$?
+# (The unfit node has an address of its own: nodes are kept out by address.)
+"$ddprun" "${elastic[@]}" --local_addr=127.0.0.3 --rdzv_conf=is_host=0,last_call_timeout=1 \
+  --health_check='exit 1' "${worker[@]}" >"$tmp/c.out" 2>"$tmp/err"; code=$?
 expect "the unfit node" 122 "preflight: health_check: \`exit 1\` exited with status 1"
+grep -qF "could not be told" "$tmp/err" && fail "the unfit node did not tell the others: $(cat "$tmp/err")"
 "$ddprun" "${elastic[@]}" --rdzv_conf=is_host=0,last_call_timeout=1 "${worker[@]}" \
   >"$tmp/b.out" 2>"$tmp/b.err"; b=$?
 wait "${pids[0]}"; a=$?
 [ "$a" = 0 ] && [ "$b" = 0 ] || fail "the two fit nodes: $a and $b; $(cat "$tmp/a.err" "$tmp/b.err")"
 grep -q "world=2" "$tmp/a.out" || fail "the job did not run with 2 nodes: $(cat "$tmp/a.out")"
+# The others were told which node is out and why, though it never joined.
+for n in a b; do
+  grep -qF "node 127.0.0.3 is kept out of the job for 300 s: preflight failed on" "$tmp/$n.err" ||
+    fail "node $n was not told why 127.0.0.3 is out: $(cat "$tmp/$n.err")"
+done
+
+# An unfit node that was to host the others' store says that they cannot start without it.
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"$ddprun" --nnodes=2 --nproc_per_node=1 --rdzv_backend=c10d --rdzv_endpoint=127.0.0.1:$port \
+  --local_addr=127.0.0.1 --no_tracking --health_check='exit 1' --no_python /bin/true 2>"$tmp/err"
+code=$?
+expect "the unfit host" 122 "the other nodes could not be told: this node was to host the rendezvous store at 127.0.0.1:$port"
 
 [ "$failures" = 0 ] && echo "preflight_test: all passed"
 exit "$failures"

@@ -53,7 +53,11 @@ class LocalAgentTest : public ::testing::Test {
         nullptr,
         &inspector_,
         &signals_,
-        &node_};
+        &node_,
+        [this](std::string reason, CancelSignal& cancel) -> Task<void> {
+          if (connect_waits_) co_await sleep_for(std::chrono::hours(1), cancel);
+          journal_->told_unfit = std::move(reason);
+        }};
     agent::LocalAgent agent(config_, std::move(services));
     return agent.run();
   }
@@ -74,7 +78,7 @@ class LocalAgentTest : public ::testing::Test {
   std::shared_ptr<FakeRoundJournal> round(size_t i) const { return journal_->rounds.at(i); }
 
   std::thread::id made_on_;     // the thread that made the rendezvous handler last
-  bool connect_waits_ = false;  // the handler waits for its store until cancelled
+  bool connect_waits_ = false;  // the handler (or tell_unfit) waits for the store until cancelled
 
   /// A job of nodes a and b: this node's workers succeed while b has not finished;
   /// `meanwhile` runs once this node is marked done, then b finishes too.

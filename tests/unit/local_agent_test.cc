@@ -398,6 +398,29 @@ TEST_F(LocalAgentTest, ANodeThatFailsItsPreflightNeverJoins) {
   EXPECT_EQ(run(), 0);
 }
 
+// A node of a job of several that fails its preflight before its first join reaches
+// the others only to tell them why it stays out; it never joins.
+TEST_F(LocalAgentTest, ANodeUnfitBeforeItsFirstJoinTellsTheOthersWhy) {
+  elastic({{"a", "b"}}, 1);
+  node_.shm = 16 * FakeNodeProbe::kMiB;
+  EXPECT_EQ(run(), agent::kPreflightExitCode);
+  EXPECT_EQ(made_on_, std::thread::id()) << "no rendezvous handler: it never joins";
+  EXPECT_TRUE(journal_->rounds.empty());
+  EXPECT_NE(journal_->told_unfit.find("preflight failed on "), std::string::npos)
+      << journal_->told_unfit;
+  EXPECT_NE(journal_->told_unfit.find("shm: "), std::string::npos) << journal_->told_unfit;
+}
+
+// Telling the others waits for their store; a stop signal meanwhile ends it at once.
+TEST_F(LocalAgentTest, ASignalEndsTellingTheOthersWhyThisNodeIsUnfit) {
+  elastic({{"a", "b"}}, 1);
+  node_.shm = 16 * FakeNodeProbe::kMiB;
+  connect_waits_ = true;
+  boost::asio::post(io_, [this] { signals_.deliver(SIGTERM); });
+  EXPECT_EQ(run(), 128 + SIGTERM);
+  EXPECT_TRUE(journal_->told_unfit.empty());
+}
+
 // Each join is preceded by the checks: a node whose disk filled during an attempt
 // does not join the next round.
 TEST_F(LocalAgentTest, ANodeUnfitBeforeALaterRoundLeavesTheJob) {
