@@ -106,7 +106,7 @@ constexpr OptionDef kOptions[] = {
      "worker, up to 1 GiB), nofile (open files >= 1024), memory (1 GiB available), gpu "
      "(through NVML, where a driver is: every GPU the workers may use opens, has no "
      "uncorrectable ECC errors, no retired pages or row remaps awaiting a reset, and no "
-     "clocks held down by hardware or heat), clock (elastic c10d jobs: the wall clock within "
+     "clocks held down by hardware or heat), clock (jobs of several nodes: the wall clock within "
      "5 s of the rendezvous host's)",
      "all none disk shm nofile memory gpu clock"},
     {"health_check", 0, false, "",

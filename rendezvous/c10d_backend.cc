@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "common/periodic_thread.h"
+#include "rendezvous/host_clock.h"
 #include "rendezvous/rendezvous_handler.h"
 #include "rendezvous/round_history.h"
 #include "store/tcpstore/store_connect.h"
@@ -93,6 +94,10 @@ std::string C10dBackend::endpoint() const {
   return (params_.c10d_host.find(':') != std::string::npos ? "[" + params_.c10d_host + "]"
                                                        : params_.c10d_host) +
          ":" + std::to_string(params_.c10d_port);
+}
+
+std::optional<milliseconds> C10dBackend::clock_offset(store::Store& client) {
+  return store_clock_offset(client);
 }
 
 void C10dBackend::linger(milliseconds max) {

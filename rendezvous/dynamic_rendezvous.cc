@@ -11,7 +11,6 @@
 
 #include "net/listen.h"
 #include "rendezvous/store_round.h"
-#include "store/tcpstore/tcp_store_protocol.h"
 
 namespace ddprun::rendezvous {
 namespace {
@@ -96,21 +95,8 @@ void DynamicRendezvous::finish_job() { end_job(false); }
 void DynamicRendezvous::job_failed() { end_job(true); }
 
 std::optional<std::chrono::milliseconds> DynamicRendezvous::clock_offset() {
-  if (params_.backend != Backend::kC10d || params_.max_nodes == 1) return std::nullopt;
-  try {
-    int64_t sent = wall_ms();
-    auto answer = client_->store().get_now(store::tcpstore::kWallClockKey);
-    int64_t got = wall_ms();
-    int64_t host = 0;
-    if (!answer || std::from_chars(answer->data(), answer->data() + answer->size(), host).ec !=
-                       std::errc{}) {
-      return std::nullopt;  // a store that keeps no clock
-    }
-    return milliseconds(host - (sent + got) / 2);
-  } catch (const std::exception& e) {
-    spdlog::debug("could not read the rendezvous host's clock: {}", e.what());
-    return std::nullopt;
-  }
+  if (params_.max_nodes == 1) return std::nullopt;
+  return backend_->clock_offset(client_->store());
 }
 
 void DynamicRendezvous::keep_out(const std::string& reason) {

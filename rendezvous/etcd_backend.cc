@@ -7,6 +7,7 @@
 
 #include "common/periodic_thread.h"
 #include "rendezvous/etcd_state_store.h"
+#include "rendezvous/host_clock.h"
 #include "store/etcd/etcd_store.h"
 
 namespace ddprun::rendezvous {
@@ -133,6 +134,13 @@ std::vector<std::string> EtcdBackend::dead_members(const std::string& prefix,
     if (members[i] != self && found[i].kvs.empty()) dead.push_back(members[i]);
   }
   return dead;
+}
+
+std::optional<std::chrono::milliseconds> EtcdBackend::clock_offset(store::Store& /*client*/) {
+  return http_date_offset([this] {
+    probe_.range(params_.etcd_prefix);  // one quick read: its reply carries the date
+    return probe_.last_date();
+  });
 }
 
 }  // namespace ddprun::rendezvous

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,13 @@ class RendezvousBackend {
   /// On the host of a job no other node joins (a single node's), once it is over: the
   /// state's server stops now, and ends while the agent ends the rest.
   virtual void stop_serving() {}
+  /// How far the wall clock of the state's host is ahead of this node's (negative:
+  /// behind), by one request on `client` (see host_clock.h); nullopt where it cannot
+  /// be told.
+  virtual std::optional<std::chrono::milliseconds> clock_offset(store::Store& client) {
+    (void)client;
+    return std::nullopt;
+  }
   /// Where the state lives, for messages: "h:p", or etcd's "a, b".
   virtual std::string endpoint() const = 0;
   /// The same with what it is: "store at h:p", "etcd at a, b".

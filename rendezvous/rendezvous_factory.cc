@@ -6,6 +6,7 @@
 #include "rendezvous/c10d_backend.h"
 #include "rendezvous/dynamic_joiner.h"
 #include "rendezvous/dynamic_rendezvous.h"
+#include "rendezvous/host_clock.h"
 #include "rendezvous/etcd_backend.h"
 #include "rendezvous/static_rendezvous.h"
 #include "store/tcpstore/store_connect.h"
@@ -89,11 +90,7 @@ Task<void> tell_unfit(RendezvousParams p, std::string reason, CancelSignal& canc
                        prefix,
                        DynamicConfig{p.min_nodes, p.max_nodes, p.last_call_timeout.count(),
                                      p.node_failure_limit, p.quarantine_cooldown.count()},
-                       [] {
-                         return std::chrono::duration_cast<std::chrono::milliseconds>(
-                                    std::chrono::system_clock::now().time_since_epoch())
-                             .count();
-                       });
+                       wall_clock_ms);
   joiner.keep_out(p.local_addr.empty() ? host_name() : p.local_addr, reason);
 }
 

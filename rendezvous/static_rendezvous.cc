@@ -6,6 +6,7 @@
 #include <boost/asio/ip/address.hpp>
 
 #include "net/listen.h"
+#include "rendezvous/host_clock.h"
 #include "rendezvous/store_round.h"
 #include "store/loop_store.h"
 
@@ -162,6 +163,11 @@ void StaticRendezvous::finish_job() {
   // while the agent ends the rest, and the destructor finds it gone.
   if (params_.max_nodes == 1) return server_->stop();
   server_->wait_until_connections_at_most(1, kLinger);
+}
+
+std::optional<std::chrono::milliseconds> StaticRendezvous::clock_offset() {
+  if (server_ || !client_) return std::nullopt;
+  return store_clock_offset(*client_);
 }
 
 void StaticRendezvous::cancel() { cancel_.cancel(); }

@@ -40,6 +40,8 @@ class StaticRendezvous : public RendezvousHandler {
   std::string address() const override { return params_.master_addr; }
   /// Node 0 keeps the store up until the other nodes have left.
   void finish_job() override;
+  /// The other nodes: node 0's clock, which its store answers with.
+  std::optional<std::chrono::milliseconds> clock_offset() override;
   void cancel() override;
 
   /// The port the store listens on (node 0) or is reached at.

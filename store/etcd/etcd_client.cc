@@ -108,6 +108,7 @@ EtcdClient::Response EtcdClient::read_response(Clock::time_point deadline) {
     pending_.append(buf, n);
   }
   if (!parser.keep_alive()) drop_connection();
+  last_date_ = std::string(parser.get()[http::field::date]);
   return {parser.get().result_int(), std::move(parser.get().body())};
 }
 

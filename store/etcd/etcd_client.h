@@ -179,6 +179,10 @@ class EtcdClient {
   /// "h1:2379, h2:2379" for error messages.
   std::string endpoints_text() const;
 
+  /// The Date header of the last reply ("" if it had none): the member's wall clock,
+  /// in whole seconds.
+  const std::string& last_date() const { return last_date_; }
+
  private:
   struct Response {
     unsigned status = 0;
@@ -211,6 +215,7 @@ class EtcdClient {
   std::mutex socket_mutex_;               // guards socket_ against interrupt()
   net::Socket socket_;
   std::string pending_;  // bytes read past the last response
+  std::string last_date_;  // see last_date()
   std::atomic<bool> interrupted_{false};
   std::unique_ptr<WatchStream> loop_watch_;                  // the event loop's
   std::optional<std::chrono::milliseconds> single_attempt_;  // see SingleAttempts

@@ -57,6 +57,19 @@ TEST_F(EtcdRendezvous, AgentsAgreeOnRanksAndShareOneRun) {
   }
 }
 
+// Preflight's clock check over etcd: from the Date of a member's reply (the same clock
+// here, so no offset it can be sure of).
+TEST_F(EtcdRendezvous, EachAgentMeasuresItsClockAgainstEtcd) {
+  Job j = job("2");
+  auto args = j.agent({"--log_level=debug", "--no_tracking"}, {"exit", "0"});
+  DdprunProcess a(args, kEnv);
+  DdprunProcess b(args, kEnv);
+  ASSERT_EQ(a.wait(), 0) << a.err();
+  ASSERT_EQ(b.wait(), 0) << b.err();
+  EXPECT_NE(a.err().find("preflight: clock: 0 ms to the rendezvous host's"), std::string::npos)
+      << a.err();
+}
+
 TEST_F(EtcdRendezvous, ScalesUpThenDownWhenAnAgentDies) {
   Job j = job("2:3");
   std::string dir = make_temp_dir();

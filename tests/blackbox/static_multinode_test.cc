@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -93,6 +94,24 @@ TEST(StaticMultiNode, RanksAreUniqueAndContiguous) {
     for (const auto& v : values_of(*out, "TORCHELASTIC_USE_AGENT_STORE")) EXPECT_EQ(v, "True");
   }
   for (const auto& v : values_of(n1.out(), "GROUP_RANK")) EXPECT_EQ(v, "1");
+}
+
+// Preflight's clock check: the other nodes read node 0's clock through its store (here
+// the same clock: an offset within the round trip).
+TEST(StaticMultiNode, EachNodeMeasuresItsClockAgainstNodeZero) {
+  int port = free_port();
+  DdprunProcess n1(concat(node_args(1, port, {"--log_level=debug", "--no_tracking"}),
+                          worker({"exit", "0"})),
+                   kEnv);
+  DdprunProcess n0(concat(node_args(0, port, {"--no_tracking"}), worker({"exit", "0"})), kEnv);
+  ASSERT_EQ(n0.wait(), 0) << n0.err();
+  ASSERT_EQ(n1.wait(), 0) << n1.err();
+  std::smatch m;
+  std::string err = n1.err();
+  ASSERT_TRUE(std::regex_search(err, m, std::regex("preflight: clock: (-?[0-9]+) ms to the "
+                                                   "rendezvous host's")))
+      << err;
+  EXPECT_LE(std::abs(std::stoi(m[1].str())), 100);
 }
 
 TEST(StaticMultiNode, MissingNodeTimesOutNamingIt) {
