@@ -121,6 +121,7 @@ Task<int> LocalAgent::Impl::run_rounds() {
     }
     round = info.round;
     begin_round(info);
+    if (signalled_ == 0) co_await probe_links();
     if (signalled_ != 0) {
       // The signal came as the round completed: start nothing, and tell the others.
       end_round(signalled_end());

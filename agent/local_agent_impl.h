@@ -51,6 +51,7 @@ struct Attempt {
   std::optional<RoundEnd> lost;
   std::vector<std::string> spares;  // as the run last heard of them (the primary's)
   std::optional<std::vector<std::string>> hang_parts;  // every node's, once gathered
+  bool links_ready = false;  // every node reached its link probe (or the wait timed out)
 };
 
 /// The agent of one node (see LocalAgent). Single-threaded: the loop's thread. Its
@@ -81,6 +82,10 @@ class LocalAgent::Impl {
   Task<T> unless_signalled(Task<T> task, std::function<void()> cancel);
   WorkerGroup make_group(const rendezvous::RendezvousInfo& info) const;
   void begin_round(const rendezvous::RendezvousInfo& info);
+  // Preflight's link check (local_agent_links.cc).
+  Task<void> probe_links();
+  void judge_links(const std::vector<std::string>& nodes, const std::vector<std::string>& parts,
+                   int attempt, bool say);
   void watch_spares();
   Task<void> run_attempt();
   int finish_success();
@@ -141,6 +146,7 @@ class LocalAgent::Impl {
   std::unique_ptr<Attempt> attempt_;                     // the round's, from its start
   std::unique_ptr<Timer> stop_grace_;  // see on_worker_failure()
   std::unique_ptr<Timer> spares_watch_;  // see watch_spares()
+  std::vector<std::string> probed_;      // the members whose links were probed last
   // What the coroutine waits on: every handler that changes the state notifies it.
   LoopCondition changed_;
   std::function<void()> cancel_wait_;  // ends the wait for the other nodes in progress

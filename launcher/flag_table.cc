@@ -107,8 +107,10 @@ constexpr OptionDef kOptions[] = {
      "(through NVML, where a driver is: every GPU the workers may use opens, has no "
      "uncorrectable ECC errors, no retired pages or row remaps awaiting a reset, and no "
      "clocks held down by hardware or heat), clock (jobs of several nodes: the wall clock within "
-     "5 s of the rendezvous host's)",
-     "all none disk shm nofile memory gpu clock"},
+     "5 s of the rendezvous host's); and on request, link (elastic jobs, as a round of 3 "
+     "nodes or more forms: each probes the next one's link; a node or link far slower than "
+     "the others is named, e.g. --preflight=all,link)",
+     "all none disk shm nofile memory gpu clock link"},
     {"health_check", 0, false, "",
      "the site's own check before this node's first round: a command run by /bin/sh that "
      "must exit 0 (e.g. 'dcgmi diag -r 1'); its last lines say why it failed"},

@@ -33,26 +33,31 @@ void fill_preflight_options(const Values& v, int local_workers,
                             const std::optional<std::string>& cuda_visible_devices,
                             agent::PreflightOptions& p) {
   using agent::Check;
-  constexpr Check kAll[] = {Check::kDisk, Check::kShm, Check::kOpenFiles, Check::kMemory,
-                            Check::kGpu, Check::kClock};
+  constexpr Check kDefault[] = {Check::kDisk, Check::kShm, Check::kOpenFiles, Check::kMemory,
+                                Check::kGpu, Check::kClock};
+  constexpr Check kAll[] = {Check::kDisk, Check::kShm,   Check::kOpenFiles, Check::kMemory,
+                            Check::kGpu,  Check::kClock, Check::kLink};
   const std::string& given = v.str("preflight");
   p.checks.clear();
   if (given.empty()) fail_value(v.source("preflight"), given, "expected all, none or a list of checks");
-  if (given == "all") {
-    p.checks.assign(std::begin(kAll), std::end(kAll));
-  } else if (given != "none") {
+  auto add = [&](Check c) {
+    if (std::find(p.checks.begin(), p.checks.end(), c) == p.checks.end()) p.checks.push_back(c);
+  };
+  if (given != "none") {
     std::istringstream items(given);
     for (std::string item; std::getline(items, item, ',');) {
+      if (item == "all") {
+        for (Check c : kDefault) add(c);
+        continue;
+      }
       auto named = std::find_if(std::begin(kAll), std::end(kAll),
                                 [&](Check c) { return item == agent::check_name(c); });
       if (named == std::end(kAll)) {
         fail_value(v.source("preflight"), given,
-                   "expected all, none or a comma-separated list of disk, shm, nofile, memory, "
-                   "gpu, clock ('" + item + "' is none of them)");
+                   "expected all, none or a comma-separated list of all, disk, shm, nofile, "
+                   "memory, gpu, clock, link ('" + item + "' is none of them)");
       }
-      if (std::find(p.checks.begin(), p.checks.end(), *named) == p.checks.end()) {
-        p.checks.push_back(*named);
-      }
+      add(*named);
     }
   }
   p.local_workers = local_workers;

@@ -106,6 +106,14 @@ void ConsoleEventLog::watchdog_reaped(int node, int rank, int attempt,
   if (inner_) inner_->watchdog_reaped(node, rank, attempt, data_json);
 }
 
+void ConsoleEventLog::links_probed(int attempt, const std::string& report_json) {
+  json report = json::parse(report_json, nullptr, false);
+  json m{{"attempt", attempt}};
+  if (report.is_object()) m["slow"] = report.value("slow", json::array());
+  emit("links", m);
+  if (inner_) inner_->links_probed(attempt, report_json);
+}
+
 void ConsoleEventLog::spares_waiting(int attempt, const std::vector<std::string>& spares) {
   emit("spares", json{{"attempt", attempt}, {"spares", spares}});
   if (inner_) inner_->spares_waiting(attempt, spares);

@@ -11,7 +11,7 @@ namespace ddprun::tracking {
 /// `--event_log_handler=console` (torchrun 2.x's flag): every agent event as one JSON
 /// line, `{"name": ..., "source": "AGENT", "timestamp": ms since the epoch,
 /// "metadata": {...}}` (torchrun's shape; the names are ddprun's events: rendezvous,
-/// worker_started, worker_exited, hang, restart, membership, job_stopped,
+/// worker_started, worker_exited, hang, restart, membership, job_stopped, spares, links,
 /// run_finished), and everything passed on to `inner` (the run; may be null).
 class ConsoleEventLog : public RunObserver {
  public:
@@ -25,6 +25,7 @@ class ConsoleEventLog : public RunObserver {
   void worker_started(int node, int rank, int local_rank, int attempt, pid_t pid) override;
   void worker_exited(int node, int rank, int local_rank, int attempt, int exitcode) override;
   void hang(int attempt, const std::string& report_json) override;
+  void links_probed(int attempt, const std::string& report_json) override;
   void watchdog_reaped(int node, int rank, int attempt, const std::string& data_json) override;
   void spares_waiting(int attempt, const std::vector<std::string>& spares) override;
   void round_over(int attempt, const std::string& kind, const std::string& reason) override;

@@ -74,6 +74,11 @@ class RunObserver {
   virtual void spares_waiting(int attempt, const std::vector<std::string>& spares) {
     (void)attempt, (void)spares;
   }
+  /// Preflight's link check of the attempt's round: `report_json` holds the nodes, each
+  /// one's probe of the next and what was slow (every agent calls it with the same).
+  virtual void links_probed(int attempt, const std::string& report_json) {
+    (void)attempt, (void)report_json;
+  }
   /// The round ended for everyone: kind is restart, membership or final.
   virtual void round_over(int attempt, const std::string& kind, const std::string& reason) = 0;
   /// The attempt's workers are all gone (its round may go on).

@@ -109,6 +109,11 @@ void RunTracker::hang(int attempt, const std::string& report_json) {
   if (run_) run_->record_job_event({wall_seconds(), "hang", -1, -1, attempt, report_json});
 }
 
+void RunTracker::links_probed(int attempt, const std::string& report_json) {
+  // Every agent has the same figures; the primary records them once.
+  if (run_) run_->record_job_event({wall_seconds(), "links", -1, -1, attempt, report_json});
+}
+
 void RunTracker::watchdog_reaped(int node, int rank, int attempt, const std::string& data_json) {
   if (run_) run_->record({wall_seconds(), "watchdog", node, rank, attempt, data_json});
 }

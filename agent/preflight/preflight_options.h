@@ -12,8 +12,10 @@ namespace ddprun::agent {
 /// scheduler's epilog may take the node out of service on it.
 constexpr int kPreflightExitCode = 122;
 
-/// The built-in checks a node makes before it joins a round (--preflight).
-enum class Check { kDisk, kShm, kOpenFiles, kMemory, kGpu, kClock };
+/// The built-in checks a node makes before it joins a round (--preflight). All but
+/// kLink are on by default; kLink probes the links between the round's nodes once it
+/// forms (elastic jobs, when the members change), on request.
+enum class Check { kDisk, kShm, kOpenFiles, kMemory, kGpu, kClock, kLink };
 
 /// What a node checks before it joins a round, and against what. Plain data, built by
 /// the launcher from the command line.
@@ -46,6 +48,10 @@ struct PreflightOptions {
   // limit the node's time service is broken, and the node stays out.
   static constexpr std::chrono::milliseconds kClockWarning{500};
   static constexpr std::chrono::milliseconds kClockLimit{5000};
+  // The link probe's bound per node, and how long a round's nodes wait for each
+  // other's figures.
+  static constexpr std::chrono::milliseconds kLinkBudget{600};
+  static constexpr std::chrono::milliseconds kLinkGather{30'000};
 };
 
 /// The name of a check, as --preflight takes it.
@@ -57,6 +63,7 @@ constexpr const char* check_name(Check c) {
     case Check::kMemory: return "memory";
     case Check::kGpu: return "gpu";
     case Check::kClock: return "clock";
+    case Check::kLink: return "link";
   }
   return "?";
 }

@@ -1,6 +1,8 @@
 // A node's preflight: the built-in checks against a made-up node, the site's health
 // command, and the flags that choose them.
 #include <gtest/gtest.h>
+
+#include <algorithm>
 #include <signal.h>
 #include <unistd.h>
 
@@ -232,6 +234,17 @@ TEST(PreflightFlags, SomeNoneAndTheHealthCheck) {
   EXPECT_EQ(some.agent.preflight.health_command, "dcgmi diag -r 1");
   EXPECT_EQ(some.agent.preflight.health_timeout, std::chrono::seconds(90));
   EXPECT_TRUE(parse({"--preflight=none", "x.py"}).agent.preflight.checks.empty());
+}
+
+TEST(PreflightFlags, TheLinkProbeIsAskedForByName) {
+  auto by_default = parse({"x.py"}).agent.preflight.checks;
+  EXPECT_EQ(std::count(by_default.begin(), by_default.end(), agent::Check::kLink), 0)
+      << "not by default";
+  auto with = parse({"--preflight=all,link", "x.py"}).agent.preflight.checks;
+  EXPECT_EQ(with.size(), 7u);
+  EXPECT_EQ(with.back(), agent::Check::kLink);
+  EXPECT_EQ(parse({"--preflight=link", "x.py"}).agent.preflight.checks,
+            std::vector<agent::Check>{agent::Check::kLink});
 }
 
 TEST(PreflightFlags, TheVisibleGpusAreTheOnesChecked) {

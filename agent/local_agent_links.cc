@@ -1,0 +1,82 @@
+// Preflight's link check: once a round of several nodes forms with members the last
+// probe did not have, each node probes the next one's link before its workers start,
+// and the round's nodes share their figures; group rank 0 says which node or link is
+// far slower than the others, and the run keeps every figure.
+#include <algorithm>
+#include <charconv>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "agent/local_agent_impl.h"
+#include "agent/preflight/link_probe.h"
+#include "rendezvous/dynamic_state.h"
+
+namespace ddprun::agent {
+
+// How long a node waits for the others to reach their probes (one that never does is
+// gone: the round ends for it anyway).
+constexpr std::chrono::seconds kLinkReadyWait{5};
+
+Task<void> LocalAgent::Impl::probe_links() {
+  const rendezvous::RendezvousInfo& info = attempt_->info;
+  const auto& checks = config_.preflight.checks;
+  if (std::find(checks.begin(), checks.end(), Check::kLink) == checks.end()) co_return;
+  if (info.group_world_size < 2 || info.members == probed_) co_return;
+  probed_ = info.members;
+  size_t n = info.members.size();
+  // A member is "<address>/<pid>/<port of its workers' store>", which the probe speaks to.
+  const std::string& next = info.members[(static_cast<size_t>(info.group_rank) + 1) % n];
+  std::string host = rendezvous::node_address(next);
+  int port = 0;
+  size_t port_at = next.rfind('/');
+  if (port_at != std::string::npos) {
+    std::from_chars(next.data() + port_at + 1, next.data() + next.size(), port);
+  }
+  if (port <= 0 || host == next) {
+    spdlog::debug("preflight: link: no probe in a round of fixed nodes ({})", next);
+    co_return;
+  }
+  // Every node's store is ready for a probe once every node has its round (group rank 0
+  // cuts off whoever is connected to its store as it takes the round).
+  Attempt& a = *attempt_;
+  round_->gather("links_ready", "1", kLinkReadyWait,
+                 changed_.notifying([&a](const std::vector<std::string>&) { a.links_ready = true; }));
+  co_await changed_.until([this, &a] { return a.links_ready || signalled_ != 0; });
+  if (signalled_ != 0) co_return;
+  LinkFigures mine = probe_link(host, port, PreflightOptions::kLinkBudget);
+  if (!mine.error.empty()) {
+    spdlog::warn("preflight: link: could not probe the link to {}: {}", host, mine.error);
+  } else {
+    spdlog::info("preflight: link to {}: round trip {:.2f} ms, {:.0f} MB/s there, {:.0f} MB/s back",
+                 host, mine.rtt_ms, mine.up_mbps, mine.down_mbps);
+  }
+  std::vector<std::string> nodes;
+  nodes.reserve(n);
+  for (const auto& m : info.members) nodes.push_back(rendezvous::node_address(m));
+  // The figures are judged as they come, while the workers run.
+  round_->gather("links", mine.to_json(), PreflightOptions::kLinkGather,
+                 [this, nodes, attempt = info.restart_count,
+                  say = info.group_rank == 0](const std::vector<std::string>& parts) {
+                   judge_links(nodes, parts, attempt, say);
+                 });
+}
+
+// Every node has every figure; one says what is slow, the run keeps them all.
+void LocalAgent::Impl::judge_links(const std::vector<std::string>& nodes,
+                                   const std::vector<std::string>& parts, int attempt, bool say) {
+  std::vector<LinkFigures> probes;
+  nlohmann::json report{{"nodes", nodes}, {"probes", nlohmann::json::array()}};
+  for (const auto& part : parts) {
+    probes.push_back(LinkFigures::from_json(part));
+    report["probes"].push_back(nlohmann::json::parse(probes.back().to_json()));
+  }
+  std::vector<std::string> slow = slow_links(nodes, probes);
+  report["slow"] = slow;
+  if (say) {
+    for (const auto& s : slow) spdlog::warn("preflight: link: {}", s);
+  }
+  if (observer_) observer_->links_probed(attempt, report.dump());
+}
+
+}  // namespace ddprun::agent
