@@ -8,12 +8,9 @@
 
 namespace ddprun::dashboard {
 
-/// Serves Routes over HTTP/1.1 (Boost.Beast) on one thread: keep-alive, requests of
-/// at most 8 KiB of header and no body, 30 s for a request to arrive, each connection
-/// on its own; a garbage request gets 400 and the connection closed. Bound to a
-/// loopback address, it answers only requests whose Host is a loopback name (a web
-/// page elsewhere cannot reach it through DNS rebinding). Pages may load nothing from
-/// elsewhere (Content-Security-Policy).
+/// Serves Routes over HTTP (net::HttpListener: keep-alive, small GET requests, loopback
+/// names only when bound to loopback) on a loop of its own, on the thread that calls
+/// run(). Pages may load nothing from elsewhere (Content-Security-Policy).
 class HttpServer {
  public:
   /// Listens on host:port (port 0: a free one). Throws StoreError naming the address.

@@ -4,15 +4,12 @@
 #include <string_view>
 
 #include "dashboard/run_cache.h"
+#include "net/http_listener.h"
 
 namespace ddprun::dashboard {
 
 /// What the dashboard answers to one request.
-struct Response {
-  int status = 200;
-  std::string content_type;
-  std::string body;
-};
+using Response = net::HttpResponse;
 
 /// The dashboard's pages, assets and JSON API over one tracking directory. Pure request
 /// to response: no sockets, so every route is tested without a server. Runs are opened
