@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,15 @@ struct AgentConfig {
   std::chrono::milliseconds stdin_timeout{0};
   /// Value exported as OMP_NUM_THREADS when the user did not set it ("" = leave unset).
   std::string omp_num_threads;
+
+  /// The agent's Prometheus endpoint (--metrics_port, --metrics_host, --metrics_sd_file).
+  struct Metrics {
+    std::optional<uint16_t> port;  // none: no endpoint; 0: a free port, printed
+    std::string host = "127.0.0.1";
+    /// Where group rank 0 keeps a file_sd_configs list of every agent's endpoint ("": none).
+    std::string sd_file;
+    std::string backend;  // the rendezvous backend's name, a label of ddprun_info
+  } metrics;
 };
 
 }  // namespace ddprun::agent

@@ -74,6 +74,7 @@ int LocalAgent::Impl::run() {
   // reap them and nothing escapes the job.
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   signals_.start();
+  start_metrics();
   if (log_dir_.temporary() && !(config_.spec.redirects.none() && config_.spec.tee.none())) {
     spdlog::warn(
         "worker logs (--redirects/--tee) go to {}, a temporary directory removed after a "
@@ -122,6 +123,7 @@ Task<int> LocalAgent::Impl::run_rounds() {
     round = info.round;
     begin_round(info);
     if (signalled_ == 0) co_await probe_links();
+    share_metrics_endpoint();
     if (signalled_ != 0) {
       // The signal came as the round completed: start nothing, and tell the others.
       end_round(signalled_end());
@@ -348,6 +350,7 @@ Task<void> LocalAgent::Impl::run_attempt() {
                     lost);
   round_->watch_members(
       changed_.notifying([this](const std::vector<std::string>& dead) { on_dead(dead); }), lost);
+  if (metrics_) steps_.start_attempt(config_.spec.local_world_size, clock_.now());
   runner_.start(make_group(attempt_->info),
                 changed_.notifying([this](const FailureRecord& f) { on_worker_failure(f); }),
                 changed_.notifying([this] { attempt_->workers_done = true; }));

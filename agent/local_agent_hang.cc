@@ -43,6 +43,7 @@ void LocalAgent::Impl::stop_workers(const RoundEnd& end) {
 // node names the same culprit and takes the same decision on restarting.
 Task<void> LocalAgent::Impl::report_hang() {
   enter(Phase::kReportingHang);
+  ++hangs_;
   Attempt& a = *attempt_;
   co_await changed_.until([this] { return !hang_.capturing() || signalled_ != 0; });
   round_->gather("hang", a.hang_part, kHangGatherTimeout,

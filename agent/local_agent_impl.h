@@ -18,11 +18,14 @@
 #include "agent/job_signals.h"
 #include "agent/local_agent.h"
 #include "agent/log_dir.h"
+#include "agent/metrics/job_metrics.h"
+#include "agent/metrics/step_tracker.h"
 #include "agent/preflight/node_checks.h"
 #include "agent/hang/timer_watchdog.h"
 #include "agent/worker_group_runner.h"
 #include "common/clock.h"
 #include "common/loop_condition.h"
+#include "net/http_listener.h"
 #include "net/wait_scope.h"
 #include "rendezvous/rendezvous_handler.h"
 #include "rendezvous/round_coordinator.h"
@@ -117,6 +120,12 @@ class LocalAgent::Impl {
   Task<std::optional<RoundEnd>> wait_for_all_done();
   void name_unfinished();
 
+  // The metrics endpoint (local_agent_metrics.cc).
+  void start_metrics();
+  void look_at_steps();
+  void share_metrics_endpoint();
+  JobMetrics metrics_now();
+
   // A hang (local_agent_hang.cc).
   void on_hang(const Stall& stall);
   void stop_workers(const RoundEnd& end);
@@ -147,6 +156,11 @@ class LocalAgent::Impl {
   std::unique_ptr<Timer> stop_grace_;  // see on_worker_failure()
   std::unique_ptr<Timer> spares_watch_;  // see watch_spares()
   std::vector<std::string> probed_;      // the members whose links were probed last
+  // The metrics endpoint (with --metrics_port): what it serves is read on each scrape.
+  std::unique_ptr<net::HttpListener> metrics_;
+  std::unique_ptr<Timer> steps_watch_;  // looks at the ranks' progress for it, each second
+  StepTracker steps_;
+  uint64_t hangs_ = 0;
   // What the coroutine waits on: every handler that changes the state notifies it.
   LoopCondition changed_;
   std::function<void()> cancel_wait_;  // ends the wait for the other nodes in progress

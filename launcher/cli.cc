@@ -366,6 +366,22 @@ LaunchConfig parse_command_line(int argc, const char* const argv[], const EnvLoo
   // Where the job writes: preflight's disk check looks there.
   if (!a.log_dir.empty()) a.preflight.write_dirs.push_back(a.log_dir);
   if (cfg.tracking) a.preflight.write_dirs.push_back(cfg.tracking_dir);
+  if (v.given("metrics_port")) {
+    int port = parse_int(v.source("metrics_port"), v.str("metrics_port"));
+    if (port < 0 || port > 65535) {
+      throw UsageError(v.source("metrics_port") + "=" + v.str("metrics_port") +
+                       ": expected a port number from 0 to 65535 (0: a free one)");
+    }
+    a.metrics.port = static_cast<uint16_t>(port);
+  }
+  a.metrics.host = v.str("metrics_host");
+  if (a.metrics.host.empty()) throw UsageError(v.source("metrics_host") + "=: must not be empty");
+  a.metrics.sd_file = v.str("metrics_sd_file");
+  if (!a.metrics.sd_file.empty() && !a.metrics.port) {
+    throw UsageError(v.source("metrics_sd_file") + "=" + a.metrics.sd_file +
+                     ": needs --metrics_port (the endpoints it lists)");
+  }
+  a.metrics.backend = rendezvous::backend_name(cfg.rendezvous.backend);
   const std::string& events = v.str("event_log_handler");
   if (events != "null" && events != "console") {
     throw UsageError(v.source("event_log_handler") + "=" + events + ": expected null or console");

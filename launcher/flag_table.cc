@@ -116,6 +116,14 @@ constexpr OptionDef kOptions[] = {
      "must exit 0 (e.g. 'dcgmi diag -r 1'); its last lines say why it failed"},
     {"health_check_timeout", 0, false, "60",
      "seconds --health_check may take; a check still running then fails"},
+    {"metrics_port", 0, false, "",
+     "serve Prometheus metrics of this agent at http://HOST:PORT/metrics (0: a free port, "
+     "printed); none by default"},
+    {"metrics_host", 0, false, "127.0.0.1",
+     "the address --metrics_port listens on (loopback by default; 0.0.0.0 or :: for all)"},
+    {"metrics_sd_file", 0, false, "",
+     "with --metrics_port: group rank 0 keeps a Prometheus file_sd_configs list of every "
+     "agent's endpoint in this file, updated as rounds change"},
     {"event_log_handler", 0, false, "null",
      "torchrun 2.x's: null, or console (ddprun's agent events as JSON lines on stderr); the "
      "run records them either way",

@@ -51,6 +51,7 @@ class C10dBackend : public RendezvousBackend {
   void forget_history(const std::string& prefix, int round, bool first_member) override;
   /// ddprun's store answers with its host's clock.
   std::optional<std::chrono::milliseconds> clock_offset(store::Store& client) override;
+  store::TcpStoreServer* server() override { return server_.get(); }
   bool hosted() const override { return true; }
   bool hosts_state() const override { return server_ != nullptr; }
   void linger(std::chrono::milliseconds max) override;

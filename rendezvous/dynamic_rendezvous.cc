@@ -99,6 +99,15 @@ std::optional<std::chrono::milliseconds> DynamicRendezvous::clock_offset() {
   return backend_->clock_offset(client_->store());
 }
 
+std::vector<ServedStore> DynamicRendezvous::served_stores() const {
+  std::vector<ServedStore> out;
+  out.push_back({"workers", worker_store_->connection_count(), worker_store_->request_counts()});
+  if (auto* state = backend_->server()) {
+    out.push_back({"rendezvous", state->connection_count(), state->request_counts()});
+  }
+  return out;
+}
+
 void DynamicRendezvous::keep_out(const std::string& reason) {
   if (params_.max_nodes == 1) return;
   try {

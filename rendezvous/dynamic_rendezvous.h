@@ -42,6 +42,7 @@ class DynamicRendezvous : public RendezvousHandler {
   void job_failed() override;
   void keep_out(const std::string& reason) override;
   std::optional<std::chrono::milliseconds> clock_offset() override;
+  std::vector<ServedStore> served_stores() const override;
 
   const std::string& node_id() const { return node_id_; }
   std::string address() const override { return address_; }

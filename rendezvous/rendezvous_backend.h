@@ -9,6 +9,7 @@
 #include "rendezvous/generic_state_store.h"
 #include "store/loop_store.h"
 #include "store/store.h"
+#include "store/tcpstore/tcp_store_server.h"
 
 namespace ddprun::rendezvous {
 
@@ -52,6 +53,8 @@ class RendezvousBackend {
   /// (round_history.h), so that restarts do not grow the state. `first_member`: this
   /// node is the round's group rank 0. Best effort: a failure only leaves them.
   virtual void forget_history(const std::string& prefix, int round, bool first_member) = 0;
+  /// The state's server where this agent hosts it, for metrics (null elsewhere).
+  virtual store::TcpStoreServer* server() { return nullptr; }
   /// True when one of the agents hosts the state (c10d), false for a service (etcd).
   virtual bool hosted() const { return false; }
   /// True on the agent that hosts the state (it must outlive the job).

@@ -44,6 +44,13 @@ struct RendezvousInfo {
   int world_size() const { return rank_offset(group_world_size); }
 };
 
+/// A store an agent serves, as its metrics show it.
+struct ServedStore {
+  std::string role;  // "workers" (the workers' store), "rendezvous" (the agents' state)
+  size_t connections = 0;
+  std::vector<std::pair<std::string, uint64_t>> requests;  // by operation
+};
+
 /// Agrees with the other nodes on ranks and hosts or reaches the store that agents
 /// and workers share; hands the agent each round's protocol (RoundCoordinator).
 /// Keys of the agents live under kAgentPrefix, which workers' keys (always
@@ -104,6 +111,9 @@ class RendezvousHandler {
   /// so that the others neither wait for it nor take it back meanwhile, and the run
   /// says why it is out. Errors are logged.
   virtual void keep_out(const std::string& reason) { (void)reason; }
+
+  /// The stores this agent serves now (none where it serves none), for its metrics.
+  virtual std::vector<ServedStore> served_stores() const { return {}; }
 
   /// Ends a next_rendezvous() in progress at once, and any later one (it throws Error):
   /// its wait is cancelled on the loop, nothing is interrupted from outside.

@@ -67,7 +67,8 @@ class RoundCoordinator {
 
   /// Shares this node's part of something every node of the round contributes under
   /// `name` (its hang report, ...) and calls `on_gathered` once with every node's part,
-  /// by group rank; a part that has not come within `timeout` is left empty.
+  /// by group rank; a part that has not come within `timeout` is left empty. Gathers of
+  /// different names may overlap; one of a name in progress is replaced by the next.
   virtual void gather(const std::string& name, const std::string& mine,
                       std::chrono::milliseconds timeout, OnGathered on_gathered) = 0;
 

@@ -170,6 +170,11 @@ std::optional<std::chrono::milliseconds> StaticRendezvous::clock_offset() {
   return store_clock_offset(*client_);
 }
 
+std::vector<ServedStore> StaticRendezvous::served_stores() const {
+  if (!server_) return {};
+  return {{"workers", server_->connection_count(), server_->request_counts()}};
+}
+
 void StaticRendezvous::cancel() { cancel_.cancel(); }
 
 }  // namespace ddprun::rendezvous

@@ -42,6 +42,8 @@ class StaticRendezvous : public RendezvousHandler {
   void finish_job() override;
   /// The other nodes: node 0's clock, which its store answers with.
   std::optional<std::chrono::milliseconds> clock_offset() override;
+  /// Node 0's store, which the agents and the workers share.
+  std::vector<ServedStore> served_stores() const override;
   void cancel() override;
 
   /// The port the store listens on (node 0) or is reached at.

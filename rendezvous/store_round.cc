@@ -124,32 +124,33 @@ void StoreRound::gather(const std::string& name, const std::string& mine,
   for (int k = 0; k < options_.info.group_world_size; ++k) {
     keys.push_back(options_.prefix + "gather/" + name + "/" + std::to_string(k));
   }
-  gather_timer_ = clock_.make_timer();
+  Gathering& g = gatherings_[name];  // a gather of the same name again replaces it
+  g.timer = clock_.make_timer();
   // Whichever comes first, every part or the timeout, answers; the other is dropped.
   auto answered = std::make_shared<bool>(false);
-  auto answer = [this, answered, on_gathered](std::vector<std::string> parts) {
+  auto answer = [this, answered, on_gathered, name, timer = g.timer.get()](std::vector<std::string> parts) {
     if (*answered) return;
     *answered = true;
-    gather_timer_->cancel();
-    boost::asio::post(io_, [this, on_gathered, parts = std::move(parts)] {
-      gather_wait_.reset();
+    timer->cancel();
+    boost::asio::post(io_, [this, on_gathered, name, timer, parts = std::move(parts)] {
+      auto it = gatherings_.find(name);
+      if (it != gatherings_.end() && it->second.timer.get() == timer) gatherings_.erase(it);
       on_gathered(parts);
     });
   };
   try {
     options_.store->set(keys.at(static_cast<size_t>(me)), mine);
-    gather_wait_ = std::make_unique<KeyWaiter>(io_, options_.connect(), keys, answer,
-                                               [this, answer, keys, me, mine](const std::string&) {
-                                                 answer(present_parts(keys, me, mine));
-                                               });
+    g.wait = std::make_unique<KeyWaiter>(io_, options_.connect(), keys, answer,
+                                         [this, answer, keys, me, mine](const std::string&) {
+                                           answer(present_parts(keys, me, mine));
+                                         });
   } catch (const std::exception& e) {
     spdlog::warn("could not share with the other nodes: {}", e.what());
     std::vector<std::string> parts(keys.size());
     parts.at(static_cast<size_t>(me)) = mine;
     return answer(parts);
   }
-  gather_timer_->start(timeout,
-                       [this, answer, keys, me, mine] { answer(present_parts(keys, me, mine)); });
+  g.timer->start(timeout, [this, answer, keys, me, mine] { answer(present_parts(keys, me, mine)); });
 }
 
 std::vector<std::string> StoreRound::present_parts(const std::vector<std::string>& keys,

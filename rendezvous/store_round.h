@@ -76,8 +76,11 @@ class StoreRound : public RoundCoordinator {
   Clock& clock_;
   Options options_;
   std::unique_ptr<Timer> heartbeat_;
-  std::unique_ptr<Timer> gather_timer_;
-  std::unique_ptr<KeyWaiter> gather_wait_;
+  struct Gathering {  // one gather() in progress, by name: several may overlap
+    std::unique_ptr<Timer> timer;
+    std::unique_ptr<KeyWaiter> wait;
+  };
+  std::map<std::string, Gathering> gatherings_;
   std::unique_ptr<KeyWaiter> end_wait_;
   std::unique_ptr<KeyWaiter> done_wait_;
   std::map<std::string, int64_t> shared_;  // share_max(): what this node last wrote

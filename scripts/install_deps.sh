@@ -21,6 +21,7 @@ packages=(
   openssh-server openssh-client       # --hostfile over real ssh (an sshd per loopback address)
   tcsh                                # its completion script is loaded in a test
   debootstrap                         # Debian roots with PyTorch 2.6 and 2.14 (scripts/torch_root.sh)
+  prometheus                          # scrapes --metrics_port in a test; promtool checks the exposition
 )
 
 missing=()

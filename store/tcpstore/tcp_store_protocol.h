@@ -32,6 +32,17 @@ enum class Op : uint8_t {
   kBarrier,  // 2.x (2.14): str key, i64 members; u8 STOP_WAITING once that many came
 };
 
+constexpr size_t kOpCount = static_cast<size_t>(Op::kBarrier) + 1;
+
+/// An operation's name, lower case ("multi_get"), as metrics label it.
+constexpr const char* op_name(Op op) {
+  constexpr const char* kNames[kOpCount] = {
+      "validate", "set",        "compare_set", "get",        "add",       "check",  "wait",
+      "num_keys", "watch_key",  "delete_key",  "append",     "multi_get", "multi_set",
+      "cancel_wait", "ping",    "queue_push",  "queue_pop",  "queue_len", "list",   "barrier"};
+  return static_cast<size_t>(op) < kOpCount ? kNames[static_cast<size_t>(op)] : "unknown";
+}
+
 /// torch 1.13 numbers SET as 0; 2.x inserted VALIDATE at 0 and shifted the rest.
 enum class Numbering { kUnknown, kV113, kV2 };
 

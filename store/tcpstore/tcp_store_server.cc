@@ -129,6 +129,15 @@ class TcpStoreServer::Impl {
     run_on_io([&] { members_ = std::move(addresses); });
   }
 
+  std::vector<std::pair<std::string, uint64_t>> request_counts() const {
+    std::vector<std::pair<std::string, uint64_t>> out;
+    for (size_t op = 0; op < tcpstore::kOpCount; ++op) {
+      uint64_t n = state_.requests[op].load(std::memory_order_relaxed);
+      if (n > 0) out.emplace_back(tcpstore::op_name(static_cast<tcpstore::Op>(op)), n);
+    }
+    return out;
+  }
+
   size_t connection_count() {
     return run_on_io([&] {
       prune();
@@ -249,6 +258,10 @@ void TcpStoreServer::admit_only(const std::vector<std::string>& addresses) {
 }
 
 size_t TcpStoreServer::connection_count() { return impl_->connection_count(); }
+
+std::vector<std::pair<std::string, uint64_t>> TcpStoreServer::request_counts() const {
+  return impl_->request_counts();
+}
 
 void TcpStoreServer::wait_until_connections_at_most(size_t n, std::chrono::milliseconds max) {
   // Only at shutdown, so a short sleep between looks is fine.

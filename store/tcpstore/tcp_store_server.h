@@ -71,8 +71,12 @@ class TcpStoreServer {
   /// are what is left to check. Connections already open are not affected.
   void admit_only(const std::vector<std::string>& addresses);
 
-  /// Open client connections (for tests and benchmarks).
+  /// Open client connections (for tests, benchmarks and metrics).
   size_t connection_count();
+
+  /// Requests answered so far, by operation name; operations never asked for are left
+  /// out. Any thread.
+  std::vector<std::pair<std::string, uint64_t>> request_counts() const;
 
   /// Waits until at most `n` clients are connected, or `max` has passed.
   void wait_until_connections_at_most(size_t n, std::chrono::milliseconds max);

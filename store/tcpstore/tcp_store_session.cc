@@ -267,6 +267,9 @@ void Session::handle(Request& r) {
   // sends CANCEL_WAIT): drop it silently so a late STOP_WAITING cannot corrupt the
   // reply the client is now expecting.
   if (keys_awaited > 0 && r.op != Op::kCancelWait) state_.cancel_wait(*this);
+  if (static_cast<size_t>(r.op) < kOpCount) {
+    state_.requests[static_cast<size_t>(r.op)].fetch_add(1, std::memory_order_relaxed);
+  }
   std::string out;
   switch (r.op) {
     case Op::kValidate:

@@ -4,6 +4,7 @@
 // connections share. Everything here runs on the server's single io thread.
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -51,6 +52,9 @@ class StoreState {
   void key_written(const std::string& key, const std::optional<std::string>& old_value);
   /// After `key` was deleted: tells watchers (waiters are not woken, as in PyTorch).
   void key_deleted(const std::string& key, const std::string& old_value);
+
+  /// Requests answered, by operation (written on the server's thread, read anywhere).
+  std::array<std::atomic<uint64_t>, kOpCount> requests{};
 
   /// Shared by all sessions for large reads: the server is single-threaded, so the
   /// reads that use it never overlap. Not zeroed: a store that never sees a large

@@ -1,0 +1,125 @@
+#include "agent/metrics/job_metrics.h"
+
+#include <dirent.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "agent/metrics/exposition.h"
+
+namespace ddprun::agent {
+namespace {
+
+double boot_time_seconds() {
+  std::ifstream stat("/proc/stat");
+  for (std::string line; std::getline(stat, line);) {
+    if (line.rfind("btime ", 0) == 0) return std::stod(line.substr(6));
+  }
+  return 0;
+}
+
+double open_fds() {
+  DIR* d = ::opendir("/proc/self/fd");
+  if (d == nullptr) return 0;
+  double n = 0;
+  while (const dirent* e = ::readdir(d)) {
+    if (e->d_name[0] != '.') ++n;
+  }
+  ::closedir(d);
+  return n - 1;  // the directory's own descriptor
+}
+
+}  // namespace
+
+ProcessMetrics read_process_metrics() {
+  ProcessMetrics p;
+  std::ifstream in("/proc/self/stat");
+  std::string line;
+  if (std::getline(in, line)) {
+    // Fields after the command's closing parenthesis, from field 3 (state) on.
+    std::istringstream rest(line.substr(line.rfind(')') + 2));
+    std::vector<std::string> f;
+    for (std::string w; rest >> w;) f.push_back(w);
+    double tick = static_cast<double>(::sysconf(_SC_CLK_TCK));
+    auto field = [&](size_t n) { return n - 3 < f.size() ? std::stod(f[n - 3]) : 0.0; };
+    if (tick > 0 && f.size() > 22) {
+      p.cpu_seconds = (field(14) + field(15)) / tick;
+      p.start_time_seconds = boot_time_seconds() + field(22) / tick;
+      p.virtual_bytes = field(23);
+      p.resident_bytes = field(24) * static_cast<double>(::sysconf(_SC_PAGESIZE));
+    }
+  }
+  p.open_fds = open_fds();
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0) p.max_fds = static_cast<double>(limit.rlim_cur);
+  return p;
+}
+
+std::string render_metrics(const JobMetrics& job, const ProcessMetrics& process) {
+  Exposition e;
+  auto gauge = [&](const char* name, const char* help, double value) {
+    e.family(name, "gauge", help);
+    e.sample(name, {}, value);
+  };
+  e.family("ddprun_info", "gauge", "The job this agent runs, in its labels (always 1).");
+  e.sample("ddprun_info",
+           {{"run_id", job.run_id}, {"backend", job.backend}, {"version", job.version},
+            {"host", job.host}},
+           1);
+  gauge("ddprun_node_rank", "This node's group rank in the current round (-1 before the first).",
+        job.node_rank);
+  gauge("ddprun_round", "The rendezvous round this node is in (-1 before the first).", job.round);
+  gauge("ddprun_nodes", "Nodes in the current round.", job.nodes);
+  gauge("ddprun_world_size", "Ranks (workers) in the current round, on every node.", job.world_size);
+  e.family("ddprun_restarts_total", "counter",
+           "Times the job's workers were restarted after a failure (TORCHELASTIC_RESTART_COUNT).");
+  e.sample("ddprun_restarts_total", {}, job.restarts);
+  gauge("ddprun_workers_running", "This node's workers running now.", job.workers_running);
+  gauge("ddprun_spares_waiting", "Hot spare nodes waiting for a place, as this agent last heard.",
+        job.spares);
+  e.family("ddprun_hangs_total", "counter", "Hangs detected in this job, seen from this node.");
+  e.sample("ddprun_hangs_total", {}, static_cast<double>(job.hangs));
+  if (!job.ranks.empty()) {
+    e.family("ddprun_rank_seconds_since_progress", "gauge",
+             "Seconds since each of this node's ranks last made progress (output, tracking records, steps).");
+    for (const auto& r : job.ranks) {
+      e.sample("ddprun_rank_seconds_since_progress", {{"rank", std::to_string(r.rank)}},
+               r.seconds_since_progress);
+    }
+    e.family("ddprun_rank_step", "gauge", "The last step each of this node's ranks reported.");
+    for (const auto& r : job.ranks) {
+      if (r.step) e.sample("ddprun_rank_step", {{"rank", std::to_string(r.rank)}}, static_cast<double>(*r.step));
+    }
+  }
+  e.family("ddprun_step_seconds", "histogram",
+           "Time between consecutive steps of this node's ranks, per step.");
+  const auto& s = job.step_seconds;
+  e.histogram("ddprun_step_seconds", {}, s.bounds, s.counts, s.above, s.sum);
+  if (!job.stores.empty()) {
+    e.family("ddprun_store_connections", "gauge", "Open connections to a store this agent serves.");
+    for (const auto& st : job.stores) {
+      e.sample("ddprun_store_connections", {{"store", st.role}}, static_cast<double>(st.connections));
+    }
+    e.family("ddprun_store_requests_total", "counter",
+             "Requests a store this agent serves has answered, by operation.");
+    for (const auto& st : job.stores) {
+      for (const auto& [op, n] : st.requests) {
+        e.sample("ddprun_store_requests_total", {{"store", st.role}, {"op", op}},
+                 static_cast<double>(n));
+      }
+    }
+  }
+  e.family("process_cpu_seconds_total", "counter", "User and system CPU time of ddprun, in seconds.");
+  e.sample("process_cpu_seconds_total", {}, process.cpu_seconds);
+  gauge("process_resident_memory_bytes", "Resident memory of ddprun, in bytes.", process.resident_bytes);
+  gauge("process_virtual_memory_bytes", "Virtual memory of ddprun, in bytes.", process.virtual_bytes);
+  gauge("process_open_fds", "Open file descriptors of ddprun.", process.open_fds);
+  gauge("process_max_fds", "ddprun's limit of open file descriptors.", process.max_fds);
+  gauge("process_start_time_seconds", "When ddprun started, in seconds since the epoch.",
+        process.start_time_seconds);
+  return e.text();
+}
+
+}  // namespace ddprun::agent
