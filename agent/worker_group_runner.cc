@@ -99,6 +99,8 @@ void WorkerGroupRunner::start(WorkerGroup group,
     if (observer_) observer_->add_worker_env(group_.group_rank, w.global_rank, attempt, extra);
     if (config_.hang.enabled() || !config_.timer_file.empty()) add_stack_env(dir, extra);
     add_python_path(extra);
+    // The metrics endpoint shows each rank's steps too.
+    if (config_.hang.enabled() || config_.metrics.port) add_progress_page(dir, extra);
     if (config_.hang.enabled()) add_hang_env(dir, w, extra);
     if (!config_.timer_file.empty()) extra["TORCHELASTIC_TIMER_FILE"] = config_.timer_file;
     opts.env = build_worker_env(inherited_env_, config_, group_, w, extra);
@@ -176,12 +178,17 @@ void WorkerGroupRunner::add_python_path(std::map<std::string, std::string>& extr
   extra["PYTHONPATH"] = path;
 }
 
-// What hang detection needs besides stacks: a progress page, and PyTorch's NCCL flight
-// recorder (where the user did not set it up).
-void WorkerGroupRunner::add_hang_env(const std::string& dir, Worker& w,
-                                     std::map<std::string, std::string>& extra) {
+// The page a worker's tracking client reports its progress on (hang detection, metrics).
+void WorkerGroupRunner::add_progress_page(const std::string& dir,
+                                          std::map<std::string, std::string>& extra) {
   pages_.push_back(std::make_unique<ProgressPage>(dir + "/" + kProgressPage));
   extra["DDPRUN_PROGRESS_FILE"] = pages_.back()->path();
+}
+
+// What hang detection needs besides stacks and the progress page: PyTorch's NCCL
+// flight recorder (where the user did not set it up).
+void WorkerGroupRunner::add_hang_env(const std::string& dir, Worker& w,
+                                     std::map<std::string, std::string>& extra) {
   // The dumps go into the run where there is one (they are the run's), else beside
   // the worker's logs; the pipe stays with the logs.
   std::string run_files = observer_ ? observer_->files_dir() : "";

@@ -84,6 +84,7 @@ class WorkerGroupRunner {
   void add_stack_env(const std::string& dir, std::map<std::string, std::string>& extra);
   void add_python_path(std::map<std::string, std::string>& extra) const;
   void record_failure(const Worker& w);
+  void add_progress_page(const std::string& dir, std::map<std::string, std::string>& extra);
   void add_hang_env(const std::string& dir, Worker& w, std::map<std::string, std::string>& extra);
   void reap(const TimerWatchdog::Expiry& e);
   void watch_stragglers();
