@@ -101,6 +101,12 @@ python3 -c "import urllib.request,sys; sys.stdout.write(urllib.request.urlopen('
 promtool check metrics <"$dir/exposition.txt" || fail "promtool: $(promtool check metrics <"$dir/exposition.txt" 2>&1)"
 grep -q 'ddprun_step_seconds_count [1-9]' "$dir/exposition.txt" || fail "no step times: $(grep step_seconds "$dir/exposition.txt")"
 
+# The monitoring example's configuration and rules.
+promtool check config "$here/../../examples/monitoring/prometheus.yml" >/dev/null ||
+  fail "examples/monitoring: $(promtool check config "$here/../../examples/monitoring/prometheus.yml" 2>&1)"
+python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$here/../../examples/monitoring/grafana_dashboard.json" ||
+  fail "the Grafana dashboard is no JSON"
+
 touch "$dir/stop"
 wait "$a" || fail "agent a exited $?"
 wait "$b" || fail "agent b exited $?"
