@@ -107,6 +107,9 @@ JobMetrics LocalAgent::Impl::metrics_now() {
     }
   }
   j.step_seconds = steps_.step_times();
+  if (observer_) {
+    if (auto counts = observer_->record_counts()) j.records = {counts->ingested, counts->skipped};
+  }
   if (handler_) {
     for (auto& s : handler_->served_stores()) {
       j.stores.push_back({s.role, s.connections, std::move(s.requests)});

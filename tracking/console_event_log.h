@@ -26,6 +26,9 @@ class ConsoleEventLog : public RunObserver {
   void worker_exited(int node, int rank, int local_rank, int attempt, int exitcode) override;
   void hang(int attempt, const std::string& report_json) override;
   void links_probed(int attempt, const std::string& report_json) override;
+  std::optional<RecordCounts> record_counts() const override {
+    return inner_ ? inner_->record_counts() : std::nullopt;
+  }
   void watchdog_reaped(int node, int rank, int attempt, const std::string& data_json) override;
   void spares_waiting(int attempt, const std::vector<std::string>& spares) override;
   void round_over(int attempt, const std::string& kind, const std::string& reason) override;

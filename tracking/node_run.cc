@@ -226,11 +226,18 @@ void NodeRun::stream_pass(bool final) {
   if (!final) sample_when_due();
   run_jobs();
   guarded("ingesting worker records", [&] {
-    if (report_skipped(pass_streams(final))) {
+    if (report_skipped(counted(pass_streams(final)))) {
       own_.flush();  // the report goes in with them
-      pass_streams(final);
+      counted(pass_streams(final));
     }
   });
+}
+
+IngestStats NodeRun::counted(IngestStats stats) {
+  records_.fetch_add(static_cast<uint64_t>(stats.records), std::memory_order_relaxed);
+  skipped_.fetch_add(static_cast<uint64_t>(stats.torn_records + stats.bad_lines),
+                     std::memory_order_relaxed);
+  return stats;
 }
 
 }  // namespace ddprun::tracking

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "tracking/own_records.h"
+#include "tracking/run_observer.h"
 #include "tracking/record_lines.h"
 #include "tracking/run_store.h"
 #include "tracking/stream_watcher.h"
@@ -82,6 +83,12 @@ class NodeRun {
   virtual void finished(const std::string& status, int exitcode, const std::string& root_cause) = 0;
   virtual void complete() {}
 
+  /// Worker records taken from this node's streams so far, and those skipped (torn or
+  /// malformed). Any thread.
+  RecordCounts record_counts() const {
+    return {records_.load(std::memory_order_relaxed), skipped_.load(std::memory_order_relaxed)};
+  }
+
  protected:
   NodeRun(RunOptions options, std::string agent_id);
 
@@ -111,12 +118,14 @@ class NodeRun {
 
  private:
   void stream_pass(bool final);
+  IngestStats counted(IngestStats stats);
   void run_jobs();
   bool report_skipped(const IngestStats& stats);  // true: an event says so
   void sample_when_due();
   std::map<int, pid_t> take_due_sample(std::chrono::steady_clock::time_point now);
   void sample_system(const std::map<int, pid_t>& workers);
   std::chrono::milliseconds pass_interval() const;
+  std::atomic<uint64_t> records_{0}, skipped_{0};  // see record_counts()
 
   std::string run_name_;   // the run's id: the rendezvous id, or <id>.<n> when it was taken
   std::string run_dir_;    // <tracking dir>/<run name>

@@ -190,6 +190,9 @@ IngestStats RecordForwarder::pass(bool final) {
           unsent_ = true;
           break;
         }
+        // The records the primary took: the whole lines up to where it holds.
+        auto taken = std::string_view(data).substr(0, static_cast<size_t>(std::max<int64_t>(held - sent, 0)));
+        stats.records += std::count(taken.begin(), taken.end(), '\n');
         sent = held;
       } catch (const std::exception& e) {
         lost(e.what());

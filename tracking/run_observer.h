@@ -5,6 +5,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,12 @@ struct QuarantinedNode {
   std::string node;
   double until = 0;
   std::string reason;
+};
+
+/// Workers' records a node took into the run, and those it skipped (torn or malformed).
+struct RecordCounts {
+  uint64_t ingested = 0;
+  uint64_t skipped = 0;
 };
 
 /// A round of the rendezvous as it formed: what the run records of it.
@@ -90,6 +97,9 @@ class RunObserver {
   virtual void finished(const std::string& status, int exitcode, const std::string& root_cause) = 0;
   /// Returns once everything reported is in the run.
   virtual void complete() {}
+  /// Workers' records this node took into the run so far, and those it skipped; none
+  /// where nothing is tracked. Any thread.
+  virtual std::optional<RecordCounts> record_counts() const { return std::nullopt; }
 };
 
 }  // namespace ddprun::tracking

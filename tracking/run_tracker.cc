@@ -109,6 +109,11 @@ void RunTracker::hang(int attempt, const std::string& report_json) {
   if (run_) run_->record_job_event({wall_seconds(), "hang", -1, -1, attempt, report_json});
 }
 
+std::optional<RecordCounts> RunTracker::record_counts() const {
+  if (!run_) return std::nullopt;
+  return run_->record_counts();
+}
+
 void RunTracker::links_probed(int attempt, const std::string& report_json) {
   // Every agent has the same figures; the primary records them once.
   if (run_) run_->record_job_event({wall_seconds(), "links", -1, -1, attempt, report_json});

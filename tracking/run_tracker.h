@@ -45,6 +45,7 @@ class RunTracker : public RunObserver {
   void worker_exited(int node, int rank, int local_rank, int attempt, int exitcode) override;
   void hang(int attempt, const std::string& report_json) override;
   void links_probed(int attempt, const std::string& report_json) override;
+  std::optional<RecordCounts> record_counts() const override;
   void watchdog_reaped(int node, int rank, int attempt, const std::string& data_json) override;
   void round_over(int attempt, const std::string& kind, const std::string& reason) override;
   /// <run dir>/files/<host>.<pid>: beside the run's records on every node, kept

@@ -111,6 +111,14 @@ std::string render_metrics(const JobMetrics& job, const ProcessMetrics& process)
       }
     }
   }
+  if (job.records) {
+    e.family("ddprun_tracking_records_total", "counter",
+             "Workers' tracking records this node took into the run.");
+    e.sample("ddprun_tracking_records_total", {}, static_cast<double>(job.records->first));
+    e.family("ddprun_tracking_records_skipped_total", "counter",
+             "Workers' tracking records this node skipped: torn by a dying writer, or malformed.");
+    e.sample("ddprun_tracking_records_skipped_total", {}, static_cast<double>(job.records->second));
+  }
   e.family("process_cpu_seconds_total", "counter", "User and system CPU time of ddprun, in seconds.");
   e.sample("process_cpu_seconds_total", {}, process.cpu_seconds);
   gauge("process_resident_memory_bytes", "Resident memory of ddprun, in bytes.", process.resident_bytes);

@@ -39,6 +39,9 @@ struct JobMetrics {
     std::vector<std::pair<std::string, uint64_t>> requests;  // by operation
   };
   std::vector<Store> stores;  // the stores this agent serves
+  /// Workers' records this node took into the run, and skipped (torn or malformed);
+  /// none where nothing is tracked.
+  std::optional<std::pair<uint64_t, uint64_t>> records;
 };
 
 /// This process' own costs, as Prometheus' client libraries name them.

@@ -94,6 +94,10 @@ query 'sum by (store) (ddprun_store_requests_total{op="compare_set"})' | grep -q
 [ "$(query 'count(ddprun_store_connections{store="workers"})' | grep -o '"[0-9]*"]' | tr -dc 0-9)" = 2 ] ||
   fail "the workers' stores: $(query 'ddprun_store_connections')"
 
+# Every step each worker logged went into the run through its node.
+[ "$(query 'count(ddprun_tracking_records_total > 10)' | grep -o '"[0-9]*"]' | tr -dc 0-9)" = 2 ] ||
+  fail "the records taken into the run: $(query 'ddprun_tracking_records_total')"
+
 # The exposition itself, as promtool reads it.
 target=$(grep -o '127.0.0.1:[0-9]*' "$dir/targets.json" | head -1)
 python3 -c "import urllib.request,sys; sys.stdout.write(urllib.request.urlopen('http://$target/metrics').read().decode())" \
