@@ -25,6 +25,7 @@ Task<void> LocalAgent::Impl::probe_links() {
   if (info.group_world_size < 2 || info.members == probed_) co_return;
   probed_ = info.members;
   size_t n = info.members.size();
+  if (n < 2) co_return;  // nodes known by rank only (static rendezvous): nothing to probe
   // A member is "<address>/<pid>/<port of its workers' store>", which the probe speaks to.
   const std::string& next = info.members[(static_cast<size_t>(info.group_rank) + 1) % n];
   std::string host = rendezvous::node_address(next);
