@@ -14,8 +14,8 @@ training on I/O for long and never set the run's status: records are appended to
 process's stream file, flushed every DDPRUN_TRACKING_FLUSH seconds (default 1), when
 the buffer grows, on flush() and at exit; the launcher ingests them.
 
-With --hang_timeout, every call is also progress that ddprun watches: it lands in a
-shared page (DDPRUN_PROGRESS_FILE) with no system call.
+With --hang_timeout or --metrics_port, every call is also progress that ddprun
+watches: it lands in a shared page (DDPRUN_PROGRESS_FILE) with no system call.
 """
 import atexit
 import contextlib
