@@ -11,6 +11,7 @@
 #include <map>
 #include <thread>
 
+#include "agent/preflight/preflight_options.h"
 #include "tests/blackbox/ddprun_process.h"
 #include "tests/blackbox/elastic_job.h"
 #include "tests/helpers/etcd_cluster.h"
@@ -68,6 +69,26 @@ TEST_F(EtcdRendezvous, EachAgentMeasuresItsClockAgainstEtcd) {
   ASSERT_EQ(b.wait(), 0) << b.err();
   EXPECT_NE(a.err().find("preflight: clock: 0 ms to the rendezvous host's"), std::string::npos)
       << a.err();
+}
+
+// A node that fails its preflight before its first round tells the others through etcd
+// why it stays out: they go on without it and name it.
+TEST_F(EtcdRendezvous, ANodeUnfitBeforeItsFirstRoundIsNamedToTheOthers) {
+  Job j = job("2:3");
+  DdprunProcess a(j.agent({"--no_tracking"}, {"exit", "0"}), kEnv);
+  Job unfit = j;
+  unfit.local_addr = "127.0.0.3";
+  DdprunProcess c(unfit.agent({"--no_tracking", "--health_check=exit 1"}, {"exit", "0"}), kEnv);
+  ASSERT_EQ(c.wait(), agent::kPreflightExitCode) << c.err();
+  EXPECT_EQ(c.err().find("could not be told"), std::string::npos) << c.err();
+  DdprunProcess b(j.agent({"--no_tracking"}, {"exit", "0"}), kEnv);
+  ASSERT_EQ(a.wait(), 0) << a.err();
+  ASSERT_EQ(b.wait(), 0) << b.err();
+  for (const auto* p : {&a, &b}) {
+    EXPECT_NE(p->err().find("node 127.0.0.3 is kept out of the job for 300 s: preflight failed on"),
+              std::string::npos)
+        << p->err();
+  }
 }
 
 TEST_F(EtcdRendezvous, ScalesUpThenDownWhenAnAgentDies) {
