@@ -44,9 +44,9 @@ grep -qF "from 0 to 65535" "$dir/err" || fail "the range is not said: $(cat "$di
 "$ddprun" --metrics_sd_file="$dir/t.json" --no_python /bin/true 2>"$dir/err" && fail "an sd file without a port was taken"
 grep -qF "needs --metrics_port" "$dir/err" || fail "$(cat "$dir/err")"
 busy=$(free_port)
-python3 -c "import socket,time; s=socket.socket(); s.bind(('127.0.0.1',$busy)); s.listen(); time.sleep(30)" &
+python3 -c "import socket,time; s=socket.socket(); s.bind(('127.0.0.1',$busy)); s.listen(); open('$dir/busy','w').close(); time.sleep(60)" &
 pids+=($!)
-sleep 0.3
+eventually 20 test -e "$dir/busy" || fail "the port could not be taken for the test"
 "$ddprun" --metrics_port="$busy" --no_tracking --no_python /bin/true 2>"$dir/err"; code=$?
 [ "$code" != 0 ] || fail "a port in use was taken"
 grep -qF -- "--metrics_port=$busy" "$dir/err" || fail "the port in use is not named: $(cat "$dir/err")"
