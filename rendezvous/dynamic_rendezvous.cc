@@ -10,18 +10,13 @@
 #include <spdlog/spdlog.h>
 
 #include "net/listen.h"
+#include "rendezvous/host_clock.h"
 #include "rendezvous/store_round.h"
 
 namespace ddprun::rendezvous {
 namespace {
 
 using std::chrono::milliseconds;
-
-int64_t wall_ms() {
-  return std::chrono::duration_cast<milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 // Where the address ends in a node id "<address>/<pid>/<port>" (npos if it is not one).
 size_t address_end(const std::string& id) {
@@ -53,7 +48,7 @@ DynamicRendezvous::DynamicRendezvous(RendezvousParams params,
       client_->store(), backend_->state_store(*client_, prefix_, params_.read_timeout), prefix_,
       DynamicConfig{params_.min_nodes, params_.max_nodes, params_.last_call_timeout.count(),
                     params_.node_failure_limit, params_.quarantine_cooldown.count()},
-      wall_ms);
+      wall_clock_ms);
   backend_->start_liveness(prefix_, node_id_);
   primary_ = backend_->primary(client_->store(), prefix_, node_id_);
 }
@@ -84,7 +79,7 @@ std::unique_ptr<RoundCoordinator> DynamicRendezvous::coordinate(const Rendezvous
   o.note_failure = [this](const std::string& reason) {
     if (auto q = joiner_->note_failure(address_, reason)) {
       spdlog::error("this node is quarantined: {}; the job goes on without it for {} s",
-                    q->reason, (q->until_ms - wall_ms() + 999) / 1000);
+                    q->reason, (q->until_ms - wall_clock_ms() + 999) / 1000);
     }
   };
   return std::make_unique<StoreRound>(io, clock, std::move(o));
@@ -156,7 +151,7 @@ RendezvousInfo DynamicRendezvous::make_info(const DynamicState& state) {
   info.restart_count = state.restarts;
   info.members = ordered_members(state);
   for (const auto& [id, workers] : state.spares) info.spares.push_back(id);
-  int64_t now = wall_ms();
+  int64_t now = wall_clock_ms();
   for (const auto& [address, q] : state.quarantined) {
     if (q.until_ms > now) info.quarantined.push_back({address, q.until_ms, q.reason});
   }
