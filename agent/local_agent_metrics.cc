@@ -12,6 +12,7 @@
 #include "agent/local_agent_impl.h"
 #include "agent/metrics/exposition.h"
 #include "common/error.h"
+#include "net/socket.h"
 #include "rendezvous/dynamic_state.h"
 
 namespace ddprun::agent {
@@ -21,11 +22,6 @@ constexpr std::chrono::seconds kStepLookInterval{1};
 constexpr std::chrono::seconds kEndpointGather{30};
 
 bool wildcard(const std::string& host) { return host == "0.0.0.0" || host == "::" || host == "[::]"; }
-
-std::string with_port(const std::string& host, uint16_t port) {
-  bool v6 = host.find(':') != std::string::npos && host.front() != '[';
-  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
-}
 
 // Replaces `path` whole: Prometheus never reads half a list.
 void write_whole(const std::string& path, const std::string& text) {
@@ -65,7 +61,7 @@ void LocalAgent::Impl::start_metrics() {
   } catch (const std::exception& e) {
     throw Error("--metrics_port=" + std::to_string(*m.port) + ": " + e.what());
   }
-  std::string url = "http://" + with_port(m.host, metrics_->port()) + "/metrics";
+  std::string url = "http://" + net::host_port(m.host, metrics_->port()) + "/metrics";
   if (*m.port == 0) {
     spdlog::warn("metrics at {}", url);  // the port was picked: say which
   } else {
@@ -128,7 +124,7 @@ void LocalAgent::Impl::share_metrics_endpoint() {
   if (wildcard(address)) {
     address = attempt_->self.empty() ? host_ : rendezvous::node_address(attempt_->self);
   }
-  std::string mine = with_port(address, metrics_->port());
+  std::string mine = net::host_port(address, metrics_->port());
   auto write = [path = m.sd_file, run_id = config_.run_id](const std::vector<std::string>& parts) {
     nlohmann::json targets = nlohmann::json::array();
     for (const auto& p : parts) {

@@ -56,8 +56,7 @@ int try_connect(const addrinfo* ai, Socket::Deadline deadline) {
 }  // namespace
 
 Socket Socket::connect(const std::string& host, int port, Deadline deadline) {
-  std::string peer =
-      (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
+  std::string peer = host_port(host, port);
   auto backoff = std::chrono::milliseconds(10);
   std::string last_error = "timed out";
   while (true) {

@@ -8,6 +8,12 @@
 
 namespace ddprun::net {
 
+/// "host:port" for messages and URLs, an IPv6 literal in brackets ("[::1]:29400").
+inline std::string host_port(const std::string& host, int port) {
+  bool v6 = host.find(':') != std::string::npos && host.front() != '[';
+  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
 /// A connected TCP socket with deadline-bounded blocking I/O (poll-based), used by
 /// the store client. Owns its descriptor (O_CLOEXEC). Not thread-safe.
 /// Errors: StoreError naming the peer; TimeoutError when a deadline passes.

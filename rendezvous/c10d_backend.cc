@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "common/periodic_thread.h"
+#include "net/socket.h"
 #include "rendezvous/host_clock.h"
 #include "rendezvous/rendezvous_handler.h"
 #include "rendezvous/round_history.h"
@@ -91,9 +92,7 @@ std::unique_ptr<store::TcpStoreClient> C10dBackend::new_client(milliseconds time
 }
 
 std::string C10dBackend::endpoint() const {
-  return (params_.c10d_host.find(':') != std::string::npos ? "[" + params_.c10d_host + "]"
-                                                       : params_.c10d_host) +
-         ":" + std::to_string(params_.c10d_port);
+  return net::host_port(params_.c10d_host, params_.c10d_port);
 }
 
 std::optional<milliseconds> C10dBackend::clock_offset(store::Store& client) {
