@@ -8,13 +8,16 @@
 //   ddprun::track::summary({{"best_acc", "0.91"}});
 //   ddprun::track::heartbeat();                          // "still going"
 //   { ddprun::track::Section s("checkpoint", std::chrono::minutes(10)); save(); }
+//   { ddprun::track::Waiting w; allreduce(); }           // waiting for the other ranks
+//   ddprun::track::step();                               // one training step done
 //
 // Records go to this process's stream (DDPRUN_TRACKING_STREAM, set by ddprun) as JSON
 // lines, buffered and written in whole lines by a background thread every
 // DDPRUN_TRACKING_FLUSH seconds (default 1), when the buffer grows, on flush() and at
 // exit. Outside ddprun every call does nothing. Calls never block on disk I/O and never
-// throw; thread-safe. With --hang_timeout every call is also progress that ddprun
-// watches, written to a shared page (DDPRUN_PROGRESS_FILE) with no system call.
+// throw; thread-safe. Every call is also progress that ddprun watches (hang detection,
+// metrics, straggler detection), written to a shared page (DDPRUN_PROGRESS_FILE) with
+// no system call.
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -202,7 +205,8 @@ inline void append_wall_time(std::string& out) {
 }
 
 // The progress page ddprun reads (layout in ddprun's agent/hang/progress_page.h): beats at
-// 8, the last step at 16, the section's timeout in ms at 24 and its name at 32.
+// 8, the last step at 16, the section's timeout in ms at 24 and its name at 32; steps
+// timed at 96, their total ns at 104, of it own work at 112, who marks steps at 120.
 class ProgressPage {
  public:
   static ProgressPage& get() {
@@ -221,6 +225,14 @@ class ProgressPage {
     std::memcpy(field, name.data(), name.size() < 63 ? name.size() : 63);
     std::memcpy(base_ + 32, field, sizeof(field));
     __atomic_store_n(reinterpret_cast<uint64_t*>(base_ + 24), timeout_ms, __ATOMIC_RELAXED);
+  }
+  /// One more step, of `took_ns` in all and `own_ns` of the rank's own work.
+  void count_step(uint64_t took_ns, uint64_t own_ns) {
+    if (base_ == nullptr) return;
+    base_[120] = 2;  // the program marks its steps
+    __atomic_fetch_add(reinterpret_cast<uint64_t*>(base_ + 104), took_ns, __ATOMIC_RELAXED);
+    __atomic_fetch_add(reinterpret_cast<uint64_t*>(base_ + 112), own_ns, __ATOMIC_RELAXED);
+    __atomic_fetch_add(reinterpret_cast<uint64_t*>(base_ + 96), 1, __ATOMIC_RELAXED);
   }
 
  private:
@@ -246,6 +258,50 @@ class ProgressPage {
 /// Tells ddprun this rank is making progress, for code that logs rarely: no record,
 /// no system call.
 inline void heartbeat() { detail::ProgressPage::get().beat(); }
+
+namespace detail {
+// The training loop's step clock (one per thread: the loop's).
+struct StepClock {
+  using Clock = std::chrono::steady_clock;
+  std::optional<Clock::time_point> last_end;
+  Clock::duration waited{0};
+  static StepClock& get() {
+    thread_local StepClock clock;
+    return clock;
+  }
+};
+}  // namespace detail
+
+/// Time spent waiting for the other ranks (a collective, a barrier) while it lives: not
+/// counted as this rank's own work in its steps.
+class Waiting {
+ public:
+  Waiting() : start_(detail::StepClock::Clock::now()) {}
+  ~Waiting() { detail::StepClock::get().waited += detail::StepClock::Clock::now() - start_; }
+  Waiting(const Waiting&) = delete;
+  Waiting& operator=(const Waiting&) = delete;
+
+ private:
+  detail::StepClock::Clock::time_point start_;
+};
+
+/// Marks the end of one training step (on the training loop's thread): ddprun compares
+/// how long each rank works per step, outside Waiting scopes, to name a rank that slows
+/// the others. `step`, if given, is the step's number, as in log().
+inline void step(std::optional<int64_t> number = std::nullopt) {
+  auto& page = detail::ProgressPage::get();
+  page.beat(number);
+  auto& clock = detail::StepClock::get();
+  auto now = detail::StepClock::Clock::now();
+  if (clock.last_end) {
+    auto took = now - *clock.last_end;
+    auto own = took > clock.waited ? took - clock.waited : detail::StepClock::Clock::duration{0};
+    page.count_step(static_cast<uint64_t>(std::chrono::nanoseconds(took).count()),
+                    static_cast<uint64_t>(std::chrono::nanoseconds(own).count()));
+  }
+  clock.last_end = now;
+  clock.waited = {};
+}
 
 /// A known-long phase (checkpointing, evaluation) with its own hang timeout (none:
 /// never counted as hung inside). Sections nest on one thread.

@@ -11,6 +11,14 @@
 
 namespace ddprun::agent {
 
+/// A worker's timed steps so far (straggler detection): how many, their total time,
+/// and of it the worker's own work, not waiting for the other ranks.
+struct StepCounters {
+  uint64_t steps = 0;
+  uint64_t step_ns = 0;
+  uint64_t own_ns = 0;
+};
+
 /// What one look at a worker shows of its progress: counters that move when it makes
 /// progress, and what it said of where it is.
 struct ProgressSample {
@@ -20,6 +28,7 @@ struct ProgressSample {
   bool in_section = false;
   std::string section;
   std::optional<std::chrono::milliseconds> section_timeout;  // none: no limit
+  StepCounters timed;
 };
 
 /// A worker that made no progress for longer than its timeout.

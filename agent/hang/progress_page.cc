@@ -50,6 +50,7 @@ ProgressSample ProgressPage::read() const {
   s.beats = load<uint64_t>(copy + 8);
   auto step = load<int64_t>(copy + 16);
   if (step != std::numeric_limits<int64_t>::min()) s.step = step;
+  s.timed = {load<uint64_t>(copy + 96), load<uint64_t>(copy + 104), load<uint64_t>(copy + 112)};
   auto section_ms = load<uint64_t>(copy + 24);
   s.in_section = section_ms != 0;
   if (s.in_section) {

@@ -17,6 +17,11 @@ namespace ddprun::agent {
 ///  24  uint64    section timeout in ms: 0 outside a section, UINT64_MAX for a section
 ///                without a limit
 ///  32  char[64]  the section's name, NUL-terminated
+///  96  uint64    steps timed (straggler detection), written last of the three
+/// 104  uint64    their total time in ns
+/// 112  uint64    of it, the rank's own work in ns (not waiting for the other ranks)
+/// 120  uint8     who marks the steps: 0 nobody yet, 1 ddprun's hook in the worker
+///                (sitecustomize: optimizer steps), 2 the program (ddprun_tracking.step())
 ///
 /// Fields are written without locks; a torn read costs at most one look.
 class ProgressPage {

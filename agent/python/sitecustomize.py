@@ -1,4 +1,4 @@
-"""ddprun's start-up hook, first on every Python worker's path. It does three things:
+"""ddprun's start-up hook, first on every Python worker's path. It does four things:
 
 - Stacks. When a rank hangs (--hang_timeout) or the worker watchdog reaps one, ddprun
   sends DDPRUN_STACK_SIGNAL; faulthandler (a C-level handler, so it works while the main
@@ -17,7 +17,14 @@
   about the old name NCCL_ASYNC_ERROR_HANDLING, which 1.x alone reads. Once a 1.x torch
   is imported, the old name gets the new one's value (unless the job set it).
 
-The last two act as the torch module concerned is imported: nothing of torch is
+- Step timing for straggler detection (PyTorch 2.0+). Each optimizer step ends a
+  training step; the rank's own work in it is the step's time less what it spent in
+  backward() (where DDP waits for every rank's gradients) and in blocking collectives
+  called from Python. Both go to the progress page (DDPRUN_PROGRESS_FILE; layout in
+  agent/hang/progress_page.h) with no system call. A program that marks its steps itself
+  (ddprun_tracking.step()) turns this off.
+
+The last three act as the torch module concerned is imported: nothing of torch is
 imported here.
 
 Afterwards the sitecustomize this file shadows (Debian's, a virtualenv's, the user's)
@@ -77,6 +84,123 @@ def _ddprun_torch_version_loaded(module):
         )
 
 
+class _DdprunStepClock:
+    """Times a PyTorch job's steps on the progress page: steps at 96, their total time
+    in ns at 104, of it the rank's own work at 112; at 120 who marks the steps (1: this
+    clock, 2: the program through ddprun_tracking.step(), which wins). A step is an
+    optimizer step after at least one backward(), so several optimizers (or gradient
+    accumulation) still count one step per backward pass."""
+
+    SOURCE_AT = 120
+
+    def __init__(self, page):
+        import struct
+        import time
+
+        self.page = page
+        self.now = time.perf_counter_ns
+        self.pack = struct.Struct("<QQQ").pack_into
+        self.steps = self.step_ns = self.own_ns = 0
+        self.last_end = None
+        self.waited = 0
+        self.backwards = 0
+
+    def waiting(self, call):
+        """`call`, its time counted as waiting for the other ranks."""
+        clock = self
+
+        def timed(*args, **kwargs):
+            if clock.compiling():
+                return call(*args, **kwargs)
+            start = clock.now()
+            try:
+                return call(*args, **kwargs)
+            finally:
+                clock.waited += clock.now() - start
+
+        timed.__wrapped__ = call
+        timed.__name__ = getattr(call, "__name__", "timed")
+        timed.__doc__ = getattr(call, "__doc__", None)
+        return timed
+
+    def backward(self, call):
+        timed = self.waiting(call)
+
+        def backward(*args, **kwargs):
+            self.backwards += 1
+            return timed(*args, **kwargs)
+
+        backward.__wrapped__ = call
+        backward.__doc__ = getattr(call, "__doc__", None)
+        return backward
+
+    @staticmethod
+    def compiling():
+        return False  # replaced by torch.compiler.is_compiling once torch.compiler loads
+
+    def step_done(self, *_):
+        if self.backwards == 0 or self.page[self.SOURCE_AT] == 2:
+            return
+        now = self.now()
+        if self.last_end is not None:
+            took = now - self.last_end
+            self.step_ns += took
+            self.own_ns += max(0, took - self.waited)
+            self.steps += 1
+            self.page[self.SOURCE_AT] = 1
+            self.pack(self.page, 96, self.steps, self.step_ns, self.own_ns)
+        self.last_end = now
+        self.waited = 0
+        self.backwards = 0
+
+
+_DDPRUN_COLLECTIVES = (
+    "all_reduce", "all_gather", "all_gather_into_tensor", "all_gather_object", "all_to_all",
+    "all_to_all_single", "barrier", "broadcast", "broadcast_object_list", "gather",
+    "monitored_barrier", "reduce", "reduce_scatter", "reduce_scatter_tensor", "scatter",
+)
+
+
+def _ddprun_make_step_clock():
+    path = os.environ.get("DDPRUN_PROGRESS_FILE")
+    if not path:
+        return None
+    try:
+        import mmap
+
+        with open(path, "r+b") as f:
+            page = mmap.mmap(f.fileno(), 128)
+        return _DdprunStepClock(page) if page[:8] == b"DDPRPG01" else None
+    except (OSError, ValueError):
+        return None
+
+
+def _ddprun_optimizer_loaded(module):
+    register = getattr(module, "register_optimizer_step_post_hook", None)  # torch 2.0+
+    if _ddprun_step_clock is not None and register is not None:
+        register(_ddprun_step_clock.step_done)
+
+
+def _ddprun_autograd_loaded(module):
+    if _ddprun_step_clock is not None and hasattr(module, "backward"):
+        module.backward = _ddprun_step_clock.backward(module.backward)
+
+
+def _ddprun_distributed_loaded(module):
+    if _ddprun_step_clock is None:
+        return
+    for name in _DDPRUN_COLLECTIVES:
+        call = getattr(module, name, None)
+        if callable(call):
+            setattr(module, name, _ddprun_step_clock.waiting(call))
+
+
+def _ddprun_compiler_loaded(module):
+    is_compiling = getattr(module, "is_compiling", None)
+    if _ddprun_step_clock is not None and is_compiling is not None:
+        _ddprun_step_clock.compiling = is_compiling
+
+
 class _DdprunTorchFinder:
     """Finds the torch modules below as usual and, once one is loaded, runs its
     function on it (see the module's docstring)."""
@@ -84,6 +208,10 @@ class _DdprunTorchFinder:
     AFTER_LOAD = {
         "torch.distributed.rendezvous": _ddprun_rendezvous_loaded,
         "torch.version": _ddprun_torch_version_loaded,
+        "torch.optim.optimizer": _ddprun_optimizer_loaded,
+        "torch.autograd": _ddprun_autograd_loaded,
+        "torch.distributed": _ddprun_distributed_loaded,
+        "torch.compiler": _ddprun_compiler_loaded,
     }
 
     def find_spec(self, name, path=None, target=None):
@@ -123,5 +251,6 @@ def _ddprun_run_shadowed_sitecustomize():
 
 
 _ddprun_stack_file = _ddprun_register_stack_dump()
+_ddprun_step_clock = _ddprun_make_step_clock()
 sys.meta_path.insert(0, _DdprunTorchFinder())
 _ddprun_run_shadowed_sitecustomize()

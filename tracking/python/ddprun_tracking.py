@@ -7,6 +7,9 @@
     run.heartbeat()                      # "still going", for code that logs rarely
     with run.section("checkpoint", timeout=600):
         save()                           # a known-long phase with its own hang timeout
+    with run.waiting():
+        exchange()                       # time spent waiting for the other ranks
+    run.step()                           # one training step done (straggler detection)
 
 No dependencies; ddprun puts this module on PYTHONPATH. Outside ddprun (no
 DDPRUN_TRACKING_STREAM in the environment) every call does nothing. Calls never block
@@ -14,8 +17,10 @@ training on I/O for long and never set the run's status: records are appended to
 process's stream file, flushed every DDPRUN_TRACKING_FLUSH seconds (default 1), when
 the buffer grows, on flush() and at exit; the launcher ingests them.
 
-With --hang_timeout or --metrics_port, every call is also progress that ddprun
-watches: it lands in a shared page (DDPRUN_PROGRESS_FILE) with no system call.
+Every call is also progress that ddprun watches (hang detection, metrics, straggler
+detection): it lands in a shared page (DDPRUN_PROGRESS_FILE) with no system call.
+PyTorch 2.0+ jobs need no step() or waiting(): ddprun times their optimizer steps
+itself; a program that calls step() is timed by its own marks instead.
 """
 import atexit
 import contextlib
@@ -27,7 +32,7 @@ import struct
 import threading
 import time
 
-__all__ = ["log", "config", "summary", "heartbeat", "section", "flush", "active"]
+__all__ = ["log", "config", "summary", "heartbeat", "section", "step", "waiting", "flush", "active"]
 
 _PATH = os.environ.get("DDPRUN_TRACKING_STREAM")
 _INTERVAL = float(os.environ.get("DDPRUN_TRACKING_FLUSH", "1"))
@@ -62,6 +67,12 @@ _pack_u64 = struct.Struct("<Q").pack_into
 _pack_i64 = struct.Struct("<q").pack_into
 _sections = []  # (name, timeout in ms) of the sections entered, innermost last
 _NO_LIMIT = (1 << 64) - 1
+# Step timing (straggler detection): steps at 96, their total time in ns at 104, of it
+# the rank's own work (not in waiting()) at 112; at 120 who marks steps: 2, this program.
+_pack_steps = struct.Struct("<QQQ").pack_into
+_steps = [0, 0, 0]  # steps, step ns, own ns
+_last_step_end = None
+_waited = 0
 
 
 def _beat(step=None):
@@ -103,6 +114,38 @@ def section(name, timeout=None):
         _sections.pop()
         _show_section()
         _beat()
+
+
+def step(step=None):
+    """Marks the end of one training step: ddprun compares how long each rank works per
+    step (outside waiting()) to name a rank that slows the others. `step`, if given, is
+    the step's number, as in log(). Costs about a microsecond; no system call."""
+    global _last_step_end, _waited
+    _beat(step)
+    if _page is None:
+        return
+    now = time.perf_counter_ns()
+    _page[120] = 2  # ddprun's own step clock stands down
+    if _last_step_end is not None:
+        took = now - _last_step_end
+        _steps[0] += 1
+        _steps[1] += took
+        _steps[2] += max(0, took - _waited)
+        _pack_steps(_page, 96, *_steps)
+    _last_step_end = now
+    _waited = 0
+
+
+@contextlib.contextmanager
+def waiting():
+    """Time spent waiting for the other ranks (a collective, a barrier): not counted as
+    this rank's own work in its steps."""
+    global _waited
+    start = time.perf_counter_ns()
+    try:
+        yield
+    finally:
+        _waited += time.perf_counter_ns() - start
 
 
 def active():
