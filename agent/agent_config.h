@@ -68,6 +68,14 @@ struct AgentConfig {
   /// Value exported as OMP_NUM_THREADS when the user did not set it ("" = leave unset).
   std::string omp_num_threads;
 
+  /// Straggler detection (--straggler_threshold, --straggler_window): every window,
+  /// each rank's own work per step against the job's median.
+  struct Stragglers {
+    double threshold = 1.3;  // 0: off
+    std::chrono::milliseconds window{5000};
+    bool enabled() const { return threshold > 0; }
+  } stragglers;
+
   /// The agent's Prometheus endpoint (--metrics_port, --metrics_host, --metrics_sd_file).
   struct Metrics {
     std::optional<uint16_t> port;  // none: no endpoint; 0: a free port, printed

@@ -60,6 +60,8 @@ LocalAgent::Impl::Impl(AgentConfig config, AgentServices services)
       waits_(signals_.stop_pending_fd()),
       stop_grace_(clock_.make_timer()),
       spares_watch_(clock_.make_timer()),
+      stragglers_watch_(clock_.make_timer()),
+      straggler_judge_({config_.stragglers.threshold}),
       changed_(io_) {}
 
 Attempt::Attempt(rendezvous::RendezvousInfo i) : info(std::move(i)), spares(info.spares) {
@@ -362,12 +364,14 @@ Task<void> LocalAgent::Impl::run_attempt() {
   }
   if (watchdog_) runner_.watch_timers(*watchdog_);
   if (observer_ && multi_node() && handler_->primary()) watch_spares();
+  start_stragglers();
   // A stack capture in progress ends before the attempt does.
   co_await changed_.until([this] { return attempt_->workers_done && !hang_.capturing(); });
   co_await await_stop_signal_after_stopped_workers();
   tell_pending_failure();
   hang_.stop();
   spares_watch_->cancel();
+  stragglers_watch_->cancel();
   if (watchdog_) watchdog_->stop();
   round_->stop_watching_members();
   // A node whose workers all succeeded keeps watching for the round's end while it

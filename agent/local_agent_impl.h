@@ -21,6 +21,7 @@
 #include "agent/metrics/job_metrics.h"
 #include "agent/metrics/step_tracker.h"
 #include "agent/preflight/node_checks.h"
+#include "agent/straggler/straggler_judge.h"
 #include "agent/hang/timer_watchdog.h"
 #include "agent/worker_group_runner.h"
 #include "common/clock.h"
@@ -126,6 +127,11 @@ class LocalAgent::Impl {
   void share_metrics_endpoint();
   JobMetrics metrics_now();
 
+  // Straggler detection (local_agent_stragglers.cc).
+  void start_stragglers();
+  void judge_stragglers();
+  void say_stragglers(const StragglerJudge::Verdict& v);
+
   // A hang (local_agent_hang.cc).
   void on_hang(const Stall& stall);
   void stop_workers(const RoundEnd& end);
@@ -160,6 +166,14 @@ class LocalAgent::Impl {
   std::unique_ptr<net::HttpListener> metrics_;
   std::unique_ptr<Timer> steps_watch_;  // looks at the ranks' progress for it, each second
   StepTracker steps_;
+  // Straggler detection: its window timer, this node's ranks' step counters, the judge
+  // (group rank 0's), and what the last window found for this node's ranks.
+  std::unique_ptr<Timer> stragglers_watch_;
+  StepWindows step_windows_;
+  StragglerJudge straggler_judge_;
+  std::vector<std::optional<double>> own_per_step_;  // by local rank, seconds
+  double job_median_own_ = 0;                        // 0: not known yet
+  std::optional<std::chrono::milliseconds> last_scores_;  // when the run last got every score
   uint64_t hangs_ = 0;
   // What the coroutine waits on: every handler that changes the state notifies it.
   LoopCondition changed_;

@@ -99,7 +99,17 @@ JobMetrics LocalAgent::Impl::metrics_now() {
     auto now = clock_.now();
     int first = info.rank_offset(info.group_rank);
     for (int i = 0; i < config_.spec.local_world_size; ++i) {
-      j.ranks.push_back({first + i, steps_.seconds_since_progress(i, now), steps_.step(i)});
+      JobMetrics::Rank r;
+      r.rank = first + i;
+      r.seconds_since_progress = steps_.seconds_since_progress(i, now);
+      r.step = steps_.step(i);
+      auto own = static_cast<size_t>(i) < own_per_step_.size() ? own_per_step_[static_cast<size_t>(i)]
+                                                               : std::nullopt;
+      if (own) {
+        r.own_seconds_per_step = *own;
+        if (job_median_own_ > 0) r.straggler_score = straggler_score(*own, job_median_own_);
+      }
+      j.ranks.push_back(r);
     }
   }
   j.step_seconds = steps_.step_times();

@@ -99,8 +99,12 @@ void WorkerGroupRunner::start(WorkerGroup group,
     if (observer_) observer_->add_worker_env(group_.group_rank, w.global_rank, attempt, extra);
     if (config_.hang.enabled() || !config_.timer_file.empty()) add_stack_env(dir, extra);
     add_python_path(extra);
-    // The metrics endpoint shows each rank's steps too.
-    if (config_.hang.enabled() || config_.metrics.port) add_progress_page(dir, extra);
+    // The progress page: hang detection, the metrics endpoint (each rank's steps) and
+    // straggler detection (their step times) read it.
+    if (config_.hang.enabled() || config_.metrics.port ||
+        (config_.stragglers.enabled() && w.world_size > 1)) {
+      add_progress_page(dir, extra);
+    }
     if (config_.hang.enabled()) add_hang_env(dir, w, extra);
     if (!config_.timer_file.empty()) extra["TORCHELASTIC_TIMER_FILE"] = config_.timer_file;
     opts.env = build_worker_env(inherited_env_, config_, group_, w, extra);

@@ -47,6 +47,15 @@ std::vector<size_t> keep(const std::vector<ChartPoint>& points, size_t max_point
   return out;
 }
 
+json stragglers_json(const std::vector<tracking::RunSummary::Straggler>& named) {
+  json out = json::array();
+  for (const auto& s : named) {
+    out.push_back({{"who", s.who}, {"score", s.score}, {"own_s", s.own_s}, {"median_s", s.median_s},
+                   {"first", s.first}, {"last", s.last}, {"times", s.times}});
+  }
+  return out;
+}
+
 json quarantined_json(const std::vector<tracking::RunSummary::Quarantined>& nodes) {
   json out = json::array();
   for (const auto& q : nodes) out.push_back({{"node", q.node}, {"until", q.until}, {"reason", q.reason}});
@@ -67,6 +76,7 @@ json summary_json(const tracking::RunSummary& run) {
           {"ranks", run.ranks},
           {"spares", run.spares},
           {"quarantined", quarantined_json(run.quarantined)},
+          {"stragglers", stragglers_json(run.stragglers)},
           {"restarts", run.restarts},
           {"exit_code", run.exit_code ? json(*run.exit_code) : json(nullptr)},
           {"root_cause", run.root_cause},

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <sstream>
@@ -382,6 +384,19 @@ LaunchConfig parse_command_line(int argc, const char* const argv[], const EnvLoo
                      ": needs --metrics_port (the endpoints it lists)");
   }
   a.metrics.backend = rendezvous::backend_name(cfg.rendezvous.backend);
+  {
+    const std::string& text = v.str("straggler_threshold");
+    char* end = nullptr;
+    double ratio = text.empty() ? NAN : std::strtod(text.c_str(), &end);
+    bool number = !text.empty() && end == text.c_str() + text.size() && std::isfinite(ratio);
+    a.stragglers.threshold = number ? ratio : -1;
+  }
+  if (a.stragglers.threshold != 0 && !(a.stragglers.threshold > 1 && a.stragglers.threshold < 1e6)) {
+    throw UsageError(v.source("straggler_threshold") + "=" + v.str("straggler_threshold") +
+                     ": expected a ratio above 1 (1.3: 30% more own work per step than the "
+                     "median), or 0 for off");
+  }
+  a.stragglers.window = parse_seconds(v.source("straggler_window"), v.str("straggler_window"), false);
   const std::string& events = v.str("event_log_handler");
   if (events != "null" && events != "console") {
     throw UsageError(v.source("event_log_handler") + "=" + events + ": expected null or console");

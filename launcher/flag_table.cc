@@ -63,6 +63,11 @@ constexpr OptionDef kOptions[] = {
      "name a rank still running this many seconds after every other rank of its node exited "
      "0, and a node still running this long after every rank of this one did (a rank stuck "
      "at its end); a warning only, with or without --hang_timeout (0: never)"},
+    {"straggler_threshold", 0, false, "1.3",
+     "name a rank (or node) whose own work per step, time not spent waiting for the other "
+     "ranks, is over this many times the job's median in two windows in a row (0: off)"},
+    {"straggler_window", 0, false, "5",
+     "seconds of steps each straggler judgement compares"},
     {"signals_to_handle", 0, false, "SIGTERM,SIGINT,SIGHUP,SIGQUIT",
      "signals ddprun sends on to every worker and then stops the job (SIGKILL after "
      "--grace_period)"},

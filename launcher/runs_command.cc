@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
@@ -170,6 +171,14 @@ int show(RunStore& s, const std::string& id) {
   for (const auto& q : r.quarantined) {
     std::cout << "quarantined: " << q.node << " until " << format_time(q.until) << " (" << q.reason
               << ")\n";
+  }
+  for (const auto& st : r.stragglers) {
+    char figures[96];
+    std::snprintf(figures, sizeof(figures), "%.1fx the job's median own work per step (%.3f s against %.3f s)",
+                  st.score, st.own_s, st.median_s);
+    std::cout << "straggler: " << st.who << ": " << figures << ", named " << st.times
+              << (st.times == 1 ? " time" : " times") << ", first " << format_time(st.first)
+              << ", last " << format_time(st.last) << "\n";
   }
   if (r.restarts > 0) std::cout << "restarts: " << r.restarts << "\n";
   if (!r.root_cause.empty()) std::cout << "cause:    " << r.root_cause << "\n";

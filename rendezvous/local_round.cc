@@ -1,3 +1,5 @@
+#include <map>
+
 #include <boost/asio/post.hpp>
 
 #include "rendezvous/round_coordinator.h"
@@ -26,6 +28,16 @@ class LocalRound : public RoundCoordinator {
     });
   }
   int64_t share_max(const std::string&, int64_t mine) override { return mine; }
+  void publish(const std::string& name, const std::string& value) override {
+    published_[name] = value;
+  }
+  std::vector<std::string> published(const std::string& name) override {
+    return {published_by(name, 0)};
+  }
+  std::string published_by(const std::string& name, int group_rank) override {
+    auto it = published_.find(name);
+    return group_rank == 0 && it != published_.end() ? it->second : "";
+  }
   void stop() override {
     *alive_ = false;
     alive_ = std::make_shared<bool>(true);  // for what is started after
@@ -35,6 +47,7 @@ class LocalRound : public RoundCoordinator {
  private:
   boost::asio::io_context& io_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  std::map<std::string, std::string> published_;
 };
 
 }  // namespace

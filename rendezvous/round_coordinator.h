@@ -91,6 +91,15 @@ class RoundCoordinator {
   /// one read of the shared store. `mine` when the store cannot be reached.
   virtual int64_t share_max(const std::string& name, int64_t mine) = 0;
 
+  /// Publishes this node's latest `value` under `name` (straggler detection's window,
+  /// ...), replacing its last: one quick write. Errors are logged.
+  virtual void publish(const std::string& name, const std::string& value) = 0;
+  /// What the round's nodes published last under `name`, by group rank ("" from a node
+  /// that has not): one quick read. Empty when the store cannot be read.
+  virtual std::vector<std::string> published(const std::string& name) = 0;
+  /// What node `group_rank` published last under `name` ("" if nothing or unreadable).
+  virtual std::string published_by(const std::string& name, int group_rank) = 0;
+
   /// Ends every watch: no callback comes after.
   virtual void stop() = 0;
 };

@@ -188,6 +188,40 @@ int64_t StoreRound::share_max(const std::string& name, int64_t mine) {
   return top;
 }
 
+void StoreRound::publish(const std::string& name, const std::string& value) {
+  std::string key = options_.prefix + "pub/" + name + "/" + std::to_string(options_.info.group_rank);
+  try {
+    options_.store->set(key, value);
+  } catch (const std::exception& e) {
+    spdlog::debug("could not publish {} to the other nodes: {}", name, e.what());
+  }
+}
+
+std::vector<std::string> StoreRound::published(const std::string& name) {
+  std::vector<std::string> keys;
+  for (int k = 0; k < options_.info.group_world_size; ++k) {
+    keys.push_back(options_.prefix + "pub/" + name + "/" + std::to_string(k));
+  }
+  std::vector<std::string> values;
+  try {
+    for (auto& v : options_.store->get_now(keys)) values.push_back(v.value_or(""));
+  } catch (const std::exception& e) {
+    spdlog::debug("could not read what the other nodes published as {}: {}", name, e.what());
+    values.clear();
+  }
+  return values;
+}
+
+std::string StoreRound::published_by(const std::string& name, int group_rank) {
+  try {
+    std::string key = options_.prefix + "pub/" + name + "/" + std::to_string(group_rank);
+    return options_.store->get_now(key).value_or("");
+  } catch (const std::exception& e) {
+    spdlog::debug("could not read what node {} published as {}: {}", group_rank, name, e.what());
+    return "";
+  }
+}
+
 void StoreRound::stop() {
   *alive_ = false;
   alive_ = std::make_shared<bool>(true);  // for what is started after

@@ -62,6 +62,10 @@ class StoreRound : public RoundCoordinator {
               OnGathered on_gathered) override;
   /// This node's number is the round's "max/<name>/<k>" key.
   int64_t share_max(const std::string& name, int64_t mine) override;
+  /// This node's value is the round's "pub/<name>/<k>" key.
+  void publish(const std::string& name, const std::string& value) override;
+  std::vector<std::string> published(const std::string& name) override;
+  std::string published_by(const std::string& name, int group_rank) override;
   void stop() override;
 
  private:

@@ -114,6 +114,18 @@ void ConsoleEventLog::links_probed(int attempt, const std::string& report_json) 
   if (inner_) inner_->links_probed(attempt, report_json);
 }
 
+void ConsoleEventLog::straggler_named(int attempt, const std::string& data_json) {
+  json m = json::parse(data_json, nullptr, false);
+  if (!m.is_object()) m = json::object();
+  m["attempt"] = attempt;
+  emit("straggler", m);
+  if (inner_) inner_->straggler_named(attempt, data_json);
+}
+
+void ConsoleEventLog::straggler_scores(int attempt, const std::string& data_json) {
+  if (inner_) inner_->straggler_scores(attempt, data_json);  // the run's, not the console's
+}
+
 void ConsoleEventLog::spares_waiting(int attempt, const std::vector<std::string>& spares) {
   emit("spares", json{{"attempt", attempt}, {"spares", spares}});
   if (inner_) inner_->spares_waiting(attempt, spares);

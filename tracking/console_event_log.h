@@ -12,7 +12,7 @@ namespace ddprun::tracking {
 /// line, `{"name": ..., "source": "AGENT", "timestamp": ms since the epoch,
 /// "metadata": {...}}` (torchrun's shape; the names are ddprun's events: rendezvous,
 /// worker_started, worker_exited, hang, restart, membership, job_stopped, spares, links,
-/// run_finished), and everything passed on to `inner` (the run; may be null).
+/// straggler, run_finished), and everything passed on to `inner` (the run; may be null).
 class ConsoleEventLog : public RunObserver {
  public:
   ConsoleEventLog(RunObserver* inner, std::ostream& out, std::string host);
@@ -26,6 +26,8 @@ class ConsoleEventLog : public RunObserver {
   void worker_exited(int node, int rank, int local_rank, int attempt, int exitcode) override;
   void hang(int attempt, const std::string& report_json) override;
   void links_probed(int attempt, const std::string& report_json) override;
+  void straggler_named(int attempt, const std::string& data_json) override;
+  void straggler_scores(int attempt, const std::string& data_json) override;
   std::optional<RecordCounts> record_counts() const override {
     return inner_ ? inner_->record_counts() : std::nullopt;
   }

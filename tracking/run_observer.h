@@ -86,6 +86,17 @@ class RunObserver {
   virtual void links_probed(int attempt, const std::string& report_json) {
     (void)attempt, (void)report_json;
   }
+  /// Straggler detection named a rank or node that slows the job: `data_json` says
+  /// who (rank or node, host), its score, its own work per step and the job's median.
+  /// Comes from the node that judges (group rank 0) only.
+  virtual void straggler_named(int attempt, const std::string& data_json) {
+    (void)attempt, (void)data_json;
+  }
+  /// Straggler detection's scores of every rank with steps, now and then (the
+  /// dashboard's rank x time view), from the judging node only.
+  virtual void straggler_scores(int attempt, const std::string& data_json) {
+    (void)attempt, (void)data_json;
+  }
   /// The round ended for everyone: kind is restart, membership or final.
   virtual void round_over(int attempt, const std::string& kind, const std::string& reason) = 0;
   /// The attempt's workers are all gone (its round may go on).

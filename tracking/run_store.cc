@@ -233,9 +233,13 @@ void RunStore::add_event(const Event& e) {
   s.bind(6, e.data_json).step(path_);
 }
 
-std::vector<Event> RunStore::events() {
-  Statement s(db_, "SELECT wall, kind, node, rank, attempt, data FROM events ORDER BY wall, id",
+std::vector<Event> RunStore::events(const std::string& kind) {
+  Statement s(db_,
+              kind.empty() ? "SELECT wall, kind, node, rank, attempt, data FROM events ORDER BY wall, id"
+                           : "SELECT wall, kind, node, rank, attempt, data FROM events WHERE kind = ? "
+                             "ORDER BY wall, id",
               path_);
+  if (!kind.empty()) s.bind(1, kind);
   std::vector<Event> out;
   while (s.step(path_)) {
     out.push_back({s.real(0), s.text(1), static_cast<int>(s.integer(2)),

@@ -79,7 +79,8 @@ class RunStore {
   std::optional<std::string> meta(const std::string& key);
 
   void add_event(const Event& e);
-  std::vector<Event> events();
+  /// Every event, or only those of `kind`, oldest first.
+  std::vector<Event> events(const std::string& kind = "");
   /// How many events of one kind; the latest one of a kind, if any.
   int64_t count_events(const std::string& kind);
   std::optional<Event> last_event(const std::string& kind);

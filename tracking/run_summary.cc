@@ -31,6 +31,32 @@ std::vector<std::string> spare_ids(const nlohmann::json& d) {
   return ids;
 }
 
+// Who straggler detection named, each once with its latest figures, in naming order.
+std::vector<RunSummary::Straggler> stragglers(RunStore& store) {
+  std::vector<RunSummary::Straggler> out;
+  for (const auto& e : store.events("straggler")) {
+    auto d = nlohmann::json::parse(e.data_json, nullptr, false);
+    if (!d.is_object()) continue;
+    std::string host = d.value("host", "");
+    int node = d.value("node", -1);
+    std::string who = d.value("kind", "") == "node"
+                          ? "node " + std::to_string(node) + " (" + host + ")"
+                          : "rank " + std::to_string(d.value("rank", -1)) + " (node " +
+                                std::to_string(node) + ", " + host + ")";
+    auto it = std::find_if(out.begin(), out.end(), [&](const auto& s) { return s.who == who; });
+    if (it == out.end()) {
+      it = out.insert(out.end(), RunSummary::Straggler{who});
+      it->first = e.wall;
+    }
+    it->score = d.value("score", 0.0);
+    it->own_s = d.value("own_s", 0.0);
+    it->median_s = d.value("median_s", 0.0);
+    it->last = e.wall;
+    ++it->times;
+  }
+  return out;
+}
+
 }  // namespace
 
 RunSummary summarize_run(RunStore& store, const std::string& id) {
@@ -47,6 +73,7 @@ RunSummary summarize_run(RunStore& store, const std::string& id) {
   }
   r.root_cause = store.meta("root_cause").value_or("");
   r.restarts = static_cast<int>(store.count_events("restart"));
+  r.stragglers = stragglers(store);
   if (auto round = store.last_event("rendezvous")) {
     auto d = nlohmann::json::parse(round->data_json, nullptr, false);
     if (d.is_object()) {

@@ -25,6 +25,14 @@ struct RunSummary {
     std::string reason;
   };
   std::vector<Quarantined> quarantined;  // nodes kept out as the last round formed
+  struct Straggler {
+    std::string who;  // "rank 3 (node 1, host)" or "node 1 (host)"
+    double score = 0;  // when last named: own work per step over the job's median
+    double own_s = 0, median_s = 0;
+    double first = 0, last = 0;  // wall clock of its first and last naming
+    int times = 0;
+  };
+  std::vector<Straggler> stragglers;  // ranks and nodes straggler detection named
   int restarts = 0;
   std::optional<int> exit_code;
   std::string root_cause;

@@ -119,6 +119,15 @@ void RunTracker::links_probed(int attempt, const std::string& report_json) {
   if (run_) run_->record_job_event({wall_seconds(), "links", -1, -1, attempt, report_json});
 }
 
+// The judging node's own events: sent on to the primary like its workers' exits.
+void RunTracker::straggler_named(int attempt, const std::string& data_json) {
+  if (run_) run_->record({wall_seconds(), "straggler", -1, -1, attempt, data_json});
+}
+
+void RunTracker::straggler_scores(int attempt, const std::string& data_json) {
+  if (run_) run_->record({wall_seconds(), "straggler_scores", -1, -1, attempt, data_json});
+}
+
 void RunTracker::watchdog_reaped(int node, int rank, int attempt, const std::string& data_json) {
   if (run_) run_->record({wall_seconds(), "watchdog", node, rank, attempt, data_json});
 }

@@ -45,6 +45,8 @@ class RunTracker : public RunObserver {
   void worker_exited(int node, int rank, int local_rank, int attempt, int exitcode) override;
   void hang(int attempt, const std::string& report_json) override;
   void links_probed(int attempt, const std::string& report_json) override;
+  void straggler_named(int attempt, const std::string& data_json) override;
+  void straggler_scores(int attempt, const std::string& data_json) override;
   std::optional<RecordCounts> record_counts() const override;
   void watchdog_reaped(int node, int rank, int attempt, const std::string& data_json) override;
   void round_over(int attempt, const std::string& kind, const std::string& reason) override;

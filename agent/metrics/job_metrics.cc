@@ -92,6 +92,22 @@ std::string render_metrics(const JobMetrics& job, const ProcessMetrics& process)
     for (const auto& r : job.ranks) {
       if (r.step) e.sample("ddprun_rank_step", {{"rank", std::to_string(r.rank)}}, static_cast<double>(*r.step));
     }
+    e.family("ddprun_rank_own_seconds_per_step", "gauge",
+             "Each of this node's ranks' own work per step in the last straggler window: the "
+             "step's time less the time it waited for the other ranks.");
+    for (const auto& r : job.ranks) {
+      if (r.own_seconds_per_step) {
+        e.sample("ddprun_rank_own_seconds_per_step", {{"rank", std::to_string(r.rank)}}, *r.own_seconds_per_step);
+      }
+    }
+    e.family("ddprun_rank_straggler_score", "gauge",
+             "Each of this node's ranks' own work per step over the job's median (1: typical; "
+             "above --straggler_threshold: a straggler).");
+    for (const auto& r : job.ranks) {
+      if (r.straggler_score) {
+        e.sample("ddprun_rank_straggler_score", {{"rank", std::to_string(r.rank)}}, *r.straggler_score);
+      }
+    }
   }
   e.family("ddprun_step_seconds", "histogram",
            "Time between consecutive steps of this node's ranks, per step.");

@@ -24,6 +24,10 @@ struct JobMetrics {
     int rank = 0;
     double seconds_since_progress = 0;
     std::optional<int64_t> step;
+    /// Straggler detection's last window: own work per step (seconds) and its score
+    /// against the job's median (none: no judgement yet).
+    std::optional<double> own_seconds_per_step;
+    std::optional<double> straggler_score;
   };
   std::vector<Rank> ranks;  // where hang detection watches the workers
   /// Seconds a step took on this node's ranks (a rank's step counter moving), bucketed.

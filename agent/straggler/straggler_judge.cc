@@ -16,6 +16,14 @@ double median(std::vector<double> v) {
   return (*std::max_element(v.begin(), mid) + upper) / 2;
 }
 
+// A node is slow when most of its ranks are: of an even count, the lower middle.
+double lower_median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  auto mid = v.begin() + static_cast<std::ptrdiff_t>((v.size() - 1) / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  return *mid;
+}
+
 template <typename T>
 bool parse(std::string_view text, T& out) {
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
@@ -128,7 +136,7 @@ StragglerJudge::Verdict StragglerJudge::judge(const std::vector<std::string>& pa
       node_own.push_back(s.own_per_step);
       v.ranks.push_back(s);
     }
-    Score n{node, node, part.host, median(node_scores), median(node_own), 0};
+    Score n{node, node, part.host, lower_median(node_scores), lower_median(node_own), 0};
     for (const auto& r : part.ranks) n.steps += r.steps;
     std::string key = "n" + std::to_string(node);
     follow(n, key, now);

@@ -55,7 +55,8 @@ double straggler_score(double own_per_step, double median);
 /// as long as the slowest's, so steps are compared by the rank's own work in them: a
 /// rank whose own work per step is over `threshold` x the job's median in `windows`
 /// windows in a row is a straggler until a window finds it under again. A node is
-/// scored by the median of its ranks' scores. Pure logic: times come from the caller.
+/// scored by the median of its ranks' scores (of an even count, the lower middle: a node
+/// is slow when most of its ranks are). Pure logic: times come from the caller.
 class StragglerJudge {
  public:
   struct Options {
@@ -71,7 +72,7 @@ class StragglerJudge {
     int node = 0;  // the node's group rank
     std::string host;
     double score = 0;
-    double own_per_step = 0;  // seconds (a node's: its ranks' median)
+    double own_per_step = 0;  // seconds (a node's: its ranks' median, as its score)
     uint64_t steps = 0;
     bool straggler = false;  // over the threshold `windows` windows in a row
     bool say = false;        // newly a straggler, or `repeat` since it was last named

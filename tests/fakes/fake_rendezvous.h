@@ -32,6 +32,7 @@ struct FakeRoundJournal {
   std::vector<std::pair<std::string, std::string>> shared;  // gather(): (name, this node's part)
   std::vector<std::string> other_parts;       // what the other nodes contribute to a gather
   std::map<std::string, int64_t> shared_max;  // share_max(): this node's latest, by name
+  std::map<std::string, std::string> published;  // publish(): this node's latest, by name
   std::vector<int> unfinished;                // what unfinished() answers
   std::function<void()> on_node_finished;     // runs on the loop after finish_node()
   bool stopped = false;
@@ -95,6 +96,8 @@ struct FakeRendezvousJournal {
   bool cancelled = false;
   /// share_max(): the largest number the other nodes share, by name.
   std::map<std::string, int64_t> others_max;
+  /// published(): what the other nodes (group ranks 1, 2, ...) published, by name.
+  std::map<std::string, std::vector<std::string>> others_published;
   /// Runs in next_rendezvous(), on the agent's loop.
   std::function<void()> on_join;
   /// The join waits for the other nodes until cancel() (a wait on the agent's loop).
@@ -142,6 +145,27 @@ class FakeRound : public rendezvous::RoundCoordinator {
     j_->shared_max[name] = mine;
     auto theirs = rdzv_.others_max.find(name);
     return theirs == rdzv_.others_max.end() ? mine : std::max(mine, theirs->second);
+  }
+  void publish(const std::string& name, const std::string& value) override {
+    j_->published[name] = value;
+  }
+  std::vector<std::string> published(const std::string& name) override {
+    std::vector<std::string> all{published_by(name, 0)};
+    auto theirs = rdzv_.others_published.find(name);
+    if (theirs != rdzv_.others_published.end()) {
+      all.insert(all.end(), theirs->second.begin(), theirs->second.end());
+    }
+    all.resize(static_cast<size_t>(j_->info.group_world_size));
+    return all;
+  }
+  std::string published_by(const std::string& name, int group_rank) override {
+    if (group_rank == 0) {
+      auto mine = j_->published.find(name);
+      return mine == j_->published.end() ? "" : mine->second;
+    }
+    auto theirs = rdzv_.others_published.find(name);
+    auto k = static_cast<size_t>(group_rank - 1);
+    return theirs != rdzv_.others_published.end() && k < theirs->second.size() ? theirs->second[k] : "";
   }
   void stop() override { j_->stopped = true; }
 

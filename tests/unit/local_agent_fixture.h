@@ -50,7 +50,7 @@ class LocalAgentTest : public ::testing::Test {
           co_return std::move(handler);
         },
         nullptr,
-        nullptr,
+        observer_,
         &inspector_,
         &signals_,
         &node_,
@@ -77,6 +77,7 @@ class LocalAgentTest : public ::testing::Test {
   }
   std::shared_ptr<FakeRoundJournal> round(size_t i) const { return journal_->rounds.at(i); }
 
+  tracking::RunObserver* observer_ = nullptr;  // the run the agent tells; none by default
   std::thread::id made_on_;     // the thread that made the rendezvous handler last
   bool connect_waits_ = false;  // the handler (or tell_unfit) waits for the store until cancelled
 

@@ -98,6 +98,13 @@ TEST(StragglerJudge, NamesASlowRankAfterWindowsInARowThenRepeatsOnlyAfterAWhile)
   EXPECT_TRUE(v.recovered.empty());
 }
 
+TEST(StragglerJudge, NamesANodeOnlyWhenMostOfItsRanksAreSlow) {
+  StragglerJudge judge({1.3, 1});
+  auto v = judge.judge(parts(2, 2, 0.1, {{3, 0.3}}), milliseconds(0));
+  EXPECT_TRUE(v.ranks[3].straggler);
+  EXPECT_FALSE(v.nodes[1].straggler);
+}
+
 TEST(StragglerJudge, NamesAWholeSlowNode) {
   StragglerJudge judge({1.3, 1});
   auto v = judge.judge(parts(3, 2, 0.1, {{4, 0.2}, {5, 0.25}}), milliseconds(0));
@@ -105,7 +112,7 @@ TEST(StragglerJudge, NamesAWholeSlowNode) {
   EXPECT_TRUE(v.ranks[5].straggler);
   ASSERT_EQ(v.nodes.size(), 3u);
   EXPECT_TRUE(v.nodes[2].straggler);
-  EXPECT_NEAR(v.nodes[2].score, 2.25, 1e-9);
+  EXPECT_NEAR(v.nodes[2].score, 2.0, 1e-9);  // the lower of its two ranks' scores
   EXPECT_EQ(v.nodes[2].host, "10.0.0.3");
   EXPECT_FALSE(v.nodes[0].straggler);
 }
