@@ -1,5 +1,7 @@
 """A small gloo DDP job for straggler detection: rank DDPRUN_TEST_SLOW_RANK's data
-loader sleeps DDPRUN_TEST_SLOW_SECONDS per batch (a starving loader), or no rank is slow.
+loader sleeps DDPRUN_TEST_SLOW_SECONDS per batch (a starving loader), and it moves
+itself into the cgroup DDPRUN_TEST_SLOW_CGROUP if given (a CPU quota); or no rank is
+slow.
 With --explicit the steps are marked by ddprun_tracking.step() (PyTorch 1.x has no
 optimizer hooks); otherwise ddprun's own hook times PyTorch 2's optimizer steps."""
 import os
@@ -27,6 +29,10 @@ class Batches(torch.utils.data.Dataset):
 
 
 dist.init_process_group("gloo")
+group = os.environ.get("DDPRUN_TEST_SLOW_CGROUP")
+if group and dist.get_rank() == slow_rank:
+    with open(os.path.join(group, "cgroup.procs"), "w") as f:
+        f.write(str(os.getpid()))
 torch.manual_seed(dist.get_rank())
 model = DistributedDataParallel(torch.nn.Sequential(torch.nn.Linear(32, 256), torch.nn.ReLU(), torch.nn.Linear(256, 1)))
 opt = torch.optim.SGD(model.parameters(), lr=0.01)

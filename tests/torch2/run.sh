@@ -11,7 +11,7 @@ shift
 suites=("$@")
 [ ${#suites[@]} -gt 0 ] || suites=(trixie forky)
 [ -x "$ddprun" ] || { echo "torch2: no ddprun at $ddprun" >&2; exit 2; }
-cases=(test_torch2
+cases=(test_torch2 test_straggler
   test_torch_jobs.DdpJob test_torch_jobs.StaticNodes test_torch_jobs.Environment
   test_torch_jobs.ElasticNodes.test_two_agents_under_c10d
   test_torch_jobs.ElasticNodes.test_killed_worker_restarts_both_agents)

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -45,6 +46,22 @@ TEST(ProgressPage, WhatTheClientWritesTheAgentReads) {
   s = page.read();
   EXPECT_FALSE(s.in_section);
   EXPECT_EQ(s.beats, 6u);
+
+  // Steps: the first marks a start; each later one counts its time, less its waits.
+  EXPECT_EQ(s.timed.steps, 0u);
+  track::step();
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  {
+    track::Waiting w;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  track::step(8);
+  s = page.read();
+  EXPECT_EQ(s.step, 8);
+  EXPECT_EQ(s.timed.steps, 1u);
+  EXPECT_GE(s.timed.step_ns, 22'000'000u);
+  EXPECT_GE(s.timed.own_ns, 2'000'000u);
+  EXPECT_LE(s.timed.own_ns + 20'000'000u, s.timed.step_ns);
   ::unsetenv("DDPRUN_PROGRESS_FILE");
   std::filesystem::remove_all(dir);
 }

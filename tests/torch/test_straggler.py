@@ -1,0 +1,85 @@
+"""Straggler detection with real gloo DDP jobs of two ranks: a rank slowed the way real
+ones are (a data loader that sleeps, a CPU quota on its cgroup) is named while the job
+runs, on the console and in the run; a uniform job names nobody. Debian's PyTorch 1.13
+has no optimizer hooks, so its jobs mark their steps with ddprun_tracking.step();
+tests/torch2 runs the same cases on PyTorch 2.x timed by ddprun's own hook."""
+import os
+import re
+import subprocess
+import sys
+import unittest
+
+from test_torch_jobs import DDPRUN, HERE, run, scratch_dir
+
+import torch  # noqa: F401 - torch.optim's modules are loaded with it
+
+TRAIN = os.path.join(HERE, "straggler_train.py")
+EXPLICIT = not hasattr(sys.modules["torch.optim.optimizer"], "register_optimizer_step_post_hook")
+
+
+def cpu_cgroup():
+    """A fresh cgroup whose processes get 15% of one CPU, or None with the reason."""
+    for base, quota_file, quota in (("/sys/fs/cgroup/cpu", "cpu.cfs_quota_us", "15000"),
+                                    ("/sys/fs/cgroup", "cpu.max", "15000 100000")):
+        if not os.path.exists(os.path.join(base, quota_file if base.endswith("cpu") else "cgroup.controllers")):
+            continue
+        path = os.path.join(base, f"ddprun_straggler_{os.getpid()}")
+        try:
+            os.mkdir(path)
+            with open(os.path.join(path, quota_file), "w") as f:
+                f.write(quota)
+            return path, None
+        except OSError as e:
+            try:
+                os.rmdir(path)
+            except OSError:
+                pass
+            return None, f"cannot make a CPU-limited cgroup under {base}: {e}"
+    return None, "no cgroup CPU controller mounted here"
+
+
+class Stragglers(unittest.TestCase):
+    def job(self, steps, **env):
+        cwd = scratch_dir("ddprun_straggler_")
+        args = [DDPRUN, "--nproc_per_node=2", "--straggler_window=1", TRAIN]
+        if EXPLICIT:
+            args.append("--explicit")
+        r = run(args, env=dict(os.environ, DDPRUN_TEST_STEPS=str(steps), **env), cwd=cwd)
+        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+        shown = subprocess.run([DDPRUN, "runs", "show", "latest"], cwd=cwd, capture_output=True,
+                               text=True, timeout=60)
+        self.assertEqual(shown.returncode, 0, shown.stderr)
+        return r.stderr, shown.stdout
+
+    def assert_named_while_running(self, rank, stderr, shown):
+        self.assertRegex(stderr, rf"straggler: rank {rank} \(node 0, [^)]*\): its own work per step")
+        self.assertRegex(shown, rf"(?m)^straggler: rank {rank} \(node 0, ")
+        self.assertNotRegex(shown, rf"(?m)^straggler: rank {1 - rank} ")
+        events = [l.split()[1] for l in shown.splitlines() if re.match(r"\s+\+\d", l)]
+        self.assertLess(events.index("straggler"), events.index("worker_exited"), shown)
+
+    def test_a_rank_whose_data_loader_sleeps_is_named(self):
+        stderr, shown = self.job(120, DDPRUN_TEST_SLOW_RANK="1", DDPRUN_TEST_SLOW_SECONDS="0.06")
+        self.assert_named_while_running(1, stderr, shown)
+
+    def test_a_rank_under_a_cpu_quota_is_named(self):
+        group, why = cpu_cgroup()
+        if group is None:
+            self.skipTest(why)
+        try:
+            stderr, shown = self.job(80, DDPRUN_TEST_SLOW_RANK="0", DDPRUN_TEST_SLOW_SECONDS="0",
+                                     DDPRUN_TEST_SLOW_CGROUP=group)
+        finally:
+            os.rmdir(group)
+        self.assert_named_while_running(0, stderr, shown)
+
+    def test_a_uniform_job_names_nobody(self):
+        stderr, shown = self.job(150)
+        self.assertNotIn("straggler", stderr)
+        self.assertNotRegex(shown, r"(?m)^straggler:")
+        # It was judged all the same: every rank's score is in the run.
+        self.assertRegex(shown, r"straggler_scores attempt 0 .*\"ranks\":\[\[0,")
+
+
+if __name__ == "__main__":
+    unittest.main()
