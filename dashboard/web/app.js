@@ -265,9 +265,10 @@
     const system = el("div", {id: "system"});
     const timelineBox = el("div", {id: "timeline"});
     const hangs = el("div", {id: "hangs"});
+    const stragglers = el("div", {id: "stragglers"});
     const tables = el("div", {id: "tables"});
     app.append(head, controls, el("h2", {}, "metrics"), charts, el("h2", {}, "system"), system,
-               el("h2", {}, "timeline"), timelineBox, hangs, tables);
+               el("h2", {}, "timeline"), timelineBox, stragglers, hangs, tables);
     const state = {run: null, metrics: {}, system: null, counts: {}, events: -1};
     const chartsByKey = new Map();
 
@@ -347,6 +348,10 @@
         r.root_cause ? el("p", {class: "cause"}, "root cause: " + r.root_cause) : null,
         ...(r.quarantined || []).map(q => el("p", {class: "cause"},
            `quarantined: ${q.node} until ${fmtTime(q.until)} (${q.reason})`)),
+        ...(r.stragglers || []).map(s => el("p", {class: "cause"},
+           `straggler: ${s.who}: ${s.score.toFixed(1)}x the job's median own work per step ` +
+           `(${s.own_s.toFixed(3)} s against ${s.median_s.toFixed(3)} s), named ${s.times} time(s), ` +
+           `last ${fmtTime(s.last)}`)),
         REPORT ? null : el("p", {}, el("a", {href: "/"}, "all runs")));
     }
 
@@ -373,6 +378,7 @@
         if (first || run.events.length !== state.events) {
           state.events = run.events.length;
           timeline(timelineBox, run);
+          drawStragglers(stragglers, run);
           drawHangs(hangs, run);
           drawTables(tables, run);
         }
@@ -446,6 +452,40 @@
     fill(box, lanes, el("div", {class: "row"}, el("div", {class: "who"}), axis),
                         restarts.length ? el("ul", {class: "restarts"}, restarts) : null,
                         run.root_cause ? el("p", {class: "cause"}, "root cause: " + run.root_cause) : null);
+  }
+
+  // Straggler detection's scores, a row per rank over the job's time: each judgement's
+  // score colours its cell from grey (at or under the median) through amber to red (3x).
+  function drawStragglers(box, run) {
+    const samples = run.events.filter(e => e.kind === "straggler_scores" && e.data && Array.isArray(e.data.ranks));
+    if (!samples.length) return box.replaceChildren();
+    const t0 = run.created || samples[0].wall;
+    const end = Math.max(run.finished || Date.now() / 1000, samples[samples.length - 1].wall + 1);
+    const pct = t => Math.max(0, Math.min(100, (t - t0) / Math.max(end - t0, 1e-3) * 100)) + "%";
+    const color = score => score <= 1 ? "#e8e8e8"
+      : `hsl(${Math.max(0, 45 - (Math.min(score, 3) - 1) * 22.5)}, 85%, ${Math.max(45, 75 - (score - 1) * 15)}%)`;
+    const rows = new Map();  // rank -> [{wall, score, until}]
+    samples.forEach((e, i) => {
+      const until = i + 1 < samples.length ? samples[i + 1].wall : end;
+      for (const [rank, score] of e.data.ranks) {
+        if (!rows.has(rank)) rows.set(rank, []);
+        rows.get(rank).push({wall: e.wall, score, until});
+      }
+    });
+    const lanes = el("div", {class: "lanes"});
+    for (const rank of [...rows.keys()].sort((a, b) => a - b)) {
+      const lane = el("div", {class: "lane"});
+      for (const c of rows.get(rank)) {
+        lane.append(el("div", {class: "heat", title: `rank ${rank}: ${c.score}x the median at ${fmtClock(c.wall)}`,
+                               "data-score": c.score,
+                               style: `left:${pct(c.wall)};width:calc(${pct(c.until)} - ${pct(c.wall)});background:${color(c.score)}`}));
+      }
+      lanes.append(el("div", {class: "row", "data-straggler-rank": rank},
+                      el("div", {class: "who"}, `rank ${rank}`), lane));
+    }
+    fill(box, el("h2", {}, "stragglers"),
+         el("p", {class: "hint"}, "each rank's own work per step over the job's median, as judged " +
+                                  "(grey: typical; red: 3x or more)"), lanes);
   }
 
   function drawHangs(box, run) {

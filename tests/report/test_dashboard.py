@@ -31,6 +31,15 @@ if attempt == 0 and rank == 1:
         time.sleep(0.01)
     sys.exit(3)
 """
+# Rank 1 works three times as long per step as rank 0 (steps marked by the tracking
+# client): straggler detection names it and records every rank's score.
+SLOW = """import os, time, ddprun_tracking as run
+own = 0.06 if os.environ["RANK"] == "1" else 0.02
+end = time.time() + 3
+while time.time() < end:
+    time.sleep(own)
+    run.step()
+"""
 LIVE = """import time, ddprun_tracking as run
 i = 0
 while True:
@@ -67,6 +76,10 @@ class Dashboard(unittest.TestCase):
                                os.path.join(HERE, "..", "torch", "nccl_rank.py"), "--behind", "2"],
                               env=ENV, capture_output=True, text=True, timeout=120)
         assert hung.returncode == 0, hung.stderr
+        slow = subprocess.run([DDPRUN, "--rdzv_id=slow", "--tracking_dir", runs, "--nproc_per_node=2",
+                               "--straggler_window=0.5", script("slow.py", SLOW)],
+                              env=ENV, capture_output=True, text=True, timeout=120)
+        assert slow.returncode == 0 and "straggler: rank 1" in slow.stderr, slow.stderr
         cls.live = subprocess.Popen([DDPRUN, "--rdzv_id=live", "--tracking_dir", runs,
                                      script("live.py", LIVE)], env=ENV,
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -113,9 +126,9 @@ class Dashboard(unittest.TestCase):
         html = self.dom("/")
         rows = dict(re.findall(r'<tr data-run="([^"]+)" data-status="([^"]+)"', html))
         self.assertEqual(rows, {"done": "finished", "bad": "failed", "hung": "finished",
-                                "live": "running"}, html[-3000:])
+                                "slow": "finished", "live": "running"}, html[-3000:])
         order = re.findall(r'<tr data-run="([^"]+)"', html)
-        self.assertEqual(order, ["live", "hung", "bad", "done"], "newest first")
+        self.assertEqual(order, ["live", "slow", "hung", "bad", "done"], "newest first")
         self.assertIn("rank 0 (local_rank 0) on", html, "the failed run's root cause")
 
     def test_run_page_has_a_line_per_rank_and_attempt(self):
@@ -143,6 +156,15 @@ class Dashboard(unittest.TestCase):
                                r"at #41 nccl:all_reduce \(completed\)</summary>")
         self.assertRegex(html, r"<summary>rank 0 \(node 0, [^)]*\): [^<]*; NCCL group 0 at #42 "
                                r"nccl:all_reduce \(started\)</summary>")
+
+    def test_a_straggler_is_named_and_every_ranks_score_drawn_over_time(self):
+        html = self.dom("/run/slow")
+        self.assertRegex(html, r"straggler: rank 1 \(node 0, [^)]*\): \d\.\dx the job's median")
+        rows = re.findall(r'data-straggler-rank="(\d)"', html)
+        self.assertEqual(rows, ["0", "1"], "a row of scores per rank")
+        rank1 = html.split('data-straggler-rank="1"')[1]  # the last row: rank 1's cells alone
+        scores = [float(x) for x in re.findall(r'class="heat"[^>]*data-score="([\d.]+)"', rank1)]
+        self.assertTrue(scores and max(scores) > 1.3, scores)
 
     def test_a_running_jobs_page_shows_new_points(self):
         loss = r'<div class="chart" data-metric="loss"[^>]*>'
