@@ -73,6 +73,9 @@ struct AgentConfig {
   struct Stragglers {
     double threshold = 1.3;  // 0: off
     std::chrono::milliseconds window{5000};
+    /// --straggler_action=exclude: group rank 0 leaves a straggler's node out of the
+    /// next round where MIN or a waiting spare allows (warn: only named).
+    bool exclude = false;
     bool enabled() const { return threshold > 0; }
   } stragglers;
 

@@ -56,6 +56,7 @@ struct Attempt {
   std::vector<std::string> spares;  // as the run last heard of them (the primary's)
   std::optional<std::vector<std::string>> hang_parts;  // every node's, once gathered
   bool links_ready = false;  // every node reached its link probe (or the wait timed out)
+  bool exclusion_refused = false;  // a straggler's node could not be left out (said once)
 };
 
 /// The agent of one node (see LocalAgent). Single-threaded: the loop's thread. Its
@@ -117,6 +118,12 @@ class LocalAgent::Impl {
   void on_round_end(RoundEnd end);
   void on_store_lost(const std::string& what);
   void on_dead(const std::vector<std::string>& dead);
+  struct Without {
+    std::set<std::string> alive;
+    int spares = 0;
+  };
+  Without without(const std::vector<std::string>& out);
+  void leave_out(const std::vector<std::string>& out, std::string lost);
   void on_stop_signal(int sig);
   Task<std::optional<RoundEnd>> wait_for_all_done();
   void name_unfinished();
@@ -131,6 +138,7 @@ class LocalAgent::Impl {
   void start_stragglers();
   void judge_stragglers();
   void say_stragglers(const StragglerJudge::Verdict& v);
+  void exclude_straggler(const StragglerJudge::Verdict& v);
 
   // A hang (local_agent_hang.cc).
   void on_hang(const Stall& stall);

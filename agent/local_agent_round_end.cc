@@ -99,10 +99,14 @@ void LocalAgent::Impl::end_round(const RoundEnd& mine) {
 RoundEnd LocalAgent::Impl::unless_dropped(RoundEnd end) {
   if (!end.drops(attempt_->self)) return end;
   attempt_->dropped = true;
+  // Left out on purpose (a straggler), or for silence.
+  bool chosen = end.reason.rfind("lost node(s)", 0) != 0;
   RoundEnd out{RoundEnd::Kind::kFinal, kDroppedExitCode,
-               "this node was dropped from the job: the other nodes heard no heartbeat from "
-               "it (frozen, or cut off from the rendezvous store) and went on without it; "
-               "its workers are stopped"};
+               chosen ? "this node was dropped from the job (" + end.reason +
+                            "); its workers are stopped"
+                      : "this node was dropped from the job: the other nodes heard no heartbeat "
+                        "from it (frozen, or cut off from the rendezvous store) and went on "
+                        "without it; its workers are stopped"};
   spdlog::error("{}", out.reason);
   return out;
 }
@@ -128,26 +132,36 @@ void LocalAgent::Impl::on_store_lost(const std::string& what) {
 // hanging).
 void LocalAgent::Impl::on_dead(const std::vector<std::string>& dead) {
   if (attempt_->over) return;
-  std::set<std::string> alive = members();
   std::string names;
-  for (const auto& d : dead) {
-    alive.erase(d);
-    names += (names.empty() ? "" : ", ") + d;
+  for (const auto& d : dead) names += (names.empty() ? "" : ", ") + d;
+  leave_out(dead, "lost node(s) " + names);
+}
+
+// How many nodes the job would have without `out`: the members left, and the spares
+// waiting where those are fewer than MIN (one quick read then).
+LocalAgent::Impl::Without LocalAgent::Impl::without(const std::vector<std::string>& out) {
+  Without w{members(), 0};
+  for (const auto& d : out) w.alive.erase(d);
+  if (static_cast<int>(w.alive.size()) < config_.min_nodes) {
+    if (auto waiting = round_->spares()) w.spares = static_cast<int>(waiting->size());
   }
+  return w;
+}
+
+// The round ends without the nodes `out` (`lost` says why): the others go on in a new
+// round if they are still at least MIN with the spares waiting; `out` learn that they
+// were dropped.
+void LocalAgent::Impl::leave_out(const std::vector<std::string>& out, std::string lost) {
+  auto [alive, spares] = without(out);
   int left = static_cast<int>(alive.size());
-  int spares = 0;
-  if (left < config_.min_nodes) {
-    if (auto waiting = round_->spares()) spares = static_cast<int>(waiting->size());
-  }
   bool enough = left + spares >= config_.min_nodes;
-  std::string lost = "lost node(s) " + names;
   if (spares > 0) lost += "; " + std::to_string(spares) + " spare(s) waiting";
   RoundEnd mine = enough ? RoundEnd{RoundEnd::Kind::kMembership, 0, lost}
                          : RoundEnd{RoundEnd::Kind::kFinal, 1,
                                     lost + ": " + std::to_string(left) +
                                         " node(s) left, at least " +
                                         std::to_string(config_.min_nodes) + " needed"};
-  mine.dropped = dead;  // so that they learn it, should they come back
+  mine.dropped = out;  // so that they learn it, should they come back
   end_round(mine);
   if (enough) round_->start_next_round(false, alive);
   runner_.stop(SIGTERM);

@@ -105,6 +105,7 @@ void LocalAgent::Impl::say_stragglers(const StragglerJudge::Verdict& v) {
     if (observer_) observer_->straggler_named(attempt, named_json(r, v.median_own, false).dump());
   }
   for (int rank : v.recovered) spdlog::info("rank {} is no longer a straggler", rank);
+  exclude_straggler(v);
   auto now = clock_.now();
   if (!observer_ || (!named && v.recovered.empty() && last_scores_ && now - *last_scores_ < kScoresEvery)) {
     return;
@@ -113,6 +114,47 @@ void LocalAgent::Impl::say_stragglers(const StragglerJudge::Verdict& v) {
   nlohmann::json ranks = nlohmann::json::array();
   for (const auto& r : v.ranks) ranks.push_back({r.rank, std::round(r.score * 100) / 100});
   observer_->straggler_scores(attempt, nlohmann::json{{"median_s", v.median_own}, {"ranks", ranks}}.dump());
+}
+
+}  // namespace ddprun::agent
+
+namespace ddprun::agent {
+
+// --straggler_action=exclude, group rank 0: the worst straggler's node (a slow rank's,
+// or a slow node) leaves the job and the others go on in a new round, with a spare if
+// one waits, where they are still at least MIN; otherwise it stays, said once a round.
+void LocalAgent::Impl::exclude_straggler(const StragglerJudge::Verdict& v) {
+  if (!config_.stragglers.exclude || attempt_->over || attempt_->exclusion_refused) return;
+  const StragglerJudge::Score* worst = nullptr;
+  for (const auto* scores : {&v.ranks, &v.nodes}) {
+    for (const auto& s : *scores) {
+      if (s.straggler && (!worst || s.score > worst->score)) worst = &s;
+    }
+  }
+  if (!worst) return;
+  const auto& info = attempt_->info;
+  auto at = static_cast<size_t>(worst->node);
+  std::string why;
+  if (info.group_world_size < 2 || at >= info.members.size()) {
+    why = "a job of one node cannot leave it out";
+  } else {
+    const std::string& id = info.members[at];
+    auto w = without({id});
+    int left = static_cast<int>(w.alive.size());
+    if (left + w.spares >= config_.min_nodes) {
+      spdlog::warn("straggler: node {} ({}) leaves the job (--straggler_action=exclude)",
+                   worst->node, worst->host);
+      leave_out({id}, "straggler node " + std::to_string(worst->node) + " (" + worst->host +
+                          ") left out: its ranks' own work per step was " +
+                          fixed(worst->score, 1) + "x the job's median");
+      return;
+    }
+    why = "without it the job would have " + std::to_string(left) + " node(s) and " +
+          std::to_string(w.spares) + " spare(s), and --nnodes asks for at least " +
+          std::to_string(config_.min_nodes);
+  }
+  attempt_->exclusion_refused = true;
+  spdlog::warn("straggler: node {} ({}) stays in the job: {}", worst->node, worst->host, why);
 }
 
 }  // namespace ddprun::agent

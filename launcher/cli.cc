@@ -397,6 +397,11 @@ LaunchConfig parse_command_line(int argc, const char* const argv[], const EnvLoo
                      "median), or 0 for off");
   }
   a.stragglers.window = parse_seconds(v.source("straggler_window"), v.str("straggler_window"), false);
+  const std::string& action = v.str("straggler_action");
+  if (action != "warn" && action != "exclude") {
+    throw UsageError(v.source("straggler_action") + "=" + action + ": expected warn or exclude");
+  }
+  a.stragglers.exclude = action == "exclude";
   const std::string& events = v.str("event_log_handler");
   if (events != "null" && events != "console") {
     throw UsageError(v.source("event_log_handler") + "=" + events + ": expected null or console");

@@ -68,6 +68,10 @@ constexpr OptionDef kOptions[] = {
      "ranks, is over this many times the job's median in two windows in a row (0: off)"},
     {"straggler_window", 0, false, "5",
      "seconds of steps each straggler judgement compares"},
+    {"straggler_action", 0, false, "warn",
+     "warn: a straggler is named; exclude: also, its node leaves the job and the others go "
+     "on in a new round, where MIN or a waiting spare allows (elastic jobs)",
+     "warn exclude"},
     {"signals_to_handle", 0, false, "SIGTERM,SIGINT,SIGHUP,SIGQUIT",
      "signals ddprun sends on to every worker and then stops the job (SIGKILL after "
      "--grace_period)"},

@@ -9,6 +9,8 @@
 //                            DIR/<rank>.ready once the handler is in place
 //   mark DIR                 create DIR/w<WORLD_SIZE>.r<RANK>.a<RESTART_COUNT> and sleep
 //   mark_until DIR FILE [N]  the same marker, then exit N (default 0) once FILE exists
+//   steps DIR FILE MS        the same marker, then steps of MS ms of its own work each
+//                            (ddprun::track::step()) until FILE exists; exit 0
 //   error_file MSG           write torchrun's error file with MSG and exit 1
 //   chatter N                print N long lines, each in several separate writes
 //   tick N MS                print a line every MS milliseconds, N times, then exit 0
@@ -27,6 +29,8 @@
 #include <fstream>
 #include <string>
 #include <vector>
+
+#include "tracking/ddprun_tracking.hpp"
 
 extern char** environ;
 
@@ -167,6 +171,15 @@ int main(int argc, char** argv) {
     mark(argv[2]);
     while (::access(argv[3], F_OK) != 0) ::usleep(10'000);
     return argc > 4 ? std::atoi(argv[4]) : 0;
+  }
+  if (mode == "steps" && argc > 4) {
+    mark(argv[2]);
+    auto own = static_cast<useconds_t>(std::atoi(argv[4]) * 1000);
+    while (::access(argv[3], F_OK) != 0) {
+      ::usleep(own);
+      ddprun::track::step();
+    }
+    return 0;
   }
   if (mode == "error_file" && argc > 2) return error_file(argv[2]);
   if (mode == "daemon" && argc > 2) return daemon_behind(argv[2]);

@@ -88,6 +88,58 @@ TEST_F(LocalAgentStragglerTest, GroupRankZeroNamesASlowRankOfAnotherNodeAfterTwo
   EXPECT_EQ(observer.scores.back()["ranks"].size(), 4u);
 }
 
+// --straggler_action=exclude: node b's rank is a straggler; the round ends without b
+// (a membership change, no restart counted), and a and c go on.
+TEST_F(LocalAgentStragglerTest, ExcludeLeavesTheStragglersNodeOutWhereMinAllows) {
+  elastic({{"a", "b", "c"}, {"a", "c"}}, 2);
+  config_.stragglers.exclude = true;
+  launcher_.on_spawn = [this](const auto& p) {
+    if (p.rank() != 1) return;
+    if (journal_->rounds.size() == 2) {  // the round after: a and c
+      for (const auto& w : launcher_.spawned()) launcher_.exit(w.pid, 0);
+      round(1)->others_done = true;
+      return;
+    }
+    for (uint64_t window = 1; window <= 2; ++window) {
+      for (const auto& w : attempt(0)) steps(w, 10 * window, 500, 100);
+      journal_->others_published["straggler_steps"] = {
+          agent::encode_part("b", {{2, 10, 5, 4}, {3, 10, 5, 4}}),
+          agent::encode_part("c", {{4, 10, 5, 1}, {5, 10, 5, 1}})};
+      clock_.advance(5s);
+    }
+  };
+  EXPECT_EQ(run(), 0);
+  ASSERT_TRUE(round(0)->written);
+  EXPECT_EQ(round(0)->written->kind, rendezvous::RoundEnd::Kind::kMembership);
+  EXPECT_EQ(round(0)->written->dropped, std::vector<std::string>{"b"});
+  EXPECT_NE(round(0)->written->reason.find("straggler node 1 (b) left out"), std::string::npos)
+      << round(0)->written->reason;
+  ASSERT_EQ(round(0)->next_rounds.size(), 1u);
+  EXPECT_EQ(round(0)->next_rounds[0], std::make_pair(false, std::set<std::string>{"a", "c"}));
+  EXPECT_EQ(journal_->restarts, 0);
+}
+
+TEST_F(LocalAgentStragglerTest, ExcludeKeepsTheNodeWhereTheJobWouldFallBelowMin) {
+  elastic({{"a", "b"}}, 2);
+  config_.stragglers.exclude = true;
+  launcher_.on_spawn = [this](const auto& p) {
+    if (p.rank() != 1) return;
+    for (uint64_t window = 1; window <= 3; ++window) {
+      for (const auto& w : attempt(0)) steps(w, 10 * window, 500, 100);
+      journal_->others_published["straggler_steps"] = {agent::encode_part("b", {{2, 10, 5, 4}, {3, 10, 5, 4}})};
+      clock_.advance(5s);
+    }
+    for (const auto& w : attempt(0)) launcher_.exit(w.pid, 0);
+    round(0)->others_done = true;
+  };
+  EXPECT_EQ(run(), 0);
+  EXPECT_FALSE(round(0)->written);  // nobody ended the round: it ran to its end
+  // Named all the same, once: node b (its two ranks are in the run too).
+  ASSERT_EQ(observer.named.size(), 3u);
+  EXPECT_EQ(observer.named[0]["kind"], "node");
+  EXPECT_EQ(observer.named[0]["host"], "b");
+}
+
 TEST_F(LocalAgentStragglerTest, AUniformJobNamesNobodyAndOffMeansNoPage) {
   launcher_.on_spawn = [this](const auto& p) {
     if (p.rank() != 1) return;
