@@ -464,7 +464,7 @@ std::span<const std::pair<const char*, const char*>> exit_statuses() {
        "(SIGINT, SIGTERM, SIGHUP, SIGQUIT)"},
       {"2", "usage error"},
       {"122", "this node failed its preflight (--preflight, --health_check) and did not join"},
-      {"123", "elastic: this node was dropped from the job (the others heard no heartbeat from it) and left; the job went on without it"},
+      {"123", "elastic: this node was dropped from the job (the others heard no heartbeat from it, or it was the straggler --straggler_action=exclude left out) and left; the job went on without it"},
       {"124", "a rank hung (--hang_timeout) and no restart was left"},
       {"125",
        "the job hung again after --max_no_progress_restarts restarts that got no rank past "
