@@ -62,6 +62,7 @@ LocalAgent::Impl::Impl(AgentConfig config, AgentServices services)
       spares_watch_(clock_.make_timer()),
       stragglers_watch_(clock_.make_timer()),
       straggler_judge_({config_.stragglers.threshold}),
+      marks_watch_(clock_.make_timer()),
       changed_(io_) {}
 
 Attempt::Attempt(rendezvous::RendezvousInfo i) : info(std::move(i)), spares(info.spares) {
@@ -365,6 +366,7 @@ Task<void> LocalAgent::Impl::run_attempt() {
   if (watchdog_) runner_.watch_timers(*watchdog_);
   if (observer_ && multi_node() && handler_->primary()) watch_spares();
   start_stragglers();
+  start_step_marks();
   // A stack capture in progress ends before the attempt does.
   co_await changed_.until([this] { return attempt_->workers_done && !hang_.capturing(); });
   co_await await_stop_signal_after_stopped_workers();
@@ -372,6 +374,8 @@ Task<void> LocalAgent::Impl::run_attempt() {
   hang_.stop();
   spares_watch_->cancel();
   stragglers_watch_->cancel();
+  marks_watch_->cancel();
+  record_step_marks();
   if (watchdog_) watchdog_->stop();
   round_->stop_watching_members();
   // A node whose workers all succeeded keeps watching for the round's end while it

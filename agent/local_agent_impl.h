@@ -140,6 +140,10 @@ class LocalAgent::Impl {
   void say_stragglers(const StragglerJudge::Verdict& v);
   void exclude_straggler(const StragglerJudge::Verdict& v);
 
+  // Goodput accounting's step marks (local_agent_goodput.cc).
+  void start_step_marks();
+  void record_step_marks();
+
   // A hang (local_agent_hang.cc).
   void on_hang(const Stall& stall);
   void stop_workers(const RoundEnd& end);
@@ -182,6 +186,7 @@ class LocalAgent::Impl {
   std::vector<std::optional<double>> own_per_step_;  // by local rank, seconds
   double job_median_own_ = 0;                        // 0: not known yet
   std::optional<std::chrono::milliseconds> last_scores_;  // when the run last got every score
+  std::unique_ptr<Timer> marks_watch_;  // tells the run when the ranks stepped, now and then
   uint64_t hangs_ = 0;
   // What the coroutine waits on: every handler that changes the state notifies it.
   LoopCondition changed_;

@@ -99,9 +99,9 @@ void WorkerGroupRunner::start(WorkerGroup group,
     if (observer_) observer_->add_worker_env(group_.group_rank, w.global_rank, attempt, extra);
     if (config_.hang.enabled() || !config_.timer_file.empty()) add_stack_env(dir, extra);
     add_python_path(extra);
-    // The progress page: hang detection, the metrics endpoint (each rank's steps) and
-    // straggler detection (their step times) read it.
-    if (config_.hang.enabled() || config_.metrics.port ||
+    // The progress page: hang detection, the metrics endpoint (each rank's steps),
+    // straggler detection (their step times) and the run's goodput accounting read it.
+    if (config_.hang.enabled() || config_.metrics.port || observer_ ||
         (config_.stragglers.enabled() && w.world_size > 1)) {
       add_progress_page(dir, extra);
     }

@@ -77,6 +77,7 @@ json summary_json(const tracking::RunSummary& run) {
           {"spares", run.spares},
           {"quarantined", quarantined_json(run.quarantined)},
           {"stragglers", stragglers_json(run.stragglers)},
+          {"goodput", run.goodput ? json::parse(tracking::goodput_json(*run.goodput)) : json()},
           {"restarts", run.restarts},
           {"exit_code", run.exit_code ? json(*run.exit_code) : json(nullptr)},
           {"root_cause", run.root_cause},

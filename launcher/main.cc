@@ -32,6 +32,7 @@
 #include "launcher/ssh_controller.h"
 #include "rendezvous/rendezvous_factory.h"
 #include "tracking/console_event_log.h"
+#include "tracking/run_summary.h"
 #include "tracking/run_tracker.h"
 
 namespace {
@@ -138,12 +139,19 @@ int launch(launcher::LaunchConfig& cfg, int argc, char** argv) {
       }};
   agent::LocalAgent local_agent(cfg.agent, std::move(services));
   int code = local_agent.run();
+  std::string run_dir = tracker ? tracker->primary_run_dir() : "";
   // The run is completed, and its thread ends, while the agent's own (the store's, told
   // to stop as the job ended) wind down: each would take a few hundred microseconds to
   // wake for a join on an idle CPU of a VM. The agent, done, no longer tells the
   // observer anything.
   console_events.reset();
   tracker.reset();
+  // A job that ended badly says, after its failure summary, where its time went.
+  if (code != 0 && !run_dir.empty()) {
+    if (auto goodput = tracking::ended_run_goodput(run_dir)) {
+      std::cerr << "ddprun: " << tracking::describe_goodput(*goodput) << "\n";
+    }
+  }
   return code;
 }
 

@@ -71,24 +71,46 @@ int list(const std::string& dir, int limit, const std::string& status) {
     return 1;
   }
   TextTable table({"RUN", "NAME", "STATUS", "STARTED", "DURATION", "NODES x RANKS", "RESTARTS",
-                   "EXIT", "CAUSE"},
-                  {false, false, false, false, true, true, true, true});
+                   "GOODPUT", "EXIT", "CAUSE"},
+                  {false, false, false, false, true, true, true, true, true});
   int shown = 0;
   for (const auto& r : runs) {
     if (!status.empty() && r.status != status) continue;
     if (limit > 0 && shown == limit) break;
     ++shown;
     if (!r.error.empty()) {
-      table.add({r.id, "-", "unreadable", "-", "-", "-", "-", "-", r.error});
+      table.add({r.id, "-", "unreadable", "-", "-", "-", "-", "-", "-", r.error});
       continue;
     }
     std::string size = r.nodes > 0 ? std::to_string(r.nodes) + " x " + std::to_string(r.ranks) : "-";
+    std::string goodput = "-";  // no step timed: unknown
+    if (r.goodput && r.goodput->steps_seen) {
+      char pct[16];
+      std::snprintf(pct, sizeof(pct), "%.1f%%", r.goodput->job.goodput() * 100);
+      goodput = pct;
+    }
     table.add({r.id, r.name, r.status, format_time(r.created), seconds(tracking::run_duration(r)),
-               size, std::to_string(r.restarts), r.exit_code ? std::to_string(*r.exit_code) : "-",
-               r.root_cause});
+               size, std::to_string(r.restarts), goodput,
+               r.exit_code ? std::to_string(*r.exit_code) : "-", r.root_cause});
   }
   table.print(std::cout);
   return 0;
+}
+
+// Where the job's seconds went, in all and per attempt.
+void print_goodput(const tracking::Goodput& g) {
+  std::cout << tracking::describe_goodput(g) << "\n";
+  if (!g.steps_seen || g.attempts.size() < 2) return;
+  for (const auto& a : g.attempts) {
+    const auto& s = a.split;
+    char line[200];
+    std::snprintf(line, sizeof(line),
+                  "  attempt %d: %.1f s, goodput %.1f%%: start-up %.1f, productive %.1f, lost %.1f, "
+                  "hang wait %.1f, restart %.1f",
+                  a.attempt, s.total(), s.goodput() * 100, s.startup, s.productive, s.lost,
+                  s.hang_wait, s.restart);
+    std::cout << line << "\n";
+  }
 }
 
 // A hang event holds every rank's stacks: show who hung and where each rank was.
@@ -181,6 +203,7 @@ int show(RunStore& s, const std::string& id) {
               << ", last " << format_time(st.last) << "\n";
   }
   if (r.restarts > 0) std::cout << "restarts: " << r.restarts << "\n";
+  if (r.goodput) print_goodput(*r.goodput);
   if (!r.root_cause.empty()) std::cout << "cause:    " << r.root_cause << "\n";
   print_entries("config", s.configs());
   print_entries("summary", s.summaries());

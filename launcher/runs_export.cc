@@ -3,10 +3,12 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <optional>
 #include <utility>
 
 #include <nlohmann/json.hpp>
 
+#include "tracking/run_summary.h"
 #include "tracking/tfevents.h"
 
 namespace ddprun::launcher {
@@ -59,6 +61,20 @@ void write_jsonl(tracking::RunStore& s, std::ostream& out) {
   }
 }
 
+// The run's goodput accounting: one row per category, for the job (attempt -1) and for
+// each attempt, key goodput/<category>, value in seconds (goodput/ratio: a fraction).
+void write_goodput_csv(const tracking::Goodput& g, std::ostream& out) {
+  auto rows = [&out](int attempt, const tracking::TimeSplit& s) {
+    for (const auto& [key, v] : {std::pair{"startup", s.startup}, {"productive", s.productive},
+                                 {"lost", s.lost}, {"hang_wait", s.hang_wait},
+                                 {"restart", s.restart}, {"ratio", s.goodput()}}) {
+      out << ",," << attempt << ",,,,goodput/" << key << "," << v << "\n";
+    }
+  };
+  rows(-1, g.job);
+  for (const auto& a : g.attempts) rows(a.attempt, a.split);
+}
+
 // csv and jsonl go to standard output, or to the file `output` names; tfevents files
 // go under the directory `output` names (default <id>-tfevents).
 }  // namespace
@@ -72,7 +88,24 @@ int export_run(tracking::RunStore& s, const std::string& id, const std::string& 
               << " (tensorboard --logdir " << dir << ")\n";
     return 0;
   }
-  auto write = format == "csv" ? write_csv : write_jsonl;
+  std::optional<tracking::Goodput> goodput;
+  try {
+    goodput = tracking::summarize_run(s, id).goodput;
+  } catch (const std::exception&) {
+    // A run whose summary cannot be made still exports its points.
+  }
+  auto write = [&format, &goodput](tracking::RunStore& store, std::ostream& out) {
+    if (format == "csv") {
+      write_csv(store, out);
+      if (goodput && goodput->steps_seen) write_goodput_csv(*goodput, out);
+    } else {
+      write_jsonl(store, out);
+      // One line: the job's accounting with each attempt's ("kind": "goodput").
+      if (goodput && goodput->steps_seen) {
+        out << "{\"kind\":\"goodput\",\"value\":" << tracking::goodput_json(*goodput) << "}\n";
+      }
+    }
+  };
   if (output.empty()) {
     write(s, std::cout);
     return 0;

@@ -28,6 +28,9 @@ class ConsoleEventLog : public RunObserver {
   void links_probed(int attempt, const std::string& report_json) override;
   void straggler_named(int attempt, const std::string& data_json) override;
   void straggler_scores(int attempt, const std::string& data_json) override;
+  void steps_marked(int node, int attempt, const std::string& data_json) override {
+    if (inner_) inner_->steps_marked(node, attempt, data_json);  // the run's alone
+  }
   std::optional<RecordCounts> record_counts() const override {
     return inner_ ? inner_->record_counts() : std::nullopt;
   }

@@ -10,6 +10,7 @@
 //   { ddprun::track::Section s("checkpoint", std::chrono::minutes(10)); save(); }
 //   { ddprun::track::Waiting w; allreduce(); }           // waiting for the other ranks
 //   ddprun::track::step();                               // one training step done
+//   ddprun::track::checkpoint(10);                       // the state after step 10 is saved
 //
 // Records go to this process's stream (DDPRUN_TRACKING_STREAM, set by ddprun) as JSON
 // lines, buffered and written in whole lines by a background thread every
@@ -21,6 +22,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -206,7 +208,9 @@ inline void append_wall_time(std::string& out) {
 
 // The progress page ddprun reads (layout in ddprun's agent/hang/progress_page.h): beats at
 // 8, the last step at 16, the section's timeout in ms at 24 and its name at 32; steps
-// timed at 96, their total ns at 104, of it own work at 112, who marks steps at 120.
+// timed at 96, their total ns at 104, of it own work at 112, who marks steps at 120; on
+// a page of 256 bytes (an older ddprun's has 128), the first and last step's end at 128
+// and 136, the last checkpoint at 144 (wall clock, us) and its step at 152.
 class ProgressPage {
  public:
   static ProgressPage& get() {
@@ -226,6 +230,19 @@ class ProgressPage {
     std::memcpy(base_ + 32, field, sizeof(field));
     __atomic_store_n(reinterpret_cast<uint64_t*>(base_ + 24), timeout_ms, __ATOMIC_RELAXED);
   }
+  /// A step ended now (wall clock, us); `first`: the first of this process.
+  void mark_step(int64_t now_us, bool first) {
+    if (base_ == nullptr || size_ < 160) return;
+    if (first) __atomic_store_n(reinterpret_cast<int64_t*>(base_ + 128), now_us, __ATOMIC_RELAXED);
+    __atomic_store_n(reinterpret_cast<int64_t*>(base_ + 136), now_us, __ATOMIC_RELAXED);
+  }
+  /// The program's state after `step` is durable as of `now_us`.
+  void mark_checkpoint(int64_t now_us, std::optional<int64_t> step) {
+    if (base_ == nullptr || size_ < 160) return;
+    int64_t at = step ? *step : INT64_MIN;
+    __atomic_store_n(reinterpret_cast<int64_t*>(base_ + 152), at, __ATOMIC_RELAXED);
+    __atomic_store_n(reinterpret_cast<int64_t*>(base_ + 144), now_us, __ATOMIC_RELAXED);
+  }
   /// One more step, of `took_ns` in all and `own_ns` of the rank's own work.
   void count_step(uint64_t took_ns, uint64_t own_ns) {
     if (base_ == nullptr) return;
@@ -241,16 +258,21 @@ class ProgressPage {
     if (path == nullptr || *path == '\0') return;
     int fd = ::open(path, O_RDWR | O_CLOEXEC);
     if (fd < 0) return;
-    void* map = ::mmap(nullptr, 128, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    struct stat st {};
+    size_t size = ::fstat(fd, &st) == 0 && st.st_size >= 256 ? 256 : 128;
+    void* map = st.st_size >= 128 ? ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+                                  : MAP_FAILED;
     ::close(fd);
     if (map == MAP_FAILED) return;
     if (std::memcmp(map, "DDPRPG01", 8) != 0) {
-      ::munmap(map, 128);
+      ::munmap(map, size);
       return;
     }
     base_ = static_cast<char*>(map);
+    size_ = size;
   }
   char* base_ = nullptr;  // mapped for the process's life
+  size_t size_ = 0;
 };
 
 }  // namespace detail
@@ -260,6 +282,12 @@ class ProgressPage {
 inline void heartbeat() { detail::ProgressPage::get().beat(); }
 
 namespace detail {
+inline int64_t wall_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 // The training loop's step clock (one per thread: the loop's).
 struct StepClock {
   using Clock = std::chrono::steady_clock;
@@ -293,6 +321,7 @@ inline void step(std::optional<int64_t> number = std::nullopt) {
   page.beat(number);
   auto& clock = detail::StepClock::get();
   auto now = detail::StepClock::Clock::now();
+  page.mark_step(detail::wall_us(), !clock.last_end);
   if (clock.last_end) {
     auto took = now - *clock.last_end;
     auto own = took > clock.waited ? took - clock.waited : detail::StepClock::Clock::duration{0};
@@ -301,6 +330,15 @@ inline void step(std::optional<int64_t> number = std::nullopt) {
   }
   clock.last_end = now;
   clock.waited = {};
+}
+
+/// Says that the program's state after step `step` is durable now (call it once the
+/// checkpoint is written): a restart resumes from here, so ddprun counts the work after
+/// it, not before, as lost when a failure follows (goodput accounting).
+inline void checkpoint(std::optional<int64_t> step = std::nullopt) {
+  auto& page = detail::ProgressPage::get();
+  page.beat(step);
+  page.mark_checkpoint(detail::wall_us(), step);
 }
 
 /// A known-long phase (checkpointing, evaluation) with its own hang timeout (none:

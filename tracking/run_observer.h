@@ -97,6 +97,12 @@ class RunObserver {
   virtual void straggler_scores(int attempt, const std::string& data_json) {
     (void)attempt, (void)data_json;
   }
+  /// When this node's ranks stepped in the attempt so far (goodput accounting):
+  /// `data_json` holds, per rank, its steps, its first and last step's end and its last
+  /// checkpoint (wall clock, us). Comes at the attempt's end, and now and then before.
+  virtual void steps_marked(int node, int attempt, const std::string& data_json) {
+    (void)node, (void)attempt, (void)data_json;
+  }
   /// The round ended for everyone: kind is restart, membership or final.
   virtual void round_over(int attempt, const std::string& kind, const std::string& reason) = 0;
   /// The attempt's workers are all gone (its round may go on).

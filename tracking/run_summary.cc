@@ -31,6 +31,11 @@ std::vector<std::string> spare_ids(const nlohmann::json& d) {
   return ids;
 }
 
+// A running run's duration so far.
+double wall_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 // Who straggler detection named, each once with its latest figures, in naming order.
 std::vector<RunSummary::Straggler> stragglers(RunStore& store) {
   std::vector<RunSummary::Straggler> out;
@@ -74,6 +79,10 @@ RunSummary summarize_run(RunStore& store, const std::string& id) {
   r.root_cause = store.meta("root_cause").value_or("");
   r.restarts = static_cast<int>(store.count_events("restart"));
   r.stragglers = stragglers(store);
+  // A running job's accounting reaches now; an ended one's its end.
+  double end = r.finished > 0 ? r.finished
+                              : (r.status == "running" ? wall_now() : store.last_record_wall());
+  r.goodput = run_goodput(store, r.created, end);
   if (auto round = store.last_event("rendezvous")) {
     auto d = nlohmann::json::parse(round->data_json, nullptr, false);
     if (d.is_object()) {
@@ -100,6 +109,17 @@ RunSummary summarize_run(RunStore& store, const std::string& id) {
     r.spares = spare_ids(nlohmann::json::parse(seen->data_json, nullptr, false));
   }
   return r;
+}
+
+std::optional<Goodput> ended_run_goodput(const std::string& run_dir) {
+  try {
+    RunStore store(run_dir, RunStore::Open::kReadOnly);
+    RunSummary r = summarize_run(store, std::filesystem::path(run_dir).filename().string());
+    if (r.goodput && r.goodput->steps_seen) return r.goodput;
+  } catch (const std::exception&) {
+    // The job's outcome stands without it.
+  }
+  return std::nullopt;
 }
 
 std::vector<RunSummary> list_runs(const std::string& tracking_dir) {
@@ -175,11 +195,7 @@ std::string find_run(const std::string& tracking_dir, const std::string& ref) {
 
 double run_duration(const RunSummary& run) {
   if (run.created == 0) return 0;
-  double end = run.finished;
-  if (end == 0) {
-    end = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-              .count();
-  }
+  double end = run.finished == 0 ? wall_now() : run.finished;
   return std::max(0.0, end - run.created);
 }
 

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "tracking/goodput.h"
 #include "tracking/run_store.h"
 
 namespace ddprun::tracking {
@@ -34,6 +35,8 @@ struct RunSummary {
   };
   std::vector<Straggler> stragglers;  // ranks and nodes straggler detection named
   int restarts = 0;
+  /// Where the job's seconds went (none: no round recorded; see Goodput::steps_seen).
+  std::optional<Goodput> goodput;
   std::optional<int> exit_code;
   std::string root_cause;
   std::string error;        // set when the run could not be read; the rest is empty
@@ -42,6 +45,10 @@ struct RunSummary {
 
 /// One run's summary. Throws TrackingError when its database cannot be read.
 RunSummary summarize_run(RunStore& store, const std::string& id);
+
+/// The goodput accounting of the complete run at `run_dir` (a job's end reads it for
+/// its failure summary); nullopt where it cannot be read or no step was timed.
+std::optional<Goodput> ended_run_goodput(const std::string& run_dir);
 
 /// Every run in `tracking_dir`, newest first; a run that cannot be read is listed
 /// with `error` set. Throws TrackingError when the directory cannot be read.

@@ -32,6 +32,11 @@ const std::string& RunTracker::run_dir() const {
   return run_ ? run_->node_dir() : none;
 }
 
+std::string RunTracker::primary_run_dir() const {
+  auto* primary = dynamic_cast<const PrimaryRun*>(run_.get());
+  return primary ? primary->run_dir() : "";
+}
+
 void RunTracker::guarded(const char* what, const std::function<void()>& f) {
   try {
     f();
@@ -126,6 +131,10 @@ void RunTracker::straggler_named(int attempt, const std::string& data_json) {
 
 void RunTracker::straggler_scores(int attempt, const std::string& data_json) {
   if (run_) run_->record({wall_seconds(), "straggler_scores", -1, -1, attempt, data_json});
+}
+
+void RunTracker::steps_marked(int node, int attempt, const std::string& data_json) {
+  if (run_) run_->record({wall_seconds(), "steps", node, -1, attempt, data_json});
 }
 
 void RunTracker::watchdog_reaped(int node, int rank, int attempt, const std::string& data_json) {

@@ -34,6 +34,8 @@ class RunTracker : public RunObserver {
 
   /// The directory this node's workers write their streams under ("" before it has one).
   const std::string& run_dir() const;
+  /// The run's directory where this agent is its primary (it holds run.db), else "".
+  std::string primary_run_dir() const;
 
   void attach(store::Store& store, const std::string& address, bool primary) override;
   void add_worker_env(int node, int rank, int attempt,
@@ -47,6 +49,7 @@ class RunTracker : public RunObserver {
   void links_probed(int attempt, const std::string& report_json) override;
   void straggler_named(int attempt, const std::string& data_json) override;
   void straggler_scores(int attempt, const std::string& data_json) override;
+  void steps_marked(int node, int attempt, const std::string& data_json) override;
   std::optional<RecordCounts> record_counts() const override;
   void watchdog_reaped(int node, int rank, int attempt, const std::string& data_json) override;
   void round_over(int attempt, const std::string& kind, const std::string& reason) override;

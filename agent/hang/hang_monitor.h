@@ -19,6 +19,15 @@ struct StepCounters {
   uint64_t own_ns = 0;
 };
 
+/// When a worker's steps happened (goodput accounting): its first and last timed step's
+/// end and its last declared checkpoint, wall clock in us since the epoch (0: none).
+struct StepMarks {
+  int64_t first_step_us = 0;
+  int64_t last_step_us = 0;
+  int64_t checkpoint_us = 0;
+  std::optional<int64_t> checkpoint_step;
+};
+
 /// What one look at a worker shows of its progress: counters that move when it makes
 /// progress, and what it said of where it is.
 struct ProgressSample {
@@ -29,6 +38,7 @@ struct ProgressSample {
   std::string section;
   std::optional<std::chrono::milliseconds> section_timeout;  // none: no limit
   StepCounters timed;
+  StepMarks marks;
 };
 
 /// A worker that made no progress for longer than its timeout.

@@ -32,6 +32,7 @@ ProgressPage::ProgressPage(std::string path) : path_(std::move(path)) {
   std::memcpy(init, kMagic, sizeof(kMagic));
   int64_t no_step = std::numeric_limits<int64_t>::min();
   std::memcpy(init + 16, &no_step, sizeof(no_step));
+  std::memcpy(init + 152, &no_step, sizeof(no_step));
   bool written = ::pwrite(fd, init, kSize, 0) == static_cast<ssize_t>(kSize);
   void* map = written ? ::mmap(nullptr, kSize, PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
   int err = errno;
@@ -51,6 +52,12 @@ ProgressSample ProgressPage::read() const {
   auto step = load<int64_t>(copy + 16);
   if (step != std::numeric_limits<int64_t>::min()) s.step = step;
   s.timed = {load<uint64_t>(copy + 96), load<uint64_t>(copy + 104), load<uint64_t>(copy + 112)};
+  s.marks.first_step_us = load<int64_t>(copy + 128);
+  s.marks.last_step_us = load<int64_t>(copy + 136);
+  s.marks.checkpoint_us = load<int64_t>(copy + 144);
+  if (auto at = load<int64_t>(copy + 152); at != std::numeric_limits<int64_t>::min()) {
+    s.marks.checkpoint_step = at;
+  }
   auto section_ms = load<uint64_t>(copy + 24);
   s.in_section = section_ms != 0;
   if (s.in_section) {

@@ -87,7 +87,8 @@ def _ddprun_torch_version_loaded(module):
 class _DdprunStepClock:
     """Times a PyTorch job's steps on the progress page: steps at 96, their total time
     in ns at 104, of it the rank's own work at 112; at 120 who marks the steps (1: this
-    clock, 2: the program through ddprun_tracking.step(), which wins). A step is an
+    clock, 2: the program through ddprun_tracking.step(), which wins); on a page of 256
+    bytes, the first and the last step's end at 128 and 136 (wall clock, us). A step is an
     optimizer step after at least one backward(), so several optimizers (or gradient
     accumulation) still count one step per backward pass."""
 
@@ -99,7 +100,10 @@ class _DdprunStepClock:
 
         self.page = page
         self.now = time.perf_counter_ns
+        self.wall = time.time_ns
         self.pack = struct.Struct("<QQQ").pack_into
+        self.pack_wall = struct.Struct("<q").pack_into
+        self.marks = len(page) >= 160
         self.steps = self.step_ns = self.own_ns = 0
         self.last_end = None
         self.waited = 0
@@ -142,6 +146,11 @@ class _DdprunStepClock:
         if self.backwards == 0 or self.page[self.SOURCE_AT] == 2:
             return
         now = self.now()
+        if self.marks:
+            wall = self.wall() // 1000
+            if self.last_end is None:
+                self.pack_wall(self.page, 128, wall)
+            self.pack_wall(self.page, 136, wall)
         if self.last_end is not None:
             took = now - self.last_end
             self.step_ns += took
@@ -169,7 +178,10 @@ def _ddprun_make_step_clock():
         import mmap
 
         with open(path, "r+b") as f:
-            page = mmap.mmap(f.fileno(), 128)
+            size = os.fstat(f.fileno()).st_size
+            if size < 128:
+                return None
+            page = mmap.mmap(f.fileno(), 256 if size >= 256 else 128)
         return _DdprunStepClock(page) if page[:8] == b"DDPRPG01" else None
     except (OSError, ValueError):
         return None

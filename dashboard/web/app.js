@@ -348,6 +348,7 @@
         r.root_cause ? el("p", {class: "cause"}, "root cause: " + r.root_cause) : null,
         ...(r.quarantined || []).map(q => el("p", {class: "cause"},
            `quarantined: ${q.node} until ${fmtTime(q.until)} (${q.reason})`)),
+        goodputLine(r.goodput),
         ...(r.stragglers || []).map(s => el("p", {class: "cause"},
            `straggler: ${s.who}: ${s.score.toFixed(1)}x the job's median own work per step ` +
            `(${s.own_s.toFixed(3)} s against ${s.median_s.toFixed(3)} s), named ${s.times} time(s), ` +
@@ -391,6 +392,22 @@
     load();
   }
 
+  // Goodput accounting: the categories, their colours and their names.
+  const GOODPUT = [["startup", "#62a0ea", "start-up"], ["productive", "#2ca02c", "productive"],
+                   ["lost", "#d62728", "lost"], ["hang_wait", "#e66100", "hang wait"],
+                   ["restart", "#9a9996", "restart"]];
+
+  function goodputLine(g) {
+    if (!g) return null;
+    if (!g.steps_seen) {
+      return el("p", {class: "facts", id: "goodput"},
+                "goodput unknown: no step was timed (PyTorch 2 jobs are timed by ddprun; others call ddprun_tracking.step())");
+    }
+    return el("p", {class: "facts", id: "goodput", "data-goodput": g.goodput.toFixed(4)},
+              `goodput ${(g.goodput * 100).toFixed(1)}%: ` +
+              GOODPUT.map(([key, , name]) => `${name} ${fmtDuration(g[key])}`).join(", "));
+  }
+
   // Rows per node and rank, a bar per attempt (green: exit 0, red: failed or stopped,
   // grey: running), restarts as labelled lines, a time axis, and the root cause.
   function timeline(box, run) {
@@ -418,6 +435,20 @@
     }
     const sorted = [...rows.values()].sort((a, b) => a.node - b.node || a.rank - b.rank);
     const lanes = el("div", {class: "lanes"});
+    // Where the job's time went, above the ranks: a stretch per category, coloured.
+    const g = run.goodput;
+    if (g && g.steps_seen) {
+      const lane = el("div", {class: "lane"});
+      for (const a of g.attempts) {
+        for (const [category, from, to] of a.segments) {
+          const [, color, name] = GOODPUT.find(c => c[0] === category) || [category, "#777", category];
+          lane.append(el("div", {class: "bar", "data-category": category,
+                                 title: `attempt ${a.attempt}: ${name} ${fmtDuration(to - from)}`,
+                                 style: `left:${pct(from)};width:calc(${pct(to)} - ${pct(from)});background:${color}`}));
+        }
+      }
+      lanes.append(el("div", {class: "row", id: "goodput-lane"}, el("div", {class: "who"}, "where the time went"), lane));
+    }
     for (const r of sorted) {
       const lane = el("div", {class: "lane"});
       for (const b of r.bars) {
@@ -449,7 +480,12 @@
         `+${fmtDuration(e.wall - t0)}: the worker watchdog sent ${e.data.signal} to rank ${e.rank} ` +
         `(attempt ${e.attempt}): scope ${e.data.scope} expired after ${fmtDuration(e.data.timer_seconds || 0)}`));
     }
-    fill(box, lanes, el("div", {class: "row"}, el("div", {class: "who"}), axis),
+    const key = g && g.steps_seen
+      ? el("p", {class: "hint"}, ...GOODPUT.map(([category, color, name]) =>
+          el("span", {class: "key-entry", "data-category-total": category},
+             el("span", {style: `color:${color}`}, "■ "), `${name} ${fmtDuration(g[category])}`)))
+      : null;
+    fill(box, lanes, el("div", {class: "row"}, el("div", {class: "who"}), axis), key,
                         restarts.length ? el("ul", {class: "restarts"}, restarts) : null,
                         run.root_cause ? el("p", {class: "cause"}, "root cause: " + run.root_cause) : null);
   }

@@ -10,6 +10,7 @@
     with run.waiting():
         exchange()                       # time spent waiting for the other ranks
     run.step()                           # one training step done (straggler detection)
+    run.checkpoint(step=10)              # the state after step 10 is saved (goodput)
 
 No dependencies; ddprun puts this module on PYTHONPATH. Outside ddprun (no
 DDPRUN_TRACKING_STREAM in the environment) every call does nothing. Calls never block
@@ -32,7 +33,8 @@ import struct
 import threading
 import time
 
-__all__ = ["log", "config", "summary", "heartbeat", "section", "step", "waiting", "flush", "active"]
+__all__ = ["log", "config", "summary", "heartbeat", "section", "step", "waiting", "checkpoint",
+           "flush", "active"]
 
 _PATH = os.environ.get("DDPRUN_TRACKING_STREAM")
 _INTERVAL = float(os.environ.get("DDPRUN_TRACKING_FLUSH", "1"))
@@ -53,7 +55,11 @@ def _map_progress_page():
         return None
     try:
         with open(path, "r+b") as f:
-            page = mmap.mmap(f.fileno(), 128)
+            size = os.fstat(f.fileno()).st_size
+            if size < 128:
+                return None
+            # 256 bytes since goodput accounting; an older ddprun's page has 128.
+            page = mmap.mmap(f.fileno(), 256 if size >= 256 else 128)
         return page if page[:8] == b"DDPRPG01" else None
     except (OSError, ValueError):
         return None
@@ -69,7 +75,10 @@ _sections = []  # (name, timeout in ms) of the sections entered, innermost last
 _NO_LIMIT = (1 << 64) - 1
 # Step timing (straggler detection): steps at 96, their total time in ns at 104, of it
 # the rank's own work (not in waiting()) at 112; at 120 who marks steps: 2, this program.
+# Goodput accounting, on a page of 256 bytes: the first and the last step's end at 128
+# and 136, the last checkpoint at 144 (wall clock, us) and its step at 152.
 _pack_steps = struct.Struct("<QQQ").pack_into
+_marks = _page is not None and len(_page) >= 160
 _steps = [0, 0, 0]  # steps, step ns, own ns
 _last_step_end = None
 _waited = 0
@@ -126,6 +135,11 @@ def step(step=None):
         return
     now = time.perf_counter_ns()
     _page[120] = 2  # ddprun's own step clock stands down
+    if _marks:
+        wall = time.time_ns() // 1000
+        if _last_step_end is None:
+            _pack_i64(_page, 128, wall)
+        _pack_i64(_page, 136, wall)
     if _last_step_end is not None:
         took = now - _last_step_end
         _steps[0] += 1
@@ -134,6 +148,16 @@ def step(step=None):
         _pack_steps(_page, 96, *_steps)
     _last_step_end = now
     _waited = 0
+
+
+def checkpoint(step=None):
+    """Says that the state after step `step` (as in log()) is durable now: a restart
+    resumes from here, so ddprun counts the work after it, not before, as lost when a
+    failure follows (goodput accounting). Call it once the checkpoint is written."""
+    _beat(step)
+    if _marks:
+        _pack_i64(_page, 152, -(1 << 63) if step is None else int(step))
+        _pack_i64(_page, 144, time.time_ns() // 1000)
 
 
 @contextlib.contextmanager

@@ -1,0 +1,188 @@
+#include "tracking/goodput.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace ddprun::tracking {
+namespace {
+
+// Counts [from, to] (clamped to be forward) as `category` of attempt `a` and returns
+// where it ended.
+double take(Goodput::Attempt& a, const char* category, double from, double to) {
+  if (to <= from) return from;
+  TimeSplit& s = a.split;
+  std::string_view c = category;
+  double& bucket = c == "startup"      ? s.startup
+                   : c == "productive" ? s.productive
+                   : c == "lost"       ? s.lost
+                   : c == "hang_wait"  ? s.hang_wait
+                                       : s.restart;
+  bucket += to - from;
+  if (!a.segments.empty() && a.segments.back().category == c) {
+    a.segments.back().to = to;
+  } else {
+    a.segments.push_back({category, from, to});
+  }
+  return to;
+}
+
+void add(TimeSplit& to, const TimeSplit& s) {
+  to.startup += s.startup;
+  to.productive += s.productive;
+  to.lost += s.lost;
+  to.hang_wait += s.hang_wait;
+  to.restart += s.restart;
+}
+
+std::optional<double> earliest(std::optional<double> a, std::optional<double> b) {
+  if (!a) return b;
+  if (!b) return a;
+  return std::min(*a, *b);
+}
+
+std::optional<double> latest(std::optional<double> a, std::optional<double> b) {
+  if (!a) return b;
+  if (!b) return a;
+  return std::max(*a, *b);
+}
+
+std::string seconds(double s) {
+  char text[32];
+  std::snprintf(text, sizeof(text), s < 100 ? "%.1f s" : "%.0f s", s);
+  return text;
+}
+
+}  // namespace
+
+Goodput account_goodput(double start, double end, const std::vector<AttemptSpan>& attempts) {
+  Goodput g;
+  g.start = start;
+  g.end = std::max(start, end);
+  double at = start;  // where the accounting has reached
+  for (size_t i = 0; i < attempts.size(); ++i) {
+    const AttemptSpan& a = attempts[i];
+    bool last = i + 1 == attempts.size();
+    double until = a.failed ? std::min(*a.failed, g.end) : g.end;
+    Goodput::Attempt out{a.attempt, at, last ? g.end : until, {}, {}};
+    const char* waiting = i == 0 ? "startup" : "restart";  // before its first step
+    if (!a.first_step || *a.first_step >= until) {
+      at = take(out, waiting, at, until);  // no step: all of it went to getting started
+    } else {
+      g.steps_seen = true;
+      at = take(out, waiting, at, *a.first_step);
+      if (!a.failed) {
+        at = take(out, "productive", at, until);
+      } else {
+        std::optional<double> kept = a.checkpoint && *a.checkpoint <= until ? a.checkpoint : std::nullopt;
+        if (kept) at = take(out, "productive", at, *kept);
+        double progress = std::min(a.last_step.value_or(at), until);
+        at = take(out, "lost", at, progress);
+        at = take(out, a.hang ? "hang_wait" : "lost", at, until);
+      }
+    }
+    if (a.checkpoint) g.checkpoint_seen = true;
+    if (last) at = take(out, "restart", at, g.end);  // a failed end: stopping the job
+    add(g.job, out.split);
+    g.attempts.push_back(std::move(out));
+  }
+  if (attempts.empty()) g.job.startup = g.end - start;
+  return g;
+}
+
+std::vector<AttemptSpan> attempt_spans(RunStore& store) {
+  std::vector<AttemptSpan> spans;
+  std::vector<Event> events = store.events();
+  for (const auto& e : events) {
+    if (e.kind == "rendezvous") spans.push_back({e.attempt, e.wall, std::nullopt, false, {}, {}, {}});
+  }
+  // Each event belongs to the last attempt begun at or before it.
+  auto owner = [&spans](double wall) -> AttemptSpan* {
+    AttemptSpan* found = nullptr;
+    for (auto& s : spans) {
+      if (s.start <= wall) found = &s;
+    }
+    return found;
+  };
+  auto micros = [](const nlohmann::json& v) -> std::optional<double> {
+    if (!v.is_number() || v.get<double>() <= 0) return std::nullopt;
+    return v.get<double>() / 1e6;
+  };
+  for (const auto& e : events) {
+    AttemptSpan* a = owner(e.wall);
+    if (a == nullptr) continue;
+    if (e.kind == "worker_exited") {
+      auto d = nlohmann::json::parse(e.data_json, nullptr, false);
+      if (d.is_object() && d.value("exitcode", 0) != 0) a->failed = earliest(a->failed, e.wall);
+    } else if (e.kind == "hang") {
+      a->hang = true;
+      a->failed = earliest(a->failed, e.wall);
+    } else if (e.kind == "restart") {
+      a->failed = earliest(a->failed, e.wall);
+    } else if (e.kind == "steps") {
+      auto d = nlohmann::json::parse(e.data_json, nullptr, false);
+      if (!d.is_object() || !d.contains("ranks") || !d["ranks"].is_array()) continue;
+      for (const auto& r : d["ranks"]) {
+        if (!r.is_object()) continue;
+        a->first_step = earliest(a->first_step, micros(r.value("first_us", nlohmann::json())));
+        a->last_step = latest(a->last_step, micros(r.value("last_us", nlohmann::json())));
+        a->checkpoint = latest(a->checkpoint, micros(r.value("checkpoint_us", nlohmann::json())));
+      }
+    }
+  }
+  return spans;
+}
+
+std::optional<Goodput> run_goodput(RunStore& store, double created, double end) {
+  auto spans = attempt_spans(store);
+  if (spans.empty()) return std::nullopt;
+  return account_goodput(created, end, spans);
+}
+
+namespace {
+
+nlohmann::json split_json(const TimeSplit& s, double start, double end) {
+  return {{"start", start},         {"end", end},       {"goodput", s.goodput()},
+          {"startup", s.startup},   {"productive", s.productive},
+          {"lost", s.lost},         {"hang_wait", s.hang_wait},
+          {"restart", s.restart}};
+}
+
+}  // namespace
+
+std::string goodput_json(const Goodput& g) {
+  nlohmann::json j = split_json(g.job, g.start, g.end);
+  j["steps_seen"] = g.steps_seen;
+  j["checkpoint_seen"] = g.checkpoint_seen;
+  j["attempts"] = nlohmann::json::array();
+  for (const auto& a : g.attempts) {
+    nlohmann::json one = split_json(a.split, a.start, a.end);
+    one["attempt"] = a.attempt;
+    one["segments"] = nlohmann::json::array();
+    for (const auto& seg : a.segments) one["segments"].push_back({seg.category, seg.from, seg.to});
+    j["attempts"].push_back(std::move(one));
+  }
+  return j.dump();
+}
+
+std::string describe_goodput(const Goodput& g) {
+  const TimeSplit& s = g.job;
+  if (!g.steps_seen) {
+    return "goodput unknown: no step was timed (PyTorch 2 jobs are timed by ddprun; others call "
+           "ddprun_tracking.step())";
+  }
+  char pct[16];
+  std::snprintf(pct, sizeof(pct), "%.1f%%", s.goodput() * 100);
+  std::string out = std::string("goodput ") + pct + ": start-up " + seconds(s.startup) +
+                    ", productive " + seconds(s.productive) + ", lost " + seconds(s.lost) +
+                    ", hang wait " + seconds(s.hang_wait) + ", restart " + seconds(s.restart);
+  if (!g.checkpoint_seen && s.lost > 0) {
+    out += " (no checkpoint declared: a failure loses its attempt's every step; "
+           "ddprun_tracking.checkpoint() says what is saved)";
+  }
+  return out;
+}
+
+}  // namespace ddprun::tracking

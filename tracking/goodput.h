@@ -1,0 +1,81 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tracking/run_store.h"
+
+namespace ddprun::tracking {
+
+/// Where the seconds of a job went, each in one category.
+struct TimeSplit {
+  double startup = 0;     // the launch to the first step
+  double productive = 0;  // steps kept: up to the last checkpoint before a failure, or all
+  double lost = 0;        // steps redone: after the last checkpoint, up to the failure
+  double hang_wait = 0;   // a hang: the last step to its detection
+  double restart = 0;     // a failure to the next attempt's first step (stop, rendezvous,
+                          // spawn, initialise, load), or to the job's end
+  double total() const { return startup + productive + lost + hang_wait + restart; }
+  /// productive / total (0 for an empty span).
+  double goodput() const { return total() > 0 ? productive / total() : 0; }
+};
+
+/// One round's attempt as the run saw it, in wall seconds since the epoch.
+struct AttemptSpan {
+  int attempt = 0;  // its restart count
+  double start = 0;  // the round formed
+  /// When it ended badly: its first failing worker's exit, its hang's detection, or its
+  /// round's end (a lost node); none: it ended the job well, or runs still.
+  std::optional<double> failed;
+  bool hang = false;
+  // The steps of its ranks (timed by ddprun's hook or ddprun_tracking.step()): the
+  // first and the last one's end, and the last checkpoint declared durable.
+  std::optional<double> first_step, last_step, checkpoint;
+};
+
+/// A job's goodput accounting: every second from its launch to its end in one category,
+/// per attempt and in all.
+struct Goodput {
+  double start = 0, end = 0;
+  TimeSplit job;
+  /// A stretch of time in one category ("startup", "productive", "lost", "hang_wait",
+  /// "restart"), wall clock: the dashboard's timeline.
+  struct Segment {
+    std::string category;
+    double from = 0, to = 0;
+  };
+  struct Attempt {
+    int attempt = 0;
+    double start = 0, end = 0;  // from the last failure (or the launch) to its own
+    TimeSplit split;
+    std::vector<Segment> segments;  // in order, end to end
+  };
+  std::vector<Attempt> attempts;
+  bool steps_seen = false;       // some attempt timed a step: the accounting means something
+  bool checkpoint_seen = false;  // some attempt declared a checkpoint
+};
+
+/// Accounts the span [start, end] over `attempts` (in order): see TimeSplit. Pure.
+Goodput account_goodput(double start, double end, const std::vector<AttemptSpan>& attempts);
+
+/// The attempts of a run, from its events: each "rendezvous" begins one; its workers'
+/// exits, its hang and its round's end say how it ended; the nodes' "steps" events say
+/// when its steps and checkpoints were.
+std::vector<AttemptSpan> attempt_spans(RunStore& store);
+
+/// A run's accounting from its events, over [its creation, `end`]; nullopt where no
+/// attempt is recorded.
+std::optional<Goodput> run_goodput(RunStore& store, double created, double end);
+
+/// {"goodput", "start", "end", "startup", "productive", "lost", "hang_wait", "restart",
+/// "steps_seen", "checkpoint_seen", "attempts": [{"attempt", "start", "end", ...,
+/// "segments": [[category, from, to], ...]}]}: the
+/// dashboard's and the exports' shape (seconds; wall clock for start and end).
+std::string goodput_json(const Goodput& g);
+
+/// "goodput 81.2%: start-up 3.1 s, productive 120.4 s, lost 12.0 s, hang wait 0 s,
+/// restart 8.3 s" (no steps seen: says so).
+std::string describe_goodput(const Goodput& g);
+
+}  // namespace ddprun::tracking
