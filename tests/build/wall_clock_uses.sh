@@ -13,7 +13,6 @@ declare -A allowed=(
   [rendezvous/host_clock.cc]="what the nodes of an elastic job share in wall time (the last call's deadline, quarantines), and the rendezvous host's clock against this node's (preflight's clock check)"
   [tracking/console_event_log.cc]="event timestamps"
   [tracking/run_summary.cc]="a running run's duration and goodput so far"
-  [tracking/ddprun_tracking.hpp]="the client's step and checkpoint times, which the run compares with its events' (goodput)"
   [tracking/node_run.cc]="record and event timestamps"
   [store/tcpstore/tcp_store_session.cc]="the server's wall clock, which agents compare theirs with (preflight's clock check)"
 )
