@@ -80,6 +80,14 @@ class Dashboard(unittest.TestCase):
                                "--straggler_window=0.5", script("slow.py", SLOW)],
                               env=ENV, capture_output=True, text=True, timeout=120)
         assert slow.returncode == 0 and "straggler: rank 1" in slow.stderr, slow.stderr
+        # A crash, a hang and checkpoints: every category of goodput accounting.
+        lossy_dir = os.path.join(cls.dir, "lossy")
+        os.makedirs(lossy_dir)
+        lossy = subprocess.run([DDPRUN, "--rdzv_id=lossy", "--tracking_dir", runs, "--nproc_per_node=2",
+                                "--max_restarts=2", "--hang_timeout=1",
+                                os.path.join(HERE, "..", "tracking", "goodput_job.py"), lossy_dir],
+                               env=ENV, capture_output=True, text=True, timeout=120)
+        assert lossy.returncode == 0, lossy.stderr
         cls.live = subprocess.Popen([DDPRUN, "--rdzv_id=live", "--tracking_dir", runs,
                                      script("live.py", LIVE)], env=ENV,
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -126,9 +134,9 @@ class Dashboard(unittest.TestCase):
         html = self.dom("/")
         rows = dict(re.findall(r'<tr data-run="([^"]+)" data-status="([^"]+)"', html))
         self.assertEqual(rows, {"done": "finished", "bad": "failed", "hung": "finished",
-                                "slow": "finished", "live": "running"}, html[-3000:])
+                                "slow": "finished", "lossy": "finished", "live": "running"}, html[-3000:])
         order = re.findall(r'<tr data-run="([^"]+)"', html)
-        self.assertEqual(order, ["live", "slow", "hung", "bad", "done"], "newest first")
+        self.assertEqual(order, ["live", "lossy", "slow", "hung", "bad", "done"], "newest first")
         self.assertIn("rank 0 (local_rank 0) on", html, "the failed run's root cause")
 
     def test_run_page_has_a_line_per_rank_and_attempt(self):
@@ -165,6 +173,15 @@ class Dashboard(unittest.TestCase):
         rank1 = html.split('data-straggler-rank="1"')[1]  # the last row: rank 1's cells alone
         scores = [float(x) for x in re.findall(r'class="heat"[^>]*data-score="([\d.]+)"', rank1)]
         self.assertTrue(scores and max(scores) > 1.3, scores)
+
+    def test_the_timeline_shows_where_the_time_went(self):
+        html = self.dom("/run/lossy")
+        self.assertRegex(html, r'id="goodput" data-goodput="0\.\d+">goodput \d+\.\d%: start-up ')
+        lane = html.split('id="goodput-lane"')[1].split('class="axis"')[0]
+        drawn = set(re.findall(r'data-category="([a-z_]+)"', lane))
+        self.assertEqual(drawn, {"startup", "productive", "lost", "hang_wait", "restart"}, lane[:2000])
+        totals = re.findall(r'data-category-total="([a-z_]+)"', html)
+        self.assertEqual(totals, ["startup", "productive", "lost", "hang_wait", "restart"])
 
     def test_a_running_jobs_page_shows_new_points(self):
         loss = r'<div class="chart" data-metric="loss"[^>]*>'
