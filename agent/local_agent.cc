@@ -443,6 +443,10 @@ int LocalAgent::Impl::finish_failure(const std::vector<FailureRecord>& failures,
     return finish(over.exitcode, "failed", over.reason);
   }
   std::cerr << format_failure_summary(config_.spec.entrypoint_name, host_, failures) << std::flush;
+  if (over.exitcode == kNoProgressExitCode) {  // a crash loop, stopped: why, and its own code
+    std::cerr << "ddprun: the job failed: " << over.reason << "\n";
+    return finish(kNoProgressExitCode, "failed", over.reason);
+  }
   const FailureRecord& root = failures.front();
   return finish(shell_exit_code(root.exitcode), "failed",
                 "rank " + std::to_string(root.global_rank) + " (local_rank " +

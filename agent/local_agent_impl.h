@@ -21,6 +21,7 @@
 #include "agent/metrics/job_metrics.h"
 #include "agent/metrics/step_tracker.h"
 #include "agent/preflight/node_checks.h"
+#include "agent/restart_progress.h"
 #include "agent/straggler/straggler_judge.h"
 #include "agent/hang/timer_watchdog.h"
 #include "agent/worker_group_runner.h"
@@ -57,6 +58,7 @@ struct Attempt {
   std::optional<std::vector<std::string>> hang_parts;  // every node's, once gathered
   bool links_ready = false;  // every node reached its link probe (or the wait timed out)
   bool exclusion_refused = false;  // a straggler's node could not be left out (said once)
+  bool progress_judged = false;    // its failure was counted for crash loops
 };
 
 /// The agent of one node (see LocalAgent). Single-threaded: the loop's thread. Its
@@ -112,6 +114,7 @@ class LocalAgent::Impl {
   void on_worker_failure(const FailureRecord& f);
   void tell_pending_failure();
   void tell_failure(const FailureRecord& f);
+  bool crash_loop();
   std::set<std::string> members() const;
   void end_round(const RoundEnd& mine);
   RoundEnd unless_dropped(RoundEnd end);
@@ -188,6 +191,7 @@ class LocalAgent::Impl {
   std::optional<std::chrono::milliseconds> last_scores_;  // when the run last got every score
   std::unique_ptr<Timer> marks_watch_;  // tells the run when the ranks stepped, now and then
   uint64_t hangs_ = 0;
+  RestartProgress restarts_;  // crash loops: failed restarts in a row that got nowhere
   // What the coroutine waits on: every handler that changes the state notifies it.
   LoopCondition changed_;
   std::function<void()> cancel_wait_;  // ends the wait for the other nodes in progress

@@ -75,12 +75,36 @@ void LocalAgent::Impl::tell_failure(const FailureRecord& f) {
                      std::to_string(f.local_rank) + ") on node " + std::to_string(info.group_rank) +
                      " (" + host_ + ") exited with " + std::to_string(f.exitcode);
   bool budget_left = info.restart_count < config_.spec.max_restarts;
+  if (budget_left && crash_loop()) {
+    end_round({RoundEnd::Kind::kFinal, kNoProgressExitCode,
+               what + "; " + std::to_string(config_.hang.max_no_progress_restarts) +
+                   " restart(s) in a row " + restarts_.why() +
+                   " (--max_no_progress_restarts): not restarting again"});
+    return;
+  }
   end_round({budget_left ? RoundEnd::Kind::kRestart : RoundEnd::Kind::kFinal,
              shell_exit_code(f.exitcode), what});
   if (budget_left) {
     round_->note_failure(what);
     round_->start_next_round(true, members());
   }
+}
+
+// A crash loop: this attempt's failure ends a row of restarts, as long as
+// --max_no_progress_restarts, whose ranks got no further than before (judged once an
+// attempt, from this node's ranks' progress pages).
+bool LocalAgent::Impl::crash_loop() {
+  if (attempt_->progress_judged) return false;
+  attempt_->progress_judged = true;
+  std::optional<int64_t> furthest;
+  uint64_t timed = 0;
+  for (int i = 0; i < config_.spec.local_world_size; ++i) {
+    ProgressSample s = runner_.progress(i);
+    if (s.step && (!furthest || *s.step > *furthest)) furthest = s.step;
+    timed += s.timed.steps;
+  }
+  return restarts_.failed(attempt_->info.restart_count, furthest, timed) >=
+         config_.hang.max_no_progress_restarts;
 }
 
 std::set<std::string> LocalAgent::Impl::members() const {

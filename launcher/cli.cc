@@ -467,8 +467,8 @@ std::span<const std::pair<const char*, const char*>> exit_statuses() {
       {"123", "elastic: this node was dropped from the job (the others heard no heartbeat from it, or it was the straggler --straggler_action=exclude left out) and left; the job went on without it"},
       {"124", "a rank hung (--hang_timeout) and no restart was left"},
       {"125",
-       "the job hung again after --max_no_progress_restarts restarts that got no rank past "
-       "the step where it hung before"},
+       "the job hung or failed again after --max_no_progress_restarts restarts that got no "
+       "rank past the step where it stopped before (a crash loop)"},
       {"126", "the script or program is not executable"},
       {"127", "the script, program or Python interpreter was not found"},
       {"255", "--hostfile/--hosts: a host could not be reached over ssh"},

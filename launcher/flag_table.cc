@@ -57,8 +57,9 @@ constexpr OptionDef kOptions[] = {
     {"hang_safety_factor", 0, false, "5", "auto: the timeout is this x the longest interval"},
     {"hang_min_timeout", 0, false, "60", "auto: the timeout is never shorter (seconds)"},
     {"max_no_progress_restarts", 0, false, "3",
-     "hangs in a row, after restarts that got no rank past the step it hung at, before "
-     "ddprun stops with exit status 125"},
+     "hangs or failures in a row, after restarts that got no rank past the step where the "
+     "last one stopped (or, with no step numbers, timed no step), before ddprun stops with "
+     "exit status 125 instead of restarting again"},
     {"straggler_warning", 0, false, "300",
      "name a rank still running this many seconds after every other rank of its node exited "
      "0, and a node still running this long after every rank of this one did (a rank stuck "
