@@ -1,4 +1,5 @@
 #include "agent/local_agent_impl.h"
+#include "rendezvous/host_clock.h"
 
 #include <signal.h>
 #include <sys/prctl.h>
@@ -76,6 +77,7 @@ int LocalAgent::Impl::run() {
   // Grandchildren orphaned by a dying worker are re-parented to us, so we can
   // reap them and nothing escapes the job.
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  launched_wall_ = static_cast<double>(rendezvous::wall_clock_ms()) / 1000;
   signals_.start();
   start_metrics();
   if (log_dir_.temporary() && !(config_.spec.redirects.none() && config_.spec.tee.none())) {
@@ -162,6 +164,7 @@ Task<int> LocalAgent::Impl::run_rounds() {
       // elsewhere still restarts everyone, this node included).
       enter(Phase::kAwaitingOthers);
       attempt_->over = co_await wait_for_all_done();
+      if (attempt_->over) note_ended();
       if (signalled_ != 0) co_return finish_signalled();
       if (!attempt_->over) co_return finish_success();
       if (attempt_->over->hang) co_await report_hang();
@@ -344,6 +347,8 @@ WorkerGroup LocalAgent::Impl::make_group(const rendezvous::RendezvousInfo& info)
 // The round's protocol among the nodes, from its start to the end of the attempt.
 void LocalAgent::Impl::begin_round(const rendezvous::RendezvousInfo& info) {
   attempt_ = std::make_unique<Attempt>(info);
+  spans_.push_back({info.restart_count, static_cast<double>(rendezvous::wall_clock_ms()) / 1000,
+                    std::nullopt, false, std::nullopt, std::nullopt, std::nullopt});
   round_ = handler_->coordinate(info, io_, clock_);
 }
 
@@ -376,6 +381,7 @@ Task<void> LocalAgent::Impl::run_attempt() {
   stragglers_watch_->cancel();
   marks_watch_->cancel();
   record_step_marks();
+  update_span();
   if (watchdog_) watchdog_->stop();
   round_->stop_watching_members();
   // A node whose workers all succeeded keeps watching for the round's end while it

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/local_agent_impl.h"
+#include "rendezvous/host_clock.h"
 
 namespace ddprun::agent {
 namespace {
@@ -40,6 +41,48 @@ void LocalAgent::Impl::record_step_marks() {
   }
   if (ranks.empty()) return;
   observer_->steps_marked(info.group_rank, info.restart_count, nlohmann::json{{"ranks", ranks}}.dump());
+}
+
+// The moment this node learned its round ends: the end of the attempt's useful work.
+void LocalAgent::Impl::note_ended() {
+  if (attempt_ && !attempt_->ended_wall) {
+    attempt_->ended_wall = static_cast<double>(rendezvous::wall_clock_ms()) / 1000;
+  }
+}
+
+// The running round's span as this node sees it now: how it ended, and its ranks' marks.
+void LocalAgent::Impl::update_span() {
+  if (!spans_.empty() && attempt_) {
+    tracking::AttemptSpan& now = spans_.back();
+    now.hang = attempt_->over && attempt_->over->hang;
+    bool ended_well = attempt_->over && attempt_->over->kind == RoundEnd::Kind::kFinal &&
+                      attempt_->over->exitcode == 0;
+    if (attempt_->ended_wall && !ended_well) now.failed = attempt_->ended_wall;
+    auto seconds = [](int64_t us) { return static_cast<double>(us) / 1e6; };
+    for (int i = 0; i < config_.spec.local_world_size; ++i) {
+      const StepMarks& m = runner_.progress(i).marks;
+      if (m.first_step_us > 0 && (!now.first_step || seconds(m.first_step_us) < *now.first_step)) {
+        now.first_step = seconds(m.first_step_us);
+      }
+      if (m.last_step_us > 0 && (!now.last_step || seconds(m.last_step_us) > *now.last_step)) {
+        now.last_step = seconds(m.last_step_us);
+      }
+      if (m.checkpoint_us > 0 && (!now.checkpoint || seconds(m.checkpoint_us) > *now.checkpoint)) {
+        now.checkpoint = seconds(m.checkpoint_us);
+      }
+    }
+  }
+}
+
+// This node's accounting so far, for /metrics: its launch to now, over the rounds it
+// ran, with its own ranks' steps (the run's, in `runs show`, takes every node's).
+std::optional<tracking::Goodput> LocalAgent::Impl::node_goodput() {
+  if (spans_.empty()) return std::nullopt;
+  update_span();
+  auto g = tracking::account_goodput(launched_wall_,
+                                     static_cast<double>(rendezvous::wall_clock_ms()) / 1000, spans_);
+  if (!g.steps_seen) return std::nullopt;
+  return g;
 }
 
 }  // namespace ddprun::agent

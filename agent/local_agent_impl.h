@@ -31,6 +31,7 @@
 #include "net/wait_scope.h"
 #include "rendezvous/rendezvous_handler.h"
 #include "rendezvous/round_coordinator.h"
+#include "tracking/goodput.h"
 #include "tracking/run_observer.h"
 
 namespace ddprun::agent {
@@ -59,6 +60,7 @@ struct Attempt {
   bool links_ready = false;  // every node reached its link probe (or the wait timed out)
   bool exclusion_refused = false;  // a straggler's node could not be left out (said once)
   bool progress_judged = false;    // its failure was counted for crash loops
+  std::optional<double> ended_wall;  // when this node learned the round ends (wall, s)
 };
 
 /// The agent of one node (see LocalAgent). Single-threaded: the loop's thread. Its
@@ -146,6 +148,9 @@ class LocalAgent::Impl {
   // Goodput accounting's step marks (local_agent_goodput.cc).
   void start_step_marks();
   void record_step_marks();
+  void note_ended();
+  void update_span();
+  std::optional<tracking::Goodput> node_goodput();
 
   // A hang (local_agent_hang.cc).
   void on_hang(const Stall& stall);
@@ -192,6 +197,10 @@ class LocalAgent::Impl {
   std::unique_ptr<Timer> marks_watch_;  // tells the run when the ranks stepped, now and then
   uint64_t hangs_ = 0;
   RestartProgress restarts_;  // crash loops: failed restarts in a row that got nowhere
+  // This node's view of the job for the metrics' goodput: its launch, and each round's
+  // span as it saw it (the run's own accounting is from every node's events).
+  double launched_wall_ = 0;
+  std::vector<tracking::AttemptSpan> spans_;
   // What the coroutine waits on: every handler that changes the state notifies it.
   LoopCondition changed_;
   std::function<void()> cancel_wait_;  // ends the wait for the other nodes in progress

@@ -113,6 +113,15 @@ JobMetrics LocalAgent::Impl::metrics_now() {
     }
   }
   j.step_seconds = steps_.step_times();
+  if (auto g = node_goodput()) {
+    const tracking::TimeSplit& s = g->job;
+    j.goodput = JobMetrics::Goodput{s.goodput(),
+                                    {{"startup", s.startup},
+                                     {"productive", s.productive},
+                                     {"lost", s.lost},
+                                     {"hang_wait", s.hang_wait},
+                                     {"restart", s.restart}}};
+  }
   if (observer_) {
     if (auto counts = observer_->record_counts()) j.records = {counts->ingested, counts->skipped};
   }

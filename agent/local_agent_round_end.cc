@@ -114,6 +114,7 @@ std::set<std::string> LocalAgent::Impl::members() const {
 // Publishes why the round ends (the first writer wins) and adopts the winner.
 void LocalAgent::Impl::end_round(const RoundEnd& mine) {
   if (!attempt_->over) attempt_->over = unless_dropped(round_->end(mine));
+  note_ended();
 }
 
 // The end as it applies to this node: when the others went on without it (it was
@@ -140,6 +141,7 @@ void LocalAgent::Impl::on_round_end(RoundEnd end) {
   end = unless_dropped(std::move(end));
   if (!signalled_ && !runner_.idle()) spdlog::warn("stopping: {}", end.reason);
   attempt_->over = std::move(end);
+  note_ended();
   stop_workers(*attempt_->over);
 }
 
@@ -148,6 +150,7 @@ void LocalAgent::Impl::on_store_lost(const std::string& what) {
   spdlog::error("{}; stopping the workers", what);
   attempt_->store_lost = true;
   attempt_->over = RoundEnd{RoundEnd::Kind::kFinal, 1, what};
+  note_ended();
   runner_.stop(SIGTERM);
 }
 

@@ -4,7 +4,6 @@
 #include <string>
 #include <vector>
 
-#include "tracking/run_store.h"
 
 namespace ddprun::tracking {
 
@@ -58,15 +57,6 @@ struct Goodput {
 
 /// Accounts the span [start, end] over `attempts` (in order): see TimeSplit. Pure.
 Goodput account_goodput(double start, double end, const std::vector<AttemptSpan>& attempts);
-
-/// The attempts of a run, from its events: each "rendezvous" begins one; its workers'
-/// exits, its hang and its round's end say how it ended; the nodes' "steps" events say
-/// when its steps and checkpoints were.
-std::vector<AttemptSpan> attempt_spans(RunStore& store);
-
-/// A run's accounting from its events, over [its creation, `end`]; nullopt where no
-/// attempt is recorded.
-std::optional<Goodput> run_goodput(RunStore& store, double created, double end);
 
 /// {"goodput", "start", "end", "startup", "productive", "lost", "hang_wait", "restart",
 /// "steps_seen", "checkpoint_seen", "attempts": [{"attempt", "start", "end", ...,

@@ -31,6 +31,18 @@ std::vector<std::string> spare_ids(const nlohmann::json& d) {
   return ids;
 }
 
+std::optional<double> earliest(std::optional<double> a, std::optional<double> b) {
+  if (!a) return b;
+  if (!b) return a;
+  return std::min(*a, *b);
+}
+
+std::optional<double> latest(std::optional<double> a, std::optional<double> b) {
+  if (!a) return b;
+  if (!b) return a;
+  return std::max(*a, *b);
+}
+
 // A running run's duration so far.
 double wall_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -63,6 +75,55 @@ std::vector<RunSummary::Straggler> stragglers(RunStore& store) {
 }
 
 }  // namespace
+
+std::vector<AttemptSpan> attempt_spans(RunStore& store) {
+  std::vector<AttemptSpan> spans;
+  std::vector<Event> events = store.events();
+  for (const auto& e : events) {
+    if (e.kind == "rendezvous") spans.push_back({e.attempt, e.wall, std::nullopt, false, {}, {}, {}});
+  }
+  // Each event belongs to the last attempt begun at or before it.
+  auto owner = [&spans](double wall) -> AttemptSpan* {
+    AttemptSpan* found = nullptr;
+    for (auto& s : spans) {
+      if (s.start <= wall) found = &s;
+    }
+    return found;
+  };
+  auto micros = [](const nlohmann::json& v) -> std::optional<double> {
+    if (!v.is_number() || v.get<double>() <= 0) return std::nullopt;
+    return v.get<double>() / 1e6;
+  };
+  for (const auto& e : events) {
+    AttemptSpan* a = owner(e.wall);
+    if (a == nullptr) continue;
+    if (e.kind == "worker_exited") {
+      auto d = nlohmann::json::parse(e.data_json, nullptr, false);
+      if (d.is_object() && d.value("exitcode", 0) != 0) a->failed = earliest(a->failed, e.wall);
+    } else if (e.kind == "hang") {
+      a->hang = true;
+      a->failed = earliest(a->failed, e.wall);
+    } else if (e.kind == "restart") {
+      a->failed = earliest(a->failed, e.wall);
+    } else if (e.kind == "steps") {
+      auto d = nlohmann::json::parse(e.data_json, nullptr, false);
+      if (!d.is_object() || !d.contains("ranks") || !d["ranks"].is_array()) continue;
+      for (const auto& r : d["ranks"]) {
+        if (!r.is_object()) continue;
+        a->first_step = earliest(a->first_step, micros(r.value("first_us", nlohmann::json())));
+        a->last_step = latest(a->last_step, micros(r.value("last_us", nlohmann::json())));
+        a->checkpoint = latest(a->checkpoint, micros(r.value("checkpoint_us", nlohmann::json())));
+      }
+    }
+  }
+  return spans;
+}
+
+std::optional<Goodput> run_goodput(RunStore& store, double created, double end) {
+  auto spans = attempt_spans(store);
+  if (spans.empty()) return std::nullopt;
+  return account_goodput(created, end, spans);
+}
 
 RunSummary summarize_run(RunStore& store, const std::string& id) {
   RunSummary r;

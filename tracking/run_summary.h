@@ -46,6 +46,15 @@ struct RunSummary {
 /// One run's summary. Throws TrackingError when its database cannot be read.
 RunSummary summarize_run(RunStore& store, const std::string& id);
 
+/// The attempts of a run, from its events: each "rendezvous" begins one; its workers'
+/// exits, its hang and its round's end say how it ended; the nodes' "steps" events say
+/// when its steps and checkpoints were.
+std::vector<AttemptSpan> attempt_spans(RunStore& store);
+
+/// A run's accounting from its events, over [its creation, `end`]; nullopt where no
+/// attempt is recorded.
+std::optional<Goodput> run_goodput(RunStore& store, double created, double end);
+
 /// The goodput accounting of the complete run at `run_dir` (a job's end reads it for
 /// its failure summary); nullopt where it cannot be read or no step was timed.
 std::optional<Goodput> ended_run_goodput(const std::string& run_dir);

@@ -109,6 +109,17 @@ std::string render_metrics(const JobMetrics& job, const ProcessMetrics& process)
       }
     }
   }
+  if (job.goodput) {
+    gauge("ddprun_goodput_ratio",
+          "Productive time over the job's time so far, as this node saw it (its ranks' steps).",
+          job.goodput->ratio);
+    e.family("ddprun_goodput_seconds", "gauge",
+             "The job's time so far by category (startup, productive, lost, hang_wait, restart), as "
+             "this node saw it.");
+    for (const auto& [category, seconds] : job.goodput->seconds) {
+      e.sample("ddprun_goodput_seconds", {{"category", category}}, seconds);
+    }
+  }
   e.family("ddprun_step_seconds", "histogram",
            "Time between consecutive steps of this node's ranks, per step.");
   const auto& s = job.step_seconds;

@@ -30,6 +30,13 @@ struct JobMetrics {
     std::optional<double> straggler_score;
   };
   std::vector<Rank> ranks;  // where hang detection watches the workers
+  /// This node's goodput accounting so far (none: no step timed yet): seconds by
+  /// category, in the order startup, productive, lost, hang_wait, restart.
+  struct Goodput {
+    double ratio = 0;
+    std::vector<std::pair<std::string, double>> seconds;
+  };
+  std::optional<Goodput> goodput;
   /// Seconds a step took on this node's ranks (a rank's step counter moving), bucketed.
   struct StepTimes {
     std::vector<double> bounds;

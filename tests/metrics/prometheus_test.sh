@@ -56,7 +56,7 @@ grep -q "127.0.0.1:$busy" "$dir/err" || fail "the address in use is not named: $
 rdzv=$(free_port)
 job=(--nnodes=2 --nproc_per_node=2 --rdzv_backend=c10d --rdzv_endpoint=127.0.0.1:$rdzv
      --rdzv_id=metrics$$ --local_addr=127.0.0.1 --max_restarts=1 --tracking_dir="$dir/runs"
-     --metrics_port=0 --metrics_sd_file="$dir/targets.json")
+     --metrics_port=0 --metrics_sd_file="$dir/targets.json" --straggler_window=1)
 "$ddprun" "${job[@]}" --rdzv_conf=is_host=1 "$here/worker.py" "$dir" >/dev/null 2>"$dir/a.err" &
 a=$!
 "$ddprun" "${job[@]}" --rdzv_conf=is_host=0 "$here/worker.py" "$dir" >/dev/null 2>"$dir/b.err" &
@@ -94,6 +94,14 @@ query 'sum by (store) (ddprun_store_requests_total{op="compare_set"})' | grep -q
 [ "$(query 'count(ddprun_store_connections{store="workers"})' | grep -o '"[0-9]*"]' | tr -dc 0-9)" = 2 ] ||
   fail "the workers' stores: $(query 'ddprun_store_connections')"
 
+# Straggler detection scored every rank; each agent accounts the job's time so far.
+scored() { [ "$(query 'count(ddprun_rank_straggler_score)' | grep -o '"[0-9]*"]' | tr -dc 0-9)" = 4 ]; }
+eventually 30 scored || fail "the ranks' straggler scores: $(query 'ddprun_rank_straggler_score')"
+[ "$(query 'count(ddprun_goodput_ratio > 0)' | grep -o '"[0-9]*"]' | tr -dc 0-9)" = 2 ] ||
+  fail "goodput: $(query 'ddprun_goodput_ratio')"
+query 'max(ddprun_goodput_seconds{category="restart"})' | grep -qv '"0"' ||
+  fail "the restart's time: $(query 'ddprun_goodput_seconds')"
+
 # Every step each worker logged went into the run through its node.
 [ "$(query 'count(ddprun_tracking_records_total > 10)' | grep -o '"[0-9]*"]' | tr -dc 0-9)" = 2 ] ||
   fail "the records taken into the run: $(query 'ddprun_tracking_records_total')"
@@ -106,6 +114,8 @@ promtool check metrics <"$dir/exposition.txt" || fail "promtool: $(promtool chec
 grep -q 'ddprun_step_seconds_count [1-9]' "$dir/exposition.txt" || fail "no step times: $(grep step_seconds "$dir/exposition.txt")"
 
 # The monitoring example's configuration and rules.
+promtool check rules "$here/../../examples/monitoring/ddprun_rules.yml" >/dev/null ||
+  fail "examples/monitoring: $(promtool check rules "$here/../../examples/monitoring/ddprun_rules.yml" 2>&1)"
 promtool check config "$here/../../examples/monitoring/prometheus.yml" >/dev/null ||
   fail "examples/monitoring: $(promtool check config "$here/../../examples/monitoring/prometheus.yml" 2>&1)"
 python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$here/../../examples/monitoring/grafana_dashboard.json" ||

@@ -74,10 +74,12 @@ TEST(JobMetrics, RenderNamesEveryFamilyOnce) {
   j.run_id = "r";
   j.ranks = {{0, 1.5, 7, 0.25, 2.5}, {1, 0.5, 7, std::nullopt, std::nullopt}};
   j.stores = {{"workers", 2, {{"set", 3}}}};
+  j.goodput = JobMetrics::Goodput{0.75, {{"startup", 1}, {"productive", 6}, {"restart", 1}}};
   std::string text = render_metrics(j, ProcessMetrics{});
   for (const char* family : {"ddprun_info", "ddprun_restarts_total", "ddprun_rank_step",
                              "ddprun_step_seconds", "ddprun_store_requests_total",
                              "ddprun_rank_straggler_score", "ddprun_rank_own_seconds_per_step",
+                             "ddprun_goodput_ratio", "ddprun_goodput_seconds",
                              "process_cpu_seconds_total"}) {
     std::string type = std::string("# TYPE ") + family + " ";
     auto first = text.find(type);
@@ -88,6 +90,8 @@ TEST(JobMetrics, RenderNamesEveryFamilyOnce) {
   EXPECT_NE(text.find("ddprun_rank_straggler_score{rank=\"0\"} 2.5\n"), std::string::npos) << text;
   EXPECT_NE(text.find("ddprun_rank_own_seconds_per_step{rank=\"0\"} 0.25\n"), std::string::npos);
   EXPECT_EQ(text.find("ddprun_rank_straggler_score{rank=\"1\"}"), std::string::npos);
+  EXPECT_NE(text.find("ddprun_goodput_ratio 0.75\n"), std::string::npos);
+  EXPECT_NE(text.find("ddprun_goodput_seconds{category=\"productive\"} 6\n"), std::string::npos);
   EXPECT_NE(text.find("ddprun_store_requests_total{store=\"workers\",op=\"set\"} 3\n"),
             std::string::npos);
 }
