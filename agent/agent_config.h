@@ -79,6 +79,10 @@ struct AgentConfig {
     bool enabled() const { return threshold > 0; }
   } stragglers;
 
+  /// Where the job writes its checkpoints (--checkpoint_dir): the newest file there is
+  /// its last durable state, for goodput accounting ("": the job says it itself).
+  std::string checkpoint_dir;
+
   /// The agent's Prometheus endpoint (--metrics_port, --metrics_host, --metrics_sd_file).
   struct Metrics {
     std::optional<uint16_t> port;  // none: no endpoint; 0: a free port, printed

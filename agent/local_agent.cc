@@ -77,7 +77,7 @@ int LocalAgent::Impl::run() {
   // Grandchildren orphaned by a dying worker are re-parented to us, so we can
   // reap them and nothing escapes the job.
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
-  launched_wall_ = static_cast<double>(rendezvous::wall_clock_ms()) / 1000;
+  settled_until_ = static_cast<double>(rendezvous::wall_clock_ms()) / 1000;
   signals_.start();
   start_metrics();
   if (log_dir_.temporary() && !(config_.spec.redirects.none() && config_.spec.tee.none())) {
@@ -347,8 +347,10 @@ WorkerGroup LocalAgent::Impl::make_group(const rendezvous::RendezvousInfo& info)
 // The round's protocol among the nodes, from its start to the end of the attempt.
 void LocalAgent::Impl::begin_round(const rendezvous::RendezvousInfo& info) {
   attempt_ = std::make_unique<Attempt>(info);
-  spans_.push_back({info.restart_count, static_cast<double>(rendezvous::wall_clock_ms()) / 1000,
-                    std::nullopt, false, std::nullopt, std::nullopt, std::nullopt});
+  settle_span();
+  span_ = tracking::AttemptSpan{info.restart_count,
+                                static_cast<double>(rendezvous::wall_clock_ms()) / 1000,
+                                std::nullopt, false, std::nullopt, std::nullopt, std::nullopt};
   round_ = handler_->coordinate(info, io_, clock_);
 }
 

@@ -1,9 +1,11 @@
 // Goodput accounting's part in the agent: when this node's ranks stepped and what they
-// declared durable, read from their progress pages and told to the run (a "steps"
-// event) at each attempt's end and every kMarksEvery while it runs. The run does the
+// declared durable, read from their progress pages (and the newest file of
+// --checkpoint_dir), and told to the run (a "steps" event) at each attempt's end and
+// every kMarksEvery while it runs. The run does the
 // accounting (tracking/goodput.h) when it is read.
 #include <nlohmann/json.hpp>
 
+#include "agent/checkpoint_dir.h"
 #include "agent/local_agent_impl.h"
 #include "rendezvous/host_clock.h"
 
@@ -39,8 +41,12 @@ void LocalAgent::Impl::record_step_marks() {
     if (m.checkpoint_step) r["checkpoint_step"] = *m.checkpoint_step;
     ranks.push_back(std::move(r));
   }
-  if (ranks.empty()) return;
-  observer_->steps_marked(info.group_rank, info.restart_count, nlohmann::json{{"ranks", ranks}}.dump());
+  nlohmann::json d{{"ranks", ranks}};
+  std::optional<int64_t> saved;
+  if (!config_.checkpoint_dir.empty()) saved = newest_checkpoint_us(config_.checkpoint_dir);
+  if (saved) d["checkpoint_dir_us"] = *saved;
+  if (ranks.empty() && !saved) return;
+  observer_->steps_marked(info.group_rank, info.restart_count, d.dump());
 }
 
 // The moment this node learned its round ends: the end of the attempt's useful work.
@@ -52,13 +58,18 @@ void LocalAgent::Impl::note_ended() {
 
 // The running round's span as this node sees it now: how it ended, and its ranks' marks.
 void LocalAgent::Impl::update_span() {
-  if (!spans_.empty() && attempt_) {
-    tracking::AttemptSpan& now = spans_.back();
+  if (span_ && attempt_) {
+    tracking::AttemptSpan& now = *span_;
     now.hang = attempt_->over && attempt_->over->hang;
     bool ended_well = attempt_->over && attempt_->over->kind == RoundEnd::Kind::kFinal &&
                       attempt_->over->exitcode == 0;
     if (attempt_->ended_wall && !ended_well) now.failed = attempt_->ended_wall;
     auto seconds = [](int64_t us) { return static_cast<double>(us) / 1e6; };
+    if (!config_.checkpoint_dir.empty()) {
+      if (auto saved = newest_checkpoint_us(config_.checkpoint_dir)) {
+        if (!now.checkpoint || seconds(*saved) > *now.checkpoint) now.checkpoint = seconds(*saved);
+      }
+    }
     for (int i = 0; i < config_.spec.local_world_size; ++i) {
       const StepMarks& m = runner_.progress(i).marks;
       if (m.first_step_us > 0 && (!now.first_step || seconds(m.first_step_us) < *now.first_step)) {
@@ -74,15 +85,41 @@ void LocalAgent::Impl::update_span() {
   }
 }
 
+// A round ends as the next begins: its time is settled, up to its failure (the time
+// from there to the next round's first step is that round's restart).
+void LocalAgent::Impl::settle_span() {
+  if (!span_) return;
+  double now = static_cast<double>(rendezvous::wall_clock_ms()) / 1000;
+  double end = std::min(span_->failed.value_or(now), now);
+  tracking::Goodput g = tracking::account_goodput(settled_until_, end, {*span_}, !settled_any_);
+  const tracking::TimeSplit& s = g.job;
+  settled_.startup += s.startup;
+  settled_.productive += s.productive;
+  settled_.lost += s.lost;
+  settled_.hang_wait += s.hang_wait;
+  settled_.restart += s.restart;
+  settled_until_ = std::max(settled_until_, end);
+  settled_any_ = true;
+  steps_seen_ = steps_seen_ || g.steps_seen;
+  span_.reset();
+}
+
 // This node's accounting so far, for /metrics: its launch to now, over the rounds it
 // ran, with its own ranks' steps (the run's, in `runs show`, takes every node's).
-std::optional<tracking::Goodput> LocalAgent::Impl::node_goodput() {
-  if (spans_.empty()) return std::nullopt;
+std::optional<tracking::TimeSplit> LocalAgent::Impl::node_goodput() {
   update_span();
-  auto g = tracking::account_goodput(launched_wall_,
-                                     static_cast<double>(rendezvous::wall_clock_ms()) / 1000, spans_);
-  if (!g.steps_seen) return std::nullopt;
-  return g;
+  double now = static_cast<double>(rendezvous::wall_clock_ms()) / 1000;
+  std::vector<tracking::AttemptSpan> current;
+  if (span_) current.push_back(*span_);
+  tracking::Goodput g = tracking::account_goodput(settled_until_, now, current, !settled_any_);
+  if (!steps_seen_ && !g.steps_seen) return std::nullopt;
+  tracking::TimeSplit s = settled_;
+  s.startup += g.job.startup;
+  s.productive += g.job.productive;
+  s.lost += g.job.lost;
+  s.hang_wait += g.job.hang_wait;
+  s.restart += g.job.restart;
+  return s;
 }
 
 }  // namespace ddprun::agent

@@ -150,7 +150,8 @@ class LocalAgent::Impl {
   void record_step_marks();
   void note_ended();
   void update_span();
-  std::optional<tracking::Goodput> node_goodput();
+  void settle_span();
+  std::optional<tracking::TimeSplit> node_goodput();
 
   // A hang (local_agent_hang.cc).
   void on_hang(const Stall& stall);
@@ -197,10 +198,14 @@ class LocalAgent::Impl {
   std::unique_ptr<Timer> marks_watch_;  // tells the run when the ranks stepped, now and then
   uint64_t hangs_ = 0;
   RestartProgress restarts_;  // crash loops: failed restarts in a row that got nowhere
-  // This node's view of the job for the metrics' goodput: its launch, and each round's
-  // span as it saw it (the run's own accounting is from every node's events).
-  double launched_wall_ = 0;
-  std::vector<tracking::AttemptSpan> spans_;
+  // This node's view of the job for the metrics' goodput (the run's own accounting is
+  // from every node's events): the rounds before this one, accounted once each ended,
+  // up to `settled_until_` (its launch at first), and this round's span as it sees it.
+  double settled_until_ = 0;
+  tracking::TimeSplit settled_;
+  bool settled_any_ = false;  // some earlier round was settled: this one's wait is a restart
+  bool steps_seen_ = false;   // some round timed a step
+  std::optional<tracking::AttemptSpan> span_;
   // What the coroutine waits on: every handler that changes the state notifies it.
   LoopCondition changed_;
   std::function<void()> cancel_wait_;  // ends the wait for the other nodes in progress

@@ -113,8 +113,8 @@ JobMetrics LocalAgent::Impl::metrics_now() {
     }
   }
   j.step_seconds = steps_.step_times();
-  if (auto g = node_goodput()) {
-    const tracking::TimeSplit& s = g->job;
+  if (auto split = node_goodput()) {
+    const tracking::TimeSplit& s = *split;
     j.goodput = JobMetrics::Goodput{s.goodput(),
                                     {{"startup", s.startup},
                                      {"productive", s.productive},

@@ -402,6 +402,12 @@ LaunchConfig parse_command_line(int argc, const char* const argv[], const EnvLoo
     throw UsageError(v.source("straggler_action") + "=" + action + ": expected warn or exclude");
   }
   a.stragglers.exclude = action == "exclude";
+  if (v.given("checkpoint_dir")) {
+    a.checkpoint_dir = v.str("checkpoint_dir");
+    if (a.checkpoint_dir.empty()) {
+      throw UsageError(v.source("checkpoint_dir") + "=: must name a directory");
+    }
+  }
   const std::string& events = v.str("event_log_handler");
   if (events != "null" && events != "console") {
     throw UsageError(v.source("event_log_handler") + "=" + events + ": expected null or console");

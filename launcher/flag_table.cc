@@ -73,6 +73,10 @@ constexpr OptionDef kOptions[] = {
      "warn: a straggler is named; exclude: also, its node leaves the job and the others go "
      "on in a new round, where MIN or a waiting spare allows (elastic jobs)",
      "warn exclude"},
+    {"checkpoint_dir", 0, false, "",
+     "where the job writes its checkpoints: the newest file there is taken as its last "
+     "durable state in goodput accounting (or call ddprun_tracking.checkpoint())",
+     "<dir>"},
     {"signals_to_handle", 0, false, "SIGTERM,SIGINT,SIGHUP,SIGQUIT",
      "signals ddprun sends on to every worker and then stops the job (SIGKILL after "
      "--grace_period)"},

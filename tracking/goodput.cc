@@ -45,7 +45,8 @@ std::string seconds(double s) {
 
 }  // namespace
 
-Goodput account_goodput(double start, double end, const std::vector<AttemptSpan>& attempts) {
+Goodput account_goodput(double start, double end, const std::vector<AttemptSpan>& attempts,
+                        bool from_launch) {
   Goodput g;
   g.start = start;
   g.end = std::max(start, end);
@@ -55,7 +56,7 @@ Goodput account_goodput(double start, double end, const std::vector<AttemptSpan>
     bool last = i + 1 == attempts.size();
     double until = a.failed ? std::min(*a.failed, g.end) : g.end;
     Goodput::Attempt out{a.attempt, at, last ? g.end : until, {}, {}};
-    const char* waiting = i == 0 ? "startup" : "restart";  // before its first step
+    const char* waiting = i == 0 && from_launch ? "startup" : "restart";  // before its first step
     if (!a.first_step || *a.first_step >= until) {
       at = take(out, waiting, at, until);  // no step: all of it went to getting started
     } else {
@@ -76,7 +77,7 @@ Goodput account_goodput(double start, double end, const std::vector<AttemptSpan>
     add(g.job, out.split);
     g.attempts.push_back(std::move(out));
   }
-  if (attempts.empty()) g.job.startup = g.end - start;
+  if (attempts.empty()) (from_launch ? g.job.startup : g.job.restart) = g.end - start;
   return g;
 }
 

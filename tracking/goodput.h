@@ -56,7 +56,11 @@ struct Goodput {
 };
 
 /// Accounts the span [start, end] over `attempts` (in order): see TimeSplit. Pure.
-Goodput account_goodput(double start, double end, const std::vector<AttemptSpan>& attempts);
+/// `from_launch`: `start` is the job's launch, so the first attempt's wait for its first
+/// step is start-up; otherwise `start` is an earlier failure, and that wait a restart
+/// (an agent accounts one round at a time so that nothing grows with restarts).
+Goodput account_goodput(double start, double end, const std::vector<AttemptSpan>& attempts,
+                        bool from_launch = true);
 
 /// {"goodput", "start", "end", "startup", "productive", "lost", "hang_wait", "restart",
 /// "steps_seen", "checkpoint_seen", "attempts": [{"attempt", "start", "end", ...,

@@ -108,6 +108,7 @@ std::vector<AttemptSpan> attempt_spans(RunStore& store) {
     } else if (e.kind == "steps") {
       auto d = nlohmann::json::parse(e.data_json, nullptr, false);
       if (!d.is_object() || !d.contains("ranks") || !d["ranks"].is_array()) continue;
+      a->checkpoint = latest(a->checkpoint, micros(d.value("checkpoint_dir_us", nlohmann::json())));
       for (const auto& r : d["ranks"]) {
         if (!r.is_object()) continue;
         a->first_step = earliest(a->first_step, micros(r.value("first_us", nlohmann::json())));

@@ -1,5 +1,7 @@
 """A synthetic training job for goodput accounting: 50 ms steps, a checkpoint every 10
-steps (its step in a state file), and faults injected by attempt: attempt 0 crashes
+steps (its step in DIR/ckpt/state, written by rank 0; declared with
+ddprun_tracking.checkpoint() unless GOODPUT_DIR_ONLY is set, for ddprun to notice it in
+--checkpoint_dir), and faults injected by attempt: attempt 0 crashes
 after step 25, attempt 1 hangs after step 33 (until ddprun stops it), attempt 2 runs to
 step 40. Each rank writes its own timeline (wall clock) to DIR/<attempt>.<rank>.json:
 its first step, checkpoints, last step, and its crash or the SIGTERM that stopped it."""
@@ -29,7 +31,9 @@ def stopped(signum, frame):
 
 
 signal.signal(signal.SIGTERM, stopped)
-state = os.path.join(out, "state")
+os.makedirs(os.path.join(out, "ckpt"), exist_ok=True)
+state = os.path.join(out, "ckpt", "state")
+declare = not os.environ.get("GOODPUT_DIR_ONLY")
 start = json.load(open(state))["step"] if os.path.exists(state) else 0
 time.sleep(0.3)  # start-up: imports, loading
 run.step()
@@ -43,7 +47,8 @@ for step in range(start + 1, 41):
             with open(state + ".new", "w") as f:
                 json.dump({"step": step}, f)
             os.rename(state + ".new", state)
-        run.checkpoint(step)
+        if declare:
+            run.checkpoint(step)
         timeline["checkpoints"].append(time.time())
     if attempt == 0 and step == 25:
         timeline["crashed"] = time.time()

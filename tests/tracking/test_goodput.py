@@ -24,8 +24,9 @@ class Goodput(unittest.TestCase):
     def tearDown(self):
         shutil.rmtree(self.dir, ignore_errors=True)
 
-    def ddprun(self, *args):
-        return subprocess.run([DDPRUN, *args], env=ENV, capture_output=True, text=True, timeout=120)
+    def ddprun(self, *args, **env):
+        return subprocess.run([DDPRUN, *args], env=dict(ENV, **env), capture_output=True, text=True,
+                              timeout=120)
 
     def exported(self):
         r = self.ddprun("runs", "export", "latest", "--tracking_dir", self.runs, "--format", "jsonl")
@@ -40,16 +41,18 @@ class Goodput(unittest.TestCase):
                 out.append(json.load(f))
         return out
 
-    def test_the_breakdown_equals_what_the_ranks_saw(self):
+    def check_breakdown(self, *flags, writer_only=False, **env):
         r = self.ddprun("--nproc_per_node=2", "--max_restarts=2", "--hang_timeout=1",
-                        "--hang_initial_timeout=30", "--tracking_dir", self.runs,
-                        os.path.join(HERE, "goodput_job.py"), self.dir)
+                        "--hang_initial_timeout=30", "--tracking_dir", self.runs, *flags,
+                        os.path.join(HERE, "goodput_job.py"), self.dir, **env)
         self.assertEqual(r.returncode, 0, r.stderr[-3000:])
         g = self.exported()
         a0, a1, a2 = self.timelines(0), self.timelines(1), self.timelines(2)
         first = lambda ts: min(t["first_step"] for t in ts)
         last = lambda ts: max(t["last_step"] for t in ts)
-        checkpoint = lambda ts: max(t["checkpoints"][-1] for t in ts)
+        # Declared by every rank (the latest counts), or noticed in the directory that
+        # rank 0 alone writes to.
+        checkpoint = lambda ts: max(t["checkpoints"][-1] for t in (ts[:1] if writer_only else ts))
         # The first rank to crash ends the attempt (the other may be stopped before its own).
         crash = min(t["crashed"] for t in a0 if "crashed" in t)
         stop = min(t["stopped"] for t in a1)  # the hang's detection stopped them
@@ -69,6 +72,10 @@ class Goodput(unittest.TestCase):
                             f"{key}: accounted {g[key]:.3f} s, truth {want:.3f} s, job {total:.3f} s\n{g}")
         self.assertEqual([a["attempt"] for a in g["attempts"]], [0, 1, 2])
         self.assertTrue(g["checkpoint_seen"])
+        return g
+
+    def test_the_breakdown_equals_what_the_ranks_saw(self):
+        g = self.check_breakdown()
 
         shown = self.ddprun("runs", "show", "latest", "--tracking_dir", self.runs).stdout
         self.assertRegex(shown, r"(?m)^goodput \d+\.\d%: start-up [\d.]+ s, productive [\d.]+ s, lost "
@@ -77,6 +84,10 @@ class Goodput(unittest.TestCase):
         listed = self.ddprun("runs", "list", "--tracking_dir", self.runs).stdout
         self.assertRegex(listed, r"GOODPUT")
         self.assertIn(f"{g['goodput'] * 100:.1f}%", listed)
+
+    def test_checkpoints_noticed_in_the_checkpoint_dir_count_as_declared_ones(self):
+        self.check_breakdown("--checkpoint_dir", os.path.join(self.dir, "ckpt"), writer_only=True,
+                             GOODPUT_DIR_ONLY="1")
 
     def test_a_job_that_fails_for_good_says_where_its_time_went(self):
         r = self.ddprun("--nproc_per_node=2", "--max_restarts=0", "--tracking_dir", self.runs,
