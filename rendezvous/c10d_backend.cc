@@ -37,7 +37,6 @@ C10dBackend::C10dBackend(RendezvousParams params, bool connect_later) : params_(
   store::TcpStoreClient::Options o;
   o.token = params_.token;
   o.timeout = params_.join_timeout;
-  o.lists = true;  // an agent's store: ddprun's server
   probe_ = std::make_unique<store::TcpStoreClient>(params_.c10d_host, params_.c10d_port, o);
   probe_->set_timeout(params_.read_timeout);
 }
@@ -46,7 +45,6 @@ Task<void> C10dBackend::reach(CancelSignal& cancel) {
   store::TcpStoreClient::Options o;
   o.token = params_.token;
   o.timeout = params_.read_timeout;
-  o.lists = true;  // an agent's store: ddprun's server
   auto deadline = std::chrono::steady_clock::now() + params_.join_timeout;
   try {
     probe_ = co_await open_store_client(params_.c10d_host, params_.c10d_port, o, deadline, cancel);
@@ -90,7 +88,6 @@ std::unique_ptr<store::TcpStoreClient> C10dBackend::new_client(milliseconds time
   store::TcpStoreClient::Options o;
   o.token = params_.token;
   o.timeout = timeout;
-  o.lists = true;
   return std::make_unique<store::TcpStoreClient>(params_.c10d_host, params_.c10d_port, o);
 }
 

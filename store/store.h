@@ -55,7 +55,7 @@ class Store {
     return get(key, kDefaultTimeout);
   }
   /// Every key starting with `prefix` with its value, where the store can list keys
-  /// (nullopt where it cannot: PyTorch's TCPStore).
+  /// (nullopt where it cannot: TCPStore).
   virtual std::optional<std::vector<std::pair<std::string, std::string>>> list_prefix(
       const std::string& prefix) {
     (void)prefix;

@@ -264,27 +264,6 @@ void TcpStoreClient::multi_set(const std::vector<std::string>& keys,
   send(r.bytes());
 }
 
-std::optional<std::vector<std::pair<std::string, std::string>>> TcpStoreClient::list_prefix(
-    const std::string& prefix) {
-  if (!options_.lists || options_.numbering != Numbering::kV2) return std::nullopt;
-  send(Request(Numbering::kV2, Op::kList).bytes());
-  auto d = deadline();
-  auto count = read_scalar<int64_t>(d);
-  if (count < 0) throw StoreError("the store at " + address_ + " listed " + std::to_string(count) + " keys");
-  std::vector<std::string> keys;
-  for (int64_t i = 0; i < count; ++i) {
-    std::string key = read_bytes(d);
-    if (key.compare(0, prefix.size(), prefix) == 0) keys.push_back(std::move(key));
-  }
-  std::vector<std::pair<std::string, std::string>> out;
-  if (keys.empty()) return out;
-  auto values = get_now(keys);
-  for (size_t i = 0; i < keys.size(); ++i) {
-    if (values[i]) out.emplace_back(std::move(keys[i]), std::move(*values[i]));
-  }
-  return out;
-}
-
 void TcpStoreClient::append(const std::string& key, const std::string& value) {
   send(Request(options_.numbering, Op::kAppend).str(key).str(value).bytes());
 }

@@ -25,9 +25,6 @@ class TcpStoreClient : public Store {
     tcpstore::Numbering numbering = tcpstore::Numbering::kV2;
     /// The job token the server asks for ("" = none): proved on every connection.
     std::string token = {};
-    /// The server is ddprun's, which lists its keys (LIST): list_prefix() works.
-    /// PyTorch's own server before 2.14 has no LIST; list_prefix() is nullopt then.
-    bool lists = false;
   };
 
   TcpStoreClient(std::string host, int port, Options options);
@@ -56,10 +53,6 @@ class TcpStoreClient : public Store {
   void multi_set(const std::vector<std::string>& keys,
                  const std::vector<std::string>& values) override;
   void append(const std::string& key, const std::string& value) override;
-  /// Two round trips (LIST, then MULTI_GET of the keys under `prefix`); a key deleted
-  /// in between is left out. nullopt unless Options::lists.
-  std::optional<std::vector<std::pair<std::string, std::string>>> list_prefix(
-      const std::string& prefix) override;
   void interrupt() override { socket_.shutdown(); }
 
   /// The current values of `keys` without waiting; "" for a missing key (2.x only).
