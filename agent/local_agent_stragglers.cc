@@ -61,11 +61,11 @@ void LocalAgent::Impl::judge_stragglers() {
   const auto& info = attempt_->info;
   if (info.group_rank == 0) {
     auto verdict = straggler_judge_.judge(round_->published(kParts), clock_.now());
-    if (verdict.median_own > 0) {
+    if (verdict.median_own > 0) {  // a window without steps keeps the last median
       round_->publish(kMedian, fixed(verdict.median_own, 9));
       say_stragglers(verdict);
+      job_median_own_ = verdict.median_own;
     }
-    job_median_own_ = verdict.median_own;
   } else {
     double median = 0;
     std::string text = round_->published_by(kMedian, 0);

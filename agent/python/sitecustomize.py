@@ -170,6 +170,18 @@ _DDPRUN_COLLECTIVES = (
 )
 
 
+_ddprun_step_clock = False  # made as torch is imported: False until then, then the clock or None
+
+
+def _ddprun_clock():
+    """The step clock, made at its first use (as torch loads): a worker that never
+    imports torch maps nothing and imports nothing for it."""
+    global _ddprun_step_clock
+    if _ddprun_step_clock is False:
+        _ddprun_step_clock = _ddprun_make_step_clock()
+    return _ddprun_step_clock
+
+
 def _ddprun_make_step_clock():
     path = os.environ.get("DDPRUN_PROGRESS_FILE")
     if not path:
@@ -189,28 +201,32 @@ def _ddprun_make_step_clock():
 
 def _ddprun_optimizer_loaded(module):
     register = getattr(module, "register_optimizer_step_post_hook", None)  # torch 2.0+
-    if _ddprun_step_clock is not None and register is not None:
-        register(_ddprun_step_clock.step_done)
+    clock = _ddprun_clock()
+    if clock is not None and register is not None:
+        register(clock.step_done)
 
 
 def _ddprun_autograd_loaded(module):
-    if _ddprun_step_clock is not None and hasattr(module, "backward"):
-        module.backward = _ddprun_step_clock.backward(module.backward)
+    clock = _ddprun_clock()
+    if clock is not None and hasattr(module, "backward"):
+        module.backward = clock.backward(module.backward)
 
 
 def _ddprun_distributed_loaded(module):
-    if _ddprun_step_clock is None:
+    clock = _ddprun_clock()
+    if clock is None:
         return
     for name in _DDPRUN_COLLECTIVES:
         call = getattr(module, name, None)
         if callable(call):
-            setattr(module, name, _ddprun_step_clock.waiting(call))
+            setattr(module, name, clock.waiting(call))
 
 
 def _ddprun_compiler_loaded(module):
     is_compiling = getattr(module, "is_compiling", None)
-    if _ddprun_step_clock is not None and is_compiling is not None:
-        _ddprun_step_clock.compiling = is_compiling
+    clock = _ddprun_clock()
+    if clock is not None and is_compiling is not None:
+        clock.compiling = is_compiling
 
 
 class _DdprunTorchFinder:
@@ -263,6 +279,5 @@ def _ddprun_run_shadowed_sitecustomize():
 
 
 _ddprun_stack_file = _ddprun_register_stack_dump()
-_ddprun_step_clock = _ddprun_make_step_clock()
 sys.meta_path.insert(0, _DdprunTorchFinder())
 _ddprun_run_shadowed_sitecustomize()
