@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <string_view>
 #include <system_error>
 
 #include <nlohmann/json.hpp>
@@ -78,42 +79,43 @@ std::vector<RunSummary::Straggler> stragglers(RunStore& store) {
 
 std::vector<AttemptSpan> attempt_spans(RunStore& store) {
   std::vector<AttemptSpan> spans;
-  std::vector<Event> events = store.events();
-  for (const auto& e : events) {
-    if (e.kind == "rendezvous") spans.push_back({e.attempt, e.wall, std::nullopt, false, {}, {}, {}});
+  for (const auto& e : store.events("rendezvous")) {  // oldest first
+    spans.push_back({e.attempt, e.wall, std::nullopt, false, {}, {}, {}});
   }
   // Each event belongs to the last attempt begun at or before it.
   auto owner = [&spans](double wall) -> AttemptSpan* {
-    AttemptSpan* found = nullptr;
-    for (auto& s : spans) {
-      if (s.start <= wall) found = &s;
-    }
-    return found;
+    auto after = std::upper_bound(spans.begin(), spans.end(), wall,
+                                  [](double w, const AttemptSpan& s) { return w < s.start; });
+    return after == spans.begin() ? nullptr : &*(after - 1);
   };
   auto micros = [](const nlohmann::json& v) -> std::optional<double> {
     if (!v.is_number() || v.get<double>() <= 0) return std::nullopt;
     return v.get<double>() / 1e6;
   };
-  for (const auto& e : events) {
-    AttemptSpan* a = owner(e.wall);
-    if (a == nullptr) continue;
-    if (e.kind == "worker_exited") {
-      auto d = nlohmann::json::parse(e.data_json, nullptr, false);
-      if (d.is_object() && d.value("exitcode", 0) != 0) a->failed = earliest(a->failed, e.wall);
-    } else if (e.kind == "hang") {
-      a->hang = true;
-      a->failed = earliest(a->failed, e.wall);
-    } else if (e.kind == "restart") {
-      a->failed = earliest(a->failed, e.wall);
-    } else if (e.kind == "steps") {
-      auto d = nlohmann::json::parse(e.data_json, nullptr, false);
-      if (!d.is_object() || !d.contains("ranks") || !d["ranks"].is_array()) continue;
-      a->checkpoint = latest(a->checkpoint, micros(d.value("checkpoint_dir_us", nlohmann::json())));
-      for (const auto& r : d["ranks"]) {
-        if (!r.is_object()) continue;
-        a->first_step = earliest(a->first_step, micros(r.value("first_us", nlohmann::json())));
-        a->last_step = latest(a->last_step, micros(r.value("last_us", nlohmann::json())));
-        a->checkpoint = latest(a->checkpoint, micros(r.value("checkpoint_us", nlohmann::json())));
+  // Only the kinds that say how an attempt went are read (a long run holds many more).
+  for (const char* kind : {"worker_exited", "hang", "restart", "steps"}) {
+    for (const auto& e : store.events(kind)) {
+      AttemptSpan* a = owner(e.wall);
+      if (a == nullptr) continue;
+      std::string_view k = kind;
+      if (k == "worker_exited") {
+        auto d = nlohmann::json::parse(e.data_json, nullptr, false);
+        if (d.is_object() && d.value("exitcode", 0) != 0) a->failed = earliest(a->failed, e.wall);
+      } else if (k == "hang") {
+        a->hang = true;
+        a->failed = earliest(a->failed, e.wall);
+      } else if (k == "restart") {
+        a->failed = earliest(a->failed, e.wall);
+      } else {
+        auto d = nlohmann::json::parse(e.data_json, nullptr, false);
+        if (!d.is_object() || !d.contains("ranks") || !d["ranks"].is_array()) continue;
+        a->checkpoint = latest(a->checkpoint, micros(d.value("checkpoint_dir_us", nlohmann::json())));
+        for (const auto& r : d["ranks"]) {
+          if (!r.is_object()) continue;
+          a->first_step = earliest(a->first_step, micros(r.value("first_us", nlohmann::json())));
+          a->last_step = latest(a->last_step, micros(r.value("last_us", nlohmann::json())));
+          a->checkpoint = latest(a->checkpoint, micros(r.value("checkpoint_us", nlohmann::json())));
+        }
       }
     }
   }
