@@ -92,12 +92,7 @@ void LocalAgent::Impl::settle_span() {
   double now = static_cast<double>(rendezvous::wall_clock_ms()) / 1000;
   double end = std::min(span_->failed.value_or(now), now);
   tracking::Goodput g = tracking::account_goodput(settled_until_, end, {*span_}, !settled_any_);
-  const tracking::TimeSplit& s = g.job;
-  settled_.startup += s.startup;
-  settled_.productive += s.productive;
-  settled_.lost += s.lost;
-  settled_.hang_wait += s.hang_wait;
-  settled_.restart += s.restart;
+  settled_ += g.job;
   settled_until_ = std::max(settled_until_, end);
   settled_any_ = true;
   steps_seen_ = steps_seen_ || g.steps_seen;
@@ -114,12 +109,7 @@ std::optional<tracking::TimeSplit> LocalAgent::Impl::node_goodput() {
   tracking::Goodput g = tracking::account_goodput(settled_until_, now, current, !settled_any_);
   if (!steps_seen_ && !g.steps_seen) return std::nullopt;
   tracking::TimeSplit s = settled_;
-  s.startup += g.job.startup;
-  s.productive += g.job.productive;
-  s.lost += g.job.lost;
-  s.hang_wait += g.job.hang_wait;
-  s.restart += g.job.restart;
-  return s;
+  return s += g.job;
 }
 
 }  // namespace ddprun::agent

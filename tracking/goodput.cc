@@ -29,14 +29,6 @@ double take(Goodput::Attempt& a, const char* category, double from, double to) {
   return to;
 }
 
-void add(TimeSplit& to, const TimeSplit& s) {
-  to.startup += s.startup;
-  to.productive += s.productive;
-  to.lost += s.lost;
-  to.hang_wait += s.hang_wait;
-  to.restart += s.restart;
-}
-
 std::string seconds(double s) {
   char text[32];
   std::snprintf(text, sizeof(text), s < 100 ? "%.1f s" : "%.0f s", s);
@@ -74,7 +66,7 @@ Goodput account_goodput(double start, double end, const std::vector<AttemptSpan>
     }
     if (a.checkpoint) g.checkpoint_seen = true;
     if (last) at = take(out, "restart", at, g.end);  // a failed end: stopping the job
-    add(g.job, out.split);
+    g.job += out.split;
     g.attempts.push_back(std::move(out));
   }
   if (attempts.empty()) (from_launch ? g.job.startup : g.job.restart) = g.end - start;

@@ -16,6 +16,14 @@ struct TimeSplit {
   double restart = 0;     // a failure to the next attempt's first step (stop, rendezvous,
                           // spawn, initialise, load), or to the job's end
   double total() const { return startup + productive + lost + hang_wait + restart; }
+  TimeSplit& operator+=(const TimeSplit& s) {
+    startup += s.startup;
+    productive += s.productive;
+    lost += s.lost;
+    hang_wait += s.hang_wait;
+    restart += s.restart;
+    return *this;
+  }
   /// productive / total (0 for an empty span).
   double goodput() const { return total() > 0 ? productive / total() : 0; }
 };

@@ -4,9 +4,6 @@
 
 #include <thread>
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <gtest/gtest.h>
 
 #include "tests/fakes/log_capture.h"
@@ -481,31 +478,6 @@ TEST_F(LocalAgentTest, AJobThatFailsForGoodClosesItsRendezvousAsFailedAndNamesWh
   EXPECT_FALSE(journal_->finished_job);
   EXPECT_NE(err.find("ddprun: quarantined: 10.0.0.9 until "), std::string::npos) << err;
   EXPECT_NE(err.find("(2 failure(s) of its workers)"), std::string::npos) << err;
-}
-
-// A crash loop: every attempt resumes, fails at step 25 again; after
-// --max_no_progress_restarts such restarts the job stops with its exit code instead of
-// using up --max_restarts.
-TEST_F(LocalAgentTest, RestartsThatFailWhereTheLastOneDidEndTheJob) {
-  config_.spec.max_restarts = 10;
-  config_.hang.max_no_progress_restarts = 3;
-  launcher_.on_spawn = [&](const auto& p) {
-    int fd = ::open(p.env("DDPRUN_PROGRESS_FILE").c_str(), O_RDWR | O_CLOEXEC);
-    ASSERT_GE(fd, 0);
-    int64_t step = 25;
-    uint64_t timed = 5;
-    ASSERT_EQ(::pwrite(fd, &step, sizeof(step), 16), 8);
-    ASSERT_EQ(::pwrite(fd, &timed, sizeof(timed), 96), 8);
-    ::close(fd);
-    if (p.rank() == 1) launcher_.exit(p.pid, 1);
-  };
-  ::testing::internal::CaptureStderr();
-  EXPECT_EQ(run(), agent::kNoProgressExitCode);
-  std::string err = ::testing::internal::GetCapturedStderr();
-  EXPECT_EQ(journal_->restarts, 3);  // attempts 1, 2 and 3 got no further than 0
-  EXPECT_NE(err.find("3 restart(s) in a row got no rank past step 25 (--max_no_progress_restarts)"),
-            std::string::npos)
-      << err;
 }
 
 }  // namespace
