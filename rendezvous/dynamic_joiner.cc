@@ -46,7 +46,7 @@ static bool concerns_participants(const DynamicState& from, const DynamicState& 
 bool DynamicJoiner::write(const StateSnapshot& from, const DynamicState& to,
                           const std::optional<Announcement>& on_loss) {
   auto start = Clock::now();
-  bool won = state_->write(from, to.to_json(), concerns_participants(from.state, to), on_loss);
+  bool won = state_->write(from, to.encode(), concerns_participants(from.state, to), on_loss);
   write_time_ = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start);
   lost_writes_ = won ? 0 : lost_writes_ + 1;
   return won;

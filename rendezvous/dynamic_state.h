@@ -9,8 +9,8 @@
 
 namespace ddprun::rendezvous {
 
-/// The shared state of an elastic (c10d-style) rendezvous, stored as one small JSON
-/// value that changes only when membership or the round changes: heartbeats live in
+/// The shared state of an elastic (c10d-style) rendezvous, stored as one compact text
+/// value (encode(): a line per node) that changes only when membership or the round changes: heartbeats live in
 /// keys of their own, so they never rewrite it.
 ///
 /// A round goes: joining (participants gather; last call once MIN are in) ->
@@ -50,9 +50,10 @@ struct DynamicState {
   /// Wall-clock milliseconds after which the round may complete with fewer than MAX.
   int64_t last_call_deadline_ms = 0;
 
-  std::string to_json() const;
-  /// Throws StoreError on a malformed value.
-  static DynamicState from_json(const std::string& text);
+  std::string encode() const;
+  /// From encode(), or the JSON that earlier agents wrote. Throws StoreError on a
+  /// malformed value, naming what is wrong.
+  static DynamicState decode(const std::string& text);
   bool operator==(const DynamicState&) const = default;
 };
 

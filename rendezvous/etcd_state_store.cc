@@ -33,7 +33,7 @@ StateSnapshot EtcdStateStore::snapshot(const store::EtcdKv& kv, const StateSnaps
     s.version = std::stoll(kv.value.substr(0, space));
     s.epoch = std::stoll(kv.value.substr(space + 1, nl - space - 1));
     s.raw = kv.value.substr(nl + 1);
-    s.state = DynamicState::from_json(s.raw);
+    s.state = DynamicState::decode(s.raw);
   } catch (const std::exception& e) {
     throw StoreError("etcd at " + client_->endpoints_text() + ": " + kv.key +
                      " does not hold a ddprun rendezvous state (" + e.what() + ")");

@@ -1,5 +1,6 @@
 #include "rendezvous/generic_state_store.h"
 
+#include <algorithm>
 
 namespace ddprun::rendezvous {
 
@@ -33,7 +34,7 @@ StateSnapshot GenericStateStore::read() {
   s.epoch = now[1] && !now[1]->empty() ? std::stoll(*now[1]) : 0;
   if (now[2]) {
     s.raw = *now[2];
-    s.state = DynamicState::from_json(s.raw);
+    s.state = DynamicState::decode(s.raw);
   }
   return s;
 }
@@ -42,8 +43,10 @@ bool GenericStateStore::write(const StateSnapshot& from, const std::string& to,
                               bool wakes_participants, const std::optional<Announcement>& on_loss) {
   if (store_.compare_set(prefix_ + "state", from.raw, to) != to) {
     if (on_loss) {
-      store_.set(announce_dir(prefix_, on_loss->round) + on_loss->node,
-                 std::to_string(on_loss->local_world_size));
+      std::string dir = announce_dir(prefix_, on_loss->round);
+      int64_t slot = store_.add(dir + "n", 1);
+      store_.set(dir + std::to_string(slot),
+                 std::to_string(on_loss->local_world_size) + " " + on_loss->node);
     }
     return false;
   }
@@ -66,13 +69,24 @@ Task<void> GenericStateStore::wait(const StateSnapshot& from, bool participant,
 
 std::optional<std::vector<std::pair<std::string, int>>> GenericStateStore::announced(int round) {
   std::string dir = announce_dir(prefix_, round);
-  auto listed = store_.list_prefix(dir);
-  if (!listed) return std::nullopt;
-  return parse_announcements(dir, *listed);
-}
-
-void GenericStateStore::withdraw(int round, const std::string& node) {
-  store_.delete_key(announce_dir(prefix_, round) + node);
+  int64_t last = store_.add(dir + "n", 0);
+  std::vector<std::string> slots;
+  for (int64_t i = std::max<int64_t>(1, last - kAnnouncementsRead + 1); i <= last; ++i) {
+    slots.push_back(dir + std::to_string(i));
+  }
+  std::vector<std::pair<std::string, int>> out;
+  if (slots.empty()) return out;
+  for (const auto& value : store_.get_now(slots)) {
+    // "<local world size> <node>"; a slot whose value is not there yet is skipped.
+    auto space = value ? value->find(' ') : std::string::npos;
+    if (space == std::string::npos) continue;
+    try {
+      out.emplace_back(value->substr(space + 1), std::stoi(value->substr(0, space)));
+    } catch (const std::exception&) {
+      // not an announcement
+    }
+  }
+  return out;
 }
 
 }  // namespace ddprun::rendezvous

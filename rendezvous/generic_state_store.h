@@ -12,8 +12,11 @@ namespace ddprun::rendezvous {
 /// written by compare-and-set; every successful write bumps "<prefix>version" and
 /// creates "<prefix>ver/<n>", which waiting nodes block on (a change wakes them at
 /// once, nothing polls); changes that concern participants also bump "epoch" and
-/// create "epoch/<n>". Announcements are keys under "<prefix>joining/<round>/" where
-/// the store can list them.
+/// create "epoch/<n>". A node that lost a write announces itself in the next slot of
+/// "<prefix>joining/<round>/" (counted by its key "n"; any store can, no listing
+/// needed), and a writer takes in the nodes of the latest kAnnouncementsRead slots:
+/// nodes arriving together then need a few writes, not one each. A slot stays until
+/// the job ends (a node already in is skipped), so withdraw() has nothing to do.
 class GenericStateStore : public StateStore {
  public:
   /// `store`: the node's connection; its waits are the loop's (LoopStore).
@@ -25,7 +28,11 @@ class GenericStateStore : public StateStore {
   Task<void> wait(const StateSnapshot& from, bool participant, std::chrono::milliseconds timeout,
                   CancelSignal& cancel) override;
   std::optional<std::vector<std::pair<std::string, int>>> announced(int round) override;
-  void withdraw(int round, const std::string& node) override;
+  void withdraw(int, const std::string&) override {}
+
+  /// The announcements a writer reads: enough for every node arriving between two
+  /// writes (an older one not yet in writes for itself), a few KiB at most.
+  static constexpr int64_t kAnnouncementsRead = 256;
 
  private:
   store::Store& store_;

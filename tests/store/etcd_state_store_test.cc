@@ -40,7 +40,7 @@ class EtcdStateStoreTest : public ::testing::Test {
     DynamicState s;
     for (const auto& n : nodes) s.participants[n] = 1;
     s.complete = complete;
-    return s.to_json();
+    return s.encode();
   }
   static test::EtcdCluster* cluster_;
 };

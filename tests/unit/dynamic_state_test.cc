@@ -36,9 +36,27 @@ TEST(DynamicState, JsonRoundTrip) {
   s.failures = {{"10.0.0.2", 1}};
   s.quarantined = {{"10.0.0.3", {5000, 2, "2 failure(s)"}}};
   s.last_call_deadline_ms = 1234;
-  EXPECT_EQ(DynamicState::from_json(s.to_json()), s);
-  EXPECT_THROW(DynamicState::from_json("{\"round\": 1}"), Error);
-  EXPECT_THROW(DynamicState::from_json("not json"), Error);
+  EXPECT_EQ(DynamicState::decode(s.encode()), s);
+  EXPECT_THROW(DynamicState::decode("{\"round\": 1}"), Error);
+  EXPECT_THROW(DynamicState::decode("not json"), Error);
+  std::string text = s.encode();
+  EXPECT_EQ(text.find('\n'), text.find("\np 2 a/1")) << "a line per node, after the header";
+  // Every way the text can be wrong is an error naming the line, never a crash.
+  for (const std::string bad :
+       {"", "ddprun-rdzv 2 round 0 restarts 0 complete 0 closed 0 failed 0 deadline 0",
+        "ddprun-rdzv 1 round x restarts 0 complete 0 closed 0 failed 0 deadline 0",
+        "ddprun-rdzv 1 round 0 restarts 0 complete 2 closed 0 failed 0 deadline 0",
+        "ddprun-rdzv 1 round 0 restarts 0 complete 0 closed 0 failed 0",
+        "ddprun-rdzv 1 round 0 restarts 0 complete 0 closed 0 failed 0 deadline 0\np 1",
+        "ddprun-rdzv 1 round 0 restarts 0 complete 0 closed 0 failed 0 deadline 0\np 1 a b",
+        "ddprun-rdzv 1 round 0 restarts 0 complete 0 closed 0 failed 0 deadline 0\nz 1 a",
+        "ddprun-rdzv 1 round 0 restarts 0 complete 0 closed 0 failed 0 deadline 0\n\np 1 a",
+        "ddprun-rdzv 1 round 0 restarts 0 complete 0 closed 0 failed 0 deadline 0\nq 5 1"}) {
+    EXPECT_THROW(DynamicState::decode(bad), StoreError) << bad;
+  }
+  // A reason with a line break stays one entry.
+  s.quarantined["10.0.0.3"].reason = "two\nlines";
+  EXPECT_EQ(DynamicState::decode(s.encode()).quarantined.at("10.0.0.3").reason, "two lines");
 }
 
 TEST(DynamicState, CompletesAtOnceAtMax) {
@@ -115,7 +133,7 @@ TEST(DynamicState, LateNodeWaitsAndIsExpectedNextRound) {
 }
 
 TEST(DynamicState, AStateWithoutSparesStillReads) {
-  DynamicState s = DynamicState::from_json(
+  DynamicState s = DynamicState::decode(
       R"({"round":2,"restarts":0,"complete":true,"closed":false,"participants":{"a":1},)"
       R"("expected":[],"waiting":{},"deadline":0})");
   EXPECT_EQ(s.round, 2);

@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""How ddprun's costs grow with the number of nodes: each step at growing sizes on this
+machine, one table with the cost per size and the fitted growth exponent (cost ~ N^k;
+k = 1 is linear).
+
+    /usr/bin/python3 bench/scale_bench.py [--ddprun build/launcher/ddprun]
+        [--agents 8,32,128,512,1024] [--backends c10d,etcd] [--sim 1024,4096,16384]
+        [--repeat 1] [--markdown docs/scale-table.md]
+
+Rows:
+- rendezvous: real agents (one `/bin/sh` worker each, --no_tracking, all on
+  127.0.0.1), from the last agent's start until every worker has started;
+- restart: the same job, where rank 1 dies in the first attempt: from its death to
+  the last worker of the next attempt started;
+- round protocol alone (`ddprun_round_sim`): light joiners in a few processes speaking
+  the real protocol to a real store, no workers; its requests per node beside it.
+
+Every agent costs ~4 MiB and a few descriptors; the machine's open-file limit bounds
+the largest size (each agent holds a store connection and its worker's pipes).
+"""
+import argparse
+import json
+import math
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+import rendezvous_bench as rb  # noqa: E402
+
+MARK = rb.MARK
+# Rank 1 dies in attempt 0 (writing when); every other worker sleeps until it is
+# stopped; attempt 1 only marks its start and ends.
+FAIL_ONCE = rb.FAIL_ONCE
+
+
+def growth(sizes, costs):
+    """The exponent k of cost ~ size^k, least squares over log-log points."""
+    pts = [(math.log(n), math.log(c)) for n, c in zip(sizes, costs) if c and c > 0]
+    if len(pts) < 2:
+        return float("nan")
+    mx = sum(x for x, _ in pts) / len(pts)
+    my = sum(y for _, y in pts) / len(pts)
+    sxx = sum((x - mx) ** 2 for x, _ in pts)
+    return sum((x - mx) * (y - my) for x, y in pts) / sxx if sxx else float("nan")
+
+
+def rendezvous_time(ddprun, kind, n):
+    t, _ = rb.run_agents([ddprun], kind, n, MARK, ["--no_tracking"])
+    return t
+
+
+def restart_time(ddprun, kind, n):
+    _, d = rb.run_agents([ddprun], kind, n, FAIL_ONCE, ["--no_tracking", "--max_restarts=1"])
+    died = int(open(os.path.join(d, "died")).read()) / 1e9
+    restarted = [int(open(os.path.join(d, f)).read()) / 1e9
+                 for f in os.listdir(d) if f.startswith("start.") and f.endswith(".1")]
+    if len(restarted) != n:
+        raise SystemExit(f"restart at {n}: {len(restarted)} workers restarted, not {n}")
+    return max(restarted) - died
+
+
+def round_sim(sim, nodes, backend):
+    """One simulated round: (seconds to complete, requests per node)."""
+    out = subprocess.run([sim, f"--nodes={nodes}", f"--backend={backend}"], check=True,
+                         capture_output=True, text=True, timeout=600).stdout
+    r = json.loads(out.strip().splitlines()[-1])
+    return r["seconds"], r["requests_per_node"]
+
+
+def fmt(seconds):
+    return f"{seconds * 1000:.0f} ms" if seconds < 10 else f"{seconds:.1f} s"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ddprun", default=os.path.join(ROOT, "build", "launcher", "ddprun"))
+    ap.add_argument("--sim", dest="sim_sizes", default="1024,4096,16384")
+    ap.add_argument("--round-sim", default=os.path.join(ROOT, "build", "bench", "ddprun_round_sim"))
+    ap.add_argument("--agents", default="8,32,128,512,1024")
+    ap.add_argument("--backends", default="c10d,etcd")
+    ap.add_argument("--restarts", action=argparse.BooleanOptionalAction, default=True)
+    ap.add_argument("--repeat", type=int, default=1, help="runs per size (the median is shown)")
+    ap.add_argument("--markdown", help="also write the table to this file")
+    args = ap.parse_args()
+    sizes = [int(x) for x in args.agents.split(",") if x]
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    rows = []
+    etcd = rb.start_etcd() if "etcd" in args.backends else None
+    try:
+        if etcd:
+            time.sleep(1.0)  # etcd elects itself
+        for backend in args.backends.split(","):
+            kind = "ddprun" if backend == "c10d" else "ddprun-etcd"
+            steps = [("rendezvous", rendezvous_time)]
+            if args.restarts:
+                steps.append(("restart", restart_time))
+            for step, fn in steps:
+                costs = []
+                for n in sizes:
+                    costs.append(statistics.median(fn(args.ddprun, kind, n)
+                                                   for _ in range(args.repeat)))
+                    print(f"# {step} {backend} {n}: {fmt(costs[-1])}", file=sys.stderr, flush=True)
+                rows.append((f"{step} ({backend}, real agents)", sizes, costs, ""))
+    finally:
+        if etcd:
+            etcd.kill()
+    if os.path.exists(args.round_sim):
+        sim_sizes = [int(x) for x in args.sim_sizes.split(",") if x]
+        for backend in ("c10d",):
+            costs, per_node = [], []
+            for n in sim_sizes:
+                s, r = round_sim(args.round_sim, n, backend)
+                costs.append(s)
+                per_node.append(r)
+                print(f"# round sim {backend} {n}: {fmt(s)}, {r:.1f} requests/node",
+                      file=sys.stderr, flush=True)
+            rows.append((f"round protocol ({backend}, simulated nodes)", sim_sizes, costs,
+                         "requests per node: " + ", ".join(f"{r:.1f}" for r in per_node)))
+    lines = ["| step | sizes | cost per size | growth exponent | notes |", "|---|---|---|---|---|"]
+    for name, ns, costs, notes in rows:
+        lines.append(f"| {name} | {', '.join(map(str, ns))} | {', '.join(fmt(c) for c in costs)} | "
+                     f"{growth(ns, costs):.2f} | {notes} |")
+    table = "\n".join(lines)
+    print(table)
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(table + "\n")
+
+
+if __name__ == "__main__":
+    main()
