@@ -47,6 +47,19 @@ BENCHES = {
         "interleaved runs; a torchrun agent costs ~235 MiB and ~1 s of CPU, so torchrun "
         "is measured once and at small sizes. The restart is a worker's death to the "
         "last restarted worker's start, across 2 agents."),
+    "scale": (
+        "How costs grow with the number of nodes",
+        [PY, "bench/scale_bench.py", "--ddprun", PORTABLE],
+        "Each step at growing sizes on this 2-core machine, with the exponent k of a "
+        "least-squares fit of cost ~ N^k (1 is linear). Real agents on 127.0.0.1 with one "
+        "`/bin/sh` worker each, `--no_tracking`: the rendezvous from the last agent's start "
+        "to every worker running, and a restart from rank 1's death to every worker of "
+        "the next attempt running (one run per size). The round protocol alone: light "
+        "joiners in 4 processes speaking the real protocol to the real store "
+        "(`bench/round_sim.cc`), from all connected to all in the completed round, with "
+        "the store requests each node made. Every node reads the round's state, whose "
+        "size grows with the nodes, a few times; so the rendezvous grows as N^2 in bytes "
+        "even where the requests per node stay flat."),
     "spares": (
         "Back to full size after a node dies: hot spares",
         [PY, "bench/spare_bench.py", "--ddprun", PORTABLE],

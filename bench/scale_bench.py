@@ -4,7 +4,7 @@ machine, one table with the cost per size and the fitted growth exponent (cost ~
 k = 1 is linear).
 
     /usr/bin/python3 bench/scale_bench.py [--ddprun build/launcher/ddprun]
-        [--agents 8,32,128,512,1024] [--backends c10d,etcd] [--sim 1024,4096,16384]
+        [--agents 8,32,128,512,1024] [--backends c10d,etcd] [--sim 1024,2048,4096,8192,16384]
         [--repeat 1] [--markdown docs/scale-table.md]
 
 Rows:
@@ -34,10 +34,14 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import rendezvous_bench as rb  # noqa: E402
 
-MARK = rb.MARK
-# Rank 1 dies in attempt 0 (writing when); every other worker sleeps until it is
-# stopped; attempt 1 only marks its start and ends.
-FAIL_ONCE = rb.FAIL_ONCE
+# Each marker is written whole, then renamed: a worker stopped mid-write leaves none.
+MARK = ('t=$(date +%s%N); f="$0/.$RANK.$TORCHELASTIC_RESTART_COUNT"; echo $t > "$f" && '
+        'mv "$f" "$0/start.$RANK.$TORCHELASTIC_RESTART_COUNT"')
+# Rank 1 dies 2 s into attempt 0 (every other worker has started by then), writing
+# when; the others sleep until they are stopped; attempt 1 only marks its start.
+FAIL_ONCE = (MARK + '; if [ "$TORCHELASTIC_RESTART_COUNT" = 0 ]; then '
+             'if [ "$RANK" = 1 ]; then sleep 2; echo $(date +%s%N) > "$0/.died"; '
+             'mv "$0/.died" "$0/died"; exit 1; fi; sleep 60; fi')
 
 
 def growth(sizes, costs):
@@ -81,7 +85,7 @@ def fmt(seconds):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ddprun", default=os.path.join(ROOT, "build", "launcher", "ddprun"))
-    ap.add_argument("--sim", dest="sim_sizes", default="1024,4096,16384")
+    ap.add_argument("--sim", dest="sim_sizes", default="1024,2048,4096,8192,16384")
     ap.add_argument("--round-sim", default=os.path.join(ROOT, "build", "bench", "ddprun_round_sim"))
     ap.add_argument("--agents", default="8,32,128,512,1024")
     ap.add_argument("--backends", default="c10d,etcd")

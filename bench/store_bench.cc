@@ -4,6 +4,7 @@
 // client drivers on core 1, so what is measured is the server.
 //
 //   ddprun_store_bench [--seconds S] [--python /usr/bin/python3] [--no-torch]
+//                      [--connections N] [--barrier 1024,4096,16384]
 #include <sched.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -241,6 +242,44 @@ std::pair<double, bool> connections(int port, int n) {
   return {n / elapsed, correct};
 }
 
+// A PyTorch-style job start against the server at `port`: `n` workers connect, each
+// sets its key and ADDs the barrier's counter; the one that brings it to `n` sets the
+// barrier's key, for which every worker WAITs. Returns the seconds from the first
+// connection to the last worker through the barrier (0 when something failed).
+// Connections are made by 8 threads; every WAIT is sent before any answer is read.
+double barrier_start(int port, int n) {
+  std::string run = std::to_string(Clock::now().time_since_epoch().count());
+  std::vector<std::unique_ptr<store::TcpStoreClient>> workers(n);
+  std::atomic<bool> failed{false};
+  auto start = Clock::now();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = t; i < n && !failed; i += 8) {
+        try {
+          auto w = std::make_unique<store::TcpStoreClient>("127.0.0.1", port, client_options());
+          w->set(run + "/rank/" + std::to_string(i), "ready");
+          if (w->add(run + "/count", 1) == n) w->set(run + "/done", "1");
+          w->start_wait({run + "/done"});
+          workers[i] = std::move(w);
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "worker %d: %s\n", i, e.what());
+          failed = true;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  if (failed) return 0;
+  try {
+    for (auto& w : workers) w->finish_wait();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "barrier: %s\n", e.what());
+    return 0;
+  }
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -248,6 +287,7 @@ int main(int argc, char** argv) {
   std::string python = "/usr/bin/python3";
   bool with_torch = true;
   int held = 10000;
+  std::vector<int> barrier_sizes = {1024, 4096, 16384};
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--seconds" && i + 1 < argc)
@@ -258,6 +298,11 @@ int main(int argc, char** argv) {
       held = std::atoi(argv[++i]);
     else if (a == "--no-torch")
       with_torch = false;
+    else if (a == "--barrier" && i + 1 < argc) {
+      barrier_sizes.clear();
+      std::istringstream list(argv[++i]);
+      for (std::string n; std::getline(list, n, ',');) barrier_sizes.push_back(std::stoi(n));
+    }
   }
   // Clients and our server share this process: 10,000 held connections need 20,000+
   // descriptors. Root may raise the hard limit; otherwise use what there is.
@@ -309,6 +354,25 @@ int main(int argc, char** argv) {
   if (torch) {
     auto [trate, tok] = connections(torch->port(), held);
     std::printf("| %d held | torch 1.13 | %.0f | %s |\n", held, trate, tok ? "yes" : "NO");
+  }
+  // A fresh server each: the held connections above are gone with theirs.
+  std::printf("\n| workers through a barrier (connect, set, add, wait) | ddprun | torch 1.13 | "
+              "torch / ddprun |\n|---|---|---|---|\n");
+  for (int n : barrier_sizes) {
+    ServerProcess fresh({DDPRUN_STORE_SERVER});
+    double a = barrier_start(fresh.port(), n);
+    double b = 0;
+    if (with_torch) {
+      ServerProcess torch_fresh({python, std::string(DDPRUN_BENCH_DIR) + "/torch_store_server.py"});
+      b = barrier_start(torch_fresh.port(), n);
+    }
+    ok = ok && a > 0;
+    if (b > 0) {
+      std::printf("| %d | %.0f ms | %.0f ms | x%.1f |\n", n, a * 1e3, b * 1e3, b / a);
+    } else {
+      std::printf("| %d | %.0f ms | - | - |\n", n, a * 1e3);
+    }
+    std::fflush(stdout);
   }
   return ok ? 0 : 1;
 }

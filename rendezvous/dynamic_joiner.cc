@@ -217,10 +217,14 @@ DynamicState DynamicJoiner::with_announced(const DynamicState& read, DynamicStat
   int64_t now = wall_ms_();
   for (const auto& [other, workers] : *announced) {
     if (other == self || next.complete || next.participants.count(other)) continue;
-    Action theirs = decide_join(next, other, workers, now, config_);
-    if (theirs.kind == Action::Kind::kWrite && theirs.next.participants.count(other)) {
-      next = theirs.next;
-    }
+    // One state moved through every announced node's step (a copy each would make a
+    // write cost announced x nodes).
+    bool was_spare = next.spares.count(other) > 0;
+    Action theirs = decide_join(std::move(next), other, workers, now, config_);
+    next = std::move(theirs.next);
+    bool taken_in = theirs.kind == Action::Kind::kWrite && next.participants.count(other);
+    // A node that would only wait as a spare is left to say so itself.
+    if (!taken_in && !was_spare) next.spares.erase(other);
   }
   return next;
 }

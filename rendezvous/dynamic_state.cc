@@ -205,6 +205,9 @@ namespace {
 // failing its preflight between rounds).
 bool all_expected_in(const DynamicState& s, int64_t now_ms) {
   if (s.expected.empty()) return false;
+  // Without quarantines, fewer participants than expected nodes settles it at once: a
+  // write that takes in many announced nodes asks this once for each.
+  if (s.quarantined.empty() && s.participants.size() < s.expected.size()) return false;
   for (const auto& e : s.expected)
     if (!s.participants.count(e) && !quarantine_of(s, e, now_ms)) return false;
   return true;
@@ -236,71 +239,78 @@ Action write(DynamicState next) {
 
 }  // namespace
 
-Action decide_join(const DynamicState& state, const std::string& node, int local_world_size,
+// `s` is the state read; every outcome hands it back in Action::next (changed only for
+// kWrite), so a caller that applies many nodes' steps moves one state through them.
+Action decide_join(DynamicState s, const std::string& node, int local_world_size,
                    int64_t now_ms, const DynamicConfig& config) {
-  Action wait;
-  if (state.closed) {
+  auto wait = [&s](int64_t wake_at_ms) {
     Action a;
+    a.next = std::move(s);
+    a.wake_at_ms = wake_at_ms;
+    return a;
+  };
+  if (s.closed) {
+    Action a = wait(0);
     a.kind = Action::Kind::kClosed;
     return a;
   }
-  int count = static_cast<int>(state.participants.size());
-  if (!state.participants.count(node)) {
-    if (const Quarantine* q = quarantine_of(state, node, now_ms)) {
-      wait.wake_at_ms = q->until_ms;  // kept out until then: no place, no spare
-      return wait;
+  int count = static_cast<int>(s.participants.size());
+  bool in = s.participants.count(node) > 0;
+  if (!in) {
+    if (const Quarantine* q = quarantine_of(s, node, now_ms)) {
+      return wait(q->until_ms);  // kept out until then: no place, no spare
     }
   }
-  if (state.complete) {
-    if (state.participants.count(node)) {
-      Action a;
+  if (s.complete) {
+    if (in) {
+      Action a = wait(0);
       a.kind = Action::Kind::kDone;
       return a;
     }
-    if (state.waiting.count(node) || state.spares.count(node)) return wait;
+    if (s.waiting.count(node) || s.spares.count(node)) return wait(0);
     // Late: ask the members to start over with us if there is room; else wait as a
     // spare for the next round, leaving the running one alone.
-    DynamicState next = state;
-    if (count + static_cast<int>(state.waiting.size()) < config.max_nodes) {
-      next.waiting[node] = local_world_size;
+    if (count + static_cast<int>(s.waiting.size()) < config.max_nodes) {
+      s.waiting[node] = local_world_size;
     } else {
-      next.spares[node] = local_world_size;
+      s.spares[node] = local_world_size;
     }
-    return write(next);
+    return write(std::move(s));
   }
-  DynamicState next = state;
   bool changed = false;
-  if (!state.participants.count(node)) {
+  if (!in) {
     // The places of the nodes expected back are kept for them: any other node (a
     // spare) takes one of the rest, or waits as a spare.
-    if (!state.expected.count(node) && count + owed_places(state, now_ms) >= config.max_nodes) {
-      if (state.spares.count(node)) return wait;
-      next.spares[node] = local_world_size;
-      return write(next);
+    if (!s.expected.count(node) && count + owed_places(s, now_ms) >= config.max_nodes) {
+      if (s.spares.count(node)) return wait(0);
+      s.spares[node] = local_world_size;
+      return write(std::move(s));
     }
-    next.participants[node] = local_world_size;
-    next.waiting.erase(node);
-    next.spares.erase(node);
+    s.participants[node] = local_world_size;
+    s.waiting.erase(node);
+    s.spares.erase(node);
     ++count;
     changed = true;
   }
   bool enough = count >= config.min_nodes;
-  if (enough && (count >= config.max_nodes || (all_expected_in(next, now_ms) && next.spares.empty()))) {
-    return write(completed(next, config));
+  if (enough && (count >= config.max_nodes || (all_expected_in(s, now_ms) && s.spares.empty()))) {
+    return write(completed(std::move(s), config));
   }
-  if (enough && next.last_call_deadline_ms == 0) {
-    next.last_call_deadline_ms = now_ms + config.last_call_timeout_ms;
+  if (enough && s.last_call_deadline_ms == 0) {
+    s.last_call_deadline_ms = now_ms + config.last_call_timeout_ms;
     changed = true;
   }
   // The deadline is wall-clock time (nodes share no other clock). One further away than
   // a whole last call was set by a clock ahead of ours, or ours jumped back: it counts
   // as passed, so no clock change can hold a round open longer than that.
-  bool passed = now_ms >= next.last_call_deadline_ms ||
-                next.last_call_deadline_ms - now_ms > config.last_call_timeout_ms;
-  if (enough && next.last_call_deadline_ms != 0 && passed) return write(completed(next, config));
-  if (changed) return write(next);
-  wait.wake_at_ms = next.last_call_deadline_ms;
-  return wait;
+  bool passed = now_ms >= s.last_call_deadline_ms ||
+                s.last_call_deadline_ms - now_ms > config.last_call_timeout_ms;
+  if (enough && s.last_call_deadline_ms != 0 && passed) {
+    return write(completed(std::move(s), config));
+  }
+  if (changed) return write(std::move(s));
+  int64_t deadline = s.last_call_deadline_ms;
+  return wait(deadline);
 }
 
 DynamicState next_round(const DynamicState& state, bool failure,
@@ -327,6 +337,7 @@ std::string node_address(const std::string& id) {
 
 const Quarantine* quarantine_of(const DynamicState& state, const std::string& node,
                                 int64_t now_ms) {
+  if (state.quarantined.empty()) return nullptr;  // most rounds: no lookup per node
   auto q = state.quarantined.find(node_address(node));
   return q != state.quarantined.end() && q->second.until_ms > now_ms ? &q->second : nullptr;
 }

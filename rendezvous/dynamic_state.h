@@ -74,13 +74,14 @@ struct Action {
     kClosed,  // the run is over: fail with a clear message
   };
   Kind kind = Kind::kWait;
-  DynamicState next;
+  DynamicState next;       // kWrite: what to write; otherwise the state as read
   int64_t wake_at_ms = 0;  // for kWait: when the last call ends (0 = no deadline)
 };
 
 /// The rendezvous algorithm as a pure function: one step of `node` (joining with
-/// `local_world_size` workers) at wall-clock time `now_ms`.
-Action decide_join(const DynamicState& state, const std::string& node, int local_world_size,
+/// `local_world_size` workers) at wall-clock time `now_ms`. Action::next is the state
+/// to write for kWrite, and `state` as it was for every other kind.
+Action decide_join(DynamicState state, const std::string& node, int local_world_size,
                    int64_t now_ms, const DynamicConfig& config);
 
 /// The state of the round after `state.round`, started by a member because of a

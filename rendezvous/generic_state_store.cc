@@ -1,6 +1,5 @@
 #include "rendezvous/generic_state_store.h"
 
-#include <algorithm>
 
 namespace ddprun::rendezvous {
 
@@ -71,7 +70,7 @@ std::optional<std::vector<std::pair<std::string, int>>> GenericStateStore::annou
   std::string dir = announce_dir(prefix_, round);
   int64_t last = store_.add(dir + "n", 0);
   std::vector<std::string> slots;
-  for (int64_t i = std::max<int64_t>(1, last - kAnnouncementsRead + 1); i <= last; ++i) {
+  for (int64_t i = 1; i <= last; ++i) {
     slots.push_back(dir + std::to_string(i));
   }
   std::vector<std::pair<std::string, int>> out;

@@ -1,0 +1,215 @@
+// The round protocol alone at thousands of nodes: light joiners (no agent, no workers)
+// in a few processes, each speaking the real protocol (DynamicJoiner over its own
+// TCPStore connection) to ddprun's real store server, all asking into one round of
+// exactly N nodes; then one starts the next round after a failure and all join again (a
+// restart). Prints one JSON line: for each, the seconds from "go" (every joiner
+// connected; the next round's start) to every joiner in the completed round, and the
+// store requests per node.
+//
+//   ddprun_round_sim --nodes=N [--processes=P]
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/asio/io_context.hpp>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/cancel_signal.h"
+#include "common/coro.h"
+#include "rendezvous/dynamic_joiner.h"
+#include "store/loop_store.h"
+#include "store/tcpstore/store_connect.h"
+#include "store/tcpstore/tcp_store_server.h"
+
+using namespace ddprun;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+int64_t wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// One process' joiners: connects them all, says so on `ready`, waits for a byte on
+// `go`, then joins them all. Exit status 0 when every one got the completed round.
+int run_joiners(int port, int first, int count, int nodes, int ready, int go) {
+  boost::asio::io_context io;
+  CancelSignal cancel;
+  std::vector<std::unique_ptr<store::LoopStore>> stores(count);
+  int failed = 0;
+  for (int i = 0; i < count; ++i) {
+    boost::asio::co_spawn(
+        io,
+        [&, i]() -> Task<void> {
+          store::TcpStoreClient::Options o;
+          o.timeout = std::chrono::seconds(300);
+          stores[i] = store::on_loop(co_await store::open_store_client(
+              "127.0.0.1", port, o, Clock::now() + std::chrono::seconds(60), cancel));
+        },
+        [&](const std::exception_ptr& e) { failed += e ? 1 : 0; });
+  }
+  io.run();
+  char byte = failed ? 'x' : 'r';
+  if (::write(ready, &byte, 1) != 1 || ::read(go, &byte, 1) != 1 || failed) return 1;
+  rendezvous::DynamicConfig config{nodes, nodes, 300'000};
+  std::vector<std::unique_ptr<rendezvous::DynamicJoiner>> joiners;
+  std::vector<std::string> ids;
+  for (int i = 0; i < count; ++i) {
+    joiners.push_back(
+        std::make_unique<rendezvous::DynamicJoiner>(*stores[i], "sim/", config, wall_ms));
+    ids.push_back("10." + std::to_string(first + i) + "/1/29500");
+  }
+  std::set<std::string> members;
+  auto join_all = [&](int round) {
+    io.restart();
+    for (int i = 0; i < count; ++i) {
+      boost::asio::co_spawn(
+          io,
+          [&, i, round]() -> Task<void> {
+            auto got = co_await joiners[i]->join(ids[i], 1, round, std::chrono::seconds(300), cancel);
+            if (!got.complete || got.round != round || static_cast<int>(got.participants.size()) != nodes) {
+              ++failed;
+            }
+            if (i == 0) {
+              for (const auto& [id, n] : got.participants) members.insert(id);
+            }
+          },
+          [&, i](const std::exception_ptr& e) {
+            if (!e) return;
+            ++failed;
+            try {
+              std::rethrow_exception(e);
+            } catch (const std::exception& ex) {
+              std::fprintf(stderr, "joiner %d: %s\n", first + i, ex.what());
+            }
+          });
+    }
+    io.run();
+  };
+  // Round 0: every node joins. Round 1: the first node starts it after a failure (a
+  // restart) and every node joins again, as agents do after a worker died.
+  join_all(0);
+  byte = failed ? 'x' : 'r';
+  if (::write(ready, &byte, 1) != 1 || ::read(go, &byte, 1) != 1 || failed) return 1;
+  if (first == 0) joiners[0]->start_next_round(0, true, members);
+  join_all(1);
+  return failed ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int nodes = 1024, processes = 4;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a.rfind("--nodes=", 0) == 0) {
+      nodes = std::atoi(a.c_str() + 8);
+    } else if (a.rfind("--processes=", 0) == 0) {
+      processes = std::atoi(a.c_str() + 12);
+    } else {
+      std::fprintf(stderr, "usage: ddprun_round_sim --nodes=N [--processes=P]\n");
+      return 2;
+    }
+  }
+  if (nodes < 1 || processes < 1) {
+    std::fprintf(stderr, "ddprun_round_sim: --nodes and --processes must be positive\n");
+    return 2;
+  }
+  rlimit files{};
+  ::getrlimit(RLIMIT_NOFILE, &files);
+  files.rlim_cur = files.rlim_max;
+  ::setrlimit(RLIMIT_NOFILE, &files);
+  if (files.rlim_cur < static_cast<rlim_t>(nodes) + 64) {
+    std::fprintf(stderr, "ddprun_round_sim: %d nodes need %d descriptors, the limit is %llu\n",
+                 nodes, nodes + 64, static_cast<unsigned long long>(files.rlim_cur));
+    return 2;
+  }
+  // The children are forked before the server's thread exists; they learn its port
+  // through a pipe.
+  std::vector<pid_t> children;
+  std::vector<int> port_pipes, ready_pipes, go_pipes;
+  for (int p = 0; p < processes; ++p) {
+    int port_pipe[2], ready_pipe[2], go_pipe[2];
+    if (::pipe(port_pipe) || ::pipe(ready_pipe) || ::pipe(go_pipe)) return 2;
+    int first = nodes * p / processes, count = nodes * (p + 1) / processes - first;
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      int port = 0;
+      if (::read(port_pipe[0], &port, sizeof(port)) != sizeof(port)) ::_exit(1);
+      ::_exit(run_joiners(port, first, count, nodes, ready_pipe[1], go_pipe[0]));
+    }
+    children.push_back(pid);
+    port_pipes.push_back(port_pipe[1]);
+    ready_pipes.push_back(ready_pipe[0]);
+    go_pipes.push_back(go_pipe[1]);
+  }
+  store::TcpStoreServer server("127.0.0.1", 0);
+  int port = server.port();
+  for (int fd : port_pipes) {
+    if (::write(fd, &port, sizeof(port)) != sizeof(port)) return 2;
+  }
+  bool all_ready = true;
+  for (int fd : ready_pipes) {
+    char byte = 0;
+    all_ready = ::read(fd, &byte, 1) == 1 && byte == 'r' && all_ready;
+  }
+  if (!all_ready) {
+    std::fprintf(stderr, "ddprun_round_sim: not every joiner could connect\n");
+    return 1;
+  }
+  auto requests = [&server] {
+    uint64_t n = 0;
+    for (const auto& [op, k] : server.request_counts()) n += k;
+    return n;
+  };
+  // Each phase: "go" to every process, then each says when its joiners are through.
+  auto phase = [&](bool last) {
+    auto start = Clock::now();
+    for (int fd : go_pipes) {
+      if (::write(fd, "g", 1) != 1) return -1.0;
+    }
+    if (!last) {
+      for (int fd : ready_pipes) {
+        char byte = 0;
+        if (::read(fd, &byte, 1) != 1 || byte != 'r') return -1.0;
+      }
+    }
+    return std::chrono::duration<double>(Clock::now() - start).count();
+  };
+  uint64_t before = requests();
+  double join_seconds = phase(false);
+  uint64_t joined = requests();
+  auto restart_start = Clock::now();
+  phase(true);
+  bool ok = true;
+  for (pid_t pid : children) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    ok = ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  }
+  double restart_seconds = std::chrono::duration<double>(Clock::now() - restart_start).count();
+  uint64_t after = requests();
+  for (const auto& [op, n] : server.request_counts()) {
+    std::fprintf(stderr, "%s: %.2f per node (both rounds)\n", op.c_str(),
+                 static_cast<double>(n) / nodes);
+  }
+  if (!ok || join_seconds < 0) {
+    std::fprintf(stderr, "ddprun_round_sim: not every joiner got the completed round\n");
+    return 1;
+  }
+  std::printf(
+      "{\"nodes\": %d, \"seconds\": %.3f, \"requests_per_node\": %.2f, \"restart_seconds\": %.3f, "
+      "\"restart_requests_per_node\": %.2f}\n",
+      nodes, join_seconds, static_cast<double>(joined - before) / nodes, restart_seconds,
+      static_cast<double>(after - joined) / nodes);
+  return 0;
+}
