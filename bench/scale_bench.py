@@ -4,7 +4,7 @@ machine, one table with the cost per size and the fitted growth exponent (cost ~
 k = 1 is linear).
 
     /usr/bin/python3 bench/scale_bench.py [--ddprun build/launcher/ddprun]
-        [--agents 8,32,128,512,1024] [--backends c10d,etcd] [--sim 1024,2048,4096,8192,16384]
+        [--agents 8,32,128,512,1024] [--backends c10d,etcd] [--sim 1024,2048,4096,8192]
         [--repeat 1] [--markdown docs/scale-table.md]
 
 Rows:
@@ -12,8 +12,10 @@ Rows:
   127.0.0.1), from the last agent's start until every worker has started;
 - restart: the same job, where rank 1 dies in the first attempt: from its death to
   the last worker of the next attempt started;
-- round protocol alone (`ddprun_round_sim`): light joiners in a few processes speaking
-  the real protocol to a real store, no workers; its requests per node beside it.
+- the round protocol alone (`ddprun_round_sim`): light joiners in 4 processes speaking
+  the real protocol to a real store, no workers: a job's first round, then a restart
+  (one node starts the next round after a failure, all join again); the store
+  requests per node beside it. 16,384 takes about 15 minutes here: `--sim 16384`.
 
 Every agent costs ~4 MiB and a few descriptors; the machine's open-file limit bounds
 the largest size (each agent holds a store connection and its worker's pipes).
@@ -70,12 +72,13 @@ def restart_time(ddprun, kind, n):
     return max(restarted) - died
 
 
-def round_sim(sim, nodes, backend):
-    """One simulated round: (seconds to complete, requests per node)."""
-    out = subprocess.run([sim, f"--nodes={nodes}", f"--backend={backend}"], check=True,
-                         capture_output=True, text=True, timeout=600).stdout
+def round_sim(sim, nodes):
+    """One simulated job: the first round and a restart, each (seconds, requests per node)."""
+    out = subprocess.run([sim, f"--nodes={nodes}"], check=True, capture_output=True, text=True,
+                         timeout=1800).stdout
     r = json.loads(out.strip().splitlines()[-1])
-    return r["seconds"], r["requests_per_node"]
+    return ((r["seconds"], r["requests_per_node"]),
+            (r["restart_seconds"], r["restart_requests_per_node"]))
 
 
 def fmt(seconds):
@@ -85,7 +88,7 @@ def fmt(seconds):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ddprun", default=os.path.join(ROOT, "build", "launcher", "ddprun"))
-    ap.add_argument("--sim", dest="sim_sizes", default="1024,2048,4096,8192,16384")
+    ap.add_argument("--sim", dest="sim_sizes", default="1024,2048,4096,8192")
     ap.add_argument("--round-sim", default=os.path.join(ROOT, "build", "bench", "ddprun_round_sim"))
     ap.add_argument("--agents", default="8,32,128,512,1024")
     ap.add_argument("--backends", default="c10d,etcd")
@@ -118,16 +121,17 @@ def main():
             etcd.kill()
     if os.path.exists(args.round_sim):
         sim_sizes = [int(x) for x in args.sim_sizes.split(",") if x]
-        for backend in ("c10d",):
-            costs, per_node = [], []
-            for n in sim_sizes:
-                s, r = round_sim(args.round_sim, n, backend)
-                costs.append(s)
-                per_node.append(r)
-                print(f"# round sim {backend} {n}: {fmt(s)}, {r:.1f} requests/node",
-                      file=sys.stderr, flush=True)
-            rows.append((f"round protocol ({backend}, simulated nodes)", sim_sizes, costs,
-                         "requests per node: " + ", ".join(f"{r:.1f}" for r in per_node)))
+        runs = []
+        for n in sim_sizes:
+            runs.append(round_sim(args.round_sim, n))
+            print(f"# round sim {n}: join {fmt(runs[-1][0][0])}, restart {fmt(runs[-1][1][0])}",
+                  file=sys.stderr, flush=True)
+        for i, step in enumerate(("rendezvous", "restart")):
+            rows.append((f"{step}: the round protocol alone (c10d, simulated nodes)", sim_sizes,
+                         [r[i][0] for r in runs],
+                         "store requests per node: " + ", ".join(f"{r[i][1]:.1f}" for r in runs)))
+    else:
+        print(f"# no {args.round_sim}: the simulated rows are left out", file=sys.stderr)
     lines = ["| step | sizes | cost per size | growth exponent | notes |", "|---|---|---|---|---|"]
     for name, ns, costs, notes in rows:
         lines.append(f"| {name} | {', '.join(map(str, ns))} | {', '.join(fmt(c) for c in costs)} | "
