@@ -77,7 +77,10 @@ BENCHES = {
         "ddprun's server next to torch 1.13's own in the same run, driven by the same "
         "client (ddprun's C++ client in the 1.13 numbering, which both servers speak); "
         "the server runs on core 0 and the client drivers on core 1, so what is "
-        "measured is the server."),
+        "measured is the server. Last, a PyTorch-style job start: N workers connect, "
+        "set a key, ADD a counter (the last sets the barrier key) and WAIT for the "
+        "barrier, from the first connection to the last worker through it; a fresh "
+        "server each, all from one loopback address (so about 28,000 at most)."),
     "tracking": (
         "The shared run",
         [PY, "bench/tracking_bench.py", "--ddprun", PORTABLE],
