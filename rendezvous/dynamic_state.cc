@@ -48,18 +48,24 @@ std::string DynamicState::encode() const {
     }
   };
   counted('p', participants);
-  for (const auto& id : expected) out += "\ne " + id;
+  for (const auto& id : expected) {
+    out += "\ne ";
+    out += id;
+  }
   counted('w', waiting);
   counted('s', spares);
   counted('f', failures);
   for (const auto& [address, q] : quarantined) {
-    std::string reason = q.reason;
-    std::replace(reason.begin(), reason.end(), '\n', ' ');
     out += "\nq ";
     num(q.until_ms);
     out += ' ';
     num(q.times);
-    out += ' ' + address + ' ' + reason;
+    out += ' ';
+    out += address;
+    out += ' ';
+    size_t reason_at = out.size();
+    out += q.reason;
+    std::replace(out.begin() + static_cast<std::ptrdiff_t>(reason_at), out.end(), '\n', ' ');
   }
   return out;
 }
@@ -138,7 +144,9 @@ class StateReader {
     std::string_view f = field();
     int64_t v = 0;
     auto [end, ec] = std::from_chars(f.data(), f.data() + f.size(), v);
-    if (ec != std::errc() || end != f.data() + f.size()) fail("'" + std::string(f) + "', not a number");
+    if (ec != std::errc() || end != f.data() + f.size()) {
+      fail("'" + std::string(f) + "', not a number");
+    }
     return v;
   }
   bool flag() {
@@ -156,7 +164,8 @@ class StateReader {
     m.emplace_hint(m.end(), id(), n);
   }
   [[noreturn]] void fail(const std::string& what) const {
-    throw StoreError("malformed rendezvous state: line " + std::to_string(line_no_) + " has " + what);
+    throw StoreError("malformed rendezvous state: line " + std::to_string(line_no_) + " has " +
+                     what);
   }
 
   std::string_view rest_;

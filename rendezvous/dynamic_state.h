@@ -10,8 +10,8 @@
 namespace ddprun::rendezvous {
 
 /// The shared state of an elastic (c10d-style) rendezvous, stored as one compact text
-/// value (encode(): a line per node) that changes only when membership or the round changes: heartbeats live in
-/// keys of their own, so they never rewrite it.
+/// value (encode(): a line per node) that changes only when membership or the round
+/// changes: heartbeats live in keys of their own, so they never rewrite it.
 ///
 /// A round goes: joining (participants gather; last call once MIN are in) ->
 /// complete (ranks fixed, workers run) -> the next round (after a failure, a node
