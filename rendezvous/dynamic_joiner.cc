@@ -202,16 +202,16 @@ void DynamicJoiner::say_kept_out(const DynamicState& state, const std::string& s
   }
 }
 
-// Where the store can list keys, nodes that lost a write announced themselves, and a
-// node that writes the forming round adds every announced node with it: nodes
-// arriving together need a few writes instead of one each (each of which all the
-// others would have to redo).
+// Where the state store keeps announcements, nodes that lost a write announced
+// themselves, and a node that writes the forming round adds every announced node with
+// it: nodes arriving together need a few writes instead of one each (each of which
+// all the others would have to redo).
 DynamicState DynamicJoiner::with_announced(const DynamicState& read, DynamicState next,
                                            const std::string& self) {
   if (read.complete || read.closed || next.complete || !listing_) return next;
   auto announced = state_->announced(read.round);
   if (!announced) {
-    listing_ = false;  // TCPStore: every node writes for itself
+    listing_ = false;  // no announcements kept: every node writes for itself
     return next;
   }
   int64_t now = wall_ms_();

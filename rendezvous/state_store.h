@@ -53,7 +53,8 @@ class StateStore {
   virtual Task<void> wait(const StateSnapshot& from, bool participant,
                           std::chrono::milliseconds timeout, CancelSignal& cancel) = 0;
   /// The nodes announced for `round` as (node, local world size); nullopt where the
-  /// store cannot list keys (then every node writes for itself).
+  /// state store keeps no announcements (then every node writes for itself). Both
+  /// kinds here keep them: numbered slots over any Store, a listed prefix on etcd.
   virtual std::optional<std::vector<std::pair<std::string, int>>> announced(int round) = 0;
   /// `node` is in the round now: its announcement may go.
   virtual void withdraw(int round, const std::string& node) = 0;
