@@ -21,18 +21,7 @@ using std::chrono::milliseconds;
 }  // namespace
 
 C10dBackend::C10dBackend(RendezvousParams params, bool connect_later) : params_(std::move(params)) {
-  if (params_.c10d_is_host.value_or(true)) {
-    try {
-      server_ = std::make_unique<store::TcpStoreServer>(
-          params_.c10d_host, static_cast<uint16_t>(params_.c10d_port), params_.token,
-          store::TcpStoreServer::Guests::kNone, params_.token_handout);
-    } catch (const StoreError& e) {
-      // Another agent here already hosts it, or the endpoint is another machine.
-      if (params_.c10d_is_host.value_or(false)) throw;
-      spdlog::debug("not hosting the rendezvous store: {}", e.what());
-      not_hosting_ = e.what();
-    }
-  }
+  if (params_.c10d_is_host.value_or(true)) try_hosting();
   if (connect_later) return;
   store::TcpStoreClient::Options o;
   o.token = params_.token;
@@ -41,18 +30,46 @@ C10dBackend::C10dBackend(RendezvousParams params, bool connect_later) : params_(
   probe_->set_timeout(params_.read_timeout);
 }
 
-Task<void> C10dBackend::reach(CancelSignal& cancel) {
+bool C10dBackend::try_hosting() {
+  try {
+    server_ = std::make_unique<store::TcpStoreServer>(
+        params_.c10d_host, static_cast<uint16_t>(params_.c10d_port), params_.token,
+        store::TcpStoreServer::Guests::kNone, params_.token_handout);
+    not_hosting_.clear();
+    return true;
+  } catch (const StoreError& e) {
+    // Another agent here already hosts it, or the endpoint is another machine.
+    if (params_.c10d_is_host.value_or(false)) throw;
+    spdlog::debug("not hosting the rendezvous store: {}", e.what());
+    not_hosting_ = e.what();
+    return false;
+  }
+}
+
+Task<void> C10dBackend::reach(CancelSignal& cancel, bool join_only) {
   store::TcpStoreClient::Options o;
   o.token = params_.token;
   o.timeout = params_.read_timeout;
-  auto deadline = std::chrono::steady_clock::now() + params_.join_timeout;
-  try {
-    probe_ = co_await open_store_client(params_.c10d_host, params_.c10d_port, o, deadline, cancel);
-  } catch (const TimeoutError& e) {
-    if (not_hosting_.empty()) throw;
-    // Why this node joins a store there rather than hosting it: often the answer.
-    throw TimeoutError(std::string(e.what()) + " (this node does not host the store: " +
-                       not_hosting_ + ")");
+  auto deadline = Clock::now() + params_.join_timeout;
+  // Two agents that start at once on the endpoint's host can both fail to listen there
+  // (each sees the other's socket listening for an instant, and both give up): so one
+  // that may host and finds nobody listening tries hosting again every few seconds.
+  for (;;) {
+    bool may_host = !join_only && !params_.c10d_is_host.has_value() && !server_;
+    auto until = may_host ? std::min(deadline, Clock::now() + kHostAgain) : deadline;
+    try {
+      probe_ = co_await open_store_client(params_.c10d_host, params_.c10d_port, o, until, cancel);
+      co_return;
+    } catch (const TimeoutError& e) {
+      if (until < deadline) {
+        if (try_hosting()) spdlog::debug("hosting the rendezvous store: nobody else did");
+        continue;
+      }
+      if (not_hosting_.empty()) throw;
+      // Why this node joins a store there rather than hosting it: often the answer.
+      throw TimeoutError(std::string(e.what()) + " (this node does not host the store: " +
+                         not_hosting_ + ")");
+    }
   }
 }
 

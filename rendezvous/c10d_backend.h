@@ -31,8 +31,12 @@ class C10dBackend : public RendezvousBackend {
   explicit C10dBackend(RendezvousParams params, bool connect_later = false);
   /// From a coroutine on the agent's loop: the first connection to the store, which may
   /// not be up yet (waits and retries are the loop's completions; `cancel` ends them
-  /// with Error). TimeoutError naming the endpoint after the connect timeout.
-  Task<void> reach(CancelSignal& cancel);
+  /// with Error). Unless `join_only`, a node that may host but found the endpoint taken
+  /// hosts it after all when nobody listens there. TimeoutError naming the endpoint
+  /// after the connect timeout.
+  Task<void> reach(CancelSignal& cancel, bool join_only = false);
+  /// How long reach() waits for a store before trying to host it again.
+  static constexpr std::chrono::seconds kHostAgain{2};
   ~C10dBackend() override;
 
   std::string prefix(const std::string& run_id) const override;
@@ -60,6 +64,7 @@ class C10dBackend : public RendezvousBackend {
   std::string where() const override { return "store at " + endpoint(); }
 
  private:
+  bool try_hosting();  // false (the reason kept) where another listens or it is not ours
   bool heartbeat(const std::string& key, int64_t beat, const PeriodicThread& thread);
   std::unique_ptr<store::TcpStoreClient> connect_heartbeat() const;
   std::unique_ptr<store::TcpStoreClient> new_client(std::chrono::milliseconds timeout) const;

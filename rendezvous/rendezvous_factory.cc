@@ -81,7 +81,7 @@ Task<void> tell_unfit(RendezvousParams p, std::string reason, CancelSignal& canc
                   ": the other nodes cannot start without it (point --rdzv_endpoint at a "
                   "healthy node)");
     }
-    co_await c10d->reach(cancel);
+    co_await c10d->reach(cancel, /*join_only=*/true);  // an unfit node hosts nothing
     backend = std::move(c10d);
   }
   std::string prefix = backend->prefix(p.run_id);
