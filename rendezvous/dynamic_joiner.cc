@@ -139,9 +139,9 @@ Task<DynamicState> DynamicJoiner::join(std::string node, int local_world_size, i
       // A spare's write leaves the running round alone.
       bool asked_to_join = snap.state.complete && a.next.waiting.count(node) > 0;
       DynamicState next = with_announced(snap.state, a.next, node);
-      // Where others can take this node in, a lost write leaves word that it wants in.
+      // A lost write leaves word that this node wants in: the next writer takes it in.
       std::optional<Announcement> on_loss;
-      if (listing_ && !snap.state.complete && announced_round_ != snap.state.round) {
+      if (!snap.state.complete && announced_round_ != snap.state.round) {
         on_loss = Announcement{snap.state.round, node, local_world_size};
       }
       bool won = write(snap, next, on_loss);
@@ -202,20 +202,14 @@ void DynamicJoiner::say_kept_out(const DynamicState& state, const std::string& s
   }
 }
 
-// Where the state store keeps announcements, nodes that lost a write announced
-// themselves, and a node that writes the forming round adds every announced node with
+// Nodes that lost a write announced themselves, and a node that writes the forming round adds every announced node with
 // it: nodes arriving together need a few writes instead of one each (each of which
 // all the others would have to redo).
 DynamicState DynamicJoiner::with_announced(const DynamicState& read, DynamicState next,
                                            const std::string& self) {
-  if (read.complete || read.closed || next.complete || !listing_) return next;
-  auto announced = state_->announced(read.round);
-  if (!announced) {
-    listing_ = false;  // no announcements kept: every node writes for itself
-    return next;
-  }
+  if (read.complete || read.closed || next.complete) return next;
   int64_t now = wall_ms_();
-  for (const auto& [other, workers] : *announced) {
+  for (const auto& [other, workers] : state_->announced(read.round)) {
     if (other == self || next.complete || next.participants.count(other)) continue;
     // One state moved through every announced node's step (a copy each would make a
     // write cost announced x nodes).

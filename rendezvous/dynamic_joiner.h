@@ -89,7 +89,6 @@ class DynamicJoiner {
   WallClock wall_ms_;
   int lost_writes_ = 0;                      // compare-and-sets lost in a row
   std::chrono::microseconds write_time_{0};  // how long the last one took
-  bool listing_ = true;  // the state store keeps announcements (until it says it does not)
   std::map<std::string, int64_t> said_out_;  // quarantines said on the console: address, until
   int announced_round_ = -1;                 // the round this node announced itself for
   int64_t epoch_revision_ = 0;               // see completed_at()

@@ -135,7 +135,7 @@ Task<bool> EtcdStateStore::watch(const std::string& key, int64_t from_revision,
   co_return co_await follow_etcd_stream(stream, deadline, cancel);
 }
 
-std::optional<std::vector<std::pair<std::string, int>>> EtcdStateStore::announced(int round) {
+std::vector<std::pair<std::string, int>> EtcdStateStore::announced(int round) {
   if (listed_round_ != round) {
     std::string dir = announce_dir(prefix_, round);
     remember_announced(round, client_->range(dir, store::etcd_prefix_end(dir)).kvs);

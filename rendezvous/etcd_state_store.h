@@ -34,7 +34,7 @@ class EtcdStateStore : public StateStore {
   /// The watch's stream is read as the loop's completions (EtcdClient's loop watch).
   Task<void> wait(const StateSnapshot& from, bool participant, std::chrono::milliseconds timeout,
                   CancelSignal& cancel) override;
-  std::optional<std::vector<std::pair<std::string, int>>> announced(int round) override;
+  std::vector<std::pair<std::string, int>> announced(int round) override;
   void withdraw(int, const std::string&) override {}  // goes with the lease
   /// Watches miss nothing (they resume after the last revision seen): re-reading every
   /// second would only load etcd with as many reads as there are waiting nodes.

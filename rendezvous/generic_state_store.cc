@@ -66,7 +66,7 @@ Task<void> GenericStateStore::wait(const StateSnapshot& from, bool participant,
   co_await waits_.wait_for(std::move(key), timeout, cancel);
 }
 
-std::optional<std::vector<std::pair<std::string, int>>> GenericStateStore::announced(int round) {
+std::vector<std::pair<std::string, int>> GenericStateStore::announced(int round) {
   std::string dir = announce_dir(prefix_, round);
   int64_t last = store_.add(dir + "n", 0);
   std::vector<std::string> slots;

@@ -29,7 +29,7 @@ class GenericStateStore : public StateStore {
              const std::optional<Announcement>& on_loss) override;
   Task<void> wait(const StateSnapshot& from, bool participant, std::chrono::milliseconds timeout,
                   CancelSignal& cancel) override;
-  std::optional<std::vector<std::pair<std::string, int>>> announced(int round) override;
+  std::vector<std::pair<std::string, int>> announced(int round) override;
   void withdraw(int, const std::string&) override {}
 
  private:

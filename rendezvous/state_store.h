@@ -52,10 +52,9 @@ class StateStore {
   /// loop, whose wait is the loop's completion. Throws Error once `cancel` is cancelled.
   virtual Task<void> wait(const StateSnapshot& from, bool participant,
                           std::chrono::milliseconds timeout, CancelSignal& cancel) = 0;
-  /// The nodes announced for `round` as (node, local world size); nullopt where the
-  /// state store keeps no announcements (then every node writes for itself). Both
-  /// kinds here keep them: numbered slots over any Store, a listed prefix on etcd.
-  virtual std::optional<std::vector<std::pair<std::string, int>>> announced(int round) = 0;
+  /// The nodes announced for `round` as (node, local world size): numbered slots over
+  /// any Store, a listed prefix on etcd.
+  virtual std::vector<std::pair<std::string, int>> announced(int round) = 0;
   /// `node` is in the round now: its announcement may go.
   virtual void withdraw(int round, const std::string& node) = 0;
   /// The longest wait before a node reads the state again anyway: a safety net
