@@ -70,9 +70,10 @@ def launcher_args(kind, n, port, run_id, extra):
     return common
 
 
-def run_agents(cmd_prefix, kind, n, script, extra=()):
+def run_agents(cmd_prefix, kind, n, script, extra=(), while_running=None):
     """Starts n agents; returns (seconds from the last start to the last worker start,
-    the marker directory)."""
+    the marker directory). `while_running(pids)`, if given, is called with the agents'
+    pids once every worker has started (their script waits for a "go" file)."""
     d = tempfile.mkdtemp(prefix="ddprun_rdzv_bench_")
     port = free_port()
     run_id = f"bench{port}"
@@ -89,6 +90,12 @@ def run_agents(cmd_prefix, kind, n, script, extra=()):
         if i == 0:
             time.sleep(2.0 if kind == "torchrun" else 0.05)  # the host binds the endpoint first
             last_start = time.time()
+    if while_running:
+        until = time.time() + 600
+        while sum(f.startswith("start.") for f in os.listdir(d)) < n and time.time() < until:
+            time.sleep(0.1)
+        while_running([p.pid for p in procs])
+        open(os.path.join(d, "go"), "w").close()
     for p in procs:
         p.wait(timeout=600)
         if p.returncode != 0:

@@ -19,8 +19,11 @@ Rows:
   requests per node beside it. Each simulated node holds its own copy of the round's
   state, so the simulation's memory grows as N²: 8,192 nodes do not fit in 24 GiB.
 
-Every agent costs ~4 MiB and a few descriptors; the machine's open-file limit bounds
-the largest size (each agent holds a store connection and its worker's pipes).
+- resources: each agent's resident memory, descriptors and threads once every worker
+  runs, the store's host apart from the median of the others (--no-resources: not).
+
+The machine's open-file limit bounds the largest size (each agent holds a store
+connection and its worker's pipes; the host a connection from every agent).
 """
 import argparse
 import json
@@ -46,6 +49,32 @@ MARK = ('t=$(date +%s%N); f="$0/.$RANK.$TORCHELASTIC_RESTART_COUNT"; echo $t > "
 FAIL_ONCE = (MARK + '; if [ "$TORCHELASTIC_RESTART_COUNT" = 0 ]; then '
              'if [ "$RANK" = 1 ]; then sleep 2; echo $(date +%s%N) > "$0/.died"; '
              'mv "$0/.died" "$0/died"; exit 1; fi; sleep 60; fi')
+
+
+# Every worker marks its start, then waits for the "go" the benchmark leaves once it
+# has looked at the agents.
+HOLD = MARK + '; while [ ! -e "$0/go" ]; do sleep 0.2; done'
+
+
+def process_figures(pid):
+    """(resident MiB, open descriptors, threads) of a running process."""
+    status = dict(line.split(":", 1) for line in open(f"/proc/{pid}/status") if ":" in line)
+    return (int(status["VmRSS"].split()[0]) / 1024, len(os.listdir(f"/proc/{pid}/fd")),
+            int(status["Threads"]))
+
+
+def agent_resources(ddprun, kind, n):
+    """What the agents hold once every worker runs: the store's host (node 0) and the
+    median of the others, each (MiB, descriptors, threads)."""
+    seen = {}
+
+    def look(pids):
+        figures = [process_figures(pid) for pid in pids]
+        seen["host"] = figures[0]
+        seen["other"] = tuple(statistics.median(f[i] for f in figures[1:]) for i in range(3))
+
+    rb.run_agents([ddprun], kind, n, HOLD, ["--no_tracking"], while_running=look)
+    return seen["host"], seen["other"]
 
 
 def growth(sizes, costs):
@@ -98,6 +127,8 @@ def main():
                     help="etcd's sizes: at 1,024 agents the one etcd member this machine "
                          "can run with them had not formed the round after 5 minutes")
     ap.add_argument("--restarts", action=argparse.BooleanOptionalAction, default=True)
+    ap.add_argument("--resources", action=argparse.BooleanOptionalAction, default=True,
+                    help="the agents' memory, descriptors and threads at each c10d size")
     ap.add_argument("--repeat", type=int, default=1, help="runs per size (the median is shown)")
     ap.add_argument("--markdown", help="also write the table to this file")
     args = ap.parse_args()
@@ -125,8 +156,8 @@ def main():
     finally:
         if etcd:
             etcd.kill()
-    if os.path.exists(args.round_sim):
-        sim_sizes = [int(x) for x in args.sim_sizes.split(",") if x]
+    sim_sizes = [int(x) for x in args.sim_sizes.split(",") if x]
+    if sim_sizes and os.path.exists(args.round_sim):
         runs = []
         for n in sim_sizes:
             runs.append(round_sim(args.round_sim, n))
@@ -136,7 +167,7 @@ def main():
             rows.append((f"{step}: the round protocol alone (c10d, simulated nodes)", sim_sizes,
                          [r[i][0] for r in runs],
                          "store requests per node: " + ", ".join(f"{r[i][1]:.1f}" for r in runs)))
-    else:
+    elif sim_sizes:
         print(f"# no {args.round_sim}: the simulated rows are left out", file=sys.stderr)
     # The fit over every size, and between the two largest: a cost that turns
     # quadratic only at the top shows there first.
@@ -145,6 +176,18 @@ def main():
     for name, ns, costs, notes in rows:
         lines.append(f"| {name} | {', '.join(map(str, ns))} | {', '.join(fmt(c) for c in costs)} | "
                      f"{growth(ns, costs):.2f} | {growth(ns[-2:], costs[-2:]):.2f} | {notes} |")
+    if args.resources:
+        lines += ["", "What each agent holds once every worker runs (c10d; one `/bin/sh` worker "
+                  "each, --no_tracking): the store's host, node 0, serves every agent's "
+                  "connections; the others' median beside it.", "",
+                  "| agents | host: resident | host: descriptors | host: threads | "
+                  "other agents: resident | descriptors | threads |",
+                  "|---|---|---|---|---|---|---|"]
+        for n in sizes:
+            host, other = agent_resources(args.ddprun, "ddprun", n)
+            lines.append(f"| {n} | {host[0]:.1f} MiB | {host[1]} | {host[2]} | "
+                         f"{other[0]:.1f} MiB | {other[1]:.0f} | {other[2]:.0f} |")
+            print(f"# resources {n}: {lines[-1]}", file=sys.stderr, flush=True)
     table = "\n".join(lines)
     print(table)
     if args.markdown:
