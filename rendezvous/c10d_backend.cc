@@ -54,22 +54,26 @@ Task<void> C10dBackend::reach(CancelSignal& cancel, bool join_only) {
   // Two agents that start at once on the endpoint's host can both fail to listen there
   // (each sees the other's socket listening for an instant, and both give up): so one
   // that may host and finds nobody listening tries hosting again every few seconds.
-  for (;;) {
-    bool may_host = !join_only && !params_.c10d_is_host.has_value() && !server_;
-    auto until = may_host ? std::min(deadline, Clock::now() + kHostAgain) : deadline;
-    try {
-      probe_ = co_await open_store_client(params_.c10d_host, params_.c10d_port, o, until, cancel);
-      co_return;
-    } catch (const TimeoutError& e) {
-      if (until < deadline) {
+  try {
+    std::optional<net::Socket> connected;
+    while (!connected) {
+      bool may_host = !join_only && !params_.c10d_is_host.has_value() && !server_;
+      auto until = may_host ? std::min(deadline, Clock::now() + kHostAgain) : deadline;
+      try {
+        connected = co_await store::connect_on_loop(params_.c10d_host, params_.c10d_port, until,
+                                                    cancel);
+      } catch (const TimeoutError&) {
+        if (until == deadline) throw;
         if (try_hosting()) spdlog::debug("hosting the rendezvous store: nobody else did");
-        continue;
       }
-      if (not_hosting_.empty()) throw;
-      // Why this node joins a store there rather than hosting it: often the answer.
-      throw TimeoutError(std::string(e.what()) + " (this node does not host the store: " +
-                         not_hosting_ + ")");
     }
+    probe_ = co_await store::greet_store(params_.c10d_host, params_.c10d_port, o,
+                                         std::move(*connected), deadline, cancel);
+  } catch (const TimeoutError& e) {
+    if (not_hosting_.empty()) throw;
+    // Why this node joins a store there rather than hosting it: often the answer.
+    throw TimeoutError(std::string(e.what()) + " (this node does not host the store: " +
+                       not_hosting_ + ")");
   }
 }
 

@@ -91,8 +91,16 @@ Task<std::unique_ptr<TcpStoreClient>> open_store_client(std::string host, int po
                                                         TcpStoreClient::Options options,
                                                         Clock::time_point deadline,
                                                         CancelSignal& cancel) {
-  auto call = options.timeout;
   net::Socket connected = co_await connect_on_loop(host, port, deadline, cancel);
+  co_return co_await greet_store(std::move(host), port, std::move(options), std::move(connected),
+                                 deadline, cancel);
+}
+
+Task<std::unique_ptr<TcpStoreClient>> greet_store(std::string host, int port,
+                                                  TcpStoreClient::Options options,
+                                                  net::Socket connected, Clock::time_point deadline,
+                                                  CancelSignal& cancel) {
+  auto call = options.timeout;
   auto accepted = Clock::now();
   auto client = std::make_unique<TcpStoreClient>(std::move(host), port, std::move(options),
                                                  std::move(connected));

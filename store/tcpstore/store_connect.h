@@ -30,4 +30,11 @@ Task<std::unique_ptr<TcpStoreClient>> open_store_client(
     std::string host, int port, TcpStoreClient::Options options,
     std::chrono::steady_clock::time_point deadline, CancelSignal& cancel);
 
+/// open_store_client() over a socket already connected to host:port: the handshake alone.
+Task<std::unique_ptr<TcpStoreClient>> greet_store(std::string host, int port,
+                                                  TcpStoreClient::Options options,
+                                                  net::Socket connected,
+                                                  std::chrono::steady_clock::time_point deadline,
+                                                  CancelSignal& cancel);
+
 }  // namespace ddprun::store
