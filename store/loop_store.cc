@@ -7,6 +7,7 @@
 #include "store/etcd/etcd_store.h"
 #include "store/etcd/etcd_stream.h"
 #include "store/memory_store.h"
+#include "store/tcpstore/store_on_loop.h"
 #include "store/tcpstore/tcp_store_client.h"
 
 namespace ddprun::store {
@@ -22,6 +23,13 @@ class TcpLoopStore : public LoopStore {
  public:
   explicit TcpLoopStore(std::unique_ptr<TcpStoreClient> client) : client_(std::move(client)) {}
   Store& store() override { return *client_; }
+  Task<std::vector<std::optional<std::string>>> get_now(std::vector<std::string> keys,
+                                                        CancelSignal& cancel) override {
+    if (client_->numbering() != tcpstore::Numbering::kV2) {  // 1.13's has no MULTI_GET
+      co_return client_->get_now(keys);
+    }
+    co_return co_await get_now_on_loop(*client_, std::move(keys), cancel);
+  }
   Task<Values> wait_for(std::vector<std::string> keys, std::chrono::milliseconds timeout,
                         CancelSignal& cancel) override {
     bool all_there = co_await wait_on_tcp(*client_, keys, timeout, cancel);

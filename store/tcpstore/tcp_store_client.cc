@@ -3,39 +3,11 @@
 #include <unistd.h>
 
 #include "net/job_token.h"
+#include "store/tcpstore/tcp_store_request.h"
 
 namespace ddprun::store {
 
 using namespace tcpstore;
-
-/// Builds one request's bytes in the connection's numbering.
-class TcpStoreClient::Request {
- public:
-  Request(Numbering n, Op op) {
-    auto code = op_to_wire(n, op);
-    if (!code) throw StoreError("this store protocol version has no such operation");
-    put(*code);
-  }
-  template <typename T>
-  Request& put(T v) {
-    bytes_.append(reinterpret_cast<const char*>(&v), sizeof(v));
-    return *this;
-  }
-  Request& str(const std::string& s) {
-    put<uint64_t>(s.size());
-    bytes_ += s;
-    return *this;
-  }
-  Request& keys(const std::vector<std::string>& ks) {
-    put<uint64_t>(ks.size());
-    for (const auto& k : ks) str(k);
-    return *this;
-  }
-  const std::string& bytes() const { return bytes_; }
-
- private:
-  std::string bytes_;
-};
 
 TcpStoreClient::TcpStoreClient(std::string host, int port, Options options)
     : host_(std::move(host)), port_(port), options_(std::move(options)) {
@@ -94,8 +66,8 @@ int TcpStoreClient::validate() {
     handshake_stage_ = HandshakeStage::kDone;
     return -1;
   }
-  send(Request(Numbering::kV2, Op::kValidate).put(kValidationMagic).bytes());
-  send(Request(Numbering::kV2, Op::kPing).put(static_cast<uint32_t>(::getpid())).bytes());
+  send(RequestWriter(Numbering::kV2, Op::kValidate).put(kValidationMagic).bytes());
+  send(RequestWriter(Numbering::kV2, Op::kPing).put(static_cast<uint32_t>(::getpid())).bytes());
   handshake_stage_ = HandshakeStage::kPingSent;
   return socket_.fd();
 }
@@ -143,34 +115,47 @@ std::string TcpStoreClient::read_bytes(net::Socket::Deadline deadline) {
   return out;
 }
 
+int TcpStoreClient::send_request(const std::string& bytes) {
+  send(bytes);
+  return socket_.fd();
+}
+
+size_t TcpStoreClient::read_available(void* data, size_t max) {
+  try {
+    return socket().recv_some(data, max, Clock::now());
+  } catch (const TimeoutError&) {
+    return 0;  // nothing there yet
+  }
+}
+
 uint32_t TcpStoreClient::ping(uint32_t nonce) {
-  send(Request(options_.numbering, Op::kPing).put(nonce).bytes());
+  send(RequestWriter(options_.numbering, Op::kPing).put(nonce).bytes());
   return read_scalar<uint32_t>(deadline());
 }
 
 void TcpStoreClient::set(const std::string& key, const std::string& value) {
-  send(Request(options_.numbering, Op::kSet).str(key).str(value).bytes());
+  send(RequestWriter(options_.numbering, Op::kSet).str(key).str(value).bytes());
 }
 
 std::string TcpStoreClient::get(const std::string& key, std::chrono::milliseconds timeout) {
   wait({key}, timeout);
-  send(Request(options_.numbering, Op::kGet).str(key).bytes());
+  send(RequestWriter(options_.numbering, Op::kGet).str(key).bytes());
   return read_bytes(deadline());
 }
 
 int64_t TcpStoreClient::add(const std::string& key, int64_t delta) {
-  send(Request(options_.numbering, Op::kAdd).str(key).put(delta).bytes());
+  send(RequestWriter(options_.numbering, Op::kAdd).str(key).put(delta).bytes());
   return read_scalar<int64_t>(deadline());
 }
 
 std::string TcpStoreClient::compare_set(const std::string& key, const std::string& expected,
                                         const std::string& desired) {
-  send(Request(options_.numbering, Op::kCompareSet).str(key).str(expected).str(desired).bytes());
+  send(RequestWriter(options_.numbering, Op::kCompareSet).str(key).str(expected).str(desired).bytes());
   return read_bytes(deadline());
 }
 
 bool TcpStoreClient::check(const std::vector<std::string>& keys) {
-  send(Request(options_.numbering, Op::kCheck).keys(keys).bytes());
+  send(RequestWriter(options_.numbering, Op::kCheck).keys(keys).bytes());
   return read_scalar<uint8_t>(deadline()) == kCheckReady;
 }
 
@@ -192,7 +177,7 @@ bool TcpStoreClient::cancel_wait() {
     return false;
   }
   // The server sends a STOP_WAITING it already owed before WAIT_CANCELED.
-  send(Request(Numbering::kV2, Op::kCancelWait).bytes());
+  send(RequestWriter(Numbering::kV2, Op::kCancelWait).bytes());
   uint8_t first = read_scalar<uint8_t>(deadline());
   if (first != kStopWaiting) return false;
   read_scalar<uint8_t>(deadline());  // the WAIT_CANCELED that follows
@@ -200,7 +185,7 @@ bool TcpStoreClient::cancel_wait() {
 }
 
 int TcpStoreClient::start_wait(const std::vector<std::string>& keys) {
-  send(Request(options_.numbering, Op::kWait).keys(keys).bytes());
+  send(RequestWriter(options_.numbering, Op::kWait).keys(keys).bytes());
   return socket_.fd();
 }
 
@@ -213,12 +198,12 @@ void TcpStoreClient::expect_stop_waiting(uint8_t reply) {
 }
 
 bool TcpStoreClient::delete_key(const std::string& key) {
-  send(Request(options_.numbering, Op::kDeleteKey).str(key).bytes());
+  send(RequestWriter(options_.numbering, Op::kDeleteKey).str(key).bytes());
   return read_scalar<int64_t>(deadline()) == 1;
 }
 
 int64_t TcpStoreClient::num_keys() {
-  send(Request(options_.numbering, Op::kGetNumKeys).bytes());
+  send(RequestWriter(options_.numbering, Op::kGetNumKeys).bytes());
   return read_scalar<int64_t>(deadline());
 }
 
@@ -244,7 +229,7 @@ std::vector<std::optional<std::string>> TcpStoreClient::get_now(
 }
 
 std::vector<std::string> TcpStoreClient::multi_get_now(const std::vector<std::string>& keys) {
-  send(Request(options_.numbering, Op::kMultiGet).keys(keys).bytes());
+  send(RequestWriter(options_.numbering, Op::kMultiGet).keys(keys).bytes());
   std::vector<std::string> values;
   auto d = deadline();
   for (size_t i = 0; i < keys.size(); ++i) values.push_back(read_bytes(d));
@@ -258,14 +243,14 @@ void TcpStoreClient::multi_set(const std::vector<std::string>& keys,
     for (size_t i = 0; i < keys.size(); ++i) set(keys[i], values[i]);
     return;
   }
-  Request r(Numbering::kV2, Op::kMultiSet);
+  RequestWriter r(Numbering::kV2, Op::kMultiSet);
   r.put<uint64_t>(keys.size());
   for (size_t i = 0; i < keys.size(); ++i) r.str(keys[i]).str(values[i]);
   send(r.bytes());
 }
 
 void TcpStoreClient::append(const std::string& key, const std::string& value) {
-  send(Request(options_.numbering, Op::kAppend).str(key).str(value).bytes());
+  send(RequestWriter(options_.numbering, Op::kAppend).str(key).str(value).bytes());
 }
 
 }  // namespace ddprun::store

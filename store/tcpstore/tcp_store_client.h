@@ -75,6 +75,17 @@ class TcpStoreClient : public Store {
   /// call reconnects).
   void abandon_wait() { socket_.close(); }
 
+  /// A quick request awaited on an event loop (store/tcpstore/store_on_loop.h), in
+  /// halves as start_wait(): send_request() sends an encoded request (connecting first
+  /// if need be) and returns the descriptor that turns readable with the answer;
+  /// read_available() takes what has come (0: nothing yet; StoreError once the store
+  /// closed). No other call may come in between; drop() after an answer left unread.
+  int send_request(const std::string& bytes);
+  size_t read_available(void* data, size_t max);
+  void drop() { socket_.close(); }
+  std::chrono::milliseconds timeout() const { return options_.timeout; }
+  tcpstore::Numbering numbering() const { return options_.numbering; }
+
   /// Round trip with a nonce (2.x only); returns the nonce echoed.
   uint32_t ping(uint32_t nonce);
 
@@ -83,7 +94,6 @@ class TcpStoreClient : public Store {
   void set_timeout(std::chrono::milliseconds timeout) { options_.timeout = timeout; }
 
  private:
-  class Request;
   enum class HandshakeStage { kNothingSent, kHelloSent, kPingSent, kDone };
   void connect();
   void handshake();

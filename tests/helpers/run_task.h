@@ -26,6 +26,15 @@ T run_task(boost::asio::io_context& io, Task<T> task) {
   return std::move(*value);
 }
 
+/// The same for a task without a value.
+inline void run_task(boost::asio::io_context& io, Task<void> task) {
+  std::exception_ptr error;
+  boost::asio::co_spawn(io, std::move(task), [&](std::exception_ptr e) { error = e; });
+  io.restart();
+  io.run();
+  if (error) std::rethrow_exception(error);
+}
+
 /// The same on a loop of its own.
 template <typename T>
 T run_task(Task<T> task) {

@@ -1,0 +1,36 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/cancel_signal.h"
+#include "common/coro.h"
+#include "store/tcpstore/tcp_store_client.h"
+
+namespace ddprun::store {
+
+// A TCPStore connection's quick requests (one round trip each) from a coroutine on a
+// loop: the request is sent and the answer read as it arrives, each wait for it the
+// loop's completion, within the client's call timeout (TimeoutError naming the store);
+// `cancel` ends the wait at once (Error). A connection whose answer is left unread
+// (timeout, cancel, a malformed answer) is dropped: the next call reconnects.
+// The 2.x protocol (ddprun's server, PyTorch 2's); 1.13's has no MULTI_GET.
+
+/// The values of `keys` now; nullopt for a key that is not there (an empty value too).
+Task<std::vector<std::optional<std::string>>> get_now_on_loop(TcpStoreClient& client,
+                                                              std::vector<std::string> keys,
+                                                              CancelSignal& cancel);
+/// Sets `key` (the store answers nothing: the next request's answer comes after it).
+Task<void> set_on_loop(TcpStoreClient& client, std::string key, std::string value,
+                       CancelSignal& cancel);
+/// Adds `delta` to the counter `key`; returns its new value.
+Task<int64_t> add_on_loop(TcpStoreClient& client, std::string key, int64_t delta,
+                          CancelSignal& cancel);
+/// Sets `key` to `desired` if it holds `expected` ("" = missing); returns its value after.
+Task<std::string> compare_set_on_loop(TcpStoreClient& client, std::string key,
+                                      std::string expected, std::string desired,
+                                      CancelSignal& cancel);
+
+}  // namespace ddprun::store

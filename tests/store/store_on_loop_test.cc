@@ -1,0 +1,123 @@
+// A TCPStore connection's quick requests awaited on a loop (store_on_loop.h): answers
+// read as they arrive (however they are split), a silent store named after the call
+// timeout, a cancel that ends the wait at once, and a malformed answer refused; after
+// each failure the connection is dropped and the next call reconnects.
+#include "store/tcpstore/store_on_loop.h"
+
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <boost/asio/steady_timer.hpp>
+#include <thread>
+
+#include "store/tcpstore/tcp_store_server.h"
+#include "tests/helpers/run_task.h"
+
+namespace ddprun::store {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::run_task;
+
+// A listener on loopback that accepts (the kernel does) and never answers.
+struct SilentPeer {
+  SilentPeer() {
+    fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+    EXPECT_EQ(::listen(fd, 4), 0);
+    socklen_t len = sizeof(a);
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    port = ntohs(a.sin_port);
+  }
+  ~SilentPeer() { ::close(fd); }
+  int fd;
+  int port;
+};
+
+// 1.13's numbering: no handshake, so a silent peer is met by the call itself.
+TcpStoreClient::Options v113(std::chrono::milliseconds timeout) {
+  TcpStoreClient::Options o;
+  o.timeout = timeout;
+  o.numbering = tcpstore::Numbering::kV113;
+  return o;
+}
+
+TEST(StoreOnLoop, QuickRequestsAreAnsweredAsTheBlockingOnesAre) {
+  TcpStoreServer server("127.0.0.1", 0);
+  TcpStoreClient client("127.0.0.1", server.port());
+  CancelSignal cancel;
+  std::string big(3 * 1024 * 1024, 'x');  // arrives in many reads
+  run_task(set_on_loop(client, "big", big, cancel));
+  run_task(set_on_loop(client, "empty", "", cancel));
+  auto values = run_task(get_now_on_loop(client, {"big", "missing", "empty"}, cancel));
+  ASSERT_EQ(values.size(), 3u);
+  EXPECT_EQ(values[0], big);
+  EXPECT_EQ(values[1], std::nullopt);
+  EXPECT_EQ(values[2], std::nullopt);
+  EXPECT_EQ(run_task(add_on_loop(client, "n", 5, cancel)), 5);
+  EXPECT_EQ(run_task(add_on_loop(client, "n", -2, cancel)), 3);
+  EXPECT_EQ(run_task(compare_set_on_loop(client, "cas", "", "first", cancel)), "first");
+  EXPECT_EQ(run_task(compare_set_on_loop(client, "cas", "wrong", "second", cancel)), "first");
+  EXPECT_EQ(run_task(compare_set_on_loop(client, "cas", "first", "second", cancel)), "second");
+  EXPECT_EQ(client.get("cas", 1s), "second");  // the blocking calls follow on the same connection
+  EXPECT_TRUE(run_task(get_now_on_loop(client, {}, cancel)).empty());
+}
+
+TEST(StoreOnLoop, ASilentStoreIsNamedAfterTheCallTimeout) {
+  SilentPeer peer;
+  TcpStoreClient client("127.0.0.1", peer.port, v113(200ms));
+  CancelSignal cancel;
+  try {
+    run_task(add_on_loop(client, "n", 1, cancel));
+    FAIL() << "a silent store answered";
+  } catch (const TimeoutError& e) {
+    EXPECT_NE(std::string(e.what()).find("127.0.0.1:" + std::to_string(peer.port) +
+                                         " did not answer within 200 ms"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(StoreOnLoop, ACancelEndsTheWaitForAnAnswerAtOnce) {
+  SilentPeer peer;
+  TcpStoreClient client("127.0.0.1", peer.port, v113(30s));
+  boost::asio::io_context io;
+  CancelSignal cancel("stopping");
+  boost::asio::steady_timer later(io, 50ms);
+  later.async_wait([&](const boost::system::error_code&) { cancel.cancel(); });
+  try {
+    run_task(io, add_on_loop(client, "n", 1, cancel));
+    FAIL() << "a silent store answered";
+  } catch (const TimeoutError&) {
+    FAIL() << "timed out instead of cancelled";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "stopping");
+  }
+}
+
+// A peer that answers a string of more than the protocol allows: refused, not allocated.
+TEST(StoreOnLoop, AMalformedAnswerIsRefusedAndTheConnectionDropped) {
+  SilentPeer peer;
+  std::thread answerer([&] {
+    int conn = ::accept(peer.fd, nullptr, nullptr);
+    char request[256];
+    ASSERT_GT(::recv(conn, request, sizeof(request), 0), 0);
+    uint64_t huge = uint64_t{1} << 40;
+    ASSERT_EQ(::send(conn, &huge, sizeof(huge), MSG_NOSIGNAL), 8);
+    char rest;
+    ::recv(conn, &rest, 1, 0);  // until the client drops the connection
+    ::close(conn);
+  });
+  TcpStoreClient client("127.0.0.1", peer.port, v113(5s));
+  CancelSignal cancel;
+  EXPECT_THROW(run_task(compare_set_on_loop(client, "k", "", "v", cancel)), StoreError);
+  answerer.join();
+}
+
+}  // namespace
+}  // namespace ddprun::store
