@@ -175,9 +175,8 @@ bool C10dBackend::heartbeat(const std::string& key, int64_t beat, const Periodic
   return true;
 }
 
-std::vector<std::string> C10dBackend::dead_members(const std::string& prefix,
-                                                   const std::vector<std::string>& members,
-                                                   const std::string& self) {
+std::vector<std::string> C10dBackend::liveness_keys(const std::string& prefix,
+                                                    const std::vector<std::string>& members) {
   std::vector<std::string> keys;
   keys.reserve(members.size());
   for (const auto& m : members) {
@@ -186,8 +185,17 @@ std::vector<std::string> C10dBackend::dead_members(const std::string& prefix,
     key += m;
     keys.push_back(std::move(key));
   }
+  return keys;
+}
+
+std::vector<std::string> C10dBackend::dead_members(
+    const std::vector<std::string>& members, const std::vector<std::optional<std::string>>& values,
+    const std::string& self) {
   // A member that has not beaten yet reads as "": judged from its first change.
-  std::vector<std::string> beats = probe_->multi_get_now(keys);
+  std::vector<std::string> beats;
+  beats.reserve(values.size());
+  for (const auto& v : values) beats.push_back(v.value_or(""));
+  beats.resize(members.size());
   auto now = Clock::now();
   auto limit = params_.heartbeat_interval * params_.heartbeat_misses;
   // Silence is judged only over time this node watched the store: if it could not for

@@ -44,8 +44,10 @@ class C10dBackend : public RendezvousBackend {
   std::unique_ptr<store::LoopStore> connect_on_loop(std::chrono::milliseconds timeout,
                                              int64_t newer_than) override;
   void start_liveness(const std::string& prefix, const std::string& node) override;
-  std::vector<std::string> dead_members(const std::string& prefix,
-                                        const std::vector<std::string>& members,
+  std::vector<std::string> liveness_keys(const std::string& prefix,
+                                         const std::vector<std::string>& members) override;
+  std::vector<std::string> dead_members(const std::vector<std::string>& members,
+                                        const std::vector<std::optional<std::string>>& values,
                                         const std::string& self) override;
   void round_formed() override {
     seen_.clear();
@@ -72,7 +74,7 @@ class C10dBackend : public RendezvousBackend {
   const RendezvousParams params_;
   std::unique_ptr<store::TcpStoreServer> server_;
   std::string not_hosting_;  // why binding the endpoint here failed ("": hosting, or told not to)
-  std::unique_ptr<store::TcpStoreClient> probe_;  // reads the heartbeats
+  std::unique_ptr<store::TcpStoreClient> probe_;  // the first connection: the store answers
   std::mutex heartbeat_mutex_;             // guards the pointer: replaced after a failure
   std::shared_ptr<store::TcpStoreClient> heartbeat_client_;  // writes ours
   std::unique_ptr<PeriodicThread> heartbeat_;  // from start_liveness()

@@ -68,8 +68,10 @@ std::unique_ptr<RoundCoordinator> DynamicRendezvous::coordinate(const Rendezvous
   o.connect = [this, newer_than = info.completed_at] {
     return backend_->connect_on_loop(params_.read_timeout, newer_than);
   };
-  o.dead_members = [this, members = info.members] {
-    return backend_->dead_members(prefix_, members, node_id_);
+  o.liveness_keys = backend_->liveness_keys(prefix_, info.members);
+  o.dead_members = [this, members = info.members](
+                       const std::vector<std::optional<std::string>>& values) {
+    return backend_->dead_members(members, values, node_id_);
   };
   o.heartbeat_interval = params_.heartbeat_interval;
   o.start_next = [this, round = info.round](bool failure, const std::set<std::string>& alive) {

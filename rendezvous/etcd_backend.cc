@@ -117,9 +117,8 @@ void EtcdBackend::forget_history(const std::string& prefix, int round, bool firs
   }
 }
 
-std::vector<std::string> EtcdBackend::dead_members(const std::string& prefix,
-                                                   const std::vector<std::string>& members,
-                                                   const std::string& self) {
+std::vector<std::string> EtcdBackend::liveness_keys(const std::string& prefix,
+                                                    const std::vector<std::string>& members) {
   std::vector<std::string> keys;
   keys.reserve(members.size());
   for (const auto& m : members) {
@@ -128,10 +127,16 @@ std::vector<std::string> EtcdBackend::dead_members(const std::string& prefix,
     key += m;
     keys.push_back(std::move(key));
   }
-  auto found = probe_.ranges(keys);
+  return keys;
+}
+
+// A member's key lives on its lease: gone once the member stopped renewing it.
+std::vector<std::string> EtcdBackend::dead_members(
+    const std::vector<std::string>& members, const std::vector<std::optional<std::string>>& values,
+    const std::string& self) {
   std::vector<std::string> dead;
-  for (size_t i = 0; i < members.size(); ++i) {
-    if (members[i] != self && found[i].kvs.empty()) dead.push_back(members[i]);
+  for (size_t i = 0; i < members.size() && i < values.size(); ++i) {
+    if (members[i] != self && !values[i]) dead.push_back(members[i]);
   }
   return dead;
 }

@@ -30,8 +30,10 @@ class EtcdBackend : public RendezvousBackend {
   /// Puts "alive/<node>" under the lease and claims "primary" in one transaction.
   void start_liveness(const std::string& prefix, const std::string& node) override;
   bool primary(store::Store&, const std::string&, const std::string&) override { return primary_; }
-  std::vector<std::string> dead_members(const std::string& prefix,
-                                        const std::vector<std::string>& members,
+  std::vector<std::string> liveness_keys(const std::string& prefix,
+                                         const std::vector<std::string>& members) override;
+  std::vector<std::string> dead_members(const std::vector<std::string>& members,
+                                        const std::vector<std::optional<std::string>>& values,
                                         const std::string& self) override;
   /// Group rank 0 deletes the protocol keys and announcements of the round before the
   /// last one (a range delete each); the state's own keys are rewritten in place.

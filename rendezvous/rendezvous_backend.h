@@ -43,10 +43,15 @@ class RendezvousBackend {
     if (hosted()) return hosts_state();
     return client.compare_set(prefix + "primary", "", node) == node;
   }
-  /// Which of `members` (never `self`) are gone, judged now.
-  virtual std::vector<std::string> dead_members(const std::string& prefix,
-                                                const std::vector<std::string>& members,
-                                                const std::string& self) = 0;
+  /// The keys whose values show `members` alive, one each, read together every
+  /// heartbeat interval (on the round's own connection, as the loop's completion).
+  virtual std::vector<std::string> liveness_keys(const std::string& prefix,
+                                                 const std::vector<std::string>& members) = 0;
+  /// Which of `members` (never `self`) are gone, judged now from what their liveness
+  /// keys hold (`values`, in the same order; nullopt: not there).
+  virtual std::vector<std::string> dead_members(
+      const std::vector<std::string>& members,
+      const std::vector<std::optional<std::string>>& values, const std::string& self) = 0;
   /// A round has formed: every member counts as alive from here.
   virtual void round_formed() {}
   /// Round `round` has formed: the keys only earlier rounds needed go

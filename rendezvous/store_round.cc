@@ -28,23 +28,28 @@ void StoreRound::watch_end(OnEnd on_end, OnLost on_lost) {
 
 void StoreRound::watch_members(OnDead on_dead, OnLost on_lost) {
   if (!options_.dead_members) return;
+  if (!liveness_) liveness_ = std::make_unique<KeyReader>(io_, options_.connect());
   heartbeat_->start(options_.heartbeat_interval,
                     [this, on_dead, on_lost] { check_members(on_dead, on_lost); });
 }
 
-// Judged on the loop: one quick read of the members' liveness per interval.
+void StoreRound::stop_watching_members() {
+  heartbeat_->cancel();
+  liveness_.reset();  // a read in progress ends with no callback
+}
+
+// One read of the members' liveness per interval, awaited on the loop, then judged.
 void StoreRound::check_members(OnDead on_dead, OnLost on_lost) {
-  std::vector<std::string> dead;
-  try {
-    dead = options_.dead_members();
-  } catch (const net::Interrupted&) {
-    // A stop signal waits for the loop: not the store's fault; judged again next time.
-    return watch_members(std::move(on_dead), std::move(on_lost));
-  } catch (const std::exception& e) {
-    return on_lost(lost(e.what()));
-  }
-  if (dead.empty()) return watch_members(std::move(on_dead), std::move(on_lost));
-  on_dead(std::move(dead));
+  liveness_->read(
+      options_.liveness_keys,
+      [this, on_dead, on_lost](std::optional<KeyReader::Values> values) {
+        // Nothing read: a stop signal waits for the loop, no fault of the store;
+        // judged again next time.
+        auto dead = values ? options_.dead_members(*values) : std::vector<std::string>{};
+        if (dead.empty()) return watch_members(on_dead, on_lost);
+        on_dead(std::move(dead));
+      },
+      [this, on_lost](const std::string& why) { on_lost(lost(why)); });
 }
 
 RoundEnd StoreRound::end(const RoundEnd& mine) {
@@ -226,6 +231,7 @@ void StoreRound::stop() {
   *alive_ = false;
   alive_ = std::make_shared<bool>(true);  // for what is started after
   heartbeat_->cancel();
+  liveness_.reset();
   end_wait_.reset();
   done_wait_.reset();
 }

@@ -13,6 +13,7 @@
 
 #include "common/clock.h"
 #include "store/loop_store.h"
+#include "rendezvous/key_reader.h"
 #include "rendezvous/key_waiter.h"
 #include "rendezvous/rendezvous_handler.h"
 #include "rendezvous/round_coordinator.h"
@@ -32,9 +33,13 @@ class StoreRound : public RoundCoordinator {
     std::string store_where;  // for messages: "h:p", or etcd's endpoints
     /// A new connection for each wait.
     std::function<std::unique_ptr<store::LoopStore>()> connect;
-    /// Elastic rounds: the members gone, judged now (throws StoreError); null where
-    /// the membership is fixed.
-    std::function<std::vector<std::string>()> dead_members;
+    /// Elastic rounds: the keys that show the members alive, read every heartbeat
+    /// interval on a connection of the round's own (connect()), and the members gone,
+    /// judged from what those keys held (nullopt: not there); null where the
+    /// membership is fixed.
+    std::vector<std::string> liveness_keys;
+    std::function<std::vector<std::string>(const std::vector<std::optional<std::string>>&)>
+        dead_members;
     std::chrono::milliseconds heartbeat_interval{5000};
     /// Elastic rounds: begins the next round; null for static ones.
     std::function<void(bool failure, const std::set<std::string>& alive)> start_next;
@@ -50,7 +55,7 @@ class StoreRound : public RoundCoordinator {
 
   void watch_end(OnEnd on_end, OnLost on_lost) override;
   void watch_members(OnDead on_dead, OnLost on_lost) override;
-  void stop_watching_members() override { heartbeat_->cancel(); }
+  void stop_watching_members() override;
   RoundEnd end(const RoundEnd& mine) override;
   void finish_node(OnAllDone on_all_done, OnLost on_lost) override;
   std::vector<int> unfinished() override;
@@ -80,6 +85,7 @@ class StoreRound : public RoundCoordinator {
   Clock& clock_;
   Options options_;
   std::unique_ptr<Timer> heartbeat_;
+  std::unique_ptr<KeyReader> liveness_;  // reads the members' liveness keys, while watched
   struct Gathering {  // one gather() in progress, by name: several may overlap
     std::unique_ptr<Timer> timer;
     std::unique_ptr<KeyWaiter> wait;

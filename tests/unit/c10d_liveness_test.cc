@@ -12,6 +12,8 @@ namespace ddprun::rendezvous {
 namespace {
 
 using std::chrono::milliseconds;
+// What the members' heartbeat keys hold: "other" never beat (nor did this node yet).
+const std::vector<std::optional<std::string>> silent{std::nullopt, std::nullopt};
 
 RendezvousParams options() {
   RendezvousParams p;
@@ -31,10 +33,27 @@ TEST(C10dLiveness, AMemberSilentWhileThisNodeWatchedIsDead) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   std::vector<std::string> dead;
   while (dead.empty() && std::chrono::steady_clock::now() < deadline) {
-    dead = backend.dead_members("p/", members, "me");
+    dead = backend.dead_members(members, silent, "me");
     std::this_thread::sleep_for(milliseconds(50));
   }
   EXPECT_EQ(dead, std::vector<std::string>{"other"});
+}
+
+// Each member's heartbeat is a key of its own under the run's prefix.
+TEST(C10dLiveness, EachMemberBeatsInAKeyOfItsOwn) {
+  C10dBackend backend(options());
+  EXPECT_EQ(backend.liveness_keys("p/", {"a", "b"}), (std::vector<std::string>{"p/hb/a", "p/hb/b"}));
+}
+
+// A member whose counter moves between checks is alive, however long it runs.
+TEST(C10dLiveness, AMemberThatKeepsBeatingIsAlive) {
+  C10dBackend backend(options());
+  std::vector<std::string> members{"me", "other"};
+  for (int beat = 1; beat <= 8; ++beat) {
+    std::vector<std::optional<std::string>> beats{"1", std::to_string(beat)};
+    EXPECT_TRUE(backend.dead_members(members, beats, "me").empty()) << beat;
+    std::this_thread::sleep_for(milliseconds(50));
+  }
 }
 
 // A check that comes long after the last (this agent was frozen, or the store did not
@@ -42,9 +61,9 @@ TEST(C10dLiveness, AMemberSilentWhileThisNodeWatchedIsDead) {
 TEST(C10dLiveness, SilenceThisNodeCouldNotWatchIsNotDeath) {
   C10dBackend backend(options());
   std::vector<std::string> members{"me", "other"};
-  EXPECT_TRUE(backend.dead_members("p/", members, "me").empty());
+  EXPECT_TRUE(backend.dead_members(members, silent, "me").empty());
   std::this_thread::sleep_for(milliseconds(400));  // longer than the limit, unwatched
-  EXPECT_TRUE(backend.dead_members("p/", members, "me").empty());
+  EXPECT_TRUE(backend.dead_members(members, silent, "me").empty());
 }
 
 }  // namespace

@@ -55,7 +55,10 @@ class StoreRoundTest : public ::testing::Test {
     return std::make_unique<StoreRound>(io_, clock_, options(group_rank, store));
   }
   // Runs the loop a while.
-  void run_a_while() { io_.run_for(std::chrono::milliseconds(50)); }
+  void run_a_while() {
+    io_.restart();  // after it ran out of work
+    io_.run_for(std::chrono::milliseconds(50));
+  }
 
   boost::asio::io_context io_;
   ManualClock clock_;
@@ -93,15 +96,65 @@ TEST_F(StoreRoundTest, ShareMaxSkipsWhatIsNotANumberAndSurvivesALostStore) {
   EXPECT_EQ(node(0, lost)->share_max("longest", 50), 50);
 }
 
+// The members' liveness keys, read on the round's own connection every interval: the
+// judgment gets what they held, and names who is gone.
+TEST_F(StoreRoundTest, TheMembersLivenessKeysAreReadEachIntervalAndJudged) {
+  store_.set("hb/a", "7");
+  StoreRound::Options o = options(0, store_);
+  o.connect = [this] { return on_loop(store_); };
+  o.heartbeat_interval = std::chrono::milliseconds(100);
+  o.liveness_keys = {"hb/a", "hb/b"};
+  std::vector<std::vector<std::optional<std::string>>> read;
+  o.dead_members = [&read](const std::vector<std::optional<std::string>>& values) {
+    read.push_back(values);
+    return values[1] ? std::vector<std::string>{} : std::vector<std::string>{"b"};
+  };
+  StoreRound round(io_, clock_, std::move(o));
+  std::vector<std::string> dead;
+  std::string lost;
+  round.watch_members([&](std::vector<std::string> d) { dead = std::move(d); },
+                      [&](std::string why) { lost = std::move(why); });
+  store_.set("hb/b", "1");
+  clock_.advance(std::chrono::milliseconds(100));
+  run_a_while();
+  ASSERT_EQ(read.size(), 1u);
+  EXPECT_EQ(read[0], (std::vector<std::optional<std::string>>{"7", "1"}));
+  EXPECT_TRUE(dead.empty());
+  store_.delete_key("hb/b");
+  clock_.advance(std::chrono::milliseconds(100));
+  run_a_while();
+  ASSERT_EQ(read.size(), 2u);
+  EXPECT_EQ(dead, std::vector<std::string>{"b"});
+  EXPECT_TRUE(lost.empty()) << lost;
+}
+
+// A store whose reads give way to a stop signal once, then answer; or fail for good.
+class LivenessStore : public MemoryStore {
+ public:
+  explicit LivenessStore(bool lost) : lost_(lost) {}
+  using MemoryStore::get_now;
+  std::vector<std::optional<std::string>> get_now(const std::vector<std::string>& keys) override {
+    if (lost_) throw StoreError("connection reset");
+    if (++calls == 1) throw net::Interrupted("interrupted by a stop signal");
+    return MemoryStore::get_now(keys);
+  }
+  int calls = 0;
+
+ private:
+  bool lost_;
+};
+
 // A request that gave way to a stop signal is not the store lost: the agent takes the
 // signal next and stops; meanwhile nothing says the store is gone.
 TEST_F(StoreRoundTest, ALivenessCheckThatGaveWayIsJudgedAgainNotALostStore) {
   int checks = 0;
   StoreRound::Options o = options(0, store_);
+  o.connect = [] { return on_loop(std::make_unique<LivenessStore>(false)); };
   o.heartbeat_interval = std::chrono::milliseconds(100);
-  o.dead_members = [&checks]() -> std::vector<std::string> {
-    if (++checks == 1) throw net::Interrupted("interrupted by a stop signal");
-    return {"b"};
+  o.liveness_keys = {"hb/b"};
+  o.dead_members = [&checks](const std::vector<std::optional<std::string>>&) {
+    ++checks;
+    return std::vector<std::string>{"b"};
   };
   StoreRound round(io_, clock_, std::move(o));
   std::vector<std::string> dead;
@@ -109,11 +162,29 @@ TEST_F(StoreRoundTest, ALivenessCheckThatGaveWayIsJudgedAgainNotALostStore) {
   round.watch_members([&](std::vector<std::string> d) { dead = std::move(d); },
                       [&](std::string why) { lost = std::move(why); });
   clock_.advance(std::chrono::milliseconds(100));
-  EXPECT_EQ(checks, 1);
+  run_a_while();
+  EXPECT_EQ(checks, 0) << "nothing was read to judge";
   EXPECT_TRUE(lost.empty()) << lost;
   clock_.advance(std::chrono::milliseconds(100));
+  run_a_while();
   EXPECT_EQ(dead, std::vector<std::string>{"b"}) << "checked again at the next interval";
   EXPECT_TRUE(lost.empty()) << lost;
+}
+
+TEST_F(StoreRoundTest, ALivenessReadThatFailsIsTheStoreLost) {
+  StoreRound::Options o = options(0, store_);
+  o.connect = [] { return on_loop(std::make_unique<LivenessStore>(true)); };
+  o.heartbeat_interval = std::chrono::milliseconds(100);
+  o.liveness_keys = {"hb/b"};
+  o.dead_members = [](const std::vector<std::optional<std::string>>&) {
+    return std::vector<std::string>{};
+  };
+  StoreRound round(io_, clock_, std::move(o));
+  std::string lost;
+  round.watch_members([](std::vector<std::string>) {}, [&](std::string why) { lost = std::move(why); });
+  clock_.advance(std::chrono::milliseconds(100));
+  run_a_while();
+  EXPECT_EQ(lost, "lost the rendezvous store at memory (connection reset)");
 }
 
 TEST_F(StoreRoundTest, MarkingDoneThatGaveWayIsNotALostStore) {
