@@ -26,8 +26,7 @@ C10dBackend::C10dBackend(RendezvousParams params, bool connect_later) : params_(
   store::TcpStoreClient::Options o;
   o.token = params_.token;
   o.timeout = params_.join_timeout;
-  probe_ = std::make_unique<store::TcpStoreClient>(params_.c10d_host, params_.c10d_port, o);
-  probe_->set_timeout(params_.read_timeout);
+  store::TcpStoreClient reached(params_.c10d_host, params_.c10d_port, o);  // or TimeoutError
 }
 
 bool C10dBackend::try_hosting() {
@@ -67,7 +66,8 @@ Task<void> C10dBackend::reach(CancelSignal& cancel, bool join_only) {
         if (try_hosting()) spdlog::debug("hosting the rendezvous store: nobody else did");
       }
     }
-    probe_ = co_await store::greet_store(params_.c10d_host, params_.c10d_port, o,
+    // Only the proof that the store answers: the rounds make connections of their own.
+    co_await store::greet_store(params_.c10d_host, params_.c10d_port, o,
                                          std::move(*connected), deadline, cancel);
   } catch (const TimeoutError& e) {
     if (not_hosting_.empty()) throw;
@@ -121,7 +121,8 @@ std::optional<milliseconds> C10dBackend::clock_offset(store::Store& client) {
 }
 
 void C10dBackend::linger(milliseconds max) {
-  if (server_) server_->wait_until_connections_at_most(3, max);  // our own
+  // This agent's own two stay: the rendezvous client and the heartbeat's.
+  if (server_) server_->wait_until_connections_at_most(2, max);
 }
 
 void C10dBackend::stop_serving() {

@@ -74,7 +74,6 @@ class C10dBackend : public RendezvousBackend {
   const RendezvousParams params_;
   std::unique_ptr<store::TcpStoreServer> server_;
   std::string not_hosting_;  // why binding the endpoint here failed ("": hosting, or told not to)
-  std::unique_ptr<store::TcpStoreClient> probe_;  // the first connection: the store answers
   std::mutex heartbeat_mutex_;             // guards the pointer: replaced after a failure
   std::shared_ptr<store::TcpStoreClient> heartbeat_client_;  // writes ours
   std::unique_ptr<PeriodicThread> heartbeat_;  // from start_liveness()
