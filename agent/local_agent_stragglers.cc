@@ -4,6 +4,7 @@
 // the job's median back for its metrics. Two quick store requests per node and window
 // (group rank 0: one more, of one key per node).
 #include <cstdio>
+#include <numeric>
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -59,21 +60,34 @@ void LocalAgent::Impl::judge_stragglers() {
   }
   round_->publish(kParts, encode_part(host_, mine));
   const auto& info = attempt_->info;
+  // The next window is timed once this one's read is back (one read at a time).
+  auto next_window = [this] {
+    stragglers_watch_->start(config_.stragglers.window, [this] { judge_stragglers(); });
+  };
   if (info.group_rank == 0) {
-    auto verdict = straggler_judge_.judge(round_->published(kParts), clock_.now());
-    if (verdict.median_own > 0) {  // a window without steps keeps the last median
-      round_->publish(kMedian, fixed(verdict.median_own, 9));
-      say_stragglers(verdict);
-      job_median_own_ = verdict.median_own;
-    }
+    std::vector<int> everyone(static_cast<size_t>(info.group_world_size));
+    std::iota(everyone.begin(), everyone.end(), 0);
+    round_->read_published(kParts, std::move(everyone), [this, next_window](auto parts) {
+      if (!runner_.running()) return;  // the attempt ended meanwhile
+      auto verdict = straggler_judge_.judge(parts, clock_.now());
+      if (verdict.median_own > 0) {  // a window without steps keeps the last median
+        round_->publish(kMedian, fixed(verdict.median_own, 9));
+        say_stragglers(verdict);
+        job_median_own_ = verdict.median_own;
+      }
+      next_window();
+    });
   } else {
-    double median = 0;
-    std::string text = round_->published_by(kMedian, 0);
-    if (!text.empty() && std::sscanf(text.c_str(), "%lf", &median) == 1 && median > 0) {
-      job_median_own_ = median;
-    }
+    round_->read_published(kMedian, {0}, [this, next_window](auto values) {
+      if (!runner_.running()) return;
+      double median = 0;
+      if (!values.empty() && !values[0].empty() &&
+          std::sscanf(values[0].c_str(), "%lf", &median) == 1 && median > 0) {
+        job_median_own_ = median;
+      }
+      next_window();
+    });
   }
-  stragglers_watch_->start(config_.stragglers.window, [this] { judge_stragglers(); });
 }
 
 // Group rank 0: names the stragglers on the console (each again only after a while) and

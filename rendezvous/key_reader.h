@@ -33,7 +33,7 @@ class KeyReader {
   KeyReader& operator=(const KeyReader&) = delete;
 
   /// Reads `keys`, then calls `on_read` on the loop, or `on_error` with the store's
-  /// error (a lost store, a call timeout).
+  /// error (a lost store, a call timeout), or with why not while a read is in progress.
   void read(std::vector<std::string> keys, OnRead on_read, OnError on_error);
 
  private:

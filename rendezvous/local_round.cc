@@ -31,12 +31,16 @@ class LocalRound : public RoundCoordinator {
   void publish(const std::string& name, const std::string& value) override {
     published_[name] = value;
   }
-  std::vector<std::string> published(const std::string& name) override {
-    return {published_by(name, 0)};
-  }
-  std::string published_by(const std::string& name, int group_rank) override {
-    auto it = published_.find(name);
-    return group_rank == 0 && it != published_.end() ? it->second : "";
+  void read_published(const std::string& name, std::vector<int> group_ranks,
+                      OnPublished on_read) override {
+    std::vector<std::string> values;
+    for (int k : group_ranks) {
+      auto it = published_.find(name);
+      values.push_back(k == 0 && it != published_.end() ? it->second : "");
+    }
+    boost::asio::post(io_, [alive = alive_, f = std::move(on_read), values] {
+      if (*alive) f(values);
+    });
   }
   void stop() override {
     *alive_ = false;

@@ -33,6 +33,7 @@ class RoundCoordinator {
   using OnDead = std::function<void(std::vector<std::string>)>;
   using OnAllDone = std::function<void()>;
   using OnGathered = std::function<void(std::vector<std::string>)>;
+  using OnPublished = std::function<void(std::vector<std::string>)>;
 
   virtual ~RoundCoordinator() = default;
 
@@ -94,11 +95,11 @@ class RoundCoordinator {
   /// Publishes this node's latest `value` under `name` (straggler detection's window,
   /// ...), replacing its last: one quick write. Errors are logged.
   virtual void publish(const std::string& name, const std::string& value) = 0;
-  /// What the round's nodes published last under `name`, by group rank ("" from a node
-  /// that has not): one quick read. Empty when the store cannot be read.
-  virtual std::vector<std::string> published(const std::string& name) = 0;
-  /// What node `group_rank` published last under `name` ("" if nothing or unreadable).
-  virtual std::string published_by(const std::string& name, int group_rank) = 0;
+  /// Reads what the nodes `group_ranks` published last under `name` ("" from a node that
+  /// has not) and calls `on_read` with it, in that order: one read, awaited on the loop.
+  /// Where the store cannot be read, `on_read` gets nothing (empty). One read at a time.
+  virtual void read_published(const std::string& name, std::vector<int> group_ranks,
+                              OnPublished on_read) = 0;
 
   /// Ends every watch: no callback comes after.
   virtual void stop() = 0;

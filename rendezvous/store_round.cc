@@ -202,29 +202,25 @@ void StoreRound::publish(const std::string& name, const std::string& value) {
   }
 }
 
-std::vector<std::string> StoreRound::published(const std::string& name) {
+void StoreRound::read_published(const std::string& name, std::vector<int> group_ranks,
+                                OnPublished on_read) {
   std::vector<std::string> keys;
-  for (int k = 0; k < options_.info.group_world_size; ++k) {
-    keys.push_back(options_.prefix + "pub/" + name + "/" + std::to_string(k));
-  }
-  std::vector<std::string> values;
-  try {
-    for (auto& v : options_.store->get_now(keys)) values.push_back(v.value_or(""));
-  } catch (const std::exception& e) {
-    spdlog::debug("could not read what the other nodes published as {}: {}", name, e.what());
-    values.clear();
-  }
-  return values;
-}
-
-std::string StoreRound::published_by(const std::string& name, int group_rank) {
-  try {
-    std::string key = options_.prefix + "pub/" + name + "/" + std::to_string(group_rank);
-    return options_.store->get_now(key).value_or("");
-  } catch (const std::exception& e) {
-    spdlog::debug("could not read what node {} published as {}: {}", group_rank, name, e.what());
-    return "";
-  }
+  keys.reserve(group_ranks.size());
+  for (int k : group_ranks) keys.push_back(options_.prefix + "pub/" + name + "/" + std::to_string(k));
+  if (!published_) published_ = std::make_unique<KeyReader>(io_, options_.connect());
+  published_->read(
+      std::move(keys),
+      [on_read](std::optional<KeyReader::Values> values) {
+        std::vector<std::string> out;
+        if (values) {
+          for (auto& v : *values) out.push_back(std::move(v).value_or(""));
+        }
+        on_read(std::move(out));
+      },
+      [name, on_read](const std::string& why) {
+        spdlog::debug("could not read what the other nodes published as {}: {}", name, why);
+        on_read({});
+      });
 }
 
 void StoreRound::stop() {
@@ -232,6 +228,7 @@ void StoreRound::stop() {
   alive_ = std::make_shared<bool>(true);  // for what is started after
   heartbeat_->cancel();
   liveness_.reset();
+  published_.reset();
   end_wait_.reset();
   done_wait_.reset();
 }

@@ -69,8 +69,8 @@ class StoreRound : public RoundCoordinator {
   int64_t share_max(const std::string& name, int64_t mine) override;
   /// This node's value is the round's "pub/<name>/<k>" key.
   void publish(const std::string& name, const std::string& value) override;
-  std::vector<std::string> published(const std::string& name) override;
-  std::string published_by(const std::string& name, int group_rank) override;
+  void read_published(const std::string& name, std::vector<int> group_ranks,
+                      OnPublished on_read) override;
   void stop() override;
 
  private:
@@ -86,6 +86,7 @@ class StoreRound : public RoundCoordinator {
   Options options_;
   std::unique_ptr<Timer> heartbeat_;
   std::unique_ptr<KeyReader> liveness_;  // reads the members' liveness keys, while watched
+  std::unique_ptr<KeyReader> published_;  // reads what the nodes published
   struct Gathering {  // one gather() in progress, by name: several may overlap
     std::unique_ptr<Timer> timer;
     std::unique_ptr<KeyWaiter> wait;

@@ -149,16 +149,14 @@ class FakeRound : public rendezvous::RoundCoordinator {
   void publish(const std::string& name, const std::string& value) override {
     j_->published[name] = value;
   }
-  std::vector<std::string> published(const std::string& name) override {
-    std::vector<std::string> all{published_by(name, 0)};
-    auto theirs = rdzv_.others_published.find(name);
-    if (theirs != rdzv_.others_published.end()) {
-      all.insert(all.end(), theirs->second.begin(), theirs->second.end());
-    }
-    all.resize(static_cast<size_t>(j_->info.group_world_size));
-    return all;
+  // Answers at once, from within the call.
+  void read_published(const std::string& name, std::vector<int> group_ranks,
+                      OnPublished on_read) override {
+    std::vector<std::string> values;
+    for (int k : group_ranks) values.push_back(published_by(name, k));
+    on_read(std::move(values));
   }
-  std::string published_by(const std::string& name, int group_rank) override {
+  std::string published_by(const std::string& name, int group_rank) {
     if (group_rank == 0) {
       auto mine = j_->published.find(name);
       return mine == j_->published.end() ? "" : mine->second;

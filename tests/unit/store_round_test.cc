@@ -128,6 +128,30 @@ TEST_F(StoreRoundTest, TheMembersLivenessKeysAreReadEachIntervalAndJudged) {
   EXPECT_TRUE(lost.empty()) << lost;
 }
 
+// What each node published last, read back on the loop by group rank ("" from a node
+// that has not).
+TEST_F(StoreRoundTest, WhatTheNodesPublishedIsReadBackByGroupRank) {
+  StoreRound::Options o = options(0, store_);
+  o.connect = [this] { return on_loop(store_); };
+  StoreRound a(io_, clock_, o);
+  auto b = node(1, store_);
+  a.publish("window", "first");
+  a.publish("window", "mine");
+  b->publish("window", "theirs");
+  std::vector<std::vector<std::string>> read;
+  auto keep = [&read](std::vector<std::string> v) { read.push_back(std::move(v)); };
+  a.read_published("window", {0, 1}, keep);
+  run_a_while();
+  a.read_published("window", {1}, keep);
+  run_a_while();
+  a.read_published("other", {0, 1}, keep);
+  run_a_while();
+  ASSERT_EQ(read.size(), 3u);
+  EXPECT_EQ(read[0], (std::vector<std::string>{"mine", "theirs"}));
+  EXPECT_EQ(read[1], (std::vector<std::string>{"theirs"}));
+  EXPECT_EQ(read[2], (std::vector<std::string>{"", ""}));
+}
+
 // A store whose reads give way to a stop signal once, then answer; or fail for good.
 class LivenessStore : public MemoryStore {
  public:
