@@ -27,7 +27,11 @@ class LocalRound : public RoundCoordinator {
       if (*alive) f({mine});
     });
   }
-  int64_t share_max(const std::string&, int64_t mine) override { return mine; }
+  void share_max(const std::string&, int64_t mine, OnMax on_max) override {
+    boost::asio::post(io_, [alive = alive_, f = std::move(on_max), mine] {
+      if (*alive) f(mine);
+    });
+  }
   void publish(const std::string& name, const std::string& value) override {
     published_[name] = value;
   }

@@ -87,10 +87,11 @@ class RoundCoordinator {
   }
 
   /// Shares a number this node only ever raises (hang detection's longest interval
-  /// between progress, ...) under `name` and returns the largest any node of the
-  /// round has shared, this one's included: one quick write (when `mine` grew) and
-  /// one read of the shared store. `mine` when the store cannot be reached.
-  virtual int64_t share_max(const std::string& name, int64_t mine) = 0;
+  /// between progress, ...) under `name` and calls `on_max` with the largest any node
+  /// of the round has shared, this one's included: one quick write (when `mine` grew)
+  /// and one read, awaited on the loop. `mine` when the store cannot be read.
+  using OnMax = std::function<void(int64_t)>;
+  virtual void share_max(const std::string& name, int64_t mine, OnMax on_max) = 0;
 
   /// Publishes this node's latest `value` under `name` (straggler detection's window,
   /// ...), replacing its last: one quick write. Errors are logged.

@@ -171,26 +171,35 @@ std::vector<std::string> StoreRound::present_parts(const std::vector<std::string
   return parts;
 }
 
-int64_t StoreRound::share_max(const std::string& name, int64_t mine) {
+void StoreRound::share_max(const std::string& name, int64_t mine, OnMax on_max) {
   const RendezvousInfo& info = options_.info;
   std::string prefix = options_.prefix + "max/" + name + "/";
-  int64_t top = mine;
   try {
     auto written = shared_.find(name);
     if (written == shared_.end() || written->second < mine) {
       options_.store->set(prefix + std::to_string(info.group_rank), std::to_string(mine));
       shared_[name] = mine;
     }
-    std::vector<std::string> keys;
-    for (int k = 0; k < info.group_world_size; ++k) keys.push_back(prefix + std::to_string(k));
-    for (const auto& value : options_.store->get_now(keys)) {
-      int64_t theirs = 0;
-      if (value && to_int64(*value, theirs)) top = std::max(top, theirs);
-    }
   } catch (const std::exception& e) {
     spdlog::debug("could not share {} with the other nodes: {}", name, e.what());
   }
-  return top;
+  std::vector<std::string> keys;
+  for (int k = 0; k < info.group_world_size; ++k) keys.push_back(prefix + std::to_string(k));
+  if (!maxima_) maxima_ = std::make_unique<KeyReader>(io_, options_.connect());
+  maxima_->read(
+      std::move(keys),
+      [mine, on_max](std::optional<KeyReader::Values> values) {
+        int64_t top = mine;
+        for (const auto& value : values.value_or(KeyReader::Values{})) {
+          int64_t theirs = 0;
+          if (value && to_int64(*value, theirs)) top = std::max(top, theirs);
+        }
+        on_max(top);
+      },
+      [name, mine, on_max](const std::string& why) {
+        spdlog::debug("could not read what the other nodes shared as {}: {}", name, why);
+        on_max(mine);
+      });
 }
 
 void StoreRound::publish(const std::string& name, const std::string& value) {
@@ -229,6 +238,7 @@ void StoreRound::stop() {
   heartbeat_->cancel();
   liveness_.reset();
   published_.reset();
+  maxima_.reset();
   end_wait_.reset();
   done_wait_.reset();
 }

@@ -66,7 +66,7 @@ class StoreRound : public RoundCoordinator {
   void gather(const std::string& name, const std::string& mine, std::chrono::milliseconds timeout,
               OnGathered on_gathered) override;
   /// This node's number is the round's "max/<name>/<k>" key.
-  int64_t share_max(const std::string& name, int64_t mine) override;
+  void share_max(const std::string& name, int64_t mine, OnMax on_max) override;
   /// This node's value is the round's "pub/<name>/<k>" key.
   void publish(const std::string& name, const std::string& value) override;
   void read_published(const std::string& name, std::vector<int> group_ranks,
@@ -87,6 +87,7 @@ class StoreRound : public RoundCoordinator {
   std::unique_ptr<Timer> heartbeat_;
   std::unique_ptr<KeyReader> liveness_;  // reads the members' liveness keys, while watched
   std::unique_ptr<KeyReader> published_;  // reads what the nodes published
+  std::unique_ptr<KeyReader> maxima_;     // reads what the nodes shared (share_max())
   struct Gathering {  // one gather() in progress, by name: several may overlap
     std::unique_ptr<Timer> timer;
     std::unique_ptr<KeyWaiter> wait;

@@ -34,6 +34,7 @@ HangWatch::~HangWatch() = default;
 
 void HangWatch::start(std::function<void(const Stall&)> on_stall, ShareLongest share) {
   on_stall_ = std::move(on_stall);
+  ++attempt_;
   share_ = config_.hang.mode == HangOptions::Mode::kAuto ? std::move(share) : nullptr;
   auto n = static_cast<int>(runner_.group().workers.size());
   last_look_ = clock_.now();
@@ -73,7 +74,9 @@ void HangWatch::tick() {
 // (their phases differ, or they log less) that are just as normal as this node's.
 void HangWatch::share_longest(milliseconds now) {
   last_share_ = now;
-  monitor_.adopt_longest(share_(monitor_.longest_interval()));
+  share_(monitor_.longest_interval(), [this, attempt = attempt_](milliseconds job) {
+    if (attempt == attempt_) monitor_.adopt_longest(job);
+  });
 }
 
 std::string HangWatch::describe(const Stall& stall) const {

@@ -36,8 +36,10 @@ class HangWatch {
   ~HangWatch();
 
   /// Shares this node's longest interval between progress with the other nodes and
-  /// returns the job's (auto mode: the timeout is learned job-wide).
-  using ShareLongest = std::function<std::chrono::milliseconds(std::chrono::milliseconds)>;
+  /// hands the job's to `adopt` once known, on the loop (auto mode: the timeout is
+  /// learned job-wide).
+  using Adopt = std::function<void(std::chrono::milliseconds)>;
+  using ShareLongest = std::function<void(std::chrono::milliseconds, Adopt adopt)>;
   /// How often the longest interval is shared, in auto mode.
   static constexpr std::chrono::milliseconds kShareInterval{2000};
 
@@ -74,6 +76,7 @@ class HangWatch {
   std::unique_ptr<Timer> timer_;
   std::function<void(const Stall&)> on_stall_;
   ShareLongest share_;
+  int attempt_ = 0;  // counts start(): what comes back from an earlier attempt is dropped
   std::chrono::milliseconds last_share_{0};
   std::vector<Look> looks_;
   std::chrono::milliseconds last_look_{0};

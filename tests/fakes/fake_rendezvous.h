@@ -141,10 +141,11 @@ class FakeRound : public rendezvous::RoundCoordinator {
     // Comes even after stop(), as the real round's does (a gather follows the attempt).
     boost::asio::post(*j_->io, [f = std::move(on_gathered), parts] { f(parts); });
   }
-  int64_t share_max(const std::string& name, int64_t mine) override {
+  // Answers at once, from within the call.
+  void share_max(const std::string& name, int64_t mine, OnMax on_max) override {
     j_->shared_max[name] = mine;
     auto theirs = rdzv_.others_max.find(name);
-    return theirs == rdzv_.others_max.end() ? mine : std::max(mine, theirs->second);
+    on_max(theirs == rdzv_.others_max.end() ? mine : std::max(mine, theirs->second));
   }
   void publish(const std::string& name, const std::string& value) override {
     j_->published[name] = value;

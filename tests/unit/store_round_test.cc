@@ -54,6 +54,19 @@ class StoreRoundTest : public ::testing::Test {
   std::unique_ptr<StoreRound> node(int group_rank, store::Store& store) {
     return std::make_unique<StoreRound>(io_, clock_, options(group_rank, store));
   }
+  // A node whose reads see `store` (share_max(), ...).
+  std::unique_ptr<StoreRound> sharing_node(int group_rank, MemoryStore& store) {
+    StoreRound::Options o = options(group_rank, store);
+    o.connect = [&store] { return on_loop(store); };
+    return std::make_unique<StoreRound>(io_, clock_, std::move(o));
+  }
+  // share_max(), its answer awaited on the loop.
+  int64_t share(StoreRound& node, const std::string& name, int64_t mine) {
+    int64_t top = -1;
+    node.share_max(name, mine, [&top](int64_t t) { top = t; });
+    run_a_while();
+    return top;
+  }
   // Runs the loop a while.
   void run_a_while() {
     io_.restart();  // after it ran out of work
@@ -66,17 +79,17 @@ class StoreRoundTest : public ::testing::Test {
 };
 
 TEST_F(StoreRoundTest, ShareMaxGivesEveryNodeTheLargestNumberShared) {
-  auto a = node(0, store_);
-  auto b = node(1, store_);
-  EXPECT_EQ(a->share_max("longest", 200), 200) << "nobody else has shared yet";
-  EXPECT_EQ(b->share_max("longest", 900), 900);
-  EXPECT_EQ(a->share_max("longest", 300), 900);
+  auto a = sharing_node(0, store_);
+  auto b = sharing_node(1, store_);
+  EXPECT_EQ(share(*a, "longest", 200), 200) << "nobody else has shared yet";
+  EXPECT_EQ(share(*b, "longest", 900), 900);
+  EXPECT_EQ(share(*a, "longest", 300), 900);
   EXPECT_EQ(store_.get("ddprun/test/round/0/max/longest/0", std::chrono::milliseconds(0)), "300");
   // A smaller number than one already shared is not written again.
-  EXPECT_EQ(b->share_max("longest", 100), 900);
+  EXPECT_EQ(share(*b, "longest", 100), 900);
   EXPECT_EQ(store_.get("ddprun/test/round/0/max/longest/1", std::chrono::milliseconds(0)), "900");
   // Names are apart.
-  EXPECT_EQ(b->share_max("other", 5), 5);
+  EXPECT_EQ(share(*b, "other", 5), 5);
 }
 
 TEST_F(StoreRoundTest, UnfinishedNamesTheNodesNotMarkedDone) {
@@ -89,11 +102,11 @@ TEST_F(StoreRoundTest, UnfinishedNamesTheNodesNotMarkedDone) {
 }
 
 TEST_F(StoreRoundTest, ShareMaxSkipsWhatIsNotANumberAndSurvivesALostStore) {
-  auto a = node(0, store_);
+  auto a = sharing_node(0, store_);
   store_.set("ddprun/test/round/0/max/longest/1", "garbage");
-  EXPECT_EQ(a->share_max("longest", 42), 42);
+  EXPECT_EQ(share(*a, "longest", 42), 42);
   LostStore lost;
-  EXPECT_EQ(node(0, lost)->share_max("longest", 50), 50);
+  EXPECT_EQ(share(*sharing_node(0, lost), "longest", 50), 50);
 }
 
 // The members' liveness keys, read on the round's own connection every interval: the
