@@ -57,10 +57,14 @@ HOLD = MARK + '; while [ ! -e "$0/go" ]; do sleep 0.2; done'
 
 
 def process_figures(pid):
-    """(resident MiB, open descriptors, threads) of a running process."""
-    status = dict(line.split(":", 1) for line in open(f"/proc/{pid}/status") if ":" in line)
-    return (int(status["VmRSS"].split()[0]) / 1024, len(os.listdir(f"/proc/{pid}/fd")),
-            int(status["Threads"]))
+    """(resident MiB, open descriptors, threads) of a running process; None once it has
+    exited."""
+    try:
+        status = dict(line.split(":", 1) for line in open(f"/proc/{pid}/status") if ":" in line)
+        return (int(status["VmRSS"].split()[0]) / 1024, len(os.listdir(f"/proc/{pid}/fd")),
+                int(status["Threads"]))
+    except (OSError, KeyError):  # gone, or a zombie: no memory left to count
+        return None
 
 
 def agent_resources(ddprun, kind, n):
@@ -70,8 +74,14 @@ def agent_resources(ddprun, kind, n):
 
     def look(pids):
         figures = [process_figures(pid) for pid in pids]
+        others = [f for f in figures[1:] if f]
+        if not figures[0] or not others:
+            raise SystemExit(f"resources at {n}: the agents exited before every worker ran")
         seen["host"] = figures[0]
-        seen["other"] = tuple(statistics.median(f[i] for f in figures[1:]) for i in range(3))
+        seen["other"] = tuple(statistics.median(f[i] for f in others) for i in range(3))
+        if len(others) < n - 1:
+            print(f"# resources at {n}: {n - 1 - len(others)} agent(s) had exited",
+                  file=sys.stderr, flush=True)
 
     rb.run_agents([ddprun], kind, n, HOLD, ["--no_tracking"], while_running=look)
     return seen["host"], seen["other"]
