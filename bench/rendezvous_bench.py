@@ -13,6 +13,7 @@ worker of the next attempt. Each torchrun agent costs ~235 MiB and ~1 s of CPU, 
 counts stay small on this machine.
 """
 import argparse
+import fcntl
 import os
 import socket
 import statistics
@@ -73,13 +74,17 @@ def launcher_args(kind, n, port, run_id, extra):
 def run_agents(cmd_prefix, kind, n, script, extra=(), while_running=None):
     """Starts n agents; returns (seconds from the last start to the last worker start,
     the marker directory). `while_running(pids)`, if given, is called with the agents'
-    pids once every worker has started (their script waits for a "go" file)."""
+    pids once every worker has started (their script waits for the lock on the
+    directory's "hold" file, held meanwhile: a wait that costs no CPU)."""
     d = tempfile.mkdtemp(prefix="ddprun_rdzv_bench_")
     port = free_port()
     run_id = f"bench{port}"
     env = dict(os.environ, OMP_NUM_THREADS="1")
     procs = []
     last_start = 0.0
+    if while_running:
+        hold = open(os.path.join(d, "hold"), "w")
+        fcntl.flock(hold, fcntl.LOCK_EX)
     for i in range(n):
         conf = "is_host=1" if i == 0 else "is_host=0"
         args = launcher_args(kind, n, port, run_id, [f"--rdzv_conf={conf}", *extra])
@@ -94,8 +99,10 @@ def run_agents(cmd_prefix, kind, n, script, extra=(), while_running=None):
         until = time.time() + 600
         while sum(f.startswith("start.") for f in os.listdir(d)) < n and time.time() < until:
             time.sleep(0.1)
-        while_running([p.pid for p in procs])
-        open(os.path.join(d, "go"), "w").close()
+        try:
+            while_running([p.pid for p in procs])
+        finally:
+            hold.close()  # the workers go on
     for p in procs:
         p.wait(timeout=600)
         if p.returncode != 0:

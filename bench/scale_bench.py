@@ -51,9 +51,10 @@ FAIL_ONCE = (MARK + '; if [ "$TORCHELASTIC_RESTART_COUNT" = 0 ]; then '
              'mv "$0/.died" "$0/died"; exit 1; fi; sleep 60; fi')
 
 
-# Every worker marks its start, then waits for the "go" the benchmark leaves once it
-# has looked at the agents.
-HOLD = MARK + '; while [ ! -e "$0/go" ]; do sleep 0.2; done'
+# Every worker marks its start, then waits (blocked, no CPU: a thousand polling shells
+# starve the agents of 2 cores) for the lock the benchmark holds until it has looked
+# at the agents.
+HOLD = MARK + '; flock -s "$0/hold" true'
 
 
 def process_figures(pid):
