@@ -366,7 +366,7 @@ Task<void> LocalAgent::Impl::run_attempt() {
                 changed_.notifying([this] { attempt_->workers_done = true; }));
   if (config_.hang.enabled()) {
     hang_.start(changed_.notifying([this](const Stall& stall) { on_hang(stall); }),
-                [this](std::chrono::milliseconds mine, HangWatch::Adopt adopt) {
+                [this](std::chrono::milliseconds mine, const HangWatch::Adopt& adopt) {
                   round_->share_max("hang_longest_ms", mine.count(), [adopt](int64_t job) {
                     adopt(std::chrono::milliseconds(job));
                   });

@@ -39,7 +39,7 @@ void StoreRound::stop_watching_members() {
 }
 
 // One read of the members' liveness per interval, awaited on the loop, then judged.
-void StoreRound::check_members(OnDead on_dead, OnLost on_lost) {
+void StoreRound::check_members(const OnDead& on_dead, const OnLost& on_lost) {
   liveness_->read(
       options_.liveness_keys,
       [this, on_dead, on_lost](std::optional<KeyReader::Values> values) {
@@ -188,7 +188,7 @@ void StoreRound::share_max(const std::string& name, int64_t mine, OnMax on_max) 
   if (!maxima_) maxima_ = std::make_unique<KeyReader>(io_, options_.connect());
   maxima_->read(
       std::move(keys),
-      [mine, on_max](std::optional<KeyReader::Values> values) {
+      [mine, on_max](const std::optional<KeyReader::Values>& values) {
         int64_t top = mine;
         for (const auto& value : values.value_or(KeyReader::Values{})) {
           int64_t theirs = 0;

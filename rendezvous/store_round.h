@@ -76,7 +76,7 @@ class StoreRound : public RoundCoordinator {
  private:
   std::string lost(const std::string& why) const;
   std::vector<std::string> done_keys() const;
-  void check_members(OnDead on_dead, OnLost on_lost);
+  void check_members(const OnDead& on_dead, const OnLost& on_lost);
 
   std::vector<std::string> present_parts(const std::vector<std::string>& keys, int mine_at,
                                          const std::string& mine);
