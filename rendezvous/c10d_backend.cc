@@ -178,15 +178,7 @@ bool C10dBackend::heartbeat(const std::string& key, int64_t beat, const Periodic
 
 std::vector<std::string> C10dBackend::liveness_keys(const std::string& prefix,
                                                     const std::vector<std::string>& members) {
-  std::vector<std::string> keys;
-  keys.reserve(members.size());
-  for (const auto& m : members) {
-    std::string key = prefix;
-    key += "hb/";
-    key += m;
-    keys.push_back(std::move(key));
-  }
-  return keys;
+  return member_keys(prefix + "hb/", members);
 }
 
 std::vector<std::string> C10dBackend::dead_members(

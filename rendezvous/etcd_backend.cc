@@ -119,15 +119,7 @@ void EtcdBackend::forget_history(const std::string& prefix, int round, bool firs
 
 std::vector<std::string> EtcdBackend::liveness_keys(const std::string& prefix,
                                                     const std::vector<std::string>& members) {
-  std::vector<std::string> keys;
-  keys.reserve(members.size());
-  for (const auto& m : members) {
-    std::string key = prefix;
-    key += "alive/";
-    key += m;
-    keys.push_back(std::move(key));
-  }
-  return keys;
+  return member_keys(prefix + "alive/", members);
 }
 
 // A member's key lives on its lease: gone once the member stopped renewing it.

@@ -15,6 +15,15 @@ namespace ddprun::rendezvous {
 
 /// Where an elastic rendezvous keeps its state and how its nodes show they are
 /// alive: a TCPStore one of the agents hosts (c10d), or etcd.
+/// `dir` + each member's name, in the members' order (their liveness keys).
+inline std::vector<std::string> member_keys(const std::string& dir,
+                                            const std::vector<std::string>& members) {
+  std::vector<std::string> keys;
+  keys.reserve(members.size());
+  for (const auto& m : members) keys.push_back(dir + m);
+  return keys;
+}
+
 class RendezvousBackend {
  public:
   virtual ~RendezvousBackend() = default;
