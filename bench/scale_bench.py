@@ -20,7 +20,8 @@ Rows:
   state, so the simulation's memory grows as N²: 8,192 nodes do not fit in 24 GiB.
 
 - resources: each agent's resident memory, descriptors and threads once every worker
-  runs, the store's host apart from the median of the others (--no-resources: not).
+  runs, the store's host apart from the median of the others, and the CPU the host and
+  all agents use while the workers run (--no-resources: not).
 
 The machine's open-file limit bounds the largest size (each agent holds a store
 connection and its worker's pipes; the host a connection from every agent).
@@ -55,6 +56,9 @@ FAIL_ONCE = (MARK + '; if [ "$TORCHELASTIC_RESTART_COUNT" = 0 ]; then '
 # starve the agents of 2 cores) for the lock the benchmark holds until it has looked
 # at the agents.
 HOLD = MARK + '; flock -s "$0/hold" true'
+# How long the agents' CPU is watched while every worker runs: several heartbeat
+# intervals (1 s by default).
+CPU_WINDOW_S = 10
 
 
 def process_figures(pid):
@@ -68,12 +72,35 @@ def process_figures(pid):
         return None
 
 
+def cpu_seconds(pid):
+    """User + system CPU seconds a process has used; None once it has exited."""
+    try:
+        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def cpu_share(pids, seconds):
+    """The CPU the processes `pids` use over `seconds` of a running job, as a share of
+    one core: the store's host's and all of them together."""
+    before = [cpu_seconds(p) for p in pids]
+    time.sleep(seconds)
+    after = [cpu_seconds(p) for p in pids]
+    used = [a - b for a, b in zip(after, before) if a is not None and b is not None]
+    host = after[0] - before[0] if after[0] is not None and before[0] is not None else 0.0
+    return host / seconds, sum(used) / seconds
+
+
 def agent_resources(ddprun, kind, n):
     """What the agents hold once every worker runs: the store's host (node 0) and the
-    median of the others, each (MiB, descriptors, threads)."""
+    median of the others, each (MiB, descriptors, threads); and the CPU the host and
+    all agents use while the job runs (heartbeats and liveness checks), each a share
+    of one core."""
     seen = {}
 
     def look(pids):
+        seen["cpu"] = cpu_share(pids, CPU_WINDOW_S)
         figures = [process_figures(pid) for pid in pids]
         others = [f for f in figures[1:] if f]
         if not figures[0] or not others:
@@ -85,7 +112,7 @@ def agent_resources(ddprun, kind, n):
                   file=sys.stderr, flush=True)
 
     rb.run_agents([ddprun], kind, n, HOLD, ["--no_tracking"], while_running=look)
-    return seen["host"], seen["other"]
+    return seen["host"], seen["other"], seen["cpu"]
 
 
 def growth(sizes, costs):
@@ -192,12 +219,14 @@ def main():
                   "each, --no_tracking): the store's host, node 0, serves every agent's "
                   "connections; the others' median beside it.", "",
                   "| agents | host: resident | host: descriptors | host: threads | "
-                  "other agents: resident | descriptors | threads |",
-                  "|---|---|---|---|---|---|---|"]
+                  "other agents: resident | descriptors | threads | "
+                  f"CPU while running ({CPU_WINDOW_S} s): host | all agents |",
+                  "|---|---|---|---|---|---|---|---|---|"]
         for n in sizes:
-            host, other = agent_resources(args.ddprun, "ddprun", n)
+            host, other, cpu = agent_resources(args.ddprun, "ddprun", n)
             lines.append(f"| {n} | {host[0]:.1f} MiB | {host[1]} | {host[2]} | "
-                         f"{other[0]:.1f} MiB | {other[1]:.0f} | {other[2]:.0f} |")
+                         f"{other[0]:.1f} MiB | {other[1]:.0f} | {other[2]:.0f} | "
+                         f"{100 * cpu[0]:.1f}% | {100 * cpu[1]:.1f}% |")
             print(f"# resources {n}: {lines[-1]}", file=sys.stderr, flush=True)
     table = "\n".join(lines)
     print(table)

@@ -12,6 +12,7 @@
 #include "net/listen.h"
 #include "rendezvous/host_clock.h"
 #include "rendezvous/store_round.h"
+#include "rendezvous/watched_members.h"
 
 namespace ddprun::rendezvous {
 namespace {
@@ -68,10 +69,10 @@ std::unique_ptr<RoundCoordinator> DynamicRendezvous::coordinate(const Rendezvous
   o.connect = [this, newer_than = info.completed_at] {
     return backend_->connect_on_loop(params_.read_timeout, newer_than);
   };
-  o.liveness_keys = backend_->liveness_keys(prefix_, info.members);
-  o.dead_members = [this, members = info.members](
-                       const std::vector<std::optional<std::string>>& values) {
-    return backend_->dead_members(members, values, node_id_);
+  std::vector<std::string> watched = watched_members(info.members, info.group_rank);
+  o.liveness_keys = backend_->liveness_keys(prefix_, watched);
+  o.dead_members = [this, watched](const std::vector<std::optional<std::string>>& values) {
+    return backend_->dead_members(watched, values, node_id_);
   };
   o.heartbeat_interval = params_.heartbeat_interval;
   o.start_next = [this, round = info.round](bool failure, const std::set<std::string>& alive) {

@@ -13,8 +13,6 @@
 
 namespace ddprun::rendezvous {
 
-/// Where an elastic rendezvous keeps its state and how its nodes show they are
-/// alive: a TCPStore one of the agents hosts (c10d), or etcd.
 /// `dir` + each member's name, in the members' order (their liveness keys).
 inline std::vector<std::string> member_keys(const std::string& dir,
                                             const std::vector<std::string>& members) {
@@ -24,6 +22,8 @@ inline std::vector<std::string> member_keys(const std::string& dir,
   return keys;
 }
 
+/// Where an elastic rendezvous keeps its state and how its nodes show they are
+/// alive: a TCPStore one of the agents hosts (c10d), or etcd.
 class RendezvousBackend {
  public:
   virtual ~RendezvousBackend() = default;
@@ -54,6 +54,7 @@ class RendezvousBackend {
   }
   /// The keys whose values show `members` alive, one each, read together every
   /// heartbeat interval (on the round's own connection, as the loop's completion).
+  /// `members`: those this node watches (watched_members.h).
   virtual std::vector<std::string> liveness_keys(const std::string& prefix,
                                                  const std::vector<std::string>& members) = 0;
   /// Which of `members` (never `self`) are gone, judged now from what their liveness

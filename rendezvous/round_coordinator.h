@@ -88,8 +88,10 @@ class RoundCoordinator {
 
   /// Shares a number this node only ever raises (hang detection's longest interval
   /// between progress, ...) under `name` and calls `on_max` with the largest any node
-  /// of the round has shared, this one's included: one quick write (when `mine` grew)
-  /// and one read, awaited on the loop. `mine` when the store cannot be read.
+  /// of the round has shared, this one's included: one key of the round holds the
+  /// largest, raised by a compare-and-set when `mine` grew (again where another node
+  /// raised it meanwhile), and read, awaited on the loop; each node's cost is the same
+  /// at any size. `mine` when the store cannot be read.
   using OnMax = std::function<void(int64_t)>;
   virtual void share_max(const std::string& name, int64_t mine, OnMax on_max) = 0;
 

@@ -171,28 +171,42 @@ std::vector<std::string> StoreRound::present_parts(const std::vector<std::string
   return parts;
 }
 
+// Raises the number at `key` to `mine` unless it is already as large: a
+// compare-and-set from what was there, again while other nodes raise it meanwhile.
+// Returns the number there now.
+static int64_t raise_to(store::Store& store, const std::string& key, int64_t mine) {
+  std::string want = std::to_string(mine);
+  std::string expected;  // "": not there yet
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    std::string now = store.compare_set(key, expected, want);
+    int64_t theirs = 0;
+    if (now == want || (to_int64(now, theirs) && theirs >= mine)) return std::max(mine, theirs);
+    expected = now;  // smaller, or not a number: replaced
+  }
+  return mine;
+}
+
+// One key per name holds the round's largest: each node raises it and reads it, so
+// the exchange costs the store the same per node however many nodes share.
 void StoreRound::share_max(const std::string& name, int64_t mine, OnMax on_max) {
-  const RendezvousInfo& info = options_.info;
-  std::string prefix = options_.prefix + "max/" + name + "/";
+  std::string key = options_.prefix + "max/" + name;
   try {
     auto written = shared_.find(name);
     if (written == shared_.end() || written->second < mine) {
-      options_.store->set(prefix + std::to_string(info.group_rank), std::to_string(mine));
+      raise_to(*options_.store, key, mine);
       shared_[name] = mine;
     }
   } catch (const std::exception& e) {
     spdlog::debug("could not share {} with the other nodes: {}", name, e.what());
   }
-  std::vector<std::string> keys;
-  for (int k = 0; k < info.group_world_size; ++k) keys.push_back(prefix + std::to_string(k));
   if (!maxima_) maxima_ = std::make_unique<KeyReader>(io_, options_.connect());
   maxima_->read(
-      std::move(keys),
+      {key},
       [mine, on_max](const std::optional<KeyReader::Values>& values) {
         int64_t top = mine;
-        for (const auto& value : values.value_or(KeyReader::Values{})) {
-          int64_t theirs = 0;
-          if (value && to_int64(*value, theirs)) top = std::max(top, theirs);
+        int64_t theirs = 0;
+        if (values && !values->empty() && values->front() && to_int64(*values->front(), theirs)) {
+          top = std::max(top, theirs);
         }
         on_max(top);
       },

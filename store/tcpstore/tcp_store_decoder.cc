@@ -133,6 +133,16 @@ void RequestDecoder::feed(const char* data, size_t size) {
   buf_.append(data, size);
 }
 
+void RequestDecoder::release_decoded() {
+  if (pos_ < buf_.size()) return;
+  pos_ = 0;
+  if (buf_.capacity() > kKeptBufferBytes) {
+    std::string().swap(buf_);
+  } else {
+    buf_.clear();
+  }
+}
+
 RequestDecoder::Status RequestDecoder::bad(std::string why) {
   error_ = std::move(why);
   return Status::kBad;

@@ -36,6 +36,12 @@ class RequestDecoder {
   const std::string& error() const { return error_; }
   /// Bytes received but not yet decoded.
   size_t pending() const { return buf_.size() - pos_; }
+  /// Once every byte received is decoded: forgets them, and gives back the memory a
+  /// large request took (otherwise an idle connection keeps its largest request's
+  /// size for its whole life: a round's state, on every agent's connection).
+  void release_decoded();
+  /// The memory the undecoded bytes hold (for tests).
+  size_t capacity() const { return buf_.capacity(); }
 
  private:
   Status detect_numbering();

@@ -59,6 +59,10 @@ constexpr uint64_t kMaxKeysPerRequest = 131072;
 /// ddprun's own bound on one request (a MULTI_SET within the other limits could
 /// otherwise claim a terabyte).
 constexpr size_t kMaxRequestSize = 64 * 1024 * 1024;
+/// A connection's buffers keep at most this much memory between requests; what a
+/// larger request or reply took is given back once it is done (the server holds
+/// thousands of connections).
+constexpr size_t kKeptBufferBytes = 16 * 1024;
 
 constexpr uint8_t kCheckReady = 0;
 constexpr uint8_t kCheckNotReady = 1;

@@ -233,6 +233,7 @@ void Session::on_read(size_t n) {
     spdlog::debug("store: closing a connection: {}", decoder_.error());
     return close();
   }
+  decoder_.release_decoded();
   flush();
   if (!closed_) read_more();
 }
@@ -257,6 +258,7 @@ void Session::flush() {
       [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
         self->writing_ = false;
         self->in_flight_.clear();
+        if (self->in_flight_.capacity() > kKeptBufferBytes) std::string().swap(self->in_flight_);
         if (ec) return self->close();
         self->flush();
       });

@@ -109,6 +109,27 @@ TEST_F(EtcdRendezvous, ScalesUpThenDownWhenAnAgentDies) {
   EXPECT_NE((a.err() + b.err()).find("lost node(s) 127.0.0.1/"), std::string::npos) << a.err();
 }
 
+// Group rank 0 watches every member, the others only group rank 0 and their next
+// (watched_members.h): the first member's death is noticed by the others. Ranks follow
+// node ids (address, then pid), so the first agent started is group rank 0.
+TEST_F(EtcdRendezvous, TheOthersGoOnWhenGroupRankZeroDies) {
+  Job j = job("2:3");
+  std::string dir = make_temp_dir();
+  DdprunProcess a(j.agent({}, {"mark", dir}), kEnv);
+  DdprunProcess b(j.agent({}, {"mark", dir}), kEnv);
+  DdprunProcess c(j.agent({}, {"mark", dir}), kEnv);
+  ASSERT_TRUE(eventually([&] { return world_running(dir, 3, 0); })) << a.err() << b.err();
+  // A first round may have formed with two before the third came.
+  for (const auto& m : markers(dir, 2)) std::filesystem::remove(dir + "/" + m);
+  ::kill(a.pid(), SIGKILL);
+  ASSERT_TRUE(eventually([&] { return world_running(dir, 2, 0); }, std::chrono::seconds(20)))
+      << "the survivors go on with 2 nodes\n"
+      << b.err() << c.err();
+  for (auto* p : {&b, &c}) ::kill(p->pid(), SIGTERM);
+  for (auto* p : {&b, &c}) EXPECT_EQ(p->wait(), 128 + SIGTERM);
+  EXPECT_NE((b.err() + c.err()).find("lost node(s) 127.0.0.1/"), std::string::npos) << b.err();
+}
+
 TEST_F(EtcdRendezvous, WorkerFailureRestartsEveryNode) {
   Job j = job("2");
   auto args =

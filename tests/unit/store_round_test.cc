@@ -84,10 +84,11 @@ TEST_F(StoreRoundTest, ShareMaxGivesEveryNodeTheLargestNumberShared) {
   EXPECT_EQ(share(*a, "longest", 200), 200) << "nobody else has shared yet";
   EXPECT_EQ(share(*b, "longest", 900), 900);
   EXPECT_EQ(share(*a, "longest", 300), 900);
-  EXPECT_EQ(store_.get("ddprun/test/round/0/max/longest/0", std::chrono::milliseconds(0)), "300");
-  // A smaller number than one already shared is not written again.
-  EXPECT_EQ(share(*b, "longest", 100), 900);
-  EXPECT_EQ(store_.get("ddprun/test/round/0/max/longest/1", std::chrono::milliseconds(0)), "900");
+  EXPECT_EQ(store_.get("ddprun/test/round/0/max/longest", std::chrono::milliseconds(0)), "900")
+      << "one key holds the round's largest; a smaller number leaves it";
+  EXPECT_EQ(share(*a, "longest", 1500), 1500);
+  EXPECT_EQ(store_.get("ddprun/test/round/0/max/longest", std::chrono::milliseconds(0)), "1500");
+  EXPECT_EQ(share(*b, "longest", 900), 1500) << "read back, not written again";
   // Names are apart.
   EXPECT_EQ(share(*b, "other", 5), 5);
 }
@@ -103,8 +104,10 @@ TEST_F(StoreRoundTest, UnfinishedNamesTheNodesNotMarkedDone) {
 
 TEST_F(StoreRoundTest, ShareMaxSkipsWhatIsNotANumberAndSurvivesALostStore) {
   auto a = sharing_node(0, store_);
-  store_.set("ddprun/test/round/0/max/longest/1", "garbage");
+  store_.set("ddprun/test/round/0/max/longest", "garbage");
   EXPECT_EQ(share(*a, "longest", 42), 42);
+  EXPECT_EQ(store_.get("ddprun/test/round/0/max/longest", std::chrono::milliseconds(0)), "42")
+      << "what is not a number is replaced";
   LostStore lost;
   EXPECT_EQ(share(*sharing_node(0, lost), "longest", 50), 50);
 }

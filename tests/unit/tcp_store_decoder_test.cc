@@ -53,6 +53,28 @@ TEST(RequestDecoder, ReassemblesAnySplit) {
   }
 }
 
+// A large request (a round's whole state, 100 kB) leaves no large buffer behind once
+// decoded; a request still coming in keeps its bytes.
+TEST(RequestDecoder, GivesBackWhatALargeRequestTookOnceDecoded) {
+  RequestDecoder d;
+  Request r;
+  std::string big = std::string(1, '\0') + str("state") + str(std::string(100'000, 'x'));
+  d.feed(big.data(), big.size());
+  ASSERT_EQ(d.next(r), RequestDecoder::Status::kReady);
+  EXPECT_EQ(r.values[0].size(), 100'000u);
+  EXPECT_GE(d.capacity(), 100'000u);
+  d.release_decoded();
+  EXPECT_LE(d.capacity(), kKeptBufferBytes);
+
+  d.feed(big.data(), 50'000);
+  EXPECT_EQ(d.next(r), RequestDecoder::Status::kNeedMore);
+  d.release_decoded();
+  EXPECT_EQ(d.pending(), 50'000u) << "half a request stays";
+  d.feed(big.data() + 50'000, big.size() - 50'000);
+  ASSERT_EQ(d.next(r), RequestDecoder::Status::kReady);
+  EXPECT_EQ(r.values[0], std::string(100'000, 'x'));
+}
+
 TEST(RequestDecoder, LimitsAreCheckedFromTheLengthAlone) {
   RequestDecoder d;
   uint64_t huge = kMaxValueSize + 1;
