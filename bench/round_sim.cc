@@ -4,14 +4,19 @@
 // exactly N nodes; then one starts the next round after a failure and all join again (a
 // restart). Prints one JSON line: for each, the seconds from "go" (every joiner
 // connected; the next round's start) to every joiner in the completed round, and the
-// store requests per node.
+// store requests per node. Then one interval of what the running round's nodes ask
+// meanwhile: each beats (its heartbeat key), reads the liveness keys of the members it
+// watches (watched_members.h) and shares hang detection's longest interval
+// (shared_max.h) and reads it back; `--watch=all` has every node read every member's
+// keys instead (how agents watched before), for comparison.
 //
-//   ddprun_round_sim --nodes=N [--processes=P]
+//   ddprun_round_sim --nodes=N [--processes=P] [--watch=ring|all]
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <boost/asio/io_context.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -24,6 +29,9 @@
 #include "common/cancel_signal.h"
 #include "common/coro.h"
 #include "rendezvous/dynamic_joiner.h"
+#include "rendezvous/rendezvous_backend.h"
+#include "rendezvous/shared_max.h"
+#include "rendezvous/watched_members.h"
 #include "store/loop_store.h"
 #include "store/tcpstore/store_connect.h"
 #include "store/tcpstore/tcp_store_server.h"
@@ -41,7 +49,7 @@ int64_t wall_ms() {
 
 // One process' joiners: connects them all, says so on `ready`, waits for a byte on
 // `go`, then joins them all. Exit status 0 when every one got the completed round.
-int run_joiners(int port, int first, int count, int nodes, int ready, int go) {
+int run_joiners(int port, int first, int count, int nodes, bool watch_all, int ready, int go) {
   boost::asio::io_context io;
   CancelSignal cancel;
   std::vector<std::unique_ptr<store::LoopStore>> stores(count);
@@ -102,6 +110,37 @@ int run_joiners(int port, int first, int count, int nodes, int ready, int go) {
   if (::write(ready, &byte, 1) != 1 || ::read(go, &byte, 1) != 1 || failed) return 1;
   if (first == 0) joiners[0]->start_next_round(0, true, members);
   join_all(1);
+  byte = failed ? 'x' : 'r';
+  if (::write(ready, &byte, 1) != 1 || ::read(go, &byte, 1) != 1 || failed) return 1;
+  // One interval of the running round: every node at once, as agents are.
+  std::vector<std::string> ordered(members.begin(), members.end());  // by group rank
+  io.restart();
+  for (int i = 0; i < count; ++i) {
+    boost::asio::co_spawn(
+        io,
+        [&, i]() -> Task<void> {
+          int rank = static_cast<int>(
+              std::lower_bound(ordered.begin(), ordered.end(), ids[i]) - ordered.begin());
+          std::vector<std::string> watched = watch_all ? ordered : rendezvous::watched_members(ordered, rank);
+          store::LoopStore& s = *stores[i];
+          co_await s.set("sim/hb/" + ids[i], "1", cancel);
+          co_await s.get_now(rendezvous::member_keys("sim/hb/", watched), cancel);
+          if (watch_all) {  // every node's own key, read by every node
+            co_await s.set("sim/max/" + std::to_string(rank), std::to_string(rank), cancel);
+            std::vector<std::string> keys;
+            for (int k = 0; k < nodes; ++k) keys.push_back("sim/max/" + std::to_string(k));
+            co_await s.get_now(std::move(keys), cancel);
+          } else {
+            co_await rendezvous::raise_to(s, "sim/max", rank, cancel);
+            std::vector<std::string> top{"sim/max"};
+            co_await s.get_now(std::move(top), cancel);
+          }
+        },
+        [&](const std::exception_ptr& e) { failed += e ? 1 : 0; });
+  }
+  io.run();
+  byte = failed ? 'x' : 'r';
+  if (::write(ready, &byte, 1) != 1) return 1;
   return failed ? 1 : 0;
 }
 
@@ -109,14 +148,17 @@ int run_joiners(int port, int first, int count, int nodes, int ready, int go) {
 
 int main(int argc, char** argv) {
   int nodes = 1024, processes = 4;
+  bool watch_all = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a.rfind("--nodes=", 0) == 0) {
+    if (a == "--watch=all" || a == "--watch=ring") {
+      watch_all = a == "--watch=all";
+    } else if (a.rfind("--nodes=", 0) == 0) {
       nodes = std::atoi(a.c_str() + 8);
     } else if (a.rfind("--processes=", 0) == 0) {
       processes = std::atoi(a.c_str() + 12);
     } else {
-      std::fprintf(stderr, "usage: ddprun_round_sim --nodes=N [--processes=P]\n");
+      std::fprintf(stderr, "usage: ddprun_round_sim --nodes=N [--processes=P] [--watch=ring|all]\n");
       return 2;
     }
   }
@@ -145,7 +187,7 @@ int main(int argc, char** argv) {
     if (pid == 0) {
       int port = 0;
       if (::read(port_pipe[0], &port, sizeof(port)) != sizeof(port)) ::_exit(1);
-      ::_exit(run_joiners(port, first, count, nodes, ready_pipe[1], go_pipe[0]));
+      ::_exit(run_joiners(port, first, count, nodes, watch_all, ready_pipe[1], go_pipe[0]));
     }
     children.push_back(pid);
     port_pipes.push_back(port_pipe[1]);
@@ -172,44 +214,44 @@ int main(int argc, char** argv) {
     return n;
   };
   // Each phase: "go" to every process, then each says when its joiners are through.
-  auto phase = [&](bool last) {
+  auto phase = [&] {
     auto start = Clock::now();
     for (int fd : go_pipes) {
       if (::write(fd, "g", 1) != 1) return -1.0;
     }
-    if (!last) {
-      for (int fd : ready_pipes) {
-        char byte = 0;
-        if (::read(fd, &byte, 1) != 1 || byte != 'r') return -1.0;
-      }
+    for (int fd : ready_pipes) {
+      char byte = 0;
+      if (::read(fd, &byte, 1) != 1 || byte != 'r') return -1.0;
     }
     return std::chrono::duration<double>(Clock::now() - start).count();
   };
   uint64_t before = requests();
-  double join_seconds = phase(false);
+  double join_seconds = phase();
   uint64_t joined = requests();
-  auto restart_start = Clock::now();
-  phase(true);
-  bool ok = true;
+  double restart_seconds = phase();
+  uint64_t restarted = requests();
+  double watch_seconds = phase();
+  bool ok = watch_seconds >= 0;
   for (pid_t pid : children) {
     int status = 0;
     ::waitpid(pid, &status, 0);
     ok = ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
   }
-  double restart_seconds = std::chrono::duration<double>(Clock::now() - restart_start).count();
   uint64_t after = requests();
   for (const auto& [op, n] : server.request_counts()) {
-    std::fprintf(stderr, "%s: %.2f per node (both rounds)\n", op.c_str(),
+    std::fprintf(stderr, "%s: %.2f per node (all phases)\n", op.c_str(),
                  static_cast<double>(n) / nodes);
   }
-  if (!ok || join_seconds < 0) {
+  if (!ok || join_seconds < 0 || restart_seconds < 0) {
     std::fprintf(stderr, "ddprun_round_sim: not every joiner got the completed round\n");
     return 1;
   }
   std::printf(
       "{\"nodes\": %d, \"seconds\": %.3f, \"requests_per_node\": %.2f, \"restart_seconds\": %.3f, "
-      "\"restart_requests_per_node\": %.2f}\n",
+      "\"restart_requests_per_node\": %.2f, \"watch_seconds\": %.3f, "
+      "\"watch_requests_per_node\": %.2f}\n",
       nodes, join_seconds, static_cast<double>(joined - before) / nodes, restart_seconds,
-      static_cast<double>(after - joined) / nodes);
+      static_cast<double>(restarted - joined) / nodes, watch_seconds,
+      static_cast<double>(after - restarted) / nodes);
   return 0;
 }

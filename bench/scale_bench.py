@@ -15,8 +15,10 @@ Rows:
   the last worker of the next attempt started;
 - the round protocol alone (`ddprun_round_sim`): light joiners in 4 processes speaking
   the real protocol to a real store, no workers: a job's first round, then a restart
-  (one node starts the next round after a failure, all join again); the store
-  requests per node beside it. Each simulated node holds its own copy of the round's
+  (one node starts the next round after a failure, all join again), then one
+  interval of the running round's liveness reads and hang exchange (and the same with
+  every node reading every member's keys, as agents did before); the store requests
+  per node beside it. Each simulated node holds its own copy of the round's
   state, so the simulation's memory grows as N²: 8,192 nodes do not fit in 24 GiB.
 
 - resources: each agent's resident memory, descriptors and threads once every worker
@@ -141,13 +143,15 @@ def restart_time(ddprun, kind, n):
     return max(restarted) - died
 
 
-def round_sim(sim, nodes):
-    """One simulated job: the first round and a restart, each (seconds, requests per node)."""
-    out = subprocess.run([sim, f"--nodes={nodes}"], check=True, capture_output=True, text=True,
-                         timeout=1800).stdout
+def round_sim(sim, nodes, watch="ring"):
+    """One simulated job: the first round, a restart, and one interval of the running
+    round's liveness and hang exchange, each (seconds, requests per node)."""
+    out = subprocess.run([sim, f"--nodes={nodes}", f"--watch={watch}"], check=True,
+                         capture_output=True, text=True, timeout=1800).stdout
     r = json.loads(out.strip().splitlines()[-1])
     return ((r["seconds"], r["requests_per_node"]),
-            (r["restart_seconds"], r["restart_requests_per_node"]))
+            (r["restart_seconds"], r["restart_requests_per_node"]),
+            (r["watch_seconds"], r["watch_requests_per_node"]))
 
 
 def fmt(seconds):
@@ -196,15 +200,23 @@ def main():
             etcd.kill()
     sim_sizes = [int(x) for x in args.sim_sizes.split(",") if x]
     if sim_sizes and os.path.exists(args.round_sim):
-        runs = []
+        runs, every = [], []
         for n in sim_sizes:
             runs.append(round_sim(args.round_sim, n))
-            print(f"# round sim {n}: join {fmt(runs[-1][0][0])}, restart {fmt(runs[-1][1][0])}",
+            every.append(round_sim(args.round_sim, n, "all")[2])
+            print(f"# round sim {n}: join {fmt(runs[-1][0][0])}, restart {fmt(runs[-1][1][0])}, "
+                  f"watch {fmt(runs[-1][2][0])} (every node reading all: {fmt(every[-1][0])})",
                   file=sys.stderr, flush=True)
         for i, step in enumerate(("rendezvous", "restart")):
             rows.append((f"{step}: the round protocol alone (c10d, simulated nodes)", sim_sizes,
                          [r[i][0] for r in runs],
                          "store requests per node: " + ", ".join(f"{r[i][1]:.1f}" for r in runs)))
+        rows.append(("a running round: one interval of liveness reads and the hang exchange "
+                     "(c10d, simulated nodes)", sim_sizes, [r[2][0] for r in runs],
+                     "store requests per node: " + ", ".join(f"{r[2][1]:.1f}" for r in runs)))
+        rows.append(("the same with every node reading every member's keys (how agents "
+                     "watched before)", sim_sizes, [w[0] for w in every],
+                     "store requests per node: " + ", ".join(f"{w[1]:.1f}" for w in every)))
     elif sim_sizes:
         print(f"# no {args.round_sim}: the simulated rows are left out", file=sys.stderr)
     # The fit over every size, and between the two largest: a cost that turns

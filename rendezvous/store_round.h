@@ -13,10 +13,10 @@
 
 #include "common/clock.h"
 #include "store/loop_store.h"
-#include "rendezvous/key_reader.h"
 #include "rendezvous/key_waiter.h"
 #include "rendezvous/rendezvous_handler.h"
 #include "rendezvous/round_coordinator.h"
+#include "rendezvous/round_requests.h"
 #include "store/store.h"
 
 namespace ddprun::rendezvous {
@@ -31,10 +31,10 @@ class StoreRound : public RoundCoordinator {
     std::string prefix;       // of the round's keys, e.g. "ddprun/c10d/<run>/round/3/"
     store::Store* store = nullptr;   // the agent's connection (writes); outlives the round
     std::string store_where;  // for messages: "h:p", or etcd's endpoints
-    /// A new connection for each wait.
+    /// A new connection for each wait, and one for the round's quick requests.
     std::function<std::unique_ptr<store::LoopStore>()> connect;
     /// Elastic rounds: the keys that show the members alive, read every heartbeat
-    /// interval on a connection of the round's own (connect()), and the members gone,
+    /// interval (one of the round's quick requests), and the members gone,
     /// judged from what those keys held (nullopt: not there); null where the
     /// membership is fixed.
     std::vector<std::string> liveness_keys;
@@ -65,7 +65,7 @@ class StoreRound : public RoundCoordinator {
   /// Parts are "gather/<name>/<k>" keys of the round.
   void gather(const std::string& name, const std::string& mine, std::chrono::milliseconds timeout,
               OnGathered on_gathered) override;
-  /// This node's number is the round's "max/<name>/<k>" key.
+  /// The round's largest number is its "max/<name>" key.
   void share_max(const std::string& name, int64_t mine, OnMax on_max) override;
   /// This node's value is the round's "pub/<name>/<k>" key.
   void publish(const std::string& name, const std::string& value) override;
@@ -78,25 +78,23 @@ class StoreRound : public RoundCoordinator {
   std::vector<std::string> done_keys() const;
   void check_members(const OnDead& on_dead, const OnLost& on_lost);
 
-  std::vector<std::string> present_parts(const std::vector<std::string>& keys, int mine_at,
-                                         const std::string& mine);
-
   boost::asio::io_context& io_;
   Clock& clock_;
   Options options_;
   std::unique_ptr<Timer> heartbeat_;
-  std::unique_ptr<KeyReader> liveness_;  // reads the members' liveness keys, while watched
-  std::unique_ptr<KeyReader> published_;  // reads what the nodes published
-  std::unique_ptr<KeyReader> maxima_;     // reads what the nodes shared (share_max())
+  RoundRequests& requests();
+  std::unique_ptr<RoundRequests> requests_;  // the round's quick requests, on one connection
+  int watch_ = 0;  // counts watch_members()/stop_watching_members(): a liveness read
+                   // answered after the watch it was made for has ended is dropped
   struct Gathering {  // one gather() in progress, by name: several may overlap
     std::unique_ptr<Timer> timer;
     std::unique_ptr<KeyWaiter> wait;
+    std::shared_ptr<bool> answered;  // true once it answered, or was replaced
   };
   std::map<std::string, Gathering> gatherings_;
   std::unique_ptr<KeyWaiter> end_wait_;
   std::unique_ptr<KeyWaiter> done_wait_;
   std::map<std::string, int64_t> shared_;  // share_max(): what this node last wrote
-  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // false: stopped
 };
 
 }  // namespace ddprun::rendezvous

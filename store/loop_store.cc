@@ -30,6 +30,21 @@ class TcpLoopStore : public LoopStore {
     }
     co_return co_await get_now_on_loop(*client_, std::move(keys), cancel);
   }
+  Task<void> set(std::string key, std::string value, CancelSignal& cancel) override {
+    if (client_->numbering() != tcpstore::Numbering::kV2) {  // as get_now()
+      client_->set(key, value);
+      co_return;
+    }
+    co_await set_on_loop(*client_, std::move(key), std::move(value), cancel);
+  }
+  Task<std::string> compare_set(std::string key, std::string expected, std::string desired,
+                                CancelSignal& cancel) override {
+    if (client_->numbering() != tcpstore::Numbering::kV2) {  // as get_now()
+      co_return client_->compare_set(key, expected, desired);
+    }
+    co_return co_await compare_set_on_loop(*client_, std::move(key), std::move(expected),
+                                           std::move(desired), cancel);
+  }
   Task<Values> wait_for(std::vector<std::string> keys, std::chrono::milliseconds timeout,
                         CancelSignal& cancel) override {
     bool all_there = co_await wait_on_tcp(*client_, keys, timeout, cancel);

@@ -48,6 +48,20 @@ class LoopStore {
     cancel.check();
     co_return store().get_now(keys);
   }
+  /// From a coroutine on the loop: sets `key`, one request, awaited as get_now() is.
+  virtual Task<void> set(std::string key, std::string value, CancelSignal& cancel) {
+    cancel.check();
+    store().set(key, value);
+    co_return;
+  }
+  /// From a coroutine on the loop: sets `key` to `desired` where it holds `expected`
+  /// ("": not there) and returns what it holds after; one request, awaited as
+  /// get_now() is.
+  virtual Task<std::string> compare_set(std::string key, std::string expected,
+                                        std::string desired, CancelSignal& cancel) {
+    cancel.check();
+    co_return store().compare_set(key, expected, desired);
+  }
 };
 
 std::unique_ptr<LoopStore> on_loop(std::unique_ptr<TcpStoreClient> client);

@@ -1,0 +1,114 @@
+#include "rendezvous/round_requests.h"
+
+#include <deque>
+
+#include <boost/asio/post.hpp>
+
+#include "common/cancel_signal.h"
+#include "common/error.h"
+#include "net/wait_scope.h"
+#include "rendezvous/shared_max.h"
+
+namespace ddprun::rendezvous {
+
+struct RoundRequests::Queue {
+  explicit Queue(std::unique_ptr<store::LoopStore> store) : store(std::move(store)) {}
+
+  std::unique_ptr<store::LoopStore> store;
+  CancelSignal cancel{"the request was cancelled"};
+  std::deque<std::pair<Request, Answered>> waiting;
+  bool stopped = false;      // the owner is gone: no callback
+  bool in_progress = false;  // a request is on the connection
+};
+
+RoundRequests::RoundRequests(boost::asio::io_context& io, std::unique_ptr<store::LoopStore> store)
+    : io_(io), queue_(std::make_shared<Queue>(std::move(store))) {}
+
+RoundRequests::~RoundRequests() {
+  queue_->stopped = true;
+  queue_->waiting.clear();
+  queue_->cancel.cancel();
+}
+
+void RoundRequests::ask(Request request, Answered answered) {
+  if (queue_->waiting.size() >= kMostWaiting) {
+    boost::asio::post(io_, [q = queue_, answered = std::move(answered)] {
+      if (!q->stopped) {
+        answered(std::make_exception_ptr(Error("too many requests wait for the store")));
+      }
+    });
+    return;
+  }
+  queue_->waiting.emplace_back(std::move(request), std::move(answered));
+  if (!queue_->in_progress) next(io_, queue_);
+}
+
+// Takes the oldest request waiting, if any, onto the connection.
+void RoundRequests::next(boost::asio::io_context& io, const std::shared_ptr<Queue>& q) {
+  q->in_progress = !q->stopped && !q->waiting.empty();
+  if (!q->in_progress) return;
+  auto [request, answered] = std::move(q->waiting.front());
+  q->waiting.pop_front();
+  // The coroutine keeps the queue (and its store) and the request until it has ended.
+  auto run = [](std::shared_ptr<Queue> q, Request request) -> Task<void> {
+    co_await request(*q->store, q->cancel);
+  };
+  boost::asio::co_spawn(io, run(q, std::move(request)),
+                        [&io, q, answered = std::move(answered)](const std::exception_ptr& error) {
+                          if (q->stopped) return;
+                          answered(error);  // may destroy the owner: q is kept here
+                          next(io, q);
+                        });
+}
+
+// What a request's failure means to its asker: a stop signal waiting for the loop
+// (nullopt), or the store's error.
+static std::optional<std::string> failure(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const net::Interrupted&) {
+    return std::nullopt;
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
+void RoundRequests::read(std::vector<std::string> keys, OnRead on_read, OnError on_error) {
+  auto values = std::make_shared<Values>();
+  ask(
+      [keys = std::move(keys), values](store::LoopStore& s, CancelSignal& cancel) -> Task<void> {
+        *values = co_await s.get_now(keys, cancel);
+      },
+      [values, on_read = std::move(on_read), on_error = std::move(on_error)](
+          const std::exception_ptr& error) {
+        if (!error) return on_read(std::move(*values));
+        if (auto why = failure(error)) return on_error(*why);
+        on_read(std::nullopt);
+      });
+}
+
+void RoundRequests::write(std::string key, std::string value, OnDone on_done, OnError on_error) {
+  ask(
+      [key = std::move(key), value = std::move(value)](store::LoopStore& s,
+                                                       CancelSignal& cancel) -> Task<void> {
+        co_await s.set(key, value, cancel);
+      },
+      [on_done = std::move(on_done), on_error = std::move(on_error)](
+          const std::exception_ptr& error) {
+        if (!error) return on_done();
+        if (auto why = failure(error)) on_error(*why);
+      });
+}
+
+void RoundRequests::raise(std::string key, int64_t mine, OnError on_error) {
+  ask(
+      [key = std::move(key), mine](store::LoopStore& s, CancelSignal& cancel) -> Task<void> {
+        co_await raise_to(s, key, mine, cancel);
+      },
+      [on_error = std::move(on_error)](const std::exception_ptr& error) {
+        if (!error) return;
+        if (auto why = failure(error)) on_error(*why);
+      });
+}
+
+}  // namespace ddprun::rendezvous

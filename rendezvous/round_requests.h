@@ -1,0 +1,62 @@
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+
+#include "store/loop_store.h"
+
+namespace ddprun::rendezvous {
+
+/// The quick requests a running round makes (the members' liveness every heartbeat
+/// interval, what nodes publish and share, this node's end), on one connection of
+/// the round's own that it keeps from one request to the next. No thread: each
+/// request is a coroutine on the loop (LoopStore), taken in the order asked, one at a
+/// time; its callback comes on the loop once it is answered. Requests that pile up
+/// behind a store that does not answer are refused past a bound (kMostWaiting).
+///
+/// Destroying it cancels the request in progress and drops those waiting; no callback
+/// comes after. Single-threaded: the loop's thread only.
+class RoundRequests {
+ public:
+  using Values = std::vector<std::optional<std::string>>;
+  /// The values (nullopt: not there), or nullopt where the read gave way to a stop
+  /// signal (net::Interrupted): no fault of the store, to be read again later.
+  using OnRead = std::function<void(std::optional<Values>)>;
+  /// The store's error (a lost store, a call timeout), or why the request was refused.
+  using OnError = std::function<void(std::string)>;
+  using OnDone = std::function<void()>;
+
+  /// At most this many requests wait behind the one in progress.
+  static constexpr size_t kMostWaiting = 16;
+
+  RoundRequests(boost::asio::io_context& io, std::unique_ptr<store::LoopStore> store);
+  ~RoundRequests();
+  RoundRequests(const RoundRequests&) = delete;
+  RoundRequests& operator=(const RoundRequests&) = delete;
+
+  /// Reads `keys` as they are now.
+  void read(std::vector<std::string> keys, OnRead on_read, OnError on_error);
+  /// Sets `key`; `on_done` once the store has it (not where it gave way to a stop
+  /// signal).
+  void write(std::string key, std::string value, OnDone on_done, OnError on_error);
+  /// Raises the number at `key` to `mine` unless it is already as large (shared_max.h).
+  void raise(std::string key, int64_t mine, OnError on_error);
+
+ private:
+  struct Queue;
+  using Request = std::function<Task<void>(store::LoopStore&, CancelSignal&)>;
+  using Answered = std::function<void(std::exception_ptr)>;
+  void ask(Request request, Answered answered);
+  static void next(boost::asio::io_context& io, const std::shared_ptr<Queue>& q);
+
+  boost::asio::io_context& io_;
+  std::shared_ptr<Queue> queue_;  // shared with the request in progress
+};
+
+}  // namespace ddprun::rendezvous

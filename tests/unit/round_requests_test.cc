@@ -1,0 +1,81 @@
+#include "rendezvous/round_requests.h"
+
+#include <gtest/gtest.h>
+
+#include "store/memory_store.h"
+
+namespace ddprun::rendezvous {
+namespace {
+
+using store::MemoryStore;
+
+class RoundRequestsTest : public ::testing::Test {
+ protected:
+  void run() {
+    io_.restart();
+    io_.run();
+  }
+  MemoryStore store_;  // outlives the loop
+  boost::asio::io_context io_;
+};
+
+TEST_F(RoundRequestsTest, RequestsAreAnsweredInTheOrderAsked) {
+  RoundRequests requests(io_, store::on_loop(store_));
+  std::vector<std::string> said;
+  requests.write("k", "1", [&] { said.push_back("written"); }, [](const std::string&) {});
+  requests.raise("max", 7, [](const std::string&) {});
+  requests.raise("max", 3, [](const std::string&) {});
+  requests.read(
+      {"k", "max", "none"},
+      [&](std::optional<RoundRequests::Values> v) {
+        ASSERT_TRUE(v);
+        said.push_back((*v)[0].value_or("-") + " " + (*v)[1].value_or("-") + " " +
+                       (*v)[2].value_or("-"));
+      },
+      [](const std::string&) {});
+  EXPECT_TRUE(said.empty()) << "answered on the loop";
+  run();
+  EXPECT_EQ(said, (std::vector<std::string>{"written", "1 7 -"}));
+}
+
+TEST_F(RoundRequestsTest, RequestsPastTheBoundAreRefused) {
+  RoundRequests requests(io_, store::on_loop(store_));
+  int answered = 0;
+  std::vector<std::string> refused;
+  for (size_t i = 0; i < RoundRequests::kMostWaiting + 2; ++i) {
+    requests.write("k", std::to_string(i), [&] { ++answered; },
+                   [&](const std::string& why) { refused.push_back(why); });
+  }
+  run();
+  EXPECT_EQ(answered, static_cast<int>(RoundRequests::kMostWaiting) + 1)
+      << "one in progress and the bound waiting";
+  EXPECT_EQ(refused, std::vector<std::string>{"too many requests wait for the store"});
+}
+
+TEST_F(RoundRequestsTest, AStoreErrorReachesTheAsker) {
+  class Lost : public MemoryStore {
+   public:
+    void set(const std::string&, const std::string&) override {
+      throw StoreError("connection reset");
+    }
+  } lost;
+  RoundRequests requests(io_, store::on_loop(lost));
+  std::string why;
+  requests.write("k", "v", [] {}, [&](const std::string& w) { why = w; });
+  run();
+  EXPECT_EQ(why, "connection reset");
+}
+
+TEST_F(RoundRequestsTest, NoCallbackComesOnceItIsGone) {
+  int callbacks = 0;
+  {
+    RoundRequests requests(io_, store::on_loop(store_));
+    requests.write("k", "v", [&] { ++callbacks; }, [&](const std::string&) { ++callbacks; });
+    requests.read({"k"}, [&](auto) { ++callbacks; }, [&](const std::string&) { ++callbacks; });
+  }
+  run();
+  EXPECT_EQ(callbacks, 0);
+}
+
+}  // namespace
+}  // namespace ddprun::rendezvous
