@@ -132,6 +132,7 @@ class LocalAgent::Impl {
   void on_stop_signal(int sig);
   Task<std::optional<RoundEnd>> wait_for_all_done();
   void name_unfinished();
+  void say_unfinished(const std::vector<int>& unfinished);
 
   // The metrics endpoint (local_agent_metrics.cc).
   void start_metrics();

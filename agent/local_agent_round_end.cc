@@ -237,11 +237,16 @@ Task<std::optional<RoundEnd>> LocalAgent::Impl::wait_for_all_done() {
 }
 
 // The job-wide side of the straggler warning (the runner names a node's own): this
-// node's ranks all succeeded long ago and other nodes have not finished.
+// node's ranks all succeeded long ago and other nodes have not finished. Read on the
+// loop; the round's stop() ends a read in progress.
 void LocalAgent::Impl::name_unfinished() {
+  round_->unfinished([this](const std::vector<int>& unfinished) { say_unfinished(unfinished); });
+}
+
+void LocalAgent::Impl::say_unfinished(const std::vector<int>& unfinished) {
   const rendezvous::RendezvousInfo& info = attempt_->info;
   std::string nodes;
-  for (int k : round_->unfinished()) {
+  for (int k : unfinished) {
     if (k == info.group_rank) continue;
     nodes += (nodes.empty() ? "" : ", ") + std::to_string(k);
     // Elastic rounds know their members' ids; a static one only their ranks.

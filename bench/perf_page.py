@@ -59,7 +59,12 @@ BENCHES = {
         "(`bench/round_sim.cc`), from all connected to all in the completed round, with "
         "the store requests each node made. Every node reads the round's state, whose "
         "size grows with the nodes, a few times; so the rendezvous grows as N^2 in bytes "
-        "even where the requests per node stay flat."),
+        "even where the requests per node stay flat. Then one interval of what a running "
+        "round's nodes ask (a heartbeat, the liveness keys of the members each watches, "
+        "hang detection's shared maximum), all nodes at once, beside the same with every "
+        "node reading every member's keys, as agents did before. Last, what each agent "
+        "holds once every worker runs, and the CPU the store's host and all agents use "
+        "over 10 s of a running job (heartbeats and liveness checks)."),
     "spares": (
         "Back to full size after a node dies: hot spares",
         [PY, "bench/spare_bench.py", "--ddprun", PORTABLE],

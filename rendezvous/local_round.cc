@@ -19,7 +19,11 @@ class LocalRound : public RoundCoordinator {
       if (*alive) f();
     });
   }
-  std::vector<int> unfinished() override { return {}; }
+  void unfinished(OnUnfinished on_read) override {
+    boost::asio::post(io_, [alive = alive_, f = std::move(on_read)] {
+      if (*alive) f({});
+    });
+  }
   void start_next_round(bool, const std::set<std::string>&) override {}
   void gather(const std::string&, const std::string& mine, std::chrono::milliseconds,
               OnGathered on_gathered) override {

@@ -56,10 +56,11 @@ class RoundCoordinator {
   /// every node of the round is (the end watch goes on meanwhile).
   virtual void finish_node(OnAllDone on_all_done, OnLost on_lost) = 0;
 
-  /// Group ranks of the round's nodes that have not finished yet (finish_node()), by
-  /// one quick read of the shared store; empty when nobody else is waited for or the
-  /// store cannot be read.
-  virtual std::vector<int> unfinished() = 0;
+  /// Calls `on_read` with the group ranks of the round's nodes that have not finished
+  /// yet (finish_node()): one read, awaited on the loop; empty when nobody else is
+  /// waited for or the store cannot be read.
+  using OnUnfinished = std::function<void(std::vector<int>)>;
+  virtual void unfinished(OnUnfinished on_read) = 0;
 
   /// Begins the round after this one (once, whoever calls first): after a failure it
   /// counts as a restart, after a membership change it does not. `alive`: the members

@@ -91,16 +91,19 @@ std::vector<std::string> StoreRound::done_keys() const {
   return keys;
 }
 
-std::vector<int> StoreRound::unfinished() {
-  std::vector<int> out;
-  try {
-    auto done = options_.store->get_now(done_keys());
-    for (size_t k = 0; k < done.size(); ++k)
-      if (!done[k]) out.push_back(static_cast<int>(k));
-  } catch (const std::exception& e) {
-    spdlog::debug("could not read which nodes finished: {}", e.what());
-  }
-  return out;
+void StoreRound::unfinished(OnUnfinished on_read) {
+  requests().read(
+      done_keys(),
+      [on_read](const std::optional<RoundRequests::Values>& done) {
+        std::vector<int> out;
+        for (size_t k = 0; done && k < done->size(); ++k)
+          if (!(*done)[k]) out.push_back(static_cast<int>(k));
+        on_read(std::move(out));
+      },
+      [on_read](const std::string& why) {
+        spdlog::debug("could not read which nodes finished: {}", why);
+        on_read({});
+      });
 }
 
 void StoreRound::start_next_round(bool failure, const std::set<std::string>& alive) {

@@ -58,7 +58,7 @@ class StoreRound : public RoundCoordinator {
   void stop_watching_members() override;
   RoundEnd end(const RoundEnd& mine) override;
   void finish_node(OnAllDone on_all_done, OnLost on_lost) override;
-  std::vector<int> unfinished() override;
+  void unfinished(OnUnfinished on_read) override;
   void start_next_round(bool failure, const std::set<std::string>& alive) override;
   std::optional<std::vector<std::string>> spares() override;
   void note_failure(const std::string& reason) override;

@@ -127,7 +127,7 @@ class FakeRound : public rendezvous::RoundCoordinator {
     if (j_->on_node_finished) j_->deliver(j_->on_node_finished);
     if (j_->info.group_world_size == 1 || j_->others_done) j_->all_done();
   }
-  std::vector<int> unfinished() override { return j_->unfinished; }
+  void unfinished(OnUnfinished on_read) override { on_read(j_->unfinished); }
   void start_next_round(bool failure, const std::set<std::string>& alive) override {
     if (!j_->next_rounds.empty()) return;  // once, whoever comes first
     j_->next_rounds.emplace_back(failure, alive);
