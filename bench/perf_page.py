@@ -85,7 +85,11 @@ BENCHES = {
         "measured is the server. Last, a PyTorch-style job start: N workers connect, "
         "set a key, ADD a counter (the last sets the barrier key) and WAIT for the "
         "barrier, from the first connection to the last worker through it; a fresh "
-        "server each, all from one loopback address (so about 28,000 at most)."),
+        "server each (a process of its own), the workers' connections spread over 16 "
+        "loopback addresses (from one, the kernel's search for a free port grows with "
+        "the ports in use). The largest size is what the machine's descriptor limit "
+        "allows the benchmark (one descriptor per worker, 20,000 here without the right "
+        "to raise it)."),
     "tracking": (
         "The shared run",
         [PY, "bench/tracking_bench.py", "--ddprun", PORTABLE],

@@ -4,15 +4,20 @@
 // client drivers on core 1, so what is measured is the server.
 //
 //   ddprun_store_bench [--seconds S] [--python /usr/bin/python3] [--no-torch]
-//                      [--connections N] [--barrier 1024,4096,16384]
+//                      [--connections N] [--barrier 1024,4096,16384,65536,100000]
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sched.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -242,6 +247,41 @@ std::pair<double, bool> connections(int port, int n) {
   return {n / elapsed, correct};
 }
 
+// Workers' connections come from this many loopback addresses (127.0.0.1, .2, ...):
+// each has its own ephemeral ports (about 28,000 here), and with one address the
+// kernel's search for a free port grows with the ports in use (and in TIME_WAIT from
+// the sizes before), which the server would be blamed for.
+constexpr int kSourceAddresses = 16;
+// torch 1.13's server took 15 s for a job start of 16,384 workers: larger ones are ddprun's alone.
+constexpr int kLargestTorchStart = 16384;
+
+// Worker `i`'s connection to the store at 127.0.0.1:`port`, from the loopback
+// address 127.0.0.<1 + i % kSourceAddresses>, the port picked by the kernel at connect.
+std::unique_ptr<store::TcpStoreClient> worker_client(int port, int i) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
+  auto sock = ddprun::net::Socket::adopt(fd, "127.0.0.1:" + std::to_string(port));
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof(one));
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  sockaddr_in from{};
+  from.sin_family = AF_INET;
+  from.sin_addr.s_addr = htonl(INADDR_LOOPBACK + static_cast<uint32_t>(i % kSourceAddresses));
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(static_cast<uint16_t>(port));
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof(from)) != 0 ||
+      ::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof(to)) != 0) {
+    throw std::runtime_error(std::string("connect: ") + std::strerror(errno));
+  }
+  auto client = std::make_unique<store::TcpStoreClient>("127.0.0.1", port, client_options(),
+                                                        std::move(sock));
+  while (client->handshake_step() >= 0) {
+  }
+  return client;
+}
+
 // A PyTorch-style job start against the server at `port`: `n` workers connect, each
 // sets its key and ADDs the barrier's counter; the one that brings it to `n` sets the
 // barrier's key, for which every worker WAITs. Returns the seconds from the first
@@ -257,7 +297,7 @@ double barrier_start(int port, int n) {
     threads.emplace_back([&, t] {
       for (int i = t; i < n && !failed; i += 8) {
         try {
-          auto w = std::make_unique<store::TcpStoreClient>("127.0.0.1", port, client_options());
+          auto w = worker_client(port, i);
           w->set(run + "/rank/" + std::to_string(i), "ready");
           if (w->add(run + "/count", 1) == n) w->set(run + "/done", "1");
           w->start_wait({run + "/done"});
@@ -287,7 +327,8 @@ int main(int argc, char** argv) {
   std::string python = "/usr/bin/python3";
   bool with_torch = true;
   int held = 10000;
-  std::vector<int> barrier_sizes = {1024, 4096, 16384};
+  // Sizes past what the descriptor limit allows are left out, said on stderr.
+  std::vector<int> barrier_sizes = {1024, 4096, 16384, 65536, 100000};
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--seconds" && i + 1 < argc)
@@ -304,14 +345,34 @@ int main(int argc, char** argv) {
       for (std::string n; std::getline(list, n, ',');) barrier_sizes.push_back(std::stoi(n));
     }
   }
-  // Clients and our server share this process: 10,000 held connections need 20,000+
-  // descriptors. Root may raise the hard limit; otherwise use what there is.
+  // The held connections' clients share this process with our server: two descriptors
+  // each (10,000 held: 20,000+); a job start's workers one each (100,000: 101,000+).
+  // Root may raise the hard limit; otherwise use what there is.
+  int most = 2 * held;
+  for (int n : barrier_sizes) most = std::max(most, n);
   rlimit lim{};
   ::getrlimit(RLIMIT_NOFILE, &lim);
-  rlimit wanted{65536, std::max<rlim_t>(lim.rlim_max, 65536)};
+  rlim_t need = std::max<rlim_t>(65536, static_cast<rlim_t>(most) + 1024);
+  rlimit wanted{need, std::max<rlim_t>(lim.rlim_max, need)};
   if (::setrlimit(RLIMIT_NOFILE, &wanted) != 0) {
     lim.rlim_cur = lim.rlim_max;
     ::setrlimit(RLIMIT_NOFILE, &lim);
+  }
+  ::getrlimit(RLIMIT_NOFILE, &lim);
+  // A job start's server is a process of its own (with this limit too); each worker
+  // holds one descriptor here.
+  size_t fits = lim.rlim_cur > 1024 ? lim.rlim_cur - 1024 : 0;
+  std::vector<int> too_large;
+  std::erase_if(barrier_sizes, [&](int n) {
+    if (static_cast<size_t>(n) <= fits) return false;
+    too_large.push_back(n);
+    return true;
+  });
+  for (int n : too_large) {
+    std::fprintf(stderr,
+                 "ddprun_store_bench: a job start of %d workers is left out: this process may "
+                 "hold %llu descriptors, it would need %d (raise the hard limit as root)\n",
+                 n, static_cast<unsigned long long>(lim.rlim_cur), n + 1024);
   }
 
   // The server's thread inherits this affinity; then the rest moves to core 1.
@@ -355,22 +416,33 @@ int main(int argc, char** argv) {
     auto [trate, tok] = connections(torch->port(), held);
     std::printf("| %d held | torch 1.13 | %.0f | %s |\n", held, trate, tok ? "yes" : "NO");
   }
-  // A fresh server each: the held connections above are gone with theirs.
-  std::printf("\n| workers through a barrier (connect, set, add, wait) | ddprun | torch 1.13 | "
-              "torch / ddprun |\n|---|---|---|---|\n");
+  // A fresh server each: the held connections above are gone with theirs. The growth
+  // exponent k of time ~ N^k from the size before (1 is linear).
+  std::printf("\n| workers through a barrier (connect, set, add, wait) | ddprun | growth from the "
+              "size before | torch 1.13 | torch / ddprun |\n|---|---|---|---|---|\n");
+  double before = 0;
+  int before_n = 0;
   for (int n : barrier_sizes) {
     ServerProcess fresh({DDPRUN_STORE_SERVER});
     double a = barrier_start(fresh.port(), n);
     double b = 0;
-    if (with_torch) {
+    if (with_torch && n <= kLargestTorchStart) {
       ServerProcess torch_fresh({python, std::string(DDPRUN_BENCH_DIR) + "/torch_store_server.py"});
       b = barrier_start(torch_fresh.port(), n);
     }
     ok = ok && a > 0;
+    std::string growth = "-";
+    if (before > 0 && a > 0 && n != before_n) {
+      growth = std::to_string(std::log(a / before) / std::log(static_cast<double>(n) / before_n));
+      growth.resize(std::min<size_t>(growth.size(), 4));
+    }
+    before = a;
+    before_n = n;
     if (b > 0) {
-      std::printf("| %d | %.0f ms | %.0f ms | x%.1f |\n", n, a * 1e3, b * 1e3, b / a);
+      std::printf("| %d | %.0f ms | %s | %.0f ms | x%.1f |\n", n, a * 1e3, growth.c_str(), b * 1e3,
+                  b / a);
     } else {
-      std::printf("| %d | %.0f ms | - | - |\n", n, a * 1e3);
+      std::printf("| %d | %.0f ms | %s | - | - |\n", n, a * 1e3, growth.c_str());
     }
     std::fflush(stdout);
   }
