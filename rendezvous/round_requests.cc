@@ -11,6 +11,32 @@
 
 namespace ddprun::rendezvous {
 
+namespace {
+
+// A request refused because too many wait: the store is slow, and the request in
+// progress will say whether it is gone.
+class Refused : public Error {
+ public:
+  Refused() : Error("too many requests wait for the store") {}
+};
+
+// What a request's failure means to its asker: nothing (a stop signal waits for the
+// loop; or, where `refused_is_nothing`, it was refused), or the store's error.
+std::optional<std::string> failure(const std::exception_ptr& error, bool refused_is_nothing) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const net::Interrupted&) {
+    return std::nullopt;
+  } catch (const Refused& e) {
+    if (refused_is_nothing) return std::nullopt;
+    return e.what();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
+}  // namespace
+
 struct RoundRequests::Queue {
   explicit Queue(std::unique_ptr<store::LoopStore> store) : store(std::move(store)) {}
 
@@ -33,9 +59,7 @@ RoundRequests::~RoundRequests() {
 void RoundRequests::ask(Request request, Answered answered) {
   if (queue_->waiting.size() >= kMostWaiting) {
     boost::asio::post(io_, [q = queue_, answered = std::move(answered)] {
-      if (!q->stopped) {
-        answered(std::make_exception_ptr(Error("too many requests wait for the store")));
-      }
+      if (!q->stopped) answered(std::make_exception_ptr(Refused()));
     });
     return;
   }
@@ -53,24 +77,21 @@ void RoundRequests::next(boost::asio::io_context& io, const std::shared_ptr<Queu
   auto run = [](std::shared_ptr<Queue> q, Request request) -> Task<void> {
     co_await request(*q->store, q->cancel);
   };
-  boost::asio::co_spawn(io, run(q, std::move(request)),
-                        [&io, q, answered = std::move(answered)](const std::exception_ptr& error) {
-                          if (q->stopped) return;
-                          answered(error);  // may destroy the owner: q is kept here
-                          next(io, q);
-                        });
-}
-
-// What a request's failure means to its asker: a stop signal waiting for the loop
-// (nullopt), or the store's error.
-static std::optional<std::string> failure(const std::exception_ptr& error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const net::Interrupted&) {
-    return std::nullopt;
-  } catch (const std::exception& e) {
-    return e.what();
-  }
+  boost::asio::co_spawn(
+      io, run(q, std::move(request)),
+      [&io, q, answered = std::move(answered)](const std::exception_ptr& error) {
+        if (q->stopped) return;
+        bool lost = error && failure(error, false).has_value();
+        answered(error);  // may destroy the owner: q is kept here
+        // The connection failed: the requests waiting for it fail the same way now,
+        // rather than one call timeout each.
+        while (lost && !q->stopped && !q->waiting.empty()) {
+          Answered waiting = std::move(q->waiting.front().second);
+          q->waiting.pop_front();
+          waiting(error);
+        }
+        next(io, q);
+      });
 }
 
 void RoundRequests::read(std::vector<std::string> keys, OnRead on_read, OnError on_error) {
@@ -82,7 +103,7 @@ void RoundRequests::read(std::vector<std::string> keys, OnRead on_read, OnError 
       [values, on_read = std::move(on_read), on_error = std::move(on_error)](
           const std::exception_ptr& error) {
         if (!error) return on_read(std::move(*values));
-        if (auto why = failure(error)) return on_error(*why);
+        if (auto why = failure(error, true)) return on_error(*why);
         on_read(std::nullopt);
       });
 }
@@ -96,7 +117,7 @@ void RoundRequests::write(std::string key, std::string value, OnDone on_done, On
       [on_done = std::move(on_done), on_error = std::move(on_error)](
           const std::exception_ptr& error) {
         if (!error) return on_done();
-        if (auto why = failure(error)) on_error(*why);
+        if (auto why = failure(error, false)) on_error(*why);
       });
 }
 
@@ -107,7 +128,7 @@ void RoundRequests::raise(std::string key, int64_t mine, OnError on_error) {
       },
       [on_error = std::move(on_error)](const std::exception_ptr& error) {
         if (!error) return;
-        if (auto why = failure(error)) on_error(*why);
+        if (auto why = failure(error, false)) on_error(*why);
       });
 }
 

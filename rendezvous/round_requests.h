@@ -17,8 +17,10 @@ namespace ddprun::rendezvous {
 /// interval, what nodes publish and share, this node's end), on one connection of
 /// the round's own that it keeps from one request to the next. No thread: each
 /// request is a coroutine on the loop (LoopStore), taken in the order asked, one at a
-/// time; its callback comes on the loop once it is answered. Requests that pile up
-/// behind a store that does not answer are refused past a bound (kMostWaiting).
+/// time; its callback comes on the loop once it is answered. Where the connection
+/// fails, every request waiting fails with it at once. Requests that pile up behind a
+/// store slow to answer are refused past a bound (kMostWaiting): a read then reads
+/// nothing (to be read again later), a write fails.
 ///
 /// Destroying it cancels the request in progress and drops those waiting; no callback
 /// comes after. Single-threaded: the loop's thread only.
@@ -26,7 +28,8 @@ class RoundRequests {
  public:
   using Values = std::vector<std::optional<std::string>>;
   /// The values (nullopt: not there), or nullopt where the read gave way to a stop
-  /// signal (net::Interrupted): no fault of the store, to be read again later.
+  /// signal (net::Interrupted) or was refused: no fault of the store, to be read again
+  /// later.
   using OnRead = std::function<void(std::optional<Values>)>;
   /// The store's error (a lost store, a call timeout), or why the request was refused.
   using OnError = std::function<void(std::string)>;

@@ -38,32 +38,47 @@ TEST_F(RoundRequestsTest, RequestsAreAnsweredInTheOrderAsked) {
   EXPECT_EQ(said, (std::vector<std::string>{"written", "1 7 -"}));
 }
 
+// Past the bound, a write fails and a read reads nothing (the store is slow; the
+// request in progress says whether it is gone).
 TEST_F(RoundRequestsTest, RequestsPastTheBoundAreRefused) {
   RoundRequests requests(io_, store::on_loop(store_));
   int answered = 0;
   std::vector<std::string> refused;
-  for (size_t i = 0; i < RoundRequests::kMostWaiting + 2; ++i) {
+  for (size_t i = 0; i < RoundRequests::kMostWaiting + 1; ++i) {
     requests.write("k", std::to_string(i), [&] { ++answered; },
                    [&](const std::string& why) { refused.push_back(why); });
   }
+  requests.write("k", "late", [&] { ++answered; },
+                 [&](const std::string& why) { refused.push_back(why); });
+  bool read_nothing = false;
+  requests.read({"k"}, [&](std::optional<RoundRequests::Values> v) { read_nothing = !v; },
+                [&](const std::string& why) { refused.push_back("read: " + why); });
   run();
   EXPECT_EQ(answered, static_cast<int>(RoundRequests::kMostWaiting) + 1)
       << "one in progress and the bound waiting";
   EXPECT_EQ(refused, std::vector<std::string>{"too many requests wait for the store"});
+  EXPECT_TRUE(read_nothing);
 }
 
-TEST_F(RoundRequestsTest, AStoreErrorReachesTheAsker) {
+// A failed connection fails every request waiting for it at once, the same way.
+TEST_F(RoundRequestsTest, AStoreErrorReachesTheAskerAndEveryRequestWaiting) {
   class Lost : public MemoryStore {
    public:
     void set(const std::string&, const std::string&) override {
+      ++sets;
       throw StoreError("connection reset");
     }
+    int sets = 0;
   } lost;
   RoundRequests requests(io_, store::on_loop(lost));
-  std::string why;
-  requests.write("k", "v", [] {}, [&](const std::string& w) { why = w; });
+  std::vector<std::string> why;
+  requests.write("k", "v", [] {}, [&](const std::string& w) { why.push_back(w); });
+  requests.write("k", "w", [] {}, [&](const std::string& w) { why.push_back(w); });
+  requests.read({"k"}, [](auto) {}, [&](const std::string& w) { why.push_back("read: " + w); });
   run();
-  EXPECT_EQ(why, "connection reset");
+  EXPECT_EQ(why, (std::vector<std::string>{"connection reset", "connection reset",
+                                           "read: connection reset"}));
+  EXPECT_EQ(lost.sets, 1) << "the waiting ones were not sent";
 }
 
 TEST_F(RoundRequestsTest, NoCallbackComesOnceItIsGone) {
