@@ -105,7 +105,7 @@ class RoundCoordinator {
   virtual void read_published(const std::string& name, std::vector<int> group_ranks,
                               OnPublished on_read) = 0;
 
-  /// Ends every watch: no callback comes after.
+  /// Ends every watch: no callback comes after, and nothing asked after is sent.
   virtual void stop() = 0;
 };
 

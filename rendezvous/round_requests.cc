@@ -38,25 +38,36 @@ std::optional<std::string> failure(const std::exception_ptr& error, bool refused
 }  // namespace
 
 struct RoundRequests::Queue {
-  explicit Queue(std::unique_ptr<store::LoopStore> store) : store(std::move(store)) {}
+  explicit Queue(Connect connect) : connect(std::move(connect)) {}
 
-  std::unique_ptr<store::LoopStore> store;
+  Connect connect;
+  std::unique_ptr<store::LoopStore> store;  // made by the first request
+  std::exception_ptr failed;  // the store's error that failed the connection, for good
   CancelSignal cancel{"the request was cancelled"};
   std::deque<std::pair<Request, Answered>> waiting;
   bool stopped = false;      // the owner is gone: no callback
   bool in_progress = false;  // a request is on the connection
 };
 
-RoundRequests::RoundRequests(boost::asio::io_context& io, std::unique_ptr<store::LoopStore> store)
-    : io_(io), queue_(std::make_shared<Queue>(std::move(store))) {}
+RoundRequests::RoundRequests(boost::asio::io_context& io, Connect connect)
+    : io_(io), queue_(std::make_shared<Queue>(std::move(connect))) {}
 
-RoundRequests::~RoundRequests() {
+RoundRequests::~RoundRequests() { stop(); }
+
+void RoundRequests::stop() {
   queue_->stopped = true;
   queue_->waiting.clear();
   queue_->cancel.cancel();
 }
 
 void RoundRequests::ask(Request request, Answered answered) {
+  if (queue_->stopped) return;
+  if (queue_->failed) {
+    boost::asio::post(io_, [q = queue_, answered = std::move(answered)] {
+      if (!q->stopped) answered(q->failed);
+    });
+    return;
+  }
   if (queue_->waiting.size() >= kMostWaiting) {
     boost::asio::post(io_, [q = queue_, answered = std::move(answered)] {
       if (!q->stopped) answered(std::make_exception_ptr(Refused()));
@@ -75,6 +86,7 @@ void RoundRequests::next(boost::asio::io_context& io, const std::shared_ptr<Queu
   q->waiting.pop_front();
   // The coroutine keeps the queue (and its store) and the request until it has ended.
   auto run = [](std::shared_ptr<Queue> q, Request request) -> Task<void> {
+    if (!q->store) q->store = q->connect();
     co_await request(*q->store, q->cancel);
   };
   boost::asio::co_spawn(
@@ -82,6 +94,7 @@ void RoundRequests::next(boost::asio::io_context& io, const std::shared_ptr<Queu
       [&io, q, answered = std::move(answered)](const std::exception_ptr& error) {
         if (q->stopped) return;
         bool lost = error && failure(error, false).has_value();
+        if (lost) q->failed = error;
         answered(error);  // may destroy the owner: q is kept here
         // The connection failed: the requests waiting for it fail the same way now,
         // rather than one call timeout each.
@@ -92,6 +105,11 @@ void RoundRequests::next(boost::asio::io_context& io, const std::shared_ptr<Queu
         }
         next(io, q);
       });
+}
+
+void RoundRequests::connect() {
+  ask([](store::LoopStore&, CancelSignal&) -> Task<void> { co_return; },
+      [](const std::exception_ptr&) {});
 }
 
 void RoundRequests::read(std::vector<std::string> keys, OnRead on_read, OnError on_error) {

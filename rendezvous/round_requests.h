@@ -15,15 +15,20 @@ namespace ddprun::rendezvous {
 
 /// The quick requests a running round makes (the members' liveness every heartbeat
 /// interval, what nodes publish and share, this node's end), on one connection of
-/// the round's own that it keeps from one request to the next. No thread: each
+/// the round's own, made with the first request (a store that cannot be reached fails
+/// that request, like any other error) and kept from one request to the next. No
+/// thread: each
 /// request is a coroutine on the loop (LoopStore), taken in the order asked, one at a
 /// time; its callback comes on the loop once it is answered. Where the connection
-/// fails, every request waiting fails with it at once. Requests that pile up behind a
+/// fails, every request waiting fails with it at once, and every later one: the round
+/// has lost its store (nothing reconnects to a store that is gone, holding up the loop). Requests that pile up behind a
 /// store slow to answer are refused past a bound (kMostWaiting): a read then reads
 /// nothing (to be read again later), a write fails.
 ///
-/// Destroying it cancels the request in progress and drops those waiting; no callback
-/// comes after. Single-threaded: the loop's thread only.
+/// stop(), or destroying it, cancels the request in progress and drops those waiting;
+/// no callback comes after, and a request asked after is dropped unsent (nothing
+/// connects to a store the round is done with). Single-threaded: the loop's thread
+/// only.
 class RoundRequests {
  public:
   using Values = std::vector<std::optional<std::string>>;
@@ -38,10 +43,17 @@ class RoundRequests {
   /// At most this many requests wait behind the one in progress.
   static constexpr size_t kMostWaiting = 16;
 
-  RoundRequests(boost::asio::io_context& io, std::unique_ptr<store::LoopStore> store);
+  using Connect = std::function<std::unique_ptr<store::LoopStore>()>;
+  RoundRequests(boost::asio::io_context& io, Connect connect);
   ~RoundRequests();
   RoundRequests(const RoundRequests&) = delete;
   RoundRequests& operator=(const RoundRequests&) = delete;
+
+  /// Makes the connection now (as the first request, in turn) rather than with the
+  /// first request: while the store is known to be up. A failure fails the requests
+  /// after it.
+  void connect();
+  void stop();
 
   /// Reads `keys` as they are now.
   void read(std::vector<std::string> keys, OnRead on_read, OnError on_error);

@@ -20,7 +20,11 @@ std::string StoreRound::lost(const std::string& why) const {
   return "lost the rendezvous store at " + options_.store_where + " (" + why + ")";
 }
 
+// The round begins: its quick requests' connection is made now, while the store is
+// surely up (made later, after the store's host died, it would retry the call timeout
+// long on the loop).
 void StoreRound::watch_end(OnEnd on_end, OnLost on_lost) {
+  requests().connect();
   end_wait_ = std::make_unique<KeyWaiter>(
       io_, options_.connect(), std::vector<std::string>{options_.prefix + "over"},
       [on_end](std::vector<std::string> v) { on_end(RoundEnd::parse(v.at(0))); },
@@ -28,7 +32,7 @@ void StoreRound::watch_end(OnEnd on_end, OnLost on_lost) {
 }
 
 RoundRequests& StoreRound::requests() {
-  if (!requests_) requests_ = std::make_unique<RoundRequests>(io_, options_.connect());
+  if (!requests_) requests_ = std::make_unique<RoundRequests>(io_, options_.connect);
   return *requests_;
 }
 
@@ -76,9 +80,13 @@ void StoreRound::finish_node(OnAllDone on_all_done, OnLost on_lost) {
   requests().write(
       options_.prefix + "done/" + std::to_string(options_.info.group_rank), "1",
       [this, on_all_done, on_lost] {
-        done_wait_ = std::make_unique<KeyWaiter>(
-            io_, options_.connect(), done_keys(), [on_all_done](auto) { on_all_done(); },
-            [this, on_lost](const std::string& why) { on_lost(lost(why)); });
+        try {  // a connection of its own, made now
+          done_wait_ = std::make_unique<KeyWaiter>(
+              io_, options_.connect(), done_keys(), [on_all_done](auto) { on_all_done(); },
+              [this, on_lost](const std::string& why) { on_lost(lost(why)); });
+        } catch (const std::exception& e) {
+          on_lost(lost(e.what()));
+        }
       },
       [this, on_lost](const std::string& why) { on_lost(lost(why)); });
 }
@@ -241,7 +249,7 @@ void StoreRound::read_published(const std::string& name, std::vector<int> group_
 
 void StoreRound::stop() {
   heartbeat_->cancel();
-  requests_.reset();  // the request in progress ends with no callback
+  requests().stop();  // the request in progress ends with no callback; none is made after
   gatherings_.clear();
   end_wait_.reset();
   done_wait_.reset();

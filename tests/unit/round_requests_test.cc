@@ -20,7 +20,7 @@ class RoundRequestsTest : public ::testing::Test {
 };
 
 TEST_F(RoundRequestsTest, RequestsAreAnsweredInTheOrderAsked) {
-  RoundRequests requests(io_, store::on_loop(store_));
+  RoundRequests requests(io_, [this] { return store::on_loop(store_); });
   std::vector<std::string> said;
   requests.write("k", "1", [&] { said.push_back("written"); }, [](const std::string&) {});
   requests.raise("max", 7, [](const std::string&) {});
@@ -41,7 +41,7 @@ TEST_F(RoundRequestsTest, RequestsAreAnsweredInTheOrderAsked) {
 // Past the bound, a write fails and a read reads nothing (the store is slow; the
 // request in progress says whether it is gone).
 TEST_F(RoundRequestsTest, RequestsPastTheBoundAreRefused) {
-  RoundRequests requests(io_, store::on_loop(store_));
+  RoundRequests requests(io_, [this] { return store::on_loop(store_); });
   int answered = 0;
   std::vector<std::string> refused;
   for (size_t i = 0; i < RoundRequests::kMostWaiting + 1; ++i) {
@@ -70,7 +70,7 @@ TEST_F(RoundRequestsTest, AStoreErrorReachesTheAskerAndEveryRequestWaiting) {
     }
     int sets = 0;
   } lost;
-  RoundRequests requests(io_, store::on_loop(lost));
+  RoundRequests requests(io_, [&lost] { return store::on_loop(lost); });
   std::vector<std::string> why;
   requests.write("k", "v", [] {}, [&](const std::string& w) { why.push_back(w); });
   requests.write("k", "w", [] {}, [&](const std::string& w) { why.push_back(w); });
@@ -79,12 +79,68 @@ TEST_F(RoundRequestsTest, AStoreErrorReachesTheAskerAndEveryRequestWaiting) {
   EXPECT_EQ(why, (std::vector<std::string>{"connection reset", "connection reset",
                                            "read: connection reset"}));
   EXPECT_EQ(lost.sets, 1) << "the waiting ones were not sent";
+  requests.write("k", "later", [] {}, [&](const std::string& w) { why.push_back("later: " + w); });
+  run();
+  EXPECT_EQ(why.back(), "later: connection reset") << "the round's store is lost for good";
+  EXPECT_EQ(lost.sets, 1);
+}
+
+// The connection is made by the first request: a store that cannot be reached fails
+// the requests, and nothing throws at the asker.
+TEST_F(RoundRequestsTest, AStoreThatCannotBeReachedFailsTheRequests) {
+  int connects = 0;
+  RoundRequests requests(io_, [&connects]() -> std::unique_ptr<store::LoopStore> {
+    ++connects;
+    throw StoreError("cannot connect to the store at 127.0.0.1:1: Connection refused");
+  });
+  EXPECT_EQ(connects, 0);
+  std::vector<std::string> why;
+  requests.write("k", "v", [] {}, [&](const std::string& w) { why.push_back(w); });
+  requests.read({"k"}, [](auto) {}, [&](const std::string& w) { why.push_back(w); });
+  run();
+  EXPECT_EQ(why, (std::vector<std::string>(
+                     2, "cannot connect to the store at 127.0.0.1:1: Connection refused")));
+  EXPECT_EQ(connects, 1);
+}
+
+// connect() makes the connection before any request (while the store is up).
+TEST_F(RoundRequestsTest, ConnectMakesTheConnectionBeforeAnyRequest) {
+  int connects = 0;
+  RoundRequests requests(io_, [&] {
+    ++connects;
+    return store::on_loop(store_);
+  });
+  requests.connect();
+  run();
+  EXPECT_EQ(connects, 1);
+  bool written = false;
+  requests.write("k", "v", [&] { written = true; }, [](const std::string&) {});
+  run();
+  EXPECT_TRUE(written);
+  EXPECT_EQ(connects, 1) << "kept for the requests after";
+}
+
+// Once stopped, nothing asked is sent (no connection made) and nothing answers.
+TEST_F(RoundRequestsTest, NothingIsSentOnceStopped) {
+  int connects = 0;
+  int callbacks = 0;
+  RoundRequests requests(io_, [&] {
+    ++connects;
+    return store::on_loop(store_);
+  });
+  requests.stop();
+  requests.write("k", "v", [&] { ++callbacks; }, [&](const std::string&) { ++callbacks; });
+  requests.read({"k"}, [&](auto) { ++callbacks; }, [&](const std::string&) { ++callbacks; });
+  run();
+  EXPECT_EQ(connects, 0);
+  EXPECT_EQ(callbacks, 0);
+  EXPECT_FALSE(store_.check({"k"}));
 }
 
 TEST_F(RoundRequestsTest, NoCallbackComesOnceItIsGone) {
   int callbacks = 0;
   {
-    RoundRequests requests(io_, store::on_loop(store_));
+    RoundRequests requests(io_, [this] { return store::on_loop(store_); });
     requests.write("k", "v", [&] { ++callbacks; }, [&](const std::string&) { ++callbacks; });
     requests.read({"k"}, [&](auto) { ++callbacks; }, [&](const std::string&) { ++callbacks; });
   }

@@ -247,10 +247,10 @@ TEST_F(StoreRoundTest, MarkingDoneThatGaveWayIsNotALostStore) {
 
 TEST_F(StoreRoundTest, AWatchThatGaveWayEndsWithoutACallback) {
   StoreRound::Options o = options(0, store_);
-  InterruptedStore* watched = nullptr;
+  InterruptedStore* watched = nullptr;  // the first connection: the end watch's
   o.connect = [&watched] {
     auto s = std::make_unique<InterruptedStore>();
-    watched = s.get();
+    if (!watched) watched = s.get();
     return on_loop(std::unique_ptr<MemoryStore>(std::move(s)));
   };
   StoreRound round(io_, clock_, std::move(o));
