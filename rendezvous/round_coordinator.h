@@ -105,7 +105,8 @@ class RoundCoordinator {
   virtual void read_published(const std::string& name, std::vector<int> group_ranks,
                               OnPublished on_read) = 0;
 
-  /// Ends every watch: no callback comes after, and nothing asked after is sent.
+  /// Ends every watch and request in progress: no callback of theirs comes after.
+  /// What is asked after (the hang report's gather) is asked anew.
   virtual void stop() = 0;
 };
 

@@ -249,7 +249,9 @@ void StoreRound::read_published(const std::string& name, std::vector<int> group_
 
 void StoreRound::stop() {
   heartbeat_->cancel();
-  requests().stop();  // the request in progress ends with no callback; none is made after
+  // The request in progress ends with no callback. What is asked after (the hang
+  // report's gather, once the attempt is over) goes on a connection of its own.
+  requests_.reset();
   gatherings_.clear();
   end_wait_.reset();
   done_wait_.reset();
