@@ -14,21 +14,21 @@
 namespace ddprun::rendezvous {
 
 /// The quick requests a running round makes (the members' liveness every heartbeat
-/// interval, what nodes publish and share, this node's end), on one connection of
-/// the round's own, made with the first request (a store that cannot be reached fails
-/// that request, like any other error) and kept from one request to the next. No
-/// thread: each
-/// request is a coroutine on the loop (LoopStore), taken in the order asked, one at a
-/// time; its callback comes on the loop once it is answered. Where the connection
-/// fails, every request waiting fails with it at once, and every later one: the round
-/// has lost its store (nothing reconnects to a store that is gone, holding up the loop). Requests that pile up behind a
-/// store slow to answer are refused past a bound (kMostWaiting): a read then reads
-/// nothing (to be read again later), a write fails.
+/// interval, what nodes publish and share, this node's end), on one connection of the
+/// round's own, made by connect() or the first request (a store that cannot be reached
+/// fails that request, like any other error) and kept from one request to the next.
+/// No thread: each request is a coroutine on the loop (LoopStore), taken in the order
+/// asked, one at a time; its callback comes on the loop once it is answered.
+///
+/// Where the connection fails, every request waiting fails with it at once, and every
+/// later one: the round has lost its store (nothing reconnects to a store that is
+/// gone, holding up the loop). Requests that pile up behind a store slow to answer are
+/// refused past a bound (kMostWaiting): a read then reads nothing (to be read again
+/// later), a write fails.
 ///
 /// stop(), or destroying it, cancels the request in progress and drops those waiting;
-/// no callback comes after, and a request asked after is dropped unsent (nothing
-/// connects to a store the round is done with). Single-threaded: the loop's thread
-/// only.
+/// no callback comes after, and a request asked after is dropped unsent. Single-
+/// threaded: the loop's thread only.
 class RoundRequests {
  public:
   using Values = std::vector<std::optional<std::string>>;
