@@ -48,7 +48,13 @@ def same_culprit_on_both_nodes(test, cmd, tmp):
     whose line this returns."""
     nodes = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               env=environment(), cwd=tmp) for _ in range(2)]
-    outs = [n.communicate(timeout=TIMEOUT) for n in nodes]
+    try:
+        outs = [n.communicate(timeout=TIMEOUT) for n in nodes]
+    finally:  # a job that hangs past the timeout leaves no agent behind
+        for n in nodes:
+            if n.poll() is None:
+                n.kill()
+                n.wait()
     for n, (_, err) in zip(nodes, outs):
         test.assertEqual(n.returncode, 0, err)
     culprits = [culprit_lines(err) for _, err in outs]
