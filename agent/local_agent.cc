@@ -60,6 +60,7 @@ LocalAgent::Impl::Impl(AgentConfig config, AgentServices services)
                services.signals ? *services.signals : os::process_signals()),
       waits_(signals_.stop_pending_fd()),
       stop_grace_(clock_.make_timer()),
+      last_words_(clock_.make_timer()),
       spares_watch_(clock_.make_timer()),
       stragglers_watch_(clock_.make_timer()),
       straggler_judge_({config_.stragglers.threshold}),
@@ -132,6 +133,7 @@ Task<int> LocalAgent::Impl::run_rounds() {
     if (signalled_ != 0) {
       // The signal came as the round completed: start nothing, and tell the others.
       end_round(signalled_end());
+      co_await await_told();
       handler_->job_failed();
       co_return finish_signalled();
     }
@@ -153,8 +155,9 @@ Task<int> LocalAgent::Impl::run_rounds() {
                               attempt_->over->reason);
       }
     }
-    if (signalled_ != 0) {
+    if (signalled_ != 0 && !attempt_->failed_before_signal()) {
       end_round(signalled_end());
+      co_await await_told();
       handler_->job_failed();
       co_return finish_signalled();
     }
@@ -380,6 +383,7 @@ Task<void> LocalAgent::Impl::run_attempt() {
   co_await changed_.until([this] { return attempt_->workers_done && !hang_.capturing(); });
   co_await await_stop_signal_after_stopped_workers();
   tell_pending_failure();
+  co_await await_told();
   hang_.stop();
   spares_watch_->cancel();
   stragglers_watch_->cancel();
@@ -398,11 +402,12 @@ Task<void> LocalAgent::Impl::run_attempt() {
 void LocalAgent::Impl::watch_spares() {
   constexpr std::chrono::seconds kEvery{1};
   spares_watch_->start(kEvery, [this] {
-    auto now = round_->spares();
-    if (now && *now != attempt_->spares) {
-      attempt_->spares = *now;
-      observer_->spares_waiting(attempt_->info.restart_count, *now);
-    }
+    round_->spares([this](const std::optional<std::vector<std::string>>& now) {
+      if (now && *now != attempt_->spares) {
+        attempt_->spares = *now;
+        observer_->spares_waiting(attempt_->info.restart_count, *now);
+      }
+    });
     watch_spares();
   });
 }

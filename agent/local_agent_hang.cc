@@ -17,7 +17,7 @@ constexpr std::chrono::milliseconds kHangGatherTimeout{20'000};
 // every node first captures its workers' stacks (on_round_end).
 void LocalAgent::Impl::on_hang(const Stall& stall) {
   const rendezvous::RendezvousInfo& info = attempt_->info;
-  if (attempt_->over) return;  // the round is ending already
+  if (attempt_->ending()) return;  // the round is ending already
   std::string what = "hang: " + hang_.describe(stall) + ", node " +
                      std::to_string(info.group_rank) + " (" + host_ + ")";
   spdlog::warn("{}; capturing the workers' stacks", what);
@@ -25,7 +25,7 @@ void LocalAgent::Impl::on_hang(const Stall& stall) {
   RoundEnd mine{budget_left ? RoundEnd::Kind::kRestart : RoundEnd::Kind::kFinal, kHangExitCode,
                 what, true};
   end_round(mine);
-  stop_workers(*attempt_->over);
+  stop_workers(mine);
   if (budget_left) round_->start_next_round(true, members());
 }
 

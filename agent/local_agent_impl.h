@@ -47,6 +47,8 @@ struct Attempt {
   rendezvous::RendezvousInfo info;
   std::string self;                              // this node's id in the round
   std::optional<RoundEnd> over;                  // why the round ends, once known
+  std::optional<RoundEnd> told;  // this node's end, told the others: the winner not known yet
+  bool ending_when_signalled = false;  // the round was ending when a stop signal came
   bool dropped = false;                          // the others went on without this node
   bool store_lost = false;                       // the rendezvous store stopped answering
   bool workers_done = false;                     // every worker has exited
@@ -61,6 +63,14 @@ struct Attempt {
   bool exclusion_refused = false;  // a straggler's node could not be left out (said once)
   bool progress_judged = false;    // its failure was counted for crash loops
   std::optional<double> ended_wall;  // when this node learned the round ends (wall, s)
+
+  /// The round ends: why is known, or is being agreed (this node told its end).
+  bool ending() const { return over || told; }
+  /// The job failed before a stop signal came (which only hurried its end): the
+  /// failure is the job's outcome.
+  bool failed_before_signal() const {
+    return ending_when_signalled && over && over->kind == RoundEnd::Kind::kFinal && !over->signalled;
+  }
 };
 
 /// The agent of one node (see LocalAgent). Single-threaded: the loop's thread. Its
@@ -119,6 +129,8 @@ class LocalAgent::Impl {
   bool crash_loop();
   std::set<std::string> members() const;
   void end_round(const RoundEnd& mine);
+  void adopt_told(RoundEnd winner);
+  Task<void> await_told();
   RoundEnd unless_dropped(RoundEnd end);
   void on_round_end(RoundEnd end);
   void on_store_lost(const std::string& what);
@@ -127,8 +139,8 @@ class LocalAgent::Impl {
     std::set<std::string> alive;
     int spares = 0;
   };
-  Without without(const std::vector<std::string>& out);
-  void leave_out(const std::vector<std::string>& out, std::string lost);
+  void without(const std::vector<std::string>& out, const std::function<void(const Without&)>& then);
+  void leave_out(const std::vector<std::string>& out, std::string lost, const Without& w);
   void on_stop_signal(int sig);
   Task<std::optional<RoundEnd>> wait_for_all_done();
   void name_unfinished();
@@ -145,6 +157,7 @@ class LocalAgent::Impl {
   void judge_stragglers();
   void say_stragglers(const StragglerJudge::Verdict& v);
   void exclude_straggler(const StragglerJudge::Verdict& v);
+  void refuse_exclusion(int node, const std::string& host, const std::string& why);
 
   // Goodput accounting's step marks (local_agent_goodput.cc).
   void start_step_marks();
@@ -182,6 +195,8 @@ class LocalAgent::Impl {
   std::unique_ptr<rendezvous::RoundCoordinator> round_;  // of the attempt running
   std::unique_ptr<Attempt> attempt_;                     // the round's, from its start
   std::unique_ptr<Timer> stop_grace_;  // see on_worker_failure()
+  std::unique_ptr<Timer> last_words_;  // after a stop signal: how long the others are told
+  bool last_words_over_ = false;
   std::unique_ptr<Timer> spares_watch_;  // see watch_spares()
   std::vector<std::string> probed_;      // the members whose links were probed last
   // The metrics endpoint (with --metrics_port): what it serves is read on each scrape.

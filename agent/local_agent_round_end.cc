@@ -66,7 +66,7 @@ void LocalAgent::Impl::tell_pending_failure() {
   if (!attempt_->pending_failure) return;
   FailureRecord f = *attempt_->pending_failure;
   attempt_->pending_failure.reset();
-  if (signalled_ == 0 && !attempt_->over) tell_failure(f);
+  if (signalled_ == 0 && !attempt_->ending()) tell_failure(f);
 }
 
 void LocalAgent::Impl::tell_failure(const FailureRecord& f) {
@@ -111,10 +111,31 @@ std::set<std::string> LocalAgent::Impl::members() const {
   return {attempt_->info.members.begin(), attempt_->info.members.end()};
 }
 
-// Publishes why the round ends (the first writer wins) and adopts the winner.
+// Tells the others why the round ends: the first writer wins, and the winner, once
+// the store says which (or the end watch sees it first), is the attempt's end. The
+// caller stops the workers meanwhile, as its own end asks.
 void LocalAgent::Impl::end_round(const RoundEnd& mine) {
-  if (!attempt_->over) attempt_->over = unless_dropped(round_->end(mine));
+  if (attempt_->ending()) return;
+  attempt_->told = mine;
   note_ended();
+  round_->end(mine, changed_.notifying([this](RoundEnd winner) { adopt_told(std::move(winner)); }));
+}
+
+void LocalAgent::Impl::adopt_told(RoundEnd winner) {
+  if (!attempt_->told) return;  // adopted already
+  attempt_->told.reset();
+  attempt_->over = unless_dropped(std::move(winner));
+}
+
+// Before the attempt's end is acted on: the store's answer to this node's end. Once a
+// stop signal came, it is awaited kLastWordsWait at most (a frozen store does not hold
+// up a Ctrl-C); this node's own end stands then.
+Task<void> LocalAgent::Impl::await_told() {
+  co_await changed_.until([this] { return !attempt_->told || last_words_over_; });
+  if (attempt_->told) {
+    spdlog::warn("could not tell the other nodes: no answer while stopping");
+    adopt_told(*attempt_->told);
+  }
 }
 
 // The end as it applies to this node: when the others went on without it (it was
@@ -137,7 +158,10 @@ RoundEnd LocalAgent::Impl::unless_dropped(RoundEnd end) {
 }
 
 void LocalAgent::Impl::on_round_end(RoundEnd end) {
-  if (attempt_->over) return;  // our own announcement, already adopted
+  if (attempt_->over) return;  // adopted already
+  // The store's winner, seen before its answer to this node's end: the workers are
+  // being stopped already.
+  if (attempt_->told) return adopt_told(std::move(end));
   end = unless_dropped(std::move(end));
   if (!signalled_ && !runner_.idle()) spdlog::warn("stopping: {}", end.reason);
   attempt_->over = std::move(end);
@@ -146,7 +170,7 @@ void LocalAgent::Impl::on_round_end(RoundEnd end) {
 }
 
 void LocalAgent::Impl::on_store_lost(const std::string& what) {
-  if (runner_.idle() || attempt_->over) return;
+  if (runner_.idle() || attempt_->ending()) return;
   spdlog::error("{}; stopping the workers", what);
   attempt_->store_lost = true;
   attempt_->over = RoundEnd{RoundEnd::Kind::kFinal, 1, what};
@@ -158,28 +182,36 @@ void LocalAgent::Impl::on_store_lost(const std::string& what) {
 // on, with the spares waiting, if they are still at least MIN (torchrun leaves them
 // hanging).
 void LocalAgent::Impl::on_dead(const std::vector<std::string>& dead) {
-  if (attempt_->over) return;
+  if (attempt_->ending()) return;
   std::string names;
   for (const auto& d : dead) names += (names.empty() ? "" : ", ") + d;
-  leave_out(dead, "lost node(s) " + names);
+  without(dead, [this, dead, names](const Without& w) {
+    leave_out(dead, "lost node(s) " + names, w);
+  });
 }
 
-// How many nodes the job would have without `out`: the members left, and the spares
-// waiting where those are fewer than MIN (one quick read then).
-LocalAgent::Impl::Without LocalAgent::Impl::without(const std::vector<std::string>& out) {
+// Gives `then` how many nodes the job would have without `out`: the members left, and
+// the spares waiting where those are fewer than MIN (one quick read then, awaited on
+// the loop; `then` is not called where the round ended meanwhile).
+void LocalAgent::Impl::without(const std::vector<std::string>& out,
+                               const std::function<void(const Without&)>& then) {
   Without w{members(), 0};
   for (const auto& d : out) w.alive.erase(d);
-  if (static_cast<int>(w.alive.size()) < config_.min_nodes) {
-    if (auto waiting = round_->spares()) w.spares = static_cast<int>(waiting->size());
-  }
-  return w;
+  if (static_cast<int>(w.alive.size()) >= config_.min_nodes) return then(w);
+  round_->spares(changed_.notifying(
+      [this, w, then](const std::optional<std::vector<std::string>>& waiting) mutable {
+        if (attempt_->ending()) return;
+        if (waiting) w.spares = static_cast<int>(waiting->size());
+        then(w);
+      }));
 }
 
-// The round ends without the nodes `out` (`lost` says why): the others go on in a new
-// round if they are still at least MIN with the spares waiting; `out` learn that they
-// were dropped.
-void LocalAgent::Impl::leave_out(const std::vector<std::string>& out, std::string lost) {
-  auto [alive, spares] = without(out);
+// The round ends without the nodes `out` (`lost` says why), who would leave it as `w`:
+// the others go on in a new round if they are still at least MIN with the spares
+// waiting; `out` learn that they were dropped.
+void LocalAgent::Impl::leave_out(const std::vector<std::string>& out, std::string lost,
+                                 const Without& w) {
+  const auto& [alive, spares] = w;
   int left = static_cast<int>(alive.size());
   bool enough = left + spares >= config_.min_nodes;
   if (spares > 0) lost += "; " + std::to_string(spares) + " spare(s) waiting";
@@ -201,7 +233,9 @@ void LocalAgent::Impl::on_stop_signal(int sig) {
     return;
   }
   signalled_ = sig;
+  if (attempt_ && attempt_->ending()) attempt_->ending_when_signalled = true;
   waits_.limit_each(kLastWordsWait);
+  last_words_->start(kLastWordsWait, changed_.notifying([this] { last_words_over_ = true; }));
   // One line says what the signal ends: the workers, or the wait for the other nodes.
   int workers = runner_.running_workers();
   if (workers > 0 || !cancel_wait_) {

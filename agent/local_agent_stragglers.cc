@@ -138,7 +138,7 @@ namespace ddprun::agent {
 // or a slow node) leaves the job and the others go on in a new round, with a spare if
 // one waits, where they are still at least MIN; otherwise it stays, said once a round.
 void LocalAgent::Impl::exclude_straggler(const StragglerJudge::Verdict& v) {
-  if (!config_.stragglers.exclude || attempt_->over || attempt_->exclusion_refused) return;
+  if (!config_.stragglers.exclude || attempt_->ending() || attempt_->exclusion_refused) return;
   const StragglerJudge::Score* worst = nullptr;
   for (const auto* scores : {&v.ranks, &v.nodes}) {
     for (const auto& s : *scores) {
@@ -153,22 +153,34 @@ void LocalAgent::Impl::exclude_straggler(const StragglerJudge::Verdict& v) {
     why = "a job of one node cannot leave it out";
   } else {
     const std::string& id = info.members[at];
-    auto w = without({id});
-    int left = static_cast<int>(w.alive.size());
-    if (left + w.spares >= config_.min_nodes) {
-      spdlog::warn("straggler: node {} ({}) leaves the job (--straggler_action=exclude)",
-                   worst->node, worst->host);
-      leave_out({id}, "straggler node " + std::to_string(worst->node) + " (" + worst->host +
-                          ") left out: its ranks' own work per step was " +
-                          fixed(worst->score, 1) + "x the job's median");
-      return;
-    }
-    why = "without it the job would have " + std::to_string(left) + " node(s) and " +
-          std::to_string(w.spares) + " spare(s), and --nnodes asks for at least " +
-          std::to_string(config_.min_nodes);
+    without({id}, [this, id, node = worst->node, host = worst->host,
+                   score = worst->score](const Without& w) {
+      int left = static_cast<int>(w.alive.size());
+      if (left + w.spares >= config_.min_nodes) {
+        spdlog::warn("straggler: node {} ({}) leaves the job (--straggler_action=exclude)",
+                     node, host);
+        leave_out({id}, "straggler node " + std::to_string(node) + " (" + host +
+                            ") left out: its ranks' own work per step was " + fixed(score, 1) +
+                            "x the job's median",
+                  w);
+        return;
+      }
+      refuse_exclusion(node, host,
+                       "without it the job would have " + std::to_string(left) +
+                           " node(s) and " + std::to_string(w.spares) +
+                           " spare(s), and --nnodes asks for at least " +
+                           std::to_string(config_.min_nodes));
+    });
+    return;
   }
+  refuse_exclusion(worst->node, worst->host, why);
+}
+
+// The straggler's node stays (said once a round).
+void LocalAgent::Impl::refuse_exclusion(int node, const std::string& host, const std::string& why) {
+  if (attempt_->exclusion_refused) return;
   attempt_->exclusion_refused = true;
-  spdlog::warn("straggler: node {} ({}) stays in the job: {}", worst->node, worst->host, why);
+  spdlog::warn("straggler: node {} ({}) stays in the job: {}", node, host, why);
 }
 
 }  // namespace ddprun::agent

@@ -258,9 +258,9 @@ void DynamicJoiner::keep_out(const std::string& address, const std::string& reas
   }
 }
 
-std::vector<std::string> DynamicJoiner::spares() {
+std::vector<std::string> DynamicJoiner::spares_in(const std::string& value) const {
   std::vector<std::string> ids;
-  for (const auto& [id, workers] : state_->read().state.spares) ids.push_back(id);
+  for (const auto& [id, workers] : state_->state_in(value).spares) ids.push_back(id);
   return ids;
 }
 

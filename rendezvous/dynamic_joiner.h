@@ -53,8 +53,11 @@ class DynamicJoiner {
   /// Begins the round after `round` unless someone already did (see next_round()).
   void start_next_round(int round, bool failure, const std::set<std::string>& alive);
 
-  /// The nodes waiting as spares now (one read of the state).
-  std::vector<std::string> spares();
+  /// The key that holds the state, and the nodes waiting as spares in what it holds
+  /// (for a read among a running round's requests). Throws Error where it holds no
+  /// state.
+  std::string state_key() const { return state_->state_key(); }
+  std::vector<std::string> spares_in(const std::string& value) const;
 
   /// Counts a failure of the workers of the node at `address` (see note_failure() of
   /// dynamic_state.h): at the limit, it is quarantined. Returns the quarantine it is

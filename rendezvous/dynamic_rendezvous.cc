@@ -63,7 +63,6 @@ std::unique_ptr<RoundCoordinator> DynamicRendezvous::coordinate(const Rendezvous
   StoreRound::Options o;
   o.info = info;
   o.prefix = joiner_->round_prefix(info.round);
-  o.store = &client_->store();
   o.store_where = backend_->endpoint();
   // The round's keys are all newer than its completion: waits need not read first.
   o.connect = [this, newer_than = info.completed_at] {
@@ -78,7 +77,8 @@ std::unique_ptr<RoundCoordinator> DynamicRendezvous::coordinate(const Rendezvous
   o.start_next = [this, round = info.round](bool failure, const std::set<std::string>& alive) {
     joiner_->start_next_round(round, failure, alive);
   };
-  o.spares = [this] { return joiner_->spares(); };
+  o.state_key = joiner_->state_key();
+  o.spares_in = [this](const std::string& value) { return joiner_->spares_in(value); };
   o.note_failure = [this](const std::string& reason) {
     if (auto q = joiner_->note_failure(address_, reason)) {
       spdlog::error("this node is quarantined: {}; the job goes on without it for {} s",

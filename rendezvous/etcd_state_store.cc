@@ -45,6 +45,10 @@ StateSnapshot EtcdStateStore::snapshot(const store::EtcdKv& kv, const StateSnaps
   return s;
 }
 
+DynamicState EtcdStateStore::state_in(const std::string& value) const {
+  return snapshot(store::EtcdKv{prefix_ + "state", value, 0, 0}, {}).state;
+}
+
 StateSnapshot EtcdStateStore::parse(const store::EtcdClient::TxnResult& r, int round) {
   if (r.ranges.size() != 3) {
     throw StoreError("etcd at " + client_->endpoints_text() + ": short transaction reply");

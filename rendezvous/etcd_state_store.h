@@ -36,6 +36,8 @@ class EtcdStateStore : public StateStore {
                   CancelSignal& cancel) override;
   std::vector<std::pair<std::string, int>> announced(int round) override;
   void withdraw(int, const std::string&) override {}  // goes with the lease
+  std::string state_key() const override { return prefix_ + "state"; }
+  DynamicState state_in(const std::string& value) const override;
   /// Watches miss nothing (they resume after the last revision seen): re-reading every
   /// second would only load etcd with as many reads as there are waiting nodes.
   std::chrono::milliseconds longest_wait() const override { return std::chrono::seconds(10); }

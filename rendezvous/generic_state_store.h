@@ -31,6 +31,10 @@ class GenericStateStore : public StateStore {
                   CancelSignal& cancel) override;
   std::vector<std::pair<std::string, int>> announced(int round) override;
   void withdraw(int, const std::string&) override {}
+  std::string state_key() const override { return prefix_ + "state"; }
+  DynamicState state_in(const std::string& value) const override {
+    return DynamicState::decode(value);
+  }
 
  private:
   store::Store& store_;

@@ -13,7 +13,11 @@ class LocalRound : public RoundCoordinator {
   void watch_end(OnEnd, OnLost) override {}
   void watch_members(OnDead, OnLost) override {}
   void stop_watching_members() override {}
-  RoundEnd end(const RoundEnd& mine) override { return mine; }
+  void end(const RoundEnd& mine, OnEnd on_told) override {
+    boost::asio::post(io_, [alive = alive_, f = std::move(on_told), mine] {
+      if (*alive) f(mine);
+    });
+  }
   void finish_node(OnAllDone on_all_done, OnLost) override {
     boost::asio::post(io_, [alive = alive_, f = std::move(on_all_done)] {
       if (*alive) f();
@@ -25,6 +29,11 @@ class LocalRound : public RoundCoordinator {
     });
   }
   void start_next_round(bool, const std::set<std::string>&) override {}
+  void spares(OnSpares on_read) override {
+    boost::asio::post(io_, [alive = alive_, f = std::move(on_read)] {
+      if (*alive) f(std::vector<std::string>{});
+    });
+  }
   void gather(const std::string&, const std::string& mine, std::chrono::milliseconds,
               OnGathered on_gathered) override {
     boost::asio::post(io_, [alive = alive_, f = std::move(on_gathered), mine] {

@@ -48,9 +48,10 @@ class RoundCoordinator {
   virtual void stop_watching_members() = 0;
 
   /// Publishes why the round ends; the first writer wins and every node adopts what
-  /// it wrote. Returns the winner, or `mine` when the others cannot be told (said on
-  /// stderr).
-  virtual RoundEnd end(const RoundEnd& mine) = 0;
+  /// it wrote. Calls `on_told` once with the winner, or with `mine` when the others
+  /// cannot be told (said on stderr): one quick request, awaited on the loop (unless
+  /// stop() comes first).
+  virtual void end(const RoundEnd& mine, OnEnd on_told) = 0;
 
   /// This node's workers all succeeded: marks it done and calls `on_all_done` once
   /// every node of the round is (the end watch goes on meanwhile).
@@ -80,12 +81,12 @@ class RoundCoordinator {
   /// kept out (static rendezvous). Errors are logged.
   virtual void note_failure(const std::string& reason) { (void)reason; }
 
-  /// The nodes waiting as hot spares for the next round, by one quick read of the
-  /// shared store: they count towards MIN when members are lost. None where nodes
-  /// cannot wait as spares (static rendezvous); nullopt when the store cannot be read.
-  virtual std::optional<std::vector<std::string>> spares() {
-    return std::vector<std::string>{};
-  }
+  /// Calls `on_read` with the nodes waiting as hot spares for the next round, by one
+  /// quick read of the shared store, awaited on the loop: they count towards MIN when
+  /// members are lost. None where nodes cannot wait as spares (static rendezvous);
+  /// nullopt when the store cannot be read.
+  using OnSpares = std::function<void(std::optional<std::vector<std::string>>)>;
+  virtual void spares(OnSpares on_read) = 0;
 
   /// Shares a number this node only ever raises (hang detection's longest interval
   /// between progress, ...) under `name` and calls `on_max` with the largest any node

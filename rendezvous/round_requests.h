@@ -62,6 +62,12 @@ class RoundRequests {
   void write(std::string key, std::string value, OnDone on_done, OnError on_error);
   /// Raises the number at `key` to `mine` unless it is already as large (shared_max.h).
   void raise(std::string key, int64_t mine, OnError on_error);
+  /// Sets `key` to `desired` where it holds `expected` ("": not there) and gives what it
+  /// holds after. Its one answer always comes (unless stopped): `on_error` also where it
+  /// gave way to a stop signal, since its asker waits for the answer.
+  using OnValue = std::function<void(std::string)>;
+  void compare_set(std::string key, std::string expected, std::string desired,
+                   OnValue on_value, OnError on_error);
 
  private:
   struct Queue;

@@ -57,6 +57,10 @@ class StateStore {
   virtual std::vector<std::pair<std::string, int>> announced(int round) = 0;
   /// `node` is in the round now: its announcement may go.
   virtual void withdraw(int round, const std::string& node) = 0;
+  /// The key that holds the state, for a read among other requests (a running round's),
+  /// and the state in what it holds (throws Error where it holds none).
+  virtual std::string state_key() const = 0;
+  virtual DynamicState state_in(const std::string& value) const = 0;
   /// The longest wait before a node reads the state again anyway: a safety net
   /// where a wake-up could be missed (deadlines of the state wake nodes by themselves).
   virtual std::chrono::milliseconds longest_wait() const { return std::chrono::seconds(1); }

@@ -150,7 +150,6 @@ std::unique_ptr<RoundCoordinator> StaticRendezvous::coordinate(const RendezvousI
   StoreRound::Options o;
   o.info = info;
   o.prefix = static_round_prefix(info.round);
-  o.store = client_.get();
   o.store_where = params_.master_addr + ":" + std::to_string(port_);
   o.connect = [this] { return on_loop(new_client()); };
   return std::make_unique<StoreRound>(io, clock, std::move(o));

@@ -64,14 +64,14 @@ void StoreRound::check_members(const OnDead& on_dead, const OnLost& on_lost) {
       });
 }
 
-RoundEnd StoreRound::end(const RoundEnd& mine) {
-  try {
-    return RoundEnd::parse(
-        options_.store->compare_set(options_.prefix + "over", "", mine.encode()));
-  } catch (const std::exception& e) {
-    spdlog::warn("could not tell the other nodes: {}", e.what());
-    return mine;
-  }
+void StoreRound::end(const RoundEnd& mine, OnEnd on_told) {
+  requests().compare_set(
+      options_.prefix + "over", "", mine.encode(),
+      [on_told](const std::string& held) { on_told(RoundEnd::parse(held)); },
+      [mine, on_told](const std::string& why) {
+        spdlog::warn("could not tell the other nodes: {}", why);
+        on_told(mine);
+      });
 }
 
 // This node's mark, then a wait for every node's. Where the mark gave way to a stop
@@ -127,14 +127,24 @@ void StoreRound::note_failure(const std::string& reason) {
   }
 }
 
-std::optional<std::vector<std::string>> StoreRound::spares() {
-  if (!options_.spares) return std::vector<std::string>{};
-  try {
-    return options_.spares();
-  } catch (const std::exception& e) {
-    spdlog::debug("could not read the spares: {}", e.what());
-    return std::nullopt;
-  }
+void StoreRound::spares(OnSpares on_read) {
+  if (!options_.spares_in) return on_read(std::vector<std::string>{});
+  requests().read(
+      {options_.state_key},
+      [this, on_read](const std::optional<RoundRequests::Values>& state) {
+        if (!state) return on_read(std::nullopt);  // gave way: read again later
+        if (!state->at(0)) return on_read(std::vector<std::string>{});
+        try {
+          on_read(options_.spares_in(*state->at(0)));
+        } catch (const std::exception& e) {
+          spdlog::debug("could not read the spares: {}", e.what());
+          on_read(std::nullopt);
+        }
+      },
+      [on_read](const std::string& why) {
+        spdlog::debug("could not read the spares: {}", why);
+        on_read(std::nullopt);
+      });
 }
 
 // This node's part is written and every part waited for, both on the loop; where the

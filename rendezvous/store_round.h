@@ -29,7 +29,6 @@ class StoreRound : public RoundCoordinator {
   struct Options {
     RendezvousInfo info;
     std::string prefix;       // of the round's keys, e.g. "ddprun/c10d/<run>/round/3/"
-    store::Store* store = nullptr;   // the agent's connection (writes); outlives the round
     std::string store_where;  // for messages: "h:p", or etcd's endpoints
     /// A new connection for each wait, and one for the round's quick requests.
     std::function<std::unique_ptr<store::LoopStore>()> connect;
@@ -43,8 +42,10 @@ class StoreRound : public RoundCoordinator {
     std::chrono::milliseconds heartbeat_interval{5000};
     /// Elastic rounds: begins the next round; null for static ones.
     std::function<void(bool failure, const std::set<std::string>& alive)> start_next;
-    /// Elastic rounds: the spares waiting (throws StoreError); null for static ones.
-    std::function<std::vector<std::string>()> spares;
+    /// Elastic rounds: the key that holds the rendezvous state, and the spares waiting
+    /// in what it holds (throws Error where it holds none); null for static ones.
+    std::string state_key;
+    std::function<std::vector<std::string>(const std::string&)> spares_in;
     /// Elastic rounds: counts a failure of this node (throws StoreError); null for
     /// static ones.
     std::function<void(const std::string& reason)> note_failure;
@@ -56,11 +57,11 @@ class StoreRound : public RoundCoordinator {
   void watch_end(OnEnd on_end, OnLost on_lost) override;
   void watch_members(OnDead on_dead, OnLost on_lost) override;
   void stop_watching_members() override;
-  RoundEnd end(const RoundEnd& mine) override;
+  void end(const RoundEnd& mine, OnEnd on_told) override;
   void finish_node(OnAllDone on_all_done, OnLost on_lost) override;
   void unfinished(OnUnfinished on_read) override;
   void start_next_round(bool failure, const std::set<std::string>& alive) override;
-  std::optional<std::vector<std::string>> spares() override;
+  void spares(OnSpares on_read) override;
   void note_failure(const std::string& reason) override;
   /// Parts are "gather/<name>/<k>" keys of the round.
   void gather(const std::string& name, const std::string& mine, std::chrono::milliseconds timeout,

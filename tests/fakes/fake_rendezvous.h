@@ -35,6 +35,7 @@ struct FakeRoundJournal {
   std::map<std::string, std::string> published;  // publish(): this node's latest, by name
   std::vector<int> unfinished;                // what unfinished() answers
   std::function<void()> on_node_finished;     // runs on the loop after finish_node()
+  bool end_unanswered = false;  // the store takes this node's end but never answers
   bool stopped = false;
 
   // -- levers (call on the loop's thread) --
@@ -94,6 +95,8 @@ struct FakeRendezvousJournal {
   std::string kept_out;  // keep_out()'s reason
   std::string told_unfit;  // what a node unfit before its first join told the others
   bool cancelled = false;
+  /// What spares() reads: the nodes waiting as spares (answered on the loop).
+  std::vector<std::string> spares_waiting;
   /// share_max(): the largest number the other nodes share, by name.
   std::map<std::string, int64_t> others_max;
   /// published(): what the other nodes (group ranks 1, 2, ...) published, by name.
@@ -108,7 +111,10 @@ class FakeRound : public rendezvous::RoundCoordinator {
  public:
   FakeRound(std::shared_ptr<FakeRoundJournal> j, FakeRendezvousJournal& rdzv)
       : j_(std::move(j)), rdzv_(rdzv) {}
-  ~FakeRound() override { j_->stopped = true; }
+  ~FakeRound() override {
+    j_->stopped = true;
+    *alive_ = false;
+  }
 
   void watch_end(OnEnd on_end, OnLost on_lost) override {
     j_->on_end = std::move(on_end);
@@ -116,9 +122,20 @@ class FakeRound : public rendezvous::RoundCoordinator {
   }
   void watch_members(OnDead on_dead, OnLost) override { j_->on_dead = std::move(on_dead); }
   void stop_watching_members() override { j_->on_dead = nullptr; }
-  rendezvous::RoundEnd end(const rendezvous::RoundEnd& mine) override {
-    if (!j_->written) j_->end_by_other(mine);  // our own write reaches our watch too
-    return *j_->written;
+  // The store's answer comes after our own write reached our watch; even after stop(),
+  // as the real round's does (a signalled end follows the attempt), but not once the
+  // round is gone.
+  void end(const rendezvous::RoundEnd& mine, OnEnd on_told) override {
+    if (!j_->written) j_->end_by_other(mine);
+    if (j_->end_unanswered) return;
+    boost::asio::post(*j_->io, [alive = alive_, f = std::move(on_told), end = *j_->written] {
+      if (*alive) f(end);
+    });
+  }
+  void spares(OnSpares on_read) override {
+    boost::asio::post(*j_->io, [alive = alive_, f = std::move(on_read), s = rdzv_.spares_waiting] {
+      if (*alive) f(s);
+    });
   }
   void finish_node(OnAllDone on_all_done, OnLost on_lost) override {
     j_->node_finished = true;
@@ -171,6 +188,7 @@ class FakeRound : public rendezvous::RoundCoordinator {
  private:
   std::shared_ptr<FakeRoundJournal> j_;
   FakeRendezvousJournal& rdzv_;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
 /// A rendezvous that agrees at once: round r has journal.members[r] (this node

@@ -151,6 +151,21 @@ TEST_F(LocalAgentTest, ForwardsAStopSignalToEveryWorker) {
   EXPECT_EQ(launcher_.spawned().size(), 2u) << "a signal never restarts";
 }
 
+// A stop signal's end is told to a store that takes it but never answers (its host
+// froze): the job still ends at once, killed, rather than after the store's call timeout.
+TEST_F(LocalAgentTest, AStopSignalsLastWordsToAFrozenStoreAreBounded) {
+  elastic({{"a", "b"}}, 2);
+  launcher_.on_spawn = [&](const auto& p) {
+    if (p.rank() != 1) return;
+    round(0)->end_unanswered = true;
+    signals_.deliver(SIGINT);
+    boost::asio::post(io_, [this] { clock_.advance(3s); });  // after the signal was handled
+  };
+  EXPECT_EQ(run(), 128 + SIGINT);
+  ASSERT_TRUE(round(0)->written);
+  EXPECT_TRUE(round(0)->written->signalled) << round(0)->written->reason;
+}
+
 // scancel signals every process of the step at once: a worker may die of it before
 // ddprun gets its own copy. The other nodes must not hear of a failed rank then.
 TEST_F(LocalAgentTest, AWorkerKilledByAStopSignalJustBeforeDdprunIsNoFailureToTheOthers) {
@@ -282,6 +297,28 @@ TEST(RoundEndEncoding, KindHangAndDroppedNodesSurviveTheStore) {
   EXPECT_TRUE(plain.dropped.empty());
   EXPECT_EQ(plain.exitcode, 3);
   EXPECT_EQ(RoundEnd::parse("garbage").kind, RoundEnd::Kind::kFinal);
+}
+
+// Fewer members than MIN are left, but a spare waits: it counts towards MIN (read from
+// the store on the loop), and the others go on in a new round with it.
+TEST_F(LocalAgentTest, ASpareWaitingCountsTowardsMinWhenAMemberIsLost) {
+  elastic({{"a", "b", "c"}, {"a", "b", "s"}}, 3);
+  journal_->spares_waiting = {"s"};
+  config_.spec.max_restarts = 0;
+  launcher_.on_spawn = [&](const auto& p) {
+    if (journal_->rounds.size() == 1) {
+      if (p.rank() == 1) round(0)->report_dead({"c"});
+    } else {
+      finish_with_the_others(p);
+    }
+  };
+  EXPECT_EQ(run(), 0);
+  ASSERT_EQ(journal_->rounds.size(), 2u);
+  EXPECT_EQ(round(0)->written->kind, RoundEnd::Kind::kMembership);
+  EXPECT_NE(round(0)->written->reason.find("lost node(s) c; 1 spare(s) waiting"), std::string::npos)
+      << round(0)->written->reason;
+  ASSERT_EQ(round(0)->next_rounds.size(), 1u);
+  EXPECT_EQ(round(0)->next_rounds[0].second, (std::set<std::string>{"a", "b"}));
 }
 
 TEST_F(LocalAgentTest, TooFewMembersLeftEndsTheJob) {

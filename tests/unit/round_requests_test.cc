@@ -38,6 +38,32 @@ TEST_F(RoundRequestsTest, RequestsAreAnsweredInTheOrderAsked) {
   EXPECT_EQ(said, (std::vector<std::string>{"written", "1 7 -"}));
 }
 
+// The first writer wins: each asker learns what the key holds after its request.
+TEST_F(RoundRequestsTest, ACompareAndSetGivesWhatTheKeyHoldsAfter) {
+  RoundRequests requests(io_, [this] { return store::on_loop(store_); });
+  std::vector<std::string> held;
+  for (const char* mine : {"first", "second"}) {
+    requests.compare_set("over", "", mine, [&](const std::string& v) { held.push_back(v); },
+                         [&](const std::string& why) { held.push_back("error: " + why); });
+  }
+  run();
+  EXPECT_EQ(held, (std::vector<std::string>{"first", "first"}));
+}
+
+// Its asker waits for the answer: it comes, as an error, even where a read would
+// give nothing (refused, past the bound).
+TEST_F(RoundRequestsTest, ACompareAndSetAlwaysAnswers) {
+  RoundRequests requests(io_, [this] { return store::on_loop(store_); });
+  for (size_t i = 0; i < RoundRequests::kMostWaiting + 1; ++i) {
+    requests.write("k", "v", [] {}, [](const std::string&) {});
+  }
+  std::string why;
+  requests.compare_set("over", "", "mine", [&](const std::string&) { why = "answered"; },
+                       [&](const std::string& w) { why = w; });
+  run();
+  EXPECT_EQ(why, "too many requests wait for the store");
+}
+
 // Past the bound, a write fails and a read reads nothing (the store is slow; the
 // request in progress says whether it is gone).
 TEST_F(RoundRequestsTest, RequestsPastTheBoundAreRefused) {

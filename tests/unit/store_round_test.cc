@@ -41,22 +41,18 @@ class InterruptedStore : public MemoryStore {
 
 class StoreRoundTest : public ::testing::Test {
  protected:
-  static StoreRound::Options options(int group_rank, store::Store& store) {
+  static StoreRound::Options options(int group_rank) {
     StoreRound::Options o;
     o.info.group_rank = group_rank;
     o.info.group_world_size = 2;
     o.prefix = "ddprun/test/round/0/";
-    o.store = &store;
     o.store_where = "memory";
     o.connect = [] { return on_loop(std::make_unique<MemoryStore>()); };
     return o;
   }
-  std::unique_ptr<StoreRound> node(int group_rank, store::Store& store) {
-    return std::make_unique<StoreRound>(io_, clock_, options(group_rank, store));
-  }
   // A node whose reads see `store` (share_max(), ...).
   std::unique_ptr<StoreRound> sharing_node(int group_rank, MemoryStore& store) {
-    StoreRound::Options o = options(group_rank, store);
+    StoreRound::Options o = options(group_rank);
     o.connect = [&store] { return on_loop(store); };
     return std::make_unique<StoreRound>(io_, clock_, std::move(o));
   }
@@ -122,7 +118,7 @@ TEST_F(StoreRoundTest, ShareMaxSkipsWhatIsNotANumberAndSurvivesALostStore) {
 // judgment gets what they held, and names who is gone.
 TEST_F(StoreRoundTest, TheMembersLivenessKeysAreReadEachIntervalAndJudged) {
   store_.set("hb/a", "7");
-  StoreRound::Options o = options(0, store_);
+  StoreRound::Options o = options(0);
   o.connect = [this] { return on_loop(store_); };
   o.heartbeat_interval = std::chrono::milliseconds(100);
   o.liveness_keys = {"hb/a", "hb/b"};
@@ -153,7 +149,7 @@ TEST_F(StoreRoundTest, TheMembersLivenessKeysAreReadEachIntervalAndJudged) {
 // What each node published last, read back on the loop by group rank ("" from a node
 // that has not).
 TEST_F(StoreRoundTest, WhatTheNodesPublishedIsReadBackByGroupRank) {
-  StoreRound::Options o = options(0, store_);
+  StoreRound::Options o = options(0);
   o.connect = [this] { return on_loop(store_); };
   StoreRound a(io_, clock_, o);
   auto b = sharing_node(1, store_);
@@ -194,7 +190,7 @@ class LivenessStore : public MemoryStore {
 // signal next and stops; meanwhile nothing says the store is gone.
 TEST_F(StoreRoundTest, ALivenessCheckThatGaveWayIsJudgedAgainNotALostStore) {
   int checks = 0;
-  StoreRound::Options o = options(0, store_);
+  StoreRound::Options o = options(0);
   o.connect = [] { return on_loop(std::make_unique<LivenessStore>(false)); };
   o.heartbeat_interval = std::chrono::milliseconds(100);
   o.liveness_keys = {"hb/b"};
@@ -218,7 +214,7 @@ TEST_F(StoreRoundTest, ALivenessCheckThatGaveWayIsJudgedAgainNotALostStore) {
 }
 
 TEST_F(StoreRoundTest, ALivenessReadThatFailsIsTheStoreLost) {
-  StoreRound::Options o = options(0, store_);
+  StoreRound::Options o = options(0);
   o.connect = [] { return on_loop(std::make_unique<LivenessStore>(true)); };
   o.heartbeat_interval = std::chrono::milliseconds(100);
   o.liveness_keys = {"hb/b"};
@@ -246,7 +242,7 @@ TEST_F(StoreRoundTest, MarkingDoneThatGaveWayIsNotALostStore) {
 }
 
 TEST_F(StoreRoundTest, AWatchThatGaveWayEndsWithoutACallback) {
-  StoreRound::Options o = options(0, store_);
+  StoreRound::Options o = options(0);
   InterruptedStore* watched = nullptr;  // the first connection: the end watch's
   o.connect = [&watched] {
     auto s = std::make_unique<InterruptedStore>();
