@@ -95,7 +95,10 @@ BENCHES = {
         [PY, "bench/tracking_bench.py", "--ddprun", PORTABLE],
         "The clients' cost per logged value, the rate at which a run folds workers' "
         "records, and how long after the last worker's exit a run of 1M points is "
-        "complete."),
+        "complete. Then the run of one node's job at growing rank counts (C++ ranks "
+        "logging 1,000 steps of 2 values each): the whole job, the run's completion after "
+        "the last exit, every point counted in run.db, and the growth exponent of the "
+        "job's time (1 is linear)."),
     "hang": (
         "Hang detection",
         [PY, "bench/hang_bench.py"],
