@@ -134,7 +134,7 @@ Task<int> LocalAgent::Impl::run_rounds() {
       // The signal came as the round completed: start nothing, and tell the others.
       end_round(signalled_end());
       co_await await_told();
-      handler_->job_failed();
+      co_await handler_->job_failed(last_words_cancel_);
       co_return finish_signalled();
     }
     if (observer_) {
@@ -158,7 +158,7 @@ Task<int> LocalAgent::Impl::run_rounds() {
     if (signalled_ != 0 && !attempt_->failed_before_signal()) {
       end_round(signalled_end());
       co_await await_told();
-      handler_->job_failed();
+      co_await handler_->job_failed(last_words_cancel_);
       co_return finish_signalled();
     }
     const auto& failures = runner_.failures();
@@ -169,11 +169,20 @@ Task<int> LocalAgent::Impl::run_rounds() {
       attempt_->over = co_await wait_for_all_done();
       if (attempt_->over) note_ended();
       if (signalled_ != 0) co_return finish_signalled();
-      if (!attempt_->over) co_return finish_success();
+      if (!attempt_->over) {
+        round_.reset();  // its watches' connections would keep the store waiting for them
+        co_await handler_->finish_job(last_words_cancel_);
+        co_return finish_success();
+      }
       if (attempt_->over->hang) co_await report_hang();
     }
     const std::optional<RoundEnd>& over = attempt_->over;
     if (!over || over->kind == RoundEnd::Kind::kFinal) {
+      // The job is over for every node (a dropped node's is not): spares waiting leave.
+      // A store that stopped answering is not asked again.
+      if (!attempt_->dropped && !attempt_->store_lost) {
+        co_await handler_->job_failed(last_words_cancel_);
+      }
       co_return finish_failure(failures, over.value_or(RoundEnd{}));
     }
     if (over->kind == RoundEnd::Kind::kRestart) {
@@ -221,13 +230,14 @@ Task<std::optional<int>> LocalAgent::Impl::unfit_node() {
   if (found.empty()) co_return std::nullopt;
   std::string cause = say_unfit(found);
   if (!handler_) co_await tell_unfit(cause);
+  if (handler_) co_await handler_->keep_out(cause, last_words_cancel_);
   co_return leave_unfit(cause);
 }
 
 // Preflight's clock check, once the rendezvous host answers (before the first join):
 // the run orders every node's records by wall time, and a clock far off says the
-// node's time service is broken.
-std::optional<int> LocalAgent::Impl::unfit_clock() {
+// node's time service is broken. Returns the cause the node leaves for, if it does.
+std::optional<std::string> LocalAgent::Impl::unfit_clock() {
   const auto& checks = config_.preflight.checks;
   if (std::find(checks.begin(), checks.end(), Check::kClock) == checks.end()) return std::nullopt;
   auto offset = handler_->clock_offset();
@@ -242,9 +252,9 @@ std::optional<int> LocalAgent::Impl::unfit_clock() {
     spdlog::warn("preflight: clock: {}", what);
     return std::nullopt;
   }
-  return leave_unfit(say_unfit(
+  return say_unfit(
       {{"clock", what + "; more than " +
-                     std::to_string(PreflightOptions::kClockLimit.count() / 1000) + " s off"}}));
+                     std::to_string(PreflightOptions::kClockLimit.count() / 1000) + " s off"}});
 }
 
 // Says on the console why this node failed its preflight; returns the cause the run
@@ -283,10 +293,9 @@ Task<void> LocalAgent::Impl::tell_unfit(const std::string& cause) {
   }
 }
 
-// A node that failed its preflight ends; once it reached the others, they are told why
-// it is out (quarantined with it).
+// A node that failed its preflight ends (once it reached the others, they were told why
+// it is out: quarantined with it).
 int LocalAgent::Impl::leave_unfit(const std::string& cause) {
-  if (handler_) handler_->keep_out(cause);
   return finish(kPreflightExitCode, "failed", cause);
 }
 
@@ -300,7 +309,10 @@ Task<rendezvous::RendezvousInfo> LocalAgent::Impl::rendezvous(int round) {
   co_await asio::post(io_, asio::use_awaitable);
   if (!handler_) {
     co_await connect_rendezvous();
-    if (auto code = unfit_clock()) throw Unfit{*code};
+    if (auto cause = unfit_clock()) {
+      co_await handler_->keep_out(*cause, last_words_cancel_);
+      throw Unfit{leave_unfit(*cause)};
+    }
   }
   enter(Phase::kJoining);
   auto info = co_await unless_signalled(
@@ -412,11 +424,7 @@ void LocalAgent::Impl::watch_spares() {
   });
 }
 
-int LocalAgent::Impl::finish_success() {
-  round_.reset();  // its watches' connections would keep the store waiting for them
-  handler_->finish_job();
-  return finish(0, "finished", "", true);
-}
+int LocalAgent::Impl::finish_success() { return finish(0, "finished", "", true); }
 
 int LocalAgent::Impl::finish_signalled() {
   return finish(128 + signalled_, "killed", "received " + signal_name(signalled_));
@@ -445,9 +453,6 @@ int LocalAgent::Impl::finish_spare(const rendezvous::SpareNotNeeded& ended) {
 int LocalAgent::Impl::finish_failure(const std::vector<FailureRecord>& failures,
                                      const RoundEnd& over) {
   bool dropped = attempt_ && attempt_->dropped;
-  // The job is over for every node (a dropped node's is not): spares waiting leave.
-  // A store that stopped answering is not asked again.
-  if (!dropped && !(attempt_ && attempt_->store_lost)) handler_->job_failed();
   if (attempt_) say_quarantined(attempt_->info);
   if (over.signalled && !dropped) {  // another node was told to stop the job
     std::cerr << "ddprun: the job was stopped: " << over.reason << "\n";

@@ -93,7 +93,7 @@ class LocalAgent::Impl {
   Task<rendezvous::RendezvousInfo> rendezvous(int round);
   Task<void> connect_rendezvous();
   Task<std::optional<int>> unfit_node();
-  std::optional<int> unfit_clock();
+  std::optional<std::string> unfit_clock();
   std::string say_unfit(const std::vector<Finding>& found);
   int leave_unfit(const std::string& cause);
   Task<void> tell_unfit(const std::string& cause);
@@ -197,6 +197,7 @@ class LocalAgent::Impl {
   std::unique_ptr<Timer> stop_grace_;  // see on_worker_failure()
   std::unique_ptr<Timer> last_words_;  // after a stop signal: how long the others are told
   bool last_words_over_ = false;
+  CancelSignal last_words_cancel_{"no answer while stopping"};  // cancelled then
   std::unique_ptr<Timer> spares_watch_;  // see watch_spares()
   std::vector<std::string> probed_;      // the members whose links were probed last
   // The metrics endpoint (with --metrics_port): what it serves is read on each scrape.

@@ -127,11 +127,15 @@ void LocalAgent::Impl::adopt_told(RoundEnd winner) {
   attempt_->over = unless_dropped(std::move(winner));
 }
 
-// Before the attempt's end is acted on: the store's answer to this node's end. Once a
-// stop signal came, it is awaited kLastWordsWait at most (a frozen store does not hold
-// up a Ctrl-C); this node's own end stands then.
+// Before the attempt's end is acted on: the store's answer to this node's end, and to
+// the requests that followed it (the next round's start, a failure counted). Once a
+// stop signal came, they are awaited kLastWordsWait at most (a frozen store does not
+// hold up a Ctrl-C); this node's own end stands then.
 Task<void> LocalAgent::Impl::await_told() {
-  co_await changed_.until([this] { return !attempt_->told || last_words_over_; });
+  auto settled = std::make_shared<bool>(false);  // outlives this frame, for a late answer
+  round_->settle(changed_.notifying([settled] { *settled = true; }));
+  co_await changed_.until(
+      [this, settled] { return (!attempt_->told && *settled) || last_words_over_; });
   if (attempt_->told) {
     spdlog::warn("could not tell the other nodes: no answer while stopping");
     adopt_told(*attempt_->told);
@@ -235,7 +239,10 @@ void LocalAgent::Impl::on_stop_signal(int sig) {
   signalled_ = sig;
   if (attempt_ && attempt_->ending()) attempt_->ending_when_signalled = true;
   waits_.limit_each(kLastWordsWait);
-  last_words_->start(kLastWordsWait, changed_.notifying([this] { last_words_over_ = true; }));
+  last_words_->start(kLastWordsWait, changed_.notifying([this] {
+    last_words_over_ = true;
+    last_words_cancel_.cancel();
+  }));
   // One line says what the signal ends: the workers, or the wait for the other nodes.
   int workers = runner_.running_workers();
   if (workers > 0 || !cancel_wait_) {

@@ -28,6 +28,8 @@
 
 #include "common/cancel_signal.h"
 #include "common/coro.h"
+#include <boost/asio/detached.hpp>
+
 #include "rendezvous/dynamic_joiner.h"
 #include "rendezvous/rendezvous_backend.h"
 #include "rendezvous/shared_max.h"
@@ -108,7 +110,13 @@ int run_joiners(int port, int first, int count, int nodes, bool watch_all, int r
   join_all(0);
   byte = failed ? 'x' : 'r';
   if (::write(ready, &byte, 1) != 1 || ::read(go, &byte, 1) != 1 || failed) return 1;
-  if (first == 0) joiners[0]->start_next_round(0, true, members);
+  if (first == 0) {
+    CancelSignal cancel;
+    boost::asio::co_spawn(io, joiners[0]->start_next_round(0, true, members, cancel),
+                          boost::asio::detached);
+    io.restart();
+    io.run();
+  }
   join_all(1);
   byte = failed ? 'x' : 'r';
   if (::write(ready, &byte, 1) != 1 || ::read(go, &byte, 1) != 1 || failed) return 1;

@@ -12,13 +12,8 @@ namespace ddprun::rendezvous {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-// How long an announced node lets the state stay still before it writes itself (at
-// least, at most), and how many others' writes it waits through.
-constexpr auto kAnnouncedWaitMin = std::chrono::microseconds(10'000);
-constexpr auto kAnnouncedWaitMax = std::chrono::microseconds(200'000);
-constexpr int kAnnouncedMaxChanges = 32;
 
-DynamicJoiner::DynamicJoiner(store::Store& store, std::unique_ptr<StateStore> state, std::string prefix,
+DynamicJoiner::DynamicJoiner(store::LoopStore& store, std::unique_ptr<StateStore> state, std::string prefix,
                              DynamicConfig config, WallClock wall_ms)
     : store_(store),
       state_(std::move(state)),
@@ -28,58 +23,12 @@ DynamicJoiner::DynamicJoiner(store::Store& store, std::unique_ptr<StateStore> st
 
 DynamicJoiner::DynamicJoiner(store::LoopStore& store, const std::string& prefix, DynamicConfig config,
                              WallClock wall_ms)
-    : DynamicJoiner(store.store(), std::make_unique<GenericStateStore>(store, prefix), prefix,
+    : DynamicJoiner(store, std::make_unique<GenericStateStore>(store, prefix), prefix,
                     config,
                     std::move(wall_ms)) {}
 
 std::string DynamicJoiner::round_prefix(int round) const {
   return prefix_ + "round/" + std::to_string(round) + "/";
-}
-
-// Changes a node already in the forming round must hear of; others (one more node
-// joining) concern only nodes that still have to act.
-static bool concerns_participants(const DynamicState& from, const DynamicState& to) {
-  return from.complete != to.complete || from.round != to.round || from.closed != to.closed ||
-         from.last_call_deadline_ms != to.last_call_deadline_ms;
-}
-
-bool DynamicJoiner::write(const StateSnapshot& from, const DynamicState& to,
-                          const std::optional<Announcement>& on_loss) {
-  auto start = Clock::now();
-  bool won = state_->write(from, to.encode(), concerns_participants(from.state, to), on_loss);
-  write_time_ = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start);
-  lost_writes_ = won ? 0 : lost_writes_ + 1;
-  return won;
-}
-
-// After a lost write: back off a little (more each time, at random) so that many
-// nodes arriving together do not all retry in lockstep. A node others can take in
-// (it announced itself) that keeps losing waits while they keep writing instead:
-// each of their writes takes in the nodes announced before it, so this one most
-// often need not write at all. It writes itself once the state stays still for a
-// while (a few write times, within bounds: the store may be slow under load).
-// Returns the state last seen.
-Task<std::optional<StateSnapshot>> DynamicJoiner::back_off(std::string node, bool announced,
-                                                           CancelSignal& cancel) {
-  int64_t cap_us = std::min<int64_t>(20'000, int64_t{250} << std::min(lost_writes_, 7));
-  auto jitter = std::chrono::microseconds(jitter_() % (cap_us + 1));
-  if (!announced || lost_writes_ < 2) {  // a crowd only when writes keep losing
-    co_await sleep_for(jitter, cancel);
-    co_return std::nullopt;
-  }
-  auto still = std::chrono::duration_cast<milliseconds>(
-      std::clamp<std::chrono::microseconds>(3 * write_time_, kAnnouncedWaitMin, kAnnouncedWaitMax) +
-      jitter);
-  StateSnapshot now = state_->read();
-  for (int changes = 0; changes < kAnnouncedMaxChanges; ++changes) {
-    if (now.state.participants.count(node) || now.state.complete || now.state.closed) break;
-    co_await state_->wait(now, false, still, cancel);
-    StateSnapshot next = state_->read();
-    bool moved = next.version != now.version;
-    now = std::move(next);
-    if (!moved) break;
-  }
-  co_return now;
 }
 
 Task<DynamicState> DynamicJoiner::join(std::string node, int local_world_size, int min_round,
@@ -88,7 +37,8 @@ Task<DynamicState> DynamicJoiner::join(std::string node, int local_world_size, i
   std::optional<StateSnapshot> seen;  // the state as a back-off left it
   while (true) {
     cancel.check();
-    StateSnapshot snap = seen ? std::move(*seen) : state_->read();
+    if (!seen) seen = co_await state_->read(cancel);
+    StateSnapshot snap = std::move(*seen);
     seen.reset();
     Action a;  // default: wait for the state to change
     if (snap.state.round >= min_round || snap.state.closed) {
@@ -138,25 +88,31 @@ Task<DynamicState> DynamicJoiner::join(std::string node, int local_world_size, i
     if (a.kind == Action::Kind::kWrite) {
       // A spare's write leaves the running round alone.
       bool asked_to_join = snap.state.complete && a.next.waiting.count(node) > 0;
-      DynamicState next = with_announced(snap.state, a.next, node);
+      Announced announced;  // read only where the round still forms
+      if (!snap.state.complete && !snap.state.closed && !a.next.complete) {
+        announced = co_await state_->announced(snap.state.round, cancel);
+      }
+      DynamicState next = with_announced(snap.state, a.next, node, announced);
       // A lost write leaves word that this node wants in: the next writer takes it in.
       std::optional<Announcement> on_loss;
       if (!snap.state.complete && announced_round_ != snap.state.round) {
         on_loss = Announcement{snap.state.round, node, local_world_size};
       }
-      bool won = write(snap, next, on_loss);
+      bool won = co_await write(snap, next, cancel, on_loss);
       if (!won && on_loss) announced_round_ = snap.state.round;
       if (!won) {
-        seen = co_await back_off(node, announced_round_ == snap.state.round && !snap.state.complete,
-                                 cancel);
+        bool crowd = announced_round_ == snap.state.round && !snap.state.complete;
+        seen = co_await back_off(node, crowd, cancel);
       }
       if (won && asked_to_join) {
         // We arrived while a round runs: end it for everyone so the next one has us.
         std::set<std::string> members;
         for (const auto& [id, n] : snap.state.participants) members.insert(id);
-        store_.compare_set(round_prefix(snap.state.round) + "over", "",
-                           "membership|0|node " + node + " joins");
-        start_next_round(snap.state.round, false, members);
+        std::string over = round_prefix(snap.state.round) + "over";
+        std::string why = "membership|0|node " + node + " joins";
+        const std::string none;
+        co_await store_.compare_set(over, none, why, cancel);
+        co_await start_next_round(snap.state.round, false, std::move(members), cancel);
       }
       continue;  // re-read whether or not our write won
     }
@@ -206,10 +162,10 @@ void DynamicJoiner::say_kept_out(const DynamicState& state, const std::string& s
 // it: nodes arriving together need a few writes instead of one each (each of which
 // all the others would have to redo).
 DynamicState DynamicJoiner::with_announced(const DynamicState& read, DynamicState next,
-                                           const std::string& self) {
+                                           const std::string& self, const Announced& announced) {
   if (read.complete || read.closed || next.complete) return next;
   int64_t now = wall_ms_();
-  for (const auto& [other, workers] : state_->announced(read.round)) {
+  for (const auto& [other, workers] : announced) {
     if (other == self || next.complete || next.participants.count(other)) continue;
     // One state moved through every announced node's step (a copy each would make a
     // write cost announced x nodes).
@@ -221,58 +177,6 @@ DynamicState DynamicJoiner::with_announced(const DynamicState& read, DynamicStat
     if (!taken_in && !was_spare) next.spares.erase(other);
   }
   return next;
-}
-
-void DynamicJoiner::start_next_round(int round, bool failure, const std::set<std::string>& alive) {
-  for (int attempt = 0; attempt < 100; ++attempt) {
-    StateSnapshot snap = state_->read();
-    if (snap.state.round != round || snap.state.closed) return;  // someone was first
-    if (write(snap, next_round(snap.state, failure, alive, wall_ms_()))) return;
-  }
-}
-
-}  // namespace ddprun::rendezvous
-
-namespace ddprun::rendezvous {
-
-std::optional<Quarantine> DynamicJoiner::note_failure(const std::string& address,
-                                                      const std::string& reason) {
-  if (config_.node_failure_limit <= 0) return std::nullopt;
-  for (int attempt = 0; attempt < 100; ++attempt) {
-    StateSnapshot snap = state_->read();
-    if (snap.state.closed) return std::nullopt;
-    int64_t now = wall_ms_();
-    DynamicState next = rendezvous::note_failure(snap.state, address, reason, now, config_);
-    if (!write(snap, next)) continue;
-    if (const Quarantine* q = quarantine_of(next, address, now)) return *q;
-    return std::nullopt;
-  }
-  return std::nullopt;
-}
-
-void DynamicJoiner::keep_out(const std::string& address, const std::string& reason) {
-  for (int attempt = 0; attempt < 100; ++attempt) {
-    StateSnapshot snap = state_->read();
-    if (snap.state.closed) return;
-    if (write(snap, quarantine(snap.state, address, reason, wall_ms_(), config_))) return;
-  }
-}
-
-std::vector<std::string> DynamicJoiner::spares_in(const std::string& value) const {
-  std::vector<std::string> ids;
-  for (const auto& [id, workers] : state_->state_in(value).spares) ids.push_back(id);
-  return ids;
-}
-
-void DynamicJoiner::close(bool failed) {
-  for (int attempt = 0; attempt < 100; ++attempt) {
-    StateSnapshot snap = state_->read();
-    if (snap.state.closed) return;
-    DynamicState closed = snap.state;
-    closed.closed = true;
-    closed.failed = failed;
-    if (write(snap, closed)) return;
-  }
 }
 
 }  // namespace ddprun::rendezvous

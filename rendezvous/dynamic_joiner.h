@@ -22,13 +22,14 @@ namespace ddprun::rendezvous {
 /// round wait only for changes that concern them (it completes, a last call starts, a
 /// new round, closing), re-reading at least every longest_wait(). Other keys of a round
 /// ("over") go through `store`.
-/// Not thread-safe (one per store connection): join() is a coroutine on one loop, the
-/// rest are quick calls. The wall clock is injectable.
+/// Not thread-safe (one per store connection): every method is a coroutine on one
+/// loop, one at a time (they share the connection); `cancel` ends one with Error. The
+/// wall clock is injectable.
 class DynamicJoiner {
  public:
   using WallClock = std::function<int64_t()>;  // milliseconds
 
-  DynamicJoiner(store::Store& store, std::unique_ptr<StateStore> state, std::string prefix,
+  DynamicJoiner(store::LoopStore& store, std::unique_ptr<StateStore> state, std::string prefix,
                 DynamicConfig config, WallClock wall_ms);
   /// The state in `store` itself (GenericStateStore).
   DynamicJoiner(store::LoopStore& store, const std::string& prefix, DynamicConfig config,
@@ -51,7 +52,8 @@ class DynamicJoiner {
   int64_t completed_at() const { return epoch_revision_; }
 
   /// Begins the round after `round` unless someone already did (see next_round()).
-  void start_next_round(int round, bool failure, const std::set<std::string>& alive);
+  Task<void> start_next_round(int round, bool failure, std::set<std::string> alive,
+                              CancelSignal& cancel);
 
   /// The key that holds the state, and the nodes waiting as spares in what it holds
   /// (for a read among a running round's requests). Throws Error where it holds no
@@ -62,14 +64,15 @@ class DynamicJoiner {
   /// Counts a failure of the workers of the node at `address` (see note_failure() of
   /// dynamic_state.h): at the limit, it is quarantined. Returns the quarantine it is
   /// in then, if any.
-  std::optional<Quarantine> note_failure(const std::string& address, const std::string& reason);
+  Task<std::optional<Quarantine>> note_failure(std::string address, std::string reason,
+                                               CancelSignal& cancel);
 
   /// Quarantines the node at `address` now (it failed its preflight): see quarantine()
   /// of dynamic_state.h.
-  void keep_out(const std::string& address, const std::string& reason);
+  Task<void> keep_out(std::string address, std::string reason, CancelSignal& cancel);
 
   /// Marks the run closed (idempotent); `failed`: because the job failed.
-  void close(bool failed = false);
+  Task<void> close(bool failed, CancelSignal& cancel);
 
   /// Whether this node waits as a spare now (during join()), for the agent's console.
   bool spare() const { return spare_; }
@@ -78,14 +81,16 @@ class DynamicJoiner {
   std::string round_prefix(int round) const;
 
  private:
-  bool write(const StateSnapshot& from, const DynamicState& to,
-             const std::optional<Announcement>& on_loss = std::nullopt);
+  Task<bool> write(const StateSnapshot& from, const DynamicState& to, CancelSignal& cancel,
+                   const std::optional<Announcement>& on_loss = std::nullopt);
   Task<std::optional<StateSnapshot>> back_off(std::string node, bool announced,
                                               CancelSignal& cancel);
-  DynamicState with_announced(const DynamicState& read, DynamicState next, const std::string& self);
+  using Announced = std::vector<std::pair<std::string, int>>;
+  DynamicState with_announced(const DynamicState& read, DynamicState next,
+                              const std::string& self, const Announced& announced);
   void say_kept_out(const DynamicState& state, const std::string& self);
 
-  store::Store& store_;
+  store::LoopStore& store_;
   std::unique_ptr<StateStore> state_;
   std::string prefix_;
   DynamicConfig config_;

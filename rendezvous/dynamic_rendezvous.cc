@@ -46,7 +46,7 @@ DynamicRendezvous::DynamicRendezvous(RendezvousParams params,
   node_id_ = address_ + "/" + pid + "/" + std::to_string(worker_store_->port());
   client_ = backend_->connect_on_loop(params_.read_timeout, 0);
   joiner_ = std::make_unique<DynamicJoiner>(
-      client_->store(), backend_->state_store(*client_, prefix_, params_.read_timeout), prefix_,
+      *client_, backend_->state_store(*client_, prefix_, params_.read_timeout), prefix_,
       DynamicConfig{params_.min_nodes, params_.max_nodes, params_.last_call_timeout.count(),
                     params_.node_failure_limit, params_.quarantine_cooldown.count()},
       wall_clock_ms);
@@ -74,23 +74,31 @@ std::unique_ptr<RoundCoordinator> DynamicRendezvous::coordinate(const Rendezvous
     return backend_->dead_members(watched, values, node_id_);
   };
   o.heartbeat_interval = params_.heartbeat_interval;
-  o.start_next = [this, round = info.round](bool failure, const std::set<std::string>& alive) {
-    joiner_->start_next_round(round, failure, alive);
+  o.start_next = [this, round = info.round](bool failure, std::set<std::string> alive,
+                                            CancelSignal& cancel) {
+    return joiner_->start_next_round(round, failure, std::move(alive), cancel);
   };
   o.state_key = joiner_->state_key();
   o.spares_in = [this](const std::string& value) { return joiner_->spares_in(value); };
-  o.note_failure = [this](const std::string& reason) {
-    if (auto q = joiner_->note_failure(address_, reason)) {
-      spdlog::error("this node is quarantined: {}; the job goes on without it for {} s",
-                    q->reason, (q->until_ms - wall_clock_ms() + 999) / 1000);
-    }
+  o.note_failure = [this](std::string reason, CancelSignal& cancel) {
+    return count_failure(std::move(reason), cancel);
   };
   return std::make_unique<StoreRound>(io, clock, std::move(o));
 }
 
-void DynamicRendezvous::finish_job() { end_job(false); }
+// A failure of this node's workers counts towards its quarantine; one that puts it
+// there is said.
+Task<void> DynamicRendezvous::count_failure(std::string reason, CancelSignal& cancel) {
+  auto q = co_await joiner_->note_failure(address_, std::move(reason), cancel);
+  if (q) {
+    spdlog::error("this node is quarantined: {}; the job goes on without it for {} s",
+                  q->reason, (q->until_ms - wall_clock_ms() + 999) / 1000);
+  }
+}
 
-void DynamicRendezvous::job_failed() { end_job(true); }
+Task<void> DynamicRendezvous::finish_job(CancelSignal& cancel) { return end_job(false, cancel); }
+
+Task<void> DynamicRendezvous::job_failed(CancelSignal& cancel) { return end_job(true, cancel); }
 
 std::optional<std::chrono::milliseconds> DynamicRendezvous::clock_offset() {
   if (params_.max_nodes == 1) return std::nullopt;
@@ -106,24 +114,24 @@ std::vector<ServedStore> DynamicRendezvous::served_stores() const {
   return out;
 }
 
-void DynamicRendezvous::keep_out(const std::string& reason) {
-  if (params_.max_nodes == 1) return;
+Task<void> DynamicRendezvous::keep_out(std::string reason, CancelSignal& cancel) {
+  if (params_.max_nodes == 1) co_return;
   try {
-    joiner_->keep_out(address_, reason);
+    co_await joiner_->keep_out(address_, std::move(reason), cancel);
   } catch (const std::exception& e) {
     spdlog::warn("could not tell the other nodes why this node leaves: {}", e.what());
   }
 }
 
-void DynamicRendezvous::end_job(bool failed) {
+Task<void> DynamicRendezvous::end_job(bool failed, CancelSignal& cancel) {
   if (params_.max_nodes == 1) {
     backend_->stop_serving();  // nobody else uses it
-    return;
+    co_return;
   }
   bool hosts = backend_->hosts_state();
-  if (!hosts && backend_->hosted()) return;
+  if (!hosts && backend_->hosted()) co_return;
   try {
-    joiner_->close(failed);
+    co_await joiner_->close(failed, cancel);
   } catch (const std::exception& e) {
     spdlog::warn("could not close the rendezvous: {}", e.what());
   }

@@ -38,9 +38,9 @@ class DynamicRendezvous : public RendezvousHandler {
   /// Close the run (as finished or as failed) where the state outlives the agents
   /// (every agent: once is enough and none is special) or where this agent hosts it,
   /// then (finished only) linger as the host.
-  void finish_job() override;
-  void job_failed() override;
-  void keep_out(const std::string& reason) override;
+  Task<void> finish_job(CancelSignal& cancel) override;
+  Task<void> job_failed(CancelSignal& cancel) override;
+  Task<void> keep_out(std::string reason, CancelSignal& cancel) override;
   std::optional<std::chrono::milliseconds> clock_offset() override;
   std::vector<ServedStore> served_stores() const override;
 
@@ -50,7 +50,8 @@ class DynamicRendezvous : public RendezvousHandler {
 
  private:
   RendezvousInfo make_info(const DynamicState& state);
-  void end_job(bool failed);
+  Task<void> end_job(bool failed, CancelSignal& cancel);
+  Task<void> count_failure(std::string reason, CancelSignal& cancel);
 
   const RendezvousParams params_;
   std::unique_ptr<RendezvousBackend> backend_;

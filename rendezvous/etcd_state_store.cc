@@ -69,7 +69,7 @@ void EtcdStateStore::remember_announced(int round, const std::vector<store::Etcd
   listed_round_ = round;
 }
 
-StateSnapshot EtcdStateStore::read() {
+StateSnapshot EtcdStateStore::read_now() {
   if (fresh_) {
     StateSnapshot s = std::move(*fresh_);
     fresh_.reset();
@@ -79,8 +79,9 @@ StateSnapshot EtcdStateStore::read() {
   return parse(client_->txn(std::nullopt, reads(round_seen_)), round_seen_);
 }
 
-bool EtcdStateStore::write(const StateSnapshot& from, const std::string& to,
-                           bool wakes_participants, const std::optional<Announcement>& on_loss) {
+bool EtcdStateStore::write_now(const StateSnapshot& from, const std::string& to,
+                               bool wakes_participants,
+                               const std::optional<Announcement>& on_loss) {
   int64_t epoch = from.epoch + (wakes_participants ? 1 : 0);
   std::string value = encode(from.version + 1, epoch, to);
   std::vector<store::EtcdOp> success{store::EtcdOp::put(prefix_ + "state", value)};
@@ -139,7 +140,7 @@ Task<bool> EtcdStateStore::watch(const std::string& key, int64_t from_revision,
   co_return co_await follow_etcd_stream(stream, deadline, cancel);
 }
 
-std::vector<std::pair<std::string, int>> EtcdStateStore::announced(int round) {
+std::vector<std::pair<std::string, int>> EtcdStateStore::announced_now(int round) {
   if (listed_round_ != round) {
     std::string dir = announce_dir(prefix_, round);
     remember_announced(round, client_->range(dir, store::etcd_prefix_end(dir)).kvs);

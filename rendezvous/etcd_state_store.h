@@ -28,19 +28,36 @@ class EtcdStateStore : public StateStore {
   std::vector<store::EtcdOp> first_reads() const { return reads(round_seen_); }
   void prime(const store::EtcdClient::TxnResult& r) { fresh_ = parse(r, round_seen_); }
 
-  StateSnapshot read() override;
-  bool write(const StateSnapshot& from, const std::string& to, bool wakes_participants,
-             const std::optional<Announcement>& on_loss) override;
+  /// etcd's requests still block (EtcdClient): each is made at once.
+  Task<StateSnapshot> read(CancelSignal& cancel) override {
+    cancel.check();
+    co_return read_now();
+  }
+  Task<bool> write(const StateSnapshot& from, const std::string& to, bool wakes_participants,
+                   const std::optional<Announcement>& on_loss, CancelSignal& cancel) override {
+    cancel.check();
+    co_return write_now(from, to, wakes_participants, on_loss);
+  }
   /// The watch's stream is read as the loop's completions (EtcdClient's loop watch).
   Task<void> wait(const StateSnapshot& from, bool participant, std::chrono::milliseconds timeout,
                   CancelSignal& cancel) override;
-  std::vector<std::pair<std::string, int>> announced(int round) override;
+  Task<std::vector<std::pair<std::string, int>>> announced(int round,
+                                                            CancelSignal& cancel) override {
+    cancel.check();
+    co_return announced_now(round);
+  }
   void withdraw(int, const std::string&) override {}  // goes with the lease
   std::string state_key() const override { return prefix_ + "state"; }
   DynamicState state_in(const std::string& value) const override;
   /// Watches miss nothing (they resume after the last revision seen): re-reading every
   /// second would only load etcd with as many reads as there are waiting nodes.
   std::chrono::milliseconds longest_wait() const override { return std::chrono::seconds(10); }
+
+  /// The same requests, made at once (blocking).
+  StateSnapshot read_now();
+  bool write_now(const StateSnapshot& from, const std::string& to, bool wakes_participants,
+                 const std::optional<Announcement>& on_loss);
+  std::vector<std::pair<std::string, int>> announced_now(int round);
 
  private:
   std::vector<store::EtcdOp> reads(int round) const;

@@ -22,40 +22,52 @@ std::vector<std::pair<std::string, int>> parse_announcements(
 }
 
 GenericStateStore::GenericStateStore(store::LoopStore& store, std::string prefix)
-    : store_(store.store()), waits_(store), prefix_(std::move(prefix)) {}
+    : store_(store), prefix_(std::move(prefix)) {}
 
-StateSnapshot GenericStateStore::read() {
+Task<StateSnapshot> GenericStateStore::read(CancelSignal& cancel) {
   StateSnapshot s;
   // All in one round trip where the store can (and consistent with each other).
-  auto now = store_.get_now(
-      std::vector<std::string>{prefix_ + "version", prefix_ + "epoch", prefix_ + "state"});
+  std::vector<std::string> keys{prefix_ + "version", prefix_ + "epoch", prefix_ + "state"};
+  auto now = co_await store_.get_now(std::move(keys), cancel);
   s.version = now[0] && !now[0]->empty() ? std::stoll(*now[0]) : 0;
   s.epoch = now[1] && !now[1]->empty() ? std::stoll(*now[1]) : 0;
   if (now[2]) {
     s.raw = *now[2];
     s.state = DynamicState::decode(s.raw);
   }
-  return s;
+  co_return s;
 }
 
-bool GenericStateStore::write(const StateSnapshot& from, const std::string& to,
-                              bool wakes_participants, const std::optional<Announcement>& on_loss) {
-  if (store_.compare_set(prefix_ + "state", from.raw, to) != to) {
+Task<bool> GenericStateStore::write(const StateSnapshot& from, const std::string& to,
+                                    bool wakes_participants,
+                                    const std::optional<Announcement>& on_loss,
+                                    CancelSignal& cancel) {
+  // Every argument is a local: GCC 12 mishandles temporaries made inside a co_await.
+  std::string state = prefix_ + "state";
+  std::string held = co_await store_.compare_set(state, from.raw, to, cancel);
+  if (held != to) {
     if (on_loss) {
       std::string dir = announce_dir(prefix_, on_loss->round);
-      int64_t slot = store_.add(dir + "n", 1);
-      store_.set(dir + std::to_string(slot),
-                 std::to_string(on_loss->local_world_size) + " " + on_loss->node);
+      std::string count = dir + "n";
+      int64_t slot = co_await store_.add(count, 1, cancel);
+      std::string key = dir + std::to_string(slot);
+      std::string value = std::to_string(on_loss->local_world_size) + " " + on_loss->node;
+      co_await store_.set(key, value, cancel);
     }
-    return false;
+    co_return false;
   }
-  int64_t v = store_.add(prefix_ + "version", 1);
-  store_.set(prefix_ + "ver/" + std::to_string(v), "1");
+  const std::string one = "1";
+  std::string version = prefix_ + "version";
+  int64_t v = co_await store_.add(version, 1, cancel);
+  std::string changed = prefix_ + "ver/" + std::to_string(v);
+  co_await store_.set(changed, one, cancel);
   if (wakes_participants) {
-    int64_t e = store_.add(prefix_ + "epoch", 1);
-    store_.set(prefix_ + "epoch/" + std::to_string(e), "1");
+    std::string epoch = prefix_ + "epoch";
+    int64_t e = co_await store_.add(epoch, 1, cancel);
+    std::string moved = prefix_ + "epoch/" + std::to_string(e);
+    co_await store_.set(moved, one, cancel);
   }
-  return true;
+  co_return true;
 }
 
 Task<void> GenericStateStore::wait(const StateSnapshot& from, bool participant,
@@ -63,19 +75,22 @@ Task<void> GenericStateStore::wait(const StateSnapshot& from, bool participant,
   std::vector<std::string> key{prefix_ + (participant ? "epoch/" + std::to_string(from.epoch + 1)
                                                       : "ver/" + std::to_string(from.version + 1))};
   // Whether it came or the time passed, the caller decides again.
-  co_await waits_.wait_for(std::move(key), timeout, cancel);
+  co_await store_.wait_for(std::move(key), timeout, cancel);
 }
 
-std::vector<std::pair<std::string, int>> GenericStateStore::announced(int round) {
+Task<std::vector<std::pair<std::string, int>>> GenericStateStore::announced(int round,
+                                                                             CancelSignal& cancel) {
   std::string dir = announce_dir(prefix_, round);
-  int64_t last = store_.add(dir + "n", 0);
+  std::string count = dir + "n";
+  int64_t last = co_await store_.add(count, 0, cancel);
   std::vector<std::string> slots;
   for (int64_t i = 1; i <= last; ++i) {
     slots.push_back(dir + std::to_string(i));
   }
   std::vector<std::pair<std::string, int>> out;
-  if (slots.empty()) return out;
-  for (const auto& value : store_.get_now(slots)) {
+  if (slots.empty()) co_return out;
+  auto values = co_await store_.get_now(std::move(slots), cancel);
+  for (const auto& value : values) {
     // "<local world size> <node>"; a slot whose value is not there yet is skipped.
     auto space = value ? value->find(' ') : std::string::npos;
     if (space == std::string::npos) continue;
@@ -85,7 +100,7 @@ std::vector<std::pair<std::string, int>> GenericStateStore::announced(int round)
       // not an announcement
     }
   }
-  return out;
+  co_return out;
 }
 
 }  // namespace ddprun::rendezvous

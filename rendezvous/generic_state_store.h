@@ -21,15 +21,16 @@ namespace ddprun::rendezvous {
 /// nothing to do.
 class GenericStateStore : public StateStore {
  public:
-  /// `store`: the node's connection; its waits are the loop's (LoopStore).
+  /// `store`: the node's connection; its requests and waits are the loop's.
   GenericStateStore(store::LoopStore& store, std::string prefix);
 
-  StateSnapshot read() override;
-  bool write(const StateSnapshot& from, const std::string& to, bool wakes_participants,
-             const std::optional<Announcement>& on_loss) override;
+  Task<StateSnapshot> read(CancelSignal& cancel) override;
+  Task<bool> write(const StateSnapshot& from, const std::string& to, bool wakes_participants,
+                   const std::optional<Announcement>& on_loss, CancelSignal& cancel) override;
   Task<void> wait(const StateSnapshot& from, bool participant, std::chrono::milliseconds timeout,
                   CancelSignal& cancel) override;
-  std::vector<std::pair<std::string, int>> announced(int round) override;
+  Task<std::vector<std::pair<std::string, int>>> announced(int round,
+                                                            CancelSignal& cancel) override;
   void withdraw(int, const std::string&) override {}
   std::string state_key() const override { return prefix_ + "state"; }
   DynamicState state_in(const std::string& value) const override {
@@ -37,8 +38,7 @@ class GenericStateStore : public StateStore {
   }
 
  private:
-  store::Store& store_;
-  store::LoopStore& waits_;
+  store::LoopStore& store_;
   std::string prefix_;
 };
 

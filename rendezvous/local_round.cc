@@ -29,6 +29,11 @@ class LocalRound : public RoundCoordinator {
     });
   }
   void start_next_round(bool, const std::set<std::string>&) override {}
+  void settle(OnAllDone on_settled) override {
+    boost::asio::post(io_, [alive = alive_, f = std::move(on_settled)] {
+      if (*alive) f();
+    });
+  }
   void spares(OnSpares on_read) override {
     boost::asio::post(io_, [alive = alive_, f = std::move(on_read)] {
       if (*alive) f(std::vector<std::string>{});

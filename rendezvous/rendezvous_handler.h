@@ -8,6 +8,7 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include "common/cancel_signal.h"
 #include "common/clock.h"
 #include "common/coro.h"
 #include "rendezvous/rendezvous_errors.h"
@@ -91,14 +92,16 @@ class RendezvousHandler {
   /// The job succeeded on this node. Where this agent should, marks the run finished
   /// (agents arriving later fail with RendezvousClosedError instead of waiting) and,
   /// where it hosts the agents' store, keeps it up until the others have left (at most
-  /// a few seconds). Errors are logged, never thrown.
-  virtual void finish_job() {}
+  /// a few seconds). Errors are logged, never thrown. A coroutine on the loop: `cancel`
+  /// ends it (a stop signal's last words ran out of time).
+  virtual Task<void> finish_job(CancelSignal& /*cancel*/) { co_return; }
 
   /// The job ended without success on this node (its restarts spent, stopped by a
   /// signal, too few nodes left). Where this agent can, marks the run ended as failed,
   /// so that spares waiting for a place leave (they get SpareNotNeeded). Unlike
-  /// finish_job(), a hosted store does not linger. Errors are logged.
-  virtual void job_failed() {}
+  /// finish_job(), a hosted store does not linger. Errors are logged; awaited as
+  /// finish_job() is.
+  virtual Task<void> job_failed(CancelSignal& /*cancel*/) { co_return; }
 
   /// How far the rendezvous host's wall clock is ahead of this node's (negative:
   /// behind), by one request: the middle of its round trip against the host's answer,
@@ -109,8 +112,8 @@ class RendezvousHandler {
   /// This node failed its preflight before a later round and leaves: where nodes can be
   /// kept out (elastic jobs), it is quarantined with `reason` for --quarantine_cooldown,
   /// so that the others neither wait for it nor take it back meanwhile, and the run
-  /// says why it is out. Errors are logged.
-  virtual void keep_out(const std::string& reason) { (void)reason; }
+  /// says why it is out. Errors are logged; awaited as finish_job() is.
+  virtual Task<void> keep_out(std::string /*reason*/, CancelSignal& /*cancel*/) { co_return; }
 
   /// The stores this agent serves now (none where it serves none), for its metrics.
   virtual std::vector<ServedStore> served_stores() const { return {}; }

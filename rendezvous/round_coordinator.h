@@ -65,8 +65,14 @@ class RoundCoordinator {
 
   /// Begins the round after this one (once, whoever calls first): after a failure it
   /// counts as a restart, after a membership change it does not. `alive`: the members
-  /// believed alive. Nothing to do where rounds simply follow (static rendezvous).
+  /// believed alive. Awaited on the loop, after what was asked before (settle() says
+  /// when it is done). Nothing to do where rounds simply follow (static rendezvous).
   virtual void start_next_round(bool failure, const std::set<std::string>& alive) = 0;
+
+  /// Calls `on_settled` once every request asked before it (the round's end, the next
+  /// round's start, a failure counted) has been answered: the attempt awaits it before
+  /// the round stops, so that none is cut short.
+  virtual void settle(OnAllDone on_settled) = 0;
 
   /// Shares this node's part of something every node of the round contributes under
   /// `name` (its hang report, ...) and calls `on_gathered` once with every node's part,
@@ -77,8 +83,8 @@ class RoundCoordinator {
 
   /// Counts a failure of this node's workers (`reason`) towards its quarantine
   /// (--node_failure_limit), before start_next_round(): a node at the limit is kept
-  /// out of the next rounds for a while. One quick write; nothing where nodes cannot be
-  /// kept out (static rendezvous). Errors are logged.
+  /// out of the next rounds for a while. Awaited on the loop as start_next_round() is;
+  /// nothing where nodes cannot be kept out (static rendezvous). Errors are logged.
   virtual void note_failure(const std::string& reason) { (void)reason; }
 
   /// Calls `on_read` with the nodes waiting as hot spares for the next round, by one

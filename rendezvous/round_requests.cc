@@ -60,7 +60,7 @@ void RoundRequests::stop() {
   queue_->cancel.cancel();
 }
 
-void RoundRequests::ask(Request request, Answered answered) {
+void RoundRequests::ask(Request request, Answered answered, bool bounded) {
   if (queue_->stopped) return;
   if (queue_->failed) {
     boost::asio::post(io_, [q = queue_, answered = std::move(answered)] {
@@ -68,7 +68,7 @@ void RoundRequests::ask(Request request, Answered answered) {
     });
     return;
   }
-  if (queue_->waiting.size() >= kMostWaiting) {
+  if (bounded && queue_->waiting.size() >= kMostWaiting) {
     boost::asio::post(io_, [q = queue_, answered = std::move(answered)] {
       if (!q->stopped) answered(std::make_exception_ptr(Refused()));
     });
@@ -167,6 +167,36 @@ void RoundRequests::compare_set(std::string key, std::string expected, std::stri
           on_error(e.what());  // a stop signal's too: its asker waits for the answer
         }
       });
+}
+
+// Its failure is its own (another connection's, or the state's): the round's
+// connection stays good for the requests after it.
+void RoundRequests::run(Work work, OnError on_error) {
+  auto why = std::make_shared<std::optional<std::string>>();
+  ask(
+      [work = std::move(work), why](store::LoopStore&, CancelSignal& cancel) -> Task<void> {
+        try {
+          co_await work(cancel);
+        } catch (const std::exception& e) {
+          *why = e.what();
+        }
+      },
+      [why, on_error = std::move(on_error)](const std::exception_ptr& error) {
+        if (*why) return on_error(**why);
+        if (!error) return;
+        try {
+          std::rethrow_exception(error);
+        } catch (const std::exception& e) {
+          on_error(e.what());  // the round's connection failed first
+        }
+      },
+      /*bounded=*/false);
+}
+
+void RoundRequests::settle(OnDone on_settled) {
+  ask([](store::LoopStore&, CancelSignal&) -> Task<void> { co_return; },
+      [on_settled = std::move(on_settled)](const std::exception_ptr&) { on_settled(); },
+      /*bounded=*/false);
 }
 
 }  // namespace ddprun::rendezvous

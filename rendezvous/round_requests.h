@@ -68,12 +68,21 @@ class RoundRequests {
   using OnValue = std::function<void(std::string)>;
   void compare_set(std::string key, std::string expected, std::string desired,
                    OnValue on_value, OnError on_error);
+  /// Runs `work` in turn (a request of the round made elsewhere: the rendezvous state's,
+  /// on the joiner's connection); never refused for the bound, as the next round may
+  /// depend on it. Its failure (`on_error`, as compare_set()'s) leaves the round's
+  /// connection as it was.
+  using Work = std::function<Task<void>(CancelSignal&)>;
+  void run(Work work, OnError on_error);
+  /// Calls `on_settled` once every request asked before it has been answered (also
+  /// where they failed, or were refused).
+  void settle(OnDone on_settled);
 
  private:
   struct Queue;
   using Request = std::function<Task<void>(store::LoopStore&, CancelSignal&)>;
   using Answered = std::function<void(std::exception_ptr)>;
-  void ask(Request request, Answered answered);
+  void ask(Request request, Answered answered, bool bounded = true);
   static void next(boost::asio::io_context& io, const std::shared_ptr<Queue>& q);
 
   boost::asio::io_context& io_;

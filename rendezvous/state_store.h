@@ -36,17 +36,20 @@ struct Announcement {
 
 /// What the DynamicJoiner needs from the place its state lives: a consistent read, a
 /// compare-and-set, a wait for the next change and announcements. Over a plain Store
-/// each is a few requests (GenericStateStore); etcd does each in one.
+/// each is a few requests (GenericStateStore); etcd does each in one. Each is a
+/// coroutine on the loop, its requests awaited there (etcd's still block); `cancel`
+/// ends one with Error.
 class StateStore {
  public:
   virtual ~StateStore() = default;
 
-  virtual StateSnapshot read() = 0;
+  virtual Task<StateSnapshot> read(CancelSignal& cancel) = 0;
   /// Replaces the state read in `from` by `to` unless another node wrote first (then
   /// false, and `on_loss`, if given, is announced). `wakes_participants`: the change
   /// concerns the nodes already in the forming round (moves the epoch).
-  virtual bool write(const StateSnapshot& from, const std::string& to, bool wakes_participants,
-                     const std::optional<Announcement>& on_loss) = 0;
+  virtual Task<bool> write(const StateSnapshot& from, const std::string& to,
+                           bool wakes_participants, const std::optional<Announcement>& on_loss,
+                           CancelSignal& cancel) = 0;
   /// Returns after the next change since `from` (a participant: the next that
   /// concerns participants) or after `timeout`, whichever is first: a coroutine on the
   /// loop, whose wait is the loop's completion. Throws Error once `cancel` is cancelled.
@@ -54,7 +57,8 @@ class StateStore {
                           std::chrono::milliseconds timeout, CancelSignal& cancel) = 0;
   /// The nodes announced for `round` as (node, local world size): numbered slots over
   /// any Store, a listed prefix on etcd.
-  virtual std::vector<std::pair<std::string, int>> announced(int round) = 0;
+  virtual Task<std::vector<std::pair<std::string, int>>> announced(int round,
+                                                                    CancelSignal& cancel) = 0;
   /// `node` is in the round now: its announcement may go.
   virtual void withdraw(int round, const std::string& node) = 0;
   /// The key that holds the state, for a read among other requests (a running round's),

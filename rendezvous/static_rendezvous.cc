@@ -155,12 +155,16 @@ std::unique_ptr<RoundCoordinator> StaticRendezvous::coordinate(const RendezvousI
   return std::make_unique<StoreRound>(io, clock, std::move(o));
 }
 
-void StaticRendezvous::finish_job() {
+// The wait for the others to let go still blocks (a few seconds at most).
+Task<void> StaticRendezvous::finish_job(CancelSignal& /*cancel*/) {
   constexpr std::chrono::seconds kLinger{5};
-  if (!server_) return;
+  if (!server_) co_return;
   // A single node's workers are gone, and nobody else uses its store: its thread ends
   // while the agent ends the rest, and the destructor finds it gone.
-  if (params_.max_nodes == 1) return server_->stop();
+  if (params_.max_nodes == 1) {
+    server_->stop();
+    co_return;
+  }
   server_->wait_until_connections_at_most(1, kLinger);
 }
 

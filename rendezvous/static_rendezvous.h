@@ -39,7 +39,7 @@ class StaticRendezvous : public RendezvousHandler {
   bool primary() const override { return server_ != nullptr; }
   std::string address() const override { return params_.master_addr; }
   /// Node 0 keeps the store up until the other nodes have left.
-  void finish_job() override;
+  Task<void> finish_job(CancelSignal& cancel) override;
   /// The other nodes: node 0's clock, which its store answers with.
   std::optional<std::chrono::milliseconds> clock_offset() override;
   /// Node 0's store, which the agents and the workers share.

@@ -115,16 +115,23 @@ void StoreRound::unfinished(OnUnfinished on_read) {
 }
 
 void StoreRound::start_next_round(bool failure, const std::set<std::string>& alive) {
-  if (options_.start_next) options_.start_next(failure, alive);
+  if (!options_.start_next) return;
+  requests().run(
+      [this, failure, alive](CancelSignal& cancel) {
+        return options_.start_next(failure, alive, cancel);
+      },
+      [](const std::string& why) { spdlog::warn("could not begin the next round: {}", why); });
 }
+
+void StoreRound::settle(OnAllDone on_settled) { requests().settle(std::move(on_settled)); }
 
 void StoreRound::note_failure(const std::string& reason) {
   if (!options_.note_failure) return;
-  try {
-    options_.note_failure(reason);
-  } catch (const std::exception& e) {
-    spdlog::warn("could not count this node's failure towards its quarantine: {}", e.what());
-  }
+  requests().run(
+      [this, reason](CancelSignal& cancel) { return options_.note_failure(reason, cancel); },
+      [](const std::string& why) {
+        spdlog::warn("could not count this node's failure towards its quarantine: {}", why);
+      });
 }
 
 void StoreRound::spares(OnSpares on_read) {

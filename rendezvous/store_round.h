@@ -40,15 +40,17 @@ class StoreRound : public RoundCoordinator {
     std::function<std::vector<std::string>(const std::vector<std::optional<std::string>>&)>
         dead_members;
     std::chrono::milliseconds heartbeat_interval{5000};
-    /// Elastic rounds: begins the next round; null for static ones.
-    std::function<void(bool failure, const std::set<std::string>& alive)> start_next;
+    /// Elastic rounds: begins the next round (a coroutine, run as one of the round's
+    /// requests; throws Error); null for static ones.
+    std::function<Task<void>(bool failure, std::set<std::string> alive, CancelSignal&)>
+        start_next;
     /// Elastic rounds: the key that holds the rendezvous state, and the spares waiting
     /// in what it holds (throws Error where it holds none); null for static ones.
     std::string state_key;
     std::function<std::vector<std::string>(const std::string&)> spares_in;
-    /// Elastic rounds: counts a failure of this node (throws StoreError); null for
-    /// static ones.
-    std::function<void(const std::string& reason)> note_failure;
+    /// Elastic rounds: counts a failure of this node (as start_next); null for static
+    /// ones.
+    std::function<Task<void>(std::string reason, CancelSignal&)> note_failure;
   };
 
   StoreRound(boost::asio::io_context& io, Clock& clock, Options options);
@@ -61,6 +63,7 @@ class StoreRound : public RoundCoordinator {
   void finish_node(OnAllDone on_all_done, OnLost on_lost) override;
   void unfinished(OnUnfinished on_read) override;
   void start_next_round(bool failure, const std::set<std::string>& alive) override;
+  void settle(OnAllDone on_settled) override;
   void spares(OnSpares on_read) override;
   void note_failure(const std::string& reason) override;
   /// Parts are "gather/<name>/<k>" keys of the round.

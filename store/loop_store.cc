@@ -37,6 +37,12 @@ class TcpLoopStore : public LoopStore {
     }
     co_await set_on_loop(*client_, std::move(key), std::move(value), cancel);
   }
+  Task<int64_t> add(std::string key, int64_t delta, CancelSignal& cancel) override {
+    if (client_->numbering() != tcpstore::Numbering::kV2) {  // as get_now()
+      co_return client_->add(key, delta);
+    }
+    co_return co_await add_on_loop(*client_, std::move(key), delta, cancel);
+  }
   Task<std::string> compare_set(std::string key, std::string expected, std::string desired,
                                 CancelSignal& cancel) override {
     if (client_->numbering() != tcpstore::Numbering::kV2) {  // as get_now()

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -53,6 +54,12 @@ class LoopStore {
     cancel.check();
     store().set(key, value);
     co_return;
+  }
+  /// From a coroutine on the loop: adds `delta` to the counter `key` and returns its
+  /// new value; one request, awaited as get_now() is.
+  virtual Task<int64_t> add(std::string key, int64_t delta, CancelSignal& cancel) {
+    cancel.check();
+    co_return store().add(key, delta);
   }
   /// From a coroutine on the loop: sets `key` to `desired` where it holds `expected`
   /// ("": not there) and returns what it holds after; one request, awaited as

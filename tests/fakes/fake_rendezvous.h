@@ -150,6 +150,12 @@ class FakeRound : public rendezvous::RoundCoordinator {
     j_->next_rounds.emplace_back(failure, alive);
     if (failure) ++rdzv_.restarts;
   }
+  // After the answer to end(), as the real round's requests come in order.
+  void settle(OnAllDone on_settled) override {
+    boost::asio::post(*j_->io, [alive = alive_, f = std::move(on_settled)] {
+      if (*alive) f();
+    });
+  }
   void gather(const std::string& name, const std::string& mine, std::chrono::milliseconds,
               OnGathered on_gathered) override {
     j_->shared.emplace_back(name, mine);
@@ -224,9 +230,18 @@ class FakeRendezvous : public rendezvous::RendezvousHandler {
     return std::make_unique<FakeRound>(j, *journal_);
   }
   bool primary() const override { return true; }
-  void finish_job() override { journal_->finished_job = true; }
-  void job_failed() override { journal_->job_failed = true; }
-  void keep_out(const std::string& reason) override { journal_->kept_out = reason; }
+  Task<void> finish_job(CancelSignal&) override {
+    journal_->finished_job = true;
+    co_return;
+  }
+  Task<void> job_failed(CancelSignal&) override {
+    journal_->job_failed = true;
+    co_return;
+  }
+  Task<void> keep_out(std::string reason, CancelSignal&) override {
+    journal_->kept_out = std::move(reason);
+    co_return;
+  }
   std::optional<std::chrono::milliseconds> clock_offset() override {
     return journal_->clock_offset;
   }

@@ -49,32 +49,32 @@ test::EtcdCluster* EtcdStateStoreTest::cluster_ = nullptr;
 TEST_F(EtcdStateStoreTest, ALostWriteAnnouncesAndCarriesTheWinningState) {
   auto a = node();
   auto b = node();
-  StateSnapshot empty_a = a->read();
-  StateSnapshot empty_b = b->read();
+  StateSnapshot empty_a = a->read_now();
+  StateSnapshot empty_b = b->read_now();
   EXPECT_TRUE(empty_a.raw.empty());
-  ASSERT_TRUE(a->write(empty_a, with({"a"}), false, std::nullopt));
-  EXPECT_FALSE(b->write(empty_b, with({"b"}), false, Announcement{0, "b", 4}));
-  StateSnapshot now = b->read();
+  ASSERT_TRUE(a->write_now(empty_a, with({"a"}), false, std::nullopt));
+  EXPECT_FALSE(b->write_now(empty_b, with({"b"}), false, Announcement{0, "b", 4}));
+  StateSnapshot now = b->read_now();
   EXPECT_EQ(now.state.participants.count("a"), 1u) << now.raw;
   EXPECT_EQ(now.version, 1);
-  EXPECT_EQ(b->announced(0), (std::vector<std::pair<std::string, int>>{{"b", 4}}));
+  EXPECT_EQ(b->announced_now(0), (std::vector<std::pair<std::string, int>>{{"b", 4}}));
   // A writes again on what it wrote, b's announcement taken in.
-  StateSnapshot mine = a->read();
+  StateSnapshot mine = a->read_now();
   EXPECT_EQ(mine.version, 1);
-  EXPECT_TRUE(a->write(mine, with({"a", "b"}), false, std::nullopt));
+  EXPECT_TRUE(a->write_now(mine, with({"a", "b"}), false, std::nullopt));
 }
 
 TEST_F(EtcdStateStoreTest, AWaitEndsWithTheNextWriteAndHandsItOver) {
   auto a = node();
   auto b = node();
-  ASSERT_TRUE(a->write(a->read(), with({"a"}), false, std::nullopt));
-  StateSnapshot seen = b->read();
+  ASSERT_TRUE(a->write_now(a->read_now(), with({"a"}), false, std::nullopt));
+  StateSnapshot seen = b->read_now();
   std::thread writer([&] {
-    EXPECT_TRUE(a->write(a->read(), with({"a", "c"}), false, std::nullopt));
+    EXPECT_TRUE(a->write_now(a->read_now(), with({"a", "c"}), false, std::nullopt));
   });
   wait(*b, seen, false, 30s);
   writer.join();
-  StateSnapshot next = b->read();
+  StateSnapshot next = b->read_now();
   EXPECT_EQ(next.version, seen.version + 1);
   EXPECT_EQ(next.state.participants.count("c"), 1u) << next.raw;
 }
@@ -82,15 +82,15 @@ TEST_F(EtcdStateStoreTest, AWaitEndsWithTheNextWriteAndHandsItOver) {
 TEST_F(EtcdStateStoreTest, AParticipantSleepsThroughChangesThatDoNotConcernIt) {
   auto a = node();
   auto b = node();
-  ASSERT_TRUE(a->write(a->read(), with({"a", "b"}), false, std::nullopt));
-  StateSnapshot seen = b->read();
+  ASSERT_TRUE(a->write_now(a->read_now(), with({"a", "b"}), false, std::nullopt));
+  StateSnapshot seen = b->read_now();
   std::thread writer([&] {
-    EXPECT_TRUE(a->write(a->read(), with({"a", "b", "c"}), false, std::nullopt));
-    EXPECT_TRUE(a->write(a->read(), with({"a", "b", "c"}, true), true, std::nullopt));
+    EXPECT_TRUE(a->write_now(a->read_now(), with({"a", "b", "c"}), false, std::nullopt));
+    EXPECT_TRUE(a->write_now(a->read_now(), with({"a", "b", "c"}, true), true, std::nullopt));
   });
   wait(*b, seen, true, 30s);
   writer.join();
-  StateSnapshot next = b->read();
+  StateSnapshot next = b->read_now();
   EXPECT_TRUE(next.state.complete) << "woken by the write that completed the round, not before";
   EXPECT_EQ(next.epoch, seen.epoch + 1);
   EXPECT_GT(next.epoch_revision, seen.epoch_revision) << "the round's keys are newer than this";

@@ -60,7 +60,8 @@ TEST(StaticRendezvous, ASingleNodesStoreStopsAsTheJobEnds) {
   StaticRendezvous node(node0_of(1));
   testing::run_task(node.next_rendezvous(0, 1));
   ASSERT_EQ(test::await_thread_count(1, "ddprun-store"), 1) << "its thread names itself";
-  node.finish_job();
+  CancelSignal cancel;
+  testing::run_task(node.finish_job(cancel));
   EXPECT_EQ(test::await_thread_count(0, "ddprun-store"), 0)
       << "the store still serves after the job's end";
 }

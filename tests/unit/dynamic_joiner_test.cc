@@ -24,6 +24,16 @@ DynamicState join(DynamicJoiner& j, const std::string& node, int workers, int mi
   return run_task(j.join(node, workers, min_round, timeout, cancel));
 }
 
+// A quick step of the joiner, on a loop of its own.
+void start_next(DynamicJoiner& j, int round, bool failure, std::set<std::string> alive) {
+  CancelSignal cancel;
+  run_task(j.start_next_round(round, failure, std::move(alive), cancel));
+}
+void close(DynamicJoiner&& j, bool failed = false) {
+  CancelSignal cancel;
+  run_task(j.close(failed, cancel));
+}
+
 struct Cluster {
   store::MemoryStore store;
   // The nodes' view of it: waits on their loops (the store's own wait list; the
@@ -120,8 +130,8 @@ TEST(DynamicJoiner, NextRoundAfterAFailureIsStartedOnceAndCounted) {
   // Both nodes see the failure and both try to start the next round.
   DynamicJoiner ja = c.joiner();
   DynamicJoiner jb = c.joiner();
-  ja.start_next_round(0, true, {"a", "b"});
-  jb.start_next_round(0, true, {"a", "b"});
+  start_next(ja, 0, true, {"a", "b"});
+  start_next(jb, 0, true, {"a", "b"});
   auto second = c.join_all({"a", "b"}, {}, {1, 1});
   EXPECT_EQ(second[0].round, 1);
   EXPECT_EQ(second[0].restarts, 1) << "one restart, not two";
@@ -153,7 +163,7 @@ TEST(DynamicJoiner, ComingBackFromARoundWaitsForTheNextOne) {
   std::thread b([&] {
     std::this_thread::sleep_for(30ms);
     DynamicJoiner jb = c.joiner();
-    jb.start_next_round(0, false, {"a", "b"});
+    start_next(jb, 0, false, {"a", "b"});
     join(jb, "b", 2, 1, 10s);
   });
   DynamicJoiner ja = c.joiner();
@@ -185,7 +195,7 @@ TEST(DynamicJoiner, ClosedRunIsRefused) {
   Cluster c;
   c.config = {1, 1, 1000};
   c.join_all({"a"});
-  c.joiner().close();
+  close(c.joiner());
   DynamicJoiner j = c.joiner();
   EXPECT_THROW(join(j, "a", 1, 0, 1s), RendezvousClosedError);
 }
@@ -215,7 +225,7 @@ TEST(DynamicJoiner, ASpareWaitsAsLongAsTheJobRunsAndLeavesWhenItEnds) {
     }
     std::this_thread::sleep_for(300ms);  // three join timeouts
     ended = true;
-    c.joiner().close(failed);
+    close(c.joiner(), failed);
     spare.join();
   }
 }
@@ -235,7 +245,7 @@ TEST(DynamicJoiner, ASpareTakesTheDeadMembersPlaceInTheNextRound) {
     std::this_thread::sleep_for(1ms);
   }
   DynamicJoiner a = c.joiner();
-  a.start_next_round(0, true, {"a"});  // b died
+  start_next(a, 0, true, {"a"});  // b died
   DynamicState mine = join(a, "a", 2, 1, 10s);
   spare.join();
   EXPECT_EQ(mine, got);

@@ -364,16 +364,14 @@ TEST_F(LocalAgentTest, FinishedNodeWaitsForTheOthers) {
   launcher_.on_spawn = [&](const auto& p) {
     launcher_.exit(p.pid, 0);
     if (p.rank() == 1) {
-      boost::asio::post(io_, [&] {
-        boost::asio::post(io_, [&] {
-          EXPECT_TRUE(round(0)->node_finished);
-          EXPECT_FALSE(journal_->finished_job) << "not before every node is done";
-          round(0)->all_done();
-        });
-      });
+      round(0)->on_node_finished = [&] {
+        EXPECT_FALSE(journal_->finished_job) << "not before every node is done";
+        round(0)->all_done();
+      };
     }
   };
   EXPECT_EQ(run(), 0);
+  EXPECT_TRUE(round(0)->node_finished);
   EXPECT_TRUE(journal_->finished_job);
 }
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/error.h"
 #include "store/memory_store.h"
 
 namespace ddprun::rendezvous {
@@ -62,6 +63,28 @@ TEST_F(RoundRequestsTest, ACompareAndSetAlwaysAnswers) {
                        [&](const std::string& w) { why = w; });
   run();
   EXPECT_EQ(why, "too many requests wait for the store");
+}
+
+// Work of the round's made elsewhere (the rendezvous state's) is taken in turn; its
+// failure is its own, and settle() answers once everything asked before it has been.
+TEST_F(RoundRequestsTest, WorkIsTakenInTurnAndSettleComesAfterIt) {
+  RoundRequests requests(io_, [this] { return store::on_loop(store_); });
+  std::vector<std::string> said;
+  requests.write("k", "1", [&] { said.push_back("written"); }, [](const std::string&) {});
+  requests.run(
+      [&](CancelSignal&) -> Task<void> {
+        said.push_back("work");
+        throw Error("the state is gone");
+        co_return;
+      },
+      [&](const std::string& why) { said.push_back("failed: " + why); });
+  requests.settle([&] { said.push_back("settled"); });
+  requests.read({"k"}, [&](std::optional<RoundRequests::Values> v) {
+    said.push_back(v ? (*v)[0].value_or("-") : "nothing");
+  }, [&](const std::string& why) { said.push_back("lost: " + why); });
+  run();
+  EXPECT_EQ(said, (std::vector<std::string>{"written", "work", "failed: the state is gone",
+                                            "settled", "1"}));
 }
 
 // Past the bound, a write fails and a read reads nothing (the store is slow; the

@@ -1,0 +1,128 @@
+// The joiner's writes: a step of the join, and the quick steps while a job runs and
+// as it ends (each a few reads and compare-and-sets of the state, retried where another
+// node wrote first). Apart from join() on purpose: GCC 12 inlines a coroutine's frame
+// allocation into a caller in the same unit but not always its deallocation, and then
+// takes them for a mismatched new and delete (-Wmismatched-new-delete).
+#include "rendezvous/dynamic_joiner.h"
+
+#include <algorithm>
+
+#include "common/loop_waits.h"
+
+namespace ddprun::rendezvous {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// How long an announced node lets the state stay still before it writes itself (at
+// least, at most), and how many others' writes it waits through.
+constexpr auto kAnnouncedWaitMin = std::chrono::microseconds(10'000);
+constexpr auto kAnnouncedWaitMax = std::chrono::microseconds(200'000);
+constexpr int kAnnouncedMaxChanges = 32;
+
+// Changes a node already in the forming round must hear of; others (one more node
+// joining) concern only nodes that still have to act.
+static bool concerns_participants(const DynamicState& from, const DynamicState& to) {
+  return from.complete != to.complete || from.round != to.round || from.closed != to.closed ||
+         from.last_call_deadline_ms != to.last_call_deadline_ms;
+}
+
+Task<bool> DynamicJoiner::write(const StateSnapshot& from, const DynamicState& to,
+                                CancelSignal& cancel, const std::optional<Announcement>& on_loss) {
+  auto start = Clock::now();
+  std::string encoded = to.encode();
+  bool wakes = concerns_participants(from.state, to);
+  bool won = co_await state_->write(from, encoded, wakes, on_loss, cancel);
+  write_time_ = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start);
+  lost_writes_ = won ? 0 : lost_writes_ + 1;
+  co_return won;
+}
+
+// After a lost write: back off a little (more each time, at random) so that many
+// nodes arriving together do not all retry in lockstep. A node others can take in
+// (it announced itself) that keeps losing waits while they keep writing instead:
+// each of their writes takes in the nodes announced before it, so this one most
+// often need not write at all. It writes itself once the state stays still for a
+// while (a few write times, within bounds: the store may be slow under load).
+// Returns the state last seen.
+Task<std::optional<StateSnapshot>> DynamicJoiner::back_off(std::string node, bool announced,
+                                                           CancelSignal& cancel) {
+  int64_t cap_us = std::min<int64_t>(20'000, int64_t{250} << std::min(lost_writes_, 7));
+  auto jitter = std::chrono::microseconds(jitter_() % (cap_us + 1));
+  if (!announced || lost_writes_ < 2) {  // a crowd only when writes keep losing
+    co_await sleep_for(jitter, cancel);
+    co_return std::nullopt;
+  }
+  auto still = std::chrono::duration_cast<milliseconds>(
+      std::clamp<std::chrono::microseconds>(3 * write_time_, kAnnouncedWaitMin, kAnnouncedWaitMax) +
+      jitter);
+  StateSnapshot now = co_await state_->read(cancel);
+  for (int changes = 0; changes < kAnnouncedMaxChanges; ++changes) {
+    if (now.state.participants.count(node) || now.state.complete || now.state.closed) break;
+    co_await state_->wait(now, false, still, cancel);
+    StateSnapshot next = co_await state_->read(cancel);
+    bool moved = next.version != now.version;
+    now = std::move(next);
+    if (!moved) break;
+  }
+  co_return now;
+}
+
+Task<void> DynamicJoiner::start_next_round(int round, bool failure, std::set<std::string> alive,
+                                           CancelSignal& cancel) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    StateSnapshot snap = co_await state_->read(cancel);
+    if (snap.state.round != round || snap.state.closed) co_return;  // someone was first
+    DynamicState next = next_round(snap.state, failure, alive, wall_ms_());
+    bool won = co_await write(snap, next, cancel);
+    if (won) co_return;
+  }
+}
+
+Task<std::optional<Quarantine>> DynamicJoiner::note_failure(std::string address,
+                                                            std::string reason,
+                                                            CancelSignal& cancel) {
+  std::optional<Quarantine> none;
+  if (config_.node_failure_limit <= 0) co_return none;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    StateSnapshot snap = co_await state_->read(cancel);
+    if (snap.state.closed) co_return none;
+    int64_t now = wall_ms_();
+    DynamicState next = rendezvous::note_failure(snap.state, address, reason, now, config_);
+    bool won = co_await write(snap, next, cancel);
+    if (!won) continue;
+    if (const Quarantine* q = quarantine_of(next, address, now)) co_return *q;
+    co_return none;
+  }
+  co_return none;
+}
+
+Task<void> DynamicJoiner::keep_out(std::string address, std::string reason, CancelSignal& cancel) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    StateSnapshot snap = co_await state_->read(cancel);
+    if (snap.state.closed) co_return;
+    DynamicState next = quarantine(snap.state, address, reason, wall_ms_(), config_);
+    bool won = co_await write(snap, next, cancel);
+    if (won) co_return;
+  }
+}
+
+std::vector<std::string> DynamicJoiner::spares_in(const std::string& value) const {
+  std::vector<std::string> ids;
+  for (const auto& [id, workers] : state_->state_in(value).spares) ids.push_back(id);
+  return ids;
+}
+
+Task<void> DynamicJoiner::close(bool failed, CancelSignal& cancel) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    StateSnapshot snap = co_await state_->read(cancel);
+    if (snap.state.closed) co_return;
+    DynamicState closed = snap.state;
+    closed.closed = true;
+    closed.failed = failed;
+    bool won = co_await write(snap, closed, cancel);
+    if (won) co_return;
+  }
+}
+
+}  // namespace ddprun::rendezvous
