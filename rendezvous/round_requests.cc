@@ -35,6 +35,16 @@ std::optional<std::string> failure(const std::exception_ptr& error, bool refused
   }
 }
 
+// Why a request failed, whatever it was (a stop signal's too): for the requests whose
+// asker waits for an answer.
+std::string what_of(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
 }  // namespace
 
 struct RoundRequests::Queue {
@@ -161,11 +171,7 @@ void RoundRequests::compare_set(std::string key, std::string expected, std::stri
       [held, on_value = std::move(on_value), on_error = std::move(on_error)](
           const std::exception_ptr& error) {
         if (!error) return on_value(std::move(*held));
-        try {
-          std::rethrow_exception(error);
-        } catch (const std::exception& e) {
-          on_error(e.what());  // a stop signal's too: its asker waits for the answer
-        }
+        on_error(what_of(error));
       });
 }
 
@@ -183,12 +189,7 @@ void RoundRequests::run(Work work, OnError on_error) {
       },
       [why, on_error = std::move(on_error)](const std::exception_ptr& error) {
         if (*why) return on_error(**why);
-        if (!error) return;
-        try {
-          std::rethrow_exception(error);
-        } catch (const std::exception& e) {
-          on_error(e.what());  // the round's connection failed first
-        }
+        if (error) on_error(what_of(error));  // the round's connection failed first
       },
       /*bounded=*/false);
 }
