@@ -255,7 +255,7 @@ TEST(Elastic, SigtermToOneAgentStopsTheWholeJob) {
   DdprunProcess b(job.agent({}, {"mark", dir}), kEnv);
   ASSERT_TRUE(eventually([&] { return world_running(dir, 2, 0); }));
   ::kill(b.pid(), SIGTERM);
-  EXPECT_EQ(b.wait(), 128 + SIGTERM);
+  EXPECT_EQ(b.wait(), 128 + SIGTERM) << b.err();
   EXPECT_EQ(a.wait(), 128 + SIGTERM) << a.err();
   EXPECT_NE(a.err().find("received SIGTERM"), std::string::npos) << a.err();
 }
