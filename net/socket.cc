@@ -125,21 +125,34 @@ void Socket::wait_for(short events, Deadline deadline, const char* what) {
 }
 
 void Socket::send_all(const void* data, size_t size, Deadline deadline) {
-  if (fd_ < 0) throw StoreError("store connection to " + peer_ + " is closed");
   auto* p = static_cast<const char*>(data);
   while (size > 0) {
-    ssize_t n = ::send(fd_, p, size, MSG_NOSIGNAL);
-    if (n > 0) {
-      p += n;
-      size -= static_cast<size_t>(n);
-    } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-      wait_for(POLLOUT, deadline, "sending to");
-    } else {
-      int err = errno;
-      close();
-      throw StoreError("lost the store at " + peer_ + ": " + std::strerror(err));
-    }
+    size_t n = send_some(p, size);
+    if (n == 0) wait_for(POLLOUT, deadline, "sending to");
+    p += n;
+    size -= n;
   }
+}
+
+size_t Socket::send_some(const void* data, size_t size) {
+  if (fd_ < 0) throw StoreError("store connection to " + peer_ + " is closed");
+  ssize_t n = ::send(fd_, data, size, MSG_NOSIGNAL);
+  if (n >= 0) return static_cast<size_t>(n);
+  if (errno == EAGAIN || errno == EINTR) return 0;
+  int err = errno;
+  close();
+  throw StoreError("lost the store at " + peer_ + ": " + std::strerror(err));
+}
+
+size_t Socket::recv_available(void* data, size_t max) {
+  if (fd_ < 0) throw StoreError("store connection to " + peer_ + " is closed");
+  ssize_t n = ::recv(fd_, data, max, 0);
+  if (n > 0) return static_cast<size_t>(n);
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return 0;
+  int err = n == 0 ? 0 : errno;
+  close();
+  throw StoreError("lost the store at " + peer_ + ": " +
+                   (err ? std::strerror(err) : "connection closed"));
 }
 
 void Socket::recv_exact(void* data, size_t size, Deadline deadline) {
@@ -152,18 +165,10 @@ void Socket::recv_exact(void* data, size_t size, Deadline deadline) {
 }
 
 size_t Socket::recv_some(void* data, size_t max, Deadline deadline) {
-  if (fd_ < 0) throw StoreError("store connection to " + peer_ + " is closed");
   while (true) {
-    ssize_t n = ::recv(fd_, data, max, 0);
-    if (n > 0) return static_cast<size_t>(n);
-    if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-      wait_for(POLLIN, deadline, "reading from");
-      continue;
-    }
-    int err = n == 0 ? 0 : errno;
-    close();
-    throw StoreError("lost the store at " + peer_ + ": " +
-                     (err ? std::strerror(err) : "connection closed"));
+    size_t n = recv_available(data, max);
+    if (n > 0) return n;
+    wait_for(POLLIN, deadline, "reading from");
   }
 }
 

@@ -37,6 +37,11 @@ class Socket {
   void recv_exact(void* data, size_t size, Deadline deadline);
   /// Reads what is there (at least one byte, at most `max`), waiting until `deadline`.
   size_t recv_some(void* data, size_t max, Deadline deadline);
+  /// Without waiting, for an event loop that waits on fd(): send_some() hands over what
+  /// the kernel takes now (0: nothing, wait until writable); recv_available() reads
+  /// what is there (0: nothing yet, wait until readable). StoreError as above.
+  size_t send_some(const void* data, size_t size);
+  size_t recv_available(void* data, size_t max);
   void close();
   /// Shuts the connection down (without releasing the descriptor), so a blocking
   /// call on another thread returns. Thread-safe.

@@ -4,6 +4,7 @@
 #include "rendezvous/generic_state_store.h"
 
 namespace ddprun::rendezvous {
+
 namespace {
 
 // "<version> <epoch>\n<state JSON>": the state key's value, and the epoch key's.
@@ -69,19 +70,25 @@ void EtcdStateStore::remember_announced(int round, const std::vector<store::Etcd
   listed_round_ = round;
 }
 
-StateSnapshot EtcdStateStore::read_now() {
+Task<StateSnapshot> EtcdStateStore::read(CancelSignal& cancel) {
+  StateSnapshot s;
   if (fresh_) {
-    StateSnapshot s = std::move(*fresh_);
+    s = std::move(*fresh_);
     fresh_.reset();
-    return s;
+  } else {
+    // The announcements of the round seen last: the one forming, nearly always.
+    int round = round_seen_;
+    std::vector<store::EtcdOp> ops = reads(round);
+    store::EtcdClient::TxnResult r = co_await client_->reads_on_loop(std::move(ops), cancel);
+    s = parse(r, round);
   }
-  // The announcements of the round seen last: the one forming, nearly always.
-  return parse(client_->txn(std::nullopt, reads(round_seen_)), round_seen_);
+  co_return s;
 }
 
-bool EtcdStateStore::write_now(const StateSnapshot& from, const std::string& to,
-                               bool wakes_participants,
-                               const std::optional<Announcement>& on_loss) {
+Task<bool> EtcdStateStore::write(const StateSnapshot& from, const std::string& to,
+                                 bool wakes_participants,
+                                 const std::optional<Announcement>& on_loss,
+                                 CancelSignal& cancel) {
   int64_t epoch = from.epoch + (wakes_participants ? 1 : 0);
   std::string value = encode(from.version + 1, epoch, to);
   std::vector<store::EtcdOp> success{store::EtcdOp::put(prefix_ + "state", value)};
@@ -89,19 +96,21 @@ bool EtcdStateStore::write_now(const StateSnapshot& from, const std::string& to,
   std::vector<store::EtcdOp> failure;
   if (on_loss) {
     failure.push_back(store::EtcdOp::put(announce_dir(prefix_, on_loss->round) + on_loss->node,
-                                  std::to_string(on_loss->local_world_size), lease_()));
+                                         std::to_string(on_loss->local_world_size), lease_()));
   }
   int round = from.state.round;
   for (auto& op : reads(round)) failure.push_back(std::move(op));
-  auto r = client_->txn(store::EtcdCompare{prefix_ + "state", from.state_revision}, success, failure);
+  std::optional<store::EtcdCompare> unchanged =
+      store::EtcdCompare{prefix_ + "state", from.state_revision};
+  auto r = co_await client_->txn_on_loop(unchanged, std::move(success), std::move(failure), cancel);
   if (!r.succeeded) {
     fresh_ = parse(r, round);
-    return false;
+    co_return false;
   }
   fresh_ = snapshot(store::EtcdKv{prefix_ + "state", value, 0, r.revision}, from);
   round_seen_ = fresh_->state.round;
   listed_round_ = -1;  // not read with this write
-  return true;
+  co_return true;
 }
 
 Task<void> EtcdStateStore::wait(const StateSnapshot& from, bool participant,
@@ -109,43 +118,37 @@ Task<void> EtcdStateStore::wait(const StateSnapshot& from, bool participant,
   // The event carries the state written: the next read() needs no request. No event
   // before the timeout: take `from` as still the state (if the watch came too late to
   // see a change, the guess costs one lost write, which brings the state back).
+  struct Ends {  // however the watch ends, the client serves calls again
+    store::EtcdClient& client;
+    ~Ends() { client.end_loop_watch(); }
+  } ends{*client_};
+  std::string key = prefix_ + (participant ? "epoch" : "state");
+  client_->begin_loop_watch(key, "", from.revision + 1);
+  store::EtcdEventStream stream(*client_, [&](const store::EtcdEvent& e) {
+    if (e.deleted) return true;
+    fresh_ = snapshot(e.kv, from);
+    return false;
+  });
+  auto deadline = std::chrono::steady_clock::now() + timeout;
   bool changed = true;
   try {
-    changed =
-        co_await watch(prefix_ + (participant ? "epoch" : "state"), from.revision + 1,
-                       std::chrono::steady_clock::now() + timeout, cancel, [&](const store::EtcdEvent& e) {
-                         if (e.deleted) return true;
-                         fresh_ = snapshot(e.kv, from);
-                         return false;
-                       });
+    changed = co_await store::follow_etcd_stream(stream, deadline, cancel);
   } catch (const store::EtcdCompactedError&) {
     co_return;  // that history is gone: the next read() reads
   }
   if (!changed && !participant) fresh_ = from;
 }
 
-Task<bool> EtcdStateStore::watch(const std::string& key, int64_t from_revision,
-                                 std::chrono::steady_clock::time_point deadline,
-                                 CancelSignal& cancel,
-                                 const std::function<bool(const store::EtcdEvent&)>& on_event) {
-  struct Ends {  // however the watch ends, the client serves calls again
-    store::EtcdClient& client;
-    ~Ends() { client.end_loop_watch(); }
-  } ends{*client_};
-  client_->begin_loop_watch(key, "", from_revision);
-  store::EtcdStream stream{[this] { return client_->open_loop_watch(); },  // after the last revision seen
-                    [&] { return client_->read_loop_watch(on_event); },
-                    [this] { client_->skip_member("the watch stream stayed silent"); },
-                    client_->loop_watch_silence()};
-  co_return co_await follow_etcd_stream(stream, deadline, cancel);
-}
-
-std::vector<std::pair<std::string, int>> EtcdStateStore::announced_now(int round) {
+Task<std::vector<std::pair<std::string, int>>> EtcdStateStore::announced(int round,
+                                                                          CancelSignal& cancel) {
   if (listed_round_ != round) {
     std::string dir = announce_dir(prefix_, round);
-    remember_announced(round, client_->range(dir, store::etcd_prefix_end(dir)).kvs);
+    std::string end = store::etcd_prefix_end(dir);
+    auto r = co_await client_->range_on_loop(dir, end, cancel);
+    remember_announced(round, r.kvs);
   }
-  return listed_;
+  co_return listed_;
 }
+
 
 }  // namespace ddprun::rendezvous

@@ -28,24 +28,15 @@ class EtcdStateStore : public StateStore {
   std::vector<store::EtcdOp> first_reads() const { return reads(round_seen_); }
   void prime(const store::EtcdClient::TxnResult& r) { fresh_ = parse(r, round_seen_); }
 
-  /// etcd's requests still block (EtcdClient): each is made at once.
-  Task<StateSnapshot> read(CancelSignal& cancel) override {
-    cancel.check();
-    co_return read_now();
-  }
+  /// Every request is EtcdClient's loop call.
+  Task<StateSnapshot> read(CancelSignal& cancel) override;
   Task<bool> write(const StateSnapshot& from, const std::string& to, bool wakes_participants,
-                   const std::optional<Announcement>& on_loss, CancelSignal& cancel) override {
-    cancel.check();
-    co_return write_now(from, to, wakes_participants, on_loss);
-  }
+                   const std::optional<Announcement>& on_loss, CancelSignal& cancel) override;
   /// The watch's stream is read as the loop's completions (EtcdClient's loop watch).
   Task<void> wait(const StateSnapshot& from, bool participant, std::chrono::milliseconds timeout,
                   CancelSignal& cancel) override;
   Task<std::vector<std::pair<std::string, int>>> announced(int round,
-                                                            CancelSignal& cancel) override {
-    cancel.check();
-    co_return announced_now(round);
-  }
+                                                            CancelSignal& cancel) override;
   void withdraw(int, const std::string&) override {}  // goes with the lease
   std::string state_key() const override { return prefix_ + "state"; }
   DynamicState state_in(const std::string& value) const override;
@@ -53,24 +44,12 @@ class EtcdStateStore : public StateStore {
   /// second would only load etcd with as many reads as there are waiting nodes.
   std::chrono::milliseconds longest_wait() const override { return std::chrono::seconds(10); }
 
-  /// The same requests, made at once (blocking).
-  StateSnapshot read_now();
-  bool write_now(const StateSnapshot& from, const std::string& to, bool wakes_participants,
-                 const std::optional<Announcement>& on_loss);
-  std::vector<std::pair<std::string, int>> announced_now(int round);
-
  private:
   std::vector<store::EtcdOp> reads(int round) const;
   StateSnapshot parse(const store::EtcdClient::TxnResult& r, int round);
   void remember_announced(int round, const std::vector<store::EtcdKv>& kvs);
   /// The state in `kv` (the state key's or the epoch key's), written after `before`.
   StateSnapshot snapshot(const store::EtcdKv& kv, const StateSnapshot& before) const;
-  /// Watches `key` from `from_revision` until `on_event` returns false (true) or
-  /// `deadline` (false), moving on to the next member where a stream breaks or stays
-  /// silent.
-  Task<bool> watch(const std::string& key, int64_t from_revision,
-                   std::chrono::steady_clock::time_point deadline, CancelSignal& cancel,
-                   const std::function<bool(const store::EtcdEvent&)>& on_event);
 
   std::unique_ptr<store::EtcdClient> client_;
   std::string prefix_;

@@ -5,7 +5,6 @@
 
 #include "common/loop_waits.h"
 #include "store/etcd/etcd_store.h"
-#include "store/etcd/etcd_stream.h"
 #include "store/memory_store.h"
 #include "store/tcpstore/store_on_loop.h"
 #include "store/tcpstore/tcp_store_client.h"
@@ -63,26 +62,29 @@ class TcpLoopStore : public LoopStore {
   std::unique_ptr<TcpStoreClient> client_;
 };
 
-// etcd: the keys are read, then watched from there on the loop; wherever the stream
-// breaks or stays silent, the next member is asked (the keys read again first).
+// etcd: every request and wait EtcdStore's on the loop.
 class EtcdLoopStore : public LoopStore {
  public:
   explicit EtcdLoopStore(std::unique_ptr<EtcdStore> etcd) : etcd_(std::move(etcd)) {}
   Store& store() override { return *etcd_; }
   Task<Values> wait_for(std::vector<std::string> keys, std::chrono::milliseconds timeout,
                         CancelSignal& cancel) override {
-    EtcdStore& etcd = *etcd_;
-    struct Ends {  // however the wait ends, the store serves calls again
-      EtcdStore& etcd;
-      ~Ends() { etcd.end_wait(); }
-    } ends{etcd};
-    EtcdStream stream{[&] { return etcd.start_wait(keys) ? -1 : etcd.open_wait(); },
-                      [&] { return etcd.wait_readable(); }, [&] { etcd.wait_silent(); },
-                      etcd.wait_silence()};
-    bool all_there = co_await follow_etcd_stream(stream, Clock::now() + timeout, cancel);
-    Values values;
-    if (all_there) values = etcd.wait_values();
-    co_return values;
+    return etcd_->wait_on_loop(std::move(keys), timeout, cancel);
+  }
+  Task<std::vector<std::optional<std::string>>> get_now(std::vector<std::string> keys,
+                                                        CancelSignal& cancel) override {
+    return etcd_->get_now_on_loop(std::move(keys), cancel);
+  }
+  Task<void> set(std::string key, std::string value, CancelSignal& cancel) override {
+    return etcd_->set_on_loop(std::move(key), std::move(value), cancel);
+  }
+  Task<int64_t> add(std::string key, int64_t delta, CancelSignal& cancel) override {
+    return etcd_->add_on_loop(std::move(key), delta, cancel);
+  }
+  Task<std::string> compare_set(std::string key, std::string expected, std::string desired,
+                                CancelSignal& cancel) override {
+    return etcd_->compare_set_on_loop(std::move(key), std::move(expected), std::move(desired),
+                                      cancel);
   }
 
  private:

@@ -41,9 +41,9 @@ class LoopStore {
       std::vector<std::string> keys, std::chrono::milliseconds timeout, CancelSignal& cancel) = 0;
 
   /// From a coroutine on the loop: the values of `keys` now (nullopt: not there), one
-  /// round trip. A TCPStore's answer is the loop's completion (store_on_loop.h), which
-  /// `cancel` ends (Error; the connection is dropped). etcd's request is still the
-  /// blocking one, and the in-memory store answers at once.
+  /// round trip. A TCPStore's answer and etcd's reply are the loop's completions, which
+  /// `cancel` ends (Error; the connection is dropped); the in-memory store answers at
+  /// once.
   virtual Task<std::vector<std::optional<std::string>>> get_now(std::vector<std::string> keys,
                                                                 CancelSignal& cancel) {
     cancel.check();

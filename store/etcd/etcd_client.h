@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/cancel_signal.h"
+#include "common/coro.h"
 #include "net/socket.h"
 #include "store/etcd/etcd_endpoint.h"
 #include "store/store.h"
@@ -136,6 +138,32 @@ class EtcdClient {
   bool watch(const std::string& key, const std::string& range_end, int64_t start_revision,
              Clock::time_point deadline, const std::function<bool(const EtcdEvent&)>& on_event);
 
+  /// The same calls from a coroutine on a loop (etcd_loop_calls.cc), failing over
+  /// alike, every wait (connecting, sending, the reply, the pause once every member
+  /// failed) the loop's completion: nothing holds the loop up, and `cancel` ends a call
+  /// at once (Error; the connection is dropped). `until`: where the caller's own wait
+  /// ends before the call's timeout, the call gives up there.
+  Task<nlohmann::json> call_on_loop(std::string path, nlohmann::json body, CancelSignal& cancel,
+                                    Clock::time_point until = Clock::time_point::max());
+  Task<Range> range_on_loop(std::string key, std::string range_end, CancelSignal& cancel);
+  Task<std::vector<Range>> ranges_on_loop(std::vector<std::string> keys, CancelSignal& cancel,
+                                          Clock::time_point until = Clock::time_point::max());
+  Task<void> put_on_loop(std::string key, std::string value, CancelSignal& cancel);
+  Task<TxnResult> txn_on_loop(std::optional<EtcdCompare> compare, std::vector<EtcdOp> success,
+                              std::vector<EtcdOp> failure, CancelSignal& cancel,
+                              Clock::time_point until = Clock::time_point::max());
+  /// One transaction of reads only (ranges), at one revision.
+  Task<TxnResult> reads_on_loop(std::vector<EtcdOp> reads, CancelSignal& cancel,
+                                Clock::time_point until = Clock::time_point::max());
+  /// put_if_revision() on the loop: what the key holds after (nullopt: missing) when
+  /// the put was made, and nullopt itself when the key had changed.
+  struct PutIfRevision {
+    bool written = false;
+    std::optional<EtcdKv> now;
+  };
+  Task<PutIfRevision> put_if_revision_on_loop(std::string key, int64_t mod_revision,
+                                              std::string value, CancelSignal& cancel);
+
   /// watch() driven from an event loop, on a client that serves nothing else until
   /// end_loop_watch(). begin_loop_watch() only remembers what to watch. open_loop_watch()
   /// sends the request to the current member (on the open connection, else on a new
@@ -149,29 +177,11 @@ class EtcdClient {
   /// (EtcdCompactedError) as watch() does.
   void begin_loop_watch(const std::string& key, const std::string& range_end,
                         int64_t start_revision);
-  int open_loop_watch();
+  Task<int> open_loop_watch(CancelSignal& cancel);
   bool read_loop_watch(const std::function<bool(const EtcdEvent&)>& on_event);
   std::chrono::milliseconds loop_watch_silence() const;
   void skip_member(const std::string& why) { fail_over(why); }
   void end_loop_watch();
-
-  /// From here on until the returned guard goes, each call makes one attempt of at most
-  /// `budget` on the current member and, when it fails, moves on to the next member and
-  /// throws StoreError: an event loop calling it is held up for `budget` at most, and
-  /// tries again on a timer of its own. (Otherwise a call goes through the members
-  /// until its timeout.)
-  class SingleAttempts {
-   public:
-    SingleAttempts(EtcdClient& client, std::chrono::milliseconds budget) : client_(client) {
-      client_.single_attempt_ = budget;
-    }
-    ~SingleAttempts() { client_.single_attempt_.reset(); }
-    SingleAttempts(const SingleAttempts&) = delete;
-    SingleAttempts& operator=(const SingleAttempts&) = delete;
-
-   private:
-    EtcdClient& client_;
-  };
 
   /// Makes a call blocked in another thread fail promptly; the client is unusable after.
   void interrupt();
@@ -188,6 +198,21 @@ class EtcdClient {
     unsigned status = 0;
     std::string body;
   };
+  class CallBudget;  // etcd_wire.h
+  struct Reply;      // etcd_wire.h
+  std::string request_text(const std::string& path, const std::string& body) const;
+  // Gives `reply` what has been read (pending_): true once it is whole.
+  bool take_pending(Reply& reply);
+  Response finish(Reply& reply);
+  // Throws the StoreError of a call that ran out of time, naming every member tried.
+  [[noreturn]] void give_up(const std::string& path) const;
+  // Adopts a new connection to the current member.
+  void use(net::Socket connected);
+  // Connects to the current member unless connected: one attempt, on the loop.
+  Task<void> reach_on_loop(Clock::time_point deadline, CancelSignal& cancel);
+  // One request and its reply on the current member, on the loop.
+  Task<Response> exchange_on_loop(const std::string& path, const std::string& body,
+                                  Clock::time_point deadline, CancelSignal& cancel);
   void connect(Clock::time_point deadline);
   void send_request(const std::string& path, const std::string& body, Clock::time_point deadline);
   Response read_response(Clock::time_point deadline);
@@ -218,7 +243,6 @@ class EtcdClient {
   std::string last_date_;  // see last_date()
   std::atomic<bool> interrupted_{false};
   std::unique_ptr<WatchStream> loop_watch_;                  // the event loop's
-  std::optional<std::chrono::milliseconds> single_attempt_;  // see SingleAttempts
 };
 
 }  // namespace ddprun::store

@@ -1,5 +1,7 @@
 #include "store/etcd/etcd_store.h"
 
+#include "store/etcd/etcd_keys_awaited.h"
+
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -96,62 +98,12 @@ std::vector<std::string> EtcdStore::multi_get(const std::vector<std::string>& ke
   return wait_for(keys, timeout, true);
 }
 
-// What one wait for keys has seen so far (full keys).
-struct EtcdStore::KeysAwaited {
-  std::vector<std::string> full;
-  std::set<std::string> wanted;
-  std::map<std::string, std::string> values;
-  std::set<std::string> missing;
-  int64_t from = 0;  // watch from just after this revision
-
-  // Takes an event; false once every key is there.
-  bool take(const EtcdEvent& e) {
-    if (!wanted.count(e.kv.key)) return true;
-    if (e.deleted) {
-      values.erase(e.kv.key);
-      missing.insert(e.kv.key);
-    } else {
-      values[e.kv.key] = e.kv.value;
-      missing.erase(e.kv.key);
-    }
-    return !missing.empty();
-  }
-  // What the missing keys share: one key, or the range of their common prefix.
-  std::pair<std::string, std::string> range() const {
-    const std::string& lo = *missing.begin();
-    const std::string& hi = *missing.rbegin();
-    if (missing.size() == 1) return {lo, ""};
-    size_t common = 0;
-    while (common < lo.size() && common < hi.size() && lo[common] == hi[common]) ++common;
-    std::string start = lo.substr(0, common);
-    return {start, etcd_prefix_end(start)};
-  }
-  std::vector<std::string> result() const {
-    std::vector<std::string> out;
-    out.reserve(full.size());
-    for (const auto& k : full) out.push_back(values.at(k));
-    return out;
-  }
-};
-
 // Reads the keys, unless they are known to be newer than a revision: the watch starts
 // from just after the revision read (or known to precede them), so a key created in
 // between is an event, not a miss. The events carry the values.
-std::unique_ptr<EtcdStore::KeysAwaited> EtcdStore::await(const std::vector<std::string>& keys) {
-  auto a = std::make_unique<KeysAwaited>();
-  for (const auto& k : keys) a->full.push_back(prefix_ + k);
-  a->wanted.insert(a->full.begin(), a->full.end());
-  a->missing = a->wanted;
-  a->from = newer_than_;
-  if (a->from == 0) {
-    auto found = client_->ranges(a->full);
-    for (size_t i = 0; i < a->full.size(); ++i) {
-      if (found[i].kvs.empty()) continue;
-      a->values[a->full[i]] = found[i].kvs[0].value;
-      a->missing.erase(a->full[i]);
-    }
-    a->from = found[0].revision;
-  }
+std::unique_ptr<EtcdKeysAwaited> EtcdStore::await(const std::vector<std::string>& keys) {
+  auto a = std::make_unique<EtcdKeysAwaited>(prefix_, keys, newer_than_);
+  if (a->from == 0) a->take(client_->ranges(a->full));
   return a;
 }
 
@@ -185,42 +137,6 @@ std::vector<std::string> EtcdStore::wait_for(const std::vector<std::string>& key
   }
   if (!values_wanted) return {};
   return a->result();
-}
-
-bool EtcdStore::start_wait(const std::vector<std::string>& keys) {
-  awaited_keys_ = keys;
-  EtcdClient::SingleAttempts one(*client_, kLoopAttempt);
-  awaited_ = await(keys);
-  if (awaited_->missing.empty()) return true;
-  auto [start, end] = awaited_->range();
-  client_->begin_loop_watch(start, end, awaited_->from + 1);
-  return false;
-}
-
-int EtcdStore::open_wait() { return client_->open_loop_watch(); }
-
-bool EtcdStore::wait_readable() {
-  try {
-    return client_->read_loop_watch([this](const EtcdEvent& e) { return awaited_->take(e); });
-  } catch (const EtcdCompactedError&) {
-    if (newer_than_ == 0) throw;
-    newer_than_ = 0;  // that history is gone: start_wait() reads first
-    throw StoreError("etcd compacted the revisions watched; reading the keys instead");
-  }
-}
-
-void EtcdStore::wait_silent() {
-  client_->skip_member("the watch stream was silent for " +
-                       std::to_string(client_->loop_watch_silence().count()) + " ms");
-}
-
-std::chrono::milliseconds EtcdStore::wait_silence() const { return client_->loop_watch_silence(); }
-
-std::vector<std::string> EtcdStore::wait_values() const { return awaited_->result(); }
-
-void EtcdStore::end_wait() {
-  client_->end_loop_watch();
-  awaited_.reset();
 }
 
 std::optional<std::vector<std::pair<std::string, std::string>>> EtcdStore::list_prefix(

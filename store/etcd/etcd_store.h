@@ -1,15 +1,20 @@
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "common/cancel_signal.h"
+#include "common/coro.h"
 #include "store/etcd/etcd_client.h"
 #include "store/store.h"
 
 namespace ddprun::store {
+
+struct EtcdKeysAwaited;  // etcd_keys_awaited.h
 
 /// The Store interface over etcd (keys under `prefix`): compare-and-set and add are
 /// transactions on the key's revision, waits are watches from the revision the keys
@@ -47,24 +52,22 @@ class EtcdStore : public Store {
 
   EtcdClient& client() { return *client_; }
 
-  /// wait() driven from an event loop, on a store that serves nothing else until
-  /// end_wait(); no step holds the loop longer than kLoopAttempt (one member tried; a
-  /// StoreError has moved on to the next one: start again after a pause). start_wait()
-  /// reads the keys (unless they are known to be newer than a revision): true when they
-  /// all exist. Otherwise open_wait() opens a watch on them and returns the descriptor
-  /// to wait on; when that is readable wait_readable() takes what arrived (true: all
-  /// there; after a StoreError, start_wait() again). A watch silent for wait_silence()
-  /// may be a frozen member's: wait_silent() moves on to the next member, then
-  /// start_wait() again. wait_values() then gives the keys' values. EtcdRefusedError:
-  /// the wait cannot go on.
-  static constexpr std::chrono::milliseconds kLoopAttempt{1000};
-  bool start_wait(const std::vector<std::string>& keys);
-  int open_wait();
-  bool wait_readable();
-  void wait_silent();
-  std::chrono::milliseconds wait_silence() const;
-  std::vector<std::string> wait_values() const;
-  void end_wait();
+  /// The same requests from a coroutine on a loop (etcd_store_on_loop.cc), each
+  /// EtcdClient's loop call: nothing holds the loop up, and `cancel` ends one at once.
+  Task<std::vector<std::optional<std::string>>> get_now_on_loop(std::vector<std::string> keys,
+                                                                CancelSignal& cancel);
+  Task<void> set_on_loop(std::string key, std::string value, CancelSignal& cancel);
+  Task<int64_t> add_on_loop(std::string key, int64_t delta, CancelSignal& cancel);
+  Task<std::string> compare_set_on_loop(std::string key, std::string expected,
+                                        std::string desired, CancelSignal& cancel);
+  /// The values of `keys` once they all exist, or nullopt when `timeout` passes first,
+  /// from a coroutine on a loop: the keys are read (unless known to be newer than a
+  /// revision), then watched from there; wherever the stream breaks or stays silent,
+  /// the next member is asked (the keys read again first). EtcdRefusedError: the wait
+  /// cannot go on.
+  Task<std::optional<std::vector<std::string>>> wait_on_loop(std::vector<std::string> keys,
+                                                             std::chrono::milliseconds timeout,
+                                                             CancelSignal& cancel);
 
  private:
   // Lets `next` decide the new value from the current one (nullopt: leave it) and
@@ -77,15 +80,19 @@ class EtcdStore : public Store {
   std::vector<std::string> wait_for(const std::vector<std::string>& keys,
                                     std::chrono::milliseconds timeout, bool values_wanted);
 
-  struct KeysAwaited;
-  std::unique_ptr<KeysAwaited> await(const std::vector<std::string>& keys);
+  // A wait's first read of `keys`, blocking.
+  std::unique_ptr<EtcdKeysAwaited> await(const std::vector<std::string>& keys);
+  // update() on the loop: `decide` gives the value to write (nullopt: leave it) and
+  // what to return.
+  using Decide = std::function<std::pair<std::optional<std::string>, std::string>(
+      const std::optional<std::string>&)>;
+  Task<std::string> update_on_loop(std::string key, Decide decide, CancelSignal& cancel);
+  class KeysStream;  // a wait's watch, on the loop
 
   std::unique_ptr<EtcdClient> client_;
   std::string prefix_;
   int64_t newer_than_;
   std::map<std::string, std::optional<EtcdKv>> seen_;  // key -> as last seen (nullopt: missing)
-  std::vector<std::string> awaited_keys_;              // the event loop's wait
-  std::unique_ptr<KeysAwaited> awaited_;
 };
 
 }  // namespace ddprun::store

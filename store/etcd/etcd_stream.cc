@@ -18,7 +18,7 @@ constexpr std::chrono::milliseconds kLastRetry{1000};
 
 }  // namespace
 
-Task<bool> follow_etcd_stream(const EtcdStream& stream, Clock::time_point deadline,
+Task<bool> follow_etcd_stream(EtcdStream& stream, Clock::time_point deadline,
                               CancelSignal& cancel) {
   auto pause = kFirstRetry;
   bool broke = false;
@@ -30,7 +30,7 @@ Task<bool> follow_etcd_stream(const EtcdStream& stream, Clock::time_point deadli
     broke = true;
     int fd = -1;
     try {
-      fd = stream.open();
+      fd = co_await stream.open(cancel);
       if (fd < 0) co_return true;
     } catch (const EtcdRefusedError&) {
       throw;
@@ -40,7 +40,8 @@ Task<bool> follow_etcd_stream(const EtcdStream& stream, Clock::time_point deadli
     }
     pause = kFirstRetry;
     while (true) {
-      if (!co_await wait_readable(fd, std::min(deadline, Clock::now() + stream.silence), cancel)) {
+      auto quiet_until = std::min(deadline, Clock::now() + stream.silence());
+      if (!co_await wait_readable(fd, quiet_until, cancel)) {
         if (Clock::now() >= deadline) co_return false;
         stream.silent();
         broke = false;

@@ -61,22 +61,10 @@ bool EtcdClient::hand_on(std::string& body, const std::string& key, int64_t& nex
   return false;
 }
 
-namespace {
-
-std::string create_request(const std::string& key, const std::string& range_end, int64_t next) {
-  nlohmann::json create{{"key", b64(key)}, {"start_revision", std::to_string(next)}};
-  if (!range_end.empty()) create["range_end"] = b64(range_end);
-  return nlohmann::json{{"create_request", create}}.dump();
-}
-
-}  // namespace
-
 void EtcdClient::start_stream(WatchStream& w, Clock::time_point deadline) {
   connect(deadline);
-  send_request("/v3/watch", create_request(w.key, w.range_end, w.next), deadline);
-  w.parser = std::make_unique<Parser>();
-  w.parser->body_limit(kMaxBody);
-  w.parser->eager(true);
+  send_request("/v3/watch", watch_request(w.key, w.range_end, w.next), deadline);
+  w.new_reply();
 }
 
 bool EtcdClient::feed_stream(WatchStream& w,
@@ -157,32 +145,13 @@ void EtcdClient::begin_loop_watch(const std::string& key, const std::string& ran
   loop_watch_ = std::make_unique<WatchStream>(WatchStream{key, range_end, start_revision, nullptr});
 }
 
-int EtcdClient::open_loop_watch() {
-  if (interrupted_) throw StoreError("etcd client at " + endpoints_text() + " interrupted");
-  try {
-    // On the connection of the read before, if it is open: the member that answered.
-    start_stream(*loop_watch_, Clock::now() + std::chrono::seconds(1));
-  } catch (const StoreError& e) {
-    fail_over(e.what());
-    throw;
-  } catch (const TimeoutError& e) {
-    fail_over(e.what());
-    throw StoreError(e.what());
-  }
-  return socket_.fd();
-}
-
 bool EtcdClient::read_loop_watch(const std::function<bool(const EtcdEvent&)>& on_event) {
   WatchStream& w = *loop_watch_;
   char buf[16384];
   try {
     while (true) {
-      size_t n = 0;
-      try {
-        n = socket_.recv_some(buf, sizeof(buf), Clock::now());
-      } catch (const TimeoutError&) {
-        return false;  // all that arrived is read
-      }
+      size_t n = socket_.recv_available(buf, sizeof(buf));
+      if (n == 0) return false;  // all that arrived is read
       pending_.append(buf, n);
       if (feed_stream(w, on_event)) {
         drop_connection();  // the stream stays open server-side

@@ -148,4 +148,102 @@ nlohmann::json txn_ops(const std::vector<EtcdOp>& ops) {
   return out;
 }
 
+nlohmann::json txn_request(const std::optional<EtcdCompare>& compare,
+                           const std::vector<EtcdOp>& success, const std::vector<EtcdOp>& failure) {
+  nlohmann::json body{{"success", txn_ops(success)}};
+  if (compare) {
+    nlohmann::json c{{"key", b64(compare->key)}, {"result", "EQUAL"}};
+    if (compare->mod_revision == 0) {
+      c["target"] = "CREATE";
+      c["create_revision"] = "0";
+    } else {
+      c["target"] = "MOD";
+      c["mod_revision"] = std::to_string(compare->mod_revision);
+    }
+    body["compare"] = nlohmann::json::array({c});
+    body["failure"] = txn_ops(failure);
+  }
+  return body;
+}
+
+EtcdClient::TxnResult txn_result(const std::string& where, const nlohmann::json& reply,
+                                 bool conditional, const std::vector<EtcdOp>& success,
+                                 const std::vector<EtcdOp>& failure) {
+  return read_reply(where, [&] {
+    EtcdClient::TxnResult r;
+    r.succeeded = !conditional || reply.value("succeeded", false);
+    r.revision = int_field(reply.value("header", nlohmann::json::object()), "revision");
+    const auto& taken = r.succeeded ? success : failure;
+    auto responses = reply.value("responses", nlohmann::json::array());
+    if (!responses.is_array())
+      throw StoreError("malformed etcd reply: 'responses' is not an array");
+    for (size_t i = 0; i < taken.size() && i < responses.size(); ++i) {
+      if (taken[i].kind == EtcdOp::Kind::kRange) {
+        r.ranges.push_back(
+            to_range(responses[i].value("response_range", nlohmann::json::object())));
+      }
+    }
+    return r;
+  });
+}
+
+std::string watch_request(const std::string& key, const std::string& range_end, int64_t next) {
+  nlohmann::json create{{"key", b64(key)}, {"start_revision", std::to_string(next)}};
+  if (!range_end.empty()) create["range_end"] = b64(range_end);
+  return nlohmann::json{{"create_request", create}}.dump();
+}
+
+nlohmann::json range_request(const std::string& key, const std::string& range_end,
+                             bool count_only) {
+  nlohmann::json body{{"key", b64(key)}};
+  if (!range_end.empty()) body["range_end"] = b64(range_end);
+  if (count_only) body["count_only"] = true;
+  return body;
+}
+
+std::vector<std::vector<EtcdOp>> range_batches(const std::vector<std::string>& keys) {
+  constexpr size_t kBatch = 128;  // etcd's default limit of operations per transaction
+  std::vector<std::vector<EtcdOp>> batches;
+  for (size_t first = 0; first < keys.size(); first += kBatch) {
+    auto& ops = batches.emplace_back();
+    for (size_t i = first; i < std::min(keys.size(), first + kBatch); ++i) {
+      ops.push_back(EtcdOp::range(keys[i]));
+    }
+  }
+  return batches;
+}
+
+std::vector<EtcdClient::Range> joined_ranges(std::vector<EtcdClient::TxnResult> results,
+                                             size_t keys, const std::string& where) {
+  std::vector<EtcdClient::Range> out;
+  int64_t oldest = 0;
+  for (auto& r : results) {
+    oldest = oldest == 0 ? r.revision : std::min(oldest, r.revision);
+    for (auto& range : r.ranges) out.push_back(std::move(range));
+  }
+  if (out.size() != keys) throw StoreError(where + ": short txn reply");
+  for (auto& r : out) r.revision = oldest;
+  return out;
+}
+
+std::optional<EtcdKv> key_after_put(const EtcdClient::TxnResult& r, const std::string& key,
+                                    const std::string& value) {
+  // The put's revision is the transaction's: the key as it is now.
+  if (r.succeeded) return EtcdKv{key, value, 0, r.revision};
+  if (!r.ranges.empty() && !r.ranges[0].kvs.empty()) return r.ranges[0].kvs[0];
+  return std::nullopt;
+}
+
 }  // namespace ddprun::store::etcd_wire
+
+namespace ddprun::store {
+
+EtcdOp EtcdOp::range(std::string key, std::string range_end, bool keys_only) {
+  return {Kind::kRange, std::move(key), std::move(range_end), "", 0, keys_only};
+}
+
+EtcdOp EtcdOp::put(std::string key, std::string value, int64_t lease) {
+  return {Kind::kPut, std::move(key), "", std::move(value), lease, false};
+}
+
+}  // namespace ddprun::store

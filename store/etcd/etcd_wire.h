@@ -4,9 +4,11 @@
 // replies: keys and values in base64, 64-bit integers as strings, streamed watch
 // replies as JSON objects one after another. Internal to the etcd client.
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -22,6 +24,8 @@ namespace ddprun::store::etcd_wire {
 
 /// The most a reply (or what a watch stream holds at once) may be.
 constexpr size_t kMaxBody = 64u << 20;
+/// The longest one attempt to connect to a member may take.
+constexpr std::chrono::seconds kConnectAttempt{1};
 
 std::string b64(const std::string& in);
 std::string unb64(const std::string& in);
@@ -48,10 +52,58 @@ auto read_reply(const std::string& where, F read) {
 size_t json_object_end(const std::string& s, size_t from);
 /// A transaction branch as the gateway takes it.
 nlohmann::json txn_ops(const std::vector<EtcdOp>& ops);
+/// A transaction's request, and its reply read (from `where`).
+nlohmann::json txn_request(const std::optional<EtcdCompare>& compare,
+                           const std::vector<EtcdOp>& success, const std::vector<EtcdOp>& failure);
+EtcdClient::TxnResult txn_result(const std::string& where, const nlohmann::json& reply,
+                                 bool conditional, const std::vector<EtcdOp>& success,
+                                 const std::vector<EtcdOp>& failure);
+/// A watch's request: [key, range_end) from revision `next` on.
+std::string watch_request(const std::string& key, const std::string& range_end, int64_t next);
+/// A range's request.
+nlohmann::json range_request(const std::string& key, const std::string& range_end,
+                             bool count_only);
+/// ranges(): the transactions that read `keys`, at most 128 reads each (etcd's default
+/// --max-txn-ops).
+std::vector<std::vector<EtcdOp>> range_batches(const std::vector<std::string>& keys);
+/// ranges(): every key's range from the batches' results, each with the revision every
+/// key was read at or after (a watch from just after it misses nothing).
+std::vector<EtcdClient::Range> joined_ranges(std::vector<EtcdClient::TxnResult> results,
+                                             size_t keys, const std::string& where);
+/// put_if_revision(): what the key holds after the transaction.
+std::optional<EtcdKv> key_after_put(const EtcdClient::TxnResult& r, const std::string& key,
+                                    const std::string& value);
 
 }  // namespace ddprun::store::etcd_wire
 
 namespace ddprun::store {
+
+/// The budget of one call: each attempt gets a share of the call's timeout (one member
+/// may sit on a request it cannot finish: a follower whose leader died drops the
+/// forwarded proposal and answers only after etcd's own request timeout), the rest
+/// goes to the others; once every member failed, a pause (50 ms, doubling up to 1 s).
+class EtcdClient::CallBudget {
+ public:
+  CallBudget(std::chrono::milliseconds timeout, size_t members,
+             Clock::time_point until = Clock::time_point::max());
+  Clock::time_point attempt_deadline() const;
+  bool spent() const { return Clock::now() >= deadline_; }
+  /// After an attempt failed: how long to pause before the next (0: none).
+  std::chrono::milliseconds pause_after_failure();
+
+ private:
+  Clock::time_point deadline_;
+  std::chrono::milliseconds per_attempt_;
+  size_t members_;
+  size_t failed_ = 0;
+  std::chrono::milliseconds backoff_{50};
+};
+
+/// A reply being read.
+struct EtcdClient::Reply {
+  Reply() { parser.body_limit(etcd_wire::kMaxBody); }
+  boost::beast::http::response_parser<boost::beast::http::string_body> parser;
+};
 
 /// A watch stream: what it watches and how far it has read (the blocking watch() and
 /// the event loop's alike).
@@ -61,6 +113,13 @@ struct EtcdClient::WatchStream {
   int64_t next = 0;  // the revision to resume from
   // This connection's reply; a new one on each connection.
   std::unique_ptr<boost::beast::http::response_parser<boost::beast::http::string_body>> parser;
+
+  void new_reply() {
+    parser = std::make_unique<
+        boost::beast::http::response_parser<boost::beast::http::string_body>>();
+    parser->body_limit(etcd_wire::kMaxBody);
+    parser->eager(true);
+  }
 };
 
 }  // namespace ddprun::store

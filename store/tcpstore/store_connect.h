@@ -7,19 +7,10 @@
 #include "common/cancel_signal.h"
 #include "common/coro.h"
 #include "net/socket.h"
+#include "store/loop_socket.h"
 #include "store/tcpstore/tcp_store_client.h"
 
 namespace ddprun::store {
-
-/// Connects to host:port (IPv4, IPv6, names) from a coroutine on a loop, as
-/// net::Socket::connect() does (every address of the name, again with backoff while
-/// nothing listens there, until `deadline`), but each attempt's wait and each pause are
-/// the loop's completions: a store that is not up yet holds nothing else up, and
-/// `cancel` ends the wait at once (Error). Throws TimeoutError naming the store and the
-/// last error at `deadline`. (Resolving the name is one blocking call each time.)
-Task<net::Socket> connect_on_loop(std::string host, int port,
-                                  std::chrono::steady_clock::time_point deadline,
-                                  CancelSignal& cancel);
 
 /// A client of the TCPStore at host:port from a coroutine on a loop: connect_on_loop()
 /// until `deadline`, then the handshake (job token, validation), each answer awaited as

@@ -121,11 +121,7 @@ int TcpStoreClient::send_request(const std::string& bytes) {
 }
 
 size_t TcpStoreClient::read_available(void* data, size_t max) {
-  try {
-    return socket().recv_some(data, max, Clock::now());
-  } catch (const TimeoutError&) {
-    return 0;  // nothing there yet
-  }
+  return socket().recv_available(data, max);
 }
 
 uint32_t TcpStoreClient::ping(uint32_t nonce) {

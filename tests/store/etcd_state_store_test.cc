@@ -15,7 +15,23 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// A wait as the joiner makes it: a coroutine, here on a loop of its own.
+// Each request as the joiner makes it: a coroutine, here on a loop of its own.
+StateSnapshot read(EtcdStateStore& store) {
+  CancelSignal cancel;
+  return testing::run_task(store.read(cancel));
+}
+
+bool write(EtcdStateStore& store, const StateSnapshot& from, const std::string& to,
+           bool wakes_participants, const std::optional<Announcement>& on_loss) {
+  CancelSignal cancel;
+  return testing::run_task(store.write(from, to, wakes_participants, on_loss, cancel));
+}
+
+std::vector<std::pair<std::string, int>> announced(EtcdStateStore& store, int round) {
+  CancelSignal cancel;
+  return testing::run_task(store.announced(round, cancel));
+}
+
 void wait(EtcdStateStore& store, const StateSnapshot& from, bool participant,
           std::chrono::milliseconds timeout) {
   CancelSignal cancel;
@@ -49,32 +65,32 @@ test::EtcdCluster* EtcdStateStoreTest::cluster_ = nullptr;
 TEST_F(EtcdStateStoreTest, ALostWriteAnnouncesAndCarriesTheWinningState) {
   auto a = node();
   auto b = node();
-  StateSnapshot empty_a = a->read_now();
-  StateSnapshot empty_b = b->read_now();
+  StateSnapshot empty_a = read(*a);
+  StateSnapshot empty_b = read(*b);
   EXPECT_TRUE(empty_a.raw.empty());
-  ASSERT_TRUE(a->write_now(empty_a, with({"a"}), false, std::nullopt));
-  EXPECT_FALSE(b->write_now(empty_b, with({"b"}), false, Announcement{0, "b", 4}));
-  StateSnapshot now = b->read_now();
+  ASSERT_TRUE(write(*a, empty_a, with({"a"}), false, std::nullopt));
+  EXPECT_FALSE(write(*b, empty_b, with({"b"}), false, Announcement{0, "b", 4}));
+  StateSnapshot now = read(*b);
   EXPECT_EQ(now.state.participants.count("a"), 1u) << now.raw;
   EXPECT_EQ(now.version, 1);
-  EXPECT_EQ(b->announced_now(0), (std::vector<std::pair<std::string, int>>{{"b", 4}}));
+  EXPECT_EQ(announced(*b, 0), (std::vector<std::pair<std::string, int>>{{"b", 4}}));
   // A writes again on what it wrote, b's announcement taken in.
-  StateSnapshot mine = a->read_now();
+  StateSnapshot mine = read(*a);
   EXPECT_EQ(mine.version, 1);
-  EXPECT_TRUE(a->write_now(mine, with({"a", "b"}), false, std::nullopt));
+  EXPECT_TRUE(write(*a, mine, with({"a", "b"}), false, std::nullopt));
 }
 
 TEST_F(EtcdStateStoreTest, AWaitEndsWithTheNextWriteAndHandsItOver) {
   auto a = node();
   auto b = node();
-  ASSERT_TRUE(a->write_now(a->read_now(), with({"a"}), false, std::nullopt));
-  StateSnapshot seen = b->read_now();
+  ASSERT_TRUE(write(*a, read(*a), with({"a"}), false, std::nullopt));
+  StateSnapshot seen = read(*b);
   std::thread writer([&] {
-    EXPECT_TRUE(a->write_now(a->read_now(), with({"a", "c"}), false, std::nullopt));
+    EXPECT_TRUE(write(*a, read(*a), with({"a", "c"}), false, std::nullopt));
   });
   wait(*b, seen, false, 30s);
   writer.join();
-  StateSnapshot next = b->read_now();
+  StateSnapshot next = read(*b);
   EXPECT_EQ(next.version, seen.version + 1);
   EXPECT_EQ(next.state.participants.count("c"), 1u) << next.raw;
 }
@@ -82,15 +98,15 @@ TEST_F(EtcdStateStoreTest, AWaitEndsWithTheNextWriteAndHandsItOver) {
 TEST_F(EtcdStateStoreTest, AParticipantSleepsThroughChangesThatDoNotConcernIt) {
   auto a = node();
   auto b = node();
-  ASSERT_TRUE(a->write_now(a->read_now(), with({"a", "b"}), false, std::nullopt));
-  StateSnapshot seen = b->read_now();
+  ASSERT_TRUE(write(*a, read(*a), with({"a", "b"}), false, std::nullopt));
+  StateSnapshot seen = read(*b);
   std::thread writer([&] {
-    EXPECT_TRUE(a->write_now(a->read_now(), with({"a", "b", "c"}), false, std::nullopt));
-    EXPECT_TRUE(a->write_now(a->read_now(), with({"a", "b", "c"}, true), true, std::nullopt));
+    EXPECT_TRUE(write(*a, read(*a), with({"a", "b", "c"}), false, std::nullopt));
+    EXPECT_TRUE(write(*a, read(*a), with({"a", "b", "c"}, true), true, std::nullopt));
   });
   wait(*b, seen, true, 30s);
   writer.join();
-  StateSnapshot next = b->read_now();
+  StateSnapshot next = read(*b);
   EXPECT_TRUE(next.state.complete) << "woken by the write that completed the round, not before";
   EXPECT_EQ(next.epoch, seen.epoch + 1);
   EXPECT_GT(next.epoch_revision, seen.epoch_revision) << "the round's keys are newer than this";
