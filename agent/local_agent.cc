@@ -237,12 +237,15 @@ Task<std::optional<int>> LocalAgent::Impl::unfit_node() {
 // Preflight's clock check, once the rendezvous host answers (before the first join):
 // the run orders every node's records by wall time, and a clock far off says the
 // node's time service is broken. Returns the cause the node leaves for, if it does.
-std::optional<std::string> LocalAgent::Impl::unfit_clock() {
+Task<std::optional<std::string>> LocalAgent::Impl::unfit_clock() {
+  std::optional<std::string> cause;
   const auto& checks = config_.preflight.checks;
-  if (std::find(checks.begin(), checks.end(), Check::kClock) == checks.end()) return std::nullopt;
-  auto offset = handler_->clock_offset();
+  if (std::find(checks.begin(), checks.end(), Check::kClock) == checks.end()) co_return cause;
+  CancelSignal cancel("clock check cancelled");
+  auto offset = co_await unless_signalled(handler_->clock_offset(cancel),
+                                          [&cancel] { cancel.cancel(); });
   if (offset) spdlog::debug("preflight: clock: {} ms to the rendezvous host's", offset->count());
-  if (!offset || std::chrono::abs(*offset) <= PreflightOptions::kClockWarning) return std::nullopt;
+  if (!offset || std::chrono::abs(*offset) <= PreflightOptions::kClockWarning) co_return cause;
   std::string what = "this node's wall clock is " +
                      std::to_string(std::chrono::abs(*offset).count()) + " ms " +
                      (offset->count() > 0 ? "behind" : "ahead of") +
@@ -250,11 +253,12 @@ std::optional<std::string> LocalAgent::Impl::unfit_clock() {
                      "timedatectl)";
   if (std::chrono::abs(*offset) <= PreflightOptions::kClockLimit) {
     spdlog::warn("preflight: clock: {}", what);
-    return std::nullopt;
+    co_return cause;
   }
-  return say_unfit(
+  cause = say_unfit(
       {{"clock", what + "; more than " +
                      std::to_string(PreflightOptions::kClockLimit.count() / 1000) + " s off"}});
+  co_return cause;
 }
 
 // Says on the console why this node failed its preflight; returns the cause the run
@@ -309,7 +313,8 @@ Task<rendezvous::RendezvousInfo> LocalAgent::Impl::rendezvous(int round) {
   co_await asio::post(io_, asio::use_awaitable);
   if (!handler_) {
     co_await connect_rendezvous();
-    if (auto cause = unfit_clock()) {
+    auto unfit = co_await unfit_clock();
+    if (auto cause = unfit) {
       co_await handler_->keep_out(*cause, last_words_cancel_);
       throw Unfit{leave_unfit(*cause)};
     }

@@ -93,7 +93,7 @@ class LocalAgent::Impl {
   Task<rendezvous::RendezvousInfo> rendezvous(int round);
   Task<void> connect_rendezvous();
   Task<std::optional<int>> unfit_node();
-  std::optional<std::string> unfit_clock();
+  Task<std::optional<std::string>> unfit_clock();
   std::string say_unfit(const std::vector<Finding>& found);
   int leave_unfit(const std::string& cause);
   Task<void> tell_unfit(const std::string& cause);

@@ -116,8 +116,9 @@ std::string C10dBackend::endpoint() const {
   return net::host_port(params_.c10d_host, params_.c10d_port);
 }
 
-std::optional<milliseconds> C10dBackend::clock_offset(store::Store& client) {
-  return store_clock_offset(client);
+Task<std::optional<milliseconds>> C10dBackend::clock_offset(store::LoopStore& client,
+                                                            CancelSignal& cancel) {
+  return store_clock_offset(client, cancel);
 }
 
 void C10dBackend::linger(milliseconds max) {

@@ -56,7 +56,8 @@ class C10dBackend : public RendezvousBackend {
   /// On the host, from its own keys (no request).
   void forget_history(const std::string& prefix, int round, bool first_member) override;
   /// ddprun's store answers with its host's clock.
-  std::optional<std::chrono::milliseconds> clock_offset(store::Store& client) override;
+  Task<std::optional<std::chrono::milliseconds>> clock_offset(store::LoopStore& client,
+                                                              CancelSignal& cancel) override;
   store::TcpStoreServer* server() override { return server_.get(); }
   bool hosted() const override { return true; }
   bool hosts_state() const override { return server_ != nullptr; }

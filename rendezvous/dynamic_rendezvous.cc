@@ -100,9 +100,11 @@ Task<void> DynamicRendezvous::finish_job(CancelSignal& cancel) { return end_job(
 
 Task<void> DynamicRendezvous::job_failed(CancelSignal& cancel) { return end_job(true, cancel); }
 
-std::optional<std::chrono::milliseconds> DynamicRendezvous::clock_offset() {
-  if (params_.max_nodes == 1) return std::nullopt;
-  return backend_->clock_offset(client_->store());
+Task<std::optional<std::chrono::milliseconds>> DynamicRendezvous::clock_offset(
+    CancelSignal& cancel) {
+  std::optional<std::chrono::milliseconds> offset;
+  if (params_.max_nodes > 1) offset = co_await backend_->clock_offset(*client_, cancel);
+  co_return offset;
 }
 
 std::vector<ServedStore> DynamicRendezvous::served_stores() const {

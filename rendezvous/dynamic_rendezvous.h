@@ -41,7 +41,7 @@ class DynamicRendezvous : public RendezvousHandler {
   Task<void> finish_job(CancelSignal& cancel) override;
   Task<void> job_failed(CancelSignal& cancel) override;
   Task<void> keep_out(std::string reason, CancelSignal& cancel) override;
-  std::optional<std::chrono::milliseconds> clock_offset() override;
+  Task<std::optional<std::chrono::milliseconds>> clock_offset(CancelSignal& cancel) override;
   std::vector<ServedStore> served_stores() const override;
 
   const std::string& node_id() const { return node_id_; }

@@ -133,11 +133,19 @@ std::vector<std::string> EtcdBackend::dead_members(
   return dead;
 }
 
-std::optional<std::chrono::milliseconds> EtcdBackend::clock_offset(store::Store& /*client*/) {
-  return http_date_offset([this] {
-    probe_.range(params_.etcd_prefix);  // one quick read: its reply carries the date
-    return probe_.last_date();
-  });
+Task<std::optional<std::chrono::milliseconds>> EtcdBackend::clock_offset(
+    store::LoopStore& /*client*/, CancelSignal& cancel) {
+  std::optional<std::chrono::milliseconds> offset;
+  try {
+    std::string key = params_.etcd_prefix;
+    std::string whole_key;
+    int64_t sent = wall_clock_ms();
+    co_await probe_.range_on_loop(key, whole_key, cancel);  // its reply carries the date
+    offset = http_date_offset(sent, wall_clock_ms(), probe_.last_date());
+  } catch (const StoreError& e) {
+    spdlog::debug("could not read etcd's clock: {}", e.what());
+  }
+  co_return offset;
 }
 
 }  // namespace ddprun::rendezvous

@@ -39,7 +39,8 @@ class EtcdBackend : public RendezvousBackend {
   /// last one (a range delete each); the state's own keys are rewritten in place.
   void forget_history(const std::string& prefix, int round, bool first_member) override;
   /// From the Date of an etcd member's reply: to within its second.
-  std::optional<std::chrono::milliseconds> clock_offset(store::Store& client) override;
+  Task<std::optional<std::chrono::milliseconds>> clock_offset(store::LoopStore& client,
+                                                              CancelSignal& cancel) override;
   std::string endpoint() const override;
   std::string where() const override { return "etcd at " + endpoint(); }
 

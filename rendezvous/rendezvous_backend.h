@@ -80,11 +80,13 @@ class RendezvousBackend {
   /// state's server stops now, and ends while the agent ends the rest.
   virtual void stop_serving() {}
   /// How far the wall clock of the state's host is ahead of this node's (negative:
-  /// behind), by one request on `client` (see host_clock.h); nullopt where it cannot
-  /// be told.
-  virtual std::optional<std::chrono::milliseconds> clock_offset(store::Store& client) {
+  /// behind), by one request on `client` (see host_clock.h), awaited on the loop;
+  /// nullopt where it cannot be told.
+  virtual Task<std::optional<std::chrono::milliseconds>> clock_offset(store::LoopStore& client,
+                                                                      CancelSignal& cancel) {
     (void)client;
-    return std::nullopt;
+    (void)cancel;
+    co_return std::nullopt;
   }
   /// Where the state lives, for messages: "h:p", or etcd's "a, b".
   virtual std::string endpoint() const = 0;

@@ -105,9 +105,12 @@ class RendezvousHandler {
 
   /// How far the rendezvous host's wall clock is ahead of this node's (negative:
   /// behind), by one request: the middle of its round trip against the host's answer,
-  /// so within half a round trip. nullopt where no host answers with its clock (etcd,
-  /// static jobs) or it cannot be read.
-  virtual std::optional<std::chrono::milliseconds> clock_offset() { return std::nullopt; }
+  /// so within half a round trip. nullopt where no host answers with its clock or it
+  /// cannot be read. Awaited on the loop; `cancel` ends it.
+  virtual Task<std::optional<std::chrono::milliseconds>> clock_offset(CancelSignal& cancel) {
+    (void)cancel;
+    co_return std::nullopt;
+  }
 
   /// This node failed its preflight before a later round and leaves: where nodes can be
   /// kept out (elastic jobs), it is quarantined with `reason` for --quarantine_cooldown,

@@ -4,11 +4,14 @@
 #include <charconv>
 
 #include <boost/asio/ip/address.hpp>
+#include <spdlog/spdlog.h>
 
 #include "net/listen.h"
 #include "rendezvous/host_clock.h"
 #include "rendezvous/store_round.h"
 #include "store/loop_store.h"
+#include "store/tcpstore/store_on_loop.h"
+#include "store/tcpstore/tcp_store_protocol.h"
 
 namespace ddprun::rendezvous {
 namespace {
@@ -168,9 +171,21 @@ Task<void> StaticRendezvous::finish_job(CancelSignal& /*cancel*/) {
   server_->wait_until_connections_at_most(1, kLinger);
 }
 
-std::optional<std::chrono::milliseconds> StaticRendezvous::clock_offset() {
-  if (server_ || !client_) return std::nullopt;
-  return store_clock_offset(*client_);
+Task<std::optional<std::chrono::milliseconds>> StaticRendezvous::clock_offset(
+    CancelSignal& cancel) {
+  std::optional<std::chrono::milliseconds> offset;
+  if (server_ || !client_) co_return offset;
+  try {
+    std::vector<std::string> keys(1, store::tcpstore::kWallClockKey);
+    int64_t sent = wall_clock_ms();
+    auto answer = co_await store::get_now_on_loop(*client_, std::move(keys), cancel);
+    offset = clock_key_offset(sent, wall_clock_ms(), answer.at(0));
+  } catch (const StoreError& e) {
+    spdlog::debug("could not read the rendezvous host's clock: {}", e.what());
+  } catch (const TimeoutError& e) {
+    spdlog::debug("could not read the rendezvous host's clock: {}", e.what());
+  }
+  co_return offset;
 }
 
 std::vector<ServedStore> StaticRendezvous::served_stores() const {

@@ -41,7 +41,7 @@ class StaticRendezvous : public RendezvousHandler {
   /// Node 0 keeps the store up until the other nodes have left.
   Task<void> finish_job(CancelSignal& cancel) override;
   /// The other nodes: node 0's clock, which its store answers with.
-  std::optional<std::chrono::milliseconds> clock_offset() override;
+  Task<std::optional<std::chrono::milliseconds>> clock_offset(CancelSignal& cancel) override;
   /// Node 0's store, which the agents and the workers share.
   std::vector<ServedStore> served_stores() const override;
   void cancel() override;

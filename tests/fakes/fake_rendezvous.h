@@ -242,8 +242,8 @@ class FakeRendezvous : public rendezvous::RendezvousHandler {
     journal_->kept_out = std::move(reason);
     co_return;
   }
-  std::optional<std::chrono::milliseconds> clock_offset() override {
-    return journal_->clock_offset;
+  Task<std::optional<std::chrono::milliseconds>> clock_offset(CancelSignal& /*cancel*/) override {
+    co_return journal_->clock_offset;
   }
   void cancel() override {
     journal_->cancelled = true;
