@@ -5,10 +5,12 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
-#include <boost/asio/co_spawn.hpp>
+#include <thread>
+
+#include "common/coro.h"  // before Asio's other coroutine headers
+
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
-#include <thread>
 
 #include "common/loop_waits.h"
 #include "store/etcd/etcd_store.h"
