@@ -6,6 +6,7 @@
 #include "common/loop_waits.h"
 #include "store/etcd/etcd_store.h"
 #include "store/memory_store.h"
+#include "store/tcpstore/store_connect.h"
 #include "store/tcpstore/store_on_loop.h"
 #include "store/tcpstore/tcp_store_client.h"
 
@@ -54,7 +55,14 @@ class TcpLoopStore : public LoopStore {
                         CancelSignal& cancel) override {
     bool all_there = co_await wait_on_tcp(*client_, keys, timeout, cancel);
     Values values;
-    if (all_there) values = values_now(*client_, keys);
+    if (!all_there) co_return values;
+    if (client_->numbering() != tcpstore::Numbering::kV2) {  // as get_now()
+      values = values_now(*client_, keys);
+      co_return values;
+    }
+    auto now = co_await get_now_on_loop(*client_, keys, cancel);
+    values.emplace();
+    for (auto& v : now) values->push_back(std::move(v).value_or(""));
     co_return values;
   }
 
@@ -145,7 +153,7 @@ std::unique_ptr<LoopStore> on_loop(MemoryStore& store) {
 
 Task<bool> wait_on_tcp(TcpStoreClient& client, std::vector<std::string> keys,
                        std::chrono::milliseconds timeout, CancelSignal& cancel) {
-  cancel.check();
+  co_await reconnect_on_loop(client, cancel);
   int fd = client.start_wait(keys);
   bool answered = false;
   try {

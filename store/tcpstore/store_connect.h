@@ -21,6 +21,11 @@ Task<std::unique_ptr<TcpStoreClient>> open_store_client(
     std::string host, int port, TcpStoreClient::Options options,
     std::chrono::steady_clock::time_point deadline, CancelSignal& cancel);
 
+/// Makes `client`'s connection again where it was dropped (a cancelled or timed-out
+/// request), on the loop as open_store_client() does, within the client's call
+/// timeout; nothing when it is connected.
+Task<void> reconnect_on_loop(TcpStoreClient& client, CancelSignal& cancel);
+
 /// open_store_client() over a socket already connected to host:port: the handshake alone.
 Task<std::unique_ptr<TcpStoreClient>> greet_store(std::string host, int port,
                                                   TcpStoreClient::Options options,

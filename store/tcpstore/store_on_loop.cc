@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "common/loop_waits.h"
+#include "store/tcpstore/store_connect.h"
 #include "store/tcpstore/tcp_store_request.h"
 
 namespace ddprun::store {
@@ -70,7 +71,7 @@ std::vector<Answer::Field> one(Answer::Field f) { return std::vector<Answer::Fie
 // One request and its answer, awaited on the loop.
 Task<Answer> call(TcpStoreClient& client, const RequestWriter& request, Answer answer,
                   CancelSignal& cancel) {
-  cancel.check();
+  co_await reconnect_on_loop(client, cancel);
   int fd = client.send_request(request.bytes());
   auto deadline = Clock::now() + client.timeout();
   try {
@@ -115,7 +116,7 @@ Task<std::vector<std::optional<std::string>>> get_now_on_loop(TcpStoreClient& cl
 
 Task<void> set_on_loop(TcpStoreClient& client, std::string key, std::string value,
                        CancelSignal& cancel) {
-  cancel.check();
+  co_await reconnect_on_loop(client, cancel);
   // SET has no answer: handed to the connection, it is in the store before whatever
   // this connection asks next.
   RequestWriter request(client.numbering(), Op::kSet);

@@ -23,6 +23,11 @@ TcpStoreClient::TcpStoreClient(std::string host, int port, Options options, net:
   socket_ = std::move(connected);
 }
 
+void TcpStoreClient::use(net::Socket connected) {
+  socket_ = std::move(connected);
+  handshake_stage_ = HandshakeStage::kNothingSent;
+}
+
 void TcpStoreClient::connect() {
   socket_ = net::Socket::connect(host_, port_, deadline());
   handshake_stage_ = HandshakeStage::kNothingSent;

@@ -83,6 +83,14 @@ class TcpStoreClient : public Store {
   int send_request(const std::string& bytes);
   size_t read_available(void* data, size_t max);
   void drop() { socket_.close(); }
+  /// Whether a connection is open (a dropped one is made again by the next call, or on
+  /// a loop by reconnect_on_loop(), store_connect.h).
+  bool connected() const { return socket_.is_open(); }
+  /// Takes `connected`, a new connection to host:port, its handshake still to do
+  /// (handshake_step() until it returns -1).
+  void use(net::Socket connected);
+  const std::string& host() const { return host_; }
+  int port() const { return port_; }
   std::chrono::milliseconds timeout() const { return options_.timeout; }
   tcpstore::Numbering numbering() const { return options_.numbering; }
 

@@ -100,6 +100,38 @@ TEST(StoreOnLoop, ACancelEndsTheWaitForAnAnswerAtOnce) {
   }
 }
 
+// A dropped connection is made again by the next request, its handshake on the loop: a
+// store that accepts and never greets holds nothing up, and a cancel ends the wait.
+TEST(StoreOnLoop, ADroppedConnectionIsMadeAgainOnTheLoop) {
+  TcpStoreServer server("127.0.0.1", 0);
+  TcpStoreClient client("127.0.0.1", server.port());
+  CancelSignal cancel;
+  run_task(set_on_loop(client, "k", "v", cancel));
+  client.drop();
+  EXPECT_FALSE(client.connected());
+  EXPECT_EQ(run_task(get_now_on_loop(client, {"k"}, cancel)),
+            (std::vector<std::optional<std::string>>{std::string("v")}));
+  EXPECT_TRUE(client.connected());
+
+  SilentPeer peer;  // accepts, never answers the handshake
+  TcpStoreClient::Options v2;
+  v2.timeout = 30s;
+  TcpStoreClient unanswered("127.0.0.1", peer.port, v2, net::Socket());
+  boost::asio::io_context io;
+  CancelSignal stopping("stopping");
+  boost::asio::steady_timer later(io, 50ms);
+  later.async_wait([&](const boost::system::error_code&) { stopping.cancel(); });
+  try {
+    run_task(io, add_on_loop(unanswered, "n", 1, stopping));
+    FAIL() << "a silent store answered";
+  } catch (const TimeoutError&) {
+    FAIL() << "timed out instead of cancelled: the handshake held the loop";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "stopping");
+  }
+  EXPECT_FALSE(unanswered.connected()) << "half greeted: the next call starts again";
+}
+
 // A peer that answers a string of more than the protocol allows: refused, not allocated.
 TEST(StoreOnLoop, AMalformedAnswerIsRefusedAndTheConnectionDropped) {
   SilentPeer peer;
