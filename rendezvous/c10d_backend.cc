@@ -89,8 +89,10 @@ std::string C10dBackend::prefix(const std::string& run_id) const {
   return std::string(RendezvousHandler::kAgentPrefix) + "c10d/" + run_id + "/";
 }
 
-void C10dBackend::forget_history(const std::string& prefix, int round, bool /*first_member*/) {
-  if (!server_) return;
+// The host edits its own table: no request.
+Task<void> C10dBackend::forget_history(std::string prefix, int round, bool /*first_member*/,
+                                       CancelSignal& /*cancel*/) {
+  if (!server_) co_return;
   size_t n = server_->edit_keys(
       [&](store::KeyValueTable& keys) { return rendezvous::forget_history(keys, prefix, round); });
   if (n > 0) spdlog::debug("rendezvous: {} key(s) of earlier rounds deleted", n);

@@ -54,7 +54,8 @@ class C10dBackend : public RendezvousBackend {
     last_check_ = {};
   }
   /// On the host, from its own keys (no request).
-  void forget_history(const std::string& prefix, int round, bool first_member) override;
+  Task<void> forget_history(std::string prefix, int round, bool first_member,
+                            CancelSignal& cancel) override;
   /// ddprun's store answers with its host's clock.
   Task<std::optional<std::chrono::milliseconds>> clock_offset(store::LoopStore& client,
                                                               CancelSignal& cancel) override;

@@ -145,8 +145,9 @@ Task<void> DynamicRendezvous::end_job(bool failed, CancelSignal& cancel) {
 void DynamicRendezvous::cancel() { cancel_.cancel(); }
 
 Task<RendezvousInfo> DynamicRendezvous::next_rendezvous(int round, int local_world_size) {
+  RendezvousInfo info;
   try {
-    co_return make_info(
+    info = make_info(
         co_await joiner_->join(node_id_, local_world_size, round, params_.join_timeout, cancel_));
   } catch (const RendezvousClosedError& e) {
     throw RendezvousClosedError("rendezvous '" + params_.run_id + "' (" + backend_->where() +
@@ -156,6 +157,9 @@ Task<RendezvousInfo> DynamicRendezvous::next_rendezvous(int round, int local_wor
                        std::to_string(params_.join_timeout.count() / 1000) + " s: " + e.what() +
                        " (" + backend_->where() + ")");
   }
+  // The keys only earlier rounds needed go, best effort.
+  co_await backend_->forget_history(prefix_, info.round, info.group_rank == 0, cancel_);
+  co_return info;
 }
 
 RendezvousInfo DynamicRendezvous::make_info(const DynamicState& state) {
@@ -204,7 +208,6 @@ RendezvousInfo DynamicRendezvous::make_info(const DynamicState& state) {
   info.master_addr = host.substr(0, pid_at);
   info.master_port = port;
   backend_->round_formed();  // members are alive as of now
-  backend_->forget_history(prefix_, info.round, info.group_rank == 0);
   return info;
 }
 

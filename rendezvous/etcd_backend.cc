@@ -105,13 +105,16 @@ void EtcdBackend::keep_alive() {
   }
 }
 
-void EtcdBackend::forget_history(const std::string& prefix, int round, bool first_member) {
-  if (!first_member || round < 2) return;
-  for (const std::string dir : {"round/", "joining/"}) {
+Task<void> EtcdBackend::forget_history(std::string prefix, int round, bool first_member,
+                                       CancelSignal& cancel) {
+  if (!first_member || round < 2) co_return;
+  const std::vector<std::string> dirs{"round/", "joining/"};
+  for (const auto& dir : dirs) {
     std::string old = prefix + dir + std::to_string(round - 2) + "/";
+    std::string end = store::etcd_prefix_end(old);
     try {
-      probe_.remove(old, store::etcd_prefix_end(old));
-    } catch (const std::exception& e) {
+      co_await probe_.remove_on_loop(old, end, cancel);
+    } catch (const StoreError& e) {
       spdlog::debug("rendezvous: the keys under {} stay: {}", old, e.what());
     }
   }

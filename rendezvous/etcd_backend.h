@@ -37,7 +37,8 @@ class EtcdBackend : public RendezvousBackend {
                                         const std::string& self) override;
   /// Group rank 0 deletes the protocol keys and announcements of the round before the
   /// last one (a range delete each); the state's own keys are rewritten in place.
-  void forget_history(const std::string& prefix, int round, bool first_member) override;
+  Task<void> forget_history(std::string prefix, int round, bool first_member,
+                            CancelSignal& cancel) override;
   /// From the Date of an etcd member's reply: to within its second.
   Task<std::optional<std::chrono::milliseconds>> clock_offset(store::LoopStore& client,
                                                               CancelSignal& cancel) override;

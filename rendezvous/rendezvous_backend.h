@@ -67,7 +67,9 @@ class RendezvousBackend {
   /// Round `round` has formed: the keys only earlier rounds needed go
   /// (round_history.h), so that restarts do not grow the state. `first_member`: this
   /// node is the round's group rank 0. Best effort: a failure only leaves them.
-  virtual void forget_history(const std::string& prefix, int round, bool first_member) = 0;
+  /// Awaited on the loop.
+  virtual Task<void> forget_history(std::string prefix, int round, bool first_member,
+                                    CancelSignal& cancel) = 0;
   /// The state's server where this agent hosts it, for metrics (null elsewhere).
   virtual store::TcpStoreServer* server() { return nullptr; }
   /// True when one of the agents hosts the state (c10d), false for a service (etcd).

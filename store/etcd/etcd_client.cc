@@ -256,9 +256,7 @@ EtcdClient::TxnResult EtcdClient::txn(const std::optional<EtcdCompare>& compare,
 }
 
 int64_t EtcdClient::remove(const std::string& key, const std::string& range_end) {
-  nlohmann::json body{{"key", b64(key)}};
-  if (!range_end.empty()) body["range_end"] = b64(range_end);
-  return int_field(call("/v3/kv/deleterange", body), "deleted");
+  return int_field(call("/v3/kv/deleterange", range_request(key, range_end, false)), "deleted");
 }
 
 int64_t EtcdClient::grant_lease(int64_t ttl) {

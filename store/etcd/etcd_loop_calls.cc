@@ -108,6 +108,14 @@ Task<EtcdClient::TxnResult> EtcdClient::txn_on_loop(std::optional<EtcdCompare> c
                        success, failure);
 }
 
+Task<int64_t> EtcdClient::remove_on_loop(std::string key, std::string range_end,
+                                         CancelSignal& cancel) {
+  std::string path = "/v3/kv/deleterange";
+  nlohmann::json request = range_request(key, range_end, false);
+  nlohmann::json reply = co_await call_on_loop(path, std::move(request), cancel);
+  co_return int_field(reply, "deleted");
+}
+
 Task<EtcdClient::TxnResult> EtcdClient::reads_on_loop(std::vector<EtcdOp> reads,
                                                       CancelSignal& cancel,
                                                       Clock::time_point until) {
