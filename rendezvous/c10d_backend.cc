@@ -102,9 +102,14 @@ std::unique_ptr<store::Store> C10dBackend::connect(milliseconds timeout, int64_t
   return new_client(timeout);
 }
 
+// Connected by its first request, on the loop (reconnect_on_loop).
 std::unique_ptr<store::LoopStore> C10dBackend::connect_on_loop(milliseconds timeout,
                                                         int64_t /*newer_than*/) {
-  return on_loop(new_client(timeout));
+  store::TcpStoreClient::Options o;
+  o.token = params_.token;
+  o.timeout = timeout;
+  return on_loop(std::make_unique<store::TcpStoreClient>(params_.c10d_host, params_.c10d_port, o,
+                                                         net::Socket()));
 }
 
 std::unique_ptr<store::TcpStoreClient> C10dBackend::new_client(milliseconds timeout) const {
@@ -132,20 +137,24 @@ void C10dBackend::stop_serving() {
   if (server_) server_->stop();
 }
 
+// Connected by its first beat, on the heartbeat's thread.
 std::unique_ptr<store::TcpStoreClient> C10dBackend::connect_heartbeat() const {
   store::TcpStoreClient::Options o;
   o.token = params_.token;
   o.timeout = std::max(params_.heartbeat_interval * 2, milliseconds(2000));
-  return std::make_unique<store::TcpStoreClient>(params_.c10d_host, params_.c10d_port, o);
+  return std::make_unique<store::TcpStoreClient>(params_.c10d_host, params_.c10d_port, o,
+                                                 net::Socket());
 }
 
-void C10dBackend::start_liveness(const std::string& prefix, const std::string& node) {
+Task<void> C10dBackend::start_liveness(std::string prefix, std::string node,
+                                       CancelSignal& /*cancel*/) {
   heartbeat_client_ = connect_heartbeat();
   heartbeat_ = std::make_unique<PeriodicThread>(
       "ddprun-beat", params_.heartbeat_interval, PeriodicThread::First::kAtOnce,
       [this, key = prefix + "hb/" + node, beat = int64_t{0}](const PeriodicThread& t) mutable {
         return heartbeat(key, ++beat, t);
       });
+  co_return;
 }
 
 // Heartbeats are a counter per node in a key of its own: cheap, and the shared state

@@ -43,7 +43,7 @@ class C10dBackend : public RendezvousBackend {
   std::unique_ptr<store::Store> connect(std::chrono::milliseconds timeout, int64_t newer_than) override;
   std::unique_ptr<store::LoopStore> connect_on_loop(std::chrono::milliseconds timeout,
                                              int64_t newer_than) override;
-  void start_liveness(const std::string& prefix, const std::string& node) override;
+  Task<void> start_liveness(std::string prefix, std::string node, CancelSignal& cancel) override;
   std::vector<std::string> liveness_keys(const std::string& prefix,
                                          const std::vector<std::string>& members) override;
   std::vector<std::string> dead_members(const std::vector<std::string>& members,

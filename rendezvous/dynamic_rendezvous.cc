@@ -50,8 +50,11 @@ DynamicRendezvous::DynamicRendezvous(RendezvousParams params,
       DynamicConfig{params_.min_nodes, params_.max_nodes, params_.last_call_timeout.count(),
                     params_.node_failure_limit, params_.quarantine_cooldown.count()},
       wall_clock_ms);
-  backend_->start_liveness(prefix_, node_id_);
-  primary_ = backend_->primary(client_->store(), prefix_, node_id_);
+}
+
+Task<void> DynamicRendezvous::start(CancelSignal& cancel) {
+  co_await backend_->start_liveness(prefix_, node_id_, cancel);
+  primary_ = co_await backend_->primary(*client_, prefix_, node_id_, cancel);
 }
 
 DynamicRendezvous::~DynamicRendezvous() = default;

@@ -24,9 +24,14 @@ namespace ddprun::rendezvous {
 /// backend's liveness keys, round/<r>/master, round/<r>/over, round/<r>/done/<k>.
 class DynamicRendezvous : public RendezvousHandler {
  public:
-  /// Connects through the backend and starts showing this node alive.
+  /// Binds the workers' store and readies the connection through the backend (its
+  /// requests are made on the loop); start() before anything else.
   DynamicRendezvous(RendezvousParams params, std::unique_ptr<RendezvousBackend> backend);
   ~DynamicRendezvous() override;
+
+  /// Starts showing this node alive and learns whether it is the run's primary agent:
+  /// the backend's first requests, awaited on the loop.
+  Task<void> start(CancelSignal& cancel);
 
   Task<RendezvousInfo> next_rendezvous(int round, int local_world_size) override;
   store::Store& store() override { return client_->store(); }

@@ -16,9 +16,7 @@ EtcdBackend::EtcdBackend(RendezvousParams params)
     : params_(std::move(params)),
       probe_(params_.etcd_endpoints, params_.read_timeout),
       liveness_(params_.etcd_endpoints,
-                std::max(params_.heartbeat_interval * 2, std::chrono::milliseconds(2000))) {
-  take_lease(probe_);  // reachable, the v3 API, no auth wanted
-}
+                std::max(params_.heartbeat_interval * 2, std::chrono::milliseconds(2000))) {}
 
 EtcdBackend::~EtcdBackend() {
   lease_keeper_.reset();
@@ -62,12 +60,16 @@ std::unique_ptr<store::EtcdStore> EtcdBackend::new_store(std::chrono::millisecon
 
 std::string EtcdBackend::endpoint() const { return probe_.endpoints_text(); }
 
-void EtcdBackend::take_lease(store::EtcdClient& client) {
+int64_t EtcdBackend::lease_ttl() const {
   auto ttl = std::chrono::duration<double>(params_.heartbeat_interval * params_.heartbeat_misses);
-  lease_ = client.grant_lease(std::max<int64_t>(1, static_cast<int64_t>(std::ceil(ttl.count()))));
+  return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(ttl.count())));
 }
 
-void EtcdBackend::start_liveness(const std::string& prefix, const std::string& node) {
+void EtcdBackend::take_lease(store::EtcdClient& client) { lease_ = client.grant_lease(lease_ttl()); }
+
+Task<void> EtcdBackend::start_liveness(std::string prefix, std::string node,
+                                       CancelSignal& cancel) {
+  lease_ = co_await probe_.grant_lease_on_loop(lease_ttl(), cancel);
   alive_key_ = prefix + "alive/" + node;
   // The run's one tracking writer is the first agent to get here; the same
   // transaction reads the rendezvous state for the joiner's first look.
@@ -80,7 +82,8 @@ void EtcdBackend::start_liveness(const std::string& prefix, const std::string& n
       failure.push_back(op);
     }
   }
-  auto r = liveness_.txn(store::EtcdCompare{prefix + "primary", 0}, success, failure);
+  std::optional<store::EtcdCompare> unclaimed = store::EtcdCompare{prefix + "primary", 0};
+  auto r = co_await probe_.txn_on_loop(unclaimed, std::move(success), std::move(failure), cancel);
   primary_ = r.succeeded;
   if (state_store_ != nullptr) state_store_->prime(r);
   lease_keeper_ = std::make_unique<PeriodicThread>(

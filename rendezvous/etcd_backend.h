@@ -28,8 +28,12 @@ class EtcdBackend : public RendezvousBackend {
   std::unique_ptr<StateStore> state_store(store::LoopStore& client, const std::string& prefix,
                                           std::chrono::milliseconds timeout) override;
   /// Puts "alive/<node>" under the lease and claims "primary" in one transaction.
-  void start_liveness(const std::string& prefix, const std::string& node) override;
-  bool primary(store::Store&, const std::string&, const std::string&) override { return primary_; }
+  /// The node's lease is granted here (the first request: etcd reachable, its v3 API,
+  /// no authentication wanted).
+  Task<void> start_liveness(std::string prefix, std::string node, CancelSignal& cancel) override;
+  Task<bool> primary(store::LoopStore&, std::string, std::string, CancelSignal&) override {
+    co_return primary_;
+  }
   std::vector<std::string> liveness_keys(const std::string& prefix,
                                          const std::vector<std::string>& members) override;
   std::vector<std::string> dead_members(const std::vector<std::string>& members,
@@ -48,6 +52,7 @@ class EtcdBackend : public RendezvousBackend {
  private:
   void keep_alive();
   std::unique_ptr<store::EtcdStore> new_store(std::chrono::milliseconds timeout, int64_t newer_than) const;
+  int64_t lease_ttl() const;
   void take_lease(store::EtcdClient& client);
 
   const RendezvousParams params_;

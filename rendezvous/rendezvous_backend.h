@@ -43,14 +43,19 @@ class RendezvousBackend {
     (void)timeout;
     return std::make_unique<GenericStateStore>(client, prefix);
   }
-  /// Starts showing that `node` is alive (until the backend goes).
-  virtual void start_liveness(const std::string& prefix, const std::string& node) = 0;
+  /// Starts showing that `node` is alive (until the backend goes). Awaited on the loop.
+  virtual Task<void> start_liveness(std::string prefix, std::string node,
+                                    CancelSignal& cancel) = 0;
   /// Whether `node` is the run's primary agent (its one tracking writer): the agent
-  /// hosting the state, or where no agent does, the first to claim it. Called once,
-  /// after start_liveness().
-  virtual bool primary(store::Store& client, const std::string& prefix, const std::string& node) {
-    if (hosted()) return hosts_state();
-    return client.compare_set(prefix + "primary", "", node) == node;
+  /// hosting the state, or where no agent does, the first to claim it (on `client`).
+  /// Called once, after start_liveness(); awaited on the loop.
+  virtual Task<bool> primary(store::LoopStore& client, std::string prefix, std::string node,
+                             CancelSignal& cancel) {
+    if (hosted()) co_return hosts_state();
+    std::string key = prefix + "primary";
+    std::string none;
+    std::string held = co_await client.compare_set(key, none, node, cancel);
+    co_return held == node;
   }
   /// The keys whose values show `members` alive, one each, read together every
   /// heartbeat interval (on the round's own connection, as the loop's completion).

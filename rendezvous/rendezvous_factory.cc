@@ -98,7 +98,9 @@ Task<void> tell_unfit(RendezvousParams p, std::string reason, CancelSignal& canc
 Task<std::unique_ptr<RendezvousHandler>> open_rendezvous(RendezvousParams p, CancelSignal& cancel) {
   if (p.elastic()) {
     auto backend = co_await open_backend(p, cancel);
-    co_return std::make_unique<DynamicRendezvous>(p, std::move(backend));
+    auto dynamic = std::make_unique<DynamicRendezvous>(p, std::move(backend));
+    co_await dynamic->start(cancel);
+    co_return std::move(dynamic);
   }
   std::unique_ptr<store::TcpStoreClient> connected;
   if (p.node_rank != 0) {

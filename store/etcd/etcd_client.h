@@ -155,6 +155,8 @@ class EtcdClient {
   /// One transaction of reads only (ranges), at one revision.
   Task<TxnResult> reads_on_loop(std::vector<EtcdOp> reads, CancelSignal& cancel,
                                 Clock::time_point until = Clock::time_point::max());
+  /// grant_lease() on the loop.
+  Task<int64_t> grant_lease_on_loop(int64_t ttl, CancelSignal& cancel);
   /// remove() on the loop: the number of keys deleted.
   Task<int64_t> remove_on_loop(std::string key, std::string range_end, CancelSignal& cancel);
   /// put_if_revision() on the loop: what the key holds after (nullopt: missing) when

@@ -108,6 +108,15 @@ Task<EtcdClient::TxnResult> EtcdClient::txn_on_loop(std::optional<EtcdCompare> c
                        success, failure);
 }
 
+Task<int64_t> EtcdClient::grant_lease_on_loop(int64_t ttl, CancelSignal& cancel) {
+  std::string path = "/v3/lease/grant";
+  nlohmann::json request{{"TTL", std::to_string(ttl)}};
+  nlohmann::json reply = co_await call_on_loop(path, std::move(request), cancel);
+  int64_t id = int_field(reply, "ID");
+  if (id == 0) throw StoreError("etcd at " + endpoints_text() + " granted no lease");
+  co_return id;
+}
+
 Task<int64_t> EtcdClient::remove_on_loop(std::string key, std::string range_end,
                                          CancelSignal& cancel) {
   std::string path = "/v3/kv/deleterange";
