@@ -128,9 +128,9 @@ Task<std::optional<milliseconds>> C10dBackend::clock_offset(store::LoopStore& cl
   return store_clock_offset(client, cancel);
 }
 
-void C10dBackend::linger(milliseconds max) {
+Task<void> C10dBackend::linger(milliseconds max, CancelSignal& cancel) {
   // This agent's own two stay: the rendezvous client and the heartbeat's.
-  if (server_) server_->wait_until_connections_at_most(2, max);
+  if (server_) co_await server_->connections_at_most(2, max, cancel);
 }
 
 void C10dBackend::stop_serving() {

@@ -62,7 +62,7 @@ class C10dBackend : public RendezvousBackend {
   store::TcpStoreServer* server() override { return server_.get(); }
   bool hosted() const override { return true; }
   bool hosts_state() const override { return server_ != nullptr; }
-  void linger(std::chrono::milliseconds max) override;
+  Task<void> linger(std::chrono::milliseconds max, CancelSignal& cancel) override;
   void stop_serving() override;
   std::string endpoint() const override;
   std::string where() const override { return "store at " + endpoint(); }

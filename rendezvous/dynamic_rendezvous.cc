@@ -142,7 +142,7 @@ Task<void> DynamicRendezvous::end_job(bool failed, CancelSignal& cancel) {
   }
   // A failed job's nodes already know (its round's end says so): the host leaves at
   // once, and a Ctrl-C is never held up.
-  if (hosts && !failed) backend_->linger(std::chrono::seconds(5));
+  if (hosts && !failed) co_await backend_->linger(std::chrono::seconds(5), cancel);
 }
 
 void DynamicRendezvous::cancel() { cancel_.cancel(); }

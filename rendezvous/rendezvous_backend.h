@@ -82,7 +82,12 @@ class RendezvousBackend {
   /// True on the agent that hosts the state (it must outlive the job).
   virtual bool hosts_state() const { return false; }
   /// On the host, at the end: waits until the others let go, at most `max`.
-  virtual void linger(std::chrono::milliseconds max) { (void)max; }
+  /// Awaited on the loop.
+  virtual Task<void> linger(std::chrono::milliseconds max, CancelSignal& cancel) {
+    (void)max;
+    (void)cancel;
+    co_return;
+  }
   /// On the host of a job no other node joins (a single node's), once it is over: the
   /// state's server stops now, and ends while the agent ends the rest.
   virtual void stop_serving() {}

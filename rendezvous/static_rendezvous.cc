@@ -78,8 +78,9 @@ std::unique_ptr<store::TcpStoreClient> StaticRendezvous::new_client() const {
   store::TcpStoreClient::Options o;
   o.timeout = params_.join_timeout;
   o.token = params_.token;
-  auto client =
-      std::make_unique<store::TcpStoreClient>(server_ ? own_host_ : params_.master_addr, port_, o);
+  // Connected by its first request (on the loop: reconnect_on_loop()).
+  auto client = std::make_unique<store::TcpStoreClient>(
+      server_ ? own_host_ : params_.master_addr, port_, o, net::Socket());
   client->set_timeout(params_.read_timeout);
   return client;
 }
@@ -106,13 +107,16 @@ Task<RendezvousInfo> StaticRendezvous::next_rendezvous(int round, int local_worl
     info.local_world_sizes = {local_world_size};
     co_return info;
   }
-  client_->set(node_key(round, params_.node_rank), std::to_string(local_world_size));
+  std::string mine = node_key(round, params_.node_rank);
+  std::string workers = std::to_string(local_world_size);
+  co_await store::set_on_loop(*client_, mine, workers, cancel_);
   std::vector<std::string> keys;
   for (int k = 0; k < params_.max_nodes; ++k) keys.push_back(node_key(round, k));
   if (!co_await wait_on_tcp(*client_, keys, params_.join_timeout, cancel_)) {
     std::string missing;
+    auto there = co_await store::get_now_on_loop(*client_, keys, cancel_);
     for (int k = 0; k < params_.max_nodes; ++k) {
-      if (!client_->check({keys[k]})) missing += (missing.empty() ? "" : ", ") + std::to_string(k);
+      if (!there[k]) missing += (missing.empty() ? "" : ", ") + std::to_string(k);
     }
     throw TimeoutError("node rank(s) " + missing + " of " + std::to_string(params_.max_nodes) +
                        " did not join within " + format_seconds(params_.join_timeout) +
@@ -126,24 +130,33 @@ Task<RendezvousInfo> StaticRendezvous::next_rendezvous(int round, int local_worl
     // Every node is in this round: the last one's keys are read by nobody any more (a
     // job restarted a thousand times keeps one round's keys, not a thousand).
     if (round > 0) server_->erase_prefix(static_round_prefix(round - 1));
-    client_->set(ready[0], "1");
+    std::string one = "1";
+    co_await store::set_on_loop(*client_, ready[0], one, cancel_);
   } else if (!co_await wait_on_tcp(*client_, ready, params_.join_timeout, cancel_)) {
     throw TimeoutError("node rank 0 did not open round " + std::to_string(round) + " within " +
                        format_seconds(params_.join_timeout) + " (store at " +
                        params_.master_addr + ":" + std::to_string(port_) + ")");
   }
-  auto values = values_now(*client_, keys);
+  auto held = co_await store::get_now_on_loop(*client_, keys, cancel_);
+  info.local_world_sizes = worker_counts(keys, held);
+  co_return info;
+}
+
+std::vector<int> StaticRendezvous::worker_counts(
+    const std::vector<std::string>& keys,
+    const std::vector<std::optional<std::string>>& values) const {
+  std::vector<int> counts;
   for (size_t k = 0; k < keys.size(); ++k) {
+    std::string value = values.at(k).value_or("");
     int workers = 0;
-    auto [end, ec] =
-        std::from_chars(values[k].data(), values[k].data() + values[k].size(), workers);
-    if (ec != std::errc() || end != values[k].data() + values[k].size() || workers < 0) {
-      throw StoreError("the store at " + client_->address() + " holds '" + values[k] + "' at " +
+    auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), workers);
+    if (ec != std::errc() || end != value.data() + value.size() || workers < 0) {
+      throw StoreError("the store at " + client_->address() + " holds '" + value + "' at " +
                        keys[k] + ", not a worker count (another job on this port?)");
     }
-    info.local_world_sizes.push_back(workers);
+    counts.push_back(workers);
   }
-  co_return info;
+  return counts;
 }
 
 std::unique_ptr<RoundCoordinator> StaticRendezvous::coordinate(const RendezvousInfo& info,
@@ -158,8 +171,8 @@ std::unique_ptr<RoundCoordinator> StaticRendezvous::coordinate(const RendezvousI
   return std::make_unique<StoreRound>(io, clock, std::move(o));
 }
 
-// The wait for the others to let go still blocks (a few seconds at most).
-Task<void> StaticRendezvous::finish_job(CancelSignal& /*cancel*/) {
+// Node 0's store stays until the others let go (a few seconds at most).
+Task<void> StaticRendezvous::finish_job(CancelSignal& cancel) {
   constexpr std::chrono::seconds kLinger{5};
   if (!server_) co_return;
   // A single node's workers are gone, and nobody else uses its store: its thread ends
@@ -168,7 +181,7 @@ Task<void> StaticRendezvous::finish_job(CancelSignal& /*cancel*/) {
     server_->stop();
     co_return;
   }
-  server_->wait_until_connections_at_most(1, kLinger);
+  co_await server_->connections_at_most(1, kLinger, cancel);
 }
 
 Task<std::optional<std::chrono::milliseconds>> StaticRendezvous::clock_offset(

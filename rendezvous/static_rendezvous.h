@@ -51,6 +51,9 @@ class StaticRendezvous : public RendezvousHandler {
 
  private:
   std::unique_ptr<store::TcpStoreClient> new_client() const;
+  // The nodes' worker counts as the store held them at `keys`.
+  std::vector<int> worker_counts(const std::vector<std::string>& keys,
+                                 const std::vector<std::optional<std::string>>& values) const;
 
   const RendezvousParams params_;
   std::unique_ptr<store::TcpStoreServer> server_;  // node 0 only

@@ -15,6 +15,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "common/loop_waits.h"
 #include "common/thread_name.h"
 #include "net/listen.h"
 #include "net/peer_address.h"
@@ -263,11 +264,11 @@ std::vector<std::pair<std::string, uint64_t>> TcpStoreServer::request_counts() c
   return impl_->request_counts();
 }
 
-void TcpStoreServer::wait_until_connections_at_most(size_t n, std::chrono::milliseconds max) {
-  // Only at shutdown, so a short sleep between looks is fine.
+Task<void> TcpStoreServer::connections_at_most(size_t n, std::chrono::milliseconds max,
+                                               CancelSignal& cancel) {
   auto deadline = std::chrono::steady_clock::now() + max;
   while (connection_count() > n && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    co_await sleep_for(std::chrono::milliseconds(10), cancel);
   }
 }
 

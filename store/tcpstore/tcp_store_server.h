@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "common/cancel_signal.h"
+#include "common/coro.h"
 #include "net/token_handout.h"
 #include "store/key_value_table.h"
 
@@ -78,8 +80,10 @@ class TcpStoreServer {
   /// out. Any thread.
   std::vector<std::pair<std::string, uint64_t>> request_counts() const;
 
-  /// Waits until at most `n` clients are connected, or `max` has passed.
-  void wait_until_connections_at_most(size_t n, std::chrono::milliseconds max);
+  /// From a coroutine on a loop: until at most `n` clients are connected, or `max` has
+  /// passed (the count looked at every few milliseconds, each pause the loop's
+  /// completion: only at a job's end).
+  Task<void> connections_at_most(size_t n, std::chrono::milliseconds max, CancelSignal& cancel);
 
  private:
   class Impl;

@@ -132,6 +132,22 @@ TEST(StoreOnLoop, ADroppedConnectionIsMadeAgainOnTheLoop) {
   EXPECT_FALSE(unanswered.connected()) << "half greeted: the next call starts again";
 }
 
+// The host's wait for the others to let go, at a job's end, is the loop's: a client
+// that leaves meanwhile (here on the same loop) ends it.
+TEST(StoreOnLoop, TheHostsWaitForTheOthersToLeaveIsTheLoops) {
+  TcpStoreServer server("127.0.0.1", 0);
+  TcpStoreClient client("127.0.0.1", server.port());
+  client.set("k", "v");
+  ASSERT_EQ(server.connection_count(), 1u);
+  boost::asio::io_context io;
+  boost::asio::steady_timer later(io, 50ms);
+  later.async_wait([&](const boost::system::error_code&) { client.drop(); });
+  CancelSignal cancel;
+  run_task(io, server.connections_at_most(0, 60s, cancel));
+  EXPECT_FALSE(client.connected()) << "the wait ended as the client left, not at its bound";
+  EXPECT_EQ(server.connection_count(), 0u);
+}
+
 // A peer that answers a string of more than the protocol allows: refused, not allocated.
 TEST(StoreOnLoop, AMalformedAnswerIsRefusedAndTheConnectionDropped) {
   SilentPeer peer;
