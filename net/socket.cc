@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <memory>
 
 #include "common/error.h"
 #include "net/wait_scope.h"
@@ -63,20 +64,18 @@ Socket Socket::connect(const std::string& host, int port, Deadline deadline) {
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
-    addrinfo* res = nullptr;
-    int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res);
+    addrinfo* found = nullptr;
+    int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
+    // Freed however this attempt ends: a stop signal may end a connect's wait (Interrupted).
+    std::unique_ptr<addrinfo, void (*)(addrinfo*)> addresses(found, ::freeaddrinfo);
     if (rc != 0) {
       last_error = ::gai_strerror(rc);
     } else {
-      for (addrinfo* ai = res; ai; ai = ai->ai_next) {
+      for (addrinfo* ai = found; ai; ai = ai->ai_next) {
         int fd = try_connect(ai, deadline);
-        if (fd >= 0) {
-          ::freeaddrinfo(res);
-          return Socket(fd, peer);
-        }
+        if (fd >= 0) return Socket(fd, peer);
         last_error = std::strerror(errno);
       }
-      ::freeaddrinfo(res);
     }
     if (Clock::now() + backoff >= deadline) break;
     pause(backoff);
