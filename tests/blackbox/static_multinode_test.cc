@@ -2,9 +2,12 @@
 // hosts the store; ranks, restarts and stops are shared across the nodes.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <functional>
 
 #include <regex>
 #include <set>
@@ -132,12 +135,20 @@ TEST(StaticMultiNode, UnreachableNodeZeroIsNamed) {
 }
 
 // Node 1, started on `port`, is stopped while it waits for node 0's store: the wait is
-// the agent loop's own, so the signal ends it at once, not the join timeout.
-void expect_a_signal_ends_the_wait_for_node_zero(int port) {
-  DdprunProcess n1(concat(node_args(1, port, {"--no_tracking", "--rdzv_conf=join_timeout=600"}),
+// the agent loop's own, so the signal ends it at once, not the join timeout. No
+// preflight: a signal during the node's checks ends those instead (another line), and
+// `waiting` (when given) says the wait began.
+void expect_a_signal_ends_the_wait_for_node_zero(int port,
+                                                 const std::function<bool()>& waiting = {}) {
+  DdprunProcess n1(concat(node_args(1, port,
+                                    {"--no_tracking", "--preflight=none",
+                                     "--rdzv_conf=join_timeout=600"}),
                           worker({"exit", "0"})),
                    kEnv);
   ASSERT_TRUE(eventually([&] { return catches(n1.pid(), SIGTERM); }));
+  if (waiting) {
+    ASSERT_TRUE(eventually(waiting));
+  }
   ::kill(n1.pid(), SIGTERM);
   EXPECT_EQ(n1.wait(std::chrono::seconds(30)), 128 + SIGTERM) << n1.err();
   EXPECT_NE(n1.err().find("received SIGTERM while waiting for the other nodes"), std::string::npos)
@@ -156,7 +167,11 @@ TEST(StaticMultiNode, SignalWhileNodeZerosStoreNeverAnswersEndsTheWait) {
   int port = 0;
   int fd = listen_on_loopback(port);
   ASSERT_GE(fd, 0);
-  expect_a_signal_ends_the_wait_for_node_zero(port);
+  // The node's connection waits in the backlog: it is in its wait for node 0.
+  expect_a_signal_ends_the_wait_for_node_zero(port, [fd] {
+    pollfd p{fd, POLLIN, 0};
+    return ::poll(&p, 1, 0) > 0;
+  });
   ::close(fd);
 }
 
