@@ -13,7 +13,6 @@
 #include <boost/asio/post.hpp>
 
 #include "agent/orphan_guard.h"
-#include "agent/preflight/health_command.h"
 #include "common/host.h"
 #include "common/logging.h"
 #include "rendezvous/rendezvous_factory.h"
@@ -192,115 +191,6 @@ Task<int> LocalAgent::Impl::run_rounds() {
       spdlog::warn("membership changed ({}); re-rendezvous", over->reason);
     }
   }
-}
-
-// Awaits `task`, a wait for the other nodes; the first stop signal meanwhile calls
-// `cancel` (which ends the task's wait at once) and ends the job: Signalled once the
-// task has ended. Returns its value or throws what it threw.
-template <typename T>
-Task<T> LocalAgent::Impl::unless_signalled(Task<T> task, std::function<void()> cancel) {
-  cancel_wait_ = std::move(cancel);
-  if (signalled_ != 0) cancel_wait_();
-  std::optional<T> value;
-  std::exception_ptr error;
-  try {
-    value = co_await std::move(task);
-  } catch (...) {
-    error = std::current_exception();
-  }
-  cancel_wait_ = nullptr;
-  if (signalled_ != 0) throw Signalled{};
-  if (error) std::rethrow_exception(error);
-  co_return std::move(*value);
-}
-
-// Before each join, this node's preflight (agent/preflight/): a node that fails it
-// does not join. It says why, tells the others (before its first join, by reaching
-// their store for that alone) and ends here with kPreflightExitCode; the others of an
-// elastic job go on without it, and its heartbeat ends with it. The site's own check
-// (--health_check) runs before the first join only, so that a restart never waits for
-// it; a stop signal meanwhile ends it at once.
-Task<std::optional<int>> LocalAgent::Impl::unfit_node() {
-  std::vector<Finding> found = check_node(config_.preflight, probe_);
-  if (!handler_ && !config_.preflight.health_command.empty()) {
-    auto health = run_health_command(config_.preflight.health_command,
-                                      config_.preflight.health_timeout, signals_.stop_pending_fd());
-    if (health) found.push_back(std::move(*health));
-  }
-  if (found.empty()) co_return std::nullopt;
-  std::string cause = say_unfit(found);
-  if (!handler_) co_await tell_unfit(cause);
-  if (handler_) co_await handler_->keep_out(cause, last_words_cancel_);
-  co_return leave_unfit(cause);
-}
-
-// Preflight's clock check, once the rendezvous host answers (before the first join):
-// the run orders every node's records by wall time, and a clock far off says the
-// node's time service is broken. Returns the cause the node leaves for, if it does.
-Task<std::optional<std::string>> LocalAgent::Impl::unfit_clock() {
-  std::optional<std::string> cause;
-  const auto& checks = config_.preflight.checks;
-  if (std::find(checks.begin(), checks.end(), Check::kClock) == checks.end()) co_return cause;
-  CancelSignal cancel("clock check cancelled");
-  auto offset = co_await unless_signalled(handler_->clock_offset(cancel),
-                                          [&cancel] { cancel.cancel(); });
-  if (offset) spdlog::debug("preflight: clock: {} ms to the rendezvous host's", offset->count());
-  if (!offset || std::chrono::abs(*offset) <= PreflightOptions::kClockWarning) co_return cause;
-  std::string what = "this node's wall clock is " +
-                     std::to_string(std::chrono::abs(*offset).count()) + " ms " +
-                     (offset->count() > 0 ? "behind" : "ahead of") +
-                     " the rendezvous host's (check the time service: chronyc tracking, "
-                     "timedatectl)";
-  if (std::chrono::abs(*offset) <= PreflightOptions::kClockLimit) {
-    spdlog::warn("preflight: clock: {}", what);
-    co_return cause;
-  }
-  cause = say_unfit(
-      {{"clock", what + "; more than " +
-                     std::to_string(PreflightOptions::kClockLimit.count() / 1000) + " s off"}});
-  co_return cause;
-}
-
-// Says on the console why this node failed its preflight; returns the cause the run
-// and the other nodes are given.
-std::string LocalAgent::Impl::say_unfit(const std::vector<Finding>& found) {
-  std::string cause = "preflight failed on " + host_;
-  for (const auto& f : found) {
-    spdlog::error("preflight: {}: {}", f.check, f.problem);
-    cause += "; " + f.check + ": " + f.problem;
-  }
-  spdlog::error("this node does not join the job (exit status {}; --preflight and "
-                "--health_check say what is checked)",
-                kPreflightExitCode);
-  return cause;
-}
-
-// unless_signalled() for a task of no value.
-static Task<bool> as_done(Task<void> task) {
-  co_await std::move(task);
-  co_return true;
-}
-
-// Before its first join, a node that failed its preflight reaches the others only to
-// tell them why it stays out; a stop signal ends that at once.
-Task<void> LocalAgent::Impl::tell_unfit(const std::string& cause) {
-  if (!tell_unfit_ || !multi_node()) co_return;
-  spdlog::warn("telling the other nodes why this node stays out (at most {} s)",
-               rendezvous::kUnfitWait.count());
-  CancelSignal cancel("preflight notice cancelled");
-  try {
-    co_await unless_signalled(as_done(tell_unfit_(cause, cancel)), [&cancel] { cancel.cancel(); });
-  } catch (const Signalled&) {
-    throw;
-  } catch (const std::exception& e) {
-    spdlog::error("the other nodes could not be told: {}", e.what());
-  }
-}
-
-// A node that failed its preflight ends (once it reached the others, they were told why
-// it is out: quarantined with it).
-int LocalAgent::Impl::leave_unfit(const std::string& cause) {
-  return finish(kPreflightExitCode, "failed", cause);
 }
 
 // Joins the round. A Ctrl-C meanwhile cancels the join and ends ddprun (no worker runs

@@ -230,4 +230,25 @@ class LocalAgent::Impl {
   int signalled_ = 0;
 };
 
+// Used by the agent's steps in several files (local_agent.cc, local_agent_preflight.cc).
+// Awaits `task`, a wait for the other nodes; the first stop signal meanwhile calls
+// `cancel` (which ends the task's wait at once) and ends the job: Signalled once the
+// task has ended. Returns its value or throws what it threw.
+template <typename T>
+Task<T> LocalAgent::Impl::unless_signalled(Task<T> task, std::function<void()> cancel) {
+  cancel_wait_ = std::move(cancel);
+  if (signalled_ != 0) cancel_wait_();
+  std::optional<T> value;
+  std::exception_ptr error;
+  try {
+    value = co_await std::move(task);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  cancel_wait_ = nullptr;
+  if (signalled_ != 0) throw Signalled{};
+  if (error) std::rethrow_exception(error);
+  co_return std::move(*value);
+}
+
 }  // namespace ddprun::agent
