@@ -45,7 +45,9 @@ Task<void> LocalAgent::Impl::probe_links() {
                  changed_.notifying([&a](const std::vector<std::string>&) { a.links_ready = true; }));
   co_await changed_.until([this, &a] { return a.links_ready || signalled_ != 0; });
   if (signalled_ != 0) co_return;
-  LinkFigures mine = probe_link(host, port, PreflightOptions::kLinkBudget);
+  CancelSignal cancel("link probe cancelled");
+  LinkFigures mine = co_await unless_signalled(
+      probe_link(host, port, PreflightOptions::kLinkBudget, cancel), [&cancel] { cancel.cancel(); });
   if (!mine.error.empty()) {
     spdlog::warn("preflight: link: could not probe the link to {}: {}", host, mine.error);
   } else {

@@ -6,8 +6,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "net/wait_scope.h"
-#include "store/tcpstore/tcp_store_client.h"
+#include "store/tcpstore/store_connect.h"
+#include "store/tcpstore/store_on_loop.h"
 
 namespace ddprun::agent {
 namespace {
@@ -57,17 +57,18 @@ LinkFigures LinkFigures::from_json(const std::string& text) {
   return f;
 }
 
-LinkFigures probe_link(const std::string& host, int port, std::chrono::milliseconds budget) {
+Task<LinkFigures> probe_link(std::string host, int port, std::chrono::milliseconds budget,
+                             CancelSignal& cancel) {
   LinkFigures f;
   try {
     store::TcpStoreClient::Options o;
     o.timeout = budget;
-    store::TcpStoreClient client(host, port, o);
-    client.set_timeout(kCallTimeout);  // a slow link gives slow figures, not an error
+    auto client = co_await store::open_store_client(host, port, o, Clock::now() + budget, cancel);
+    client->set_timeout(kCallTimeout);  // a slow link gives slow figures, not an error
     std::vector<double> trips;
-    for (int i = 0; i < kRoundTrips; ++i) {
+    for (uint32_t i = 0; i < kRoundTrips; ++i) {
       auto sent = Clock::now();
-      client.ping(static_cast<uint32_t>(i));
+      co_await store::ping_on_loop(*client, i, cancel);
       trips.push_back(seconds_since(sent) * 1000);
     }
     f.rtt_ms = median(trips);
@@ -75,14 +76,16 @@ LinkFigures probe_link(const std::string& host, int port, std::chrono::milliseco
     // time: a set has no answer, so a ping after it comes back once the store has it.
     const auto each_way = budget / 2;
     const std::string key = "ddprun/link_probe/" + std::to_string(::getpid());
+    std::vector<std::string> keys(1, key);
     size_t chunk = kFirstChunk;
     size_t sent_bytes = 0;
     double up_time = 0;
     auto up = Clock::now();
     while (sent_bytes < kProbeBytes && Clock::now() - up < each_way) {
       auto step = Clock::now();
-      client.set(key, std::string(chunk, 'x'));
-      client.ping(0);
+      std::string value(chunk, 'x');
+      co_await store::set_on_loop(*client, key, std::move(value), cancel);
+      co_await store::ping_on_loop(*client, 0, cancel);
       sent_bytes += chunk;
       double took = seconds_since(step);
       up_time += took;
@@ -92,16 +95,15 @@ LinkFigures probe_link(const std::string& host, int port, std::chrono::milliseco
     size_t got_bytes = 0;
     auto down = Clock::now();
     while (got_bytes < kProbeBytes && Clock::now() - down < each_way) {
-      got_bytes += client.multi_get_now({key}).at(0).size();
+      auto values = co_await store::get_now_on_loop(*client, keys, cancel);
+      got_bytes += values.at(0).value_or("").size();
     }
     f.down_mbps = static_cast<double>(got_bytes) / 1e6 / seconds_since(down);
-    client.delete_key(key);
-  } catch (const net::Interrupted&) {
-    throw;  // a stop signal: the agent handles it
+    co_await store::delete_on_loop(*client, key, cancel);
   } catch (const std::exception& e) {
     f.error = e.what();
   }
-  return f;
+  co_return f;
 }
 
 std::vector<std::string> slow_links(const std::vector<std::string>& nodes,

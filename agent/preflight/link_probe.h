@@ -4,6 +4,9 @@
 #include <string>
 #include <vector>
 
+#include "common/cancel_signal.h"
+#include "common/coro.h"
+
 namespace ddprun::agent {
 
 /// What one node's probe of its link to another found (preflight's `link` check).
@@ -22,9 +25,10 @@ struct LinkFigures {
 /// at host:port, by ddprun's own requests on one connection: round trips of a ping,
 /// then values sent and read back, one at a time, growing from 64 KiB to 4 MiB while
 /// each is quick, each way until kProbeBytes or half of `budget` went by (a slow link
-/// takes one value longer). Blocking; a stop signal ends it (net::WaitScope:
-/// net::Interrupted); any other error becomes LinkFigures::error.
-LinkFigures probe_link(const std::string& host, int port, std::chrono::milliseconds budget);
+/// takes one value longer). Each wait is the loop's completion; an error, `cancel`'s
+/// included, becomes LinkFigures::error.
+Task<LinkFigures> probe_link(std::string host, int port, std::chrono::milliseconds budget,
+                             CancelSignal& cancel);
 inline constexpr size_t kProbeBytes = 16 * 1024 * 1024;
 
 /// The probes of one round: node g of `nodes` probed node g+1 (the last node the

@@ -12,11 +12,11 @@ namespace {
 using namespace tcpstore;
 using Clock = std::chrono::steady_clock;
 
-// An answer read as it arrives: fields that are each an 8-byte integer or a string
-// (u64 length + bytes), in the order the request's answer has them.
+// An answer read as it arrives: fields that are each an 8-byte or 4-byte integer or a
+// string (u64 length + bytes), in the order the request's answer has them.
 class Answer {
  public:
-  enum class Field { kInt64, kString };
+  enum class Field { kInt64, kUint32, kString };
   explicit Answer(std::vector<Field> fields) : fields_(std::move(fields)) {}
 
   bool whole() const { return values_.size() == fields_.size(); }
@@ -25,7 +25,7 @@ class Answer {
   bool take(const char* data, size_t size) {
     while (size > 0) {
       if (whole()) return false;
-      size_t want = (length_ ? *length_ : sizeof(uint64_t)) - part_.size();
+      size_t want = (length_ ? *length_ : field_size()) - part_.size();
       size_t n = std::min(want, size);
       part_.append(data, n);
       data += n;
@@ -34,14 +34,22 @@ class Answer {
     }
     return true;
   }
-  int64_t integer(size_t i) const {
-    int64_t v = 0;
-    std::memcpy(&v, values_[i].data(), sizeof(v));
-    return v;
-  }
+  int64_t integer(size_t i) const { return scalar<int64_t>(i); }
+  uint32_t small(size_t i) const { return scalar<uint32_t>(i); }
   std::string& string(size_t i) { return values_[i]; }
 
  private:
+  template <typename T>
+  T scalar(size_t i) const {
+    T v = 0;
+    std::memcpy(&v, values_[i].data(), sizeof(v));
+    return v;
+  }
+  // The bytes of the next field, or of its length where it is a string.
+  size_t field_size() const {
+    return fields_[values_.size()] == Field::kUint32 ? sizeof(uint32_t) : sizeof(uint64_t);
+  }
+
   // A whole integer, length or string is in part_.
   bool settle() {
     if (fields_[values_.size()] == Field::kString && !length_) {
@@ -68,22 +76,35 @@ class Answer {
 // coroutine: "array used as initializer".)
 std::vector<Answer::Field> one(Answer::Field f) { return std::vector<Answer::Field>(1, f); }
 
+// Sends `request` on the client's connection (made again first where it was dropped),
+// each wait for the kernel to take more the loop's completion.
+Task<void> send(TcpStoreClient& client, const RequestWriter& request, CancelSignal& cancel) {
+  co_await reconnect_on_loop(client, cancel);
+  try {
+    co_await send_on_loop(client.connection(), request.bytes(), Clock::now() + client.timeout(),
+                          cancel);
+  } catch (...) {
+    client.drop();  // a request half sent: the stream is at an unknown point
+    throw;
+  }
+}
+
 // One request and its answer, awaited on the loop.
 Task<Answer> call(TcpStoreClient& client, const RequestWriter& request, Answer answer,
                   CancelSignal& cancel) {
-  co_await reconnect_on_loop(client, cancel);
-  int fd = client.send_request(request.bytes());
+  co_await send(client, request, cancel);
+  net::Socket& connection = client.connection();
   auto deadline = Clock::now() + client.timeout();
   try {
     char buffer[16384];
     while (!answer.whole()) {
-      if (!co_await wait_readable(fd, deadline, cancel)) {
+      if (!co_await wait_readable(connection.fd(), deadline, cancel)) {
         auto ms = client.timeout().count();
         throw TimeoutError("the store at " + client.address() + " did not answer within " +
                            (ms < 1000 ? std::to_string(ms) + " ms"
                                       : std::to_string((ms + 999) / 1000) + " s"));
       }
-      size_t n = client.read_available(buffer, sizeof(buffer));
+      size_t n = connection.recv_available(buffer, sizeof(buffer));
       if (!answer.take(buffer, n)) {
         throw StoreError("the store at " + client.address() + " sent a malformed answer");
       }
@@ -116,12 +137,11 @@ Task<std::vector<std::optional<std::string>>> get_now_on_loop(TcpStoreClient& cl
 
 Task<void> set_on_loop(TcpStoreClient& client, std::string key, std::string value,
                        CancelSignal& cancel) {
-  co_await reconnect_on_loop(client, cancel);
   // SET has no answer: handed to the connection, it is in the store before whatever
   // this connection asks next.
   RequestWriter request(client.numbering(), Op::kSet);
-  client.send_request(request.str(key).str(value).bytes());
-  co_return;
+  request.str(key).str(value);
+  co_await send(client, request, cancel);
 }
 
 Task<int64_t> add_on_loop(TcpStoreClient& client, std::string key, int64_t delta,
@@ -139,6 +159,20 @@ Task<std::string> compare_set_on_loop(TcpStoreClient& client, std::string key,
   request.str(key).str(expected).str(desired);
   Answer answer = co_await call(client, request, Answer(one(Answer::Field::kString)), cancel);
   co_return std::move(answer.string(0));
+}
+
+Task<bool> delete_on_loop(TcpStoreClient& client, std::string key, CancelSignal& cancel) {
+  RequestWriter request(client.numbering(), Op::kDeleteKey);
+  request.str(key);
+  Answer answer = co_await call(client, request, Answer(one(Answer::Field::kInt64)), cancel);
+  co_return answer.integer(0) > 0;
+}
+
+Task<uint32_t> ping_on_loop(TcpStoreClient& client, uint32_t nonce, CancelSignal& cancel) {
+  RequestWriter request(client.numbering(), Op::kPing);
+  request.put(nonce);
+  Answer answer = co_await call(client, request, Answer(one(Answer::Field::kUint32)), cancel);
+  co_return answer.small(0);
 }
 
 }  // namespace ddprun::store

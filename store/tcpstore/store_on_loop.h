@@ -12,8 +12,8 @@
 namespace ddprun::store {
 
 // A TCPStore connection's quick requests (one round trip each) from a coroutine on a
-// loop: the request is sent and the answer read as it arrives, each wait for it the
-// loop's completion, within the client's call timeout (TimeoutError naming the store);
+// loop: the request is sent and the answer read as they go, each wait the loop's
+// completion, within the client's call timeout (TimeoutError naming the store);
 // `cancel` ends the wait at once (Error). A connection whose answer is left unread
 // (timeout, cancel, a malformed answer) is dropped: the next call reconnects.
 // The 2.x protocol (ddprun's server, PyTorch 2's); 1.13's has no MULTI_GET.
@@ -32,5 +32,10 @@ Task<int64_t> add_on_loop(TcpStoreClient& client, std::string key, int64_t delta
 Task<std::string> compare_set_on_loop(TcpStoreClient& client, std::string key,
                                       std::string expected, std::string desired,
                                       CancelSignal& cancel);
+
+/// Deletes `key`; whether it was there.
+Task<bool> delete_on_loop(TcpStoreClient& client, std::string key, CancelSignal& cancel);
+/// One round trip with `nonce` (2.x); returns the nonce echoed.
+Task<uint32_t> ping_on_loop(TcpStoreClient& client, uint32_t nonce, CancelSignal& cancel);
 
 }  // namespace ddprun::store

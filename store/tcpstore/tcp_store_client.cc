@@ -120,15 +120,6 @@ std::string TcpStoreClient::read_bytes(net::Socket::Deadline deadline) {
   return out;
 }
 
-int TcpStoreClient::send_request(const std::string& bytes) {
-  send(bytes);
-  return socket_.fd();
-}
-
-size_t TcpStoreClient::read_available(void* data, size_t max) {
-  return socket().recv_available(data, max);
-}
-
 uint32_t TcpStoreClient::ping(uint32_t nonce) {
   send(RequestWriter(options_.numbering, Op::kPing).put(nonce).bytes());
   return read_scalar<uint32_t>(deadline());

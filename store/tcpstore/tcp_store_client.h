@@ -75,13 +75,11 @@ class TcpStoreClient : public Store {
   /// call reconnects).
   void abandon_wait() { socket_.close(); }
 
-  /// A quick request awaited on an event loop (store/tcpstore/store_on_loop.h), in
-  /// halves as start_wait(): send_request() sends an encoded request (connecting first
-  /// if need be) and returns the descriptor that turns readable with the answer;
-  /// read_available() takes what has come (0: nothing yet; StoreError once the store
-  /// closed). No other call may come in between; drop() after an answer left unread.
-  int send_request(const std::string& bytes);
-  size_t read_available(void* data, size_t max);
+  /// The open connection, for a request awaited on an event loop
+  /// (store/tcpstore/store_on_loop.h, after reconnect_on_loop()): the request is sent
+  /// and its answer read there as the socket turns ready. No other call may come in
+  /// between; drop() after a request half sent or an answer left unread.
+  net::Socket& connection() { return socket_; }
   void drop() { socket_.close(); }
   /// Whether a connection is open (a dropped one is made again by the next call, or on
   /// a loop by reconnect_on_loop(), store_connect.h).

@@ -66,6 +66,31 @@ TEST(StoreOnLoop, QuickRequestsAreAnsweredAsTheBlockingOnesAre) {
   EXPECT_EQ(run_task(compare_set_on_loop(client, "cas", "first", "second", cancel)), "second");
   EXPECT_EQ(client.get("cas", 1s), "second");  // the blocking calls follow on the same connection
   EXPECT_TRUE(run_task(get_now_on_loop(client, {}, cancel)).empty());
+  EXPECT_EQ(run_task(ping_on_loop(client, 77, cancel)), 77u);
+  EXPECT_TRUE(run_task(delete_on_loop(client, "cas", cancel)));
+  EXPECT_FALSE(run_task(delete_on_loop(client, "cas", cancel))) << "gone already";
+}
+
+// A value larger than the kernel takes at once is sent as the store reads it, each
+// wait the loop's: a store that reads nothing holds the loop up no more than one that
+// answers nothing, and a cancel ends the send and drops the half-sent request.
+TEST(StoreOnLoop, ALargeValueIsSentAsTheStoreTakesIt) {
+  SilentPeer peer;
+  TcpStoreClient client("127.0.0.1", peer.port, v113(30s));
+  boost::asio::io_context io;
+  CancelSignal cancel("stopping");
+  boost::asio::steady_timer later(io, 50ms);
+  later.async_wait([&](const boost::system::error_code&) { cancel.cancel(); });
+  std::string huge(64 * 1024 * 1024, 'x');
+  try {
+    run_task(io, set_on_loop(client, "k", huge, cancel));
+    FAIL() << "64 MiB went to a peer that reads nothing";
+  } catch (const TimeoutError&) {
+    FAIL() << "timed out instead of cancelled";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "stopping");
+  }
+  EXPECT_FALSE(client.connected()) << "the half-sent request's connection is dropped";
 }
 
 TEST(StoreOnLoop, ASilentStoreIsNamedAfterTheCallTimeout) {

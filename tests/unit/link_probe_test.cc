@@ -2,9 +2,17 @@
 // from the ring of probes (node g probed node g+1).
 #include <gtest/gtest.h>
 
+#include "common/coro.h"  // before Asio's other coroutine headers
+
+#include <unistd.h>
+
+#include <boost/asio/steady_timer.hpp>
+
 #include "agent/preflight/link_probe.h"
 #include "store/tcpstore/tcp_store_client.h"
 #include "store/tcpstore/tcp_store_server.h"
+#include "tests/helpers/free_port.h"
+#include "tests/helpers/run_task.h"
 
 namespace ddprun::agent {
 namespace {
@@ -78,7 +86,9 @@ TEST(SlowLinks, FiguresTravelAsJson) {
 // The probe speaks to another node's workers' store, and leaves nothing in it.
 TEST(LinkProbe, MeasuresTheLinkToAStore) {
   store::TcpStoreServer server("127.0.0.1", 0);
-  LinkFigures f = probe_link("127.0.0.1", server.port(), std::chrono::milliseconds(400));
+  CancelSignal cancel;
+  LinkFigures f = testing::run_task(
+      probe_link("127.0.0.1", server.port(), std::chrono::milliseconds(400), cancel));
   EXPECT_EQ(f.error, "");
   EXPECT_GT(f.rtt_ms, 0);
   EXPECT_GT(f.up_mbps, 0);
@@ -93,8 +103,41 @@ TEST(LinkProbe, ANodeThatCannotBeReachedIsAnErrorNotAFigure) {
     store::TcpStoreServer gone("127.0.0.1", 0);
     port = gone.port();
   }
-  LinkFigures f = probe_link("127.0.0.1", port, std::chrono::milliseconds(200));
+  CancelSignal cancel;
+  LinkFigures f =
+      testing::run_task(probe_link("127.0.0.1", port, std::chrono::milliseconds(200), cancel));
   EXPECT_NE(f.error.find("127.0.0.1:" + std::to_string(port)), std::string::npos) << f.error;
+}
+
+// The probe is the loop's: while it waits for a node that does not answer, the loop
+// goes on with the rest of its work, and a cancel ends the probe at once with an error,
+// not figures.
+TEST(LinkProbe, ItSharesTheLoopAndACancelEndsIt) {
+  int port = 0;
+  int silent = test::listen_on_loopback(port);  // accepts, never answers
+  ASSERT_GE(silent, 0);
+  boost::asio::io_context io;
+  CancelSignal cancel("link probe cancelled");
+  int ticks = 0;
+  boost::asio::steady_timer tick(io);
+  std::function<void()> again = [&] {
+    tick.expires_after(std::chrono::milliseconds(5));
+    tick.async_wait([&](boost::system::error_code ec) {
+      if (ec) return;
+      if (++ticks == 10) cancel.cancel();
+      again();
+    });
+  };
+  again();
+  auto probe = [&]() -> Task<LinkFigures> {
+    LinkFigures f = co_await probe_link("127.0.0.1", port, std::chrono::seconds(30), cancel);
+    tick.cancel();
+    co_return f;
+  };
+  LinkFigures f = testing::run_task(io, probe());
+  ::close(silent);
+  EXPECT_EQ(ticks, 10) << "the loop's other work went on during the probe";
+  EXPECT_EQ(f.error, "link probe cancelled");
 }
 
 }  // namespace
