@@ -137,8 +137,10 @@ Task<int> LocalAgent::Impl::run_rounds() {
       co_return finish_signalled();
     }
     if (observer_) {
-      tracking::FormedRound formed{info.round, info.restart_count, info.world_size(),
-                                   info.members, info.spares, {}};
+      std::string primary_run = co_await shared_run();
+      tracking::FormedRound formed{info.round,   info.restart_count, info.world_size(),
+                                   info.members, info.spares,        {},
+                                   primary_run};
       for (const auto& q : info.quarantined) {
         formed.quarantined.push_back({q.node, static_cast<double>(q.until_ms) / 1000, q.reason});
       }
@@ -225,11 +227,8 @@ Task<rendezvous::RendezvousInfo> LocalAgent::Impl::rendezvous(int round) {
 // that wait at once.
 Task<void> LocalAgent::Impl::connect_rendezvous() {
   CancelSignal cancel("rendezvous cancelled");
-  auto made = co_await unless_signalled(make_rendezvous_(cancel), [&cancel] { cancel.cancel(); });
-  if (observer_ && multi_node()) {
-    observer_->attach(made->store(), made->address(), made->primary());
-  }
-  handler_ = std::move(made);
+  handler_ = co_await unless_signalled(make_rendezvous_(cancel), [&cancel] { cancel.cancel(); });
+  co_await publish_shared_run();
 }
 
 WorkerGroup LocalAgent::Impl::make_group(const rendezvous::RendezvousInfo& info) const {

@@ -99,7 +99,12 @@ class LocalAgent::Impl {
   Task<void> tell_unfit(const std::string& cause);
   template <typename T>
   Task<T> unless_signalled(Task<T> task, std::function<void()> cancel);
+  Task<void> unless_signalled(Task<void> task, std::function<void()> cancel);
   WorkerGroup make_group(const rendezvous::RendezvousInfo& info) const;
+  // The job's run across nodes (local_agent_shared_run.cc): the primary's published,
+  // then found by the others at their first round.
+  Task<void> publish_shared_run();
+  Task<std::string> shared_run();
   void begin_round(const rendezvous::RendezvousInfo& info);
   // Preflight's link check (local_agent_links.cc).
   Task<void> probe_links();
@@ -200,6 +205,7 @@ class LocalAgent::Impl {
   CancelSignal last_words_cancel_{"no answer while stopping"};  // cancelled then
   std::unique_ptr<Timer> spares_watch_;  // see watch_spares()
   std::vector<std::string> probed_;      // the members whose links were probed last
+  std::optional<std::string> shared_run_;  // what the primary published, once read
   // The metrics endpoint (with --metrics_port): what it serves is read on each scrape.
   std::unique_ptr<net::HttpListener> metrics_;
   std::unique_ptr<Timer> steps_watch_;  // looks at the ranks' progress for it, each second
@@ -249,6 +255,15 @@ Task<T> LocalAgent::Impl::unless_signalled(Task<T> task, std::function<void()> c
   if (signalled_ != 0) throw Signalled{};
   if (error) std::rethrow_exception(error);
   co_return std::move(*value);
+}
+
+// The same for a task of no value.
+inline Task<void> LocalAgent::Impl::unless_signalled(Task<void> task, std::function<void()> cancel) {
+  auto done = [](Task<void> t) -> Task<bool> {
+    co_await std::move(t);
+    co_return true;
+  };
+  co_await unless_signalled(done(std::move(task)), std::move(cancel));
 }
 
 }  // namespace ddprun::agent

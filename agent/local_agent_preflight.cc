@@ -72,12 +72,6 @@ std::string LocalAgent::Impl::say_unfit(const std::vector<Finding>& found) {
   return cause;
 }
 
-// unless_signalled() for a task of no value.
-static Task<bool> as_done(Task<void> task) {
-  co_await std::move(task);
-  co_return true;
-}
-
 // Before its first join, a node that failed its preflight reaches the others only to
 // tell them why it stays out; a stop signal ends that at once.
 Task<void> LocalAgent::Impl::tell_unfit(const std::string& cause) {
@@ -86,7 +80,7 @@ Task<void> LocalAgent::Impl::tell_unfit(const std::string& cause) {
                rendezvous::kUnfitWait.count());
   CancelSignal cancel("preflight notice cancelled");
   try {
-    co_await unless_signalled(as_done(tell_unfit_(cause, cancel)), [&cancel] { cancel.cancel(); });
+    co_await unless_signalled(tell_unfit_(cause, cancel), [&cancel] { cancel.cancel(); });
   } catch (const Signalled&) {
     throw;
   } catch (const std::exception& e) {

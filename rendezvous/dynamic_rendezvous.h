@@ -34,7 +34,7 @@ class DynamicRendezvous : public RendezvousHandler {
   Task<void> start(CancelSignal& cancel);
 
   Task<RendezvousInfo> next_rendezvous(int round, int local_world_size) override;
-  store::Store& store() override { return client_->store(); }
+  store::LoopStore& loop_store() override { return *client_; }
   /// Members of an elastic round watch each other's liveness; the first node to
   /// begin the next round does so for everyone.
   std::unique_ptr<RoundCoordinator> coordinate(const RendezvousInfo& info,

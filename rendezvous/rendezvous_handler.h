@@ -13,7 +13,7 @@
 #include "common/coro.h"
 #include "rendezvous/rendezvous_errors.h"
 #include "rendezvous/round_coordinator.h"
-#include "store/store.h"
+#include "store/loop_store.h"
 
 namespace ddprun::rendezvous {
 
@@ -73,8 +73,10 @@ class RendezvousHandler {
   /// ended), or Error once cancel() was called.
   virtual Task<RendezvousInfo> next_rendezvous(int round, int local_world_size) = 0;
 
-  /// The agent-side store (client of the shared store). Valid after construction.
-  virtual store::Store& store() = 0;
+  /// The agent-side store (client of the shared store) for the agent's own keys beside
+  /// the rounds' (where the run's primary listens), from its loop. Valid after
+  /// construction; requests made through it are the only ones on it meanwhile.
+  virtual store::LoopStore& loop_store() = 0;
 
   /// The protocol among the nodes of round `info` (as next_rendezvous() returned it),
   /// driven from the agent's loop `io` with timers from `clock`. The handler outlives it.

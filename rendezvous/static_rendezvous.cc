@@ -4,14 +4,11 @@
 #include <charconv>
 
 #include <boost/asio/ip/address.hpp>
-#include <spdlog/spdlog.h>
 
 #include "net/listen.h"
 #include "rendezvous/host_clock.h"
 #include "rendezvous/store_round.h"
 #include "store/loop_store.h"
-#include "store/tcpstore/store_on_loop.h"
-#include "store/tcpstore/tcp_store_protocol.h"
 
 namespace ddprun::rendezvous {
 namespace {
@@ -62,14 +59,14 @@ StaticRendezvous::StaticRendezvous(RendezvousParams params,
     port_ = server_->port();
     // Its own connections go where it listens (any address of it, when that is all).
     own_host_ = listen_host.empty() ? "127.0.0.1" : listen_host;
-    if (params_.max_nodes > 1) client_ = new_client();
+    if (params_.max_nodes > 1) client_ = store::on_loop(new_client());
   } else if (connected) {
     port_ = params_.master_port;
-    client_ = std::move(connected);
-    client_->set_timeout(params_.read_timeout);  // a request is quick
+    connected->set_timeout(params_.read_timeout);  // a request is quick
+    client_ = store::on_loop(std::move(connected));
   } else {
     port_ = params_.master_port;
-    client_ = new_client();
+    client_ = store::on_loop(new_client());
   }
 }
 
@@ -85,11 +82,14 @@ std::unique_ptr<store::TcpStoreClient> StaticRendezvous::new_client() const {
   return client;
 }
 
-store::Store& StaticRendezvous::store() {
-  if (!client_) client_ = new_client();
+store::LoopStore& StaticRendezvous::loop_store() {
+  if (!client_) client_ = store::on_loop(new_client());
   return *client_;
 }
 
+std::string StaticRendezvous::where() const {
+  return params_.master_addr + ":" + std::to_string(port_);
+}
 
 Task<RendezvousInfo> StaticRendezvous::next_rendezvous(int round, int local_world_size) {
   cancel_.check();
@@ -109,19 +109,21 @@ Task<RendezvousInfo> StaticRendezvous::next_rendezvous(int round, int local_worl
   }
   std::string mine = node_key(round, params_.node_rank);
   std::string workers = std::to_string(local_world_size);
-  co_await store::set_on_loop(*client_, mine, workers, cancel_);
+  co_await client_->set(mine, workers, cancel_);
   std::vector<std::string> keys;
   for (int k = 0; k < params_.max_nodes; ++k) keys.push_back(node_key(round, k));
-  if (!co_await wait_on_tcp(*client_, keys, params_.join_timeout, cancel_)) {
+  auto counts = co_await client_->wait_for(keys, params_.join_timeout, cancel_);
+  if (!counts) {
     std::string missing;
-    auto there = co_await store::get_now_on_loop(*client_, keys, cancel_);
+    auto there = co_await client_->get_now(keys, cancel_);
     for (int k = 0; k < params_.max_nodes; ++k) {
       if (!there[k]) missing += (missing.empty() ? "" : ", ") + std::to_string(k);
     }
     throw TimeoutError("node rank(s) " + missing + " of " + std::to_string(params_.max_nodes) +
                        " did not join within " + format_seconds(params_.join_timeout) +
-                       " (store at " + params_.master_addr + ":" + std::to_string(port_) + ")");
+                       " (store at " + where() + ")");
   }
+  info.local_world_sizes = worker_counts(keys, *counts);
   // Node 0 clears the previous round's worker keys once every node is here (so every
   // old worker is gone) and before any new worker starts (they wait for "ready").
   std::vector<std::string> ready{static_round_prefix(round) + "ready"};
@@ -131,27 +133,23 @@ Task<RendezvousInfo> StaticRendezvous::next_rendezvous(int round, int local_worl
     // job restarted a thousand times keeps one round's keys, not a thousand).
     if (round > 0) server_->erase_prefix(static_round_prefix(round - 1));
     std::string one = "1";
-    co_await store::set_on_loop(*client_, ready[0], one, cancel_);
-  } else if (!co_await wait_on_tcp(*client_, ready, params_.join_timeout, cancel_)) {
+    co_await client_->set(ready[0], one, cancel_);
+  } else if (!co_await client_->wait_for(ready, params_.join_timeout, cancel_)) {
     throw TimeoutError("node rank 0 did not open round " + std::to_string(round) + " within " +
-                       format_seconds(params_.join_timeout) + " (store at " +
-                       params_.master_addr + ":" + std::to_string(port_) + ")");
+                       format_seconds(params_.join_timeout) + " (store at " + where() + ")");
   }
-  auto held = co_await store::get_now_on_loop(*client_, keys, cancel_);
-  info.local_world_sizes = worker_counts(keys, held);
   co_return info;
 }
 
-std::vector<int> StaticRendezvous::worker_counts(
-    const std::vector<std::string>& keys,
-    const std::vector<std::optional<std::string>>& values) const {
+std::vector<int> StaticRendezvous::worker_counts(const std::vector<std::string>& keys,
+                                                 const std::vector<std::string>& values) const {
   std::vector<int> counts;
   for (size_t k = 0; k < keys.size(); ++k) {
-    std::string value = values.at(k).value_or("");
+    const std::string& value = values.at(k);
     int workers = 0;
     auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), workers);
     if (ec != std::errc() || end != value.data() + value.size() || workers < 0) {
-      throw StoreError("the store at " + client_->address() + " holds '" + value + "' at " +
+      throw StoreError("the store at " + where() + " holds '" + value + "' at " +
                        keys[k] + ", not a worker count (another job on this port?)");
     }
     counts.push_back(workers);
@@ -166,7 +164,7 @@ std::unique_ptr<RoundCoordinator> StaticRendezvous::coordinate(const RendezvousI
   StoreRound::Options o;
   o.info = info;
   o.prefix = static_round_prefix(info.round);
-  o.store_where = params_.master_addr + ":" + std::to_string(port_);
+  o.store_where = where();
   o.connect = [this] { return on_loop(new_client()); };
   return std::make_unique<StoreRound>(io, clock, std::move(o));
 }
@@ -188,16 +186,7 @@ Task<std::optional<std::chrono::milliseconds>> StaticRendezvous::clock_offset(
     CancelSignal& cancel) {
   std::optional<std::chrono::milliseconds> offset;
   if (server_ || !client_) co_return offset;
-  try {
-    std::vector<std::string> keys(1, store::tcpstore::kWallClockKey);
-    int64_t sent = wall_clock_ms();
-    auto answer = co_await store::get_now_on_loop(*client_, std::move(keys), cancel);
-    offset = clock_key_offset(sent, wall_clock_ms(), answer.at(0));
-  } catch (const StoreError& e) {
-    spdlog::debug("could not read the rendezvous host's clock: {}", e.what());
-  } catch (const TimeoutError& e) {
-    spdlog::debug("could not read the rendezvous host's clock: {}", e.what());
-  }
+  offset = co_await store_clock_offset(*client_, cancel);
   co_return offset;
 }
 

@@ -7,6 +7,7 @@
 #include "common/cancel_signal.h"
 #include "rendezvous/rendezvous_handler.h"
 #include "rendezvous/rendezvous_params.h"
+#include "store/loop_store.h"
 #include "store/tcpstore/tcp_store_client.h"
 #include "store/tcpstore/tcp_store_server.h"
 
@@ -33,7 +34,7 @@ class StaticRendezvous : public RendezvousHandler {
   Task<RendezvousInfo> next_rendezvous(int round, int local_world_size) override;
   /// A single node's own connection is made here, when first asked for: its rounds
   /// need none.
-  store::Store& store() override;
+  store::LoopStore& loop_store() override;
   std::unique_ptr<RoundCoordinator> coordinate(const RendezvousInfo& info,
                                                boost::asio::io_context& io, Clock& clock) override;
   bool primary() const override { return server_ != nullptr; }
@@ -53,13 +54,15 @@ class StaticRendezvous : public RendezvousHandler {
   std::unique_ptr<store::TcpStoreClient> new_client() const;
   // The nodes' worker counts as the store held them at `keys`.
   std::vector<int> worker_counts(const std::vector<std::string>& keys,
-                                 const std::vector<std::optional<std::string>>& values) const;
+                                 const std::vector<std::string>& values) const;
+  // The store, as messages name it: "<master_addr>:<port>".
+  std::string where() const;
 
   const RendezvousParams params_;
   std::unique_ptr<store::TcpStoreServer> server_;  // node 0 only
   int port_ = 0;
   std::string own_host_;                    // node 0: where its own clients reach its store
-  std::unique_ptr<store::TcpStoreClient> client_;  // null until store() for a single node
+  std::unique_ptr<store::LoopStore> client_;  // null until loop_store() for a single node
   CancelSignal cancel_{"rendezvous cancelled"};
 };
 

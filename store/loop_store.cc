@@ -19,47 +19,40 @@ using Clock = std::chrono::steady_clock;
 // co_await in a condition made GCC 12 emit a trap (SIGILL) in these coroutines.
 using Values = std::optional<std::vector<std::string>>;
 
+// The values of `keys` once a wait saw them all; "" for a key gone meanwhile.
+std::vector<std::string> values_now(Store& store, const std::vector<std::string>& keys) {
+  std::vector<std::string> values;
+  values.reserve(keys.size());
+  for (auto& v : store.get_now(keys)) values.push_back(std::move(v).value_or(""));
+  return values;
+}
+
+// TCPStore's 2.x protocol (ddprun's server, PyTorch 2's), which answers several keys
+// in one round trip (MULTI_GET): on_loop() takes no other.
 class TcpLoopStore : public LoopStore {
  public:
   explicit TcpLoopStore(std::unique_ptr<TcpStoreClient> client) : client_(std::move(client)) {}
   Store& store() override { return *client_; }
   Task<std::vector<std::optional<std::string>>> get_now(std::vector<std::string> keys,
                                                         CancelSignal& cancel) override {
-    if (client_->numbering() != tcpstore::Numbering::kV2) {  // 1.13's has no MULTI_GET
-      co_return client_->get_now(keys);
-    }
-    co_return co_await get_now_on_loop(*client_, std::move(keys), cancel);
+    return get_now_on_loop(*client_, std::move(keys), cancel);
   }
   Task<void> set(std::string key, std::string value, CancelSignal& cancel) override {
-    if (client_->numbering() != tcpstore::Numbering::kV2) {  // as get_now()
-      client_->set(key, value);
-      co_return;
-    }
-    co_await set_on_loop(*client_, std::move(key), std::move(value), cancel);
+    return set_on_loop(*client_, std::move(key), std::move(value), cancel);
   }
   Task<int64_t> add(std::string key, int64_t delta, CancelSignal& cancel) override {
-    if (client_->numbering() != tcpstore::Numbering::kV2) {  // as get_now()
-      co_return client_->add(key, delta);
-    }
-    co_return co_await add_on_loop(*client_, std::move(key), delta, cancel);
+    return add_on_loop(*client_, std::move(key), delta, cancel);
   }
   Task<std::string> compare_set(std::string key, std::string expected, std::string desired,
                                 CancelSignal& cancel) override {
-    if (client_->numbering() != tcpstore::Numbering::kV2) {  // as get_now()
-      co_return client_->compare_set(key, expected, desired);
-    }
-    co_return co_await compare_set_on_loop(*client_, std::move(key), std::move(expected),
-                                           std::move(desired), cancel);
+    return compare_set_on_loop(*client_, std::move(key), std::move(expected), std::move(desired),
+                               cancel);
   }
   Task<Values> wait_for(std::vector<std::string> keys, std::chrono::milliseconds timeout,
                         CancelSignal& cancel) override {
-    bool all_there = co_await wait_on_tcp(*client_, keys, timeout, cancel);
+    bool all_there = co_await wait_on_loop(*client_, keys, timeout, cancel);
     Values values;
     if (!all_there) co_return values;
-    if (client_->numbering() != tcpstore::Numbering::kV2) {  // as get_now()
-      values = values_now(*client_, keys);
-      co_return values;
-    }
     auto now = co_await get_now_on_loop(*client_, keys, cancel);
     values.emplace();
     for (auto& v : now) values->push_back(std::move(v).value_or(""));
@@ -135,6 +128,9 @@ class MemoryLoopStore : public LoopStore {
 }  // namespace
 
 std::unique_ptr<LoopStore> on_loop(std::unique_ptr<TcpStoreClient> client) {
+  if (client->numbering() != tcpstore::Numbering::kV2) {
+    throw Error("a TCPStore on the loop speaks the 2.x protocol (" + client->address() + ")");
+  }
   return std::make_unique<TcpLoopStore>(std::move(client));
 }
 
@@ -149,29 +145,6 @@ std::unique_ptr<LoopStore> on_loop(std::unique_ptr<MemoryStore> store) {
 
 std::unique_ptr<LoopStore> on_loop(MemoryStore& store) {
   return std::make_unique<MemoryLoopStore>(nullptr, store);
-}
-
-Task<bool> wait_on_tcp(TcpStoreClient& client, std::vector<std::string> keys,
-                       std::chrono::milliseconds timeout, CancelSignal& cancel) {
-  co_await reconnect_on_loop(client, cancel);
-  int fd = client.start_wait(keys);
-  bool answered = false;
-  try {
-    answered = co_await wait_readable(fd, Clock::now() + timeout, cancel);
-  } catch (...) {
-    client.abandon_wait();
-    throw;
-  }
-  if (!answered) co_return client.cancel_wait();
-  client.finish_wait();
-  co_return true;
-}
-
-std::vector<std::string> values_now(Store& store, const std::vector<std::string>& keys) {
-  std::vector<std::string> values;
-  values.reserve(keys.size());
-  for (auto& v : store.get_now(keys)) values.push_back(std::move(v).value_or(""));
-  return values;
 }
 
 }  // namespace ddprun::store

@@ -77,13 +77,4 @@ std::unique_ptr<LoopStore> on_loop(std::unique_ptr<MemoryStore> store);
 /// A MemoryStore shared with others (tests' nodes as threads), not owned.
 std::unique_ptr<LoopStore> on_loop(MemoryStore& store);
 
-/// The wait of a TCPStore connection: until every key exists (true) or `timeout`
-/// passes (false), as LoopStore::wait_for() without the values.
-Task<bool> wait_on_tcp(TcpStoreClient& client, std::vector<std::string> keys,
-                       std::chrono::milliseconds timeout, CancelSignal& cancel);
-
-/// The values of `keys` once a wait saw them all: one round trip where the store can
-/// (no second wait, as multi_get() would make); "" for a key gone meanwhile.
-std::vector<std::string> values_now(Store& store, const std::vector<std::string>& keys);
-
 }  // namespace ddprun::store

@@ -33,8 +33,8 @@ void ConsoleEventLog::emit(const std::string& name, const Metadata& metadata) {
   out_ << line << std::flush;
 }
 
-void ConsoleEventLog::attach(store::Store& store, const std::string& address, bool primary) {
-  if (inner_) inner_->attach(store, address, primary);
+std::string ConsoleEventLog::attach(const std::string& address, bool primary) {
+  return inner_ ? inner_->attach(address, primary) : "";
 }
 
 void ConsoleEventLog::add_worker_env(int node, int rank, int attempt,

@@ -17,7 +17,7 @@ class ConsoleEventLog : public RunObserver {
  public:
   ConsoleEventLog(RunObserver* inner, std::ostream& out, std::string host);
 
-  void attach(store::Store& store, const std::string& address, bool primary) override;
+  std::string attach(const std::string& address, bool primary) override;
   void add_worker_env(int node, int rank, int attempt,
                       std::map<std::string, std::string>& env) override;
   void rendezvous_complete(const FormedRound& formed) override;

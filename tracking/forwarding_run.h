@@ -15,7 +15,8 @@ namespace ddprun::tracking {
 /// `ddprun runs merge`, which the job's end says.
 class ForwardingRun : public NodeRun {
  public:
-  /// `published`: what the primary published under endpoint_key() ("" when it did
+  /// `published`: "<address> <port>\n<run name>", what the primary's serve_agents()
+  /// returned and the agents shared ("" when it did
   /// not: it runs without tracking, and the node's records stay in its part of a run
   /// named after the rendezvous id). Throws TrackingError naming the directory when
   /// the part cannot be made.

@@ -20,10 +20,6 @@ constexpr std::chrono::seconds kLastRecordsWait{5};
 
 }  // namespace
 
-std::string endpoint_key(const std::string& run_id) {
-  return "ddprun/tracking/" + run_id + "/endpoint";
-}
-
 PrimaryRun::PrimaryRun(const RunOptions& options, std::string agent_id)
     : NodeRun(options, std::move(agent_id)) {
   std::string name = options_.run_id;
@@ -84,12 +80,11 @@ void PrimaryRun::describe(double created) {
   });
 }
 
-void PrimaryRun::serve_agents(store::Store& store, const std::string& address) {
+std::string PrimaryRun::serve_agents(const std::string& address) {
   run_made_.wait();  // the receiver writes into run.db
   receiver_ = std::make_unique<RecordReceiver>(
       run_dir(), options_.token, options_.listen_all ? "" : net::listen_host_for(address));
-  store.set(endpoint_key(options_.run_id),
-            address + " " + std::to_string(receiver_->port()) + "\n" + run_name());
+  return address + " " + std::to_string(receiver_->port()) + "\n" + run_name();
 }
 
 IngestStats PrimaryRun::pass_streams(bool final) {

@@ -4,7 +4,6 @@
 #include <memory>
 #include <string>
 
-#include "store/store.h"
 #include "tracking/node_run.h"
 #include "tracking/record_receiver.h"
 #include "tracking/run_owner_lock.h"
@@ -33,9 +32,10 @@ class PrimaryRun : public NodeRun {
   ~PrimaryRun() override;
 
   /// A multi-node job: takes the other agents' records from now on (RecordReceiver),
-  /// listening where `address` is, its endpoint and the run's name published in
-  /// `store` under endpoint_key() for them. Throws what the receiver or store throws.
-  void serve_agents(store::Store& store, const std::string& address);
+  /// listening where `address` is. Returns what the others need to find it (its
+  /// endpoint and the run's name: ForwardingRun's `published`). Throws what the
+  /// receiver throws.
+  std::string serve_agents(const std::string& address);
 
   void record_job_event(const Event& e) override { record(e); }
   /// The run's end goes in; the stream thread ends meanwhile and complete() (or the
@@ -57,9 +57,5 @@ class PrimaryRun : public NodeRun {
   std::unique_ptr<RecordReceiver> receiver_;
   bool finishing_ = false;  // finished() was told: complete() runs the last pass
 };
-
-/// Where the primary publishes "<address> <port>\n<run name>": where the other agents
-/// send their records, and into which run.
-std::string endpoint_key(const std::string& run_id);
 
 }  // namespace ddprun::tracking

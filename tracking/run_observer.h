@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "store/store.h"
 
 namespace ddprun::tracking {
 
@@ -39,17 +38,21 @@ struct FormedRound {
   std::vector<std::string> members;  // node ids, by group rank (none for a single node)
   std::vector<std::string> spares;   // nodes waiting as hot spares as it formed
   std::vector<QuarantinedNode> quarantined;  // nodes kept out as it formed
+  // Where the job's run takes this node's records: what the primary's attach()
+  // returned ("" on the primary, and where it has no run).
+  std::string primary_run;
 };
 
 class RunObserver {
  public:
   virtual ~RunObserver() = default;
 
-  /// A job of several nodes: the rendezvous store is up (before the first round);
-  /// `primary` is true on the job's one primary agent (the run's one writer), which
-  /// the others reach at its `address`. (A single node's run needs no store: it is
-  /// not called there.) The store may be used on the agent's thread until the job ends.
-  virtual void attach(store::Store& store, const std::string& address, bool primary) = 0;
+  /// A job of several nodes: the rendezvous is up (before the first round); `primary`
+  /// is true on the job's one primary agent (the run's one writer), which the others
+  /// reach at its `address`. The primary returns where its run takes the other agents'
+  /// records, which the agent publishes for them (FormedRound::primary_run); "" on the
+  /// others, or where the primary has no run. (A single node's run is not called.)
+  virtual std::string attach(const std::string& address, bool primary) = 0;
   /// Extra environment for one worker (where it writes its records, ...).
   virtual void add_worker_env(int node, int rank, int attempt,
                               std::map<std::string, std::string>& env) = 0;

@@ -47,18 +47,20 @@ void RunTracker::guarded(const char* what, const std::function<void()>& f) {
   }
 }
 
-void RunTracker::attach(store::Store& store, const std::string& address, bool primary) {
-  if (!options_.multi_node) return;
+std::string RunTracker::attach(const std::string& address, bool primary) {
+  std::string published;
+  if (!options_.multi_node) return published;
   if (!primary) {
-    primary_published_in_ = &store;  // the primary publishes before it joins a round
-    return;
+    awaiting_primary_ = true;  // the primary publishes before it joins a round
+    return published;
   }
   guarded("setting up the run", [&] {
     auto run = std::make_unique<PrimaryRun>(options_, agent_id_);
     PrimaryRun& primary_run = *run;
     run_ = std::move(run);  // a run, with or without the others' records
-    primary_run.serve_agents(store, address);
+    published = primary_run.serve_agents(address);
   });
+  return published;
 }
 
 void RunTracker::add_worker_env(int node, int rank, int attempt,
@@ -75,13 +77,11 @@ bool RunTracker::may_start_workers(int /*attempt*/, bool wait) {
 }
 
 void RunTracker::rendezvous_complete(const FormedRound& formed) {
-  if (primary_published_in_) {
+  if (std::exchange(awaiting_primary_, false)) {
     // The primary published its endpoint and run before it joined the round (none:
     // it runs without tracking, and this node's records stay here for a merge).
-    store::Store& published_in = *std::exchange(primary_published_in_, nullptr);
     guarded("finding the primary agent", [&] {
-      std::string published = published_in.get_now(endpoint_key(options_.run_id)).value_or("");
-      run_ = std::make_unique<ForwardingRun>(options_, agent_id_, published);
+      run_ = std::make_unique<ForwardingRun>(options_, agent_id_, formed.primary_run);
     });
   }
   if (!run_) return;

@@ -19,7 +19,7 @@ namespace ddprun::tracking {
 ///     single-node job, made with the tracker; in a multi-node job the agent hosting the
 ///     rendezvous store, made at attach(), which also takes the other agents' records);
 ///   - ForwardingRun: every other agent of a multi-node job, made at its first round
-///     from what the primary published in the rendezvous store.
+///     from what the primary published (FormedRound::primary_run).
 /// Until this node's part exists (and where it could not be made) reports go nowhere.
 /// A database or network error during the job is reported once and never stops the
 /// workers. A job leaves a complete run.db when it ends, and readers only read; what
@@ -37,7 +37,7 @@ class RunTracker : public RunObserver {
   /// The run's directory where this agent is its primary (it holds run.db), else "".
   std::string primary_run_dir() const;
 
-  void attach(store::Store& store, const std::string& address, bool primary) override;
+  std::string attach(const std::string& address, bool primary) override;
   void add_worker_env(int node, int rank, int attempt,
                       std::map<std::string, std::string>& env) override;
   bool may_start_workers(int attempt, bool wait) override;
@@ -68,8 +68,8 @@ class RunTracker : public RunObserver {
 
   Options options_;
   std::string agent_id_;  // <host>.<pid>
-  // A forwarding node's, until its first round: where the primary published its run.
-  store::Store* primary_published_in_ = nullptr;
+  // A forwarding node's, until its first round, which says where the primary's run is.
+  bool awaiting_primary_ = false;
   std::unique_ptr<NodeRun> run_;  // this node's part of the run; null until chosen
   bool error_reported_ = false;
 };

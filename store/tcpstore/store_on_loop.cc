@@ -16,7 +16,7 @@ using Clock = std::chrono::steady_clock;
 // string (u64 length + bytes), in the order the request's answer has them.
 class Answer {
  public:
-  enum class Field { kInt64, kUint32, kString };
+  enum class Field { kInt64, kUint32, kUint8, kString };
   explicit Answer(std::vector<Field> fields) : fields_(std::move(fields)) {}
 
   bool whole() const { return values_.size() == fields_.size(); }
@@ -36,6 +36,7 @@ class Answer {
   }
   int64_t integer(size_t i) const { return scalar<int64_t>(i); }
   uint32_t small(size_t i) const { return scalar<uint32_t>(i); }
+  uint8_t byte(size_t i) const { return scalar<uint8_t>(i); }
   std::string& string(size_t i) { return values_[i]; }
 
  private:
@@ -47,7 +48,14 @@ class Answer {
   }
   // The bytes of the next field, or of its length where it is a string.
   size_t field_size() const {
-    return fields_[values_.size()] == Field::kUint32 ? sizeof(uint32_t) : sizeof(uint64_t);
+    switch (fields_[values_.size()]) {
+      case Field::kUint32:
+        return sizeof(uint32_t);
+      case Field::kUint8:
+        return sizeof(uint8_t);
+      default:
+        return sizeof(uint64_t);
+    }
   }
 
   // A whole integer, length or string is in part_.
@@ -89,10 +97,8 @@ Task<void> send(TcpStoreClient& client, const RequestWriter& request, CancelSign
   }
 }
 
-// One request and its answer, awaited on the loop.
-Task<Answer> call(TcpStoreClient& client, const RequestWriter& request, Answer answer,
-                  CancelSignal& cancel) {
-  co_await send(client, request, cancel);
+// The answer to what was sent, read as it arrives within the client's call timeout.
+Task<Answer> receive(TcpStoreClient& client, Answer answer, CancelSignal& cancel) {
   net::Socket& connection = client.connection();
   auto deadline = Clock::now() + client.timeout();
   try {
@@ -114,6 +120,21 @@ Task<Answer> call(TcpStoreClient& client, const RequestWriter& request, Answer a
     throw;
   }
   co_return answer;
+}
+
+// One request and its answer, awaited on the loop.
+Task<Answer> call(TcpStoreClient& client, const RequestWriter& request, Answer answer,
+                  CancelSignal& cancel) {
+  co_await send(client, request, cancel);
+  co_return co_await receive(client, std::move(answer), cancel);
+}
+
+// WAIT's answer: STOP_WAITING once every key is there.
+void expect_stop_waiting(TcpStoreClient& client, const Answer& answer) {
+  if (answer.byte(0) == kStopWaiting) return;
+  client.drop();  // what follows in the stream cannot be trusted
+  throw StoreError("the store at " + client.address() + " answered WAIT with " +
+                   std::to_string(answer.byte(0)));
 }
 
 }  // namespace
@@ -173,6 +194,35 @@ Task<uint32_t> ping_on_loop(TcpStoreClient& client, uint32_t nonce, CancelSignal
   request.put(nonce);
   Answer answer = co_await call(client, request, Answer(one(Answer::Field::kUint32)), cancel);
   co_return answer.small(0);
+}
+
+Task<bool> wait_on_loop(TcpStoreClient& client, std::vector<std::string> keys,
+                        std::chrono::milliseconds timeout, CancelSignal& cancel) {
+  RequestWriter request(client.numbering(), Op::kWait);
+  request.keys(keys);
+  co_await send(client, request, cancel);
+  bool answered = false;
+  try {
+    answered = co_await wait_readable(client.connection().fd(), Clock::now() + timeout, cancel);
+  } catch (...) {
+    client.drop();  // its WAIT stays unanswered
+    throw;
+  }
+  if (answered) {
+    Answer stop = co_await receive(client, Answer(one(Answer::Field::kUint8)), cancel);
+    expect_stop_waiting(client, stop);
+    co_return true;
+  }
+  if (client.numbering() != Numbering::kV2) {
+    client.drop();  // 1.13 cannot cancel a wait: a late answer would be read as another's
+    co_return false;
+  }
+  // The server sends a STOP_WAITING it already owed before WAIT_CANCELED.
+  RequestWriter withdraw(Numbering::kV2, Op::kCancelWait);
+  Answer first = co_await call(client, withdraw, Answer(one(Answer::Field::kUint8)), cancel);
+  if (first.byte(0) != kStopWaiting) co_return false;
+  co_await receive(client, Answer(one(Answer::Field::kUint8)), cancel);  // its WAIT_CANCELED
+  co_return true;
 }
 
 }  // namespace ddprun::store

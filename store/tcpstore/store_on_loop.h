@@ -33,6 +33,11 @@ Task<std::string> compare_set_on_loop(TcpStoreClient& client, std::string key,
                                       std::string expected, std::string desired,
                                       CancelSignal& cancel);
 
+/// Until every one of `keys` exists (true) or `timeout` passes (false: the wait is
+/// withdrawn; 1.13 cannot, and the connection is dropped). The values are not read.
+/// `cancel` drops the connection, whose WAIT is left unanswered.
+Task<bool> wait_on_loop(TcpStoreClient& client, std::vector<std::string> keys,
+                        std::chrono::milliseconds timeout, CancelSignal& cancel);
 /// Deletes `key`; whether it was there.
 Task<bool> delete_on_loop(TcpStoreClient& client, std::string key, CancelSignal& cancel);
 /// One round trip with `nonce` (2.x); returns the nonce echoed.

@@ -61,19 +61,13 @@ class TcpStoreClient : public Store {
   using Store::get_now;
   std::vector<std::optional<std::string>> get_now(const std::vector<std::string>& keys) override;
 
-  /// The first half of wait(), for an event loop: sends WAIT for `keys` and returns
-  /// the connection's descriptor, which turns readable when the store answers; then
-  /// finish_wait() reads the answer. No other call may come in between.
+  /// wait() in halves, for many clients waiting at once on one thread (a barrier's
+  /// benchmark): sends WAIT for `keys` and returns the connection's descriptor, which
+  /// turns readable when the store answers; then finish_wait() reads the answer.
+  /// No other call may come in between. (A loop waits with wait_on_loop().)
   int start_wait(const std::vector<std::string>& keys);
   /// Reads the answer to start_wait(); StoreError unless the keys are all there.
   void finish_wait();
-  /// Withdraws the WAIT of start_wait() that was not answered in time (2.x; 1.13 cannot,
-  /// and drops the connection: the next call reconnects). True when the keys arrived
-  /// meanwhile after all.
-  bool cancel_wait();
-  /// Drops the connection after a start_wait() whose answer nobody will read (the next
-  /// call reconnects).
-  void abandon_wait() { socket_.close(); }
 
   /// The open connection, for a request awaited on an event loop
   /// (store/tcpstore/store_on_loop.h, after reconnect_on_loop()): the request is sent
@@ -111,6 +105,9 @@ class TcpStoreClient : public Store {
   std::string read_bytes(net::Socket::Deadline deadline);
   void send(const std::string& bytes);
   void expect_stop_waiting(uint8_t reply);
+  // Withdraws a WAIT not answered in time (2.x; 1.13 cannot, and drops the
+  // connection). True when the keys arrived meanwhile after all.
+  bool cancel_wait();
 
   std::string host_;
   int port_;

@@ -219,7 +219,7 @@ class FakeRendezvous : public rendezvous::RendezvousHandler {
     info.quarantined = journal_->quarantined;
     co_return info;
   }
-  store::Store& store() override { return store_; }
+  store::LoopStore& loop_store() override { return *loop_store_; }
   std::unique_ptr<rendezvous::RoundCoordinator> coordinate(const rendezvous::RendezvousInfo& info,
                                                            boost::asio::io_context& io,
                                                            Clock&) override {
@@ -254,6 +254,7 @@ class FakeRendezvous : public rendezvous::RendezvousHandler {
   std::shared_ptr<FakeRendezvousJournal> journal_;
   CancelSignal cancel_{"rendezvous cancelled"};
   store::MemoryStore store_;
+  std::unique_ptr<store::LoopStore> loop_store_ = store::on_loop(store_);
 };
 
 }  // namespace ddprun::testing

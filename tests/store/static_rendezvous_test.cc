@@ -26,7 +26,7 @@ RendezvousParams node0_of(int nnodes) {
 TEST(StaticRendezvous, AWorkerCountThatIsNotANumberIsNamed) {
   StaticRendezvous node0(node0_of(2));
   // What "node 1" wrote: not a count.
-  node0.store().set(static_round_prefix(0) + "node/1", "four");
+  node0.loop_store().store().set(static_round_prefix(0) + "node/1", "four");
   try {
     testing::run_task(node0.next_rendezvous(0, 2));
     FAIL() << "joined with a worker count of 'four'";
@@ -42,16 +42,16 @@ TEST(StaticRendezvous, AWorkerCountThatIsNotANumberIsNamed) {
 // rendezvous written), yet clear what the last attempt's workers left there.
 TEST(StaticRendezvous, ASingleNodesRoundAsksTheStoreNothing) {
   StaticRendezvous node(node0_of(1));
-  node.store().set("worker_key", "from attempt 0");
-  ASSERT_TRUE(node.store().check({"worker_key"}));  // a SET has no answer: this one does
+  node.loop_store().store().set("worker_key", "from attempt 0");
+  ASSERT_TRUE(node.loop_store().store().check({"worker_key"}));  // a SET has no answer: this one does
   RendezvousInfo info = testing::run_task(node.next_rendezvous(1, 4));
   EXPECT_EQ(info.round, 1);
   EXPECT_EQ(info.restart_count, 1);
   EXPECT_EQ(info.world_size(), 4);
   EXPECT_EQ(info.master_port, node.port());
-  EXPECT_FALSE(node.store().check({static_round_prefix(1) + "node/0"})) << "a request was made";
-  EXPECT_FALSE(node.store().check({static_round_prefix(1) + "ready"}));
-  EXPECT_FALSE(node.store().check({"worker_key"})) << "the last attempt's keys stayed";
+  EXPECT_FALSE(node.loop_store().store().check({static_round_prefix(1) + "node/0"})) << "a request was made";
+  EXPECT_FALSE(node.loop_store().store().check({static_round_prefix(1) + "ready"}));
+  EXPECT_FALSE(node.loop_store().store().check({"worker_key"})) << "the last attempt's keys stayed";
 }
 
 // The end of a single node's job (as --standalone runs it) stops its store: the store's

@@ -12,6 +12,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <thread>
 
+#include "store/loop_store.h"
 #include "store/tcpstore/tcp_store_server.h"
 #include "tests/helpers/run_task.h"
 
@@ -69,6 +70,18 @@ TEST(StoreOnLoop, QuickRequestsAreAnsweredAsTheBlockingOnesAre) {
   EXPECT_EQ(run_task(ping_on_loop(client, 77, cancel)), 77u);
   EXPECT_TRUE(run_task(delete_on_loop(client, "cas", cancel)));
   EXPECT_FALSE(run_task(delete_on_loop(client, "cas", cancel))) << "gone already";
+}
+
+// The loop speaks the 2.x protocol only (several keys in one round trip): a client of
+// 1.13's numbering is refused by name, not half served.
+TEST(StoreOnLoop, AClientOf113sProtocolIsRefused) {
+  auto client = std::make_unique<TcpStoreClient>("127.0.0.1", 1, v113(1s), net::Socket());
+  try {
+    on_loop(std::move(client));
+    FAIL() << "a 1.13 client went on the loop";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("2.x protocol"), std::string::npos) << e.what();
+  }
 }
 
 // A value larger than the kernel takes at once is sent as the store reads it, each

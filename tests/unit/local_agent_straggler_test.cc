@@ -17,7 +17,7 @@ namespace {
 // Keeps what straggler detection tells the run.
 class StragglerObserver : public tracking::RunObserver {
  public:
-  void attach(store::Store&, const std::string&, bool) override {}
+  std::string attach(const std::string&, bool) override { return ""; }
   void add_worker_env(int, int, int, std::map<std::string, std::string>&) override {}
   void rendezvous_complete(const tracking::FormedRound&) override {}
   void worker_started(int, int, int, int, pid_t) override {}

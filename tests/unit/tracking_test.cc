@@ -13,7 +13,6 @@
 #include <thread>
 
 #include "common/host.h"
-#include "store/memory_store.h"
 #include "tests/helpers/scratch.h"
 #include "tracking/own_records.h"
 #include "tracking/part_merge.h"
@@ -281,7 +280,7 @@ int64_t events_in(const std::string& run_dir, const std::string& kind) {
 // One attempt of one worker, which exits, then the job's end.
 void one_worker_job(RunTracker& tracker, const std::string& status, int code,
                     const std::string& cause) {
-  tracker.rendezvous_complete({0, 0, 1, {"a"}, {}, {}});
+  tracker.rendezvous_complete({0, 0, 1, {"a"}, {}, {}, ""});
   tracker.worker_started(0, 0, 0, 0, ::getpid());
   tracker.worker_exited(0, 0, 0, 0, 0);
   tracker.attempt_ended();
@@ -311,7 +310,7 @@ TEST(RunTrackerRecords, SystemSamplesComeOnTrackingsOwnClock) {
   o.system_interval = std::chrono::milliseconds(20);
   std::string run = base + "/sampled";
   RunTracker tracker(o);
-  tracker.rendezvous_complete({0, 0, 1, {"a"}, {}, {}});
+  tracker.rendezvous_complete({0, 0, 1, {"a"}, {}, {}, ""});
   tracker.worker_started(0, 0, 0, 0, ::getpid());
   auto samples = [&] {
     try {
@@ -343,7 +342,7 @@ TEST(RunTrackerRecords, AreInTheRunWhileTheJobRunsAndAllOfThemWhenItFinishes) {
   RunTracker::Options o = run_in(base, "records");
   std::string run = base + "/records";
   RunTracker tracker(o);
-  tracker.rendezvous_complete({0, 0, 2, {"a"}, {}, {}});
+  tracker.rendezvous_complete({0, 0, 2, {"a"}, {}, {}, ""});
   tracker.may_start_workers(0, true);
   tracker.worker_started(0, 0, 0, 0, ::getpid());
   // No timing in the assertion: nothing but the stream thread's own pass writes it.
@@ -389,10 +388,9 @@ TEST(RunTrackerRecords, APrimaryWhoseRunCouldNotBeMadeEndsQuietly) {
   RunTracker::Options o = run_in(base, "blocked");
   o.multi_node = true;
   std::filesystem::create_symlink(base + "/nowhere/at/all", base + "/blocked");
-  store::MemoryStore store;
   {
     RunTracker tracker(o);
-    tracker.attach(store, "127.0.0.1:29400", true);
+    tracker.attach("127.0.0.1:29400", true);
     tracker.worker_started(0, 0, 0, 0, ::getpid());
     tracker.worker_exited(0, 0, 0, 0, 0);
     tracker.finished("finished", 0, "");
@@ -419,7 +417,7 @@ TEST(RunTrackerRecords, TheRunIsOnDiskBeforeTheWorkersStartWhichNeedNotWaitForIt
       RunStore made(run, RunStore::Open::kReadOnly);  // throws if it were not a database
       EXPECT_EQ(effective_status(made), "running") << "described or not, its owner holds it";
     }
-    tracker.rendezvous_complete({0, 0, 1, {"a"}, {}, {}});
+    tracker.rendezvous_complete({0, 0, 1, {"a"}, {}, {}, ""});
     EXPECT_TRUE(tracker.may_start_workers(0, false)) << "nothing to wait for in a first attempt";
     tracker.finished("finished", 0, "");
     tracker.complete();
@@ -499,18 +497,17 @@ TEST(RunTrackerNodes, AForwardingNodesRecordsAreInThePrimarysRunWhateverItsName)
   ASSERT_TRUE(other);
   RunTracker::Options o = run_in(base, "two");
   o.multi_node = true;
-  store::MemoryStore store;
   std::string part;
   {
     RunTracker primary(o);
     RunTracker node(o);
     EXPECT_EQ(primary.run_dir(), "") << "no run before the store is up";
-    primary.attach(store, "127.0.0.1", true);
-    node.attach(store, "127.0.0.1", false);
+    std::string published = primary.attach("127.0.0.1", true);
+    EXPECT_EQ(node.attach("127.0.0.1", false), "") << "only the primary has a run to share";
     EXPECT_EQ(primary.run_dir(), base + "/two.1");
     EXPECT_EQ(node.run_dir(), "") << "found at the first round";
-    primary.rendezvous_complete({0, 0, 2, {"a", "b"}, {}, {}});
-    node.rendezvous_complete({0, 0, 2, {"a", "b"}, {}, {}});
+    primary.rendezvous_complete({0, 0, 2, {"a", "b"}, {}, {}, ""});
+    node.rendezvous_complete({0, 0, 2, {"a", "b"}, {}, {}, published});
     part = node.run_dir();
     EXPECT_EQ(part.rfind(base + "/two.1/parts/", 0), 0u) << part;
     one_logging_attempt(node, part, 1, 1);

@@ -291,7 +291,7 @@ TEST_F(WorkerGroupRunnerTest, NoStragglerIsNamedAfterAFailureOrWhenTurnedOff) {
 class StartingObserver : public tracking::RunObserver {
  public:
   explicit StartingObserver(const FakeProcessLauncher& launcher) : launcher_(launcher) {}
-  void attach(store::Store&, const std::string&, bool) override {}
+  std::string attach(const std::string&, bool) override { return ""; }
   void add_worker_env(int, int, int, std::map<std::string, std::string>&) override { ++envs; }
   void rendezvous_complete(const tracking::FormedRound&) override {}
   bool may_start_workers(int attempt, bool wait) override {
