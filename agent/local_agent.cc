@@ -88,7 +88,7 @@ int LocalAgent::Impl::run() {
   }
   int code = 0;
   std::exception_ptr error;
-  asio::co_spawn(io_, run_rounds(), [&](const std::exception_ptr& e, int c) {
+  asio::co_spawn(io_, run_job(), [&](const std::exception_ptr& e, int c) {
     error = e;
     code = c;
     io_.stop();  // what is left on the loop (the signals' watches, ...) ends with the agent
@@ -112,6 +112,21 @@ void LocalAgent::Impl::enter(Phase phase) {
                                            "reporting a hang", "awaiting the others", "done"};
   spdlog::debug("agent: {} -> {}", kNames[static_cast<int>(phase_)], kNames[static_cast<int>(phase)]);
   phase_ = phase;
+}
+
+// The job on this node: its rounds, then, however they ended, the node leaves the
+// rendezvous (the last thing it asks of it).
+Task<int> LocalAgent::Impl::run_job() {
+  int code = 0;
+  std::exception_ptr error;
+  try {
+    code = co_await run_rounds();
+  } catch (...) {
+    error = std::current_exception();
+  }
+  if (handler_) co_await handler_->leave(last_words_cancel_);
+  if (error) std::rethrow_exception(error);
+  co_return code;
 }
 
 Task<int> LocalAgent::Impl::run_rounds() {

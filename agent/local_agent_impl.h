@@ -74,8 +74,8 @@ struct Attempt {
 };
 
 /// The agent of one node (see LocalAgent). Single-threaded: the loop's thread. Its
-/// life is one coroutine, run_rounds(), on the one loop; the phases it goes through
-/// are LocalAgent::Phase.
+/// life is one coroutine, run_job() (its rounds, then leaving), on the one loop; the
+/// phases it goes through are LocalAgent::Phase.
 class LocalAgent::Impl {
  public:
   Impl(AgentConfig config, AgentServices services);
@@ -88,6 +88,7 @@ class LocalAgent::Impl {
   };
 
   // The rounds and the attempt (local_agent.cc).
+  Task<int> run_job();
   Task<int> run_rounds();
   void enter(Phase phase);
   Task<rendezvous::RendezvousInfo> rendezvous(int round);

@@ -46,6 +46,7 @@ class DynamicRendezvous : public RendezvousHandler {
   Task<void> finish_job(CancelSignal& cancel) override;
   Task<void> job_failed(CancelSignal& cancel) override;
   Task<void> keep_out(std::string reason, CancelSignal& cancel) override;
+  Task<void> leave(CancelSignal& cancel) override { return backend_->leave(cancel); }
   Task<std::optional<std::chrono::milliseconds>> clock_offset(CancelSignal& cancel) override;
   std::vector<ServedStore> served_stores() const override;
 

@@ -18,15 +18,21 @@ EtcdBackend::EtcdBackend(RendezvousParams params)
       liveness_(params_.etcd_endpoints,
                 std::max(params_.heartbeat_interval * 2, std::chrono::milliseconds(2000))) {}
 
-EtcdBackend::~EtcdBackend() {
-  lease_keeper_.reset();
-  // Leaving on purpose: the key goes now, not when the lease runs out.
-  if (lease_ != 0) {
-    try {
-      liveness_.revoke_lease(lease_);
-    } catch (const std::exception& e) {
-      spdlog::debug("could not revoke the etcd lease: {}", e.what());
-    }
+EtcdBackend::~EtcdBackend() { stop_keeping_lease(); }
+
+// A keep-alive in progress fails at once: nothing waits for its answer.
+void EtcdBackend::stop_keeping_lease() {
+  if (lease_keeper_) lease_keeper_->stop([this] { liveness_.interrupt(); });
+}
+
+Task<void> EtcdBackend::leave(CancelSignal& cancel) {
+  stop_keeping_lease();
+  int64_t lease = lease_.exchange(0);
+  if (lease == 0) co_return;
+  try {
+    co_await probe_.revoke_lease_on_loop(lease, cancel);
+  } catch (const Error& e) {
+    spdlog::debug("could not revoke the etcd lease: {}", e.what());
   }
 }
 

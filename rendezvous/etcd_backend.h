@@ -43,6 +43,8 @@ class EtcdBackend : public RendezvousBackend {
   /// last one (a range delete each); the state's own keys are rewritten in place.
   Task<void> forget_history(std::string prefix, int round, bool first_member,
                             CancelSignal& cancel) override;
+  /// Revokes the node's lease: its "alive" key goes now, not when the lease runs out.
+  Task<void> leave(CancelSignal& cancel) override;
   /// From the Date of an etcd member's reply: to within its second.
   Task<std::optional<std::chrono::milliseconds>> clock_offset(store::LoopStore& client,
                                                               CancelSignal& cancel) override;
@@ -51,6 +53,7 @@ class EtcdBackend : public RendezvousBackend {
 
  private:
   void keep_alive();
+  void stop_keeping_lease();
   std::unique_ptr<store::EtcdStore> new_store(std::chrono::milliseconds timeout, int64_t newer_than) const;
   int64_t lease_ttl() const;
   void take_lease(store::EtcdClient& client);

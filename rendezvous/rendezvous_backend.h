@@ -46,6 +46,12 @@ class RendezvousBackend {
   /// Starts showing that `node` is alive (until the backend goes). Awaited on the loop.
   virtual Task<void> start_liveness(std::string prefix, std::string node,
                                     CancelSignal& cancel) = 0;
+  /// This node leaves on purpose: what shows it alive goes now (at the end of the job,
+  /// awaited on the loop; errors are logged).
+  virtual Task<void> leave(CancelSignal& cancel) {
+    (void)cancel;
+    co_return;
+  }
   /// Whether `node` is the run's primary agent (its one tracking writer): the agent
   /// hosting the state, or where no agent does, the first to claim it (on `client`).
   /// Called once, after start_liveness(); awaited on the loop.

@@ -120,6 +120,11 @@ class RendezvousHandler {
   /// says why it is out. Errors are logged; awaited as finish_job() is.
   virtual Task<void> keep_out(std::string /*reason*/, CancelSignal& /*cancel*/) { co_return; }
 
+  /// This node leaves the job, whichever way it ended here: its proof of life goes now
+  /// rather than when it runs out (etcd: its lease is revoked). The last request of the
+  /// handler; errors are logged. A coroutine on the loop: `cancel` ends it.
+  virtual Task<void> leave(CancelSignal& /*cancel*/) { co_return; }
+
   /// The stores this agent serves now (none where it serves none), for its metrics.
   virtual std::vector<ServedStore> served_stores() const { return {}; }
 

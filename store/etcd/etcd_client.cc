@@ -271,8 +271,4 @@ bool EtcdClient::keep_alive(int64_t lease) {
   return int_field(reply.value("result", nlohmann::json::object()), "TTL") > 0;
 }
 
-void EtcdClient::revoke_lease(int64_t lease) {
-  call("/v3/lease/revoke", {{"ID", std::to_string(lease)}});
-}
-
 }  // namespace ddprun::store

@@ -126,7 +126,6 @@ class EtcdClient {
   /// A lease of `ttl` seconds; keep_alive() renews it (false: it had expired).
   int64_t grant_lease(int64_t ttl);
   bool keep_alive(int64_t lease);
-  void revoke_lease(int64_t lease);
 
   /// Watches [key, range_end) from `start_revision` on, handing every event to
   /// `on_event` until it returns false (then true) or `deadline` passes (then false).
@@ -157,6 +156,8 @@ class EtcdClient {
                                 Clock::time_point until = Clock::time_point::max());
   /// grant_lease() on the loop.
   Task<int64_t> grant_lease_on_loop(int64_t ttl, CancelSignal& cancel);
+  /// Revokes `lease` on the loop: the keys put under it go now.
+  Task<void> revoke_lease_on_loop(int64_t lease, CancelSignal& cancel);
   /// remove() on the loop: the number of keys deleted.
   Task<int64_t> remove_on_loop(std::string key, std::string range_end, CancelSignal& cancel);
   /// put_if_revision() on the loop: what the key holds after (nullopt: missing) when

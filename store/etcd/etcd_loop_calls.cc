@@ -117,6 +117,12 @@ Task<int64_t> EtcdClient::grant_lease_on_loop(int64_t ttl, CancelSignal& cancel)
   co_return id;
 }
 
+Task<void> EtcdClient::revoke_lease_on_loop(int64_t lease, CancelSignal& cancel) {
+  std::string path = "/v3/lease/revoke";
+  nlohmann::json request{{"ID", std::to_string(lease)}};
+  co_await call_on_loop(path, std::move(request), cancel);
+}
+
 Task<int64_t> EtcdClient::remove_on_loop(std::string key, std::string range_end,
                                          CancelSignal& cancel) {
   std::string path = "/v3/kv/deleterange";

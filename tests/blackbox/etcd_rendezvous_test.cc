@@ -12,6 +12,8 @@
 #include <thread>
 
 #include "agent/preflight/preflight_options.h"
+#include "store/etcd/etcd_client.h"
+#include "store/etcd/etcd_endpoint.h"
 #include "tests/blackbox/ddprun_process.h"
 #include "tests/blackbox/elastic_job.h"
 #include "tests/helpers/etcd_cluster.h"
@@ -44,6 +46,12 @@ TEST_F(EtcdRendezvous, AgentsAgreeOnRanksAndShareOneRun) {
   DdprunProcess b(args, kEnv);
   ASSERT_EQ(a.wait(), 0) << a.err();
   ASSERT_EQ(b.wait(), 0) << b.err();
+  // Each node left on purpose: its lease was revoked, so its "alive" key is gone now,
+  // not once the lease runs out.
+  store::EtcdClient etcd(store::parse_etcd_endpoints(etcd_->endpoints()), std::chrono::seconds(5));
+  std::string alive = "/ddprun/rdzv/" + j.id + "/alive/";
+  EXPECT_EQ(etcd.range(alive, store::etcd_prefix_end(alive), true).count, 0)
+      << "a node's alive key outlived it";
   std::string out = a.out() + b.out();
   for (int rank = 0; rank < 4; ++rank) {
     EXPECT_NE(out.find("RANK=" + std::to_string(rank) + "\n"), std::string::npos) << out;
