@@ -20,8 +20,11 @@ namespace ddprun::agent {
 Task<std::optional<int>> LocalAgent::Impl::unfit_node() {
   std::vector<Finding> found = check_node(config_.preflight, probe_);
   if (!handler_ && !config_.preflight.health_command.empty()) {
-    auto health = run_health_command(config_.preflight.health_command,
-                                      config_.preflight.health_timeout, signals_.stop_pending_fd());
+    CancelSignal cancel("health check cancelled");
+    auto health = co_await unless_signalled(
+        run_health_command(config_.preflight.health_command, config_.preflight.health_timeout,
+                           cancel),
+        [&cancel] { cancel.cancel(); });
     if (health) found.push_back(std::move(*health));
   }
   if (found.empty()) co_return std::nullopt;

@@ -75,7 +75,8 @@ bool proves(const std::string& token, const std::string& challenge, const std::s
 void answer_challenge(Socket& socket, const std::string& token, const std::string& where,
                       Socket::Deadline deadline) {
   send_hello(socket, deadline);
-  finish_challenge(socket, token, where, deadline);
+  send_proof(socket, token, where, deadline);
+  read_verdict(socket, where, deadline);
 }
 
 void send_hello(Socket& socket, Socket::Deadline deadline) {
@@ -83,8 +84,8 @@ void send_hello(Socket& socket, Socket::Deadline deadline) {
   socket.send_all(hello.data(), hello.size(), deadline);
 }
 
-void finish_challenge(Socket& socket, const std::string& token, const std::string& where,
-                      Socket::Deadline deadline) {
+void send_proof(Socket& socket, const std::string& token, const std::string& where,
+                Socket::Deadline deadline) {
   std::string challenge;
   try {
     // A server that wants the token answers the hello at once; one that does not
@@ -102,6 +103,9 @@ void finish_challenge(Socket& socket, const std::string& token, const std::strin
   }
   std::string answer = proof(token, challenge.substr(prefix.size())) + "\n";
   socket.send_all(answer.data(), answer.size(), deadline);
+}
+
+void read_verdict(Socket& socket, const std::string& where, Socket::Deadline deadline) {
   std::string verdict;
   try {
     verdict = read_line(socket, where, deadline);

@@ -32,11 +32,13 @@ bool proves(const std::string& token, const std::string& challenge, const std::s
 /// challenge (a server without a token, or not ddprun's), TimeoutError past `deadline`.
 void answer_challenge(Socket& socket, const std::string& token, const std::string& where,
                       Socket::Deadline deadline);
-/// answer_challenge() in two halves, for an event loop that waits in between until the
-/// socket is readable (the server answers the hello at once): the hello, then the rest.
+/// answer_challenge() in three steps, for an event loop that waits in between until
+/// the socket is readable (the server answers each at once): the hello; the challenge
+/// read and answered; the verdict read.
 void send_hello(Socket& socket, Socket::Deadline deadline);
-void finish_challenge(Socket& socket, const std::string& token, const std::string& where,
-                      Socket::Deadline deadline);
+void send_proof(Socket& socket, const std::string& token, const std::string& where,
+                Socket::Deadline deadline);
+void read_verdict(Socket& socket, const std::string& where, Socket::Deadline deadline);
 
 /// Reads a token file: its content without surrounding whitespace. Throws UsageError
 /// naming `source` when the file cannot be read or holds nothing.

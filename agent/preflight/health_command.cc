@@ -1,7 +1,6 @@
 #include "agent/preflight/health_command.h"
 
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -14,7 +13,7 @@
 #include <vector>
 
 #include "common/error.h"
-#include "net/wait_scope.h"
+#include "common/loop_waits.h"
 
 namespace ddprun::agent {
 namespace {
@@ -38,7 +37,12 @@ std::string last_lines(const std::string& out) {
   return tail;
 }
 
-pid_t start(const std::string& command, int out_fd) {
+// Starts the check in a process group of its own: a watcher (a fork of ddprun), whose
+// child runs `command` writing to `out_fd`; the watcher reaps it and writes its wait
+// status to `status_fd`. So the verdict does not depend on ddprun reaping the check
+// (the process launcher reaps every child of ddprun it sees exit). Both die with
+// ddprun. Returns the watcher's pid, the group's id.
+pid_t start(const std::string& command, int out_fd, int status_fd) {
   pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) throw SystemError("cannot start the health check", errno);
@@ -46,34 +50,33 @@ pid_t start(const std::string& command, int out_fd) {
     ::setpgid(0, 0);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(127);  // ddprun died before the line above
-    int null = ::open("/dev/null", O_RDONLY);
-    if (null >= 0) ::dup2(null, 0);
-    ::dup2(out_fd, 1);
-    ::dup2(out_fd, 2);
-    // The signals ddprun ignores or handles are the shell's to decide again.
-    ::signal(SIGPIPE, SIG_DFL);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
+    pid_t watcher = ::getpid();
+    pid_t check = ::fork();
+    if (check < 0) ::_exit(127);
+    if (check == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != watcher) ::_exit(127);
+      int null = ::open("/dev/null", O_RDONLY);
+      if (null >= 0) ::dup2(null, 0);
+      ::dup2(out_fd, 1);
+      ::dup2(out_fd, 2);
+      // The signals ddprun ignores or handles are the shell's to decide again.
+      ::signal(SIGPIPE, SIG_DFL);
+      sigset_t none;
+      sigemptyset(&none);
+      ::sigprocmask(SIG_SETMASK, &none, nullptr);
+      ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    ::close(out_fd);  // the check's output ends when the check's writers do
+    int status = 0;
+    while (::waitpid(check, &status, 0) < 0 && errno == EINTR) {
+    }
+    (void)!::write(status_fd, &status, sizeof status);
+    ::_exit(0);
   }
   ::setpgid(pid, pid);  // either side may come first
   return pid;
-}
-
-// The check's wait status once it exits, by `deadline` at most (nullopt: it still runs).
-// Its output has ended by now, so the shell has nearly always exited already: the
-// pauses only bound a check that closed its output and went on.
-std::optional<int> exit_by(pid_t pid, std::chrono::steady_clock::time_point deadline) {
-  for (;;) {
-    int status = 0;
-    pid_t r = ::waitpid(pid, &status, WNOHANG);
-    if (r == pid) return status;
-    if (r < 0 && errno != EINTR) return std::nullopt;
-    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
-    ::usleep(2000);
-  }
 }
 
 // Kills the check's process group and reaps it.
@@ -84,66 +87,43 @@ void kill_and_reap(pid_t pid) {
   }
 }
 
-}  // namespace
+// What the check says and how it ended.
+struct Outcome {
+  std::string out;            // its last output
+  std::optional<int> status;  // its wait status; nullopt: no verdict in time
+};
 
-std::optional<Finding> run_health_command(const std::string& command,
-                                          std::chrono::milliseconds timeout, int interrupt_fd) {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) throw SystemError("cannot start the health check", errno);
-  pid_t pid = 0;
-  try {
-    pid = start(command, fds[1]);
-  } catch (...) {
-    ::close(fds[0]);
-    ::close(fds[1]);
-    throw;
-  }
-  ::close(fds[1]);
-  std::string out;
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  bool timed_out = false;
-  bool interrupted = false;
-  int poll_error = 0;
+// Reads the check's output (on `out_fd`) until it ends, then its wait status (on
+// `status_fd`), by `deadline`.
+Task<Outcome> watch(int out_fd, int status_fd, std::chrono::steady_clock::time_point deadline,
+                    CancelSignal& cancel) {
+  Outcome o;
   for (;;) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      timed_out = true;
-      break;
-    }
-    pollfd p[2] = {{fds[0], POLLIN, 0}, {interrupt_fd, POLLIN, 0}};
-    int n = ::poll(p, interrupt_fd >= 0 ? 2 : 1, static_cast<int>(left.count()));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      poll_error = errno;
-      break;
-    }
-    if (interrupt_fd >= 0 && (p[1].revents & POLLIN)) {
-      interrupted = true;
-      break;
-    }
-    if (p[0].revents == 0) continue;
+    if (!co_await wait_readable(out_fd, deadline, cancel)) co_return o;
     char buf[4096];
-    ssize_t got = ::read(fds[0], buf, sizeof buf);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) break;  // every writer is gone
-    out.append(buf, static_cast<size_t>(got));
-    if (out.size() > 2 * kKeptBytes) out.erase(0, out.size() - kKeptBytes);
+    ssize_t got = ::read(out_fd, buf, sizeof buf);
+    if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (got < 0) throw SystemError("cannot read the health check's output", errno);
+    if (got == 0) break;  // every writer is gone
+    o.out.append(buf, static_cast<size_t>(got));
+    if (o.out.size() > 2 * kKeptBytes) o.out.erase(0, o.out.size() - kKeptBytes);
   }
-  ::close(fds[0]);
-  if (poll_error != 0) {
-    kill_and_reap(pid);
-    throw SystemError("cannot watch the health check", poll_error);
+  // The output has ended, so the check nearly always has too: this bounds one that
+  // closed its output and went on.
+  if (!co_await wait_readable(status_fd, deadline, cancel)) co_return o;
+  int status = 0;
+  if (::read(status_fd, &status, sizeof status) == static_cast<ssize_t>(sizeof status)) {
+    o.status = status;
   }
-  std::optional<int> status;
-  if (!timed_out && !interrupted) {
-    status = exit_by(pid, deadline);
-    timed_out = !status;
-  }
-  if (status) ::killpg(pid, SIGKILL);  // what it left behind in its group
-  if (!status) kill_and_reap(pid);
-  if (interrupted) throw net::Interrupted("the health check was stopped by a signal");
-  std::string said = last_lines(out);
+  co_return o;
+}
+
+// The finding of a check that ended as `o` says (nullopt: it passed).
+std::optional<Finding> verdict(const std::string& command, std::chrono::milliseconds timeout,
+                               const Outcome& o) {
+  bool timed_out = !o.status;
+  const std::optional<int>& status = o.status;
+  std::string said = last_lines(o.out);
   std::string problem;
   if (timed_out) {
     char seconds[32];
@@ -160,6 +140,51 @@ std::optional<Finding> run_health_command(const std::string& command,
   }
   if (!said.empty()) problem += "; its last output:\n" + said;
   return Finding{"health_check", problem};
+}
+
+}  // namespace
+
+Task<std::optional<Finding>> run_health_command(std::string command,
+                                                std::chrono::milliseconds timeout,
+                                                CancelSignal& cancel) {
+  int out[2];
+  int status[2];
+  if (::pipe2(out, O_CLOEXEC | O_NONBLOCK) != 0) {
+    throw SystemError("cannot start the health check", errno);
+  }
+  if (::pipe2(status, O_CLOEXEC | O_NONBLOCK) != 0) {
+    int err = errno;
+    ::close(out[0]);
+    ::close(out[1]);
+    throw SystemError("cannot start the health check", err);
+  }
+  auto close_all = [&out, &status] {
+    for (int* fd : {&out[0], &out[1], &status[0], &status[1]}) {
+      if (*fd >= 0) ::close(*fd);
+      *fd = -1;
+    }
+  };
+  pid_t group = 0;
+  try {
+    group = start(command, out[1], status[1]);
+  } catch (...) {
+    close_all();
+    throw;
+  }
+  ::close(out[1]);
+  ::close(status[1]);
+  out[1] = status[1] = -1;
+  Outcome o;
+  try {
+    o = co_await watch(out[0], status[0], std::chrono::steady_clock::now() + timeout, cancel);
+  } catch (...) {
+    close_all();
+    kill_and_reap(group);  // a stop signal, or its output could not be read
+    throw;
+  }
+  close_all();
+  kill_and_reap(group);  // the watcher, and what the check left behind in its group
+  co_return verdict(command, timeout, o);
 }
 
 }  // namespace ddprun::agent

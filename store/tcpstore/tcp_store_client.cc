@@ -51,8 +51,11 @@ int TcpStoreClient::handshake_step() {
       }
       return validate();
     case HandshakeStage::kHelloSent:
-      net::job_token::finish_challenge(socket_, options_.token, "the store at " + address_,
-                                       deadline());
+      net::job_token::send_proof(socket_, options_.token, "the store at " + address_, deadline());
+      handshake_stage_ = HandshakeStage::kProofSent;
+      return socket_.fd();
+    case HandshakeStage::kProofSent:
+      net::job_token::read_verdict(socket_, "the store at " + address_, deadline());
       return validate();
     case HandshakeStage::kPingSent:
       if (read_scalar<uint32_t>(deadline()) != static_cast<uint32_t>(::getpid())) {

@@ -94,7 +94,7 @@ class TcpStoreClient : public Store {
   void set_timeout(std::chrono::milliseconds timeout) { options_.timeout = timeout; }
 
  private:
-  enum class HandshakeStage { kNothingSent, kHelloSent, kPingSent, kDone };
+  enum class HandshakeStage { kNothingSent, kHelloSent, kProofSent, kPingSent, kDone };
   void connect();
   void handshake();
   int validate();

@@ -2,20 +2,27 @@
 // command, and the flags that choose them.
 #include <gtest/gtest.h>
 
+#include "common/coro.h"  // before Asio's other coroutine headers
+
 #include <algorithm>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <optional>
+
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include "agent/preflight/health_command.h"
 #include "agent/preflight/node_checks.h"
 #include "common/error.h"
 #include "launcher/cli.h"
-#include "net/wait_scope.h"
+#include "tests/helpers/run_task.h"
 #include "tests/fakes/fake_node_probe.h"
 
 namespace ddprun::agent {
@@ -147,14 +154,20 @@ TEST(Preflight, FreeSpaceOfADirectoryNotMadeYetIsItsFileSystems) {
   EXPECT_GT(*later, 0u);
 }
 
+// The check run on a loop of its own.
+std::optional<Finding> health(const std::string& command, std::chrono::milliseconds timeout) {
+  CancelSignal cancel;
+  return testing::run_task(run_health_command(command, timeout, cancel));
+}
+
 TEST(HealthCommand, ExitZeroIsHealthy) {
-  EXPECT_FALSE(run_health_command("echo fine; exit 0", std::chrono::seconds(30), -1));
+  EXPECT_FALSE(health("echo fine; exit 0", std::chrono::seconds(30)));
 }
 
 TEST(HealthCommand, AFailureGivesItsStatusAndLastLines) {
-  auto found = run_health_command("for i in 1 2 3 4 5 6 7; do echo line $i; done; "
+  auto found = health("for i in 1 2 3 4 5 6 7; do echo line $i; done; "
                                   "echo 'GPU 3: double-bit ECC' >&2; exit 4",
-                                  std::chrono::seconds(30), -1);
+                                  std::chrono::seconds(30));
   ASSERT_TRUE(found);
   EXPECT_EQ(found->check, "health_check");
   EXPECT_NE(found->problem.find("exited with status 4"), std::string::npos) << found->problem;
@@ -165,8 +178,8 @@ TEST(HealthCommand, AFailureGivesItsStatusAndLastLines) {
 
 TEST(HealthCommand, OneThatHangsIsKilledAtItsTimeoutWithWhatItLeftRunning) {
   std::string marker = "/tmp/ddprun-health-" + std::to_string(::getpid());
-  auto found = run_health_command("sleep 600 & echo $! > " + marker + "; echo started; wait",
-                                  std::chrono::milliseconds(300), -1);
+  auto found = health("sleep 600 & echo $! > " + marker + "; echo started; wait",
+                                  std::chrono::milliseconds(300));
   ASSERT_TRUE(found);
   EXPECT_NE(found->problem.find("gave no verdict within 0.3 s"), std::string::npos)
       << found->problem;
@@ -182,19 +195,83 @@ TEST(HealthCommand, OneThatHangsIsKilledAtItsTimeoutWithWhatItLeftRunning) {
 }
 
 TEST(HealthCommand, OneThatClosesItsOutputAndGoesOnIsBoundedToo) {
-  auto found = run_health_command("exec >/dev/null 2>&1; sleep 600", std::chrono::milliseconds(300), -1);
+  auto found = health("exec >/dev/null 2>&1; sleep 600", std::chrono::milliseconds(300));
   ASSERT_TRUE(found);
   EXPECT_NE(found->problem.find("gave no verdict within 0.3 s"), std::string::npos)
       << found->problem;
 }
 
-TEST(HealthCommand, AStopSignalEndsItAtOnce) {
-  int p[2];
-  ASSERT_EQ(::pipe(p), 0);
-  ASSERT_EQ(::write(p[1], "x", 1), 1);  // a signal waiting for the loop
-  EXPECT_THROW(run_health_command("sleep 600", std::chrono::seconds(600), p[0]), net::Interrupted);
-  ::close(p[0]);
-  ::close(p[1]);
+// The agent's process launcher reaps every child of ddprun it sees exit, on the same
+// loop: the check's verdict is its own still.
+TEST(HealthCommand, ItsVerdictHoldsWhateverReapsDdprunsChildren) {
+  boost::asio::io_context io;
+  boost::asio::signal_set child_exits(io, SIGCHLD);
+  bool checked = false;
+  std::function<void()> reap = [&] {
+    child_exits.async_wait([&](const boost::system::error_code& ec, int) {
+      if (ec || checked) return;
+      int status = 0;
+      while (::waitpid(-1, &status, WNOHANG) > 0) {
+      }
+      reap();
+    });
+  };
+  reap();
+  auto check = [&]() -> Task<std::optional<Finding>> {
+    CancelSignal cancel;
+    std::optional<Finding> found;
+    std::exception_ptr error;
+    try {
+      found = co_await run_health_command("sleep 0.2; exit 4", std::chrono::seconds(30), cancel);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    checked = true;  // a SIGCHLD already taken still calls the reaper once
+    child_exits.cancel();
+    if (error) std::rethrow_exception(error);
+    co_return found;
+  };
+  auto found = testing::run_task(io, check());
+  ASSERT_TRUE(found);
+  EXPECT_NE(found->problem.find("exited with status 4"), std::string::npos) << found->problem;
+}
+
+// The check is awaited: the loop goes on meanwhile, and a cancel (a stop signal)
+// kills it and whatever it started at once.
+TEST(HealthCommand, ACancelEndsItAtOnceWithWhatItStarted) {
+  std::string marker = "/tmp/ddprun-health-cancel-" + std::to_string(::getpid());
+  boost::asio::io_context io;
+  CancelSignal cancel("health check cancelled");
+  // Cancelled once the check has started its child, which the loop looks for meanwhile.
+  boost::asio::steady_timer look(io);
+  std::function<void()> again = [&] {
+    look.expires_after(std::chrono::milliseconds(10));
+    look.async_wait([&](const boost::system::error_code& ec) {
+      if (ec) return;
+      std::ifstream written(marker);
+      pid_t pid = 0;
+      if (written >> pid) {
+        cancel.cancel();
+      } else {
+        again();
+      }
+    });
+  };
+  again();
+  try {
+    testing::run_task(io, run_health_command("sleep 600 & echo $! > " + marker + "; wait",
+                                             std::chrono::seconds(600), cancel));
+    FAIL() << "the check ended by itself";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "health check cancelled");
+  }
+  std::ifstream in(marker);
+  pid_t child = 0;
+  in >> child;
+  ASSERT_GT(child, 0);
+  for (int i = 0; i < 200 && ::kill(child, 0) == 0; ++i) ::usleep(10'000);
+  EXPECT_NE(::kill(child, 0), 0) << "the check's child " << child << " still runs";
+  std::remove(marker.c_str());
 }
 
 }  // namespace
