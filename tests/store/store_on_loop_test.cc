@@ -48,6 +48,24 @@ TcpStoreClient::Options v113(std::chrono::milliseconds timeout) {
   return o;
 }
 
+// Runs `task` on a loop of its own, whose timer cancels `cancel` ("stopping") at 50 ms:
+// it ends with that cancel, neither timed out nor answered (`answered` says what that
+// would mean).
+template <typename T>
+void expect_cancelled_at_50ms(Task<T> task, CancelSignal& cancel, const std::string& answered) {
+  boost::asio::io_context io;
+  boost::asio::steady_timer later(io, 50ms);
+  later.async_wait([&](const boost::system::error_code&) { cancel.cancel(); });
+  try {
+    run_task(io, std::move(task));
+    FAIL() << answered;
+  } catch (const TimeoutError&) {
+    FAIL() << "timed out instead of cancelled";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "stopping");
+  }
+}
+
 TEST(StoreOnLoop, QuickRequestsAreAnsweredAsTheBlockingOnesAre) {
   TcpStoreServer server("127.0.0.1", 0);
   TcpStoreClient client("127.0.0.1", server.port());
@@ -90,19 +108,10 @@ TEST(StoreOnLoop, AClientOf113sProtocolIsRefused) {
 TEST(StoreOnLoop, ALargeValueIsSentAsTheStoreTakesIt) {
   SilentPeer peer;
   TcpStoreClient client("127.0.0.1", peer.port, v113(30s));
-  boost::asio::io_context io;
   CancelSignal cancel("stopping");
-  boost::asio::steady_timer later(io, 50ms);
-  later.async_wait([&](const boost::system::error_code&) { cancel.cancel(); });
   std::string huge(64 * 1024 * 1024, 'x');
-  try {
-    run_task(io, set_on_loop(client, "k", huge, cancel));
-    FAIL() << "64 MiB went to a peer that reads nothing";
-  } catch (const TimeoutError&) {
-    FAIL() << "timed out instead of cancelled";
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "stopping");
-  }
+  expect_cancelled_at_50ms(set_on_loop(client, "k", huge, cancel), cancel,
+                           "64 MiB went to a peer that reads nothing");
   EXPECT_FALSE(client.connected()) << "the half-sent request's connection is dropped";
 }
 
@@ -124,18 +133,8 @@ TEST(StoreOnLoop, ASilentStoreIsNamedAfterTheCallTimeout) {
 TEST(StoreOnLoop, ACancelEndsTheWaitForAnAnswerAtOnce) {
   SilentPeer peer;
   TcpStoreClient client("127.0.0.1", peer.port, v113(30s));
-  boost::asio::io_context io;
   CancelSignal cancel("stopping");
-  boost::asio::steady_timer later(io, 50ms);
-  later.async_wait([&](const boost::system::error_code&) { cancel.cancel(); });
-  try {
-    run_task(io, add_on_loop(client, "n", 1, cancel));
-    FAIL() << "a silent store answered";
-  } catch (const TimeoutError&) {
-    FAIL() << "timed out instead of cancelled";
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "stopping");
-  }
+  expect_cancelled_at_50ms(add_on_loop(client, "n", 1, cancel), cancel, "a silent store answered");
 }
 
 // A dropped connection is made again by the next request, its handshake on the loop: a

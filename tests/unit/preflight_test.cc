@@ -154,6 +154,18 @@ TEST(Preflight, FreeSpaceOfADirectoryNotMadeYetIsItsFileSystems) {
   EXPECT_GT(*later, 0u);
 }
 
+// The check's background child, whose pid it wrote to `marker`, is gone soon (the
+// marker goes too).
+void expect_gone(const std::string& marker) {
+  std::ifstream in(marker);
+  pid_t child = 0;
+  in >> child;
+  ASSERT_GT(child, 0);
+  for (int i = 0; i < 200 && ::kill(child, 0) == 0; ++i) ::usleep(10'000);
+  EXPECT_NE(::kill(child, 0), 0) << "the check's child " << child << " still runs";
+  std::remove(marker.c_str());
+}
+
 // The check run on a loop of its own.
 std::optional<Finding> health(const std::string& command, std::chrono::milliseconds timeout) {
   CancelSignal cancel;
@@ -184,14 +196,7 @@ TEST(HealthCommand, OneThatHangsIsKilledAtItsTimeoutWithWhatItLeftRunning) {
   EXPECT_NE(found->problem.find("gave no verdict within 0.3 s"), std::string::npos)
       << found->problem;
   EXPECT_NE(found->problem.find("started"), std::string::npos) << found->problem;
-  // Its background child went with it (its process group).
-  std::ifstream in(marker);
-  pid_t child = 0;
-  in >> child;
-  ASSERT_GT(child, 0);
-  for (int i = 0; i < 200 && ::kill(child, 0) == 0; ++i) ::usleep(10'000);
-  EXPECT_NE(::kill(child, 0), 0) << "the check's child " << child << " still runs";
-  std::remove(marker.c_str());
+  expect_gone(marker);  // its background child went with it (its process group)
 }
 
 TEST(HealthCommand, OneThatClosesItsOutputAndGoesOnIsBoundedToo) {
@@ -265,13 +270,7 @@ TEST(HealthCommand, ACancelEndsItAtOnceWithWhatItStarted) {
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(), "health check cancelled");
   }
-  std::ifstream in(marker);
-  pid_t child = 0;
-  in >> child;
-  ASSERT_GT(child, 0);
-  for (int i = 0; i < 200 && ::kill(child, 0) == 0; ++i) ::usleep(10'000);
-  EXPECT_NE(::kill(child, 0), 0) << "the check's child " << child << " still runs";
-  std::remove(marker.c_str());
+  expect_gone(marker);
 }
 
 }  // namespace
