@@ -42,10 +42,6 @@ class JobSignals {
   /// Handles now the stop signals that came but wait for the loop.
   void take_pending() { stops_->take_pending(); }
 
-  /// Readable while a stop signal waits for the loop: what blocking store requests
-  /// give way to (net::WaitScope).
-  int stop_pending_fd() const { return stops_->pending_fd(); }
-
  private:
   void on_stop_signal(int sig);
   void wait_stdin();

@@ -57,7 +57,6 @@ LocalAgent::Impl::Impl(AgentConfig config, AgentServices services)
                 },
                 [this](int sig) { return runner_.forward(sig); }},
                services.signals ? *services.signals : os::process_signals()),
-      waits_(signals_.stop_pending_fd()),
       stop_grace_(clock_.make_timer()),
       last_words_(clock_.make_timer()),
       spares_watch_(clock_.make_timer()),
@@ -94,15 +93,10 @@ int LocalAgent::Impl::run() {
     io_.stop();  // what is left on the loop (the signals' watches, ...) ends with the agent
   });
   try {
-    io_.run();  // a handler's request that gave way to a stop signal throws out of it
+    io_.run();
     if (error) std::rethrow_exception(error);
     return code;
   } catch (const Signalled&) {
-    return finish_signalled();
-  } catch (const net::Interrupted&) {
-    // A request of the rendezvous gave way to a stop signal, which is handled now.
-    signals_.take_pending();
-    if (signalled_ == 0) throw;
     return finish_signalled();
   }
 }

@@ -28,7 +28,6 @@
 #include "common/clock.h"
 #include "common/loop_condition.h"
 #include "net/http_listener.h"
-#include "net/wait_scope.h"
 #include "rendezvous/rendezvous_handler.h"
 #include "rendezvous/round_coordinator.h"
 #include "tracking/goodput.h"
@@ -193,10 +192,6 @@ class LocalAgent::Impl {
   HangWatch hang_;
   std::unique_ptr<TimerWatchdog> watchdog_;  // torchrun's worker watchdog, when asked for
   JobSignals signals_;
-  // The quick store requests made between the loop's waits give way to a stop signal,
-  // and once one came, the last words to the other nodes are bounded (kLastWordsWait).
-  // Declared before the rendezvous: its destructor's requests are bounded too.
-  net::WaitScope waits_;
   std::unique_ptr<rendezvous::RendezvousHandler> handler_;
   std::unique_ptr<rendezvous::RoundCoordinator> round_;  // of the attempt running
   std::unique_ptr<Attempt> attempt_;                     // the round's, from its start

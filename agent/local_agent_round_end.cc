@@ -238,7 +238,6 @@ void LocalAgent::Impl::on_stop_signal(int sig) {
   }
   signalled_ = sig;
   if (attempt_ && attempt_->ending()) attempt_->ending_when_signalled = true;
-  waits_.limit_each(kLastWordsWait);
   last_words_->start(kLastWordsWait, changed_.notifying([this] {
     last_words_over_ = true;
     last_words_cancel_.cancel();

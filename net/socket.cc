@@ -12,14 +12,27 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <thread>
 
 #include "common/error.h"
-#include "net/wait_scope.h"
 
 namespace ddprun::net {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// poll() on `p` until `deadline` (restarted after a signal's handler ran): > 0 when
+// `p` is ready, 0 once the deadline passed. Throws SystemError where poll fails.
+int poll_until(pollfd& p, Clock::time_point deadline) {
+  while (true) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    p.revents = 0;
+    int n = ::poll(&p, 1, static_cast<int>(std::clamp<long long>(left.count() + 1, 0, 60'000)));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw SystemError("poll", errno);
+    if (n > 0 || Clock::now() >= deadline) return n;
+  }
+}
 
 // One non-blocking connect attempt to one address; -1 with errno set on failure.
 int try_connect(const addrinfo* ai, Socket::Deadline deadline) {
@@ -35,8 +48,8 @@ int try_connect(const addrinfo* ai, Socket::Deadline deadline) {
     pollfd p{fd, POLLOUT, 0};
     int ready = 0;
     try {
-      ready = wait_ready(p, deadline);
-    } catch (const Interrupted&) {
+      ready = poll_until(p, deadline);
+    } catch (...) {
       ::close(fd);
       throw;
     }
@@ -66,7 +79,6 @@ Socket Socket::connect(const std::string& host, int port, Deadline deadline) {
     hints.ai_socktype = SOCK_STREAM;
     addrinfo* found = nullptr;
     int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
-    // Freed however this attempt ends: a stop signal may end a connect's wait (Interrupted).
     std::unique_ptr<addrinfo, void (*)(addrinfo*)> addresses(found, ::freeaddrinfo);
     if (rc != 0) {
       last_error = ::gai_strerror(rc);
@@ -78,7 +90,7 @@ Socket Socket::connect(const std::string& host, int port, Deadline deadline) {
       }
     }
     if (Clock::now() + backoff >= deadline) break;
-    pause(backoff);
+    std::this_thread::sleep_for(backoff);
     backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
   }
   throw TimeoutError("cannot connect to the store at " + peer + ": " + last_error);
@@ -113,10 +125,7 @@ void Socket::shutdown() {
 void Socket::wait_for(short events, Deadline deadline, const char* what) {
   pollfd p{fd_, events, 0};
   try {
-    if (wait_ready(p, deadline) > 0) return;
-  } catch (const Interrupted&) {
-    close();  // the request is half done: the stream is at an unknown point
-    throw;
+    if (poll_until(p, deadline) > 0) return;
   } catch (const SystemError& e) {
     throw StoreError(std::string(what) + " " + peer_ + ": " + e.what());
   }

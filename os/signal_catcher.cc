@@ -88,8 +88,6 @@ SignalCatcher::SignalCatcher(boost::asio::io_context& io, const std::vector<int>
   state_->read_next(state_);
 }
 
-int SignalCatcher::pending_fd() const { return state_->reader.native_handle(); }
-
 void SignalCatcher::take_pending() {
   // The pipe is non-blocking; each write is one whole Caught (atomic, <= PIPE_BUF).
   Caught c{};

@@ -25,10 +25,6 @@ class SignalCatcher : public SignalSource::Catch {
   SignalCatcher(boost::asio::io_context& io, const std::vector<int>& signals, OnSignal on_signal);
   ~SignalCatcher() override;
 
-  /// Readable while a caught signal waits for the loop (see net::WaitScope): the
-  /// pipe's read end, still owned and read here.
-  int pending_fd() const override;
-
   /// Hands the signals caught but not delivered yet to the handler now, on the loop's
   /// thread: for a decision that must not miss one that came just before it.
   void take_pending() override;

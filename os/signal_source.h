@@ -20,9 +20,6 @@ class SignalSource {
   class Catch {
    public:
     virtual ~Catch() = default;
-    /// Readable while a caught signal waits for the loop (see net::WaitScope); -1 where
-    /// nothing can be waited on.
-    virtual int pending_fd() const = 0;
     /// Hands the signals caught but not delivered yet to the handler now, on the loop's
     /// thread: for a decision that must not miss one that came just before it.
     virtual void take_pending() = 0;

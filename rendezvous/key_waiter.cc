@@ -3,7 +3,6 @@
 #include <chrono>
 
 #include "common/cancel_signal.h"
-#include "net/wait_scope.h"
 
 namespace ddprun::rendezvous {
 namespace {
@@ -40,9 +39,6 @@ KeyWaiter::KeyWaiter(boost::asio::io_context& io, std::unique_ptr<store::LoopSto
         if (!error) return w->on_ready(std::move(values));
         try {
           std::rethrow_exception(error);
-        } catch (const net::Interrupted&) {
-          // A stop signal waits for the loop (or the stopping job's time for the store
-          // ran out): no fault of the store, and the agent stops; no callback.
         } catch (const std::exception& e) {
           w->on_error(e.what());
         }

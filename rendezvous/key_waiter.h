@@ -12,9 +12,7 @@
 namespace ddprun::rendezvous {
 
 /// Waits until all `keys` of a store exist, from an event loop, then calls
-/// `on_ready(values)` on the loop; a lost store calls `on_error(message)` instead. A
-/// request that gave way to a stop signal (net::Interrupted) ends the wait with
-/// neither: the agent is stopping.
+/// `on_ready(values)` on the loop; a lost store calls `on_error(message)` instead.
 /// No thread: a coroutine on the loop, waiting as `store` does (LoopStore::wait_for).
 ///
 /// `store` is a connection of the waiter's own. Destroying the waiter cancels the

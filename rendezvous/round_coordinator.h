@@ -23,9 +23,7 @@ namespace ddprun::rendezvous {
 ///
 /// Thread-safety: the loop's thread only. Errors: a lost shared store reaches the
 /// `on_lost` callbacks as one message naming the store ("lost the rendezvous store at
-/// <where> (<why>)"); no method throws. A request that gave way to a stop signal
-/// (net::Interrupted, see net/wait_scope.h) is no lost store: it is said where a
-/// method says it could not reach the others, and otherwise dropped.
+/// <where> (<why>)"); no method throws.
 class RoundCoordinator {
  public:
   using OnEnd = std::function<void(RoundEnd)>;

@@ -6,7 +6,6 @@
 
 #include "common/cancel_signal.h"
 #include "common/error.h"
-#include "net/wait_scope.h"
 #include "rendezvous/shared_max.h"
 
 namespace ddprun::rendezvous {
@@ -20,23 +19,18 @@ class Refused : public Error {
   Refused() : Error("too many requests wait for the store") {}
 };
 
-// What a request's failure means to its asker: nothing (a stop signal waits for the
-// loop; or, where `refused_is_nothing`, it was refused), or the store's error.
-std::optional<std::string> failure(const std::exception_ptr& error, bool refused_is_nothing) {
+// Whether a request was refused (too many waited) rather than failed by the store.
+bool refused(const std::exception_ptr& error) {
   try {
     std::rethrow_exception(error);
-  } catch (const net::Interrupted&) {
-    return std::nullopt;
-  } catch (const Refused& e) {
-    if (refused_is_nothing) return std::nullopt;
-    return e.what();
-  } catch (const std::exception& e) {
-    return e.what();
+  } catch (const Refused&) {
+    return true;
+  } catch (...) {
+    return false;
   }
 }
 
-// Why a request failed, whatever it was (a stop signal's too): for the requests whose
-// asker waits for an answer.
+// Why a request failed, whatever it was.
 std::string what_of(const std::exception_ptr& error) {
   try {
     std::rethrow_exception(error);
@@ -103,7 +97,7 @@ void RoundRequests::next(boost::asio::io_context& io, const std::shared_ptr<Queu
       io, run(q, std::move(request)),
       [&io, q, answered = std::move(answered)](const std::exception_ptr& error) {
         if (q->stopped) return;
-        bool lost = error && failure(error, false).has_value();
+        bool lost = error != nullptr;
         if (lost) q->failed = error;
         answered(error);  // may destroy the owner: q is kept here
         // The connection failed: the requests waiting for it fail the same way now,
@@ -131,8 +125,8 @@ void RoundRequests::read(std::vector<std::string> keys, OnRead on_read, OnError 
       [values, on_read = std::move(on_read), on_error = std::move(on_error)](
           const std::exception_ptr& error) {
         if (!error) return on_read(std::move(*values));
-        if (auto why = failure(error, true)) return on_error(*why);
-        on_read(std::nullopt);
+        if (refused(error)) return on_read(std::nullopt);
+        on_error(what_of(error));
       });
 }
 
@@ -145,7 +139,7 @@ void RoundRequests::write(std::string key, std::string value, OnDone on_done, On
       [on_done = std::move(on_done), on_error = std::move(on_error)](
           const std::exception_ptr& error) {
         if (!error) return on_done();
-        if (auto why = failure(error, false)) on_error(*why);
+        on_error(what_of(error));
       });
 }
 
@@ -155,8 +149,7 @@ void RoundRequests::raise(std::string key, int64_t mine, OnError on_error) {
         co_await raise_to(s, key, mine, cancel);
       },
       [on_error = std::move(on_error)](const std::exception_ptr& error) {
-        if (!error) return;
-        if (auto why = failure(error, false)) on_error(*why);
+        if (error) on_error(what_of(error));
       });
 }
 

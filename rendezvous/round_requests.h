@@ -32,9 +32,8 @@ namespace ddprun::rendezvous {
 class RoundRequests {
  public:
   using Values = std::vector<std::optional<std::string>>;
-  /// The values (nullopt: not there), or nullopt where the read gave way to a stop
-  /// signal (net::Interrupted) or was refused: no fault of the store, to be read again
-  /// later.
+  /// The values (nullopt: not there), or nullopt where the read was refused: no fault
+  /// of the store, to be read again later.
   using OnRead = std::function<void(std::optional<Values>)>;
   /// The store's error (a lost store, a call timeout), or why the request was refused.
   using OnError = std::function<void(std::string)>;
@@ -57,14 +56,12 @@ class RoundRequests {
 
   /// Reads `keys` as they are now.
   void read(std::vector<std::string> keys, OnRead on_read, OnError on_error);
-  /// Sets `key`; `on_done` once the store has it (not where it gave way to a stop
-  /// signal).
+  /// Sets `key`; `on_done` once the store has it.
   void write(std::string key, std::string value, OnDone on_done, OnError on_error);
   /// Raises the number at `key` to `mine` unless it is already as large (shared_max.h).
   void raise(std::string key, int64_t mine, OnError on_error);
   /// Sets `key` to `desired` where it holds `expected` ("": not there) and gives what it
-  /// holds after. Its one answer always comes (unless stopped): `on_error` also where it
-  /// gave way to a stop signal, since its asker waits for the answer.
+  /// holds after. Its one answer always comes (unless stopped).
   using OnValue = std::function<void(std::string)>;
   void compare_set(std::string key, std::string expected, std::string desired,
                    OnValue on_value, OnError on_error);

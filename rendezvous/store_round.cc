@@ -6,7 +6,6 @@
 #include <boost/asio/post.hpp>
 
 #include "common/value_parsers.h"
-#include "net/wait_scope.h"
 #include "rendezvous/shared_max.h"
 
 namespace ddprun::rendezvous {
@@ -53,8 +52,8 @@ void StoreRound::check_members(const OnDead& on_dead, const OnLost& on_lost) {
       options_.liveness_keys,
       [this, watch = watch_, on_dead, on_lost](std::optional<RoundRequests::Values> values) {
         if (watch != watch_) return;
-        // Nothing read: a stop signal waits for the loop, no fault of the store;
-        // judged again next time.
+        // Nothing read: the read was refused behind a slow store, no fault of the
+        // store; judged again next time.
         auto dead = values ? options_.dead_members(*values) : std::vector<std::string>{};
         if (dead.empty()) return watch_members(on_dead, on_lost);
         on_dead(std::move(dead));

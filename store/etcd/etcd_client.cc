@@ -10,7 +10,6 @@
 #include <boost/beast/http/string_body.hpp>
 
 #include "common/error.h"
-#include "net/wait_scope.h"
 #include "store/etcd/etcd_wire.h"
 
 namespace ddprun::store {
@@ -49,9 +48,15 @@ std::string EtcdClient::endpoints_text() const {
 }
 
 void EtcdClient::interrupt() {
-  interrupted_ = true;
   std::lock_guard lock(socket_mutex_);
+  interrupted_ = true;
   socket_.shutdown();
+  interrupt_pause_.notify_all();
+}
+
+void EtcdClient::pause(std::chrono::milliseconds d) {
+  std::unique_lock lock(socket_mutex_);
+  interrupt_pause_.wait_for(lock, d, [this] { return interrupted_.load(); });
 }
 
 void EtcdClient::drop_connection() {
@@ -218,7 +223,7 @@ nlohmann::json EtcdClient::call(const std::string& path, const nlohmann::json& b
       fail_over(e.what());
     }
     if (budget.spent()) give_up(path);
-    if (auto pause = budget.pause_after_failure(); pause.count() > 0) net::pause(pause);
+    if (auto backoff = budget.pause_after_failure(); backoff.count() > 0) pause(backoff);
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -224,6 +225,8 @@ class EtcdClient {
   nlohmann::json decode(const std::string& path, const Response& r);
   void fail_over(const std::string& why);
   void drop_connection();
+  // Sleeps `d` between attempts, or less where interrupt() is called meanwhile.
+  void pause(std::chrono::milliseconds d);
   bool catch_up(const std::string& key, const std::string& range_end, int64_t& next,
                 const std::function<bool(const EtcdEvent&)>& on_event);
   // Hands on every whole message of a watch stream's `body` (and erases it); true when
@@ -243,6 +246,7 @@ class EtcdClient {
   size_t current_ = 0;
   std::vector<std::string> last_errors_;  // per endpoint, for the final error
   std::mutex socket_mutex_;               // guards socket_ against interrupt()
+  std::condition_variable interrupt_pause_;  // ends pause() at interrupt()
   net::Socket socket_;
   std::string pending_;  // bytes read past the last response
   std::string last_date_;  // see last_date()

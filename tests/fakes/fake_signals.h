@@ -22,7 +22,6 @@ class FakeSignals : public os::SignalSource {
               OnSignal on_signal)
         : owner_(owner), io_(io), signals_(std::move(signals)), on_signal_(std::move(on_signal)) {}
     ~FakeCatch() override { owner_.forget(this); }
-    int pending_fd() const override { return -1; }
     void take_pending() override {
       while (!pending_.empty()) {
         int sig = pending_.front();

@@ -2,7 +2,6 @@
 #include <gtest/gtest.h>
 
 #include "common/error.h"
-#include "net/wait_scope.h"
 #include "store/memory_store.h"
 #include "rendezvous/store_round.h"
 #include "tests/fakes/manual_clock.h"
@@ -23,20 +22,6 @@ class LostStore : public MemoryStore {
 
  private:
   [[noreturn]] static void fail() { throw StoreError("connection reset"); }
-};
-
-/// A store whose requests give way to a stop signal (net/wait_scope.h), counted.
-class InterruptedStore : public MemoryStore {
- public:
-  void set(const std::string&, const std::string&) override { give_way(); }
-  bool check(const std::vector<std::string>&) override { give_way(); }
-  int calls = 0;
-
- private:
-  [[noreturn]] void give_way() {
-    ++calls;
-    throw net::Interrupted("interrupted by a stop signal");
-  }
 };
 
 class StoreRoundTest : public ::testing::Test {
@@ -170,52 +155,9 @@ TEST_F(StoreRoundTest, WhatTheNodesPublishedIsReadBackByGroupRank) {
   EXPECT_EQ(read[2], (std::vector<std::string>{"", ""}));
 }
 
-// A store whose reads give way to a stop signal once, then answer; or fail for good.
-class LivenessStore : public MemoryStore {
- public:
-  explicit LivenessStore(bool lost) : lost_(lost) {}
-  using MemoryStore::get_now;
-  std::vector<std::optional<std::string>> get_now(const std::vector<std::string>& keys) override {
-    if (lost_) throw StoreError("connection reset");
-    if (++calls == 1) throw net::Interrupted("interrupted by a stop signal");
-    return MemoryStore::get_now(keys);
-  }
-  int calls = 0;
-
- private:
-  bool lost_;
-};
-
-// A request that gave way to a stop signal is not the store lost: the agent takes the
-// signal next and stops; meanwhile nothing says the store is gone.
-TEST_F(StoreRoundTest, ALivenessCheckThatGaveWayIsJudgedAgainNotALostStore) {
-  int checks = 0;
-  StoreRound::Options o = options(0);
-  o.connect = [] { return on_loop(std::make_unique<LivenessStore>(false)); };
-  o.heartbeat_interval = std::chrono::milliseconds(100);
-  o.liveness_keys = {"hb/b"};
-  o.dead_members = [&checks](const std::vector<std::optional<std::string>>&) {
-    ++checks;
-    return std::vector<std::string>{"b"};
-  };
-  StoreRound round(io_, clock_, std::move(o));
-  std::vector<std::string> dead;
-  std::string lost;
-  round.watch_members([&](std::vector<std::string> d) { dead = std::move(d); },
-                      [&](std::string why) { lost = std::move(why); });
-  clock_.advance(std::chrono::milliseconds(100));
-  run_a_while();
-  EXPECT_EQ(checks, 0) << "nothing was read to judge";
-  EXPECT_TRUE(lost.empty()) << lost;
-  clock_.advance(std::chrono::milliseconds(100));
-  run_a_while();
-  EXPECT_EQ(dead, std::vector<std::string>{"b"}) << "checked again at the next interval";
-  EXPECT_TRUE(lost.empty()) << lost;
-}
-
 TEST_F(StoreRoundTest, ALivenessReadThatFailsIsTheStoreLost) {
   StoreRound::Options o = options(0);
-  o.connect = [] { return on_loop(std::make_unique<LivenessStore>(true)); };
+  o.connect = [] { return on_loop(std::make_unique<LostStore>()); };
   o.heartbeat_interval = std::chrono::milliseconds(100);
   o.liveness_keys = {"hb/b"};
   o.dead_members = [](const std::vector<std::optional<std::string>>&) {
@@ -227,38 +169,6 @@ TEST_F(StoreRoundTest, ALivenessReadThatFailsIsTheStoreLost) {
   clock_.advance(std::chrono::milliseconds(100));
   run_a_while();
   EXPECT_EQ(lost, "lost the rendezvous store at memory (connection reset)");
-}
-
-TEST_F(StoreRoundTest, MarkingDoneThatGaveWayIsNotALostStore) {
-  InterruptedStore giving_way;
-  auto a = sharing_node(0, giving_way);
-  bool all_done = false;
-  std::string lost;
-  a->finish_node([&] { all_done = true; }, [&](std::string why) { lost = std::move(why); });
-  run_a_while();
-  EXPECT_EQ(giving_way.calls, 1);
-  EXPECT_FALSE(all_done);
-  EXPECT_TRUE(lost.empty()) << lost;
-}
-
-TEST_F(StoreRoundTest, AWatchThatGaveWayEndsWithoutACallback) {
-  StoreRound::Options o = options(0);
-  InterruptedStore* watched = nullptr;  // the first connection: the end watch's
-  o.connect = [&watched] {
-    auto s = std::make_unique<InterruptedStore>();
-    if (!watched) watched = s.get();
-    return on_loop(std::unique_ptr<MemoryStore>(std::move(s)));
-  };
-  StoreRound round(io_, clock_, std::move(o));
-  bool ended = false;
-  std::string lost;
-  round.watch_end([&](rendezvous::RoundEnd) { ended = true; },
-                  [&](std::string why) { lost = std::move(why); });
-  run_a_while();
-  ASSERT_NE(watched, nullptr);
-  EXPECT_EQ(watched->calls, 1) << "the watch looked once and gave way";
-  EXPECT_FALSE(ended);
-  EXPECT_TRUE(lost.empty()) << lost;
 }
 
 }  // namespace
