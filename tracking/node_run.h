@@ -82,6 +82,9 @@ class NodeRun {
   /// See RunObserver::finished and complete.
   virtual void finished(const std::string& status, int exitcode, const std::string& root_cause) = 0;
   virtual void complete() {}
+  /// The directory of the job's run.db where this node keeps it (the primary), ""
+  /// where its records go elsewhere.
+  virtual std::string job_run_dir() const { return {}; }
 
   /// Worker records taken from this node's streams so far, and those skipped (torn or
   /// malformed). Any thread.

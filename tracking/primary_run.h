@@ -42,6 +42,7 @@ class PrimaryRun : public NodeRun {
   /// destructor) runs the last pass on the caller's thread.
   void finished(const std::string& status, int exitcode, const std::string& root_cause) override;
   void complete() override;
+  std::string job_run_dir() const override { return run_dir(); }
 
  private:
   IngestStats pass_streams(bool final) override;

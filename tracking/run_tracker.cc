@@ -33,8 +33,7 @@ const std::string& RunTracker::run_dir() const {
 }
 
 std::string RunTracker::primary_run_dir() const {
-  auto* primary = dynamic_cast<const PrimaryRun*>(run_.get());
-  return primary ? primary->run_dir() : "";
+  return run_ ? run_->job_run_dir() : "";
 }
 
 void RunTracker::guarded(const char* what, const std::function<void()>& f) {
