@@ -1,5 +1,6 @@
 #include "store/tcpstore/store_on_loop.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "common/loop_waits.h"
@@ -20,12 +21,19 @@ class Answer {
   explicit Answer(std::vector<Field> fields) : fields_(std::move(fields)) {}
 
   bool whole() const { return values_.size() == fields_.size(); }
+  /// The bytes left of the field (or the string's length) being read: a read for no
+  /// more never takes the start of what follows this answer in the stream (a
+  /// CANCEL_WAIT's WAIT_CANCELED behind its STOP_WAITING).
+  size_t wanted() const {
+    if (whole()) return 0;
+    return (length_ ? *length_ : field_size()) - part_.size();
+  }
   /// Takes what came; false where it runs past the answer's end or a string's length
   /// is beyond the protocol's bound.
   bool take(const char* data, size_t size) {
     while (size > 0) {
       if (whole()) return false;
-      size_t want = (length_ ? *length_ : field_size()) - part_.size();
+      size_t want = wanted();
       size_t n = std::min(want, size);
       part_.append(data, n);
       data += n;
@@ -84,6 +92,14 @@ class Answer {
 // coroutine: "array used as initializer".)
 std::vector<Answer::Field> one(Answer::Field f) { return std::vector<Answer::Field>(1, f); }
 
+// Takes what has come of `answer`, and no more than it wants; false where it is
+// malformed.
+bool take_available(net::Socket& connection, Answer& answer) {
+  char buffer[16384];
+  size_t n = connection.recv_available(buffer, std::min(sizeof(buffer), answer.wanted()));
+  return answer.take(buffer, n);
+}
+
 // Sends `request` on the client's connection (made again first where it was dropped),
 // each wait for the kernel to take more the loop's completion.
 Task<void> send(TcpStoreClient& client, const RequestWriter& request, CancelSignal& cancel) {
@@ -102,7 +118,6 @@ Task<Answer> receive(TcpStoreClient& client, Answer answer, CancelSignal& cancel
   net::Socket& connection = client.connection();
   auto deadline = Clock::now() + client.timeout();
   try {
-    char buffer[16384];
     while (!answer.whole()) {
       if (!co_await wait_readable(connection.fd(), deadline, cancel)) {
         auto ms = client.timeout().count();
@@ -110,8 +125,7 @@ Task<Answer> receive(TcpStoreClient& client, Answer answer, CancelSignal& cancel
                            (ms < 1000 ? std::to_string(ms) + " ms"
                                       : std::to_string((ms + 999) / 1000) + " s"));
       }
-      size_t n = connection.recv_available(buffer, sizeof(buffer));
-      if (!answer.take(buffer, n)) {
+      if (!take_available(connection, answer)) {
         throw StoreError("the store at " + client.address() + " sent a malformed answer");
       }
     }

@@ -185,6 +185,50 @@ TEST(StoreOnLoop, TheHostsWaitForTheOthersToLeaveIsTheLoops) {
   EXPECT_EQ(server.connection_count(), 0u);
 }
 
+// Reads exactly `n` bytes of what the client sent.
+std::string read_exactly(int conn, size_t n) {
+  std::string got(n, '\0');
+  size_t have = 0;
+  while (have < n) {
+    ssize_t r = ::recv(conn, got.data() + have, n - have, 0);
+    if (r <= 0) return got.substr(0, have);
+    have += static_cast<size_t>(r);
+  }
+  return got;
+}
+
+// A wait withdrawn as its keys came: the store owes the WAIT's STOP_WAITING and then
+// answers the CANCEL_WAIT, both in one packet. The wait is answered, and the request
+// after it reads its own answer, not the WAIT_CANCELED.
+TEST(StoreOnLoop, AWaitWithdrawnAsItsKeysCameLeavesTheNextAnswerItsOwn) {
+  SilentPeer peer;
+  std::thread store([&] {
+    int conn = ::accept(peer.fd, nullptr, nullptr);
+    std::string hello = read_exactly(conn, 10);  // VALIDATE (op, magic), PING (op, nonce)
+    ASSERT_EQ(hello.size(), 10u);
+    ::send(conn, hello.data() + 6, 4, MSG_NOSIGNAL);  // the nonce back
+    // WAIT: op, one key (count, length, "k")
+    EXPECT_EQ(read_exactly(conn, 1 + 8 + 8 + 1).size(), 18u);
+    EXPECT_EQ(read_exactly(conn, 1), std::string(1, '\x0c'));  // CANCEL_WAIT, at the timeout
+    const char both[2] = {0, 1};  // STOP_WAITING, WAIT_CANCELED
+    ::send(conn, both, sizeof(both), MSG_NOSIGNAL);
+    // ADD: op, key (length, "n"), delta
+    EXPECT_EQ(read_exactly(conn, 1 + 8 + 1 + 8).size(), 18u);
+    int64_t seven = 7;
+    ::send(conn, &seven, sizeof(seven), MSG_NOSIGNAL);
+    read_exactly(conn, 1);  // until the client goes
+    ::close(conn);
+  });
+  TcpStoreClient::Options o;
+  o.timeout = 5s;
+  TcpStoreClient client("127.0.0.1", peer.port, o, net::Socket());
+  CancelSignal cancel;
+  EXPECT_TRUE(run_task(wait_on_loop(client, {"k"}, 50ms, cancel))) << "the keys came";
+  EXPECT_EQ(run_task(add_on_loop(client, "n", 1, cancel)), 7);
+  client.drop();
+  store.join();
+}
+
 // A peer that answers a string of more than the protocol allows: refused, not allocated.
 TEST(StoreOnLoop, AMalformedAnswerIsRefusedAndTheConnectionDropped) {
   SilentPeer peer;
