@@ -306,9 +306,10 @@ Task<void> LocalAgent::Impl::run_attempt() {
   record_step_marks();
   update_span();
   if (watchdog_) watchdog_->stop();
-  round_->stop_watching_members();
-  // A node whose workers all succeeded keeps watching for the round's end while it
-  // waits for the others (wait_for_all_done); otherwise the watches end with the attempt.
+  // A node whose workers all succeeded keeps watching for the round's end, and whether
+  // its members live, while it waits for the others (wait_for_all_done): a member lost
+  // meanwhile ends the round, which would otherwise wait for it for ever. Otherwise
+  // the watches end with the attempt.
   if (attempt_->over || !runner_.failures().empty() || signalled_ != 0) round_->stop();
 }
 

@@ -12,7 +12,6 @@ class LocalRound : public RoundCoordinator {
   explicit LocalRound(boost::asio::io_context& io) : io_(io) {}
   void watch_end(OnEnd, OnLost) override {}
   void watch_members(OnDead, OnLost) override {}
-  void stop_watching_members() override {}
   void end(const RoundEnd& mine, OnEnd on_told) override {
     boost::asio::post(io_, [alive = alive_, f = std::move(on_told), mine] {
       if (*alive) f(mine);

@@ -40,10 +40,9 @@ class RoundCoordinator {
   virtual void watch_end(OnEnd on_end, OnLost on_lost) = 0;
 
   /// Where nodes may come and go: checks the members' liveness every heartbeat
-  /// interval and calls `on_dead` once with those gone. Does nothing where the
-  /// membership is fixed.
+  /// interval and calls `on_dead` once with those gone, until stop(). Does nothing
+  /// where the membership is fixed.
   virtual void watch_members(OnDead on_dead, OnLost on_lost) = 0;
-  virtual void stop_watching_members() = 0;
 
   /// Publishes why the round ends; the first writer wins and every node adopts what
   /// it wrote. Calls `on_told` once with the winner, or with `mine` when the others

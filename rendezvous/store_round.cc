@@ -41,26 +41,18 @@ void StoreRound::watch_members(OnDead on_dead, OnLost on_lost) {
                     [this, on_dead, on_lost] { check_members(on_dead, on_lost); });
 }
 
-void StoreRound::stop_watching_members() {
-  heartbeat_->cancel();
-  ++watch_;  // a read in progress is answered to nobody
-}
-
 // One read of the members' liveness per interval, awaited on the loop, then judged.
 void StoreRound::check_members(const OnDead& on_dead, const OnLost& on_lost) {
   requests().read(
       options_.liveness_keys,
-      [this, watch = watch_, on_dead, on_lost](std::optional<RoundRequests::Values> values) {
-        if (watch != watch_) return;
+      [this, on_dead, on_lost](std::optional<RoundRequests::Values> values) {
         // Nothing read: the read was refused behind a slow store, no fault of the
         // store; judged again next time.
         auto dead = values ? options_.dead_members(*values) : std::vector<std::string>{};
         if (dead.empty()) return watch_members(on_dead, on_lost);
         on_dead(std::move(dead));
       },
-      [this, watch = watch_, on_lost](const std::string& why) {
-        if (watch == watch_) on_lost(lost(why));
-      });
+      [this, on_lost](const std::string& why) { on_lost(lost(why)); });
 }
 
 void StoreRound::end(const RoundEnd& mine, OnEnd on_told) {

@@ -58,7 +58,6 @@ class StoreRound : public RoundCoordinator {
 
   void watch_end(OnEnd on_end, OnLost on_lost) override;
   void watch_members(OnDead on_dead, OnLost on_lost) override;
-  void stop_watching_members() override;
   void end(const RoundEnd& mine, OnEnd on_told) override;
   void finish_node(OnAllDone on_all_done, OnLost on_lost) override;
   void unfinished(OnUnfinished on_read) override;
@@ -88,8 +87,6 @@ class StoreRound : public RoundCoordinator {
   std::unique_ptr<Timer> heartbeat_;
   RoundRequests& requests();
   std::unique_ptr<RoundRequests> requests_;  // the round's quick requests, on one connection
-  int watch_ = 0;  // counts watch_members()/stop_watching_members(): a liveness read
-                   // answered after the watch it was made for has ended is dropped
   struct Gathering {  // one gather() in progress, by name: several may overlap
     std::unique_ptr<Timer> timer;
     std::unique_ptr<KeyWaiter> wait;

@@ -121,7 +121,6 @@ class FakeRound : public rendezvous::RoundCoordinator {
     j_->on_lost = std::move(on_lost);
   }
   void watch_members(OnDead on_dead, OnLost) override { j_->on_dead = std::move(on_dead); }
-  void stop_watching_members() override { j_->on_dead = nullptr; }
   // The store's answer comes after our own write reached our watch; even after stop(),
   // as the real round's does (a signalled end follows the attempt), but not once the
   // round is gone.

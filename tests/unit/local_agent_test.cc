@@ -375,6 +375,23 @@ TEST_F(LocalAgentTest, FinishedNodeWaitsForTheOthers) {
   EXPECT_TRUE(journal_->finished_job);
 }
 
+// A member lost while this node, its workers done, waits for the others is still
+// found: the round ends without it and the job goes on, instead of waiting for it for
+// ever (its ranks never finished).
+TEST_F(LocalAgentTest, AMemberLostWhileThisNodeWaitsForTheOthersEndsTheRound) {
+  elastic({{"a", "b"}, {"a"}}, 1);
+  config_.spec.max_restarts = 0;
+  launcher_.on_spawn = [&](const auto& p) {
+    if (journal_->rounds.size() > 1) return finish_with_the_others(p);
+    launcher_.exit(p.pid, 0);
+    round(0)->on_node_finished = [&] { round(0)->report_dead({"b"}); };
+  };
+  EXPECT_EQ(run(), 0);
+  ASSERT_EQ(journal_->rounds.size(), 2u) << "a round without b";
+  EXPECT_EQ(round(0)->written->kind, RoundEnd::Kind::kMembership);
+  EXPECT_EQ(round(0)->written->dropped, std::vector<std::string>{"b"});
+}
+
 TEST_F(LocalAgentTest, FinishedNodeRestartsWhenAnotherFailsLater) {
   elastic({{"a", "b"}}, 2);
   config_.spec.max_restarts = 1;
