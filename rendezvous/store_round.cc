@@ -50,7 +50,35 @@ void StoreRound::check_members(const OnDead& on_dead, const OnLost& on_lost) {
         // store; judged again next time.
         auto dead = values ? options_.dead_members(*values) : std::vector<std::string>{};
         if (dead.empty()) return watch_members(on_dead, on_lost);
-        on_dead(std::move(dead));
+        drop_finished(std::move(dead), on_dead, on_lost);
+      },
+      [this, on_lost](const std::string& why) { on_lost(lost(why)); });
+}
+
+// Members judged dead that marked themselves done are not lost: they finished, and
+// may have left once every node was (an etcd lease is revoked then, a heartbeat stops)
+// before this node learnt it. Their done keys are read after their liveness, and each
+// is written before its node leaves, so one that left is always found done.
+void StoreRound::drop_finished(std::vector<std::string> dead, const OnDead& on_dead,
+                               const OnLost& on_lost) {
+  const auto& members = options_.info.members;
+  std::vector<std::string> keys;
+  for (const auto& m : dead) {
+    // Its group rank (one past the last for an id not of the round: never done).
+    auto rank = std::find(members.begin(), members.end(), m) - members.begin();
+    keys.push_back(options_.prefix + "done/" + std::to_string(rank));
+  }
+  requests().read(
+      keys,
+      [this, dead = std::move(dead), on_dead, on_lost](
+          std::optional<RoundRequests::Values> done) mutable {
+        if (!done) return watch_members(on_dead, on_lost);  // judged again next time
+        std::vector<std::string> lost_members;
+        for (size_t i = 0; i < dead.size(); ++i) {
+          if (!(*done)[i]) lost_members.push_back(std::move(dead[i]));
+        }
+        if (lost_members.empty()) return watch_members(on_dead, on_lost);
+        on_dead(std::move(lost_members));
       },
       [this, on_lost](const std::string& why) { on_lost(lost(why)); });
 }

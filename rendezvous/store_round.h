@@ -80,6 +80,7 @@ class StoreRound : public RoundCoordinator {
   std::string lost(const std::string& why) const;
   std::vector<std::string> done_keys() const;
   void check_members(const OnDead& on_dead, const OnLost& on_lost);
+  void drop_finished(std::vector<std::string> dead, const OnDead& on_dead, const OnLost& on_lost);
 
   boost::asio::io_context& io_;
   Clock& clock_;

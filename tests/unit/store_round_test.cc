@@ -155,6 +155,33 @@ TEST_F(StoreRoundTest, WhatTheNodesPublishedIsReadBackByGroupRank) {
   EXPECT_EQ(read[2], (std::vector<std::string>{"", ""}));
 }
 
+// A member that marked itself done may leave before this node learns that every node
+// is: its liveness gone is no lost member then.
+TEST_F(StoreRoundTest, AMemberThatFinishedIsNotLostWhenItsLivenessGoes) {
+  MemoryStore store;
+  StoreRound::Options o = options(0);
+  o.info.members = {"a", "b", "c"};
+  o.info.group_world_size = 3;
+  o.connect = [&store] { return on_loop(store); };
+  o.heartbeat_interval = std::chrono::milliseconds(100);
+  o.liveness_keys = {"hb/b", "hb/c"};
+  bool c_gone = false;
+  o.dead_members = [&c_gone](const std::vector<std::optional<std::string>>&) {
+    return c_gone ? std::vector<std::string>{"b", "c"} : std::vector<std::string>{"b"};
+  };
+  store.set(o.prefix + "done/1", "1");  // b finished
+  StoreRound round(io_, clock_, std::move(o));
+  std::vector<std::string> dead;
+  round.watch_members([&](std::vector<std::string> d) { dead = std::move(d); }, [](std::string) {});
+  clock_.advance(std::chrono::milliseconds(100));
+  run_a_while();
+  EXPECT_TRUE(dead.empty()) << "b finished: " << dead.at(0);
+  c_gone = true;
+  clock_.advance(std::chrono::milliseconds(100));
+  run_a_while();
+  EXPECT_EQ(dead, std::vector<std::string>{"c"}) << "watched again; c did not finish";
+}
+
 TEST_F(StoreRoundTest, ALivenessReadThatFailsIsTheStoreLost) {
   StoreRound::Options o = options(0);
   o.connect = [] { return on_loop(std::make_unique<LostStore>()); };
