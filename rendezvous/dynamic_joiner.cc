@@ -34,6 +34,8 @@ std::string DynamicJoiner::round_prefix(int round) const {
 Task<DynamicState> DynamicJoiner::join(std::string node, int local_world_size, int min_round,
                                        milliseconds timeout, CancelSignal& cancel) {
   auto deadline = Clock::now() + timeout;
+  folder_ = false;
+  co_await arrive(node, local_world_size, min_round, deadline, cancel);
   std::optional<StateSnapshot> seen;  // the state as a back-off left it
   while (true) {
     cancel.check();
@@ -84,6 +86,13 @@ Task<DynamicState> DynamicJoiner::join(std::string node, int local_world_size, i
       }
       epoch_revision_ = snap.epoch_revision;
       co_return snap.state;
+    }
+    bool joins = a.kind == Action::Kind::kWrite && !snap.state.complete &&
+                 !snap.state.participants.count(node) && a.next.participants.count(node);
+    if (joins && state_->keeps_head() && !folder_ && announced_round_ != snap.state.round) {
+      // Into a forming round by announcing: the first to announce writes for all.
+      co_await announce_and_wait(head_of(snap), node, local_world_size, deadline, cancel);
+      if (!folder_) continue;
     }
     if (a.kind == Action::Kind::kWrite) {
       // A spare's write leaves the running round alone.
@@ -138,8 +147,31 @@ Task<DynamicState> DynamicJoiner::join(std::string node, int local_world_size, i
     // joining nodes then cost N wake-ups, not N squared. After the wait (a change, the
     // last call's end or a slice passed) it decides again.
     bool participant = !snap.state.complete && snap.state.participants.count(node) > 0;
+    if (participant && folder_ && snap.state.round == announced_round_) {
+      // The first to announce itself writes in the nodes that announced after it.
+      Announced announced = co_await state_->announced(snap.state.round, cancel);
+      DynamicState next = with_announced(snap.state, snap.state, node, announced);
+      if (next != snap.state) {
+        if (!co_await write(snap, next, cancel)) seen = co_await back_off(node, true, cancel);
+        continue;
+      }
+      co_await state_->wait_announced(snap.state.round, wait_for, cancel);
+      continue;
+    }
     co_await state_->wait(snap, participant, wait_for, cancel);
   }
+}
+
+StateHead DynamicJoiner::head_of(const StateSnapshot& snap) {
+  StateHead h;
+  h.exists = snap.version > 0;
+  h.round = snap.state.round;
+  h.complete = snap.state.complete;
+  h.closed = snap.state.closed;
+  h.last_call_deadline_ms = snap.state.last_call_deadline_ms;
+  h.version = snap.version;
+  h.epoch = snap.epoch;
+  return h;
 }
 
 // Other nodes kept out (quarantined) while this one joins, each said once on the

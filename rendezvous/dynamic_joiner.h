@@ -22,6 +22,12 @@ namespace ddprun::rendezvous {
 /// round wait only for changes that concern them (it completes, a last call starts, a
 /// new round, closing), re-reading at least every longest_wait(). Other keys of a round
 /// ("over") go through `store`.
+///
+/// Where the store keeps a head (StateHead), a node joining a forming round does not
+/// read the state, which names every node: it announces itself and waits on the head;
+/// the first to announce (the folder) writes in everyone who announced after it, in a
+/// few writes, and completes the round. Anything else (a spare, a quarantine, a folder
+/// gone quiet) falls back to each node reading the state and deciding for itself.
 /// Not thread-safe (one per store connection): every method is a coroutine on one
 /// loop, one at a time (they share the connection); `cancel` ends one with Error. The
 /// wall clock is injectable.
@@ -81,6 +87,11 @@ class DynamicJoiner {
   std::string round_prefix(int round) const;
 
  private:
+  Task<void> arrive(std::string node, int local_world_size, int min_round,
+                    std::chrono::steady_clock::time_point deadline, CancelSignal& cancel);
+  Task<void> announce_and_wait(StateHead head, std::string node, int local_world_size,
+                               std::chrono::steady_clock::time_point deadline,
+                               CancelSignal& cancel);
   Task<bool> write(const StateSnapshot& from, const DynamicState& to, CancelSignal& cancel,
                    const std::optional<Announcement>& on_loss = std::nullopt);
   Task<std::optional<StateSnapshot>> back_off(std::string node, bool announced,
@@ -88,6 +99,7 @@ class DynamicJoiner {
   using Announced = std::vector<std::pair<std::string, int>>;
   DynamicState with_announced(const DynamicState& read, DynamicState next,
                               const std::string& self, const Announced& announced);
+  static StateHead head_of(const StateSnapshot& snap);
   void say_kept_out(const DynamicState& state, const std::string& self);
 
   store::LoopStore& store_;
@@ -101,6 +113,7 @@ class DynamicJoiner {
   int announced_round_ = -1;                 // the round this node announced itself for
   int64_t epoch_revision_ = 0;               // see completed_at()
   bool spare_ = false;                       // see spare()
+  bool folder_ = false;                      // the first to announce itself: writes for the others
   int64_t quarantined_until_ = 0;            // this node's quarantine, as last said
   std::minstd_rand jitter_{std::random_device{}()};
 };

@@ -1,8 +1,9 @@
-// The joiner's writes: a step of the join, and the quick steps while a job runs and
-// as it ends (each a few reads and compare-and-sets of the state, retried where another
-// node wrote first). Apart from join() on purpose: GCC 12 inlines a coroutine's frame
-// allocation into a caller in the same unit but not always its deallocation, and then
-// takes them for a mismatched new and delete (-Wmismatched-new-delete).
+// The joiner's steps: a node's arrival, a write of the join, and the quick steps while
+// a job runs and as it ends (each a few reads and compare-and-sets of the state,
+// retried where another node wrote first). Apart from join() on purpose: GCC 12
+// inlines a coroutine's frame allocation into a caller in the same unit but not always
+// its deallocation, and then takes them for a mismatched new and delete
+// (-Wmismatched-new-delete).
 #include "rendezvous/dynamic_joiner.h"
 
 #include <algorithm>
@@ -25,6 +26,67 @@ constexpr int kAnnouncedMaxChanges = 32;
 static bool concerns_participants(const DynamicState& from, const DynamicState& to) {
   return from.complete != to.complete || from.round != to.round || from.closed != to.closed ||
          from.last_call_deadline_ms != to.last_call_deadline_ms;
+}
+
+// Where the store keeps a head, a node joining a forming round reads the head, not the
+// state, to know where to announce itself (see announce_and_wait()); a node coming back
+// from a round waits on it for the next round to start. Returns for join()'s loop to
+// read the state and decide.
+Task<void> DynamicJoiner::arrive(std::string node, int local_world_size, int min_round,
+                                 Clock::time_point deadline, CancelSignal& cancel) {
+  if (!state_->keeps_head()) co_return;
+  std::optional<StateHead> head = co_await state_->head(-1, cancel);
+  while (head && head->exists && head->round < min_round && !head->closed) {
+    auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) co_return;
+    StateSnapshot at;
+    at.version = head->version;
+    co_await state_->wait(at, false, std::clamp(left, milliseconds(1), state_->longest_wait()),
+                          cancel);
+    head = co_await state_->head(-1, cancel);
+  }
+  if (!head || !head->forming() || head->round < min_round) co_return;
+  co_await announce_and_wait(*head, node, local_world_size, deadline, cancel);
+}
+
+// The node announces itself for the forming round `head` names. The first to announce
+// (the folder) returns at once, to write itself and everyone announced after it in.
+// The others wait, reading the head only, and return for join()'s loop to read the
+// state (once, where all goes well): the round formed, moved on or the run closed;
+// nothing was written for a whole wait while this node was not yet taken in (the folder
+// may be gone: the node then writes itself in); the last call ended a wait ago with the
+// round still forming; or the deadline passed.
+Task<void> DynamicJoiner::announce_and_wait(StateHead head, std::string node,
+                                            int local_world_size, Clock::time_point deadline,
+                                            CancelSignal& cancel) {
+  const int round = head.round;
+  Announcement me{round, node, local_world_size};
+  int64_t slot = co_await state_->announce(me, cancel);
+  announced_round_ = round;
+  if (slot == 1) {
+    folder_ = true;
+    co_return;
+  }
+  int64_t version = head.version;
+  for (;;) {
+    auto longest = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
+    if (longest.count() <= 0) co_return;
+    if (head.last_call_deadline_ms > 0) {
+      longest = std::min(longest, milliseconds(head.last_call_deadline_ms - wall_ms_()) +
+                                      state_->longest_wait());
+      if (longest.count() <= 0) co_return;
+    }
+    StateSnapshot at;
+    at.epoch = head.epoch;
+    co_await state_->wait(at, true, std::clamp(longest, milliseconds(1), state_->longest_wait()),
+                          cancel);
+    std::optional<StateHead> now = co_await state_->head(round, cancel);
+    if (!now || now->round != round || !now->forming()) co_return;
+    bool moved = now->version != version;
+    version = now->version;
+    head = *now;
+    if (!moved && head.taken_in < slot) co_return;
+  }
 }
 
 Task<bool> DynamicJoiner::write(const StateSnapshot& from, const DynamicState& to,

@@ -46,15 +46,20 @@ Task<bool> GenericStateStore::write(const StateSnapshot& from, const std::string
   std::string state = prefix_ + "state";
   std::string held = co_await store_.compare_set(state, from.raw, to, cancel);
   if (held != to) {
-    if (on_loss) {
-      std::string dir = announce_dir(prefix_, on_loss->round);
-      std::string count = dir + "n";
-      int64_t slot = co_await store_.add(count, 1, cancel);
-      std::string key = dir + std::to_string(slot);
-      std::string value = std::to_string(on_loss->local_world_size) + " " + on_loss->node;
-      co_await store_.set(key, value, cancel);
-    }
+    if (on_loss) co_await announce(*on_loss, cancel);
     co_return false;
+  }
+  // The head first: a node that sees the version move finds the head of that write or
+  // a later one's.
+  std::string first_line = to.substr(0, to.find('\n'));
+  std::string head_key = prefix_ + "head";
+  co_await store_.set(head_key, first_line, cancel);
+  DynamicState written = DynamicState::decode(first_line);
+  if (written.round == listed_round_ && next_slot_ - 1 > said_in_) {
+    said_in_ = next_slot_ - 1;
+    std::string in = announce_dir(prefix_, listed_round_) + "in";
+    std::string count = std::to_string(said_in_);
+    co_await store_.set(in, count, cancel);
   }
   const std::string one = "1";
   std::string version = prefix_ + "version";
@@ -80,27 +85,78 @@ Task<void> GenericStateStore::wait(const StateSnapshot& from, bool participant,
 
 Task<std::vector<std::pair<std::string, int>>> GenericStateStore::announced(int round,
                                                                              CancelSignal& cancel) {
+  if (round != listed_round_) {
+    listed_round_ = round;
+    next_slot_ = 1;
+    listed_.clear();
+    said_in_ = 0;
+  }
   std::string dir = announce_dir(prefix_, round);
   std::string count = dir + "n";
   int64_t last = co_await store_.add(count, 0, cancel);
   std::vector<std::string> slots;
-  for (int64_t i = 1; i <= last; ++i) {
+  for (int64_t i = next_slot_; i <= last; ++i) {
     slots.push_back(dir + std::to_string(i));
   }
-  std::vector<std::pair<std::string, int>> out;
-  if (slots.empty()) co_return out;
+  if (slots.empty()) co_return listed_;
   auto values = co_await store_.get_now(std::move(slots), cancel);
   for (const auto& value : values) {
-    // "<local world size> <node>"; a slot whose value is not there yet is skipped.
-    auto space = value ? value->find(' ') : std::string::npos;
+    // A slot counted whose value is not there yet: read again from it next time.
+    if (!value) break;
+    ++next_slot_;
+    // "<local world size> <node>"
+    auto space = value->find(' ');
     if (space == std::string::npos) continue;
     try {
-      out.emplace_back(value->substr(space + 1), std::stoi(value->substr(0, space)));
+      listed_.emplace_back(value->substr(space + 1), std::stoi(value->substr(0, space)));
     } catch (const std::exception&) {
       // not an announcement
     }
   }
-  co_return out;
+  co_return listed_;
+}
+
+Task<int64_t> GenericStateStore::announce(const Announcement& a, CancelSignal& cancel) {
+  std::string dir = announce_dir(prefix_, a.round);
+  std::string count = dir + "n";
+  int64_t slot = co_await store_.add(count, 1, cancel);
+  std::string key = dir + std::to_string(slot);
+  std::string value = std::to_string(a.local_world_size) + " " + a.node;
+  co_await store_.set(key, value, cancel);
+  co_return slot;
+}
+
+Task<void> GenericStateStore::wait_announced(int round, std::chrono::milliseconds timeout,
+                                             CancelSignal& cancel) {
+  int64_t next = round == listed_round_ ? next_slot_ : 1;
+  std::vector<std::string> key{announce_dir(prefix_, round) + std::to_string(next)};
+  co_await store_.wait_for(std::move(key), timeout, cancel);
+}
+
+Task<std::optional<StateHead>> GenericStateStore::head(int round, CancelSignal& cancel) {
+  std::vector<std::string> keys{prefix_ + "head", prefix_ + "version", prefix_ + "epoch"};
+  if (round >= 0) keys.push_back(announce_dir(prefix_, round) + "in");
+  auto now = co_await store_.get_now(std::move(keys), cancel);
+  auto number = [](const std::optional<std::string>& v) -> int64_t {
+    return v && !v->empty() ? std::stoll(*v) : 0;
+  };
+  std::optional<StateHead> none;
+  StateHead h;
+  h.version = number(now[1]);
+  h.epoch = number(now[2]);
+  if (round >= 0) h.taken_in = number(now[3]);
+  if (now[0]) {
+    DynamicState line = DynamicState::decode(*now[0]);
+    h.exists = true;
+    h.round = line.round;
+    h.complete = line.complete;
+    h.closed = line.closed;
+    h.last_call_deadline_ms = line.last_call_deadline_ms;
+  } else if (h.version > 0) {
+    co_return none;  // a state without a head (written by an older agent)
+  }
+  none = h;
+  co_return none;
 }
 
 }  // namespace ddprun::rendezvous

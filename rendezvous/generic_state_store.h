@@ -1,6 +1,8 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "store/loop_store.h"
 #include "rendezvous/state_store.h"
@@ -19,6 +21,13 @@ namespace ddprun::rendezvous {
 /// earlier ones to write for themselves, one by one: a restart of 512 nodes took 8 s.)
 /// A slot stays until the job ends (a node already in is skipped), so withdraw() has
 /// nothing to do.
+///
+/// Every write also leaves the state's first line in "<prefix>head", and the number of
+/// slots it took in (in order, up to the first not yet filled) in
+/// "<prefix>joining/<round>/in": a node joining a forming round announces itself
+/// without reading the state, and the first to announce writes for everyone (see
+/// DynamicJoiner), so that N nodes read a few bytes each while they wait, not N copies
+/// of a state that names all of them.
 class GenericStateStore : public StateStore {
  public:
   /// `store`: the node's connection; its requests and waits are the loop's.
@@ -31,6 +40,11 @@ class GenericStateStore : public StateStore {
                   CancelSignal& cancel) override;
   Task<std::vector<std::pair<std::string, int>>> announced(int round,
                                                             CancelSignal& cancel) override;
+  bool keeps_head() const override { return true; }
+  Task<std::optional<StateHead>> head(int round, CancelSignal& cancel) override;
+  Task<int64_t> announce(const Announcement& a, CancelSignal& cancel) override;
+  Task<void> wait_announced(int round, std::chrono::milliseconds timeout,
+                            CancelSignal& cancel) override;
   void withdraw(int, const std::string&) override {}
   std::string state_key() const override { return prefix_ + "state"; }
   DynamicState state_in(const std::string& value) const override {
@@ -40,6 +54,11 @@ class GenericStateStore : public StateStore {
  private:
   store::LoopStore& store_;
   std::string prefix_;
+  // The announcements of one round read so far: slots 1..next_slot_-1, each read once.
+  int listed_round_ = -1;
+  int64_t next_slot_ = 1;
+  std::vector<std::pair<std::string, int>> listed_;
+  int64_t said_in_ = 0;  // the last count of them written to ".../in"
 };
 
 /// "<prefix>joining/<round>/": where nodes announce themselves for `round`.

@@ -9,6 +9,7 @@
 
 #include "common/cancel_signal.h"
 #include "common/coro.h"
+#include "common/error.h"
 #include "rendezvous/dynamic_state.h"
 
 namespace ddprun::rendezvous {
@@ -32,6 +33,25 @@ struct Announcement {
   int round = 0;
   std::string node;
   int local_world_size = 0;
+};
+
+/// The first line of the state as last written (its round and whether that round is
+/// complete or the run closed), the counters of its changes, and how many of a
+/// round's announcements writers have taken in: a few bytes, where the whole state
+/// grows with the nodes. A node that has not joined reads this, not the state, to
+/// know where to announce itself and when to look again. A hint only: writers that
+/// race may leave an older line for a moment, so a node that finds no progress for a
+/// whole wait reads the state itself.
+struct StateHead {
+  bool exists = false;  // false: nothing written yet (the first round forms)
+  int round = 0;
+  bool complete = false;
+  bool closed = false;
+  int64_t last_call_deadline_ms = 0;
+  int64_t version = 0;
+  int64_t epoch = 0;
+  int64_t taken_in = 0;  // announcements 1..taken_in of the round asked for are handled
+  bool forming() const { return !complete && !closed; }
 };
 
 /// What the DynamicJoiner needs from the place its state lives: a consistent read, a
@@ -59,6 +79,34 @@ class StateStore {
   /// any Store, a listed prefix on etcd.
   virtual Task<std::vector<std::pair<std::string, int>>> announced(int round,
                                                                     CancelSignal& cancel) = 0;
+  /// Whether the store keeps a head (below): GenericStateStore does.
+  virtual bool keeps_head() const { return false; }
+  /// The head of the state, with how many announcements of `round` writers took in
+  /// (none read where `round` < 0). nullopt where it keeps none, or the state was
+  /// written without one: each joining node then reads the whole state.
+  virtual Task<std::optional<StateHead>> head(int round, CancelSignal& cancel) {
+    (void)round;
+    cancel.check();
+    co_return std::nullopt;
+  }
+  /// Announces `a.node` for `a.round` without writing the state; returns its slot
+  /// (1: the first, which writes for the others). Only where head() gives one.
+  virtual Task<int64_t> announce(const Announcement& a, CancelSignal& cancel) {
+    (void)a;
+    cancel.check();
+    throw Error("this rendezvous store keeps no head to announce by");
+    co_return 0;
+  }
+  /// Returns once a node announces itself for `round` after those announced() listed
+  /// last, or after `timeout`. Only where head() gives one.
+  virtual Task<void> wait_announced(int round, std::chrono::milliseconds timeout,
+                                    CancelSignal& cancel) {
+    (void)round;
+    (void)timeout;
+    cancel.check();
+    throw Error("this rendezvous store keeps no head to announce by");
+    co_return;
+  }
   /// `node` is in the round now: its announcement may go.
   virtual void withdraw(int round, const std::string& node) = 0;
   /// The key that holds the state, for a read among other requests (a running round's),

@@ -254,6 +254,91 @@ TEST(DynamicJoiner, ASpareTakesTheDeadMembersPlaceInTheNextRound) {
   EXPECT_EQ(ordered_members(mine), (std::vector<std::string>{"a", "s"}));
 }
 
+// A node's view of the store that counts its reads of the state (the whole state,
+// which names every node).
+class CountingStore : public store::LoopStore {
+ public:
+  explicit CountingStore(store::LoopStore& inner) : inner_(inner) {}
+  store::Store& store() override { return inner_.store(); }
+  Task<std::optional<std::vector<std::string>>> wait_for(std::vector<std::string> keys,
+                                                         std::chrono::milliseconds timeout,
+                                                         CancelSignal& cancel) override {
+    return inner_.wait_for(std::move(keys), timeout, cancel);
+  }
+  Task<std::vector<std::optional<std::string>>> get_now(std::vector<std::string> keys,
+                                                        CancelSignal& cancel) override {
+    for (const auto& k : keys) state_reads += k == "ddprun/c10d/test/state" ? 1 : 0;
+    return inner_.get_now(std::move(keys), cancel);
+  }
+  Task<void> set(std::string key, std::string value, CancelSignal& cancel) override {
+    return inner_.set(std::move(key), std::move(value), cancel);
+  }
+  Task<int64_t> add(std::string key, int64_t delta, CancelSignal& cancel) override {
+    return inner_.add(std::move(key), delta, cancel);
+  }
+  Task<std::string> compare_set(std::string key, std::string expected, std::string desired,
+                                CancelSignal& cancel) override {
+    return inner_.compare_set(std::move(key), std::move(expected), std::move(desired), cancel);
+  }
+  int state_reads = 0;
+
+ private:
+  store::LoopStore& inner_;
+};
+
+// The first node to announce itself for a forming round writes in the nodes that
+// announce themselves after it: here "b" and "c" only announce (and never write), and
+// "a" completes the round with them.
+TEST(DynamicJoiner, TheFirstToAnnounceWritesInThoseAnnouncedAfterIt) {
+  Cluster c;
+  c.config = {3, 3, 1000};
+  DynamicState got;
+  std::thread a([&] {
+    DynamicJoiner j = c.joiner();
+    got = join(j, "a", 2, 0, 5s);
+  });
+  c.wait_for_participants(1);
+  c.store.add("ddprun/c10d/test/joining/0/n", 2);
+  c.store.set("ddprun/c10d/test/joining/0/2", "4 b");
+  c.store.set("ddprun/c10d/test/joining/0/3", "1 c");
+  a.join();
+  EXPECT_TRUE(got.complete);
+  EXPECT_EQ(got.participants, (std::map<std::string, int>{{"a", 2}, {"b", 4}, {"c", 1}}));
+}
+
+// A node that joins a forming round after the first reads the state once, when the
+// round has formed: while it waits, it reads the state's head only.
+TEST(DynamicJoiner, ALaterNodeReadsTheStateOnlyOnceTheRoundFormed) {
+  Cluster c;
+  c.config = {2, 2, 1000};
+  DynamicState first;
+  std::thread a([&] {
+    DynamicJoiner j = c.joiner();
+    first = join(j, "a", 2, 0, 5s);
+  });
+  c.wait_for_participants(1);
+  CountingStore counted(*c.view);
+  DynamicJoiner b(counted, "ddprun/c10d/test/", c.config, [&c] { return c.now_ms.load(); });
+  DynamicState got = join(b, "b", 2, 0, 5s);
+  a.join();
+  EXPECT_TRUE(got.complete);
+  EXPECT_EQ(got, first);
+  EXPECT_EQ(counted.state_reads, 1);
+}
+
+// A node that announced itself and sees nothing written for a whole wait (the first,
+// which was to write for it, is gone) writes itself in, with whoever else announced.
+TEST(DynamicJoiner, AnAnnouncedNodeWhoseWriterIsGoneWritesItselfIn) {
+  Cluster c;
+  c.config = {2, 2, 1000};
+  c.store.add("ddprun/c10d/test/joining/0/n", 1);  // "x" came first, then left
+  c.store.set("ddprun/c10d/test/joining/0/1", "3 x");
+  DynamicJoiner b = c.joiner();
+  DynamicState got = join(b, "b", 2, 0, 5s);
+  EXPECT_TRUE(got.complete);
+  EXPECT_EQ(got.participants, (std::map<std::string, int>{{"b", 2}, {"x", 3}}));
+}
+
 // One node's write takes in every node that announced itself (in a numbered slot):
 // here "b" announced and never writes, yet "a"'s join completes the round with it.
 TEST(DynamicJoiner, AWriterAddsEveryAnnouncedNode) {
