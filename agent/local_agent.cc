@@ -147,7 +147,7 @@ Task<int> LocalAgent::Impl::run_rounds() {
     }
     if (observer_) {
       std::string primary_run = co_await shared_run();
-      tracking::FormedRound formed{info.round,   info.restart_count, info.world_size(),
+      tracking::FormedRound formed{info.round,   info.restart_count, info.world_size,
                                    info.members, info.spares,        {},
                                    primary_run};
       for (const auto& q : info.quarantined) {
@@ -248,8 +248,8 @@ WorkerGroup LocalAgent::Impl::make_group(const rendezvous::RendezvousInfo& info)
   g.master_port = info.master_port;
   g.use_agent_store = true;
   g.restart_count = info.restart_count;
-  int base = info.rank_offset(info.group_rank);
-  int world = info.world_size();
+  int base = info.first_rank;
+  int world = info.world_size;
   for (int i = 0; i < config_.spec.local_world_size; ++i) {
     Worker w;
     w.local_rank = i;

@@ -27,7 +27,7 @@ void LocalAgent::Impl::start_step_marks() {
 void LocalAgent::Impl::record_step_marks() {
   if (!observer_ || !attempt_) return;
   const auto& info = attempt_->info;
-  int first = info.rank_offset(info.group_rank);
+  int first = info.first_rank;
   nlohmann::json ranks = nlohmann::json::array();
   for (int i = 0; i < config_.spec.local_world_size; ++i) {
     ProgressSample s = runner_.progress(i);

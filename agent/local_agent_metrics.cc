@@ -93,11 +93,11 @@ JobMetrics LocalAgent::Impl::metrics_now() {
     j.node_rank = info.group_rank;
     j.round = info.round;
     j.nodes = info.group_world_size;
-    j.world_size = info.world_size();
+    j.world_size = info.world_size;
     j.restarts = info.restart_count;
     j.spares = static_cast<int>(attempt_->spares.size());
     auto now = clock_.now();
-    int first = info.rank_offset(info.group_rank);
+    int first = info.first_rank;
     for (int i = 0; i < config_.spec.local_world_size; ++i) {
       JobMetrics::Rank r;
       r.rank = first + i;

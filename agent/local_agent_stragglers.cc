@@ -43,8 +43,8 @@ void LocalAgent::Impl::start_stragglers() {
   const auto& info = attempt_->info;
   own_per_step_.assign(static_cast<size_t>(config_.spec.local_world_size), std::nullopt);
   job_median_own_ = 0;
-  if (!config_.stragglers.enabled() || info.world_size() < 2) return;
-  step_windows_.start_attempt(config_.spec.local_world_size, info.rank_offset(info.group_rank));
+  if (!config_.stragglers.enabled() || info.world_size < 2) return;
+  step_windows_.start_attempt(config_.spec.local_world_size, info.first_rank);
   straggler_judge_.reset();
   last_scores_ = std::nullopt;
   stragglers_watch_->start(config_.stragglers.window, [this] { judge_stragglers(); });

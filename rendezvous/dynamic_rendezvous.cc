@@ -177,10 +177,12 @@ RendezvousInfo DynamicRendezvous::make_info(const DynamicState& state) {
   }
   info.completed_at = joiner_->completed_at();
   info.group_world_size = static_cast<int>(info.members.size());
+  std::vector<int> workers;
   for (size_t i = 0; i < info.members.size(); ++i) {
     if (info.members[i] == node_id_) info.group_rank = static_cast<int>(i);
-    info.local_world_sizes.push_back(state.participants.at(info.members[i]));
+    workers.push_back(state.participants.at(info.members[i]));
   }
+  info.count_ranks(workers);
   // Group rank 0 hosts the workers' store; its keys start empty every round. Only
   // workers connect to it, and every worker of this node's earlier rounds is stopped by
   // now: whoever is still connected is a stale worker of a node dropped from the job

@@ -26,6 +26,11 @@ GenericStateStore::GenericStateStore(store::LoopStore& store, std::string prefix
 
 Task<StateSnapshot> GenericStateStore::read(CancelSignal& cancel) {
   StateSnapshot s;
+  if (written_) {
+    s = std::move(*written_);
+    written_.reset();
+    co_return s;
+  }
   // All in one round trip where the store can (and consistent with each other).
   std::vector<std::string> keys{prefix_ + "version", prefix_ + "epoch", prefix_ + "state"};
   auto now = co_await store_.get_now(std::move(keys), cancel);
@@ -36,6 +41,18 @@ Task<StateSnapshot> GenericStateStore::read(CancelSignal& cancel) {
     s.state = DynamicState::decode(s.raw);
   }
   co_return s;
+}
+
+// The next read() is this write's state: no request. (Where a write raced ahead of ours
+// by its counters, the numbers are a step behind: a wait on them returns at once and
+// the state is read again.)
+void GenericStateStore::remember_written(int64_t version, int64_t epoch, const std::string& state) {
+  StateSnapshot mine;
+  mine.version = version;
+  mine.epoch = epoch;
+  mine.raw = state;
+  mine.state = DynamicState::decode(state);
+  written_ = std::move(mine);
 }
 
 Task<bool> GenericStateStore::write(const StateSnapshot& from, const std::string& to,
@@ -66,12 +83,14 @@ Task<bool> GenericStateStore::write(const StateSnapshot& from, const std::string
   int64_t v = co_await store_.add(version, 1, cancel);
   std::string changed = prefix_ + "ver/" + std::to_string(v);
   co_await store_.set(changed, one, cancel);
+  int64_t e = from.epoch;
   if (wakes_participants) {
     std::string epoch = prefix_ + "epoch";
-    int64_t e = co_await store_.add(epoch, 1, cancel);
+    e = co_await store_.add(epoch, 1, cancel);
     std::string moved = prefix_ + "epoch/" + std::to_string(e);
     co_await store_.set(moved, one, cancel);
   }
+  remember_written(v, e, to);
   co_return true;
 }
 

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -52,6 +53,8 @@ class GenericStateStore : public StateStore {
   }
 
  private:
+  void remember_written(int64_t version, int64_t epoch, const std::string& state);
+
   store::LoopStore& store_;
   std::string prefix_;
   // The announcements of one round read so far: slots 1..next_slot_-1, each read once.
@@ -59,6 +62,7 @@ class GenericStateStore : public StateStore {
   int64_t next_slot_ = 1;
   std::vector<std::pair<std::string, int>> listed_;
   int64_t said_in_ = 0;  // the last count of them written to ".../in"
+  std::optional<StateSnapshot> written_;  // by the last write that won: the next read()
 };
 
 /// "<prefix>joining/<round>/": where nodes announce themselves for `round`.

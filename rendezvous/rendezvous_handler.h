@@ -23,7 +23,8 @@ struct RendezvousInfo {
   int restart_count = 0;               // rounds begun after a failure: TORCHELASTIC_RESTART_COUNT
   int group_rank = 0;                  // this node's rank
   int group_world_size = 1;            // nodes in the round
-  std::vector<int> local_world_sizes;  // per node, by group rank
+  int first_rank = 0;                  // this node's first global rank
+  int world_size = 1;                  // the workers of every node
   std::vector<std::string> members;    // node ids, by group rank
   std::vector<std::string> spares;     // nodes waiting as hot spares as the round formed
   struct Quarantined {
@@ -36,13 +37,15 @@ struct RendezvousInfo {
   int master_port = 0;
   int64_t completed_at = 0;  // stores with revisions (etcd): the round's keys are newer
 
-  /// First global rank of node `g`: the sum of the lower nodes' local world sizes.
-  int rank_offset(int g) const {
-    int sum = 0;
-    for (int i = 0; i < g; ++i) sum += local_world_sizes[i];
-    return sum;
+  /// first_rank and world_size from every node's worker count, by group rank.
+  void count_ranks(const std::vector<int>& local_world_sizes) {
+    first_rank = 0;
+    world_size = 0;
+    for (size_t i = 0; i < local_world_sizes.size(); ++i) {
+      if (static_cast<int>(i) < group_rank) first_rank += local_world_sizes[i];
+      world_size += local_world_sizes[i];
+    }
   }
-  int world_size() const { return rank_offset(group_world_size); }
 };
 
 /// A store an agent serves, as its metrics show it.

@@ -104,7 +104,7 @@ Task<RendezvousInfo> StaticRendezvous::next_rendezvous(int round, int local_worl
     // This node is the job: nobody to wait for or to tell, not one request. The last
     // attempt's worker keys go before a new worker starts (the first has none).
     if (round > 0) server_->clear_except(kAgentPrefix);
-    info.local_world_sizes = {local_world_size};
+    info.count_ranks({local_world_size});
     co_return info;
   }
   std::string mine = node_key(round, params_.node_rank);
@@ -123,7 +123,7 @@ Task<RendezvousInfo> StaticRendezvous::next_rendezvous(int round, int local_worl
                        " did not join within " + format_seconds(params_.join_timeout) +
                        " (store at " + where() + ")");
   }
-  info.local_world_sizes = worker_counts(keys, *counts);
+  info.count_ranks(worker_counts(keys, *counts));
   // Node 0 clears the previous round's worker keys once every node is here (so every
   // old worker is gone) and before any new worker starts (they wait for "ready").
   std::vector<std::string> ready{static_round_prefix(round) + "ready"};

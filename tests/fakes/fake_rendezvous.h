@@ -212,7 +212,7 @@ class FakeRendezvous : public rendezvous::RendezvousHandler {
     info.restart_count = journal_->restarts;
     info.members = all[std::min<size_t>(static_cast<size_t>(round), all.size() - 1)];
     info.group_world_size = static_cast<int>(info.members.size());
-    info.local_world_sizes.assign(info.members.size(), local_world_size);
+    info.count_ranks(std::vector<int>(info.members.size(), local_world_size));
     info.master_addr = "127.0.0.1";
     info.master_port = 29500;
     info.quarantined = journal_->quarantined;

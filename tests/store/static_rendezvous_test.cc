@@ -47,7 +47,7 @@ TEST(StaticRendezvous, ASingleNodesRoundAsksTheStoreNothing) {
   RendezvousInfo info = testing::run_task(node.next_rendezvous(1, 4));
   EXPECT_EQ(info.round, 1);
   EXPECT_EQ(info.restart_count, 1);
-  EXPECT_EQ(info.world_size(), 4);
+  EXPECT_EQ(info.world_size, 4);
   EXPECT_EQ(info.master_port, node.port());
   EXPECT_FALSE(node.loop_store().store().check({static_round_prefix(1) + "node/0"})) << "a request was made";
   EXPECT_FALSE(node.loop_store().store().check({static_round_prefix(1) + "ready"}));
