@@ -26,7 +26,7 @@ void LocalAgent::Impl::on_hang(const Stall& stall) {
                 what, true};
   end_round(mine);
   stop_workers(mine);
-  if (budget_left) round_->start_next_round(true, members());
+  if (budget_left) round_->start_next_round(true, {});
 }
 
 // Ends the attempt's workers: after a hang, once their stacks are captured.

@@ -132,7 +132,6 @@ class LocalAgent::Impl {
   void tell_pending_failure();
   void tell_failure(const FailureRecord& f);
   bool crash_loop();
-  std::set<std::string> members() const;
   void end_round(const RoundEnd& mine);
   void adopt_told(RoundEnd winner);
   Task<void> await_told();
@@ -141,7 +140,8 @@ class LocalAgent::Impl {
   void on_store_lost(const std::string& what);
   void on_dead(const std::vector<std::string>& dead);
   struct Without {
-    std::set<std::string> alive;
+    std::set<std::string> out;  // the members left out
+    int left = 0;               // the members still in
     int spares = 0;
   };
   void without(const std::vector<std::string>& out, const std::function<void(const Without&)>& then);

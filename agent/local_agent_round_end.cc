@@ -86,7 +86,7 @@ void LocalAgent::Impl::tell_failure(const FailureRecord& f) {
              shell_exit_code(f.exitcode), what});
   if (budget_left) {
     round_->note_failure(what);
-    round_->start_next_round(true, members());
+    round_->start_next_round(true, {});
   }
 }
 
@@ -105,10 +105,6 @@ bool LocalAgent::Impl::crash_loop() {
   }
   return restarts_.failed(attempt_->info.restart_count, furthest, timed) >=
          config_.hang.max_no_progress_restarts;
-}
-
-std::set<std::string> LocalAgent::Impl::members() const {
-  return {attempt_->info.members.begin(), attempt_->info.members.end()};
 }
 
 // Tells the others why the round ends: the first writer wins, and the winner, once
@@ -134,8 +130,11 @@ void LocalAgent::Impl::adopt_told(RoundEnd winner) {
 Task<void> LocalAgent::Impl::await_told() {
   auto settled = std::make_shared<bool>(false);  // outlives this frame, for a late answer
   round_->settle(changed_.notifying([settled] { *settled = true; }));
+  // The predicate holds a plain pointer: GCC 12 destroys a temporary made in a co_await
+  // expression twice, which a copy of the shared_ptr does not survive.
+  const bool* answered = settled.get();
   co_await changed_.until(
-      [this, settled] { return (!attempt_->told && *settled) || last_words_over_; });
+      [this, answered] { return (!attempt_->told && *answered) || last_words_over_; });
   if (attempt_->told) {
     spdlog::warn("could not tell the other nodes: no answer while stopping");
     adopt_told(*attempt_->told);
@@ -199,9 +198,9 @@ void LocalAgent::Impl::on_dead(const std::vector<std::string>& dead) {
 // the loop; `then` is not called where the round ended meanwhile).
 void LocalAgent::Impl::without(const std::vector<std::string>& out,
                                const std::function<void(const Without&)>& then) {
-  Without w{members(), 0};
-  for (const auto& d : out) w.alive.erase(d);
-  if (static_cast<int>(w.alive.size()) >= config_.min_nodes) return then(w);
+  Without w{{out.begin(), out.end()}, 0, 0};
+  w.left = attempt_->info.group_world_size - static_cast<int>(w.out.size());
+  if (w.left >= config_.min_nodes) return then(w);
   round_->spares(changed_.notifying(
       [this, w, then](const std::optional<std::vector<std::string>>& waiting) mutable {
         if (attempt_->ending()) return;
@@ -215,8 +214,7 @@ void LocalAgent::Impl::without(const std::vector<std::string>& out,
 // waiting; `out` learn that they were dropped.
 void LocalAgent::Impl::leave_out(const std::vector<std::string>& out, std::string lost,
                                  const Without& w) {
-  const auto& [alive, spares] = w;
-  int left = static_cast<int>(alive.size());
+  const auto& [lost_members, left, spares] = w;
   bool enough = left + spares >= config_.min_nodes;
   if (spares > 0) lost += "; " + std::to_string(spares) + " spare(s) waiting";
   RoundEnd mine = enough ? RoundEnd{RoundEnd::Kind::kMembership, 0, lost}
@@ -226,7 +224,7 @@ void LocalAgent::Impl::leave_out(const std::vector<std::string>& out, std::strin
                                         std::to_string(config_.min_nodes) + " needed"};
   mine.dropped = out;  // so that they learn it, should they come back
   end_round(mine);
-  if (enough) round_->start_next_round(false, alive);
+  if (enough) round_->start_next_round(false, lost_members);
   runner_.stop(SIGTERM);
 }
 

@@ -155,7 +155,7 @@ void LocalAgent::Impl::exclude_straggler(const StragglerJudge::Verdict& v) {
     const std::string& id = info.members[at];
     without({id}, [this, id, node = worst->node, host = worst->host,
                    score = worst->score](const Without& w) {
-      int left = static_cast<int>(w.alive.size());
+      int left = w.left;
       if (left + w.spares >= config_.min_nodes) {
         spdlog::warn("straggler: node {} ({}) leaves the job (--straggler_action=exclude)",
                      node, host);

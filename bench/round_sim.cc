@@ -112,7 +112,7 @@ int run_joiners(int port, int first, int count, int nodes, bool watch_all, int r
   if (::write(ready, &byte, 1) != 1 || ::read(go, &byte, 1) != 1 || failed) return 1;
   if (first == 0) {
     CancelSignal cancel;
-    boost::asio::co_spawn(io, joiners[0]->start_next_round(0, true, members, cancel),
+    boost::asio::co_spawn(io, joiners[0]->start_next_round(0, true, {}, cancel),
                           boost::asio::detached);
     io.restart();
     io.run();

@@ -115,13 +115,12 @@ Task<DynamicState> DynamicJoiner::join(std::string node, int local_world_size, i
       }
       if (won && asked_to_join) {
         // We arrived while a round runs: end it for everyone so the next one has us.
-        std::set<std::string> members;
-        for (const auto& [id, n] : snap.state.participants) members.insert(id);
+        std::set<std::string> lost;
         std::string over = round_prefix(snap.state.round) + "over";
         std::string why = "membership|0|node " + node + " joins";
         const std::string none;
         co_await store_.compare_set(over, none, why, cancel);
-        co_await start_next_round(snap.state.round, false, std::move(members), cancel);
+        co_await start_next_round(snap.state.round, false, std::move(lost), cancel);
       }
       continue;  // re-read whether or not our write won
     }

@@ -58,7 +58,7 @@ class DynamicJoiner {
   int64_t completed_at() const { return epoch_revision_; }
 
   /// Begins the round after `round` unless someone already did (see next_round()).
-  Task<void> start_next_round(int round, bool failure, std::set<std::string> alive,
+  Task<void> start_next_round(int round, bool failure, std::set<std::string> lost,
                               CancelSignal& cancel);
 
   /// The key that holds the state, and the nodes waiting as spares in what it holds

@@ -130,12 +130,12 @@ Task<std::optional<StateSnapshot>> DynamicJoiner::back_off(std::string node, boo
   co_return now;
 }
 
-Task<void> DynamicJoiner::start_next_round(int round, bool failure, std::set<std::string> alive,
+Task<void> DynamicJoiner::start_next_round(int round, bool failure, std::set<std::string> lost,
                                            CancelSignal& cancel) {
   for (int attempt = 0; attempt < 100; ++attempt) {
     StateSnapshot snap = co_await state_->read(cancel);
     if (snap.state.round != round || snap.state.closed) co_return;  // someone was first
-    DynamicState next = next_round(snap.state, failure, alive, wall_ms_());
+    DynamicState next = next_round(snap.state, failure, lost, wall_ms_());
     bool won = co_await write(snap, next, cancel);
     if (won) co_return;
   }

@@ -77,9 +77,9 @@ std::unique_ptr<RoundCoordinator> DynamicRendezvous::coordinate(const Rendezvous
     return backend_->dead_members(watched, values, node_id_);
   };
   o.heartbeat_interval = params_.heartbeat_interval;
-  o.start_next = [this, round = info.round](bool failure, std::set<std::string> alive,
+  o.start_next = [this, round = info.round](bool failure, std::set<std::string> lost,
                                             CancelSignal& cancel) {
-    return joiner_->start_next_round(round, failure, std::move(alive), cancel);
+    return joiner_->start_next_round(round, failure, std::move(lost), cancel);
   };
   o.state_key = joiner_->state_key();
   o.spares_in = [this](const std::string& value) { return joiner_->spares_in(value); };

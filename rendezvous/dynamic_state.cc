@@ -323,12 +323,12 @@ Action decide_join(DynamicState s, const std::string& node, int local_world_size
 }
 
 DynamicState next_round(const DynamicState& state, bool failure,
-                        const std::set<std::string>& alive, int64_t now_ms) {
+                        const std::set<std::string>& lost, int64_t now_ms) {
   DynamicState next;
   next.round = state.round + 1;
   next.restarts = state.restarts + (failure ? 1 : 0);
   for (const auto& [id, n] : state.participants)
-    if (alive.count(id) && !quarantine_of(state, id, now_ms)) next.expected.insert(id);
+    if (!lost.count(id) && !quarantine_of(state, id, now_ms)) next.expected.insert(id);
   for (const auto& [id, n] : state.waiting)
     if (!quarantine_of(state, id, now_ms)) next.expected.insert(id);
   next.spares = state.spares;

@@ -85,13 +85,13 @@ Action decide_join(DynamicState state, const std::string& node, int local_world_
                    int64_t now_ms, const DynamicConfig& config);
 
 /// The state of the round after `state.round`, started by a member because of a
-/// failure (counts as a restart) or a membership change (does not). `alive` are the
-/// members still believed alive; waiting nodes are carried over as expected, spares
+/// failure (counts as a restart) or a membership change (does not). `lost` are the
+/// members no longer believed alive (the others are expected back); waiting nodes are carried over as expected, spares
 /// as spares, failure counts and quarantines as they are (a node quarantined at
 /// `now_ms` is expected nowhere). The round completes once MAX are in, or every expected node and every
 /// spare that fits is, or at the end of the last call.
 DynamicState next_round(const DynamicState& state, bool failure,
-                        const std::set<std::string>& alive, int64_t now_ms = 0);
+                        const std::set<std::string>& lost, int64_t now_ms = 0);
 
 /// The address part of a node id "<address>/<pid>/<port>" (the id itself if it is none).
 std::string node_address(const std::string& id);

@@ -61,10 +61,10 @@ class RoundCoordinator {
   virtual void unfinished(OnUnfinished on_read) = 0;
 
   /// Begins the round after this one (once, whoever calls first): after a failure it
-  /// counts as a restart, after a membership change it does not. `alive`: the members
-  /// believed alive. Awaited on the loop, after what was asked before (settle() says
+  /// counts as a restart, after a membership change it does not. `lost`: the members
+  /// no longer believed alive (the others are expected back). Awaited on the loop, after what was asked before (settle() says
   /// when it is done). Nothing to do where rounds simply follow (static rendezvous).
-  virtual void start_next_round(bool failure, const std::set<std::string>& alive) = 0;
+  virtual void start_next_round(bool failure, const std::set<std::string>& lost) = 0;
 
   /// Calls `on_settled` once every request asked before it (the round's end, the next
   /// round's start, a failure counted) has been answered: the attempt awaits it before

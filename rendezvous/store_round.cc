@@ -133,11 +133,11 @@ void StoreRound::unfinished(OnUnfinished on_read) {
       });
 }
 
-void StoreRound::start_next_round(bool failure, const std::set<std::string>& alive) {
+void StoreRound::start_next_round(bool failure, const std::set<std::string>& lost) {
   if (!options_.start_next) return;
   requests().run(
-      [this, failure, alive](CancelSignal& cancel) {
-        return options_.start_next(failure, alive, cancel);
+      [this, failure, lost](CancelSignal& cancel) {
+        return options_.start_next(failure, lost, cancel);
       },
       [](const std::string& why) { spdlog::warn("could not begin the next round: {}", why); });
 }

@@ -42,7 +42,7 @@ class StoreRound : public RoundCoordinator {
     std::chrono::milliseconds heartbeat_interval{5000};
     /// Elastic rounds: begins the next round (a coroutine, run as one of the round's
     /// requests; throws Error); null for static ones.
-    std::function<Task<void>(bool failure, std::set<std::string> alive, CancelSignal&)>
+    std::function<Task<void>(bool failure, std::set<std::string> lost, CancelSignal&)>
         start_next;
     /// Elastic rounds: the key that holds the rendezvous state, and the spares waiting
     /// in what it holds (throws Error where it holds none); null for static ones.
@@ -61,7 +61,7 @@ class StoreRound : public RoundCoordinator {
   void end(const RoundEnd& mine, OnEnd on_told) override;
   void finish_node(OnAllDone on_all_done, OnLost on_lost) override;
   void unfinished(OnUnfinished on_read) override;
-  void start_next_round(bool failure, const std::set<std::string>& alive) override;
+  void start_next_round(bool failure, const std::set<std::string>& lost) override;
   void settle(OnAllDone on_settled) override;
   void spares(OnSpares on_read) override;
   void note_failure(const std::string& reason) override;

@@ -26,7 +26,7 @@ struct FakeRoundJournal {
 
   rendezvous::RendezvousInfo info;
   std::optional<RoundEnd> written;  // the round's end as stored: the first writer wins
-  std::vector<std::pair<bool, std::set<std::string>>> next_rounds;  // (failure, alive)
+  std::vector<std::pair<bool, std::set<std::string>>> next_rounds;  // (failure, lost)
   bool node_finished = false;
   bool others_done = false;
   std::vector<std::pair<std::string, std::string>> shared;  // gather(): (name, this node's part)
@@ -144,9 +144,9 @@ class FakeRound : public rendezvous::RoundCoordinator {
     if (j_->info.group_world_size == 1 || j_->others_done) j_->all_done();
   }
   void unfinished(OnUnfinished on_read) override { on_read(j_->unfinished); }
-  void start_next_round(bool failure, const std::set<std::string>& alive) override {
+  void start_next_round(bool failure, const std::set<std::string>& lost) override {
     if (!j_->next_rounds.empty()) return;  // once, whoever comes first
-    j_->next_rounds.emplace_back(failure, alive);
+    j_->next_rounds.emplace_back(failure, lost);
     if (failure) ++rdzv_.restarts;
   }
   // After the answer to end(), as the real round's requests come in order.

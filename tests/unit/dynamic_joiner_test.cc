@@ -25,9 +25,9 @@ DynamicState join(DynamicJoiner& j, const std::string& node, int workers, int mi
 }
 
 // A quick step of the joiner, on a loop of its own.
-void start_next(DynamicJoiner& j, int round, bool failure, std::set<std::string> alive) {
+void start_next(DynamicJoiner& j, int round, bool failure, std::set<std::string> lost) {
   CancelSignal cancel;
-  run_task(j.start_next_round(round, failure, std::move(alive), cancel));
+  run_task(j.start_next_round(round, failure, std::move(lost), cancel));
 }
 void close(DynamicJoiner&& j, bool failed = false) {
   CancelSignal cancel;
@@ -130,8 +130,8 @@ TEST(DynamicJoiner, NextRoundAfterAFailureIsStartedOnceAndCounted) {
   // Both nodes see the failure and both try to start the next round.
   DynamicJoiner ja = c.joiner();
   DynamicJoiner jb = c.joiner();
-  start_next(ja, 0, true, {"a", "b"});
-  start_next(jb, 0, true, {"a", "b"});
+  start_next(ja, 0, true, {});
+  start_next(jb, 0, true, {});
   auto second = c.join_all({"a", "b"}, {}, {1, 1});
   EXPECT_EQ(second[0].round, 1);
   EXPECT_EQ(second[0].restarts, 1) << "one restart, not two";
@@ -163,7 +163,7 @@ TEST(DynamicJoiner, ComingBackFromARoundWaitsForTheNextOne) {
   std::thread b([&] {
     std::this_thread::sleep_for(30ms);
     DynamicJoiner jb = c.joiner();
-    start_next(jb, 0, false, {"a", "b"});
+    start_next(jb, 0, false, {});
     join(jb, "b", 2, 1, 10s);
   });
   DynamicJoiner ja = c.joiner();
@@ -245,7 +245,7 @@ TEST(DynamicJoiner, ASpareTakesTheDeadMembersPlaceInTheNextRound) {
     std::this_thread::sleep_for(1ms);
   }
   DynamicJoiner a = c.joiner();
-  start_next(a, 0, true, {"a"});  // b died
+  start_next(a, 0, true, {"b"});
   DynamicState mine = join(a, "a", 2, 1, 10s);
   spare.join();
   EXPECT_EQ(mine, got);
