@@ -170,6 +170,7 @@ StateHead DynamicJoiner::head_of(const StateSnapshot& snap) {
   h.last_call_deadline_ms = snap.state.last_call_deadline_ms;
   h.version = snap.version;
   h.epoch = snap.epoch;
+  h.revision = snap.revision;
   return h;
 }
 

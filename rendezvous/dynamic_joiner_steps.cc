@@ -39,10 +39,8 @@ Task<void> DynamicJoiner::arrive(std::string node, int local_world_size, int min
   while (head && head->exists && head->round < min_round && !head->closed) {
     auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) co_return;
-    StateSnapshot at;
-    at.version = head->version;
-    co_await state_->wait(at, false, std::clamp(left, milliseconds(1), state_->longest_wait()),
-                          cancel);
+    co_await state_->wait_head(*head, std::clamp(left, milliseconds(1), state_->longest_wait()),
+                               cancel);
     head = co_await state_->head(-1, cancel);
   }
   if (!head || !head->forming() || head->round < min_round) co_return;
@@ -78,6 +76,7 @@ Task<void> DynamicJoiner::announce_and_wait(StateHead head, std::string node,
     }
     StateSnapshot at;
     at.epoch = head.epoch;
+    at.revision = head.revision;
     co_await state_->wait(at, true, std::clamp(longest, milliseconds(1), state_->longest_wait()),
                           cancel);
     std::optional<StateHead> now = co_await state_->head(round, cancel);

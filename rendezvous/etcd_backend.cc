@@ -42,9 +42,14 @@ std::string EtcdBackend::prefix(const std::string& run_id) const {
 
 std::unique_ptr<StateStore> EtcdBackend::state_store(store::LoopStore&, const std::string& prefix,
                                                      std::chrono::milliseconds timeout) {
-  auto state =
-      std::make_unique<EtcdStateStore>(std::make_unique<store::EtcdClient>(params_.etcd_endpoints, timeout),
-                                       prefix, [this] { return lease_.load(); });
+  // Announcing pays from 8 nodes on (this machine, one etcd: 8 agents form their round in
+  // the same time either way, 32 in 231 ms instead of 277 ms, 512 in 5.6 s instead of
+  // 20 s); in a smaller job each node writing itself in saves a watch opened on the
+  // way (2 agents: 17 ms instead of 82 ms).
+  bool announce = params_.max_nodes >= 8;
+  auto state = std::make_unique<EtcdStateStore>(
+      std::make_unique<store::EtcdClient>(params_.etcd_endpoints, timeout), prefix,
+      [this] { return lease_.load(); }, announce);
   state_store_ = state.get();
   return state;
 }
@@ -117,7 +122,7 @@ void EtcdBackend::keep_alive() {
 Task<void> EtcdBackend::forget_history(std::string prefix, int round, bool first_member,
                                        CancelSignal& cancel) {
   if (!first_member || round < 2) co_return;
-  const std::vector<std::string> dirs{"round/", "joining/"};
+  const std::vector<std::string> dirs{"round/", "joining/", "forming/"};
   for (const auto& dir : dirs) {
     std::string old = prefix + dir + std::to_string(round - 2) + "/";
     std::string end = store::etcd_prefix_end(old);

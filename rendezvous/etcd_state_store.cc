@@ -1,5 +1,7 @@
 #include "rendezvous/etcd_state_store.h"
 
+#include <algorithm>
+
 #include "store/etcd/etcd_stream.h"
 #include "rendezvous/generic_state_store.h"
 
@@ -15,8 +17,11 @@ std::string encode(int64_t version, int64_t epoch, const std::string& state) {
 }  // namespace
 
 EtcdStateStore::EtcdStateStore(std::unique_ptr<store::EtcdClient> client, std::string prefix,
-                               std::function<int64_t()> lease)
-    : client_(std::move(client)), prefix_(std::move(prefix)), lease_(std::move(lease)) {}
+                               std::function<int64_t()> lease, bool keep_head)
+    : client_(std::move(client)),
+      prefix_(std::move(prefix)),
+      lease_(std::move(lease)),
+      keep_head_(keep_head) {}
 
 // The state and the announcements for `round`: what a decision needs.
 std::vector<store::EtcdOp> EtcdStateStore::reads(int round) const {
@@ -58,16 +63,22 @@ StateSnapshot EtcdStateStore::parse(const store::EtcdClient::TxnResult& r, int r
   if (!r.ranges[0].kvs.empty()) s = snapshot(r.ranges[0].kvs[0], {});
   s.revision = r.revision;
   s.epoch_revision = r.ranges[1].kvs.empty() ? 0 : r.ranges[1].kvs[0].mod_revision;
-  remember_announced(round, r.ranges[2].kvs);
+  remember_announced(round, r.revision, r.ranges[2].kvs);
   round_seen_ = s.state.round;
   return s;
 }
 
-void EtcdStateStore::remember_announced(int round, const std::vector<store::EtcdKv>& kvs) {
+void EtcdStateStore::remember_announced(int round, int64_t revision,
+                                        const std::vector<store::EtcdKv>& kvs) {
   std::vector<std::pair<std::string, std::string>> listed;
-  for (const auto& kv : kvs) listed.emplace_back(kv.key, kv.value);
+  listed_newest_ = 0;
+  for (const auto& kv : kvs) {
+    listed.emplace_back(kv.key, kv.value);
+    listed_newest_ = std::max(listed_newest_, kv.create_revision);
+  }
   listed_ = parse_announcements(announce_dir(prefix_, round), listed);
   listed_round_ = round;
+  listed_revision_ = revision;
 }
 
 Task<StateSnapshot> EtcdStateStore::read(CancelSignal& cancel) {
@@ -93,6 +104,15 @@ Task<bool> EtcdStateStore::write(const StateSnapshot& from, const std::string& t
   std::string value = encode(from.version + 1, epoch, to);
   std::vector<store::EtcdOp> success{store::EtcdOp::put(prefix_ + "state", value)};
   if (wakes_participants) success.push_back(store::EtcdOp::put(prefix_ + "epoch", value));
+  success.push_back(store::EtcdOp::put(
+      prefix_ + "head", encode(from.version + 1, epoch, to.substr(0, to.find('\n')))));
+  int64_t taken = 0;
+  if (listed_round_ == from.state.round &&
+      (taken_round_ != listed_round_ || listed_newest_ > said_taken_)) {
+    taken = listed_newest_;
+    std::string key = prefix_ + "forming/" + std::to_string(listed_round_) + "/taken";
+    success.push_back(store::EtcdOp::put(key, std::to_string(taken)));
+  }
   std::vector<store::EtcdOp> failure;
   if (on_loss) {
     failure.push_back(store::EtcdOp::put(announce_dir(prefix_, on_loss->round) + on_loss->node,
@@ -106,6 +126,10 @@ Task<bool> EtcdStateStore::write(const StateSnapshot& from, const std::string& t
   if (!r.succeeded) {
     fresh_ = parse(r, round);
     co_return false;
+  }
+  if (taken > 0) {
+    said_taken_ = taken;
+    taken_round_ = from.state.round;
   }
   fresh_ = snapshot(store::EtcdKv{prefix_ + "state", value, 0, r.revision}, from);
   round_seen_ = fresh_->state.round;
@@ -145,10 +169,86 @@ Task<std::vector<std::pair<std::string, int>>> EtcdStateStore::announced(int rou
     std::string dir = announce_dir(prefix_, round);
     std::string end = store::etcd_prefix_end(dir);
     auto r = co_await client_->range_on_loop(dir, end, cancel);
-    remember_announced(round, r.kvs);
+    remember_announced(round, r.revision, r.kvs);
   }
   co_return listed_;
 }
 
+Task<std::optional<StateHead>> EtcdStateStore::head(int round, CancelSignal& cancel) {
+  std::vector<store::EtcdOp> ops{store::EtcdOp::range(prefix_ + "head"),
+                                 store::EtcdOp::range(prefix_ + "state", "", true)};
+  if (round >= 0) ops.push_back(store::EtcdOp::range(prefix_ + "forming/" + std::to_string(round) + "/taken"));
+  store::EtcdClient::TxnResult r = co_await client_->reads_on_loop(std::move(ops), cancel);
+  std::optional<StateHead> none;
+  if (r.ranges.size() < (round >= 0 ? 3u : 2u)) {
+    throw StoreError("etcd at " + client_->endpoints_text() + ": short transaction reply");
+  }
+  StateHead h;
+  h.revision = r.revision;
+  if (!r.ranges[0].kvs.empty()) {
+    StateSnapshot line = snapshot(r.ranges[0].kvs[0], {});
+    h.exists = true;
+    h.version = line.version;
+    h.epoch = line.epoch;
+    h.round = line.state.round;
+    h.complete = line.state.complete;
+    h.closed = line.state.closed;
+    h.last_call_deadline_ms = line.state.last_call_deadline_ms;
+  } else if (!r.ranges[1].kvs.empty()) {
+    co_return none;  // a state without a head (written by an older agent)
+  }
+  if (round >= 0 && !r.ranges[2].kvs.empty()) {
+    try {
+      h.taken_in = std::stoll(r.ranges[2].kvs[0].value);
+    } catch (const std::exception&) {
+      throw StoreError("etcd at " + client_->endpoints_text() + ": " + r.ranges[2].kvs[0].key +
+                       " does not hold a revision");
+    }
+  }
+  none = h;
+  co_return none;
+}
+
+Task<void> EtcdStateStore::watch_for_put(std::string key, std::string range_end,
+                                         int64_t revision, std::chrono::milliseconds timeout,
+                                         CancelSignal& cancel) {
+  struct Ends {  // however the watch ends, the client serves calls again
+    store::EtcdClient& client;
+    ~Ends() { client.end_loop_watch(); }
+  } ends{*client_};
+  client_->begin_loop_watch(key, range_end, revision + 1);
+  store::EtcdEventStream stream(*client_, [](const store::EtcdEvent& e) { return e.deleted; });
+  try {
+    co_await store::follow_etcd_stream(stream, std::chrono::steady_clock::now() + timeout,
+                                       cancel);
+  } catch (const store::EtcdCompactedError&) {
+    // that history is gone: the caller reads again
+  }
+}
+
+Task<void> EtcdStateStore::wait_head(const StateHead& from, std::chrono::milliseconds timeout,
+                                     CancelSignal& cancel) {
+  co_await watch_for_put(prefix_ + "head", "", from.revision, timeout, cancel);
+}
+
+Task<int64_t> EtcdStateStore::announce(const Announcement& a, CancelSignal& cancel) {
+  std::string folder = prefix_ + "forming/" + std::to_string(a.round) + "/folder";
+  std::string key = announce_dir(prefix_, a.round) + a.node;
+  std::string workers = std::to_string(a.local_world_size);
+  int64_t lease = lease_();
+  std::vector<store::EtcdOp> first{store::EtcdOp::put(folder, a.node, lease),
+                                   store::EtcdOp::put(key, workers, lease)};
+  std::vector<store::EtcdOp> later{store::EtcdOp::put(key, workers, lease)};
+  std::optional<store::EtcdCompare> nobody = store::EtcdCompare{folder, 0};
+  auto r = co_await client_->txn_on_loop(nobody, std::move(first), std::move(later), cancel);
+  co_return r.succeeded ? 1 : r.revision;
+}
+
+Task<void> EtcdStateStore::wait_announced(int round, std::chrono::milliseconds timeout,
+                                          CancelSignal& cancel) {
+  std::string dir = announce_dir(prefix_, round);
+  int64_t from = round == listed_round_ ? listed_revision_ : 0;
+  co_await watch_for_put(dir, store::etcd_prefix_end(dir), from, timeout, cancel);
+}
 
 }  // namespace ddprun::rendezvous

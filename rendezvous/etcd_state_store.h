@@ -17,11 +17,21 @@ namespace ddprun::rendezvous {
 /// reads the state afresh; a wait is one watch on "state" (or "epoch") from just after
 /// the revision read, and its event is the next read. Announcements are held by the
 /// node's lease: etcd removes them when the node leaves or dies.
+///
+/// Every write also puts the state's first line in "<prefix>head" (with the version and
+/// epoch, in the same transaction) and the newest announcement it took in (its create
+/// revision) in "<prefix>forming/<round>/taken": a node joining a forming round reads
+/// and watches these few bytes, not the state (see DynamicJoiner). The first to
+/// announce itself for a round also creates "<prefix>forming/<round>/folder" under its
+/// lease, and writes for the others; should it die, the key goes with its lease and the
+/// next node to announce itself takes its place.
 class EtcdStateStore : public StateStore {
  public:
   /// `lease`: the node's current lease (it changes if the lease ever expired).
+  /// `keep_head`: nodes announce themselves and wait on the head (above); else each
+  /// reads the state and writes itself in.
   EtcdStateStore(std::unique_ptr<store::EtcdClient> client, std::string prefix,
-                 std::function<int64_t()> lease);
+                 std::function<int64_t()> lease, bool keep_head = true);
 
   /// The reads a first read() needs, to put in another transaction; prime() takes
   /// that transaction's result, which the next read() returns.
@@ -37,6 +47,14 @@ class EtcdStateStore : public StateStore {
                   CancelSignal& cancel) override;
   Task<std::vector<std::pair<std::string, int>>> announced(int round,
                                                             CancelSignal& cancel) override;
+  bool keeps_head() const override { return keep_head_; }
+  Task<std::optional<StateHead>> head(int round, CancelSignal& cancel) override;
+  Task<void> wait_head(const StateHead& from, std::chrono::milliseconds timeout,
+                       CancelSignal& cancel) override;
+  /// The announcement's create revision (1 for the first).
+  Task<int64_t> announce(const Announcement& a, CancelSignal& cancel) override;
+  Task<void> wait_announced(int round, std::chrono::milliseconds timeout,
+                            CancelSignal& cancel) override;
   void withdraw(int, const std::string&) override {}  // goes with the lease
   std::string state_key() const override { return prefix_ + "state"; }
   DynamicState state_in(const std::string& value) const override;
@@ -47,17 +65,26 @@ class EtcdStateStore : public StateStore {
  private:
   std::vector<store::EtcdOp> reads(int round) const;
   StateSnapshot parse(const store::EtcdClient::TxnResult& r, int round);
-  void remember_announced(int round, const std::vector<store::EtcdKv>& kvs);
+  void remember_announced(int round, int64_t revision, const std::vector<store::EtcdKv>& kvs);
+  /// Until one put under `key` (a prefix where `range_end` is given) after `revision`,
+  /// or `timeout`.
+  Task<void> watch_for_put(std::string key, std::string range_end, int64_t revision,
+                           std::chrono::milliseconds timeout, CancelSignal& cancel);
   /// The state in `kv` (the state key's or the epoch key's), written after `before`.
   StateSnapshot snapshot(const store::EtcdKv& kv, const StateSnapshot& before) const;
 
   std::unique_ptr<store::EtcdClient> client_;
   std::string prefix_;
   std::function<int64_t()> lease_;
+  bool keep_head_ = true;
   std::optional<StateSnapshot> fresh_;  // read by the last write or wait: the next read()
   int round_seen_ = 0;                  // in the state read or written last
   int listed_round_ = -1;               // the round `listed_` holds announcements of
   std::vector<std::pair<std::string, int>> listed_;
+  int64_t listed_revision_ = 0;  // when `listed_` was read
+  int64_t listed_newest_ = 0;    // the newest create revision in it
+  int64_t said_taken_ = 0;       // the last put in "forming/<taken_round_>/taken"
+  int taken_round_ = -1;
 };
 
 }  // namespace ddprun::rendezvous

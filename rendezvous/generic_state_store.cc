@@ -145,6 +145,12 @@ Task<int64_t> GenericStateStore::announce(const Announcement& a, CancelSignal& c
   co_return slot;
 }
 
+Task<void> GenericStateStore::wait_head(const StateHead& from, std::chrono::milliseconds timeout,
+                                        CancelSignal& cancel) {
+  std::vector<std::string> key{prefix_ + "ver/" + std::to_string(from.version + 1)};
+  co_await store_.wait_for(std::move(key), timeout, cancel);
+}
+
 Task<void> GenericStateStore::wait_announced(int round, std::chrono::milliseconds timeout,
                                              CancelSignal& cancel) {
   int64_t next = round == listed_round_ ? next_slot_ : 1;

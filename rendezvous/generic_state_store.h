@@ -43,6 +43,8 @@ class GenericStateStore : public StateStore {
                                                             CancelSignal& cancel) override;
   bool keeps_head() const override { return true; }
   Task<std::optional<StateHead>> head(int round, CancelSignal& cancel) override;
+  Task<void> wait_head(const StateHead& from, std::chrono::milliseconds timeout,
+                       CancelSignal& cancel) override;
   Task<int64_t> announce(const Announcement& a, CancelSignal& cancel) override;
   Task<void> wait_announced(int round, std::chrono::milliseconds timeout,
                             CancelSignal& cancel) override;

@@ -50,7 +50,8 @@ struct StateHead {
   int64_t last_call_deadline_ms = 0;
   int64_t version = 0;
   int64_t epoch = 0;
-  int64_t taken_in = 0;  // announcements 1..taken_in of the round asked for are handled
+  int64_t taken_in = 0;  // announcements of the round asked for up to this are handled
+  int64_t revision = 0;  // stores with revisions (etcd): when this was read
   bool forming() const { return !complete && !closed; }
 };
 
@@ -89,8 +90,20 @@ class StateStore {
     cancel.check();
     co_return std::nullopt;
   }
-  /// Announces `a.node` for `a.round` without writing the state; returns its slot
-  /// (1: the first, which writes for the others). Only where head() gives one.
+  /// Returns after the head moves on from `from` (a write), or after `timeout`. Only
+  /// where head() gives one.
+  virtual Task<void> wait_head(const StateHead& from, std::chrono::milliseconds timeout,
+                               CancelSignal& cancel) {
+    (void)from;
+    (void)timeout;
+    cancel.check();
+    throw Error("this rendezvous store keeps no head");
+    co_return;
+  }
+  /// Announces `a.node` for `a.round` without writing the state; returns its place
+  /// among the round's announcements (1: the first, which writes for the others; the
+  /// numbers of the others only grow, and are what StateHead::taken_in counts). Only
+  /// where head() gives one.
   virtual Task<int64_t> announce(const Announcement& a, CancelSignal& cancel) {
     (void)a;
     cancel.check();

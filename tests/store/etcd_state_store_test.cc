@@ -41,6 +41,16 @@ void wait(EtcdStateStore& store, const StateSnapshot& from, bool participant,
   }());
 }
 
+std::optional<StateHead> head(EtcdStateStore& store, int round) {
+  CancelSignal cancel;
+  return testing::run_task(store.head(round, cancel));
+}
+
+int64_t announce(EtcdStateStore& store, const Announcement& a) {
+  CancelSignal cancel;
+  return testing::run_task(store.announce(a, cancel));
+}
+
 class EtcdStateStoreTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { cluster_ = new test::EtcdCluster(1); }
@@ -110,6 +120,54 @@ TEST_F(EtcdStateStoreTest, AParticipantSleepsThroughChangesThatDoNotConcernIt) {
   EXPECT_TRUE(next.state.complete) << "woken by the write that completed the round, not before";
   EXPECT_EQ(next.epoch, seen.epoch + 1);
   EXPECT_GT(next.epoch_revision, seen.epoch_revision) << "the round's keys are newer than this";
+}
+
+// The first node to announce itself for a round is told so (1); a later one gets a
+// larger number, and the head says once a write took it in. The head holds the
+// state's first line: where a node joins, without the state.
+TEST_F(EtcdStateStoreTest, TheFirstToAnnounceIsToldSoAndTheHeadSaysWhomAWriteTookIn) {
+  auto a = node();
+  auto b = node();
+  std::optional<StateHead> none_yet = head(*b, 0);
+  ASSERT_TRUE(none_yet);
+  EXPECT_FALSE(none_yet->exists) << "nothing written: the first round forms";
+  EXPECT_EQ(announce(*a, Announcement{0, "a", 2}), 1);
+  int64_t b_at = announce(*b, Announcement{0, "b", 4});
+  EXPECT_GT(b_at, 1);
+  StateSnapshot seen = read(*a);
+  EXPECT_EQ(announced(*a, 0), (std::vector<std::pair<std::string, int>>{{"a", 2}, {"b", 4}}));
+  ASSERT_TRUE(write(*a, seen, with({"a", "b"}), false, std::nullopt));
+  std::optional<StateHead> now = head(*b, 0);
+  ASSERT_TRUE(now);
+  EXPECT_TRUE(now->exists);
+  EXPECT_EQ(now->round, 0);
+  EXPECT_TRUE(now->forming());
+  EXPECT_EQ(now->version, 1);
+  EXPECT_GE(now->taken_in, b_at) << "b was taken in";
+}
+
+// A wait on the head ends with the next write.
+TEST_F(EtcdStateStoreTest, AWaitOnTheHeadEndsWithTheNextWrite) {
+  auto a = node();
+  auto b = node();
+  ASSERT_TRUE(write(*a, read(*a), with({"a"}), false, std::nullopt));
+  std::optional<StateHead> seen = head(*b, -1);
+  ASSERT_TRUE(seen);
+  std::thread writer([&] {
+    EXPECT_TRUE(write(*a, read(*a), with({"a", "c"}, true), true, std::nullopt));
+  });
+  {
+    CancelSignal cancel;
+    testing::run_task([&]() -> Task<bool> {
+      co_await b->wait_head(*seen, 30s, cancel);
+      co_return true;
+    }());
+  }
+  writer.join();
+  std::optional<StateHead> next = head(*b, -1);
+  ASSERT_TRUE(next);
+  EXPECT_TRUE(next->complete);
+  EXPECT_EQ(next->version, seen->version + 1);
 }
 
 }  // namespace
