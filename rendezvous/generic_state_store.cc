@@ -1,5 +1,9 @@
 #include "rendezvous/generic_state_store.h"
 
+#include <charconv>
+
+#include "common/error.h"
+
 
 namespace ddprun::rendezvous {
 
@@ -19,6 +23,18 @@ std::vector<std::pair<std::string, int>> parse_announcements(
     }
   }
   return out;
+}
+
+// A counter's value (0 where the key is not there); StoreError naming the key where it
+// holds something else.
+static int64_t counter_in(const std::string& key, const std::optional<std::string>& value) {
+  if (!value || value->empty()) return 0;
+  int64_t n = 0;
+  auto [end, ec] = std::from_chars(value->data(), value->data() + value->size(), n);
+  if (ec != std::errc() || end != value->data() + value->size()) {
+    throw StoreError("rendezvous store: " + key + " does not hold a number");
+  }
+  return n;
 }
 
 GenericStateStore::GenericStateStore(store::LoopStore& store, std::string prefix)
@@ -161,15 +177,13 @@ Task<void> GenericStateStore::wait_announced(int round, std::chrono::millisecond
 Task<std::optional<StateHead>> GenericStateStore::head(int round, CancelSignal& cancel) {
   std::vector<std::string> keys{prefix_ + "head", prefix_ + "version", prefix_ + "epoch"};
   if (round >= 0) keys.push_back(announce_dir(prefix_, round) + "in");
-  auto now = co_await store_.get_now(std::move(keys), cancel);
-  auto number = [](const std::optional<std::string>& v) -> int64_t {
-    return v && !v->empty() ? std::stoll(*v) : 0;
-  };
+  std::vector<std::string> asked = keys;
+  auto now = co_await store_.get_now(std::move(asked), cancel);
   std::optional<StateHead> none;
   StateHead h;
-  h.version = number(now[1]);
-  h.epoch = number(now[2]);
-  if (round >= 0) h.taken_in = number(now[3]);
+  h.version = counter_in(keys[1], now[1]);
+  h.epoch = counter_in(keys[2], now[2]);
+  if (round >= 0) h.taken_in = counter_in(keys[3], now[3]);
   if (now[0]) {
     DynamicState line = DynamicState::decode(*now[0]);
     h.exists = true;

@@ -339,6 +339,22 @@ TEST(DynamicJoiner, AnAnnouncedNodeWhoseWriterIsGoneWritesItselfIn) {
   EXPECT_EQ(got.participants, (std::map<std::string, int>{{"b", 2}, {"x", 3}}));
 }
 
+// A counter of the state that holds something else is an error naming it, not a
+// crash or a wait.
+TEST(DynamicJoiner, ACounterThatHoldsNoNumberIsAnErrorNamingIt) {
+  Cluster c;
+  c.store.set("ddprun/c10d/test/version", "7 or so");
+  DynamicJoiner j = c.joiner();
+  try {
+    join(j, "a", 2, 0, 2s);
+    FAIL() << "joined";
+  } catch (const StoreError& e) {
+    EXPECT_NE(std::string(e.what()).find("ddprun/c10d/test/version does not hold a number"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // One node's write takes in every node that announced itself (in a numbered slot):
 // here "b" announced and never writes, yet "a"'s join completes the round with it.
 TEST(DynamicJoiner, AWriterAddsEveryAnnouncedNode) {
