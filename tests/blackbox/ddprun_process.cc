@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -140,21 +139,6 @@ bool process_alive(pid_t pid) {
   size_t paren = stat.rfind(')');
   return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z' &&
          stat[paren + 2] != 'X';
-}
-
-bool process_stopped(pid_t pid) {
-  std::error_code ec;
-  int threads = 0;
-  for (const auto& task : std::filesystem::directory_iterator(
-           "/proc/" + std::to_string(pid) + "/task", ec)) {
-    std::string stat = read_file(task.path().string() + "/stat");
-    size_t paren = stat.rfind(')');
-    if (paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] != 'T') {
-      return false;
-    }
-    ++threads;
-  }
-  return threads > 0;
 }
 
 // With read(2), not a stream: a /proc file whose process exits while it is read fails

@@ -70,10 +70,6 @@ int connect_loopback(int port);
 /// True while `pid` exists and is not a zombie.
 bool process_alive(pid_t pid);
 
-/// True once every thread of `pid` is stopped (SIGSTOP took effect: a signal is only
-/// pending until each thread is scheduled to take it).
-bool process_stopped(pid_t pid);
-
 /// Polls `condition` every 10 ms until it holds or `timeout` passes; returns its value.
 template <typename F>
 bool eventually(F condition, std::chrono::milliseconds timeout = std::chrono::seconds(10));

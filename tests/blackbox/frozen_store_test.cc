@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/blackbox/elastic_job.h"
+#include "tests/helpers/process_state.h"
 
 namespace ddprun::test {
 namespace {

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "store/etcd/etcd_client.h"
+#include "tests/helpers/process_state.h"
 #include "tests/helpers/free_port.h"
 
 namespace ddprun::test {
@@ -95,7 +96,14 @@ void EtcdCluster::kill(int member) {
 }
 
 void EtcdCluster::signal(int member, int sig) {
-  if (members_[member].pid > 0) ::kill(members_[member].pid, sig);
+  pid_t pid = members_[member].pid;
+  if (pid <= 0) return;
+  ::kill(pid, sig);
+  // A stop is only pending until each of etcd's threads is scheduled to take it: one
+  // still running may answer a request sent after kill() returned.
+  for (int i = 0; sig == SIGSTOP && i < 500 && !process_stopped(pid); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
 }
 
 }  // namespace ddprun::test
