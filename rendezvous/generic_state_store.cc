@@ -49,9 +49,10 @@ Task<StateSnapshot> GenericStateStore::read(CancelSignal& cancel) {
   }
   // All in one round trip where the store can (and consistent with each other).
   std::vector<std::string> keys{prefix_ + "version", prefix_ + "epoch", prefix_ + "state"};
-  auto now = co_await store_.get_now(std::move(keys), cancel);
-  s.version = now[0] && !now[0]->empty() ? std::stoll(*now[0]) : 0;
-  s.epoch = now[1] && !now[1]->empty() ? std::stoll(*now[1]) : 0;
+  std::vector<std::string> asked = keys;
+  auto now = co_await store_.get_now(std::move(asked), cancel);
+  s.version = counter_in(keys[0], now[0]);
+  s.epoch = counter_in(keys[1], now[1]);
   if (now[2]) {
     s.raw = *now[2];
     s.state = DynamicState::decode(s.raw);
@@ -87,8 +88,8 @@ Task<bool> GenericStateStore::write(const StateSnapshot& from, const std::string
   std::string first_line = to.substr(0, to.find('\n'));
   std::string head_key = prefix_ + "head";
   co_await store_.set(head_key, first_line, cancel);
-  DynamicState written = DynamicState::decode(first_line);
-  if (written.round == listed_round_ && next_slot_ - 1 > said_in_) {
+  // The announcements it took in are those of the round it was written over.
+  if (from.state.round == listed_round_ && next_slot_ - 1 > said_in_) {
     said_in_ = next_slot_ - 1;
     std::string in = announce_dir(prefix_, listed_round_) + "in";
     std::string count = std::to_string(said_in_);

@@ -65,6 +65,14 @@ struct Cluster {
     return s.participants.count(node) || s.waiting.count(node) || s.spares.count(node);
   }
 
+  // `node` joins on a thread of its own, putting what it got in `got`.
+  std::thread join_on_thread(const std::string& node, DynamicState& got) {
+    return std::thread([this, node, &got] {
+      DynamicJoiner j = joiner();
+      got = join(j, node, 2, 0, 5s);
+    });
+  }
+
   // Each node joins on a thread of its own; returns the states they got.
   // `min_round` per node: a node coming back from round r joins r+1 or later; a new
   // node joins whatever round there is (0).
@@ -293,10 +301,7 @@ TEST(DynamicJoiner, TheFirstToAnnounceWritesInThoseAnnouncedAfterIt) {
   Cluster c;
   c.config = {3, 3, 1000};
   DynamicState got;
-  std::thread a([&] {
-    DynamicJoiner j = c.joiner();
-    got = join(j, "a", 2, 0, 5s);
-  });
+  std::thread a = c.join_on_thread("a", got);
   c.wait_for_participants(1);
   c.store.add("ddprun/c10d/test/joining/0/n", 2);
   c.store.set("ddprun/c10d/test/joining/0/2", "4 b");
@@ -312,10 +317,7 @@ TEST(DynamicJoiner, ALaterNodeReadsTheStateOnlyOnceTheRoundFormed) {
   Cluster c;
   c.config = {2, 2, 1000};
   DynamicState first;
-  std::thread a([&] {
-    DynamicJoiner j = c.joiner();
-    first = join(j, "a", 2, 0, 5s);
-  });
+  std::thread a = c.join_on_thread("a", first);
   c.wait_for_participants(1);
   CountingStore counted(*c.view);
   DynamicJoiner b(counted, "ddprun/c10d/test/", c.config, [&c] { return c.now_ms.load(); });
