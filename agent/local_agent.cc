@@ -65,11 +65,8 @@ LocalAgent::Impl::Impl(AgentConfig config, AgentServices services)
       marks_watch_(clock_.make_timer()),
       changed_(io_) {}
 
-Attempt::Attempt(rendezvous::RendezvousInfo i) : info(std::move(i)), spares(info.spares) {
-  if (static_cast<size_t>(info.group_rank) < info.members.size()) {
-    self = info.members[static_cast<size_t>(info.group_rank)];
-  }
-}
+Attempt::Attempt(rendezvous::RendezvousInfo i, std::string node_id)
+    : info(std::move(i)), self(std::move(node_id)), spares(info.spares) {}
 
 // The whole job is one coroutine on the loop, and the loop runs once: until it ends.
 int LocalAgent::Impl::run() {
@@ -264,7 +261,7 @@ WorkerGroup LocalAgent::Impl::make_group(const rendezvous::RendezvousInfo& info)
 
 // The round's protocol among the nodes, from its start to the end of the attempt.
 void LocalAgent::Impl::begin_round(const rendezvous::RendezvousInfo& info) {
-  attempt_ = std::make_unique<Attempt>(info);
+  attempt_ = std::make_unique<Attempt>(info, handler_->node_id());
   settle_span();
   span_ = tracking::AttemptSpan{info.restart_count,
                                 static_cast<double>(rendezvous::wall_clock_ms()) / 1000,

@@ -41,7 +41,7 @@ using rendezvous::RoundEnd;
 /// fresh for each round, so nothing of an earlier one carries over. The loop's
 /// handlers record here what happened; the agent's coroutine decides what follows.
 struct Attempt {
-  explicit Attempt(rendezvous::RendezvousInfo i);
+  Attempt(rendezvous::RendezvousInfo i, std::string node_id);
 
   rendezvous::RendezvousInfo info;
   std::string self;                              // this node's id in the round

@@ -2,7 +2,8 @@
 // in a few processes, each speaking the real protocol (DynamicJoiner over its own
 // TCPStore connection) to ddprun's real store server, all asking into one round of
 // exactly N nodes; then one starts the next round after a failure and all join again (a
-// restart). Prints one JSON line: for each, the seconds from "go" (every joiner
+// restart). One node reads the whole state, as the primary agent does; the others read
+// their seats (RoundSeat). Prints one JSON line: for each, the seconds from "go" (every joiner
 // connected; the next round's start) to every joiner in the completed round, and the
 // store requests per node. Then one interval of what the running round's nodes ask
 // meanwhile: each beats (its heartbeat key), reads the liveness keys of the members it
@@ -22,7 +23,6 @@
 #include <cstring>
 #include <memory>
 #include <stdexcept>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -33,7 +33,6 @@
 #include "rendezvous/dynamic_joiner.h"
 #include "rendezvous/rendezvous_backend.h"
 #include "rendezvous/shared_max.h"
-#include "rendezvous/watched_members.h"
 #include "store/loop_store.h"
 #include "store/tcpstore/store_connect.h"
 #include "store/tcpstore/tcp_store_server.h"
@@ -78,20 +77,21 @@ int run_joiners(int port, int first, int count, int nodes, bool watch_all, int r
         std::make_unique<rendezvous::DynamicJoiner>(*stores[i], "sim/", config, wall_ms));
     ids.push_back("10." + std::to_string(first + i) + "/1/29500");
   }
-  std::set<std::string> members;
+  std::vector<rendezvous::RoundSeat> seats(count);
   auto join_all = [&](int round) {
     io.restart();
     for (int i = 0; i < count; ++i) {
       boost::asio::co_spawn(
           io,
           [&, i, round]() -> Task<void> {
-            auto got =
-                co_await joiners[i]->join(ids[i], 1, round, std::chrono::seconds(300), cancel);
-            bool whole = static_cast<int>(got.participants.size()) == nodes;
-            if (!got.complete || got.round != round || !whole) ++failed;
-            if (i == 0) {
-              for (const auto& [id, n] : got.participants) members.insert(id);
-            }
+            // One node reads the whole state, as the primary agent does; the others
+            // their seats.
+            bool primary = first == 0 && i == 0;
+            auto got = co_await joiners[i]->join(ids[i], 1, round, std::chrono::seconds(300),
+                                                 cancel, primary);
+            bool whole = got.seat.group_world_size == nodes && got.seat.world_size == nodes;
+            if (got.round != round || !whole || (primary && !got.state)) ++failed;
+            seats[i] = std::move(got.seat);
           },
           [&, i](const std::exception_ptr& e) {
             if (!e) return;
@@ -121,15 +121,18 @@ int run_joiners(int port, int first, int count, int nodes, bool watch_all, int r
   byte = failed ? 'x' : 'r';
   if (::write(ready, &byte, 1) != 1 || ::read(go, &byte, 1) != 1 || failed) return 1;
   // One interval of the running round: every node at once, as agents are.
-  std::vector<std::string> ordered(members.begin(), members.end());  // by group rank
   io.restart();
   for (int i = 0; i < count; ++i) {
     boost::asio::co_spawn(
         io,
         [&, i]() -> Task<void> {
-          int rank = static_cast<int>(
-              std::lower_bound(ordered.begin(), ordered.end(), ids[i]) - ordered.begin());
-          std::vector<std::string> watched = watch_all ? ordered : rendezvous::watched_members(ordered, rank);
+          int rank = seats[i].group_rank;
+          std::vector<std::string> watched;  // --watch=all: every member, by the ids' pattern
+          for (const auto& [k, id] : seats[i].watched) watched.push_back(id);
+          if (watch_all) {
+            watched.clear();
+            for (int k = 0; k < nodes; ++k) watched.push_back("10." + std::to_string(k) + "/1/29500");
+          }
           store::LoopStore& s = *stores[i];
           co_await s.set("sim/hb/" + ids[i], "1", cancel);
           co_await s.get_now(rendezvous::member_keys("sim/hb/", watched), cancel);

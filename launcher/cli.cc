@@ -356,6 +356,10 @@ LaunchConfig parse_command_line(int argc, const char* const argv[], const EnvLoo
   }
   fill_hang_options(v, a.hang);
   fill_preflight_options(v, a.spec.local_world_size, env("CUDA_VISIBLE_DEVICES"), a.preflight);
+  // The link check: each node probes the next member, so each must know them all.
+  const auto& checks = a.preflight.checks;
+  cfg.rendezvous.members_everywhere =
+      std::find(checks.begin(), checks.end(), agent::Check::kLink) != checks.end();
   a.numa_mode = agent::parse_numa_mode(v.source("numa_binding"), v.str("numa_binding"));
   a.stop_on_stdin_close = v.flag("stop_on_stdin_close");
   a.stdin_timeout =

@@ -31,11 +31,20 @@ std::string DynamicJoiner::round_prefix(int round) const {
   return prefix_ + "round/" + std::to_string(round) + "/";
 }
 
-Task<DynamicState> DynamicJoiner::join(std::string node, int local_world_size, int min_round,
-                                       milliseconds timeout, CancelSignal& cancel) {
+Task<JoinedRound> DynamicJoiner::join(std::string node, int local_world_size, int min_round,
+                                      milliseconds timeout, CancelSignal& cancel,
+                                      bool whole_state) {
   auto deadline = Clock::now() + timeout;
   folder_ = false;
-  co_await arrive(node, local_world_size, min_round, deadline, cancel);
+  whole_state_ = whole_state;
+  JoinedRound joined;
+  if (auto seat = co_await arrive(node, local_world_size, min_round, deadline, cancel)) {
+    joined.round = announced_round_;
+    joined.seat = std::move(*seat);
+    say_kept_out(joined.seat.quarantined, node);
+    seated(node);
+    co_return joined;
+  }
   std::optional<StateSnapshot> seen;  // the state as a back-off left it
   while (true) {
     cancel.check();
@@ -46,7 +55,7 @@ Task<DynamicState> DynamicJoiner::join(std::string node, int local_world_size, i
     if (snap.state.round >= min_round || snap.state.closed) {
       a = decide_join(snap.state, node, local_world_size, wall_ms_(), config_);
     }
-    say_kept_out(snap.state, node);
+    say_kept_out(snap.state.quarantined, node);
     bool spare = snap.state.spares.count(node) > 0;
     if (a.kind == Action::Kind::kClosed) {
       spare_ = false;
@@ -79,19 +88,28 @@ Task<DynamicState> DynamicJoiner::join(std::string node, int local_world_size, i
     }
     spare_ = spare;
     if (a.kind == Action::Kind::kDone) {
-      spare_ = false;
-      if (announced_round_ >= 0) {
-        state_->withdraw(announced_round_, node);
-        announced_round_ = -1;
-      }
+      std::vector<std::string> members = ordered_members(snap.state);
+      auto rank = std::lower_bound(members.begin(), members.end(), node) - members.begin();
+      joined.round = snap.state.round;
+      joined.seat = seat_in(snap.state, members, static_cast<int>(rank));
+      joined.state = std::move(snap.state);
+      seated(node);
       epoch_revision_ = snap.epoch_revision;
-      co_return snap.state;
+      co_return joined;
     }
     bool joins = a.kind == Action::Kind::kWrite && !snap.state.complete &&
                  !snap.state.participants.count(node) && a.next.participants.count(node);
     if (joins && state_->keeps_head() && !folder_ && announced_round_ != snap.state.round) {
       // Into a forming round by announcing: the first to announce writes for all.
-      co_await announce_and_wait(head_of(snap), node, local_world_size, deadline, cancel);
+      auto seat = co_await announce_and_wait(head_of(snap), node, local_world_size, deadline,
+                                             cancel);
+      if (seat) {
+        joined.round = announced_round_;
+        joined.seat = std::move(*seat);
+        say_kept_out(joined.seat.quarantined, node);
+        seated(node);
+        co_return joined;
+      }
       if (!folder_) continue;
     }
     if (a.kind == Action::Kind::kWrite) {
@@ -161,6 +179,16 @@ Task<DynamicState> DynamicJoiner::join(std::string node, int local_world_size, i
   }
 }
 
+// This node has its place: it no longer waits as a spare, and its announcement may go.
+void DynamicJoiner::seated(const std::string& node) {
+  spare_ = false;
+  epoch_revision_ = 0;  // not known where only a seat was read: waits read first
+  if (announced_round_ >= 0) {
+    state_->withdraw(announced_round_, node);
+    announced_round_ = -1;
+  }
+}
+
 StateHead DynamicJoiner::head_of(const StateSnapshot& snap) {
   StateHead h;
   h.exists = snap.version > 0;
@@ -177,10 +205,11 @@ StateHead DynamicJoiner::head_of(const StateSnapshot& snap) {
 // Other nodes kept out (quarantined) while this one joins, each said once on the
 // console with why: a node that failed its preflight before it ever joined is named
 // here first.
-void DynamicJoiner::say_kept_out(const DynamicState& state, const std::string& self) {
+void DynamicJoiner::say_kept_out(const std::map<std::string, Quarantine>& quarantined,
+                                 const std::string& self) {
   int64_t now = wall_ms_();
   std::string own = node_address(self);
-  for (const auto& [address, q] : state.quarantined) {
+  for (const auto& [address, q] : quarantined) {
     if (q.until_ms <= now || address == own) continue;
     auto [it, added] = said_out_.try_emplace(address, q.until_ms);
     if (!added && it->second == q.until_ms) continue;

@@ -11,11 +11,19 @@
 
 #include "rendezvous/dynamic_state.h"
 #include "rendezvous/rendezvous_errors.h"
+#include "rendezvous/round_seat.h"
 #include "store/loop_store.h"
 #include "rendezvous/state_store.h"
 #include "store/store.h"
 
 namespace ddprun::rendezvous {
+
+/// A completed round as join() returns it to one of its members.
+struct JoinedRound {
+  int round = 0;
+  RoundSeat seat;                     // this node's place in it
+  std::optional<DynamicState> state;  // the whole state, where this node read it
+};
 
 /// Applies the DynamicState machine to a StateStore through compare-and-set. Waiting
 /// nodes wait for the next change (nothing polls); nodes already in the forming
@@ -26,7 +34,9 @@ namespace ddprun::rendezvous {
 /// Where the store keeps a head (StateHead), a node joining a forming round does not
 /// read the state, which names every node: it announces itself and waits on the head;
 /// the first to announce (the folder) writes in everyone who announced after it, in a
-/// few writes, and completes the round. Anything else (a spare, a quarantine, a folder
+/// few writes, and completes the round, and writes each member's seat (RoundSeat): a
+/// node that announced reads only its own seat, unless it asks for the whole state.
+/// Anything else (a spare, a quarantine, a folder
 /// gone quiet) falls back to each node reading the state and deciding for itself.
 /// Not thread-safe (one per store connection): every method is a coroutine on one
 /// loop, one at a time (they share the connection); `cancel` ends one with Error. The
@@ -43,15 +53,19 @@ class DynamicJoiner {
 
   /// Joins a round numbered `min_round` or later (an agent coming back from round r
   /// must not take r again: it waits until someone starts r+1) — the one being formed,
-  /// or asks the running one to start over with us — and returns the completed state.
+  /// or asks the running one to start over with us — and returns this node's seat in
+  /// the completed round, with the whole state where it was read (always where
+  /// `whole_state`; otherwise only where the store keeps no head, or something went
+  /// other than the usual way).
   /// A coroutine on the loop: its waits are the loop's completions, its reads and
   /// writes one request each. A node that finds the round complete and full waits as
   /// a spare for the next round, however long the job runs: the timeout counts only
   /// the time spent waiting for a round to form. Throws RendezvousClosedError,
   /// SpareNotNeeded (the run closed while this node was a spare), TimeoutError (saying
   /// how many nodes joined and how many are needed), Error once `cancel` is cancelled.
-  Task<DynamicState> join(std::string node, int local_world_size, int min_round,
-                          std::chrono::milliseconds timeout, CancelSignal& cancel);
+  Task<JoinedRound> join(std::string node, int local_world_size, int min_round,
+                         std::chrono::milliseconds timeout, CancelSignal& cancel,
+                         bool whole_state = false);
 
   /// Stores with revisions (etcd): when the round join() returned completed; every
   /// key of that round is newer. 0 elsewhere.
@@ -87,11 +101,15 @@ class DynamicJoiner {
   std::string round_prefix(int round) const;
 
  private:
-  Task<void> arrive(std::string node, int local_world_size, int min_round,
-                    std::chrono::steady_clock::time_point deadline, CancelSignal& cancel);
-  Task<void> announce_and_wait(StateHead head, std::string node, int local_world_size,
-                               std::chrono::steady_clock::time_point deadline,
-                               CancelSignal& cancel);
+  Task<std::optional<RoundSeat>> arrive(std::string node, int local_world_size, int min_round,
+                                        std::chrono::steady_clock::time_point deadline,
+                                        CancelSignal& cancel);
+  Task<std::optional<RoundSeat>> announce_and_wait(StateHead head, std::string node,
+                                                   int local_world_size,
+                                                   std::chrono::steady_clock::time_point deadline,
+                                                   CancelSignal& cancel);
+  Task<std::optional<RoundSeat>> take_seat(int round, std::string node, CancelSignal& cancel);
+  Task<void> write_seats(const DynamicState& complete, CancelSignal& cancel);
   Task<bool> write(const StateSnapshot& from, const DynamicState& to, CancelSignal& cancel,
                    const std::optional<Announcement>& on_loss = std::nullopt);
   Task<std::optional<StateSnapshot>> back_off(std::string node, bool announced,
@@ -99,8 +117,9 @@ class DynamicJoiner {
   using Announced = std::vector<std::pair<std::string, int>>;
   DynamicState with_announced(const DynamicState& read, DynamicState next,
                               const std::string& self, const Announced& announced);
+  void seated(const std::string& node);
   static StateHead head_of(const StateSnapshot& snap);
-  void say_kept_out(const DynamicState& state, const std::string& self);
+  void say_kept_out(const std::map<std::string, Quarantine>& quarantined, const std::string& self);
 
   store::LoopStore& store_;
   std::unique_ptr<StateStore> state_;
@@ -114,6 +133,7 @@ class DynamicJoiner {
   int64_t epoch_revision_ = 0;               // see completed_at()
   bool spare_ = false;                       // see spare()
   bool folder_ = false;                      // the first to announce itself: writes for the others
+  bool whole_state_ = false;                 // join() reads the whole state, not a seat
   int64_t quarantined_until_ = 0;            // this node's quarantine, as last said
   std::minstd_rand jitter_{std::random_device{}()};
 };

@@ -30,49 +30,57 @@ static bool concerns_participants(const DynamicState& from, const DynamicState& 
 
 // Where the store keeps a head, a node joining a forming round reads the head, not the
 // state, to know where to announce itself (see announce_and_wait()); a node coming back
-// from a round waits on it for the next round to start. Returns for join()'s loop to
-// read the state and decide.
-Task<void> DynamicJoiner::arrive(std::string node, int local_world_size, int min_round,
-                                 Clock::time_point deadline, CancelSignal& cancel) {
-  if (!state_->keeps_head()) co_return;
+// from a round waits on it for the next round to start. Returns this node's seat in
+// the round it announced itself for, or nothing, for join()'s loop to read the state
+// and decide.
+Task<std::optional<RoundSeat>> DynamicJoiner::arrive(std::string node, int local_world_size,
+                                                     int min_round, Clock::time_point deadline,
+                                                     CancelSignal& cancel) {
+  std::optional<RoundSeat> seat;
+  if (!state_->keeps_head()) co_return seat;
   std::optional<StateHead> head = co_await state_->head(-1, cancel);
   while (head && head->exists && head->round < min_round && !head->closed) {
     auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) co_return;
+    if (left.count() <= 0) co_return seat;
     co_await state_->wait_head(*head, std::clamp(left, milliseconds(1), state_->longest_wait()),
                                cancel);
     head = co_await state_->head(-1, cancel);
   }
-  if (!head || !head->forming() || head->round < min_round) co_return;
-  co_await announce_and_wait(*head, node, local_world_size, deadline, cancel);
+  if (!head || !head->forming() || head->round < min_round) co_return seat;
+  seat = co_await announce_and_wait(*head, node, local_world_size, deadline, cancel);
+  co_return seat;
 }
 
 // The node announces itself for the forming round `head` names. The first to announce
 // (the folder) returns at once, to write itself and everyone announced after it in.
-// The others wait, reading the head only, and return for join()'s loop to read the
-// state (once, where all goes well): the round formed, moved on or the run closed;
+// The others wait, reading the head only. Once the round formed, each returns its seat
+// (take_seat()). Otherwise, or where the node asked for the whole state, it returns
+// nothing, for join()'s loop to read the state: the round formed, moved on or the run
+// closed;
 // nothing was written for a whole wait while this node was not yet taken in (the folder
 // may be gone: the node then writes itself in); the last call ended a wait ago with the
 // round still forming; or the deadline passed.
-Task<void> DynamicJoiner::announce_and_wait(StateHead head, std::string node,
-                                            int local_world_size, Clock::time_point deadline,
-                                            CancelSignal& cancel) {
+Task<std::optional<RoundSeat>> DynamicJoiner::announce_and_wait(StateHead head, std::string node,
+                                                                int local_world_size,
+                                                                Clock::time_point deadline,
+                                                                CancelSignal& cancel) {
   const int round = head.round;
   Announcement me{round, node, local_world_size};
   int64_t slot = co_await state_->announce(me, cancel);
   announced_round_ = round;
+  std::optional<RoundSeat> seat;
   if (slot == 1) {
     folder_ = true;
-    co_return;
+    co_return seat;
   }
   int64_t version = head.version;
   for (;;) {
     auto longest = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
-    if (longest.count() <= 0) co_return;
+    if (longest.count() <= 0) co_return seat;
     if (head.last_call_deadline_ms > 0) {
       longest = std::min(longest, milliseconds(head.last_call_deadline_ms - wall_ms_()) +
                                       state_->longest_wait());
-      if (longest.count() <= 0) co_return;
+      if (longest.count() <= 0) co_return seat;
     }
     StateSnapshot at;
     at.epoch = head.epoch;
@@ -80,12 +88,49 @@ Task<void> DynamicJoiner::announce_and_wait(StateHead head, std::string node,
     co_await state_->wait(at, true, std::clamp(longest, milliseconds(1), state_->longest_wait()),
                           cancel);
     std::optional<StateHead> now = co_await state_->head(round, cancel);
-    if (!now || now->round != round || !now->forming()) co_return;
+    if (now && now->round == round && now->complete && !whole_state_) {
+      seat = co_await take_seat(round, node, cancel);
+      co_return seat;
+    }
+    if (!now || now->round != round || !now->forming()) co_return seat;
     bool moved = now->version != version;
     version = now->version;
     head = *now;
-    if (!moved && head.taken_in < slot) co_return;
+    if (!moved && head.taken_in < slot) co_return seat;
   }
+}
+
+// The seats of a round are written together, the key `seated` last: a node without a
+// seat where `seated` is there is not in the round (a spare). Where neither is there
+// yet, the writer that completed the round may still be writing them: it waits for
+// them a while (the writer may be gone too). Nothing: join()'s loop reads the state.
+Task<std::optional<RoundSeat>> DynamicJoiner::take_seat(int round, std::string node,
+                                                        CancelSignal& cancel) {
+  std::vector<std::string> keys{round_prefix(round) + "seat/" + node,
+                                round_prefix(round) + "seated"};
+  auto got = co_await store_.get_now(keys, cancel);
+  if (!got.at(0) && !got.at(1)) {
+    std::vector<std::string> seated{keys[1]};
+    co_await store_.wait_for(seated, state_->longest_wait(), cancel);
+    got = co_await store_.get_now(keys, cancel);
+  }
+  std::optional<RoundSeat> seat;
+  if (got.at(0)) seat = RoundSeat::decode(*got.at(0));
+  co_return seat;
+}
+
+// Every member's seat of the round `complete`, then `seated`, in one request (a
+// transaction per hundred keys on etcd, `seated` in the last).
+Task<void> DynamicJoiner::write_seats(const DynamicState& complete, CancelSignal& cancel) {
+  std::vector<std::string> keys, values;
+  const std::string at = round_prefix(complete.round);
+  for (auto& [id, seat] : seats_of(complete)) {
+    keys.push_back(at + "seat/" + id);
+    values.push_back(std::move(seat));
+  }
+  keys.push_back(at + "seated");
+  values.push_back(std::to_string(complete.participants.size()));
+  co_await store_.multi_set(std::move(keys), std::move(values), cancel);
 }
 
 Task<bool> DynamicJoiner::write(const StateSnapshot& from, const DynamicState& to,
@@ -96,6 +141,9 @@ Task<bool> DynamicJoiner::write(const StateSnapshot& from, const DynamicState& t
   bool won = co_await state_->write(from, encoded, wakes, on_loss, cancel);
   write_time_ = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start);
   lost_writes_ = won ? 0 : lost_writes_ + 1;
+  // Nodes that announced themselves read their seats, not the state, once it completes.
+  bool completes = to.complete && (!from.state.complete || from.state.round != to.round);
+  if (won && completes && state_->keeps_head()) co_await write_seats(to, cancel);
   co_return won;
 }
 

@@ -12,7 +12,6 @@
 #include "net/listen.h"
 #include "rendezvous/host_clock.h"
 #include "rendezvous/store_round.h"
-#include "rendezvous/watched_members.h"
 
 namespace ddprun::rendezvous {
 namespace {
@@ -71,7 +70,10 @@ std::unique_ptr<RoundCoordinator> DynamicRendezvous::coordinate(const Rendezvous
   o.connect = [this, newer_than = info.completed_at] {
     return backend_->connect_on_loop(params_.read_timeout, newer_than);
   };
-  std::vector<std::string> watched = watched_members(info.members, info.group_rank);
+  // The members its seat named for the round (a round of one node has no seat).
+  if (watched_round_ == info.round) o.watched = watched_;
+  std::vector<std::string> watched;
+  for (const auto& [rank, id] : o.watched) watched.push_back(id);
   o.liveness_keys = backend_->liveness_keys(prefix_, watched);
   o.dead_members = [this, watched](const std::vector<std::optional<std::string>>& values) {
     return backend_->dead_members(watched, values, node_id_);
@@ -150,8 +152,11 @@ void DynamicRendezvous::cancel() { cancel_.cancel(); }
 Task<RendezvousInfo> DynamicRendezvous::next_rendezvous(int round, int local_world_size) {
   RendezvousInfo info;
   try {
-    info = make_info(
-        co_await joiner_->join(node_id_, local_world_size, round, params_.join_timeout, cancel_));
+    // The primary keeps the run, which names every member.
+    bool whole_state = primary_ || params_.members_everywhere;
+    JoinedRound joined = co_await joiner_->join(node_id_, local_world_size, round,
+                                                params_.join_timeout, cancel_, whole_state);
+    info = make_info(joined);
   } catch (const RendezvousClosedError& e) {
     throw RendezvousClosedError("rendezvous '" + params_.run_id + "' (" + backend_->where() +
                                 "): " + e.what() + "; use a new --rdzv_id");
@@ -165,24 +170,29 @@ Task<RendezvousInfo> DynamicRendezvous::next_rendezvous(int round, int local_wor
   co_return info;
 }
 
-RendezvousInfo DynamicRendezvous::make_info(const DynamicState& state) {
+RendezvousInfo DynamicRendezvous::make_info(const JoinedRound& joined) {
+  const RoundSeat& seat = joined.seat;
   RendezvousInfo info;
-  info.round = state.round;
-  info.restart_count = state.restarts;
-  info.members = ordered_members(state);
-  for (const auto& [id, workers] : state.spares) info.spares.push_back(id);
+  info.round = joined.round;
+  info.restart_count = seat.restarts;
+  info.group_rank = seat.group_rank;
+  info.group_world_size = seat.group_world_size;
+  info.first_rank = seat.first_rank;
+  info.world_size = seat.world_size;
+  info.spares = seat.spares;
   int64_t now = wall_clock_ms();
-  for (const auto& [address, q] : state.quarantined) {
+  for (const auto& [address, q] : seat.quarantined) {
     if (q.until_ms > now) info.quarantined.push_back({address, q.until_ms, q.reason});
   }
   info.completed_at = joiner_->completed_at();
-  info.group_world_size = static_cast<int>(info.members.size());
-  std::vector<int> workers;
-  for (size_t i = 0; i < info.members.size(); ++i) {
-    if (info.members[i] == node_id_) info.group_rank = static_cast<int>(i);
-    workers.push_back(state.participants.at(info.members[i]));
+  if (joined.state) {
+    info.members = ordered_members(*joined.state);
+  } else if (info.group_rank == 0) {  // its seat names every other member
+    info.members.push_back(node_id_);
+    for (const auto& [rank, id] : seat.watched) info.members.push_back(id);
   }
-  info.count_ranks(workers);
+  watched_ = seat.watched;
+  watched_round_ = info.round;
   // Group rank 0 hosts the workers' store; its keys start empty every round. Only
   // workers connect to it, and every worker of this node's earlier rounds is stopped by
   // now: whoever is still connected is a stale worker of a node dropped from the job
@@ -193,13 +203,13 @@ RendezvousInfo DynamicRendezvous::make_info(const DynamicState& state) {
     }
     worker_store_->clear_except(kAgentPrefix);
     if (!params_.token.empty()) {
-      std::vector<std::string> addresses;
+      std::vector<std::string> addresses;  // group rank 0 knows every member
       addresses.reserve(info.members.size());
       for (const auto& m : info.members) addresses.push_back(node_address(m));
       worker_store_->admit_only(addresses);
     }
   }
-  const std::string& host = info.members.at(0);  // "<address>/<pid>/<port>"
+  const std::string& host = seat.host;  // "<address>/<pid>/<port>"
   size_t port_at = host.rfind('/');
   size_t pid_at = address_end(host);
   int port = 0;

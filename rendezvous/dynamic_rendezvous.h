@@ -50,12 +50,12 @@ class DynamicRendezvous : public RendezvousHandler {
   Task<std::optional<std::chrono::milliseconds>> clock_offset(CancelSignal& cancel) override;
   std::vector<ServedStore> served_stores() const override;
 
-  const std::string& node_id() const { return node_id_; }
+  std::string node_id() const override { return node_id_; }
   std::string address() const override { return address_; }
   bool primary() const override { return primary_; }
 
  private:
-  RendezvousInfo make_info(const DynamicState& state);
+  RendezvousInfo make_info(const JoinedRound& joined);
   Task<void> end_job(bool failed, CancelSignal& cancel);
   Task<void> count_failure(std::string reason, CancelSignal& cancel);
 
@@ -63,6 +63,9 @@ class DynamicRendezvous : public RendezvousHandler {
   std::unique_ptr<RendezvousBackend> backend_;
   std::string prefix_;
   std::string node_id_;
+  // The members the last round's seat named for this node to check (group rank, id).
+  std::vector<std::pair<int, std::string>> watched_;
+  int watched_round_ = -1;
   std::string address_;
   std::unique_ptr<store::TcpStoreServer> worker_store_;  // serves the workers at group rank 0
   std::unique_ptr<store::LoopStore> client_;

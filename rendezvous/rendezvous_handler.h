@@ -4,6 +4,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
@@ -25,7 +26,10 @@ struct RendezvousInfo {
   int group_world_size = 1;            // nodes in the round
   int first_rank = 0;                  // this node's first global rank
   int world_size = 1;                  // the workers of every node
-  std::vector<std::string> members;    // node ids, by group rank
+  /// Node ids by group rank: in static rounds none; in elastic ones where this node
+  /// read them (group rank 0, the primary, with --preflight's link check), otherwise
+  /// none (a round names every node: each reads only its own seat, RoundSeat).
+  std::vector<std::string> members;
   std::vector<std::string> spares;     // nodes waiting as hot spares as the round formed
   struct Quarantined {
     std::string node;  // its address
@@ -90,6 +94,9 @@ class RendezvousHandler {
   /// True on the one agent of the job that owns shared duties (the tracking run's
   /// writer): the store's host, or the agent that claimed it where none hosts.
   virtual bool primary() const = 0;
+
+  /// This node's id in the rounds ("" where nodes have none: static rendezvous).
+  virtual std::string node_id() const { return ""; }
 
   /// How the other agents reach this one ("" when they do not need to).
   virtual std::string address() const { return ""; }

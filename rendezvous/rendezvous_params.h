@@ -68,6 +68,9 @@ struct RendezvousParams {
   std::vector<store::EtcdEndpoint> etcd_endpoints;
   std::string etcd_prefix = "/ddprun/rdzv";  // keys under <prefix>/<run id>/
   std::chrono::milliseconds last_call_timeout{30'000};
+  /// Every node learns every member of each round (RendezvousInfo::members), not only
+  /// group rank 0 and the primary: --preflight's link check has each probe the next.
+  bool members_everywhere = false;
   std::chrono::milliseconds read_timeout{60'000};
   std::chrono::milliseconds heartbeat_interval{5'000};
   int heartbeat_misses = 3;

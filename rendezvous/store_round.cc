@@ -61,11 +61,12 @@ void StoreRound::check_members(const OnDead& on_dead, const OnLost& on_lost) {
 // is written before its node leaves, so one that left is always found done.
 void StoreRound::drop_finished(std::vector<std::string> dead, const OnDead& on_dead,
                                const OnLost& on_lost) {
-  const auto& members = options_.info.members;
+  const auto& watched = options_.watched;
   std::vector<std::string> keys;
   for (const auto& m : dead) {
-    // Its group rank (one past the last for an id not of the round: never done).
-    auto rank = std::find(members.begin(), members.end(), m) - members.begin();
+    // Its group rank (one past the last for an id not watched: never done).
+    auto it = std::find_if(watched.begin(), watched.end(), [&m](const auto& w) { return w.second == m; });
+    int rank = it == watched.end() ? options_.info.group_world_size : it->first;
     keys.push_back(options_.prefix + "done/" + std::to_string(rank));
   }
   requests().read(

@@ -37,6 +37,7 @@ class StoreRound : public RoundCoordinator {
     /// judged from what those keys held (nullopt: not there); null where the
     /// membership is fixed.
     std::vector<std::string> liveness_keys;
+    std::vector<std::pair<int, std::string>> watched;  // the members checked: (group rank, id)
     std::function<std::vector<std::string>(const std::vector<std::optional<std::string>>&)>
         dead_members;
     std::chrono::milliseconds heartbeat_interval{5000};

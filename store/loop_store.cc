@@ -40,6 +40,10 @@ class TcpLoopStore : public LoopStore {
   Task<void> set(std::string key, std::string value, CancelSignal& cancel) override {
     return set_on_loop(*client_, std::move(key), std::move(value), cancel);
   }
+  Task<void> multi_set(std::vector<std::string> keys, std::vector<std::string> values,
+                       CancelSignal& cancel) override {
+    return multi_set_on_loop(*client_, std::move(keys), std::move(values), cancel);
+  }
   Task<int64_t> add(std::string key, int64_t delta, CancelSignal& cancel) override {
     return add_on_loop(*client_, std::move(key), delta, cancel);
   }
@@ -78,6 +82,10 @@ class EtcdLoopStore : public LoopStore {
   }
   Task<void> set(std::string key, std::string value, CancelSignal& cancel) override {
     return etcd_->set_on_loop(std::move(key), std::move(value), cancel);
+  }
+  Task<void> multi_set(std::vector<std::string> keys, std::vector<std::string> values,
+                       CancelSignal& cancel) override {
+    return etcd_->multi_set_on_loop(std::move(keys), std::move(values), cancel);
   }
   Task<int64_t> add(std::string key, int64_t delta, CancelSignal& cancel) override {
     return etcd_->add_on_loop(std::move(key), delta, cancel);

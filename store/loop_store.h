@@ -55,6 +55,16 @@ class LoopStore {
     store().set(key, value);
     co_return;
   }
+  /// From a coroutine on the loop: sets every key of `keys` to its value of `values`,
+  /// in their order (a key set last is there only once the others are), as few
+  /// requests as the store allows: one over a TCPStore, a transaction per hundred keys
+  /// on etcd.
+  virtual Task<void> multi_set(std::vector<std::string> keys, std::vector<std::string> values,
+                               CancelSignal& cancel) {
+    cancel.check();
+    store().multi_set(keys, values);
+    co_return;
+  }
   /// From a coroutine on the loop: adds `delta` to the counter `key` and returns its
   /// new value; one request, awaited as get_now() is.
   virtual Task<int64_t> add(std::string key, int64_t delta, CancelSignal& cancel) {

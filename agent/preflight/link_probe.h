@@ -11,7 +11,7 @@ namespace ddprun::agent {
 
 /// What one node's probe of its link to another found (preflight's `link` check).
 struct LinkFigures {
-  double rtt_ms = 0;     // the median of a few round trips
+  double rtt_ms = 0;     // the fastest of a few round trips
   double up_mbps = 0;    // megabytes a second, this node to the other
   double down_mbps = 0;  // the other way
   std::string error;     // why there are no figures ("" when there are)

@@ -57,6 +57,11 @@ class EtcdStore : public Store {
   Task<std::vector<std::optional<std::string>>> get_now_on_loop(std::vector<std::string> keys,
                                                                 CancelSignal& cancel);
   Task<void> set_on_loop(std::string key, std::string value, CancelSignal& cancel);
+  /// Puts in order, a transaction per kPutsPerTxn (etcd refuses more than 128 operations
+  /// in one by default).
+  Task<void> multi_set_on_loop(std::vector<std::string> keys, std::vector<std::string> values,
+                               CancelSignal& cancel);
+  static constexpr size_t kPutsPerTxn = 100;
   Task<int64_t> add_on_loop(std::string key, int64_t delta, CancelSignal& cancel);
   Task<std::string> compare_set_on_loop(std::string key, std::string expected,
                                         std::string desired, CancelSignal& cancel);

@@ -27,6 +27,21 @@ Task<void> EtcdStore::set_on_loop(std::string key, std::string value, CancelSign
   co_await client_->put_on_loop(std::move(full), std::move(value), cancel);
 }
 
+Task<void> EtcdStore::multi_set_on_loop(std::vector<std::string> keys,
+                                        std::vector<std::string> values, CancelSignal& cancel) {
+  if (keys.size() != values.size()) throw StoreError("multi_set needs one value per key");
+  for (size_t first = 0; first < keys.size(); first += kPutsPerTxn) {
+    std::vector<EtcdOp> puts;
+    for (size_t i = first; i < keys.size() && i < first + kPutsPerTxn; ++i) {
+      puts.push_back(EtcdOp::put(prefix_ + keys[i], std::move(values[i])));
+      seen_.erase(keys[i]);
+    }
+    std::optional<EtcdCompare> always;
+    std::vector<EtcdOp> otherwise;
+    co_await client_->txn_on_loop(always, std::move(puts), std::move(otherwise), cancel);
+  }
+}
+
 Task<std::string> EtcdStore::update_on_loop(std::string key, Decide decide,
                                             CancelSignal& cancel) {
   std::string full = prefix_ + key;

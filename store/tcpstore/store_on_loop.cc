@@ -186,6 +186,15 @@ Task<void> set_on_loop(TcpStoreClient& client, std::string key, std::string valu
   co_await send(client, request, cancel);
 }
 
+Task<void> multi_set_on_loop(TcpStoreClient& client, std::vector<std::string> keys,
+                             std::vector<std::string> values, CancelSignal& cancel) {
+  if (keys.size() != values.size()) throw StoreError("multi_set needs one value per key");
+  RequestWriter request(client.numbering(), Op::kMultiSet);
+  request.put<uint64_t>(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) request.str(keys[i]).str(values[i]);
+  co_await send(client, request, cancel);
+}
+
 Task<int64_t> add_on_loop(TcpStoreClient& client, std::string key, int64_t delta,
                           CancelSignal& cancel) {
   RequestWriter request(client.numbering(), Op::kAdd);

@@ -25,6 +25,9 @@ Task<std::vector<std::optional<std::string>>> get_now_on_loop(TcpStoreClient& cl
 /// Sets `key` (the store answers nothing: the next request's answer comes after it).
 Task<void> set_on_loop(TcpStoreClient& client, std::string key, std::string value,
                        CancelSignal& cancel);
+/// Sets each key to its value, in one request (MULTI_SET; answered with nothing, as SET).
+Task<void> multi_set_on_loop(TcpStoreClient& client, std::vector<std::string> keys,
+                             std::vector<std::string> values, CancelSignal& cancel);
 /// Adds `delta` to the counter `key`; returns its new value.
 Task<int64_t> add_on_loop(TcpStoreClient& client, std::string key, int64_t delta,
                           CancelSignal& cancel);

@@ -229,6 +229,11 @@ class FakeRendezvous : public rendezvous::RendezvousHandler {
     return std::make_unique<FakeRound>(j, *journal_);
   }
   bool primary() const override { return true; }
+  // This node is the first member of every round (none in a static job).
+  std::string node_id() const override {
+    const auto& all = journal_->members;
+    return all.empty() || all.front().empty() ? "" : all.front().front();
+  }
   Task<void> finish_job(CancelSignal&) override {
     journal_->finished_job = true;
     co_return;

@@ -17,11 +17,21 @@ namespace {
 using namespace std::chrono_literals;
 using testing::run_task;
 
-// Joins on a loop of its own, as an agent does on its loop.
+// Joins on a loop of its own, as an agent does on its loop, and returns the whole
+// state of the round it joined (asked for: most nodes read their seat only).
 DynamicState join(DynamicJoiner& j, const std::string& node, int workers, int min_round,
                   std::chrono::milliseconds timeout) {
   CancelSignal cancel;
-  return run_task(j.join(node, workers, min_round, timeout, cancel));
+  JoinedRound joined = run_task(j.join(node, workers, min_round, timeout, cancel, true));
+  if (!joined.state) throw std::logic_error("the whole state was asked for, not read");
+  return std::move(*joined.state);
+}
+
+// Joins as most nodes do: their seat, the whole state only where it was read anyway.
+JoinedRound take_seat(DynamicJoiner& j, const std::string& node, int workers,
+                      std::chrono::milliseconds timeout) {
+  CancelSignal cancel;
+  return run_task(j.join(node, workers, 0, timeout, cancel));
 }
 
 // A quick step of the joiner, on a loop of its own.
@@ -288,7 +298,13 @@ class CountingStore : public store::LoopStore {
                                 CancelSignal& cancel) override {
     return inner_.compare_set(std::move(key), std::move(expected), std::move(desired), cancel);
   }
+  Task<void> multi_set(std::vector<std::string> keys, std::vector<std::string> values,
+                       CancelSignal& cancel) override {
+    if (drop_multi_set) co_return;  // as if the writer died right after its write
+    co_await inner_.multi_set(std::move(keys), std::move(values), cancel);
+  }
   int state_reads = 0;
+  bool drop_multi_set = false;
 
  private:
   store::LoopStore& inner_;
@@ -309,6 +325,56 @@ TEST(DynamicJoiner, TheFirstToAnnounceWritesInThoseAnnouncedAfterIt) {
   a.join();
   EXPECT_TRUE(got.complete);
   EXPECT_EQ(got.participants, (std::map<std::string, int>{{"a", 2}, {"b", 4}, {"c", 1}}));
+  // It wrote each member's seat, then `seated`.
+  RoundSeat b = RoundSeat::decode(c.store.get("ddprun/c10d/test/round/0/seat/b", 1s));
+  EXPECT_EQ(b.group_rank, 1);
+  EXPECT_EQ(b.first_rank, 2);
+  EXPECT_EQ(b.world_size, 7);
+  EXPECT_EQ(b.host, "a");
+  EXPECT_EQ(b.watched, (std::vector<std::pair<int, std::string>>{{0, "a"}, {2, "c"}}));
+  EXPECT_EQ(c.store.get("ddprun/c10d/test/round/0/seated", 1s), "3");
+}
+
+// A node that announced itself reads its own seat once the round formed, not the state
+// that names every node.
+TEST(DynamicJoiner, ALaterNodeReadsItsSeatNotTheState) {
+  Cluster c;
+  c.config = {2, 2, 1000};
+  DynamicState first;
+  std::thread a = c.join_on_thread("a", first);
+  c.wait_for_participants(1);
+  CountingStore counted(*c.view);
+  DynamicJoiner b(counted, "ddprun/c10d/test/", c.config, [&c] { return c.now_ms.load(); });
+  JoinedRound got = take_seat(b, "b", 3, 5s);
+  a.join();
+  EXPECT_EQ(counted.state_reads, 0);
+  EXPECT_FALSE(got.state);
+  EXPECT_EQ(got.round, 0);
+  EXPECT_EQ(got.seat, seat_in(first, {"a", "b"}, 1));
+  EXPECT_EQ(got.seat.first_rank, 2);
+  EXPECT_EQ(got.seat.world_size, 5);
+}
+
+// Where no seat comes (the node that completed the round died before it wrote them),
+// a node reads the state after a wait, and joins all the same.
+TEST(DynamicJoiner, ANodeWhoseSeatNeverCameReadsTheState) {
+  Cluster c;
+  c.config = {2, 2, 1000};
+  JoinedRound first;
+  std::thread a([&] {
+    CountingStore dies(*c.view);
+    dies.drop_multi_set = true;
+    DynamicJoiner j(dies, "ddprun/c10d/test/", c.config, [&c] { return c.now_ms.load(); });
+    first = take_seat(j, "a", 2, 5s);
+  });
+  c.wait_for_participants(1);
+  DynamicJoiner b = c.joiner();
+  JoinedRound got = take_seat(b, "b", 3, 5s);
+  a.join();
+  ASSERT_TRUE(first.state) << "the first wrote the state: it read it";
+  ASSERT_TRUE(got.state);
+  EXPECT_FALSE(c.store.check({"ddprun/c10d/test/round/0/seated"}));
+  EXPECT_EQ(got.seat, seat_in(*first.state, {"a", "b"}, 1));
 }
 
 // A node that joins a forming round after the first reads the state once, when the

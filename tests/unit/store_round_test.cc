@@ -160,7 +160,7 @@ TEST_F(StoreRoundTest, WhatTheNodesPublishedIsReadBackByGroupRank) {
 TEST_F(StoreRoundTest, AMemberThatFinishedIsNotLostWhenItsLivenessGoes) {
   MemoryStore store;
   StoreRound::Options o = options(0);
-  o.info.members = {"a", "b", "c"};
+  o.watched = {{1, "b"}, {2, "c"}};  // group rank 0 watches the others
   o.info.group_world_size = 3;
   o.connect = [&store] { return on_loop(store); };
   o.heartbeat_interval = std::chrono::milliseconds(100);
