@@ -12,6 +12,7 @@
 // keys instead (how agents watched before), for comparison.
 //
 //   ddprun_round_sim --nodes=N [--processes=P] [--watch=ring|all]
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,6 +20,7 @@
 #include <boost/asio/io_context.hpp>
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -194,8 +196,12 @@ int main(int argc, char** argv) {
     int port_pipe[2], ready_pipe[2], go_pipe[2];
     if (::pipe(port_pipe) || ::pipe(ready_pipe) || ::pipe(go_pipe)) return 2;
     int first = nodes * p / processes, count = nodes * (p + 1) / processes - first;
+    pid_t parent = ::getpid();
     pid_t pid = ::fork();
     if (pid == 0) {
+      // Dies with the parent (which holds the server): never left waiting on a pipe.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(1);
       int port = 0;
       if (::read(port_pipe[0], &port, sizeof(port)) != sizeof(port)) ::_exit(1);
       ::_exit(run_joiners(port, first, count, nodes, watch_all, ready_pipe[1], go_pipe[0]));

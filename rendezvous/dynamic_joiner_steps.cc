@@ -56,10 +56,10 @@ Task<std::optional<RoundSeat>> DynamicJoiner::arrive(std::string node, int local
 // The others wait, reading the head only. Once the round formed, each returns its seat
 // (take_seat()). Otherwise, or where the node asked for the whole state, it returns
 // nothing, for join()'s loop to read the state: the round formed, moved on or the run
-// closed;
-// nothing was written for a whole wait while this node was not yet taken in (the folder
-// may be gone: the node then writes itself in); the last call ended a wait ago with the
-// round still forming; or the deadline passed.
+// closed; nothing was written for a whole wait while this node was not yet taken in,
+// and it took the folder's part over (the folder may be slow or gone: one waiting node
+// a time takes its place); the last call ended a wait ago with the round still forming;
+// or the deadline passed.
 Task<std::optional<RoundSeat>> DynamicJoiner::announce_and_wait(StateHead head, std::string node,
                                                                 int local_world_size,
                                                                 Clock::time_point deadline,
@@ -74,6 +74,7 @@ Task<std::optional<RoundSeat>> DynamicJoiner::announce_and_wait(StateHead head, 
     co_return seat;
   }
   int64_t version = head.version;
+  std::optional<std::string> still;  // who folded when the last wait saw no write
   for (;;) {
     auto longest = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
     if (longest.count() <= 0) co_return seat;
@@ -96,7 +97,17 @@ Task<std::optional<RoundSeat>> DynamicJoiner::announce_and_wait(StateHead head, 
     bool moved = now->version != version;
     version = now->version;
     head = *now;
-    if (!moved && head.taken_in < slot) co_return seat;
+    if (moved || head.taken_in >= slot) continue;
+    // Nothing written for a whole wait: the node that folds (slow, or gone) is taken
+    // over where it had the whole wait (the first did; one that took over since gets
+    // its own), by one node only.
+    StateStore::Folding now_folding = co_await state_->folding(round, cancel);
+    bool had_a_wait = now_folding.first || still == now_folding.token;
+    if (had_a_wait && co_await state_->take_over_folding(me, slot, now_folding.token, cancel)) {
+      folder_ = true;
+      co_return seat;
+    }
+    still = now_folding.token;
   }
 }
 

@@ -244,6 +244,30 @@ Task<int64_t> EtcdStateStore::announce(const Announcement& a, CancelSignal& canc
   co_return r.succeeded ? 1 : r.revision;
 }
 
+// The folder's key, by its revision: put by the first to announce (its lease with it:
+// gone with that node) and again by each that took over.
+Task<StateStore::Folding> EtcdStateStore::folding(int round, CancelSignal& cancel) {
+  std::string folder = prefix_ + "forming/" + std::to_string(round) + "/folder";
+  std::string none;
+  auto now = co_await client_->range_on_loop(folder, none, cancel);
+  Folding f;
+  int64_t revision = now.kvs.empty() ? 0 : now.kvs[0].mod_revision;
+  f.token = std::to_string(revision);
+  f.first = now.kvs.empty() || now.kvs[0].create_revision == revision;
+  co_return f;
+}
+
+Task<bool> EtcdStateStore::take_over_folding(const Announcement& a, int64_t slot,
+                                             const std::string& from, CancelSignal& cancel) {
+  (void)slot;
+  std::string folder = prefix_ + "forming/" + std::to_string(a.round) + "/folder";
+  std::optional<store::EtcdCompare> as_read = store::EtcdCompare{folder, std::stoll(from)};
+  std::vector<store::EtcdOp> claim{store::EtcdOp::put(folder, a.node, lease_())};
+  std::vector<store::EtcdOp> otherwise;
+  auto r = co_await client_->txn_on_loop(as_read, std::move(claim), std::move(otherwise), cancel);
+  co_return r.succeeded;
+}
+
 Task<void> EtcdStateStore::wait_announced(int round, std::chrono::milliseconds timeout,
                                           CancelSignal& cancel) {
   std::string dir = announce_dir(prefix_, round);

@@ -52,6 +52,9 @@ class EtcdStateStore : public StateStore {
   Task<void> wait_head(const StateHead& from, std::chrono::milliseconds timeout,
                        CancelSignal& cancel) override;
   /// The announcement's create revision (1 for the first).
+  Task<Folding> folding(int round, CancelSignal& cancel) override;
+  Task<bool> take_over_folding(const Announcement& a, int64_t slot, const std::string& from,
+                               CancelSignal& cancel) override;
   Task<int64_t> announce(const Announcement& a, CancelSignal& cancel) override;
   Task<void> wait_announced(int round, std::chrono::milliseconds timeout,
                             CancelSignal& cancel) override;

@@ -162,6 +162,24 @@ Task<int64_t> GenericStateStore::announce(const Announcement& a, CancelSignal& c
   co_return slot;
 }
 
+// `joining/<round>/folder` names the slot of the node that folds now (none: slot 1's).
+Task<StateStore::Folding> GenericStateStore::folding(int round, CancelSignal& cancel) {
+  std::vector<std::string> key{announce_dir(prefix_, round) + "folder"};
+  auto now = co_await store_.get_now(std::move(key), cancel);
+  Folding f;
+  f.token = now.at(0).value_or("");
+  f.first = !now.at(0);
+  co_return f;
+}
+
+Task<bool> GenericStateStore::take_over_folding(const Announcement& a, int64_t slot,
+                                                const std::string& from, CancelSignal& cancel) {
+  std::string key = announce_dir(prefix_, a.round) + "folder";
+  std::string mine = std::to_string(slot);
+  std::string held = co_await store_.compare_set(key, from, mine, cancel);
+  co_return held == mine;
+}
+
 Task<void> GenericStateStore::wait_head(const StateHead& from, std::chrono::milliseconds timeout,
                                         CancelSignal& cancel) {
   std::vector<std::string> key{prefix_ + "ver/" + std::to_string(from.version + 1)};

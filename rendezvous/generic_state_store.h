@@ -45,6 +45,9 @@ class GenericStateStore : public StateStore {
   Task<std::optional<StateHead>> head(int round, CancelSignal& cancel) override;
   Task<void> wait_head(const StateHead& from, std::chrono::milliseconds timeout,
                        CancelSignal& cancel) override;
+  Task<Folding> folding(int round, CancelSignal& cancel) override;
+  Task<bool> take_over_folding(const Announcement& a, int64_t slot, const std::string& from,
+                               CancelSignal& cancel) override;
   Task<int64_t> announce(const Announcement& a, CancelSignal& cancel) override;
   Task<void> wait_announced(int round, std::chrono::milliseconds timeout,
                             CancelSignal& cancel) override;

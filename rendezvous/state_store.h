@@ -110,6 +110,31 @@ class StateStore {
     throw Error("this rendezvous store keeps no head to announce by");
     co_return 0;
   }
+  /// Who writes in `round`'s announcements now (the folder's part), as a token for
+  /// take_over_folding(); `first`: still the first to announce, or nobody (it is gone).
+  /// Only where head() gives one.
+  struct Folding {
+    std::string token;
+    bool first = false;
+  };
+  virtual Task<Folding> folding(int round, CancelSignal& cancel) {
+    (void)round;
+    cancel.check();
+    throw Error("this rendezvous store keeps no head to announce by");
+    co_return Folding{};
+  }
+  /// Claims the folder's part of `a.round` for the node announced in slot `slot`,
+  /// where whoever had it is still `from` (a folding() token): true where it is this
+  /// node's now. Only where head() gives one.
+  virtual Task<bool> take_over_folding(const Announcement& a, int64_t slot,
+                                       const std::string& from, CancelSignal& cancel) {
+    (void)a;
+    (void)slot;
+    (void)from;
+    cancel.check();
+    throw Error("this rendezvous store keeps no head to announce by");
+    co_return false;
+  }
   /// Returns once a node announces itself for `round` after those announced() listed
   /// last, or after `timeout`. Only where head() gives one.
   virtual Task<void> wait_announced(int round, std::chrono::milliseconds timeout,

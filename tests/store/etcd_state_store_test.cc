@@ -51,6 +51,16 @@ int64_t announce(EtcdStateStore& store, const Announcement& a) {
   return testing::run_task(store.announce(a, cancel));
 }
 
+StateStore::Folding folding(EtcdStateStore& store, int round) {
+  CancelSignal cancel;
+  return testing::run_task(store.folding(round, cancel));
+}
+
+bool take_over(EtcdStateStore& store, const Announcement& a, const std::string& from) {
+  CancelSignal cancel;
+  return testing::run_task(store.take_over_folding(a, 2, from, cancel));
+}
+
 class EtcdStateStoreTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { cluster_ = new test::EtcdCluster(1); }
@@ -144,6 +154,26 @@ TEST_F(EtcdStateStoreTest, TheFirstToAnnounceIsToldSoAndTheHeadSaysWhomAWriteToo
   EXPECT_TRUE(now->forming());
   EXPECT_EQ(now->version, 1);
   EXPECT_GE(now->taken_in, b_at) << "b was taken in";
+}
+
+// The folder's part is taken over from the folder as read, by one node: a later claim
+// from what it read before fails.
+TEST_F(EtcdStateStoreTest, TheFoldersPartIsTakenOverOnceFromTheFolderAsRead) {
+  auto a = node();
+  auto b = node();
+  auto c = node();
+  ASSERT_EQ(announce(*a, Announcement{0, "a", 2}), 1);
+  announce(*b, Announcement{0, "b", 2});
+  announce(*c, Announcement{0, "c", 2});
+  StateStore::Folding first = folding(*b, 0);
+  EXPECT_TRUE(first.first) << "a folds, as the first to announce";
+  StateStore::Folding seen_by_c = folding(*c, 0);
+  EXPECT_TRUE(take_over(*b, Announcement{0, "b", 2}, first.token));
+  EXPECT_FALSE(take_over(*c, Announcement{0, "c", 2}, seen_by_c.token)) << "b was first";
+  StateStore::Folding now = folding(*c, 0);
+  EXPECT_FALSE(now.first);
+  EXPECT_NE(now.token, first.token);
+  EXPECT_TRUE(take_over(*c, Announcement{0, "c", 2}, now.token));
 }
 
 // A wait on the head ends with the next write.

@@ -407,6 +407,31 @@ TEST(DynamicJoiner, AnAnnouncedNodeWhoseWriterIsGoneWritesItselfIn) {
   EXPECT_EQ(got.participants, (std::map<std::string, int>{{"b", 2}, {"x", 3}}));
 }
 
+// Where the first to announce writes nothing for a whole wait, one of the nodes waiting
+// takes its part over (and names its slot), not each: the other reads its seat only.
+TEST(DynamicJoiner, OneWaitingNodeTakesOverFromAFolderThatWritesNothing) {
+  Cluster c;
+  c.config = {3, 3, 1000};
+  c.store.add("ddprun/c10d/test/joining/0/n", 1);  // "x" came first, then stopped
+  c.store.set("ddprun/c10d/test/joining/0/1", "3 x");
+  JoinedRound b, d;
+  std::thread tb([&] {
+    DynamicJoiner j = c.joiner();
+    b = take_seat(j, "b", 2, 5s);
+  });
+  std::thread td([&] {
+    DynamicJoiner j = c.joiner();
+    d = take_seat(j, "d", 2, 5s);
+  });
+  tb.join();
+  td.join();
+  EXPECT_NE(b.state.has_value(), d.state.has_value()) << "one folds and reads the state";
+  EXPECT_EQ(b.seat.world_size, 7);
+  EXPECT_EQ(d.seat.group_rank, 1);
+  std::string folder = c.store.get("ddprun/c10d/test/joining/0/folder", 1s);
+  EXPECT_TRUE(folder == "2" || folder == "3") << folder;
+}
+
 // A counter of the state that holds something else is an error naming it, not a
 // crash or a wait.
 TEST(DynamicJoiner, ACounterThatHoldsNoNumberIsAnErrorNamingIt) {
