@@ -143,6 +143,21 @@ void RoundRequests::write(std::string key, std::string value, OnDone on_done, On
       });
 }
 
+void RoundRequests::count_to(std::string key, int64_t last, std::string reached,
+                             OnDone on_done, OnError on_error) {
+  ask(
+      [key = std::move(key), last, reached = std::move(reached)](
+          store::LoopStore& s, CancelSignal& cancel) -> Task<void> {
+        int64_t now = co_await s.add(key, 1, cancel);
+        if (now == last) co_await s.set(reached, "1", cancel);
+      },
+      [on_done = std::move(on_done), on_error = std::move(on_error)](
+          const std::exception_ptr& error) {
+        if (!error) return on_done();
+        on_error(what_of(error));
+      });
+}
+
 void RoundRequests::raise(std::string key, int64_t mine, OnError on_error) {
   ask(
       [key = std::move(key), mine](store::LoopStore& s, CancelSignal& cancel) -> Task<void> {

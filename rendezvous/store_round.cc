@@ -94,21 +94,33 @@ void StoreRound::end(const RoundEnd& mine, OnEnd on_told) {
       });
 }
 
-// This node's mark, then a wait for every node's. Where the mark gave way to a stop
-// signal, nothing more: the loop takes the signal, which ends the wait for the others.
+// This node counted among the finished (the last to count sets "all_done"), then its
+// mark, then a wait for "all_done": one key each, where a wait for every node's mark
+// made the store hold N x N waits. A node that died after it counted and before its
+// mark is lost, not finished (drop_finished()), so nobody waits for an "all_done" it
+// was to set. Where the mark gave way to a stop signal, nothing more: the loop takes
+// the signal, which ends the wait for the others.
 void StoreRound::finish_node(OnAllDone on_all_done, OnLost on_lost) {
-  requests().write(
-      options_.prefix + "done/" + std::to_string(options_.info.group_rank), "1",
-      [this, on_all_done, on_lost] {
-        try {  // a connection of its own, made now
-          done_wait_ = std::make_unique<KeyWaiter>(
-              io_, options_.connect(), done_keys(), [on_all_done](auto) { on_all_done(); },
-              [this, on_lost](const std::string& why) { on_lost(lost(why)); });
-        } catch (const std::exception& e) {
-          on_lost(lost(e.what()));
-        }
+  auto failed = [this, on_lost](const std::string& why) { on_lost(lost(why)); };
+  requests().count_to(
+      options_.prefix + "done", options_.info.group_world_size, options_.prefix + "all_done",
+      [this, on_all_done, on_lost, failed] {
+        requests().write(
+            options_.prefix + "done/" + std::to_string(options_.info.group_rank), "1",
+            [this, on_all_done, on_lost] {
+              try {  // a connection of its own, made now
+                std::vector<std::string> all_done{options_.prefix + "all_done"};
+                done_wait_ = std::make_unique<KeyWaiter>(
+                    io_, options_.connect(), std::move(all_done),
+                    [on_all_done](auto) { on_all_done(); },
+                    [this, on_lost](const std::string& why) { on_lost(lost(why)); });
+              } catch (const std::exception& e) {
+                on_lost(lost(e.what()));
+              }
+            },
+            failed);
       },
-      [this, on_lost](const std::string& why) { on_lost(lost(why)); });
+      failed);
 }
 
 std::vector<std::string> StoreRound::done_keys() const {

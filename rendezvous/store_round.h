@@ -23,7 +23,8 @@ namespace ddprun::rendezvous {
 
 /// The round protocol over the agents' shared store, under the round's prefix:
 /// "over" holds the RoundEnd (compare-and-set: the first writer wins), "done/<k>"
-/// marks node k finished. Waits are KeyWaiters on connections of their own.
+/// marks node k finished, "done" counts the finished nodes and "all_done" is set by
+/// the last. Waits are KeyWaiters on connections of their own.
 class StoreRound : public RoundCoordinator {
  public:
   struct Options {

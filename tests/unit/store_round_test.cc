@@ -84,7 +84,16 @@ TEST_F(StoreRoundTest, UnfinishedNamesTheNodesNotMarkedDone) {
   auto a = sharing_node(0, store_);
   EXPECT_EQ(unfinished(*a), (std::vector<int>{0, 1}));
   a->finish_node([] {}, [](const std::string&) {});
+  run_a_while();  // counted, then marked
   EXPECT_EQ(unfinished(*a), std::vector<int>{1});
+  EXPECT_EQ(store_.get("ddprun/test/round/0/done", std::chrono::milliseconds(0)), "1");
+  EXPECT_FALSE(store_.check({"ddprun/test/round/0/all_done"})) << "node 1 has not finished";
+  auto b = sharing_node(1, store_);
+  bool all_done = false;
+  b->finish_node([&all_done] { all_done = true; }, [](const std::string&) {});
+  run_a_while();
+  EXPECT_TRUE(store_.check({"ddprun/test/round/0/all_done"})) << "set by the last to finish";
+  EXPECT_TRUE(all_done);
   LostStore lost;
   EXPECT_TRUE(unfinished(*sharing_node(0, lost)).empty()) << "nothing is known";
 }
