@@ -135,8 +135,9 @@ Task<std::optional<RoundSeat>> DynamicJoiner::take_seat(int round, std::string n
 Task<void> DynamicJoiner::write_seats(const DynamicState& complete, CancelSignal& cancel) {
   std::vector<std::string> keys, values;
   const std::string at = round_prefix(complete.round);
+  const std::string seats = at + "seat/";
   for (auto& [id, seat] : seats_of(complete)) {
-    keys.push_back(at + "seat/" + id);
+    keys.push_back(seats + id);
     values.push_back(std::move(seat));
   }
   keys.push_back(at + "seated");
