@@ -49,12 +49,12 @@ BENCHES = {
         "last restarted worker's start, across 2 agents."),
     "scale": (
         "How costs grow with the number of nodes",
-        [PY, "bench/scale_bench.py", "--ddprun", PORTABLE],
+        [PY, "bench/scale_bench.py", "--ddprun", PORTABLE, "--repeat", "3"],
         "Each step at growing sizes on this 2-core machine, with the exponent k of a "
         "least-squares fit of cost ~ N^k (1 is linear). Real agents on 127.0.0.1 with one "
         "`/bin/sh` worker each, `--no_tracking`: the rendezvous from the last agent's start "
         "to every worker running, and a restart from rank 1's death to every worker of "
-        "the next attempt running (one run per size). The round protocol alone: light "
+        "the next attempt running (the median of 3 runs per size). The round protocol alone: light "
         "joiners in 4 processes speaking the real protocol to the real store "
         "(`bench/round_sim.cc`), from all connected to all in the completed round, with "
         "the store requests each node made. A joining node announces itself and waits "

@@ -158,6 +158,13 @@ def round_sim(sim, nodes, watch="ring"):
             (r["watch_seconds"], r["watch_requests_per_node"]))
 
 
+def round_sim_median(sim, nodes, repeat, watch="ring"):
+    """round_sim() run `repeat` times: each phase's median seconds and requests."""
+    runs = [round_sim(sim, nodes, watch) for _ in range(repeat)]
+    return tuple((statistics.median(r[i][0] for r in runs),
+                  statistics.median(r[i][1] for r in runs)) for i in range(3))
+
+
 def fmt(seconds):
     return f"{seconds * 1000:.0f} ms" if seconds < 10 else f"{seconds:.1f} s"
 
@@ -177,7 +184,8 @@ def main():
     ap.add_argument("--restarts", action=argparse.BooleanOptionalAction, default=True)
     ap.add_argument("--resources", action=argparse.BooleanOptionalAction, default=True,
                     help="the agents' memory, descriptors and threads at each c10d size")
-    ap.add_argument("--repeat", type=int, default=1, help="runs per size (the median is shown)")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="runs per size, real agents and simulated (the median is shown)")
     ap.add_argument("--markdown", help="also write the table to this file")
     args = ap.parse_args()
     sizes = [int(x) for x in args.agents.split(",") if x]
@@ -209,7 +217,7 @@ def main():
         runs, every = [], []
         every_sizes = [n for n in sim_sizes if n <= args.sim_all_up_to]
         for n in sim_sizes:
-            runs.append(round_sim(args.round_sim, n))
+            runs.append(round_sim_median(args.round_sim, n, args.repeat))
             if n in every_sizes:
                 every.append(round_sim(args.round_sim, n, "all")[2])
             print(f"# round sim {n}: join {fmt(runs[-1][0][0])}, restart {fmt(runs[-1][1][0])}, "
