@@ -53,12 +53,14 @@ json quarantined_json(const std::vector<QuarantinedNode>& nodes) {
 }  // namespace
 
 void ConsoleEventLog::rendezvous_complete(const FormedRound& formed) {
-  emit("rendezvous", json{{"round", formed.round},
-                          {"attempt", formed.attempt},
-                          {"world_size", formed.world_size},
-                          {"members", formed.members},
-                          {"spares", formed.spares},
-                          {"quarantined", quarantined_json(formed.quarantined)}});
+  json round{{"round", formed.round},
+             {"attempt", formed.attempt},
+             {"world_size", formed.world_size},
+             {"spares", formed.spares},
+             {"quarantined", quarantined_json(formed.quarantined)}};
+  // Only where this node knows them: most members of a large round read their own seat.
+  if (!formed.members.empty()) round["members"] = formed.members;
+  emit("rendezvous", round);
   if (inner_) inner_->rendezvous_complete(formed);
 }
 

@@ -35,7 +35,9 @@ struct FormedRound {
   int round = 0;
   int attempt = 0;  // the restart count
   int world_size = 0;
-  std::vector<std::string> members;  // node ids, by group rank (none for a single node)
+  /// Node ids by group rank: none for a single node, nor where this node knows only
+  /// its own seat (rendezvous_handler.h).
+  std::vector<std::string> members;
   std::vector<std::string> spares;   // nodes waiting as hot spares as it formed
   std::vector<QuarantinedNode> quarantined;  // nodes kept out as it formed
   // Where the job's run takes this node's records: what the primary's attach()
