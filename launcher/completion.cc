@@ -108,13 +108,13 @@ std::string tcsh_script() {
   std::string values;
   for (const OptionDef& d : option_table()) {
     names += std::string(" ") + d.name;
-    if (dashed(d.name) != d.name) names += " " + dashed(d.name);
+    if (dashed(d.name) != d.name) names.append(" ").append(dashed(d.name));
     if (d.short_name) shorts += std::string(" ") + d.short_name;
     if (d.is_switch || !d.completes) continue;
     std::string_view completes = d.completes;
     std::string offer = completes == "<file>"  ? "f"
                         : completes == "<dir>" ? "d"
-                                               : "(" + std::string(completes) + ")";
+                                               : std::string("(").append(completes).append(")");
     std::vector<std::string> forms{d.name};
     if (dashed(d.name) != d.name) forms.push_back(dashed(d.name));
     for (const std::string& form : forms)

@@ -91,7 +91,8 @@ std::string flag_reference_markdown() {
     out << "| `--" << d.name << "`";
     if (d.short_name) out << ", `-" << d.short_name << "`";
     out << " | " << (d.is_switch ? "—" : "value") << " | "
-        << (d.is_switch || !*d.fallback ? "" : "`" + markdown_cell(d.fallback) + "`") << " | `"
+        << (d.is_switch || !*d.fallback ? "" : std::string("`").append(markdown_cell(d.fallback)).append("`"))
+        << " | `"
         << env_name(d.name) << "` | " << markdown_cell(d.help) << " |\n";
   }
   out << "\n## Exit status\n\n| status | meaning |\n|---|---|\n";

@@ -159,8 +159,9 @@ std::string rank_list(const std::set<int>& ranks) {
   for (auto it = ranks.begin(); it != ranks.end();) {
     int first = *it, last = *it;
     for (++it; it != ranks.end() && *it == last + 1; ++it) last = *it;
-    out += (out.empty() ? "" : ",") + std::to_string(first);
-    if (last > first) out += (last == first + 1 ? "," : "-") + std::to_string(last);
+    if (!out.empty()) out += ',';
+    out += std::to_string(first);
+    if (last > first) out.append(last == first + 1 ? "," : "-").append(std::to_string(last));
   }
   return out;
 }

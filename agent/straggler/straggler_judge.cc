@@ -125,7 +125,8 @@ StragglerJudge::Verdict StragglerJudge::judge(const std::vector<std::string>& pa
     for (const auto& r : part.ranks) {
       Score s{r.rank, node, part.host, straggler_score(r.own_per_step(), v.median_own),
               r.own_per_step(), r.steps};
-      std::string key = "r" + std::to_string(r.rank);
+      std::string key = "r";  // not "r" + ...: GCC 12 at -O3 warns of an overlap (-Wrestrict)
+      key += std::to_string(r.rank);
       bool named_before = seen_.count(key) && seen_[key].said.has_value();
       follow(s, key, now);
       if (named_before && !s.straggler) {
@@ -138,7 +139,8 @@ StragglerJudge::Verdict StragglerJudge::judge(const std::vector<std::string>& pa
     }
     Score n{node, node, part.host, lower_median(node_scores), lower_median(node_own), 0};
     for (const auto& r : part.ranks) n.steps += r.steps;
-    std::string key = "n" + std::to_string(node);
+    std::string key = "n";  // as "r" above
+    key += std::to_string(node);
     follow(n, key, now);
     v.nodes.push_back(n);
   }
