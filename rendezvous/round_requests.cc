@@ -149,7 +149,8 @@ void RoundRequests::count_to(std::string key, int64_t last, std::string reached,
       [key = std::move(key), last, reached = std::move(reached)](
           store::LoopStore& s, CancelSignal& cancel) -> Task<void> {
         int64_t now = co_await s.add(key, 1, cancel);
-        if (now == last) co_await s.set(reached, "1", cancel);
+        const std::string one = "1";  // a local: GCC 12 frees a temporary made in a co_await twice
+        if (now == last) co_await s.set(reached, one, cancel);
       },
       [on_done = std::move(on_done), on_error = std::move(on_error)](
           const std::exception_ptr& error) {

@@ -1,6 +1,7 @@
 #include "rendezvous/store_round.h"
 
 #include <algorithm>
+#include <utility>
 
 #include <spdlog/spdlog.h>
 #include <boost/asio/post.hpp>
@@ -78,7 +79,10 @@ void StoreRound::drop_finished(std::vector<std::string> dead, const OnDead& on_d
         for (size_t i = 0; i < dead.size(); ++i) {
           if (!(*done)[i]) lost_members.push_back(std::move(dead[i]));
         }
-        if (lost_members.empty()) return watch_members(on_dead, on_lost);
+        if (lost_members.empty()) {
+          if (all_done_) check_all_marked();
+          return watch_members(on_dead, on_lost);
+        }
         on_dead(std::move(lost_members));
       },
       [this, on_lost](const std::string& why) { on_lost(lost(why)); });
@@ -101,18 +105,19 @@ void StoreRound::end(const RoundEnd& mine, OnEnd on_told) {
 // was to set. Where the mark gave way to a stop signal, nothing more: the loop takes
 // the signal, which ends the wait for the others.
 void StoreRound::finish_node(OnAllDone on_all_done, OnLost on_lost) {
+  all_done_ = std::move(on_all_done);
   auto failed = [this, on_lost](const std::string& why) { on_lost(lost(why)); };
   requests().count_to(
       options_.prefix + "done", options_.info.group_world_size, options_.prefix + "all_done",
-      [this, on_all_done, on_lost, failed] {
+      [this, on_lost, failed] {
         requests().write(
             options_.prefix + "done/" + std::to_string(options_.info.group_rank), "1",
-            [this, on_all_done, on_lost] {
+            [this, on_lost] {
               try {  // a connection of its own, made now
                 std::vector<std::string> all_done{options_.prefix + "all_done"};
                 done_wait_ = std::make_unique<KeyWaiter>(
                     io_, options_.connect(), std::move(all_done),
-                    [on_all_done](auto) { on_all_done(); },
+                    [this](auto) { this->all_done(); },
                     [this, on_lost](const std::string& why) { on_lost(lost(why)); });
               } catch (const std::exception& e) {
                 on_lost(lost(e.what()));
@@ -121,6 +126,27 @@ void StoreRound::finish_node(OnAllDone on_all_done, OnLost on_lost) {
             failed);
       },
       failed);
+}
+
+void StoreRound::all_done() {
+  if (auto done = std::exchange(all_done_, nullptr)) done();
+}
+
+// A member that left after it marked itself done, while this node, finished too, still
+// waits for "all_done": every mark is read once. They are all there where the last
+// node to finish set no "all_done" (an agent of an earlier version, which marks itself
+// but counts nothing), and the wait ends with them.
+void StoreRound::check_all_marked() {
+  requests().read(
+      done_keys(),
+      [this](const std::optional<RoundRequests::Values>& done) {
+        if (!done) return;
+        for (const auto& mark : *done) {
+          if (!mark) return;
+        }
+        all_done();
+      },
+      [](const std::string& why) { spdlog::debug("could not read which nodes finished: {}", why); });
 }
 
 std::vector<std::string> StoreRound::done_keys() const {

@@ -81,6 +81,8 @@ class StoreRound : public RoundCoordinator {
  private:
   std::string lost(const std::string& why) const;
   std::vector<std::string> done_keys() const;
+  void all_done();
+  void check_all_marked();
   void check_members(const OnDead& on_dead, const OnLost& on_lost);
   void drop_finished(std::vector<std::string> dead, const OnDead& on_dead, const OnLost& on_lost);
 
@@ -98,6 +100,7 @@ class StoreRound : public RoundCoordinator {
   std::map<std::string, Gathering> gatherings_;
   std::unique_ptr<KeyWaiter> end_wait_;
   std::unique_ptr<KeyWaiter> done_wait_;
+  OnAllDone all_done_;  // finish_node()'s, until called
   std::map<std::string, int64_t> shared_;  // share_max(): what this node last wrote
 };
 

@@ -191,6 +191,35 @@ TEST_F(StoreRoundTest, AMemberThatFinishedIsNotLostWhenItsLivenessGoes) {
   EXPECT_EQ(dead, std::vector<std::string>{"c"}) << "watched again; c did not finish";
 }
 
+// Where the last to finish set no "all_done" (an agent of an earlier version marks
+// itself but counts nothing) and then left, a finished node reads every mark once and
+// its wait ends: it does not wait forever.
+TEST_F(StoreRoundTest, AFinishedNodeWhoseLastPeerCountedNothingEndsOnTheMarks) {
+  StoreRound::Options o = options(0);
+  o.watched = {{1, "b"}};
+  o.info.group_world_size = 2;
+  o.connect = [this] { return on_loop(store_); };  // store_ outlives the wait left
+  o.heartbeat_interval = std::chrono::milliseconds(100);
+  o.liveness_keys = {"hb/b"};
+  bool b_gone = false;
+  o.dead_members = [&b_gone](const std::vector<std::optional<std::string>>&) {
+    return b_gone ? std::vector<std::string>{"b"} : std::vector<std::string>{};
+  };
+  StoreRound round(io_, clock_, std::move(o));
+  bool all_done = false;
+  round.watch_members([](std::vector<std::string>) { ADD_FAILURE() << "b is not lost"; },
+                      [](std::string) {});
+  round.finish_node([&all_done] { all_done = true; }, [](const std::string&) {});
+  run_a_while();
+  EXPECT_FALSE(all_done) << "b has not finished";
+  store_.set(options(0).prefix + "done/1", "1");  // b, of an earlier version, finished
+  b_gone = true;                                 // and left
+  clock_.advance(std::chrono::milliseconds(100));
+  run_a_while();
+  EXPECT_FALSE(store_.check({options(0).prefix + "all_done"}));
+  EXPECT_TRUE(all_done);
+}
+
 TEST_F(StoreRoundTest, ALivenessReadThatFailsIsTheStoreLost) {
   StoreRound::Options o = options(0);
   o.connect = [] { return on_loop(std::make_unique<LostStore>()); };
