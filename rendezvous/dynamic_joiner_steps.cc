@@ -58,8 +58,9 @@ Task<std::optional<RoundSeat>> DynamicJoiner::arrive(std::string node, int local
 // nothing, for join()'s loop to read the state: the round formed, moved on or the run
 // closed; nothing was written for a whole wait while this node was not yet taken in,
 // and it took the folder's part over (the folder may be slow or gone: one waiting node
-// a time takes its place); the last call ended a wait ago with the round still forming;
-// or the deadline passed.
+// a time takes its place); nothing was written for a whole wait after a write handled
+// this node, with no last call running (it may have been left out); the last call
+// ended a wait ago with the round still forming; or the deadline passed.
 Task<std::optional<RoundSeat>> DynamicJoiner::announce_and_wait(StateHead head, std::string node,
                                                                 int local_world_size,
                                                                 Clock::time_point deadline,
@@ -97,7 +98,14 @@ Task<std::optional<RoundSeat>> DynamicJoiner::announce_and_wait(StateHead head, 
     bool moved = now->version != version;
     version = now->version;
     head = *now;
-    if (moved || head.taken_in >= slot) continue;
+    if (moved) continue;
+    // Handled by a write, yet nothing moved for a whole wait with no last call running:
+    // this node may have been left out (quarantined, or only a spare), which only the
+    // state says, and the node must say so and wait its own way.
+    if (head.taken_in >= slot) {
+      if (head.last_call_deadline_ms == 0) co_return seat;
+      continue;
+    }
     // Nothing written for a whole wait: the node that folds (slow, or gone) is taken
     // over where it had the whole wait (the first did; one that took over since gets
     // its own), by one node only.
