@@ -52,8 +52,10 @@ struct Cluster {
   std::atomic<int64_t> now_ms{0};
   DynamicConfig config{2, 3, 1000};
 
-  DynamicJoiner joiner() {
-    return DynamicJoiner(*view, "ddprun/c10d/test/", config, [this] { return now_ms.load(); });
+  DynamicJoiner joiner() { return joiner(*view); }
+  // A node whose requests go through `over` (a store that counts or drops some).
+  DynamicJoiner joiner(store::LoopStore& over) {
+    return DynamicJoiner(over, "ddprun/c10d/test/", config, [this] { return now_ms.load(); });
   }
 
   // Until the shared state lists `n` participants (both joined, last call armed).
@@ -344,7 +346,7 @@ TEST(DynamicJoiner, ALaterNodeReadsItsSeatNotTheState) {
   std::thread a = c.join_on_thread("a", first);
   c.wait_for_participants(1);
   CountingStore counted(*c.view);
-  DynamicJoiner b(counted, "ddprun/c10d/test/", c.config, [&c] { return c.now_ms.load(); });
+  DynamicJoiner b = c.joiner(counted);
   JoinedRound got = take_seat(b, "b", 3, 5s);
   a.join();
   EXPECT_EQ(counted.state_reads, 0);
@@ -364,7 +366,7 @@ TEST(DynamicJoiner, ANodeWhoseSeatNeverCameReadsTheState) {
   std::thread a([&] {
     CountingStore dies(*c.view);
     dies.drop_multi_set = true;
-    DynamicJoiner j(dies, "ddprun/c10d/test/", c.config, [&c] { return c.now_ms.load(); });
+    DynamicJoiner j = c.joiner(dies);
     first = take_seat(j, "a", 2, 5s);
   });
   c.wait_for_participants(1);
@@ -386,7 +388,7 @@ TEST(DynamicJoiner, ALaterNodeReadsTheStateOnlyOnceTheRoundFormed) {
   std::thread a = c.join_on_thread("a", first);
   c.wait_for_participants(1);
   CountingStore counted(*c.view);
-  DynamicJoiner b(counted, "ddprun/c10d/test/", c.config, [&c] { return c.now_ms.load(); });
+  DynamicJoiner b = c.joiner(counted);
   DynamicState got = join(b, "b", 2, 0, 5s);
   a.join();
   EXPECT_TRUE(got.complete);
