@@ -44,6 +44,9 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
+// Requests per node in the floor phase: about what a round takes.
+constexpr int kFloorRequests = 7;
+
 int64_t wall_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -70,6 +73,29 @@ int run_joiners(int port, int first, int count, int nodes, bool watch_all, int r
   }
   io.run();
   char byte = failed ? 'x' : 'r';
+  if (::write(ready, &byte, 1) != 1 || ::read(go, &byte, 1) != 1 || failed) return 1;
+  // The floor: every node at once sends as many plain requests as a round takes (a set
+  // of its own key and a read of it, in turn), so that what the machine itself adds per
+  // request as the connections grow is measured beside the protocol.
+  io.restart();
+  for (int i = 0; i < count; ++i) {
+    boost::asio::co_spawn(
+        io,
+        [&, i]() -> Task<void> {
+          std::string key = "floor/10." + std::to_string(first + i) + "/1/29500";
+          for (int k = 0; k < kFloorRequests; ++k) {
+            if (k % 2 == 0) {
+              co_await stores[i]->set(key, std::to_string(k), cancel);
+            } else {
+              std::vector<std::string> keys(1, key);
+              co_await stores[i]->get_now(std::move(keys), cancel);
+            }
+          }
+        },
+        [&](const std::exception_ptr& e) { failed += e ? 1 : 0; });
+  }
+  io.run();
+  byte = failed ? 'x' : 'r';
   if (::write(ready, &byte, 1) != 1 || ::read(go, &byte, 1) != 1 || failed) return 1;
   rendezvous::DynamicConfig config{nodes, nodes, 300'000};
   std::vector<std::unique_ptr<rendezvous::DynamicJoiner>> joiners;
@@ -242,6 +268,7 @@ int main(int argc, char** argv) {
     }
     return std::chrono::duration<double>(Clock::now() - start).count();
   };
+  double floor_seconds = phase();
   uint64_t before = requests();
   double join_seconds = phase();
   uint64_t joined = requests();
@@ -259,16 +286,16 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s: %.2f per node (all phases)\n", op.c_str(),
                  static_cast<double>(n) / nodes);
   }
-  if (!ok || join_seconds < 0 || restart_seconds < 0) {
+  if (!ok || floor_seconds < 0 || join_seconds < 0 || restart_seconds < 0) {
     std::fprintf(stderr, "ddprun_round_sim: not every joiner got the completed round\n");
     return 1;
   }
   std::printf(
       "{\"nodes\": %d, \"seconds\": %.3f, \"requests_per_node\": %.2f, \"restart_seconds\": %.3f, "
       "\"restart_requests_per_node\": %.2f, \"watch_seconds\": %.3f, "
-      "\"watch_requests_per_node\": %.2f}\n",
+      "\"watch_requests_per_node\": %.2f, \"floor_seconds\": %.3f}\n",
       nodes, join_seconds, static_cast<double>(joined - before) / nodes, restart_seconds,
       static_cast<double>(restarted - joined) / nodes, watch_seconds,
-      static_cast<double>(after - restarted) / nodes);
+      static_cast<double>(after - restarted) / nodes, floor_seconds);
   return 0;
 }
