@@ -11,6 +11,8 @@ k = 1 is linear).
 Rows:
 - rendezvous: real agents (one `/bin/sh` worker each, --no_tracking, all on
   127.0.0.1), from the last agent's start until every worker has started;
+- job end: the same job (each worker exits once it marked its start), from the last
+  worker's exit to every agent gone (the finished nodes' barrier, the run closed);
 - restart: the same job, where rank 1 dies in the first attempt: from its death to
   the last worker of the next attempt started;
 - the round protocol alone (`ddprun_round_sim`): light joiners in 4 processes speaking
@@ -20,7 +22,11 @@ Rows:
   every node reading every member's keys, as agents did before); the store requests
   per node beside it. One simulated node reads the whole state (as the primary agent
   does), the others their seats. The row of every node reading every member's keys
-  grows as N² by design: it runs up to --sim-all-up-to nodes only.
+  grows as N² by design: it runs up to --sim-all-up-to nodes only. Before the round,
+  the floor: every node sends as many plain requests (a set and a read in turn) to the
+  same store at once. What the machine adds per request as the connections grow
+  (the kernel's socket lookups, caches) shows there; each protocol row says its cost
+  as a multiple of the floor at each size, and how that multiple grows.
 
 - resources: each agent's resident memory, descriptors and threads once every worker
   runs, the store's host apart from the median of the others, and the CPU the host and
@@ -130,8 +136,13 @@ def growth(sizes, costs):
 
 
 def rendezvous_time(ddprun, kind, n):
-    t, _ = rb.run_agents([ddprun], kind, n, MARK, ["--no_tracking"])
-    return t
+    """(the last agent's start to every worker started, the last worker's exit to
+    every agent gone): each worker exits as soon as it has marked its start."""
+    t, d = rb.run_agents([ddprun], kind, n, MARK, ["--no_tracking"])
+    gone = time.time()
+    starts = [int(open(os.path.join(d, f)).read()) / 1e9
+              for f in os.listdir(d) if f.startswith("start.")]
+    return t, gone - max(starts)
 
 
 def restart_time(ddprun, kind, n):
@@ -155,14 +166,27 @@ def round_sim(sim, nodes, watch="ring"):
     r = json.loads(run.stdout.strip().splitlines()[-1])
     return ((r["seconds"], r["requests_per_node"]),
             (r["restart_seconds"], r["restart_requests_per_node"]),
-            (r["watch_seconds"], r["watch_requests_per_node"]))
+            (r["watch_seconds"], r["watch_requests_per_node"]),
+            (r["floor_seconds"], FLOOR_REQUESTS))
 
 
 def round_sim_median(sim, nodes, repeat, watch="ring"):
     """round_sim() run `repeat` times: each phase's median seconds and requests."""
     runs = [round_sim(sim, nodes, watch) for _ in range(repeat)]
     return tuple((statistics.median(r[i][0] for r in runs),
-                  statistics.median(r[i][1] for r in runs)) for i in range(3))
+                  statistics.median(r[i][1] for r in runs)) for i in range(4))
+
+
+def beyond_floor(sizes, costs, floors):
+    """Each cost as a multiple of the floor at its size, and the growth exponent of
+    that multiple (0: the step grows exactly as the machine's own floor does)."""
+    ratios = [c / f for c, f in zip(costs, floors)]
+    return (f"x the floor: {', '.join(f'{r:.1f}' for r in ratios)}; "
+            f"growth beyond the floor: {growth(sizes, ratios):.2f}")
+
+
+# The sim's floor phase: plain requests per node (kFloorRequests of round_sim.cc).
+FLOOR_REQUESTS = 7
 
 
 def fmt(seconds):
@@ -199,16 +223,23 @@ def main():
         for backend in args.backends.split(","):
             kind = "ddprun" if backend == "c10d" else "ddprun-etcd"
             ns = sizes if backend == "c10d" else [int(x) for x in args.etcd_agents.split(",") if x]
-            steps = [("rendezvous", rendezvous_time)]
+            costs, ends = [], []
+            for n in ns:
+                runs = [rendezvous_time(args.ddprun, kind, n) for _ in range(args.repeat)]
+                costs.append(statistics.median(r[0] for r in runs))
+                ends.append(statistics.median(r[1] for r in runs))
+                print(f"# rendezvous {backend} {n}: {fmt(costs[-1])}, job end {fmt(ends[-1])}",
+                      file=sys.stderr, flush=True)
+            rows.append((f"rendezvous ({backend}, real agents)", ns, costs, ""))
+            rows.append((f"job end ({backend}, real agents)", ns, ends,
+                         "the last worker's exit to every agent gone"))
             if args.restarts:
-                steps.append(("restart", restart_time))
-            for step, fn in steps:
                 costs = []
                 for n in ns:
-                    costs.append(statistics.median(fn(args.ddprun, kind, n)
+                    costs.append(statistics.median(restart_time(args.ddprun, kind, n)
                                                    for _ in range(args.repeat)))
-                    print(f"# {step} {backend} {n}: {fmt(costs[-1])}", file=sys.stderr, flush=True)
-                rows.append((f"{step} ({backend}, real agents)", ns, costs, ""))
+                    print(f"# restart {backend} {n}: {fmt(costs[-1])}", file=sys.stderr, flush=True)
+                rows.append((f"restart ({backend}, real agents)", ns, costs, ""))
     finally:
         if etcd:
             etcd.kill()
@@ -222,13 +253,21 @@ def main():
                 every.append(round_sim(args.round_sim, n, "all")[2])
             print(f"# round sim {n}: join {fmt(runs[-1][0][0])}, restart {fmt(runs[-1][1][0])}, "
                   f"watch {fmt(runs[-1][2][0])}", file=sys.stderr, flush=True)
+        floors = [r[3][0] for r in runs]
+        rows.append((f"the floor: {FLOOR_REQUESTS} plain requests per node (a set and a read "
+                     "in turn), every node at once (c10d, simulated nodes)", sim_sizes, floors,
+                     "what the machine itself adds per request as connections grow"))
         for i, step in enumerate(("rendezvous", "restart")):
+            costs = [r[i][0] for r in runs]
             rows.append((f"{step}: the round protocol alone (c10d, simulated nodes)", sim_sizes,
-                         [r[i][0] for r in runs],
-                         "store requests per node: " + ", ".join(f"{r[i][1]:.1f}" for r in runs)))
+                         costs,
+                         "store requests per node: " + ", ".join(f"{r[i][1]:.1f}" for r in runs)
+                         + "; " + beyond_floor(sim_sizes, costs, floors)))
+        costs = [r[2][0] for r in runs]
         rows.append(("a running round: one interval of liveness reads and the hang exchange "
-                     "(c10d, simulated nodes)", sim_sizes, [r[2][0] for r in runs],
-                     "store requests per node: " + ", ".join(f"{r[2][1]:.1f}" for r in runs)))
+                     "(c10d, simulated nodes)", sim_sizes, costs,
+                     "store requests per node: " + ", ".join(f"{r[2][1]:.1f}" for r in runs)
+                     + "; " + beyond_floor(sim_sizes, costs, floors)))
         rows.append(("the same with every node reading every member's keys (how agents "
                      "watched before)", every_sizes, [w[0] for w in every],
                      "store requests per node: " + ", ".join(f"{w[1]:.1f}" for w in every)))
@@ -239,6 +278,8 @@ def main():
     lines = ["| step | sizes | cost per size | growth exponent (all sizes) | "
              "between the two largest | notes |", "|---|---|---|---|---|---|"]
     for name, ns, costs, notes in rows:
+        if not ns:
+            continue
         lines.append(f"| {name} | {', '.join(map(str, ns))} | {', '.join(fmt(c) for c in costs)} | "
                      f"{growth(ns, costs):.2f} | {growth(ns[-2:], costs[-2:]):.2f} | {notes} |")
     if args.resources:

@@ -138,6 +138,16 @@ Task<void> DynamicRendezvous::end_job(bool failed, CancelSignal& cancel) {
   bool hosts = backend_->hosts_state();
   if (!hosts && backend_->hosted()) co_return;
   try {
+    if (!hosts) {
+      // The state outlives the agents (etcd): once is enough and no node is special, so
+      // the first to claim "closing" closes the run. Where every node closed it, each
+      // read and wrote a state that names every node: N x N at the job's end.
+      std::string key = prefix_ + "closing";
+      std::string none;
+      std::string me = node_id_;
+      std::string held = co_await client_->compare_set(key, none, me, cancel);
+      if (held != node_id_) co_return;
+    }
     co_await joiner_->close(failed, cancel);
   } catch (const std::exception& e) {
     spdlog::warn("could not close the rendezvous: {}", e.what());

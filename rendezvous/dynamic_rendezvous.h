@@ -41,8 +41,8 @@ class DynamicRendezvous : public RendezvousHandler {
                                                boost::asio::io_context& io, Clock& clock) override;
   void cancel() override;
   /// Close the run (as finished or as failed) where the state outlives the agents
-  /// (every agent: once is enough and none is special) or where this agent hosts it,
-  /// then (finished only) linger as the host.
+  /// (the first agent to claim it: once is enough and none is special) or where this
+  /// agent hosts it, then (finished only) linger as the host.
   Task<void> finish_job(CancelSignal& cancel) override;
   Task<void> job_failed(CancelSignal& cancel) override;
   Task<void> keep_out(std::string reason, CancelSignal& cancel) override;

@@ -83,11 +83,14 @@ Task<void> EtcdBackend::start_liveness(std::string prefix, std::string node,
   lease_ = co_await probe_.grant_lease_on_loop(lease_ttl(), cancel);
   alive_key_ = prefix + "alive/" + node;
   // The run's one tracking writer is the first agent to get here; the same
-  // transaction reads the rendezvous state for the joiner's first look.
+  // transaction reads the rendezvous state for the joiner's first look, where that is
+  // the state. Where the state keeps a head, the joiner's first look is the head (a few
+  // bytes): the state, which names every node, read by every node moved N x N.
+  bool primes = state_store_ != nullptr && !state_store_->keeps_head();
   std::vector<store::EtcdOp> success{store::EtcdOp::put(prefix + "primary", node),
                               store::EtcdOp::put(alive_key_, "1", lease_)};
   std::vector<store::EtcdOp> failure{store::EtcdOp::put(alive_key_, "1", lease_)};
-  if (state_store_ != nullptr) {
+  if (primes) {
     for (const auto& op : state_store_->first_reads()) {
       success.push_back(op);
       failure.push_back(op);
@@ -96,7 +99,7 @@ Task<void> EtcdBackend::start_liveness(std::string prefix, std::string node,
   std::optional<store::EtcdCompare> unclaimed = store::EtcdCompare{prefix + "primary", 0};
   auto r = co_await probe_.txn_on_loop(unclaimed, std::move(success), std::move(failure), cancel);
   primary_ = r.succeeded;
-  if (state_store_ != nullptr) state_store_->prime(r);
+  if (primes) state_store_->prime(r);
   lease_keeper_ = std::make_unique<PeriodicThread>(
       "ddprun-lease", params_.heartbeat_interval, PeriodicThread::First::kAfterInterval,
       [this](const PeriodicThread&) {

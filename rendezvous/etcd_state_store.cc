@@ -102,10 +102,16 @@ Task<bool> EtcdStateStore::write(const StateSnapshot& from, const std::string& t
                                  CancelSignal& cancel) {
   int64_t epoch = from.epoch + (wakes_participants ? 1 : 0);
   std::string value = encode(from.version + 1, epoch, to);
+  std::string head = encode(from.version + 1, epoch, to.substr(0, to.find('\n')));
   std::vector<store::EtcdOp> success{store::EtcdOp::put(prefix_ + "state", value)};
-  if (wakes_participants) success.push_back(store::EtcdOp::put(prefix_ + "epoch", value));
-  success.push_back(store::EtcdOp::put(
-      prefix_ + "head", encode(from.version + 1, epoch, to.substr(0, to.find('\n')))));
+  if (wakes_participants) {
+    // "wake" wakes the participants with the head alone: an event carrying the whole
+    // state to each of N waiting nodes moved N x N. "epoch" still carries it, for
+    // agents of earlier versions, which wait on it.
+    success.push_back(store::EtcdOp::put(prefix_ + "epoch", value));
+    success.push_back(store::EtcdOp::put(prefix_ + "wake", head));
+  }
+  success.push_back(store::EtcdOp::put(prefix_ + "head", head));
   int64_t taken = 0;
   if (listed_round_ == from.state.round &&
       (taken_round_ != listed_round_ || listed_newest_ > said_taken_)) {
@@ -139,18 +145,20 @@ Task<bool> EtcdStateStore::write(const StateSnapshot& from, const std::string& t
 
 Task<void> EtcdStateStore::wait(const StateSnapshot& from, bool participant,
                                 std::chrono::milliseconds timeout, CancelSignal& cancel) {
-  // The event carries the state written: the next read() needs no request. No event
+  // A participant wakes on "wake", which holds the head only: the next read() reads
+  // the state, where it needs it at all (most read only their seat). Otherwise the
+  // event carries the state written: the next read() needs no request. No event
   // before the timeout: take `from` as still the state (if the watch came too late to
   // see a change, the guess costs one lost write, which brings the state back).
   struct Ends {  // however the watch ends, the client serves calls again
     store::EtcdClient& client;
     ~Ends() { client.end_loop_watch(); }
   } ends{*client_};
-  std::string key = prefix_ + (participant ? "epoch" : "state");
+  std::string key = prefix_ + (participant ? "wake" : "state");
   client_->begin_loop_watch(key, "", from.revision + 1);
   store::EtcdEventStream stream(*client_, [&](const store::EtcdEvent& e) {
     if (e.deleted) return true;
-    fresh_ = snapshot(e.kv, from);
+    if (!participant) fresh_ = snapshot(e.kv, from);
     return false;
   });
   auto deadline = std::chrono::steady_clock::now() + timeout;

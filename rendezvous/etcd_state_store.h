@@ -11,12 +11,14 @@ namespace ddprun::rendezvous {
 
 /// The rendezvous state in etcd, every step one request. "<prefix>state" holds
 /// "<version> <epoch>\n<state JSON>"; a write that concerns participants puts the
-/// same value in "<prefix>epoch". A read is one transaction (the state, when the epoch
-/// last moved, and the announcements of the round last seen); a write is one
+/// same value in "<prefix>epoch" (for agents of earlier versions, which wait on it) and
+/// its first line in "<prefix>wake". A read is one transaction (the state, when the
+/// epoch last moved, and the announcements of the round last seen); a write is one
 /// transaction on the state's mod revision, which when it loses announces the node and
-/// reads the state afresh; a wait is one watch on "state" (or "epoch") from just after
-/// the revision read, and its event is the next read. Announcements are held by the
-/// node's lease: etcd removes them when the node leaves or dies.
+/// reads the state afresh; a wait is one watch from just after the revision read: on
+/// "state", whose event is the next read, or, for a participant, on "wake" (a few
+/// bytes to each waiting node, not the state). Announcements are held by the node's
+/// lease: etcd removes them when the node leaves or dies.
 ///
 /// Every write also puts the state's first line in "<prefix>head" (with the version and
 /// epoch, in the same transaction) and the newest announcement it took in (its create

@@ -143,12 +143,12 @@ void RoundRequests::write(std::string key, std::string value, OnDone on_done, On
       });
 }
 
-void RoundRequests::count_to(std::string key, int64_t last, std::string reached,
-                             OnDone on_done, OnError on_error) {
+void RoundRequests::count_to(std::string counter, std::string mark, int64_t last,
+                             std::string reached, OnDone on_done, OnError on_error) {
   ask(
-      [key = std::move(key), last, reached = std::move(reached)](
+      [counter = std::move(counter), mark = std::move(mark), last, reached = std::move(reached)](
           store::LoopStore& s, CancelSignal& cancel) -> Task<void> {
-        int64_t now = co_await s.add(key, 1, cancel);
+        int64_t now = co_await s.count_in(counter, mark, cancel);
         const std::string one = "1";  // a local: GCC 12 frees a temporary made in a co_await twice
         if (now == last) co_await s.set(reached, one, cancel);
       },

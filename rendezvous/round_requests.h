@@ -58,10 +58,11 @@ class RoundRequests {
   void read(std::vector<std::string> keys, OnRead on_read, OnError on_error);
   /// Sets `key`; `on_done` once the store has it.
   void write(std::string key, std::string value, OnDone on_done, OnError on_error);
-  /// Adds one to the counter `key`; the addition that brings it to `last` also sets
-  /// `reached`. `on_done` once the store has what it was asked.
-  void count_to(std::string key, int64_t last, std::string reached, OnDone on_done,
-                OnError on_error);
+  /// Counts this node at `counter` with its `mark` (LoopStore::count_in()); the count
+  /// that reaches `last` also sets `reached`. `on_done` once the store has what it was
+  /// asked.
+  void count_to(std::string counter, std::string mark, int64_t last, std::string reached,
+                OnDone on_done, OnError on_error);
   /// Raises the number at `key` to `mine` unless it is already as large (shared_max.h).
   void raise(std::string key, int64_t mine, OnError on_error);
   /// Sets `key` to `desired` where it holds `expected` ("": not there) and gives what it

@@ -98,34 +98,30 @@ void StoreRound::end(const RoundEnd& mine, OnEnd on_told) {
       });
 }
 
-// This node counted among the finished (the last to count sets "all_done"), then its
-// mark, then a wait for "all_done": one key each, where a wait for every node's mark
-// made the store hold N x N waits. A node that died after it counted and before its
-// mark is lost, not finished (drop_finished()), so nobody waits for an "all_done" it
-// was to set. Where the mark gave way to a stop signal, nothing more: the loop takes
-// the signal, which ends the wait for the others.
+// This node counted among the finished with its mark (LoopStore::count_in(): on a
+// TCPStore an ADD on "done", then "done/<group rank>"; on etcd both in one
+// transaction), the last to count sets "all_done"; then a wait for "all_done": one key
+// each, where a wait for every node's mark made the store hold N x N waits. A node
+// that died after it counted and before its mark is lost, not finished
+// (drop_finished()), so nobody waits for an "all_done" it was to set. Where the count
+// gave way to a stop signal, nothing more: the loop takes the signal, which ends the
+// wait for the others.
 void StoreRound::finish_node(OnAllDone on_all_done, OnLost on_lost) {
   all_done_ = std::move(on_all_done);
-  auto failed = [this, on_lost](const std::string& why) { on_lost(lost(why)); };
   requests().count_to(
-      options_.prefix + "done", options_.info.group_world_size, options_.prefix + "all_done",
-      [this, on_lost, failed] {
-        requests().write(
-            options_.prefix + "done/" + std::to_string(options_.info.group_rank), "1",
-            [this, on_lost] {
-              try {  // a connection of its own, made now
-                std::vector<std::string> all_done{options_.prefix + "all_done"};
-                done_wait_ = std::make_unique<KeyWaiter>(
-                    io_, options_.connect(), std::move(all_done),
-                    [this](auto) { this->all_done(); },
-                    [this, on_lost](const std::string& why) { on_lost(lost(why)); });
-              } catch (const std::exception& e) {
-                on_lost(lost(e.what()));
-              }
-            },
-            failed);
+      options_.prefix + "done", options_.prefix + "done/" + std::to_string(options_.info.group_rank),
+      options_.info.group_world_size, options_.prefix + "all_done",
+      [this, on_lost] {
+        try {  // a connection of its own, made now
+          std::vector<std::string> all_done{options_.prefix + "all_done"};
+          done_wait_ = std::make_unique<KeyWaiter>(
+              io_, options_.connect(), std::move(all_done), [this](auto) { this->all_done(); },
+              [this, on_lost](const std::string& why) { on_lost(lost(why)); });
+        } catch (const std::exception& e) {
+          on_lost(lost(e.what()));
+        }
       },
-      failed);
+      [this, on_lost](const std::string& why) { on_lost(lost(why)); });
 }
 
 void StoreRound::all_done() {

@@ -90,6 +90,9 @@ class EtcdLoopStore : public LoopStore {
   Task<int64_t> add(std::string key, int64_t delta, CancelSignal& cancel) override {
     return etcd_->add_on_loop(std::move(key), delta, cancel);
   }
+  Task<int64_t> count_in(std::string counter, std::string mark, CancelSignal& cancel) override {
+    return etcd_->count_in_on_loop(std::move(counter), std::move(mark), cancel);
+  }
   Task<std::string> compare_set(std::string key, std::string expected, std::string desired,
                                 CancelSignal& cancel) override {
     return etcd_->compare_set_on_loop(std::move(key), std::move(expected), std::move(desired),

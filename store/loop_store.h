@@ -71,6 +71,20 @@ class LoopStore {
     cancel.check();
     co_return store().add(key, delta);
   }
+  /// From a coroutine on the loop: counts this one among those that reach a barrier
+  /// and returns how many have, this one included (the one that gets the total knows
+  /// every one is there): `counter` counts them and `mark`, a key directly under
+  /// `counter` + "/", says that this one did. Over a TCPStore an ADD on `counter`, then
+  /// the mark. etcd's ADD is a compare-and-set that N counting at once retry N times
+  /// each (N x N requests): there the mark is put and the marks under `counter` + "/"
+  /// counted in one transaction, so a mark set again counts once, and so does a mark
+  /// set by a plain set() (an agent that marks but does not count).
+  virtual Task<int64_t> count_in(std::string counter, std::string mark, CancelSignal& cancel) {
+    int64_t counted = co_await add(std::move(counter), 1, cancel);
+    const std::string one = "1";  // a local: GCC 12 frees a temporary made in a co_await twice
+    co_await set(std::move(mark), one, cancel);
+    co_return counted;
+  }
   /// From a coroutine on the loop: sets `key` to `desired` where it holds `expected`
   /// ("": not there) and returns what it holds after; one request, awaited as
   /// get_now() is.

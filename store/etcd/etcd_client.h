@@ -62,8 +62,11 @@ struct EtcdOp {
   std::string value;       // puts
   int64_t lease = 0;       // puts
   bool keys_only = false;  // ranges: revisions without the values
+  bool count_only = false;  // ranges: how many keys, nothing else
 
   static EtcdOp range(std::string key, std::string range_end = "", bool keys_only = false);
+  /// How many keys [key, range_end) holds (Range::count), without them.
+  static EtcdOp count(std::string key, std::string range_end);
   static EtcdOp put(std::string key, std::string value, int64_t lease = 0);
 };
 

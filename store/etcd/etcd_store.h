@@ -63,6 +63,9 @@ class EtcdStore : public Store {
                                CancelSignal& cancel);
   static constexpr size_t kPutsPerTxn = 100;
   Task<int64_t> add_on_loop(std::string key, int64_t delta, CancelSignal& cancel);
+  /// LoopStore::count_in(): `mark` put and the marks under `counter` + "/" counted, in
+  /// one transaction.
+  Task<int64_t> count_in_on_loop(std::string counter, std::string mark, CancelSignal& cancel);
   Task<std::string> compare_set_on_loop(std::string key, std::string expected,
                                         std::string desired, CancelSignal& cancel);
   /// The values of `keys` once they all exist, or nullopt when `timeout` passes first,

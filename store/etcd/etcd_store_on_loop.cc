@@ -84,6 +84,24 @@ Task<int64_t> EtcdStore::add_on_loop(std::string key, int64_t delta, CancelSigna
   co_return std::stoll(total);
 }
 
+Task<int64_t> EtcdStore::count_in_on_loop(std::string counter, std::string mark,
+                                           CancelSignal& cancel) {
+  std::string marks = prefix_ + counter + "/";
+  if ((prefix_ + mark).rfind(marks, 0) != 0) {
+    throw StoreError("the mark " + mark + " is not under " + counter + "/");
+  }
+  std::vector<EtcdOp> ops{EtcdOp::put(prefix_ + mark, "1"),
+                          EtcdOp::count(marks, etcd_prefix_end(marks))};
+  seen_.erase(mark);
+  std::optional<EtcdCompare> always;
+  std::vector<EtcdOp> otherwise;
+  auto r = co_await client_->txn_on_loop(always, std::move(ops), std::move(otherwise), cancel);
+  if (r.ranges.size() != 1) {
+    throw StoreError("etcd at " + client_->endpoints_text() + ": short transaction reply");
+  }
+  co_return r.ranges[0].count;
+}
+
 Task<std::string> EtcdStore::compare_set_on_loop(std::string key, std::string expected,
                                                  std::string desired, CancelSignal& cancel) {
   Decide swap = [expected, desired](const std::optional<std::string>& current) {

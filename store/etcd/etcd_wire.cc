@@ -136,6 +136,7 @@ nlohmann::json txn_ops(const std::vector<EtcdOp>& ops) {
     switch (op.kind) {
       case EtcdOp::Kind::kRange:
         if (op.keys_only) body["keys_only"] = true;
+        if (op.count_only) body["count_only"] = true;
         out.push_back({{"request_range", body}});
         break;
       case EtcdOp::Kind::kPut:
@@ -239,11 +240,15 @@ std::optional<EtcdKv> key_after_put(const EtcdClient::TxnResult& r, const std::s
 namespace ddprun::store {
 
 EtcdOp EtcdOp::range(std::string key, std::string range_end, bool keys_only) {
-  return {Kind::kRange, std::move(key), std::move(range_end), "", 0, keys_only};
+  return {Kind::kRange, std::move(key), std::move(range_end), "", 0, keys_only, false};
+}
+
+EtcdOp EtcdOp::count(std::string key, std::string range_end) {
+  return {Kind::kRange, std::move(key), std::move(range_end), "", 0, false, true};
 }
 
 EtcdOp EtcdOp::put(std::string key, std::string value, int64_t lease) {
-  return {Kind::kPut, std::move(key), "", std::move(value), lease, false};
+  return {Kind::kPut, std::move(key), "", std::move(value), lease, false, false};
 }
 
 }  // namespace ddprun::store

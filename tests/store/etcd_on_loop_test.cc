@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "common/coro.h"  // before Asio's other coroutine headers
@@ -100,6 +101,44 @@ TEST_F(EtcdOnLoopTest, AddsFromLoopsAndThreadsTogetherLoseNothing) {
   io.run();
   blocking.join();
   EXPECT_EQ(store_at(cluster_->endpoints(), prefix())->add("counter", 0), 3 * kEach);
+}
+
+// Nodes reaching a barrier together each count with their mark: every count is
+// distinct, the last sees them all; a mark counted again counts once, and a mark set
+// by a plain set (an agent that marks but does not count) counts too. (An ADD on a
+// counter, a compare-and-set on etcd, would count the repeat twice and the plain mark
+// not at all.)
+TEST_F(EtcdOnLoopTest, CountsAtABarrierAreTheMarksUnderTheCounter) {
+  constexpr int kNodes = 8;
+  auto plain = store_at(cluster_->endpoints(), prefix());
+  plain->set("done/0", "1");  // an agent that only marks itself
+  asio::io_context io;
+  std::vector<std::unique_ptr<LoopStore>> loops;
+  std::vector<int64_t> counts;
+  CancelSignal cancel;
+  for (int i = 1; i < kNodes; ++i) {
+    loops.push_back(on_loop(store_at(cluster_->endpoints(), prefix())));
+    asio::co_spawn(
+        io,
+        [&, i, store = loops.back().get()]() -> Task<void> {
+          std::string counter = "done";
+          std::string mark = "done/" + std::to_string(i);
+          counts.push_back(co_await store->count_in(counter, mark, cancel));
+        },
+        asio::detached);
+  }
+  io.run();
+  std::sort(counts.begin(), counts.end());
+  EXPECT_EQ(counts, (std::vector<int64_t>{2, 3, 4, 5, 6, 7, 8}));
+  testing::run_task([&]() -> Task<void> {
+    std::string counter = "done";
+    std::string again = "done/3";
+    EXPECT_EQ(co_await loops[0]->count_in(counter, again, cancel), kNodes)
+        << "a mark counted again counts once";
+    std::string outside = "elsewhere/1";
+    EXPECT_THROW(co_await loops[0]->count_in(counter, outside, cancel), StoreError);
+  }());
+  EXPECT_EQ(plain->get_now("done/5"), "1");
 }
 
 // The member stops (SIGSTOP): it keeps the connection open and says nothing. The
