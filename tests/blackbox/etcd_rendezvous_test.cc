@@ -52,6 +52,13 @@ TEST_F(EtcdRendezvous, AgentsAgreeOnRanksAndShareOneRun) {
   std::string alive = "/ddprun/rdzv/" + j.id + "/alive/";
   EXPECT_EQ(etcd.range(alive, store::etcd_prefix_end(alive), true).count, 0)
       << "a node's alive key outlived it";
+  // One node closed the run for both: the first to claim it.
+  auto closing = etcd.range("/ddprun/rdzv/" + j.id + "/closing");
+  ASSERT_EQ(closing.kvs.size(), 1u);
+  auto state = etcd.range("/ddprun/rdzv/" + j.id + "/state");
+  ASSERT_EQ(state.kvs.size(), 1u);
+  EXPECT_NE(state.kvs[0].value.find(" closed 1 failed 0"), std::string::npos)
+      << state.kvs[0].value;
   std::string out = a.out() + b.out();
   for (int rank = 0; rank < 4; ++rank) {
     EXPECT_NE(out.find("RANK=" + std::to_string(rank) + "\n"), std::string::npos) << out;

@@ -132,6 +132,23 @@ TEST_F(EtcdStateStoreTest, AParticipantSleepsThroughChangesThatDoNotConcernIt) {
   EXPECT_GT(next.epoch_revision, seen.epoch_revision) << "the round's keys are newer than this";
 }
 
+// A write that concerns participants wakes them on "wake", which holds the head alone
+// (each of N waiting nodes gets a few bytes, not a state naming N nodes); "epoch" still
+// holds the whole state, for agents of earlier versions that wait on it.
+TEST_F(EtcdStateStoreTest, ParticipantsWakeOnTheHeadAloneEarlierAgentsOnTheWholeState) {
+  auto a = node();
+  std::string complete = with({"a", "b", "c"}, true);
+  ASSERT_TRUE(write(*a, read(*a), complete, true, std::nullopt));
+  store::EtcdClient etcd(store::parse_etcd_endpoints(cluster_->endpoints()), 10s);
+  std::string prefix = "/s/ParticipantsWakeOnTheHeadAloneEarlierAgentsOnTheWholeState/";
+  auto wake = etcd.range(prefix + "wake");
+  auto epoch = etcd.range(prefix + "epoch");
+  ASSERT_EQ(wake.kvs.size(), 1u);
+  ASSERT_EQ(epoch.kvs.size(), 1u);
+  EXPECT_EQ(wake.kvs[0].value, "1 1\n" + complete.substr(0, complete.find('\n')));
+  EXPECT_EQ(epoch.kvs[0].value, "1 1\n" + complete);
+}
+
 // The first node to announce itself for a round is told so (1); a later one gets a
 // larger number, and the head says once a write took it in. The head holds the
 // state's first line: where a node joins, without the state.
