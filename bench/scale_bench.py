@@ -4,7 +4,7 @@ machine, one table with the cost per size and the fitted growth exponent (cost ~
 k = 1 is linear).
 
     /usr/bin/python3 bench/scale_bench.py [--ddprun build/launcher/ddprun]
-        [--agents 8,32,128,512,1024] [--etcd-agents 8,32,128,512] [--backends c10d,etcd]
+        [--agents 8,32,128,512,1024] [--etcd-agents 8,32,128,512,1024] [--backends c10d,etcd]
         [--sim 1024,2048,4096,8192,16384] [--sim-all-up-to 4096]
         [--repeat 1] [--markdown docs/scale-table.md]
 
@@ -202,9 +202,8 @@ def main():
     ap.add_argument("--round-sim", default=os.path.join(ROOT, "build", "bench", "ddprun_round_sim"))
     ap.add_argument("--agents", default="8,32,128,512,1024")
     ap.add_argument("--backends", default="c10d,etcd")
-    ap.add_argument("--etcd-agents", default="8,32,128,512",
-                    help="etcd's sizes: at 1,024 agents the one etcd member this machine "
-                         "can run with them had not formed the round after 5 minutes")
+    ap.add_argument("--etcd-agents", default="8,32,128,512,1024",
+                    help="etcd's sizes (one local etcd member)")
     ap.add_argument("--restarts", action=argparse.BooleanOptionalAction, default=True)
     ap.add_argument("--resources", action=argparse.BooleanOptionalAction, default=True,
                     help="the agents' memory, descriptors and threads at each c10d size")
