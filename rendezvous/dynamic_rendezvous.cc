@@ -142,7 +142,12 @@ Task<void> DynamicRendezvous::end_job(bool failed, CancelSignal& cancel) {
       // The state outlives the agents (etcd): once is enough and no node is special, so
       // the first to claim "closing" closes the run. Where every node closed it, each
       // read and wrote a state that names every node: N x N at the job's end.
+      // A read first: on etcd a compare-and-set is a write even where it loses, and
+      // the nodes end one after another as "all_done" reaches them.
       std::string key = prefix_ + "closing";
+      std::vector<std::string> keys(1, key);
+      auto claimed = co_await client_->get_now(std::move(keys), cancel);
+      if (claimed.at(0)) co_return;
       std::string none;
       std::string me = node_id_;
       std::string held = co_await client_->compare_set(key, none, me, cancel);

@@ -50,7 +50,14 @@ void StoreRound::check_members(const OnDead& on_dead, const OnLost& on_lost) {
         // Nothing read: the read was refused behind a slow store, no fault of the
         // store; judged again next time.
         auto dead = values ? options_.dead_members(*values) : std::vector<std::string>{};
-        if (dead.empty()) return watch_members(on_dead, on_lost);
+        if (dead.empty()) {
+          // Group rank 0, finished, reads every mark once an interval: where all are
+          // there and nobody set "all_done" (the last to finish counted another way,
+          // being of another version), it sets it for everyone. One node reading N keys
+          // an interval: linear.
+          if (all_done_ && options_.info.group_rank == 0) check_all_marked();
+          return watch_members(on_dead, on_lost);
+        }
         drop_finished(std::move(dead), on_dead, on_lost);
       },
       [this, on_lost](const std::string& why) { on_lost(lost(why)); });
@@ -129,18 +136,26 @@ void StoreRound::all_done() {
 }
 
 // A member that left after it marked itself done, while this node, finished too, still
-// waits for "all_done": every mark is read once. They are all there where the last
-// node to finish set no "all_done" (an agent of an earlier version, which marks itself
-// but counts nothing), and the wait ends with them.
+// waits for "all_done" (or, at group rank 0, every interval of that wait): every mark
+// is read once. They are all there where the last node to finish set no "all_done" (an
+// agent of an earlier version, which marks itself but counts nothing or counts another
+// way), and this node sets it: every node's wait ends.
 void StoreRound::check_all_marked() {
   requests().read(
       done_keys(),
       [this](const std::optional<RoundRequests::Values>& done) {
-        if (!done) return;
+        if (!done || !all_done_) return;
         for (const auto& mark : *done) {
           if (!mark) return;
         }
-        all_done();
+        // This node's wait ends once the others are told (ending it first may stop the
+        // requests before the word went out).
+        requests().write(
+            options_.prefix + "all_done", "1", [this] { all_done(); },
+            [this](const std::string& why) {
+              spdlog::debug("could not tell the other nodes that every node finished: {}", why);
+              all_done();
+            });
       },
       [](const std::string& why) { spdlog::debug("could not read which nodes finished: {}", why); });
 }

@@ -9,6 +9,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "store/memory_store.h"
+#include "tests/fakes/log_capture.h"
 #include "tests/helpers/run_task.h"
 
 namespace ddprun::rendezvous {
@@ -432,6 +433,55 @@ TEST(DynamicJoiner, OneWaitingNodeTakesOverFromAFolderThatWritesNothing) {
   EXPECT_EQ(d.seat.group_rank, 1);
   std::string folder = c.store.get("ddprun/c10d/test/joining/0/folder", 1s);
   EXPECT_TRUE(folder == "2" || folder == "3") << folder;
+}
+
+// A quarantined node announces itself; a later write handles its slot (it took in a
+// node announced after it) but cannot take it in. Nothing more is written: the node
+// reads the state after a whole wait with no last call running, and says why it is
+// kept out, where it waited in silence on the head until its deadline.
+TEST(DynamicJoiner, AHandledNodeThatWasNotTakenInSaysWhyWithinAWait) {
+  Cluster c;
+  c.config = {3, 3, 1000};
+  {
+    DynamicJoiner judge = c.joiner();
+    CancelSignal cancel;
+    run_task(judge.keep_out("q", "its preflight failed", cancel));
+  }
+  DynamicState first;
+  std::thread a = c.join_on_thread("a", first);  // the folder
+  c.wait_for_participants(1);
+  testing::LogCapture log;
+  std::string q_ended;
+  std::thread q([&] {
+    DynamicJoiner j = c.joiner();
+    try {
+      CancelSignal cancel;
+      run_task(j.join("q", 1, 0, 60s, cancel));
+    } catch (const RendezvousClosedError& e) {
+      q_ended = e.what();
+    }
+  });
+  // After q's announcement, "b"'s: the folder's write takes b in and so handles q's slot.
+  for (int i = 0; i < 10'000 && !c.store.check({"ddprun/c10d/test/joining/0/2"}); ++i) {
+    std::this_thread::sleep_for(1ms);
+  }
+  c.store.add("ddprun/c10d/test/joining/0/n", 1);
+  c.store.set("ddprun/c10d/test/joining/0/3", "2 b");
+  c.wait_for_participants(2);
+  bool said = false;
+  for (int i = 0; i < 1000 && !said; ++i) {  // at most 10 s: q's deadline is 60 s away
+    said = log.text().find("this node is quarantined") != std::string::npos;
+    if (!said) std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_TRUE(said) << log.text();
+  DynamicJoiner d = c.joiner();  // the round forms with a third node
+  JoinedRound got = take_seat(d, "d", 1, 5s);
+  a.join();
+  EXPECT_EQ(first.participants, (std::map<std::string, int>{{"a", 2}, {"b", 2}, {"d", 1}}));
+  EXPECT_EQ(got.seat.group_world_size, 3);
+  close(c.joiner());  // the job ends: q, still kept out, is told so
+  q.join();
+  EXPECT_NE(q_ended.find("quarantined"), std::string::npos) << q_ended;
 }
 
 // A counter of the state that holds something else is an error naming it, not a

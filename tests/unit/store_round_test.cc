@@ -216,8 +216,44 @@ TEST_F(StoreRoundTest, AFinishedNodeWhoseLastPeerCountedNothingEndsOnTheMarks) {
   b_gone = true;                                 // and left
   clock_.advance(std::chrono::milliseconds(100));
   run_a_while();
-  EXPECT_FALSE(store_.check({options(0).prefix + "all_done"}));
+  EXPECT_TRUE(store_.check({options(0).prefix + "all_done"})) << "the others are told";
   EXPECT_TRUE(all_done);
+}
+
+// Every node marked itself, yet nobody set "all_done" (the last to finish counted
+// another way: an agent of another version) and nobody left: group rank 0 reads the
+// marks each interval of its wait and sets it, so no node waits for ever. Another
+// node reads nothing but its wait.
+TEST_F(StoreRoundTest, GroupRankZeroSetsAllDoneWhereEveryNodeMarkedAndNobodySetIt) {
+  auto waiting_node = [this](int group_rank) {
+    StoreRound::Options o = options(group_rank);
+    o.watched = {{1 - group_rank, group_rank == 0 ? "b" : "a"}};
+    o.connect = [this] { return on_loop(store_); };  // store_ outlives the wait left
+    o.heartbeat_interval = std::chrono::milliseconds(100);
+    o.liveness_keys = {"hb"};
+    o.dead_members = [](const std::vector<std::optional<std::string>>&) {
+      return std::vector<std::string>{};
+    };
+    return std::make_unique<StoreRound>(io_, clock_, std::move(o));
+  };
+  auto b = waiting_node(1);
+  bool b_done = false;
+  b->watch_members([](std::vector<std::string>) {}, [](std::string) {});
+  b->finish_node([&b_done] { b_done = true; }, [](const std::string&) {});
+  run_a_while();
+  store_.set(options(0).prefix + "done", "5");  // counted another way: nobody reaches 2
+  auto a = waiting_node(0);
+  bool a_done = false;
+  a->watch_members([](std::vector<std::string>) {}, [](std::string) {});
+  a->finish_node([&a_done] { a_done = true; }, [](const std::string&) {});
+  run_a_while();
+  EXPECT_FALSE(store_.check({options(0).prefix + "all_done"}));
+  EXPECT_FALSE(a_done || b_done) << "no interval has passed";
+  clock_.advance(std::chrono::milliseconds(100));
+  run_a_while();
+  EXPECT_TRUE(store_.check({options(0).prefix + "all_done"}));
+  EXPECT_TRUE(a_done);
+  EXPECT_TRUE(b_done) << "its wait on all_done ended with it";
 }
 
 TEST_F(StoreRoundTest, ALivenessReadThatFailsIsTheStoreLost) {
