@@ -9,9 +9,11 @@
 // meanwhile: each beats (its heartbeat key), reads the liveness keys of the members it
 // watches (watched_members.h) and shares hang detection's longest interval
 // (shared_max.h) and reads it back; `--watch=all` has every node read every member's
-// keys instead (how agents watched before), for comparison.
+// keys instead (how agents watched before), for comparison. `--etcd=HOST:PORT`: the
+// same over a running etcd (each node a connection for its requests and one for the
+// state, as an agent's joiner has), under a prefix of its own; no request counts then.
 //
-//   ddprun_round_sim --nodes=N [--processes=P] [--watch=ring|all]
+//   ddprun_round_sim --nodes=N [--processes=P] [--watch=ring|all] [--etcd=HOST:PORT]
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -33,8 +35,11 @@
 #include <boost/asio/detached.hpp>
 
 #include "rendezvous/dynamic_joiner.h"
+#include "rendezvous/etcd_state_store.h"
 #include "rendezvous/rendezvous_backend.h"
 #include "rendezvous/shared_max.h"
+#include "store/etcd/etcd_endpoint.h"
+#include "store/etcd/etcd_store.h"
 #include "store/loop_store.h"
 #include "store/tcpstore/store_connect.h"
 #include "store/tcpstore/tcp_store_server.h"
@@ -53,23 +58,55 @@ int64_t wall_ms() {
       .count();
 }
 
+// Where the joiners meet: ddprun's store server (its port), or etcd.
+struct Meeting {
+  int port = 0;
+  std::string etcd;    // endpoint; empty: the store server
+  std::string prefix;  // every key under it
+};
+
+std::unique_ptr<store::EtcdClient> etcd_client(const Meeting& m) {
+  return std::make_unique<store::EtcdClient>(store::parse_etcd_endpoints(m.etcd),
+                                             std::chrono::seconds(300));
+}
+
 // One process' joiners: connects them all, says so on `ready`, waits for a byte on
 // `go`, then joins them all. Exit status 0 when every one got the completed round.
-int run_joiners(int port, int first, int count, int nodes, bool watch_all, int ready, int go) {
+int run_joiners(const Meeting& meet, int first, int count, int nodes, bool watch_all, int ready,
+                int go) {
   boost::asio::io_context io;
   CancelSignal cancel;
   std::vector<std::unique_ptr<store::LoopStore>> stores(count);
+  std::vector<std::unique_ptr<rendezvous::EtcdStateStore>> states(count);
   int failed = 0;
   for (int i = 0; i < count; ++i) {
     boost::asio::co_spawn(
         io,
         [&, i]() -> Task<void> {
-          store::TcpStoreClient::Options o;
-          o.timeout = std::chrono::seconds(300);
-          stores[i] = store::on_loop(co_await store::open_store_client(
-              "127.0.0.1", port, o, Clock::now() + std::chrono::seconds(60), cancel));
+          if (meet.etcd.empty()) {
+            store::TcpStoreClient::Options o;
+            o.timeout = std::chrono::seconds(300);
+            stores[i] = store::on_loop(co_await store::open_store_client(
+                "127.0.0.1", meet.port, o, Clock::now() + std::chrono::seconds(60), cancel));
+            co_return;
+          }
+          // Both connections made now (a first request each), not inside a phase.
+          stores[i] = store::on_loop(std::make_unique<store::EtcdStore>(etcd_client(meet), ""));
+          std::vector<std::string> none(1, meet.prefix + "none");
+          co_await stores[i]->get_now(std::move(none), cancel);
+          states[i] = std::make_unique<rendezvous::EtcdStateStore>(
+              etcd_client(meet), meet.prefix, [] { return int64_t{0}; });
+          co_await states[i]->head(-1, cancel);
         },
-        [&](const std::exception_ptr& e) { failed += e ? 1 : 0; });
+        [&](const std::exception_ptr& e) {
+          if (!e) return;
+          ++failed;
+          try {
+            std::rethrow_exception(e);
+          } catch (const std::exception& ex) {
+            if (failed == 1) std::fprintf(stderr, "connecting: %s\n", ex.what());
+          }
+        });
   }
   io.run();
   char byte = failed ? 'x' : 'r';
@@ -82,7 +119,7 @@ int run_joiners(int port, int first, int count, int nodes, bool watch_all, int r
     boost::asio::co_spawn(
         io,
         [&, i]() -> Task<void> {
-          std::string key = "floor/10." + std::to_string(first + i) + "/1/29500";
+          std::string key = meet.prefix + "floor/10." + std::to_string(first + i) + "/1/29500";
           for (int k = 0; k < kFloorRequests; ++k) {
             if (k % 2 == 0) {
               co_await stores[i]->set(key, std::to_string(k), cancel);
@@ -101,8 +138,13 @@ int run_joiners(int port, int first, int count, int nodes, bool watch_all, int r
   std::vector<std::unique_ptr<rendezvous::DynamicJoiner>> joiners;
   std::vector<std::string> ids;
   for (int i = 0; i < count; ++i) {
-    joiners.push_back(
-        std::make_unique<rendezvous::DynamicJoiner>(*stores[i], "sim/", config, wall_ms));
+    if (meet.etcd.empty()) {
+      joiners.push_back(
+          std::make_unique<rendezvous::DynamicJoiner>(*stores[i], meet.prefix, config, wall_ms));
+    } else {
+      joiners.push_back(std::make_unique<rendezvous::DynamicJoiner>(
+          *stores[i], std::move(states[i]), meet.prefix, config, wall_ms));
+    }
     ids.push_back("10." + std::to_string(first + i) + "/1/29500");
   }
   std::vector<rendezvous::RoundSeat> seats(count);
@@ -162,16 +204,17 @@ int run_joiners(int port, int first, int count, int nodes, bool watch_all, int r
             for (int k = 0; k < nodes; ++k) watched.push_back("10." + std::to_string(k) + "/1/29500");
           }
           store::LoopStore& s = *stores[i];
-          co_await s.set("sim/hb/" + ids[i], "1", cancel);
-          co_await s.get_now(rendezvous::member_keys("sim/hb/", watched), cancel);
+          const std::string& at = meet.prefix;
+          co_await s.set(at + "hb/" + ids[i], "1", cancel);
+          co_await s.get_now(rendezvous::member_keys(at + "hb/", watched), cancel);
           if (watch_all) {  // every node's own key, read by every node
-            co_await s.set("sim/max/" + std::to_string(rank), std::to_string(rank), cancel);
+            co_await s.set(at + "max/" + std::to_string(rank), std::to_string(rank), cancel);
             std::vector<std::string> keys;
-            for (int k = 0; k < nodes; ++k) keys.push_back("sim/max/" + std::to_string(k));
+            for (int k = 0; k < nodes; ++k) keys.push_back(at + "max/" + std::to_string(k));
             co_await s.get_now(std::move(keys), cancel);
           } else {
-            co_await rendezvous::raise_to(s, "sim/max", rank, cancel);
-            std::vector<std::string> top{"sim/max"};
+            co_await rendezvous::raise_to(s, at + "max", rank, cancel);
+            std::vector<std::string> top{at + "max"};
             co_await s.get_now(std::move(top), cancel);
           }
         },
@@ -188,6 +231,8 @@ int run_joiners(int port, int first, int count, int nodes, bool watch_all, int r
 int main(int argc, char** argv) {
   int nodes = 1024, processes = 4;
   bool watch_all = false;
+  Meeting meet;
+  meet.prefix = "sim/";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--watch=all" || a == "--watch=ring") {
@@ -196,8 +241,13 @@ int main(int argc, char** argv) {
       nodes = std::atoi(a.c_str() + 8);
     } else if (a.rfind("--processes=", 0) == 0) {
       processes = std::atoi(a.c_str() + 12);
+    } else if (a.rfind("--etcd=", 0) == 0) {
+      meet.etcd = a.substr(7);
+      meet.prefix = "/sim/" + std::to_string(::getpid()) + "/";  // apart from earlier runs
     } else {
-      std::fprintf(stderr, "usage: ddprun_round_sim --nodes=N [--processes=P] [--watch=ring|all]\n");
+      std::fprintf(stderr,
+                   "usage: ddprun_round_sim --nodes=N [--processes=P] [--watch=ring|all] "
+                   "[--etcd=HOST:PORT]\n");
       return 2;
     }
   }
@@ -228,9 +278,8 @@ int main(int argc, char** argv) {
       // Dies with the parent (which holds the server): never left waiting on a pipe.
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (::getppid() != parent) ::_exit(1);
-      int port = 0;
-      if (::read(port_pipe[0], &port, sizeof(port)) != sizeof(port)) ::_exit(1);
-      ::_exit(run_joiners(port, first, count, nodes, watch_all, ready_pipe[1], go_pipe[0]));
+      if (::read(port_pipe[0], &meet.port, sizeof(meet.port)) != sizeof(meet.port)) ::_exit(1);
+      ::_exit(run_joiners(meet, first, count, nodes, watch_all, ready_pipe[1], go_pipe[0]));
     }
     children.push_back(pid);
     port_pipes.push_back(port_pipe[1]);
@@ -282,7 +331,8 @@ int main(int argc, char** argv) {
     ok = ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
   }
   uint64_t after = requests();
-  for (const auto& [op, n] : server.request_counts()) {
+  for (const auto& [op, n] : meet.etcd.empty() ? server.request_counts()
+                                                : decltype(server.request_counts()){}) {
     std::fprintf(stderr, "%s: %.2f per node (all phases)\n", op.c_str(),
                  static_cast<double>(n) / nodes);
   }
@@ -290,12 +340,18 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "ddprun_round_sim: not every joiner got the completed round\n");
     return 1;
   }
+  // Requests are counted by ddprun's server only (null over etcd).
+  auto per_node = [&](uint64_t n) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%.2f", static_cast<double>(n) / nodes);
+    return meet.etcd.empty() ? std::string(text) : std::string("null");
+  };
   std::printf(
-      "{\"nodes\": %d, \"seconds\": %.3f, \"requests_per_node\": %.2f, \"restart_seconds\": %.3f, "
-      "\"restart_requests_per_node\": %.2f, \"watch_seconds\": %.3f, "
-      "\"watch_requests_per_node\": %.2f, \"floor_seconds\": %.3f}\n",
-      nodes, join_seconds, static_cast<double>(joined - before) / nodes, restart_seconds,
-      static_cast<double>(restarted - joined) / nodes, watch_seconds,
-      static_cast<double>(after - restarted) / nodes, floor_seconds);
+      "{\"nodes\": %d, \"seconds\": %.3f, \"requests_per_node\": %s, \"restart_seconds\": %.3f, "
+      "\"restart_requests_per_node\": %s, \"watch_seconds\": %.3f, "
+      "\"watch_requests_per_node\": %s, \"floor_seconds\": %.3f}\n",
+      nodes, join_seconds, per_node(joined - before).c_str(), restart_seconds,
+      per_node(restarted - joined).c_str(), watch_seconds, per_node(after - restarted).c_str(),
+      floor_seconds);
   return 0;
 }

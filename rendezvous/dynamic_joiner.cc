@@ -55,6 +55,13 @@ Task<JoinedRound> DynamicJoiner::join(std::string node, int local_world_size, in
     if (snap.state.round >= min_round || snap.state.closed) {
       a = decide_join(snap.state, node, local_world_size, wall_ms_(), config_);
     }
+    // Closed since the round this node is in completed (another member's workers
+    // failed for the last time, or finished, before this node read it): the node takes
+    // its place all the same, and learns how the round ended from the round itself.
+    if (a.kind == Action::Kind::kClosed && snap.state.complete && snap.state.round >= min_round &&
+        snap.state.participants.count(node)) {
+      a.kind = Action::Kind::kDone;
+    }
     say_kept_out(snap.state.quarantined, node);
     bool spare = snap.state.spares.count(node) > 0;
     if (a.kind == Action::Kind::kClosed) {

@@ -212,13 +212,31 @@ TEST(DynamicJoiner, CancelStopsAWaitingJoin) {
   }
 }
 
+// A member that reads the state of its round only after the run closed (another
+// member's workers failed for the last time, and it closed the run) still gets its
+// place: the agent learns how the round ended from the round. A node coming back from
+// that round is refused.
+TEST(DynamicJoiner, AMemberOfTheLastRoundGetsItsPlaceAfterTheRunClosed) {
+  Cluster c;
+  c.config = {2, 2, 1000};
+  auto got = c.join_all({"a", "b"});
+  ASSERT_TRUE(got[0].complete);
+  close(c.joiner(), true);
+  DynamicJoiner a = c.joiner();
+  DynamicState again = join(a, "a", 2, 0, 5s);
+  EXPECT_TRUE(again.closed);
+  EXPECT_EQ(again.participants, got[0].participants);
+  DynamicJoiner back = c.joiner();
+  EXPECT_THROW(join(back, "a", 2, 1, 5s), RendezvousClosedError) << "round 0 is behind it";
+}
+
 TEST(DynamicJoiner, ClosedRunIsRefused) {
   Cluster c;
   c.config = {1, 1, 1000};
   c.join_all({"a"});
   close(c.joiner());
   DynamicJoiner j = c.joiner();
-  EXPECT_THROW(join(j, "a", 1, 0, 1s), RendezvousClosedError);
+  EXPECT_THROW(join(j, "late", 1, 0, 1s), RendezvousClosedError);
 }
 
 // A node beyond MAX waits as a spare past its join timeout while the job runs, and
