@@ -6,6 +6,7 @@ k = 1 is linear).
     /usr/bin/python3 bench/scale_bench.py [--ddprun build/launcher/ddprun]
         [--agents 8,32,128,512,1024] [--etcd-agents 8,32,128,512,1024] [--backends c10d,etcd]
         [--sim 1024,2048,4096,8192,16384] [--sim-all-up-to 4096]
+        [--etcd-sim 512,1024,2048,4096]
         [--repeat 1] [--markdown docs/scale-table.md]
 
 Rows:
@@ -26,7 +27,9 @@ Rows:
   the floor: every node sends as many plain requests (a set and a read in turn) to the
   same store at once. What the machine adds per request as the connections grow
   (the kernel's socket lookups, caches) shows there; each protocol row says its cost
-  as a multiple of the floor at each size, and how that multiple grows.
+  as a multiple of the floor at each size, and how that multiple grows. The same over
+  etcd (`--etcd-sim`), a fresh member each run: each simulated node holds two
+  connections, as an agent's joiner does.
 
 - resources: each agent's resident memory, descriptors and threads once every worker
   runs, the store's host apart from the median of the others, and the CPU the host and
@@ -155,11 +158,21 @@ def restart_time(ddprun, kind, n):
     return max(restarted) - died
 
 
-def round_sim(sim, nodes, watch="ring"):
+def round_sim(sim, nodes, watch="ring", etcd=False):
     """One simulated job: the first round, a restart, and one interval of the running
-    round's liveness and hang exchange, each (seconds, requests per node)."""
-    run = subprocess.run([sim, f"--nodes={nodes}", f"--watch={watch}"],
-                         capture_output=True, text=True, timeout=1800)
+    round's liveness and hang exchange, each (seconds, requests per node); `etcd`:
+    over a fresh etcd member of its own (requests are not counted there)."""
+    member = rb.start_etcd() if etcd else None
+    try:
+        if member:
+            time.sleep(1.0)  # etcd elects itself
+        extra = [f"--etcd={rb.ETCD}"] if member else []
+        run = subprocess.run([sim, f"--nodes={nodes}", f"--watch={watch}", *extra],
+                             capture_output=True, text=True, timeout=1800)
+    finally:
+        if member:
+            member.kill()
+            member.wait()
     if run.returncode != 0:
         raise SystemExit(f"round sim at {nodes} nodes exited {run.returncode}: "
                          f"{run.stderr.strip()[-500:]}")
@@ -170,11 +183,29 @@ def round_sim(sim, nodes, watch="ring"):
             (r["floor_seconds"], FLOOR_REQUESTS))
 
 
-def round_sim_median(sim, nodes, repeat, watch="ring"):
+def round_sim_median(sim, nodes, repeat, watch="ring", etcd=False):
     """round_sim() run `repeat` times: each phase's median seconds and requests."""
-    runs = [round_sim(sim, nodes, watch) for _ in range(repeat)]
+    runs = [round_sim(sim, nodes, watch, etcd) for _ in range(repeat)]
     return tuple((statistics.median(r[i][0] for r in runs),
-                  statistics.median(r[i][1] for r in runs)) for i in range(4))
+                  statistics.median(r[i][1] or 0 for r in runs)) for i in range(4))
+
+
+def sim_rows(backend, sizes, runs):
+    """The floor, the round, the restart and the running round's rows of simulated
+    runs, each protocol row as a multiple of the floor."""
+    floors = [r[3][0] for r in runs]
+    rows = [(f"the floor: {FLOOR_REQUESTS} plain requests per node (a set and a read in "
+             f"turn), every node at once ({backend}, simulated nodes)", sizes, floors,
+             "what the machine itself adds per request as connections grow")]
+    steps = (("rendezvous: the round protocol alone", 0), ("restart: the round protocol alone", 1),
+             ("a running round: one interval of liveness reads and the hang exchange", 2))
+    for step, i in steps:
+        costs = [r[i][0] for r in runs]
+        counted = ("store requests per node: " + ", ".join(f"{r[i][1]:.1f}" for r in runs) + "; "
+                   if backend == "c10d" else "")
+        rows.append((f"{step} ({backend}, simulated nodes)", sizes, costs,
+                     counted + beyond_floor(sizes, costs, floors)))
+    return rows
 
 
 def beyond_floor(sizes, costs, floors):
@@ -197,6 +228,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ddprun", default=os.path.join(ROOT, "build", "launcher", "ddprun"))
     ap.add_argument("--sim", dest="sim_sizes", default="1024,2048,4096,8192,16384")
+    ap.add_argument("--etcd-sim", dest="etcd_sim_sizes", default="512,1024,2048,4096",
+                    help="the round protocol alone over etcd (a fresh member each run)")
     ap.add_argument("--sim-all-up-to", type=int, default=4096,
                     help="the largest size of the every-node-reads-every-key row (N² reads)")
     ap.add_argument("--round-sim", default=os.path.join(ROOT, "build", "bench", "ddprun_round_sim"))
@@ -252,26 +285,20 @@ def main():
                 every.append(round_sim(args.round_sim, n, "all")[2])
             print(f"# round sim {n}: join {fmt(runs[-1][0][0])}, restart {fmt(runs[-1][1][0])}, "
                   f"watch {fmt(runs[-1][2][0])}", file=sys.stderr, flush=True)
-        floors = [r[3][0] for r in runs]
-        rows.append((f"the floor: {FLOOR_REQUESTS} plain requests per node (a set and a read "
-                     "in turn), every node at once (c10d, simulated nodes)", sim_sizes, floors,
-                     "what the machine itself adds per request as connections grow"))
-        for i, step in enumerate(("rendezvous", "restart")):
-            costs = [r[i][0] for r in runs]
-            rows.append((f"{step}: the round protocol alone (c10d, simulated nodes)", sim_sizes,
-                         costs,
-                         "store requests per node: " + ", ".join(f"{r[i][1]:.1f}" for r in runs)
-                         + "; " + beyond_floor(sim_sizes, costs, floors)))
-        costs = [r[2][0] for r in runs]
-        rows.append(("a running round: one interval of liveness reads and the hang exchange "
-                     "(c10d, simulated nodes)", sim_sizes, costs,
-                     "store requests per node: " + ", ".join(f"{r[2][1]:.1f}" for r in runs)
-                     + "; " + beyond_floor(sim_sizes, costs, floors)))
+        rows += sim_rows("c10d", sim_sizes, runs)
         rows.append(("the same with every node reading every member's keys (how agents "
                      "watched before)", every_sizes, [w[0] for w in every],
                      "store requests per node: " + ", ".join(f"{w[1]:.1f}" for w in every)))
     elif sim_sizes:
         print(f"# no {args.round_sim}: the simulated rows are left out", file=sys.stderr)
+    etcd_sim_sizes = [int(x) for x in args.etcd_sim_sizes.split(",") if x]
+    if etcd_sim_sizes and os.path.exists(args.round_sim) and "etcd" in args.backends:
+        runs = []
+        for n in etcd_sim_sizes:
+            runs.append(round_sim_median(args.round_sim, n, args.repeat, etcd=True))
+            print(f"# round sim on etcd {n}: join {fmt(runs[-1][0][0])}, restart "
+                  f"{fmt(runs[-1][1][0])}, floor {fmt(runs[-1][3][0])}", file=sys.stderr, flush=True)
+        rows += sim_rows("etcd", etcd_sim_sizes, runs)
     # The fit over every size, and between the two largest: a cost that turns
     # quadratic only at the top shows there first.
     lines = ["| step | sizes | cost per size | growth exponent (all sizes) | "
