@@ -1,10 +1,13 @@
 // Store throughput and connection handling: ddprun's TCPStore server next to torch
 // 1.13's own, measured in the same run with the same client (ddprun's C++ client in
 // the 1.13 numbering, which both servers speak). Each server runs on core 0 and the
-// client drivers on core 1, so what is measured is the server.
+// client drivers on core 1, so what is measured is the server. The job start also runs
+// against torch 2.14's server (the 2.x numbering; Debian builds it without libuv), where
+// the forky root is made (scripts/torch_root.sh forky; tests/torch2/in_root.sh runs it).
 //
 //   ddprun_store_bench [--seconds S] [--python /usr/bin/python3] [--no-torch]
 //                      [--connections N] [--barrier 1024,4096,16384,65536,100000]
+//                      [--torch2-root /var/cache/ddprun/torch-roots/forky]
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -19,6 +22,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -51,10 +55,11 @@ void pin_to_cpu(int cpu) {
   ::sched_setaffinity(0, sizeof(set), &set);
 }
 
-store::TcpStoreClient::Options client_options() {
+store::TcpStoreClient::Options client_options(
+    store::tcpstore::Numbering numbering = store::tcpstore::Numbering::kV113) {
   store::TcpStoreClient::Options o;
   o.timeout = std::chrono::seconds(60);
-  o.numbering = store::tcpstore::Numbering::kV113;
+  o.numbering = numbering;
   return o;
 }
 
@@ -257,7 +262,8 @@ constexpr int kLargestTorchStart = 16384;
 
 // Worker `i`'s connection to the store at 127.0.0.1:`port`, from the loopback
 // address 127.0.0.<1 + i % kSourceAddresses>, the port picked by the kernel at connect.
-std::unique_ptr<store::TcpStoreClient> worker_client(int port, int i) {
+std::unique_ptr<store::TcpStoreClient> worker_client(int port, int i,
+                                                     store::tcpstore::Numbering numbering) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
   auto sock = ddprun::net::Socket::adopt(fd, "127.0.0.1:" + std::to_string(port));
@@ -275,11 +281,27 @@ std::unique_ptr<store::TcpStoreClient> worker_client(int port, int i) {
       ::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof(to)) != 0) {
     throw std::runtime_error(std::string("connect: ") + std::strerror(errno));
   }
-  auto client = std::make_unique<store::TcpStoreClient>("127.0.0.1", port, client_options(),
-                                                        std::move(sock));
+  auto client = std::make_unique<store::TcpStoreClient>("127.0.0.1", port,
+                                                        client_options(numbering), std::move(sock));
   while (client->handshake_step() >= 0) {
   }
   return client;
+}
+
+// torch 2.14's server looks up the name of each peer: from 127.0.0.2 on, each lookup
+// would wait 5 s for a name server this machine cannot reach (torch 1.13's does not
+// look). A hosts file of its own names every source address, as a cluster's DNS would
+// answer at once (tests/torch2/in_root.sh binds it over the root's /etc/hosts).
+// Returns its path, for the caller to remove.
+std::string torch2_hosts() {
+  std::string path = "/tmp/ddprun_bench_hosts." + std::to_string(::getpid());
+  std::ofstream hosts(path);
+  hosts << "127.0.0.1 localhost\n";
+  for (int a = 2; a <= kSourceAddresses; ++a) {
+    hosts << "127.0.0." << a << " ddprun-bench-source-" << a << "\n";
+  }
+  ::setenv("DDPRUN_ROOT_HOSTS", path.c_str(), 1);
+  return path;
 }
 
 // A PyTorch-style job start against the server at `port`: `n` workers connect, each
@@ -287,7 +309,8 @@ std::unique_ptr<store::TcpStoreClient> worker_client(int port, int i) {
 // barrier's key, for which every worker WAITs. Returns the seconds from the first
 // connection to the last worker through the barrier (0 when something failed).
 // Connections are made by 8 threads; every WAIT is sent before any answer is read.
-double barrier_start(int port, int n) {
+double barrier_start(int port, int n,
+                     store::tcpstore::Numbering numbering = store::tcpstore::Numbering::kV113) {
   std::string run = std::to_string(Clock::now().time_since_epoch().count());
   std::vector<std::unique_ptr<store::TcpStoreClient>> workers(n);
   std::atomic<bool> failed{false};
@@ -297,7 +320,7 @@ double barrier_start(int port, int n) {
     threads.emplace_back([&, t] {
       for (int i = t; i < n && !failed; i += 8) {
         try {
-          auto w = worker_client(port, i);
+          auto w = worker_client(port, i, numbering);
           w->set(run + "/rank/" + std::to_string(i), "ready");
           if (w->add(run + "/count", 1) == n) w->set(run + "/done", "1");
           w->start_wait({run + "/done"});
@@ -326,6 +349,9 @@ int main(int argc, char** argv) {
   double seconds = 1.0;
   std::string python = "/usr/bin/python3";
   bool with_torch = true;
+  const char* roots = std::getenv("DDPRUN_TORCH_ROOTS");
+  std::string torch2_root =
+      std::string(roots ? roots : "/var/cache/ddprun/torch-roots") + "/forky";
   int held = 10000;
   // Sizes past what the descriptor limit allows are left out, said on stderr.
   std::vector<int> barrier_sizes = {1024, 4096, 16384, 65536, 100000};
@@ -339,6 +365,8 @@ int main(int argc, char** argv) {
       held = std::atoi(argv[++i]);
     else if (a == "--no-torch")
       with_torch = false;
+    else if (a == "--torch2-root" && i + 1 < argc)
+      torch2_root = argv[++i];
     else if (a == "--barrier" && i + 1 < argc) {
       barrier_sizes.clear();
       std::istringstream list(argv[++i]);
@@ -418,17 +446,36 @@ int main(int argc, char** argv) {
   }
   // A fresh server each: the held connections above are gone with theirs. The growth
   // exponent k of time ~ N^k from the size before (1 is linear).
+  bool with_torch2 = with_torch && std::ifstream(torch2_root + "/.ddprun-root-ready").good();
+  if (with_torch && !with_torch2) {
+    std::fprintf(stderr, "ddprun_store_bench: no torch 2.14: %s is not made "
+                 "(scripts/torch_root.sh forky makes it)\n", torch2_root.c_str());
+  }
   std::printf("\n| workers through a barrier (connect, set, add, wait) | ddprun | growth from the "
-              "size before | torch 1.13 | torch / ddprun |\n|---|---|---|---|---|\n");
+              "size before | torch 1.13 | torch 1.13 / ddprun | torch 2.14 | torch 2.14 / ddprun "
+              "|\n|---|---|---|---|---|---|---|\n");
+  std::string hosts = with_torch2 ? torch2_hosts() : "";
+  auto torch_cell = [](double t, double ours) {
+    char text[64];
+    if (t <= 0) return std::string("- | -");
+    std::snprintf(text, sizeof(text), "%.0f ms | x%.1f", t * 1e3, t / ours);
+    return std::string(text);
+  };
   double before = 0;
   int before_n = 0;
   for (int n : barrier_sizes) {
     ServerProcess fresh({DDPRUN_STORE_SERVER});
     double a = barrier_start(fresh.port(), n);
-    double b = 0;
+    double b = 0, c = 0;
     if (with_torch && n <= kLargestTorchStart) {
       ServerProcess torch_fresh({python, std::string(DDPRUN_BENCH_DIR) + "/torch_store_server.py"});
       b = barrier_start(torch_fresh.port(), n);
+    }
+    if (with_torch2 && n <= kLargestTorchStart) {
+      ServerProcess torch2({std::string(DDPRUN_BENCH_DIR) + "/../tests/torch2/in_root.sh",
+                            torch2_root, "python3",
+                            std::string(DDPRUN_BENCH_DIR) + "/torch_store_server.py"});
+      c = barrier_start(torch2.port(), n, store::tcpstore::Numbering::kV2);
     }
     ok = ok && a > 0;
     std::string growth = "-";
@@ -438,13 +485,10 @@ int main(int argc, char** argv) {
     }
     before = a;
     before_n = n;
-    if (b > 0) {
-      std::printf("| %d | %.0f ms | %s | %.0f ms | x%.1f |\n", n, a * 1e3, growth.c_str(), b * 1e3,
-                  b / a);
-    } else {
-      std::printf("| %d | %.0f ms | %s | - | - |\n", n, a * 1e3, growth.c_str());
-    }
+    std::printf("| %d | %.0f ms | %s | %s | %s |\n", n, a * 1e3, growth.c_str(),
+                torch_cell(b, a).c_str(), torch_cell(c, a).c_str());
     std::fflush(stdout);
   }
+  if (!hosts.empty()) ::unlink(hosts.c_str());
   return ok ? 0 : 1;
 }
