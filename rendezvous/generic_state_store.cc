@@ -1,7 +1,6 @@
 #include "rendezvous/generic_state_store.h"
 
 #include <charconv>
-#include <utility>
 
 #include "common/error.h"
 
@@ -74,7 +73,8 @@ void GenericStateStore::remember_written(int64_t version, int64_t epoch, const s
 }
 
 Task<bool> GenericStateStore::write(const StateSnapshot& from, const std::string& to,
-                                    Wakes wakes, const std::optional<Announcement>& on_loss,
+                                    bool wakes_participants,
+                                    const std::optional<Announcement>& on_loss,
                                     CancelSignal& cancel) {
   // Every argument is a local: GCC 12 mishandles temporaries made inside a co_await.
   std::string state = prefix_ + "state";
@@ -101,26 +101,14 @@ Task<bool> GenericStateStore::write(const StateSnapshot& from, const std::string
   std::string changed = prefix_ + "ver/" + std::to_string(v);
   co_await store_.set(changed, one, cancel);
   int64_t e = from.epoch;
-  wake_later_ = 0;
-  if (wakes != Wakes::kNobody) {
+  if (wakes_participants) {
     std::string epoch = prefix_ + "epoch";
     e = co_await store_.add(epoch, 1, cancel);
-    if (wakes == Wakes::kParticipantsLater) {
-      wake_later_ = e;
-    } else {
-      std::string moved = prefix_ + "epoch/" + std::to_string(e);
-      co_await store_.set(moved, one, cancel);
-    }
+    std::string moved = prefix_ + "epoch/" + std::to_string(e);
+    co_await store_.set(moved, one, cancel);
   }
   remember_written(v, e, to);
   co_return true;
-}
-
-Task<void> GenericStateStore::wake(CancelSignal& cancel) {
-  if (wake_later_ == 0) co_return;
-  std::string moved = prefix_ + "epoch/" + std::to_string(std::exchange(wake_later_, 0));
-  const std::string one = "1";
-  co_await store_.set(moved, one, cancel);
 }
 
 Task<void> GenericStateStore::wait(const StateSnapshot& from, bool participant,
