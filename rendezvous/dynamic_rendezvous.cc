@@ -169,6 +169,10 @@ Task<RendezvousInfo> DynamicRendezvous::next_rendezvous(int round, int local_wor
   try {
     // The primary keeps the run, which names every member.
     bool whole_state = primary_ || params_.members_everywhere;
+    // Until this node knows its round (make_info), the workers' store it would host
+    // takes no new connection: a faster member may start the round's workers before
+    // this node, their group rank 0, has reset it for them.
+    worker_store_->hold_new_connections();
     JoinedRound joined = co_await joiner_->join(node_id_, local_world_size, round,
                                                 params_.join_timeout, cancel_, whole_state);
     info = make_info(joined);
@@ -211,7 +215,8 @@ RendezvousInfo DynamicRendezvous::make_info(const JoinedRound& joined) {
   // Group rank 0 hosts the workers' store; its keys start empty every round. Only
   // workers connect to it, and every worker of this node's earlier rounds is stopped by
   // now: whoever is still connected is a stale worker of a node dropped from the job
-  // (frozen, or cut off), and is cut off before it can reach this round's keys.
+  // (frozen, or cut off), and is cut off before it can reach this round's keys. The
+  // round's own workers, held since the join began, are let in after.
   if (info.group_rank == 0) {
     if (size_t stale = worker_store_->close_connections(); stale > 0) {
       spdlog::warn("closed {} store connection(s) of workers from an earlier round", stale);
@@ -224,6 +229,7 @@ RendezvousInfo DynamicRendezvous::make_info(const JoinedRound& joined) {
       worker_store_->admit_only(addresses);
     }
   }
+  worker_store_->accept_again();
   const std::string& host = seat.host;  // "<address>/<pid>/<port>"
   size_t port_at = host.rfind('/');
   size_t pid_at = address_end(host);

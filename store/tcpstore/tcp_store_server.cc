@@ -14,6 +14,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 
 #include "common/loop_waits.h"
 #include "common/thread_name.h"
@@ -139,6 +140,23 @@ class TcpStoreServer::Impl {
     return out;
   }
 
+  void hold_new_connections() {
+    run_on_io([&] {
+      holding_ = true;
+      boost::system::error_code ignored;
+      acceptor_.cancel(ignored);
+      accept_retry_.cancel();
+    });
+  }
+
+  void accept_again() {
+    run_on_io([&] {
+      if (!holding_) return;
+      holding_ = false;
+      do_accept();
+    });
+  }
+
   size_t connection_count() {
     return run_on_io([&] {
       prune();
@@ -149,18 +167,26 @@ class TcpStoreServer::Impl {
  private:
   void do_accept() {
     acceptor_.async_accept([this](const boost::system::error_code& ec, tcp::socket socket) {
-      if (ec == asio::error::operation_aborted) return;
+      if (ec == asio::error::operation_aborted || holding_) {
+        // One accepted as the hold began is served: it came before the hold.
+        if (!ec) serve_admitted(std::move(socket));
+        return;
+      }
       if (ec) return pause_accepting(ec);
       accept_failing_ = false;
-      if (!admitted(socket)) return do_accept();  // the socket closes as it goes
-      auto serve_it = [this](tcp::socket s) { serve(std::move(s)); };
-      if (guests_ == Guests::kMembers) {
-        gate_.admit_shared(std::move(socket), serve_it, serve_it);
-      } else {
-        gate_.admit(std::move(socket), serve_it);
-      }
+      serve_admitted(std::move(socket));
       do_accept();
     });
+  }
+
+  void serve_admitted(tcp::socket socket) {
+    if (!admitted(socket)) return;  // the socket closes as it goes
+    auto serve_it = [this](tcp::socket s) { serve(std::move(s)); };
+    if (guests_ == Guests::kMembers) {
+      gate_.admit_shared(std::move(socket), serve_it, serve_it);
+    } else {
+      gate_.admit(std::move(socket), serve_it);
+    }
   }
 
   bool admitted(const tcp::socket& socket) {
@@ -204,7 +230,7 @@ class TcpStoreServer::Impl {
     accept_failing_ = true;
     accept_retry_.expires_after(std::chrono::milliseconds(50));
     accept_retry_.async_wait([this](const boost::system::error_code& e) {
-      if (!e) do_accept();
+      if (!e && !holding_) do_accept();
     });
   }
 
@@ -216,6 +242,10 @@ class TcpStoreServer::Impl {
   }
 
   asio::io_context io_{1};  // one thread runs it: Asio may skip its internal locking
+  // Its thread runs until stop(), even while no accept is pending and no client is
+  // connected (held: hold_new_connections()).
+  asio::executor_work_guard<asio::io_context::executor_type> keep_running_ =
+      asio::make_work_guard(io_);
   tcp::acceptor acceptor_;
   uint16_t port_;
   tcpstore::StoreState state_;
@@ -227,6 +257,7 @@ class TcpStoreServer::Impl {
   std::set<asio::ip::address> refused_;                    // addresses already logged
   asio::steady_timer accept_retry_{io_};
   bool accept_failing_ = false;
+  bool holding_ = false;  // hold_new_connections() until accept_again()
   std::thread thread_;
 };
 
@@ -257,6 +288,10 @@ size_t TcpStoreServer::clear_except(const std::string& keep_prefix) {
 void TcpStoreServer::admit_only(const std::vector<std::string>& addresses) {
   impl_->admit_only(addresses);
 }
+
+void TcpStoreServer::hold_new_connections() { impl_->hold_new_connections(); }
+
+void TcpStoreServer::accept_again() { impl_->accept_again(); }
 
 size_t TcpStoreServer::connection_count() { return impl_->connection_count(); }
 

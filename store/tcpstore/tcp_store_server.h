@@ -66,6 +66,15 @@ class TcpStoreServer {
   /// Returns how many were closed.
   size_t close_connections();
 
+  /// Accepts no new connection until accept_again(): one made meanwhile waits in the
+  /// kernel's queue, unread (its client's connect succeeds; its first request waits).
+  /// The connections already open are served as before. A node's workers' store from
+  /// its join until its round is known: the new round's workers, started by a faster
+  /// member, are served only once the store was reset for them.
+  void hold_new_connections();
+  /// Accepts again what hold_new_connections() held, and what comes after.
+  void accept_again();
+
   /// From now on, admits connections only from these addresses and from 127.0.0.1 and
   /// ::1 (an IPv4 client of a dual-stack listener counts as its IPv4 address); every
   /// other is closed before a byte is read, its address logged once. The workers' store

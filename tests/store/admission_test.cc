@@ -129,5 +129,26 @@ TEST(SharedAdmission, WithoutATokenEveryoneIsServed) {
   EXPECT_EQ(anyone.read_bytes(), "v");
 }
 
+// A node's workers' store is held from its join until its round is known: a worker of
+// the new round, started by a faster member, waits in the queue while the store cuts
+// the stale workers off and clears their keys, and is served after; none of its keys
+// is lost to that reset.
+TEST(HeldAdmission, ConnectionsMadeWhileHeldAreServedOnlyAfterTheReset) {
+  TcpStoreServer server{"127.0.0.1", 0};
+  TcpStoreClient stale("127.0.0.1", server.port());  // an earlier round's worker
+  stale.set("init/", "old");
+  server.hold_new_connections();
+  RawConnection fresh = RawConnection::v2(server.port());  // the kernel's queue takes it
+  fresh.send(Wire(Numbering::kV2, Op::kSet).str("init/").str("new").bytes);
+  fresh.send(Wire(Numbering::kV2, Op::kGet).str("init/").bytes);
+  EXPECT_TRUE(fresh.silent_for(200)) << "a held connection is not served";
+  EXPECT_EQ(server.close_connections(), 1u) << "only the stale worker's is open";
+  server.clear_except("ddprun/");
+  server.accept_again();
+  EXPECT_EQ(fresh.read_bytes(), "new") << "served after the reset, its SET kept";
+  EXPECT_EQ(server.connection_count(), 1u);
+  EXPECT_THROW(stale.get_now(std::string("init/")), Error) << "the stale worker is cut off";
+}
+
 }  // namespace
 }  // namespace ddprun::test
