@@ -157,17 +157,21 @@ Task<bool> DynamicJoiner::write(const StateSnapshot& from, const DynamicState& t
                                 CancelSignal& cancel, const std::optional<Announcement>& on_loss) {
   auto start = Clock::now();
   std::string encoded = to.encode();
-  bool wakes = concerns_participants(from.state, to);
+  // Nodes that announced themselves read their seats, not the state, once it
+  // completes: they are woken once the seats are there.
+  bool completes = to.complete && (!from.state.complete || from.state.round != to.round);
+  bool seats = completes && state_->keeps_head();
+  using Wakes = StateStore::Wakes;
+  Wakes wakes = !concerns_participants(from.state, to) ? Wakes::kNobody
+                : seats                                 ? Wakes::kParticipantsLater
+                                                        : Wakes::kParticipants;
   bool won = co_await state_->write(from, encoded, wakes, on_loss, cancel);
   write_time_ = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start);
   lost_writes_ = won ? 0 : lost_writes_ + 1;
-  // Nodes that announced themselves read their seats, not the state, once it completes.
-  // They are woken with the write, not once the seats are there: woken later, the
-  // members other than the writer reach their round later, and group rank 0 resets
-  // the workers' store (closes its connections, clears its keys) once it has read its
-  // round, which a faster member's workers may have reached by then.
-  bool completes = to.complete && (!from.state.complete || from.state.round != to.round);
-  if (won && completes && state_->keeps_head()) co_await write_seats(to, cancel);
+  if (won && seats) {
+    co_await write_seats(to, cancel);
+    co_await state_->wake(cancel);
+  }
   co_return won;
 }
 

@@ -1,6 +1,7 @@
 #include "rendezvous/etcd_state_store.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "store/etcd/etcd_stream.h"
 #include "rendezvous/generic_state_store.h"
@@ -96,10 +97,10 @@ Task<StateSnapshot> EtcdStateStore::read(CancelSignal& cancel) {
   co_return s;
 }
 
-Task<bool> EtcdStateStore::write(const StateSnapshot& from, const std::string& to,
-                                 bool wakes_participants,
+Task<bool> EtcdStateStore::write(const StateSnapshot& from, const std::string& to, Wakes wakes,
                                  const std::optional<Announcement>& on_loss,
                                  CancelSignal& cancel) {
+  bool wakes_participants = wakes != Wakes::kNobody;
   int64_t epoch = from.epoch + (wakes_participants ? 1 : 0);
   std::string value = encode(from.version + 1, epoch, to);
   std::string head = encode(from.version + 1, epoch, to.substr(0, to.find('\n')));
@@ -109,7 +110,7 @@ Task<bool> EtcdStateStore::write(const StateSnapshot& from, const std::string& t
     // state to each of N waiting nodes moved N x N. "epoch" still carries it, for
     // agents of earlier versions, which wait on it.
     success.push_back(store::EtcdOp::put(prefix_ + "epoch", value));
-    success.push_back(store::EtcdOp::put(prefix_ + "wake", head));
+    if (wakes == Wakes::kParticipants) success.push_back(store::EtcdOp::put(prefix_ + "wake", head));
   }
   success.push_back(store::EtcdOp::put(prefix_ + "head", head));
   int64_t taken = 0;
@@ -137,6 +138,7 @@ Task<bool> EtcdStateStore::write(const StateSnapshot& from, const std::string& t
     said_taken_ = taken;
     taken_round_ = from.state.round;
   }
+  wake_later_ = wakes == Wakes::kParticipantsLater ? head : "";
   fresh_ = snapshot(store::EtcdKv{prefix_ + "state", value, 0, r.revision}, from);
   round_seen_ = fresh_->state.round;
   listed_round_ = -1;  // not read with this write
@@ -169,6 +171,12 @@ Task<void> EtcdStateStore::wait(const StateSnapshot& from, bool participant,
     co_return;  // that history is gone: the next read() reads
   }
   if (!changed && !participant) fresh_ = from;
+}
+
+Task<void> EtcdStateStore::wake(CancelSignal& cancel) {
+  if (wake_later_.empty()) co_return;
+  std::string key = prefix_ + "wake";
+  co_await client_->put_on_loop(std::move(key), std::exchange(wake_later_, ""), cancel);
 }
 
 Task<std::vector<std::pair<std::string, int>>> EtcdStateStore::announced(int round,

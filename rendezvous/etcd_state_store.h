@@ -42,8 +42,9 @@ class EtcdStateStore : public StateStore {
 
   /// Every request is EtcdClient's loop call.
   Task<StateSnapshot> read(CancelSignal& cancel) override;
-  Task<bool> write(const StateSnapshot& from, const std::string& to, bool wakes_participants,
+  Task<bool> write(const StateSnapshot& from, const std::string& to, Wakes wakes,
                    const std::optional<Announcement>& on_loss, CancelSignal& cancel) override;
+  Task<void> wake(CancelSignal& cancel) override;
   /// The watch's stream is read as the loop's completions (EtcdClient's loop watch).
   Task<void> wait(const StateSnapshot& from, bool participant, std::chrono::milliseconds timeout,
                   CancelSignal& cancel) override;
@@ -90,6 +91,7 @@ class EtcdStateStore : public StateStore {
   int64_t listed_newest_ = 0;    // the newest create revision in it
   int64_t said_taken_ = 0;       // the last put in "forming/<taken_round_>/taken"
   int taken_round_ = -1;
+  std::string wake_later_;  // what wake() puts in "wake" (empty: nothing)
 };
 
 }  // namespace ddprun::rendezvous

@@ -1,6 +1,7 @@
 #include "rendezvous/generic_state_store.h"
 
 #include <charconv>
+#include <utility>
 
 #include "common/error.h"
 
@@ -73,8 +74,7 @@ void GenericStateStore::remember_written(int64_t version, int64_t epoch, const s
 }
 
 Task<bool> GenericStateStore::write(const StateSnapshot& from, const std::string& to,
-                                    bool wakes_participants,
-                                    const std::optional<Announcement>& on_loss,
+                                    Wakes wakes, const std::optional<Announcement>& on_loss,
                                     CancelSignal& cancel) {
   // Every argument is a local: GCC 12 mishandles temporaries made inside a co_await.
   std::string state = prefix_ + "state";
@@ -101,14 +101,26 @@ Task<bool> GenericStateStore::write(const StateSnapshot& from, const std::string
   std::string changed = prefix_ + "ver/" + std::to_string(v);
   co_await store_.set(changed, one, cancel);
   int64_t e = from.epoch;
-  if (wakes_participants) {
+  wake_later_ = 0;
+  if (wakes != Wakes::kNobody) {
     std::string epoch = prefix_ + "epoch";
     e = co_await store_.add(epoch, 1, cancel);
-    std::string moved = prefix_ + "epoch/" + std::to_string(e);
-    co_await store_.set(moved, one, cancel);
+    if (wakes == Wakes::kParticipantsLater) {
+      wake_later_ = e;
+    } else {
+      std::string moved = prefix_ + "epoch/" + std::to_string(e);
+      co_await store_.set(moved, one, cancel);
+    }
   }
   remember_written(v, e, to);
   co_return true;
+}
+
+Task<void> GenericStateStore::wake(CancelSignal& cancel) {
+  if (wake_later_ == 0) co_return;
+  std::string moved = prefix_ + "epoch/" + std::to_string(std::exchange(wake_later_, 0));
+  const std::string one = "1";
+  co_await store_.set(moved, one, cancel);
 }
 
 Task<void> GenericStateStore::wait(const StateSnapshot& from, bool participant,

@@ -35,8 +35,9 @@ class GenericStateStore : public StateStore {
   GenericStateStore(store::LoopStore& store, std::string prefix);
 
   Task<StateSnapshot> read(CancelSignal& cancel) override;
-  Task<bool> write(const StateSnapshot& from, const std::string& to, bool wakes_participants,
+  Task<bool> write(const StateSnapshot& from, const std::string& to, Wakes wakes,
                    const std::optional<Announcement>& on_loss, CancelSignal& cancel) override;
+  Task<void> wake(CancelSignal& cancel) override;
   Task<void> wait(const StateSnapshot& from, bool participant, std::chrono::milliseconds timeout,
                   CancelSignal& cancel) override;
   Task<std::vector<std::pair<std::string, int>>> announced(int round,
@@ -68,6 +69,7 @@ class GenericStateStore : public StateStore {
   std::vector<std::pair<std::string, int>> listed_;
   int64_t said_in_ = 0;  // the last count of them written to ".../in"
   std::optional<StateSnapshot> written_;  // by the last write that won: the next read()
+  int64_t wake_later_ = 0;  // the epoch a write moved to, for wake() (0: none)
 };
 
 /// "<prefix>joining/<round>/": where nodes announce themselves for `round`.

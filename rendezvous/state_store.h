@@ -65,12 +65,18 @@ class StateStore {
   virtual ~StateStore() = default;
 
   virtual Task<StateSnapshot> read(CancelSignal& cancel) = 0;
+  /// Whom a write wakes: nobody (one more node joining concerns only the nodes still to
+  /// act), or the nodes already in the forming round (the epoch moves): at once, or
+  /// once wake() is called (a write that completes a round whose seats come first:
+  /// woken with it, every member would ask for its seat while the seats are written).
+  enum class Wakes { kNobody, kParticipants, kParticipantsLater };
   /// Replaces the state read in `from` by `to` unless another node wrote first (then
-  /// false, and `on_loss`, if given, is announced). `wakes_participants`: the change
-  /// concerns the nodes already in the forming round (moves the epoch).
-  virtual Task<bool> write(const StateSnapshot& from, const std::string& to,
-                           bool wakes_participants, const std::optional<Announcement>& on_loss,
-                           CancelSignal& cancel) = 0;
+  /// false, and `on_loss`, if given, is announced).
+  virtual Task<bool> write(const StateSnapshot& from, const std::string& to, Wakes wakes,
+                           const std::optional<Announcement>& on_loss, CancelSignal& cancel) = 0;
+  /// Wakes the participants of the last write that won with kParticipantsLater (none
+  /// since: nothing).
+  virtual Task<void> wake(CancelSignal& cancel) = 0;
   /// Returns after the next change since `from` (a participant: the next that
   /// concerns participants) or after `timeout`, whichever is first: a coroutine on the
   /// loop, whose wait is the loop's completion. Throws Error once `cancel` is cancelled.

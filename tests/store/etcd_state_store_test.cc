@@ -24,7 +24,9 @@ StateSnapshot read(EtcdStateStore& store) {
 bool write(EtcdStateStore& store, const StateSnapshot& from, const std::string& to,
            bool wakes_participants, const std::optional<Announcement>& on_loss) {
   CancelSignal cancel;
-  return testing::run_task(store.write(from, to, wakes_participants, on_loss, cancel));
+  using Wakes = StateStore::Wakes;
+  return testing::run_task(store.write(
+      from, to, wakes_participants ? Wakes::kParticipants : Wakes::kNobody, on_loss, cancel));
 }
 
 std::vector<std::pair<std::string, int>> announced(EtcdStateStore& store, int round) {
