@@ -1,0 +1,242 @@
+// The elastic rendezvous executor over MemoryStore: how nodes announce themselves,
+// who writes them in, and how each learns its seat without reading the whole state.
+#include "rendezvous/dynamic_joiner.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "tests/fakes/log_capture.h"
+#include "tests/unit/joiner_cluster.h"
+
+namespace ddprun::rendezvous {
+namespace {
+
+using namespace joiner_testing;
+
+// A node's view of the store that counts its reads of the state (the whole state,
+// which names every node).
+class CountingStore : public store::LoopStore {
+ public:
+  explicit CountingStore(store::LoopStore& inner) : inner_(inner) {}
+  store::Store& store() override { return inner_.store(); }
+  Task<std::optional<std::vector<std::string>>> wait_for(std::vector<std::string> keys,
+                                                         std::chrono::milliseconds timeout,
+                                                         CancelSignal& cancel) override {
+    return inner_.wait_for(std::move(keys), timeout, cancel);
+  }
+  Task<std::vector<std::optional<std::string>>> get_now(std::vector<std::string> keys,
+                                                        CancelSignal& cancel) override {
+    for (const auto& k : keys) state_reads += k == "ddprun/c10d/test/state" ? 1 : 0;
+    return inner_.get_now(std::move(keys), cancel);
+  }
+  Task<void> set(std::string key, std::string value, CancelSignal& cancel) override {
+    return inner_.set(std::move(key), std::move(value), cancel);
+  }
+  Task<int64_t> add(std::string key, int64_t delta, CancelSignal& cancel) override {
+    return inner_.add(std::move(key), delta, cancel);
+  }
+  Task<std::string> compare_set(std::string key, std::string expected, std::string desired,
+                                CancelSignal& cancel) override {
+    return inner_.compare_set(std::move(key), std::move(expected), std::move(desired), cancel);
+  }
+  Task<void> multi_set(std::vector<std::string> keys, std::vector<std::string> values,
+                       CancelSignal& cancel) override {
+    if (drop_multi_set) co_return;  // as if the writer died right after its write
+    co_await inner_.multi_set(std::move(keys), std::move(values), cancel);
+  }
+  int state_reads = 0;
+  bool drop_multi_set = false;
+
+ private:
+  store::LoopStore& inner_;
+};
+
+// The first node to announce itself for a forming round writes in the nodes that
+// announce themselves after it: here "b" and "c" only announce (and never write), and
+// "a" completes the round with them.
+TEST(DynamicJoiner, TheFirstToAnnounceWritesInThoseAnnouncedAfterIt) {
+  Cluster c;
+  c.config = {3, 3, 1000};
+  DynamicState got;
+  std::thread a = c.join_on_thread("a", got);
+  c.wait_for_participants(1);
+  c.store.add("ddprun/c10d/test/joining/0/n", 2);
+  c.store.set("ddprun/c10d/test/joining/0/2", "4 b");
+  c.store.set("ddprun/c10d/test/joining/0/3", "1 c");
+  a.join();
+  EXPECT_TRUE(got.complete);
+  EXPECT_EQ(got.participants, (std::map<std::string, int>{{"a", 2}, {"b", 4}, {"c", 1}}));
+  // It wrote each member's seat, then `seated`.
+  RoundSeat b = RoundSeat::decode(c.store.get("ddprun/c10d/test/round/0/seat/b", 1s));
+  EXPECT_EQ(b.group_rank, 1);
+  EXPECT_EQ(b.first_rank, 2);
+  EXPECT_EQ(b.world_size, 7);
+  EXPECT_EQ(b.host, "a");
+  EXPECT_EQ(b.watched, (std::vector<std::pair<int, std::string>>{{0, "a"}, {2, "c"}}));
+  EXPECT_EQ(c.store.get("ddprun/c10d/test/round/0/seated", 1s), "3");
+}
+
+// A node that announced itself reads its own seat once the round formed, not the state
+// that names every node.
+TEST(DynamicJoiner, ALaterNodeReadsItsSeatNotTheState) {
+  Cluster c;
+  c.config = {2, 2, 1000};
+  DynamicState first;
+  std::thread a = c.join_on_thread("a", first);
+  c.wait_for_participants(1);
+  CountingStore counted(*c.view);
+  DynamicJoiner b = c.joiner(counted);
+  JoinedRound got = take_seat(b, "b", 3, 5s);
+  a.join();
+  EXPECT_EQ(counted.state_reads, 0);
+  EXPECT_FALSE(got.state);
+  EXPECT_EQ(got.round, 0);
+  EXPECT_EQ(got.seat, seat_in(first, {"a", "b"}, 1));
+  EXPECT_EQ(got.seat.first_rank, 2);
+  EXPECT_EQ(got.seat.world_size, 5);
+}
+
+// Where no seat comes (the node that completed the round died before it wrote them),
+// a node reads the state after a wait, and joins all the same.
+TEST(DynamicJoiner, ANodeWhoseSeatNeverCameReadsTheState) {
+  Cluster c;
+  c.config = {2, 2, 1000};
+  JoinedRound first;
+  std::thread a([&] {
+    CountingStore dies(*c.view);
+    dies.drop_multi_set = true;
+    DynamicJoiner j = c.joiner(dies);
+    first = take_seat(j, "a", 2, 5s);
+  });
+  c.wait_for_participants(1);
+  DynamicJoiner b = c.joiner();
+  JoinedRound got = take_seat(b, "b", 3, 5s);
+  a.join();
+  ASSERT_TRUE(first.state) << "the first wrote the state: it read it";
+  ASSERT_TRUE(got.state);
+  EXPECT_FALSE(c.store.check({"ddprun/c10d/test/round/0/seated"}));
+  EXPECT_EQ(got.seat, seat_in(*first.state, {"a", "b"}, 1));
+}
+
+// A node that joins a forming round after the first reads the state once, when the
+// round has formed: while it waits, it reads the state's head only.
+TEST(DynamicJoiner, ALaterNodeReadsTheStateOnlyOnceTheRoundFormed) {
+  Cluster c;
+  c.config = {2, 2, 1000};
+  DynamicState first;
+  std::thread a = c.join_on_thread("a", first);
+  c.wait_for_participants(1);
+  CountingStore counted(*c.view);
+  DynamicJoiner b = c.joiner(counted);
+  DynamicState got = join(b, "b", 2, 0, 5s);
+  a.join();
+  EXPECT_TRUE(got.complete);
+  EXPECT_EQ(got, first);
+  EXPECT_EQ(counted.state_reads, 1);
+}
+
+// A node that announced itself and sees nothing written for a whole wait (the first,
+// which was to write for it, is gone) writes itself in, with whoever else announced.
+TEST(DynamicJoiner, AnAnnouncedNodeWhoseWriterIsGoneWritesItselfIn) {
+  Cluster c;
+  c.config = {2, 2, 1000};
+  c.store.add("ddprun/c10d/test/joining/0/n", 1);  // "x" came first, then left
+  c.store.set("ddprun/c10d/test/joining/0/1", "3 x");
+  DynamicJoiner b = c.joiner();
+  DynamicState got = join(b, "b", 2, 0, 5s);
+  EXPECT_TRUE(got.complete);
+  EXPECT_EQ(got.participants, (std::map<std::string, int>{{"b", 2}, {"x", 3}}));
+}
+
+// Where the first to announce writes nothing for a whole wait, one of the nodes waiting
+// takes its part over (and names its slot), not each: the other reads its seat only.
+TEST(DynamicJoiner, OneWaitingNodeTakesOverFromAFolderThatWritesNothing) {
+  Cluster c;
+  c.config = {3, 3, 1000};
+  c.store.add("ddprun/c10d/test/joining/0/n", 1);  // "x" came first, then stopped
+  c.store.set("ddprun/c10d/test/joining/0/1", "3 x");
+  JoinedRound b, d;
+  std::thread tb([&] {
+    DynamicJoiner j = c.joiner();
+    b = take_seat(j, "b", 2, 5s);
+  });
+  std::thread td([&] {
+    DynamicJoiner j = c.joiner();
+    d = take_seat(j, "d", 2, 5s);
+  });
+  tb.join();
+  td.join();
+  EXPECT_NE(b.state.has_value(), d.state.has_value()) << "one folds and reads the state";
+  EXPECT_EQ(b.seat.world_size, 7);
+  EXPECT_EQ(d.seat.group_rank, 1);
+  std::string folder = c.store.get("ddprun/c10d/test/joining/0/folder", 1s);
+  EXPECT_TRUE(folder == "2" || folder == "3") << folder;
+}
+
+// A quarantined node announces itself; a later write handles its slot (it took in a
+// node announced after it) but cannot take it in. Nothing more is written: the node
+// reads the state after a whole wait with no last call running, and says why it is
+// kept out, where it waited in silence on the head until its deadline.
+TEST(DynamicJoiner, AHandledNodeThatWasNotTakenInSaysWhyWithinAWait) {
+  Cluster c;
+  c.config = {3, 3, 1000};
+  {
+    DynamicJoiner judge = c.joiner();
+    CancelSignal cancel;
+    run_task(judge.keep_out("q", "its preflight failed", cancel));
+  }
+  DynamicState first;
+  std::thread a = c.join_on_thread("a", first);  // the folder
+  c.wait_for_participants(1);
+  testing::LogCapture log;
+  std::string q_ended;
+  std::thread q([&] {
+    DynamicJoiner j = c.joiner();
+    try {
+      CancelSignal cancel;
+      run_task(j.join("q", 1, 0, 60s, cancel));
+    } catch (const RendezvousClosedError& e) {
+      q_ended = e.what();
+    }
+  });
+  // After q's announcement, "b"'s: the folder's write takes b in and so handles q's slot.
+  for (int i = 0; i < 10'000 && !c.store.check({"ddprun/c10d/test/joining/0/2"}); ++i) {
+    std::this_thread::sleep_for(1ms);
+  }
+  c.store.add("ddprun/c10d/test/joining/0/n", 1);
+  c.store.set("ddprun/c10d/test/joining/0/3", "2 b");
+  c.wait_for_participants(2);
+  bool said = false;
+  for (int i = 0; i < 1000 && !said; ++i) {  // at most 10 s: q's deadline is 60 s away
+    said = log.text().find("this node is quarantined") != std::string::npos;
+    if (!said) std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_TRUE(said) << log.text();
+  DynamicJoiner d = c.joiner();  // the round forms with a third node
+  JoinedRound got = take_seat(d, "d", 1, 5s);
+  a.join();
+  EXPECT_EQ(first.participants, (std::map<std::string, int>{{"a", 2}, {"b", 2}, {"d", 1}}));
+  EXPECT_EQ(got.seat.group_world_size, 3);
+  close(c.joiner());  // the job ends: q, still kept out, is told so
+  q.join();
+  EXPECT_NE(q_ended.find("quarantined"), std::string::npos) << q_ended;
+}
+
+
+// One node's write takes in every node that announced itself (in a numbered slot):
+// here "b" announced and never writes, yet "a"'s join completes the round with it.
+TEST(DynamicJoiner, AWriterAddsEveryAnnouncedNode) {
+  Cluster c;
+  c.config = {2, 2, 1000};
+  c.store.add("ddprun/c10d/test/joining/0/n", 1);
+  c.store.set("ddprun/c10d/test/joining/0/1", "4 b");
+  DynamicJoiner a = c.joiner();
+  DynamicState got = join(a, "a", 2, 0, 2s);
+  EXPECT_TRUE(got.complete);
+  ASSERT_EQ(got.participants.size(), 2u);
+  EXPECT_EQ(got.participants.at("b"), 4);
+}
+
+}  // namespace
+}  // namespace ddprun::rendezvous
