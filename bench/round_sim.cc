@@ -109,6 +109,20 @@ int run_joiners(const Meeting& meet, int first, int count, int nodes, bool watch
         });
   }
   io.run();
+  // Made before any phase, as an agent makes its joiner at its start.
+  rendezvous::DynamicConfig config{nodes, nodes, 300'000};
+  std::vector<std::unique_ptr<rendezvous::DynamicJoiner>> joiners;
+  std::vector<std::string> ids;
+  for (int i = 0; i < count; ++i) {
+    if (meet.etcd.empty()) {
+      joiners.push_back(
+          std::make_unique<rendezvous::DynamicJoiner>(*stores[i], meet.prefix, config, wall_ms));
+    } else {
+      joiners.push_back(std::make_unique<rendezvous::DynamicJoiner>(
+          *stores[i], std::move(states[i]), meet.prefix, config, wall_ms));
+    }
+    ids.push_back("10." + std::to_string(first + i) + "/1/29500");
+  }
   char byte = failed ? 'x' : 'r';
   if (::write(ready, &byte, 1) != 1 || ::read(go, &byte, 1) != 1 || failed) return 1;
   // The floor: every node at once sends as many plain requests as a round takes (a set
@@ -134,19 +148,6 @@ int run_joiners(const Meeting& meet, int first, int count, int nodes, bool watch
   io.run();
   byte = failed ? 'x' : 'r';
   if (::write(ready, &byte, 1) != 1 || ::read(go, &byte, 1) != 1 || failed) return 1;
-  rendezvous::DynamicConfig config{nodes, nodes, 300'000};
-  std::vector<std::unique_ptr<rendezvous::DynamicJoiner>> joiners;
-  std::vector<std::string> ids;
-  for (int i = 0; i < count; ++i) {
-    if (meet.etcd.empty()) {
-      joiners.push_back(
-          std::make_unique<rendezvous::DynamicJoiner>(*stores[i], meet.prefix, config, wall_ms));
-    } else {
-      joiners.push_back(std::make_unique<rendezvous::DynamicJoiner>(
-          *stores[i], std::move(states[i]), meet.prefix, config, wall_ms));
-    }
-    ids.push_back("10." + std::to_string(first + i) + "/1/29500");
-  }
   std::vector<rendezvous::RoundSeat> seats(count);
   auto join_all = [&](int round) {
     io.restart();
