@@ -96,7 +96,8 @@ int run_joiners(const Meeting& meet, int first, int count, int nodes, bool watch
           co_await stores[i]->get_now(std::move(none), cancel);
           states[i] = std::make_unique<rendezvous::EtcdStateStore>(
               etcd_client(meet), meet.prefix, [] { return int64_t{0}; });
-          co_await states[i]->head(-1, cancel);
+          std::vector<std::string> nothing_more;
+          co_await states[i]->head(-1, nothing_more, cancel);
         },
         [&](const std::exception_ptr& e) {
           if (!e) return;

@@ -108,7 +108,10 @@ class DynamicJoiner {
                                                    int local_world_size,
                                                    std::chrono::steady_clock::time_point deadline,
                                                    CancelSignal& cancel);
-  Task<std::optional<RoundSeat>> take_seat(int round, std::string node, CancelSignal& cancel);
+  std::vector<std::string> seat_keys(int round, const std::string& node) const;
+  Task<std::optional<RoundSeat>> take_seat(int round, std::string node,
+                                           std::vector<std::optional<std::string>> got,
+                                           CancelSignal& cancel);
   Task<void> write_seats(const DynamicState& complete, CancelSignal& cancel);
   Task<bool> write(const StateSnapshot& from, const DynamicState& to, CancelSignal& cancel,
                    const std::optional<Announcement>& on_loss = std::nullopt);

@@ -38,13 +38,14 @@ Task<std::optional<RoundSeat>> DynamicJoiner::arrive(std::string node, int local
                                                      CancelSignal& cancel) {
   std::optional<RoundSeat> seat;
   if (!state_->keeps_head()) co_return seat;
-  std::optional<StateHead> head = co_await state_->head(-1, cancel);
+  std::vector<std::string> nothing_more;
+  std::optional<StateHead> head = co_await state_->head(-1, nothing_more, cancel);
   while (head && head->exists && head->round < min_round && !head->closed) {
     auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) co_return seat;
     co_await state_->wait_head(*head, std::clamp(left, milliseconds(1), state_->longest_wait()),
                                cancel);
-    head = co_await state_->head(-1, cancel);
+    head = co_await state_->head(-1, nothing_more, cancel);
   }
   if (!head || !head->forming() || head->round < min_round) co_return seat;
   seat = co_await announce_and_wait(*head, node, local_world_size, deadline, cancel);
@@ -69,32 +70,35 @@ Task<std::optional<RoundSeat>> DynamicJoiner::announce_and_wait(StateHead head, 
   Announcement me{round, node, local_world_size};
   int64_t slot = co_await state_->announce(me, cancel);
   announced_round_ = round;
-  std::optional<RoundSeat> seat;
+  std::optional<RoundSeat> none;
   if (slot == 1) {
     folder_ = true;
-    co_return seat;
+    co_return none;
   }
   int64_t version = head.version;
+  // Once the round formed, the seat is read with the head: one request, not two.
+  std::vector<std::string> with_head;
+  if (!whole_state_) with_head = seat_keys(round, node);
   std::optional<std::string> still;  // who folded when the last wait saw no write
   for (;;) {
     auto longest = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
-    if (longest.count() <= 0) co_return seat;
+    if (longest.count() <= 0) co_return none;
     if (head.last_call_deadline_ms > 0) {
       longest = std::min(longest, milliseconds(head.last_call_deadline_ms - wall_ms_()) +
                                       state_->longest_wait());
-      if (longest.count() <= 0) co_return seat;
+      if (longest.count() <= 0) co_return none;
     }
     StateSnapshot at;
     at.epoch = head.epoch;
     at.revision = head.revision;
     co_await state_->wait(at, true, std::clamp(longest, milliseconds(1), state_->longest_wait()),
                           cancel);
-    std::optional<StateHead> now = co_await state_->head(round, cancel);
+    std::optional<StateHead> now = co_await state_->head(round, with_head, cancel);
     if (now && now->round == round && now->complete && !whole_state_) {
-      seat = co_await take_seat(round, node, cancel);
+      std::optional<RoundSeat> seat = co_await take_seat(round, node, std::move(now->with), cancel);
       co_return seat;
     }
-    if (!now || now->round != round || !now->forming()) co_return seat;
+    if (!now || now->round != round || !now->forming()) co_return none;
     bool moved = now->version != version;
     version = now->version;
     head = *now;
@@ -103,7 +107,7 @@ Task<std::optional<RoundSeat>> DynamicJoiner::announce_and_wait(StateHead head, 
     // this node may have been left out (quarantined, or only a spare), which only the
     // state says, and the node must say so and wait its own way.
     if (head.taken_in >= slot) {
-      if (head.last_call_deadline_ms == 0) co_return seat;
+      if (head.last_call_deadline_ms == 0) co_return none;
       continue;
     }
     // Nothing written for a whole wait: the node that folds (slow, or gone) is taken
@@ -113,21 +117,27 @@ Task<std::optional<RoundSeat>> DynamicJoiner::announce_and_wait(StateHead head, 
     bool had_a_wait = now_folding.first || still == now_folding.token;
     if (had_a_wait && co_await state_->take_over_folding(me, slot, now_folding.token, cancel)) {
       folder_ = true;
-      co_return seat;
+      co_return none;
     }
     still = now_folding.token;
   }
 }
 
+// This node's seat in `round`, then `seated`.
+std::vector<std::string> DynamicJoiner::seat_keys(int round, const std::string& node) const {
+  return {round_prefix(round) + "seat/" + node, round_prefix(round) + "seated"};
+}
+
 // The seats of a round are written together, the key `seated` last: a node without a
 // seat where `seated` is there is not in the round (a spare). Where neither is there
-// yet, the writer that completed the round may still be writing them: it waits for
-// them a while (the writer may be gone too). Nothing: join()'s loop reads the state.
+// yet (`got`, as read with the head), the writer that completed the round may still be
+// writing them: it waits for them a while (the writer may be gone too). Nothing:
+// join()'s loop reads the state.
 Task<std::optional<RoundSeat>> DynamicJoiner::take_seat(int round, std::string node,
+                                                        std::vector<std::optional<std::string>> got,
                                                         CancelSignal& cancel) {
-  std::vector<std::string> keys{round_prefix(round) + "seat/" + node,
-                                round_prefix(round) + "seated"};
-  auto got = co_await store_.get_now(keys, cancel);
+  std::vector<std::string> keys = seat_keys(round, node);
+  if (got.size() != keys.size()) throw StoreError("the seat of " + node + " was not read");
   if (!got.at(0) && !got.at(1)) {
     std::vector<std::string> seated{keys[1]};
     co_await store_.wait_for(seated, state_->longest_wait(), cancel);

@@ -190,17 +190,27 @@ Task<std::vector<std::pair<std::string, int>>> EtcdStateStore::announced(int rou
   co_return listed_;
 }
 
-Task<std::optional<StateHead>> EtcdStateStore::head(int round, CancelSignal& cancel) {
+Task<std::optional<StateHead>> EtcdStateStore::head(int round, std::vector<std::string> with,
+                                                    CancelSignal& cancel) {
   std::vector<store::EtcdOp> ops{store::EtcdOp::range(prefix_ + "head"),
                                  store::EtcdOp::range(prefix_ + "state", "", true)};
   if (round >= 0) ops.push_back(store::EtcdOp::range(prefix_ + "forming/" + std::to_string(round) + "/taken"));
+  size_t own = ops.size();
+  for (const auto& key : with) ops.push_back(store::EtcdOp::range(key));
   store::EtcdClient::TxnResult r = co_await client_->reads_on_loop(std::move(ops), cancel);
   std::optional<StateHead> none;
-  if (r.ranges.size() < (round >= 0 ? 3u : 2u)) {
+  if (r.ranges.size() < own + with.size()) {
     throw StoreError("etcd at " + client_->endpoints_text() + ": short transaction reply");
   }
   StateHead h;
   h.revision = r.revision;
+  for (size_t i = own; i < own + with.size(); ++i) {
+    if (r.ranges[i].kvs.empty()) {
+      h.with.emplace_back();
+    } else {
+      h.with.emplace_back(std::move(r.ranges[i].kvs[0].value));
+    }
+  }
   if (!r.ranges[0].kvs.empty()) {
     StateSnapshot line = snapshot(r.ranges[0].kvs[0], {});
     h.exists = true;

@@ -51,7 +51,8 @@ class EtcdStateStore : public StateStore {
   Task<std::vector<std::pair<std::string, int>>> announced(int round,
                                                             CancelSignal& cancel) override;
   bool keeps_head() const override { return keep_head_; }
-  Task<std::optional<StateHead>> head(int round, CancelSignal& cancel) override;
+  Task<std::optional<StateHead>> head(int round, std::vector<std::string> with,
+                                      CancelSignal& cancel) override;
   Task<void> wait_head(const StateHead& from, std::chrono::milliseconds timeout,
                        CancelSignal& cancel) override;
   /// The announcement's create revision (1 for the first).

@@ -205,9 +205,12 @@ Task<void> GenericStateStore::wait_announced(int round, std::chrono::millisecond
   co_await store_.wait_for(std::move(key), timeout, cancel);
 }
 
-Task<std::optional<StateHead>> GenericStateStore::head(int round, CancelSignal& cancel) {
+Task<std::optional<StateHead>> GenericStateStore::head(int round, std::vector<std::string> with,
+                                                       CancelSignal& cancel) {
   std::vector<std::string> keys{prefix_ + "head", prefix_ + "version", prefix_ + "epoch"};
   if (round >= 0) keys.push_back(announce_dir(prefix_, round) + "in");
+  size_t own = keys.size();
+  keys.insert(keys.end(), with.begin(), with.end());
   std::vector<std::string> asked = keys;
   auto now = co_await store_.get_now(std::move(asked), cancel);
   std::optional<StateHead> none;
@@ -215,6 +218,7 @@ Task<std::optional<StateHead>> GenericStateStore::head(int round, CancelSignal& 
   h.version = counter_in(keys[1], now[1]);
   h.epoch = counter_in(keys[2], now[2]);
   if (round >= 0) h.taken_in = counter_in(keys[3], now[3]);
+  h.with.assign(now.begin() + static_cast<std::ptrdiff_t>(own), now.end());
   if (now[0]) {
     DynamicState line = DynamicState::decode(*now[0]);
     h.exists = true;

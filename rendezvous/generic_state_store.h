@@ -43,7 +43,8 @@ class GenericStateStore : public StateStore {
   Task<std::vector<std::pair<std::string, int>>> announced(int round,
                                                             CancelSignal& cancel) override;
   bool keeps_head() const override { return true; }
-  Task<std::optional<StateHead>> head(int round, CancelSignal& cancel) override;
+  Task<std::optional<StateHead>> head(int round, std::vector<std::string> with,
+                                      CancelSignal& cancel) override;
   Task<void> wait_head(const StateHead& from, std::chrono::milliseconds timeout,
                        CancelSignal& cancel) override;
   Task<Folding> folding(int round, CancelSignal& cancel) override;

@@ -52,6 +52,9 @@ struct StateHead {
   int64_t epoch = 0;
   int64_t taken_in = 0;  // announcements of the round asked for up to this are handled
   int64_t revision = 0;  // stores with revisions (etcd): when this was read
+  // The values of the keys head() was asked to read with it, in their order (nullopt:
+  // not there): a node woken as its round formed reads its seat in the same request.
+  std::vector<std::optional<std::string>> with;
   bool forming() const { return !complete && !closed; }
 };
 
@@ -89,10 +92,13 @@ class StateStore {
   /// Whether the store keeps a head (below): GenericStateStore does.
   virtual bool keeps_head() const { return false; }
   /// The head of the state, with how many announcements of `round` writers took in
-  /// (none read where `round` < 0). nullopt where it keeps none, or the state was
-  /// written without one: each joining node then reads the whole state.
-  virtual Task<std::optional<StateHead>> head(int round, CancelSignal& cancel) {
+  /// (none read where `round` < 0), and the values of the keys `with` (full keys, read
+  /// in the same request). nullopt where it keeps none, or the state was written
+  /// without one: each joining node then reads the whole state.
+  virtual Task<std::optional<StateHead>> head(int round, std::vector<std::string> with,
+                                              CancelSignal& cancel) {
     (void)round;
+    (void)with;
     cancel.check();
     co_return std::nullopt;
   }

@@ -43,9 +43,10 @@ void wait(EtcdStateStore& store, const StateSnapshot& from, bool participant,
   }());
 }
 
-std::optional<StateHead> head(EtcdStateStore& store, int round) {
+std::optional<StateHead> head(EtcdStateStore& store, int round,
+                              std::vector<std::string> with = {}) {
   CancelSignal cancel;
-  return testing::run_task(store.head(round, cancel));
+  return testing::run_task(store.head(round, std::move(with), cancel));
 }
 
 int64_t announce(EtcdStateStore& store, const Announcement& a) {
@@ -173,6 +174,22 @@ TEST_F(EtcdStateStoreTest, TheFirstToAnnounceIsToldSoAndTheHeadSaysWhomAWriteToo
   EXPECT_TRUE(now->forming());
   EXPECT_EQ(now->version, 1);
   EXPECT_GE(now->taken_in, b_at) << "b was taken in";
+}
+
+// A node woken as its round formed reads its seat with the head, in one transaction:
+// the keys asked with the head come back in their order, a missing one as nothing.
+TEST_F(EtcdStateStoreTest, TheHeadReadsTheKeysAskedWithIt) {
+  auto a = node();
+  StateSnapshot empty = read(*a);
+  ASSERT_TRUE(write(*a, empty, with({"a"}, true), true, std::nullopt));
+  std::string seat = std::string("/s/") + ::testing::UnitTest::GetInstance()->current_test_info()->name() +
+                     "/round/0/seat/a";
+  store::EtcdClient client(store::parse_etcd_endpoints(cluster_->endpoints()), 10s);
+  client.put(seat, "its seat");
+  std::optional<StateHead> now = head(*a, 0, {seat, seat + "-not-there"});
+  ASSERT_TRUE(now);
+  EXPECT_TRUE(now->complete);
+  EXPECT_EQ(now->with, (std::vector<std::optional<std::string>>{"its seat", std::nullopt}));
 }
 
 // The folder's part is taken over from the folder as read, by one node: a later claim

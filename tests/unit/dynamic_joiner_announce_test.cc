@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "tests/fakes/log_capture.h"
@@ -28,6 +29,11 @@ class CountingStore : public store::LoopStore {
   Task<std::vector<std::optional<std::string>>> get_now(std::vector<std::string> keys,
                                                         CancelSignal& cancel) override {
     for (const auto& k : keys) state_reads += k == "ddprun/c10d/test/state" ? 1 : 0;
+    auto names = [&keys](const std::string& part) {
+      return std::any_of(keys.begin(), keys.end(),
+                         [&part](const std::string& k) { return k.find(part) != std::string::npos; });
+    };
+    if (names("/seat/")) ++(names("ddprun/c10d/test/head") ? seat_reads_with_head : seat_reads_alone);
     return inner_.get_now(std::move(keys), cancel);
   }
   Task<void> set(std::string key, std::string value, CancelSignal& cancel) override {
@@ -46,6 +52,8 @@ class CountingStore : public store::LoopStore {
     co_await inner_.multi_set(std::move(keys), std::move(values), cancel);
   }
   int state_reads = 0;
+  int seat_reads_with_head = 0;  // a seat read in the request that reads the head
+  int seat_reads_alone = 0;
   bool drop_multi_set = false;
 
  private:
@@ -78,7 +86,7 @@ TEST(DynamicJoiner, TheFirstToAnnounceWritesInThoseAnnouncedAfterIt) {
 }
 
 // A node that announced itself reads its own seat once the round formed, not the state
-// that names every node.
+// that names every node, and in the request that reads the head which says so.
 TEST(DynamicJoiner, ALaterNodeReadsItsSeatNotTheState) {
   Cluster c;
   c.config = {2, 2, 1000};
@@ -90,6 +98,8 @@ TEST(DynamicJoiner, ALaterNodeReadsItsSeatNotTheState) {
   JoinedRound got = take_seat(b, "b", 3, 5s);
   a.join();
   EXPECT_EQ(counted.state_reads, 0);
+  EXPECT_GE(counted.seat_reads_with_head, 1);
+  EXPECT_EQ(counted.seat_reads_alone, 0);
   EXPECT_FALSE(got.state);
   EXPECT_EQ(got.round, 0);
   EXPECT_EQ(got.seat, seat_in(first, {"a", "b"}, 1));
