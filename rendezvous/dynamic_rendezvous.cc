@@ -216,7 +216,8 @@ RendezvousInfo DynamicRendezvous::make_info(const JoinedRound& joined) {
   // workers connect to it, and every worker of this node's earlier rounds is stopped by
   // now: whoever is still connected is a stale worker of a node dropped from the job
   // (frozen, or cut off), and is cut off before it can reach this round's keys. The
-  // round's own workers, held since the join began, are let in after.
+  // connections made since the join began are served after (this round's workers,
+  // started by a faster member), but for a stopped worker's, closed unread.
   if (info.group_rank == 0) {
     if (size_t stale = worker_store_->close_connections(); stale > 0) {
       spdlog::warn("closed {} store connection(s) of workers from an earlier round", stale);
@@ -229,7 +230,7 @@ RendezvousInfo DynamicRendezvous::make_info(const JoinedRound& joined) {
       worker_store_->admit_only(addresses);
     }
   }
-  worker_store_->accept_again();
+  worker_store_->serve_held();
   const std::string& host = seat.host;  // "<address>/<pid>/<port>"
   size_t port_at = host.rfind('/');
   size_t pid_at = address_end(host);

@@ -8,13 +8,13 @@
 #include <set>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 
 #include <spdlog/spdlog.h>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/executor_work_guard.hpp>
 
 #include "common/loop_waits.h"
 #include "common/thread_name.h"
@@ -79,6 +79,7 @@ class TcpStoreServer::Impl {
       for (auto& [ptr, weak] : sessions_)
         if (auto s = weak.lock()) s->close();
       sessions_.clear();
+      held_.clear();
     } catch (const std::exception& e) {  // a destructor must not throw; the sockets go with io_
       spdlog::warn("store: while shutting down: {}", e.what());
     }
@@ -142,36 +143,48 @@ class TcpStoreServer::Impl {
 
   void hold_new_connections() {
     run_on_io([&] {
+      accept_queued();  // they came before the hold
       holding_ = true;
-      boost::system::error_code ignored;
-      acceptor_.cancel(ignored);
-      accept_retry_.cancel();
     });
   }
 
-  void accept_again() {
+  void serve_held() {
     run_on_io([&] {
-      if (!holding_) return;
+      accept_queued();  // they came during the hold
       holding_ = false;
-      do_accept();
+      for (auto& socket : std::exchange(held_, {})) {
+        // A stopped worker's is closed unread: its requests are not for this round.
+        if (!tcpstore::connection_gone(socket.native_handle())) serve(std::move(socket));
+      }
+    });
+  }
+
+  size_t close_gone_clients() {
+    return run_on_io([&] {
+      accept_queued();
+      size_t n = 0;
+      for (auto& [ptr, weak] : sessions_) {
+        auto session = weak.lock();
+        if (session && !session->closed() && session->client_gone()) {
+          session->close();
+          ++n;
+        }
+      }
+      return n;
     });
   }
 
   size_t connection_count() {
     return run_on_io([&] {
       prune();
-      return sessions_.size();
+      return sessions_.size() + held_.size();
     });
   }
 
  private:
   void do_accept() {
     acceptor_.async_accept([this](const boost::system::error_code& ec, tcp::socket socket) {
-      if (ec == asio::error::operation_aborted || holding_) {
-        // One accepted as the hold began is served: it came before the hold.
-        if (!ec) serve_admitted(std::move(socket));
-        return;
-      }
+      if (ec == asio::error::operation_aborted) return;
       if (ec) return pause_accepting(ec);
       accept_failing_ = false;
       serve_admitted(std::move(socket));
@@ -209,7 +222,22 @@ class TcpStoreServer::Impl {
     return false;
   }
 
+  // The connections the kernel completed that were not accepted yet.
+  void accept_queued() {
+    boost::system::error_code ec;
+    acceptor_.non_blocking(true, ec);
+    while (!ec) {
+      tcp::socket socket(io_);
+      acceptor_.accept(socket, ec);
+      if (!ec) serve_admitted(std::move(socket));
+    }
+  }
+
   void serve(tcp::socket socket) {
+    if (holding_) {
+      held_.push_back(std::move(socket));  // nothing read until serve_held()
+      return;
+    }
     auto session = std::make_shared<tcpstore::Session>(std::move(socket), state_);
     sessions_[session.get()] = session;
     session->start();
@@ -230,7 +258,7 @@ class TcpStoreServer::Impl {
     accept_failing_ = true;
     accept_retry_.expires_after(std::chrono::milliseconds(50));
     accept_retry_.async_wait([this](const boost::system::error_code& e) {
-      if (!e && !holding_) do_accept();
+      if (!e) do_accept();
     });
   }
 
@@ -242,10 +270,6 @@ class TcpStoreServer::Impl {
   }
 
   asio::io_context io_{1};  // one thread runs it: Asio may skip its internal locking
-  // Its thread runs until stop(), even while no accept is pending and no client is
-  // connected (held: hold_new_connections()).
-  asio::executor_work_guard<asio::io_context::executor_type> keep_running_ =
-      asio::make_work_guard(io_);
   tcp::acceptor acceptor_;
   uint16_t port_;
   tcpstore::StoreState state_;
@@ -257,7 +281,8 @@ class TcpStoreServer::Impl {
   std::set<asio::ip::address> refused_;                    // addresses already logged
   asio::steady_timer accept_retry_{io_};
   bool accept_failing_ = false;
-  bool holding_ = false;  // hold_new_connections() until accept_again()
+  bool holding_ = false;  // hold_new_connections() until serve_held()
+  std::vector<tcp::socket> held_;  // accepted meanwhile, unread
   std::thread thread_;
 };
 
@@ -291,7 +316,9 @@ void TcpStoreServer::admit_only(const std::vector<std::string>& addresses) {
 
 void TcpStoreServer::hold_new_connections() { impl_->hold_new_connections(); }
 
-void TcpStoreServer::accept_again() { impl_->accept_again(); }
+void TcpStoreServer::serve_held() { impl_->serve_held(); }
+
+size_t TcpStoreServer::close_gone_clients() { return impl_->close_gone_clients(); }
 
 size_t TcpStoreServer::connection_count() { return impl_->connection_count(); }
 

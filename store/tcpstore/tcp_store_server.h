@@ -66,14 +66,23 @@ class TcpStoreServer {
   /// Returns how many were closed.
   size_t close_connections();
 
-  /// Accepts no new connection until accept_again(): one made meanwhile waits in the
-  /// kernel's queue, unread (its client's connect succeeds; its first request waits).
-  /// The connections already open are served as before. A node's workers' store from
-  /// its join until its round is known: the new round's workers, started by a faster
-  /// member, are served only once the store was reset for them.
+  /// Closes, unread, every connection whose client closed its end, those the kernel
+  /// completed but nobody accepted yet too: before a new attempt's keys are cleared,
+  /// what its stopped workers sent and the store did not read yet must not land after
+  /// the clear. Returns how many were closed.
+  size_t close_gone_clients();
+
+  /// Until serve_held(), a new connection is accepted but not read (its client's
+  /// connect succeeds; its first request waits). The connections already open are
+  /// served as before, and those the kernel completed before this call count among
+  /// them. A node's workers' store from its join until its round is known: the new
+  /// round's workers, started by a faster member, are served only once the store was
+  /// reset for them.
   void hold_new_connections();
-  /// Accepts again what hold_new_connections() held, and what comes after.
-  void accept_again();
+  /// Serves the connections held since hold_new_connections(), and those that come
+  /// after; a held one whose client has closed its end (a stopped worker's) is closed
+  /// unread.
+  void serve_held();
 
   /// From now on, admits connections only from these addresses and from 127.0.0.1 and
   /// ::1 (an IPv4 client of a dual-stack listener counts as its IPv4 address); every

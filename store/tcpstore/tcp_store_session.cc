@@ -1,5 +1,7 @@
 #include "store/tcpstore/tcp_store_session.h"
 
+#include <poll.h>
+
 #include <algorithm>
 #include <charconv>
 #include <chrono>
@@ -175,6 +177,11 @@ void StoreState::key_deleted(const std::string& key, const std::string& old_valu
   std::string event = watch_event(WatchEvent::kDeleted, key, old_value, "");
   for (const auto& w : it->second)
     if (auto s = w.lock()) s->send(event);
+}
+
+bool connection_gone(int fd) {
+  pollfd p{fd, POLLRDHUP, 0};
+  return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }
 
 // ---- Session ----

@@ -81,6 +81,9 @@ class StoreState {
   std::unordered_map<std::string, std::vector<std::weak_ptr<Session>>> watchers_;
 };
 
+/// Whether the peer of the connected socket `fd` closed its end or reset it.
+bool connection_gone(int fd);
+
 /// One client connection. Kept alive by its pending asynchronous operations.
 class Session : public std::enable_shared_from_this<Session> {
  public:
@@ -89,6 +92,9 @@ class Session : public std::enable_shared_from_this<Session> {
   void start();
   void close();
   bool closed() const { return closed_; }
+  /// Whether the client closed its end or reset it: a process that is gone, whatever
+  /// it sent perhaps still unread.
+  bool client_gone() { return connection_gone(socket_.native_handle()); }
 
   /// Queues reply bytes; closes the session when the client stops reading. Replies
   /// produced while handling one read go out in a single write.
