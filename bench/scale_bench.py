@@ -48,6 +48,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -146,6 +147,18 @@ def rendezvous_time(ddprun, kind, n):
     starts = [int(open(os.path.join(d, f)).read()) / 1e9
               for f in os.listdir(d) if f.startswith("start.")]
     return t, gone - max(starts)
+
+
+def etcd_figures():
+    """(requests etcd has answered, its CPU seconds) so far: from its /metrics."""
+    text = urllib.request.urlopen(f"http://{rb.ETCD}/metrics", timeout=10).read().decode()
+    requests = cpu = 0.0
+    for line in text.splitlines():
+        if line.startswith("grpc_server_handled_total{"):
+            requests += float(line.rsplit(" ", 1)[1])
+        elif line.startswith("process_cpu_seconds_total "):
+            cpu = float(line.rsplit(" ", 1)[1])
+    return requests, cpu
 
 
 def restart_time(ddprun, kind, n):
@@ -266,12 +279,23 @@ def main():
             rows.append((f"job end ({backend}, real agents)", ns, ends,
                          "the last worker's exit to every agent gone"))
             if args.restarts:
-                costs = []
+                costs, asked, cpu = [], [], []
                 for n in ns:
-                    costs.append(statistics.median(restart_time(args.ddprun, kind, n)
-                                                   for _ in range(args.repeat)))
+                    runs = []
+                    for _ in range(args.repeat):
+                        before = etcd_figures() if etcd and backend == "etcd" else (0, 0)
+                        t = restart_time(args.ddprun, kind, n)
+                        after = etcd_figures() if etcd and backend == "etcd" else (0, 0)
+                        runs.append((t, (after[0] - before[0]) / n, after[1] - before[1]))
+                    costs.append(statistics.median(r[0] for r in runs))
+                    asked.append(statistics.median(r[1] for r in runs))
+                    cpu.append(statistics.median(r[2] for r in runs))
                     print(f"# restart {backend} {n}: {fmt(costs[-1])}", file=sys.stderr, flush=True)
                 rows.append((f"restart ({backend}, real agents)", ns, costs, ""))
+                if backend == "etcd" and etcd:
+                    rows.append(("etcd's CPU for the whole job of the restart row (real agents)",
+                                 ns, cpu, "etcd requests per agent over that job: " +
+                                 ", ".join(f"{a:.1f}" for a in asked)))
     finally:
         if etcd:
             etcd.kill()
