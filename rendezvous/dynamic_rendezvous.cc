@@ -170,7 +170,7 @@ Task<RendezvousInfo> DynamicRendezvous::next_rendezvous(int round, int local_wor
     // The primary keeps the run, which names every member.
     bool whole_state = primary_ || params_.members_everywhere;
     // Until this node knows its round (make_info), the workers' store it would host
-    // takes no new connection: a faster member may start the round's workers before
+    // reads no new connection: a faster member may start the round's workers before
     // this node, their group rank 0, has reset it for them.
     worker_store_->hold_new_connections();
     JoinedRound joined = co_await joiner_->join(node_id_, local_world_size, round,
