@@ -1,6 +1,7 @@
 #include "rendezvous/dynamic_joiner.h"
 
 #include <algorithm>
+#include <utility>
 
 #include <spdlog/spdlog.h>
 
@@ -42,7 +43,7 @@ Task<JoinedRound> DynamicJoiner::join(std::string node, int local_world_size, in
     joined.round = announced_round_;
     joined.seat = std::move(*seat);
     say_kept_out(joined.seat.quarantined, node);
-    seated(node);
+    seated(node, std::exchange(seat_completed_at_, 0));
     co_return joined;
   }
   std::optional<StateSnapshot> seen;  // the state as a back-off left it
@@ -100,8 +101,7 @@ Task<JoinedRound> DynamicJoiner::join(std::string node, int local_world_size, in
       joined.round = snap.state.round;
       joined.seat = seat_in(snap.state, members, static_cast<int>(rank));
       joined.state = std::move(snap.state);
-      seated(node);
-      epoch_revision_ = snap.epoch_revision;
+      seated(node, snap.epoch_revision);
       co_return joined;
     }
     bool joins = a.kind == Action::Kind::kWrite && !snap.state.complete &&
@@ -114,7 +114,7 @@ Task<JoinedRound> DynamicJoiner::join(std::string node, int local_world_size, in
         joined.round = announced_round_;
         joined.seat = std::move(*seat);
         say_kept_out(joined.seat.quarantined, node);
-        seated(node);
+        seated(node, std::exchange(seat_completed_at_, 0));
         co_return joined;
       }
       if (!folder_) continue;
@@ -187,9 +187,9 @@ Task<JoinedRound> DynamicJoiner::join(std::string node, int local_world_size, in
 }
 
 // This node has its place: it no longer waits as a spare, and its announcement may go.
-void DynamicJoiner::seated(const std::string& node) {
+void DynamicJoiner::seated(const std::string& node, int64_t completed_at) {
   spare_ = false;
-  epoch_revision_ = 0;  // not known where only a seat was read: waits read first
+  epoch_revision_ = completed_at;  // 0 where not known: waits read first
   if (announced_round_ >= 0) {
     state_->withdraw(announced_round_, node);
     announced_round_ = -1;

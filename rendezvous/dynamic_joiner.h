@@ -120,7 +120,8 @@ class DynamicJoiner {
   using Announced = std::vector<std::pair<std::string, int>>;
   DynamicState with_announced(const DynamicState& read, DynamicState next,
                               const std::string& self, const Announced& announced);
-  void seated(const std::string& node);
+  /// `completed_at`: when its round completed, where known (completed_at()).
+  void seated(const std::string& node, int64_t completed_at);
   static StateHead head_of(const StateSnapshot& snap);
   void say_kept_out(const std::map<std::string, Quarantine>& quarantined, const std::string& self);
 
@@ -134,6 +135,7 @@ class DynamicJoiner {
   std::map<std::string, int64_t> said_out_;  // quarantines said on the console: address, until
   int announced_round_ = -1;                 // the round this node announced itself for
   int64_t epoch_revision_ = 0;               // see completed_at()
+  int64_t seat_completed_at_ = 0;  // of the round whose seat announce_and_wait() read
   bool spare_ = false;                       // see spare()
   bool folder_ = false;                      // the first to announce itself: writes for the others
   bool whole_state_ = false;                 // join() reads the whole state, not a seat

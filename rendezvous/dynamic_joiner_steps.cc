@@ -96,6 +96,7 @@ Task<std::optional<RoundSeat>> DynamicJoiner::announce_and_wait(StateHead head, 
     std::optional<StateHead> now = co_await state_->head(round, with_head, cancel);
     if (now && now->round == round && now->complete && !whole_state_) {
       std::optional<RoundSeat> seat = co_await take_seat(round, node, std::move(now->with), cancel);
+      if (seat && !now->closed) seat_completed_at_ = now->epoch_revision;
       co_return seat;
     }
     if (!now || now->round != round || !now->forming()) co_return none;

@@ -193,7 +193,8 @@ Task<std::vector<std::pair<std::string, int>>> EtcdStateStore::announced(int rou
 Task<std::optional<StateHead>> EtcdStateStore::head(int round, std::vector<std::string> with,
                                                     CancelSignal& cancel) {
   std::vector<store::EtcdOp> ops{store::EtcdOp::range(prefix_ + "head"),
-                                 store::EtcdOp::range(prefix_ + "state", "", true)};
+                                 store::EtcdOp::range(prefix_ + "state", "", true),
+                                 store::EtcdOp::range(prefix_ + "epoch", "", true)};
   if (round >= 0) ops.push_back(store::EtcdOp::range(prefix_ + "forming/" + std::to_string(round) + "/taken"));
   size_t own = ops.size();
   for (const auto& key : with) ops.push_back(store::EtcdOp::range(key));
@@ -204,6 +205,7 @@ Task<std::optional<StateHead>> EtcdStateStore::head(int round, std::vector<std::
   }
   StateHead h;
   h.revision = r.revision;
+  if (!r.ranges[2].kvs.empty()) h.epoch_revision = r.ranges[2].kvs[0].mod_revision;
   for (size_t i = own; i < own + with.size(); ++i) {
     if (r.ranges[i].kvs.empty()) {
       h.with.emplace_back();
@@ -223,11 +225,11 @@ Task<std::optional<StateHead>> EtcdStateStore::head(int round, std::vector<std::
   } else if (!r.ranges[1].kvs.empty()) {
     co_return none;  // a state without a head (written by an older agent)
   }
-  if (round >= 0 && !r.ranges[2].kvs.empty()) {
+  if (round >= 0 && !r.ranges[3].kvs.empty()) {
     try {
-      h.taken_in = std::stoll(r.ranges[2].kvs[0].value);
+      h.taken_in = std::stoll(r.ranges[3].kvs[0].value);
     } catch (const std::exception&) {
-      throw StoreError("etcd at " + client_->endpoints_text() + ": " + r.ranges[2].kvs[0].key +
+      throw StoreError("etcd at " + client_->endpoints_text() + ": " + r.ranges[3].kvs[0].key +
                        " does not hold a revision");
     }
   }

@@ -52,6 +52,10 @@ struct StateHead {
   int64_t epoch = 0;
   int64_t taken_in = 0;  // announcements of the round asked for up to this are handled
   int64_t revision = 0;  // stores with revisions (etcd): when this was read
+  // Stores with revisions: when the epoch last moved, as of `revision`. A head that
+  // says its round is complete and the run open: when that round completed (only a
+  // write that moves the round on, or closes the run, moves the epoch after that).
+  int64_t epoch_revision = 0;
   // The values of the keys head() was asked to read with it, in their order (nullopt:
   // not there): a node woken as its round formed reads its seat in the same request.
   std::vector<std::optional<std::string>> with;

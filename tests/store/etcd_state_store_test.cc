@@ -177,7 +177,8 @@ TEST_F(EtcdStateStoreTest, TheFirstToAnnounceIsToldSoAndTheHeadSaysWhomAWriteToo
 }
 
 // A node woken as its round formed reads its seat with the head, in one transaction:
-// the keys asked with the head come back in their order, a missing one as nothing.
+// the keys asked with the head come back in their order, a missing one as nothing; and
+// the head says when the round completed.
 TEST_F(EtcdStateStoreTest, TheHeadReadsTheKeysAskedWithIt) {
   auto a = node();
   StateSnapshot empty = read(*a);
@@ -190,6 +191,12 @@ TEST_F(EtcdStateStoreTest, TheHeadReadsTheKeysAskedWithIt) {
   ASSERT_TRUE(now);
   EXPECT_TRUE(now->complete);
   EXPECT_EQ(now->with, (std::vector<std::optional<std::string>>{"its seat", std::nullopt}));
+  // When the round completed: every key of the round is newer, so a member's waits
+  // watch from there without reading first.
+  int64_t completed = read(*a).epoch_revision;
+  EXPECT_GT(completed, 0);
+  EXPECT_EQ(now->epoch_revision, completed);
+  EXPECT_LT(now->epoch_revision, now->revision) << "the seat came after";
 }
 
 // The folder's part is taken over from the folder as read, by one node: a later claim
