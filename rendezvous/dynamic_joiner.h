@@ -135,7 +135,7 @@ class DynamicJoiner {
   std::map<std::string, int64_t> said_out_;  // quarantines said on the console: address, until
   int announced_round_ = -1;                 // the round this node announced itself for
   int64_t epoch_revision_ = 0;               // see completed_at()
-  int64_t seat_completed_at_ = 0;  // of the round whose seat announce_and_wait() read
+  int64_t seat_completed_at_ = 0;            // of the round whose seat announce_and_wait() read
   bool spare_ = false;                       // see spare()
   bool folder_ = false;                      // the first to announce itself: writes for the others
   bool whole_state_ = false;                 // join() reads the whole state, not a seat

@@ -174,8 +174,8 @@ Task<bool> DynamicJoiner::write(const StateSnapshot& from, const DynamicState& t
   bool seats = completes && state_->keeps_head();
   using Wakes = StateStore::Wakes;
   Wakes wakes = !concerns_participants(from.state, to) ? Wakes::kNobody
-                : seats                                 ? Wakes::kParticipantsLater
-                                                        : Wakes::kParticipants;
+                : seats                                ? Wakes::kParticipantsLater
+                                                       : Wakes::kParticipants;
   bool won = co_await state_->write(from, encoded, wakes, on_loss, cancel);
   write_time_ = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start);
   lost_writes_ = won ? 0 : lost_writes_ + 1;

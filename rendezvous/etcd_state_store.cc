@@ -98,8 +98,7 @@ Task<StateSnapshot> EtcdStateStore::read(CancelSignal& cancel) {
 }
 
 Task<bool> EtcdStateStore::write(const StateSnapshot& from, const std::string& to, Wakes wakes,
-                                 const std::optional<Announcement>& on_loss,
-                                 CancelSignal& cancel) {
+                                 const std::optional<Announcement>& on_loss, CancelSignal& cancel) {
   bool wakes_participants = wakes != Wakes::kNobody;
   int64_t epoch = from.epoch + (wakes_participants ? 1 : 0);
   std::string value = encode(from.version + 1, epoch, to);
@@ -110,7 +109,8 @@ Task<bool> EtcdStateStore::write(const StateSnapshot& from, const std::string& t
     // state to each of N waiting nodes moved N x N. "epoch" still carries it, for
     // agents of earlier versions, which wait on it.
     success.push_back(store::EtcdOp::put(prefix_ + "epoch", value));
-    if (wakes == Wakes::kParticipants) success.push_back(store::EtcdOp::put(prefix_ + "wake", head));
+    if (wakes == Wakes::kParticipants)
+      success.push_back(store::EtcdOp::put(prefix_ + "wake", head));
   }
   success.push_back(store::EtcdOp::put(prefix_ + "head", head));
   int64_t taken = 0;

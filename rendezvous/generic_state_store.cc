@@ -73,8 +73,8 @@ void GenericStateStore::remember_written(int64_t version, int64_t epoch, const s
   written_ = std::move(mine);
 }
 
-Task<bool> GenericStateStore::write(const StateSnapshot& from, const std::string& to,
-                                    Wakes wakes, const std::optional<Announcement>& on_loss,
+Task<bool> GenericStateStore::write(const StateSnapshot& from, const std::string& to, Wakes wakes,
+                                    const std::optional<Announcement>& on_loss,
                                     CancelSignal& cancel) {
   // Every argument is a local: GCC 12 mishandles temporaries made inside a co_await.
   std::string state = prefix_ + "state";

@@ -70,7 +70,7 @@ class GenericStateStore : public StateStore {
   std::vector<std::pair<std::string, int>> listed_;
   int64_t said_in_ = 0;  // the last count of them written to ".../in"
   std::optional<StateSnapshot> written_;  // by the last write that won: the next read()
-  int64_t wake_later_ = 0;  // the epoch a write moved to, for wake() (0: none)
+  int64_t wake_later_ = 0;                // the epoch a write moved to, for wake() (0: none)
 };
 
 /// "<prefix>joining/<round>/": where nodes announce themselves for `round`.

@@ -281,7 +281,7 @@ class TcpStoreServer::Impl {
   std::set<asio::ip::address> refused_;                    // addresses already logged
   asio::steady_timer accept_retry_{io_};
   bool accept_failing_ = false;
-  bool holding_ = false;  // hold_new_connections() until serve_held()
+  bool holding_ = false;           // hold_new_connections() until serve_held()
   std::vector<tcp::socket> held_;  // accepted meanwhile, unread
   std::thread thread_;
 };

@@ -183,7 +183,8 @@ TEST_F(EtcdStateStoreTest, TheHeadReadsTheKeysAskedWithIt) {
   auto a = node();
   StateSnapshot empty = read(*a);
   ASSERT_TRUE(write(*a, empty, with({"a"}, true), true, std::nullopt));
-  std::string seat = std::string("/s/") + ::testing::UnitTest::GetInstance()->current_test_info()->name() +
+  std::string seat = std::string("/s/") +
+                     ::testing::UnitTest::GetInstance()->current_test_info()->name() +
                      "/round/0/seat/a";
   store::EtcdClient client(store::parse_etcd_endpoints(cluster_->endpoints()), 10s);
   client.put(seat, "its seat");

@@ -30,10 +30,12 @@ class CountingStore : public store::LoopStore {
                                                         CancelSignal& cancel) override {
     for (const auto& k : keys) state_reads += k == "ddprun/c10d/test/state" ? 1 : 0;
     auto names = [&keys](const std::string& part) {
-      return std::any_of(keys.begin(), keys.end(),
-                         [&part](const std::string& k) { return k.find(part) != std::string::npos; });
+      return std::any_of(keys.begin(), keys.end(), [&part](const std::string& k) {
+        return k.find(part) != std::string::npos;
+      });
     };
-    if (names("/seat/")) ++(names("ddprun/c10d/test/head") ? seat_reads_with_head : seat_reads_alone);
+    if (names("/seat/"))
+      ++(names("ddprun/c10d/test/head") ? seat_reads_with_head : seat_reads_alone);
     return inner_.get_now(std::move(keys), cancel);
   }
   Task<void> set(std::string key, std::string value, CancelSignal& cancel) override {
@@ -232,7 +234,6 @@ TEST(DynamicJoiner, AHandledNodeThatWasNotTakenInSaysWhyWithinAWait) {
   q.join();
   EXPECT_NE(q_ended.find("quarantined"), std::string::npos) << q_ended;
 }
-
 
 // One node's write takes in every node that announced itself (in a numbered slot):
 // here "b" announced and never writes, yet "a"'s join completes the round with it.

@@ -23,7 +23,7 @@ using ddprun::testing::run_task;
 // Joins on a loop of its own, as an agent does on its loop, and returns the whole
 // state of the round it joined (asked for: most nodes read their seat only).
 inline DynamicState join(DynamicJoiner& j, const std::string& node, int workers, int min_round,
-                  std::chrono::milliseconds timeout) {
+                         std::chrono::milliseconds timeout) {
   CancelSignal cancel;
   JoinedRound joined = run_task(j.join(node, workers, min_round, timeout, cancel, true));
   if (!joined.state) throw std::logic_error("the whole state was asked for, not read");
@@ -32,7 +32,7 @@ inline DynamicState join(DynamicJoiner& j, const std::string& node, int workers,
 
 // Joins as most nodes do: their seat, the whole state only where it was read anyway.
 inline JoinedRound take_seat(DynamicJoiner& j, const std::string& node, int workers,
-                      std::chrono::milliseconds timeout) {
+                             std::chrono::milliseconds timeout) {
   CancelSignal cancel;
   return run_task(j.join(node, workers, 0, timeout, cancel));
 }
@@ -65,8 +65,7 @@ struct Cluster {
   void wait_for_participants(size_t n) {
     for (int i = 0; i < 10'000; ++i) {
       if (store.check({"ddprun/c10d/test/state"}) &&
-          DynamicState::decode(store.get("ddprun/c10d/test/state", 1s)).participants.size() >=
-              n) {
+          DynamicState::decode(store.get("ddprun/c10d/test/state", 1s)).participants.size() >= n) {
         return;
       }
       std::this_thread::sleep_for(1ms);
