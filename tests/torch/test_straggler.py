@@ -51,7 +51,10 @@ class Stragglers(unittest.TestCase):
             args.insert(1, f"--straggler_threshold={threshold}")
         if EXPLICIT:
             args.append("--explicit")
-        r = run(args, env=dict(os.environ, DDPRUN_TEST_STEPS=str(steps), **env), cwd=cwd)
+        # A rank held to 15% of a CPU takes 30 s alone, and took over 120 s once on this
+        # loaded 2-core machine: a bound for a hang, not a figure.
+        r = run(args, env=dict(os.environ, DDPRUN_TEST_STEPS=str(steps), **env), cwd=cwd,
+                timeout=300)
         self.assertEqual(r.returncode, 0, r.stderr[-3000:])
         shown = subprocess.run([DDPRUN, "runs", "show", "latest"], cwd=cwd, capture_output=True,
                                text=True, timeout=60)

@@ -24,7 +24,8 @@ from scratch import scratch_dir  # noqa: E402
 def run(cmd, env=None, **kw):
     env = dict(os.environ if env is None else env, PYTHON_EXEC=PYTHON, OMP_NUM_THREADS="1")
     kw.setdefault("cwd", scratch_dir("ddprun_torch_cwd_"))  # runs land there
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT, env=env, **kw)
+    kw.setdefault("timeout", TIMEOUT)
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, **kw)
 
 
 def ddprun(*args):
