@@ -66,11 +66,9 @@ class CountingStore : public store::LoopStore {
 // announce themselves after it: here "b" and "c" only announce (and never write), and
 // "a" completes the round with them.
 TEST(DynamicJoiner, TheFirstToAnnounceWritesInThoseAnnouncedAfterIt) {
-  Cluster c;
-  c.config = {3, 3, 1000};
+  Cluster c({3, 3, 1000});
   DynamicState got;
-  std::thread a = c.join_on_thread("a", got);
-  c.wait_for_participants(1);
+  std::thread a = c.first_to_join("a", got);
   c.store.add("ddprun/c10d/test/joining/0/n", 2);
   c.store.set("ddprun/c10d/test/joining/0/2", "4 b");
   c.store.set("ddprun/c10d/test/joining/0/3", "1 c");
@@ -90,11 +88,9 @@ TEST(DynamicJoiner, TheFirstToAnnounceWritesInThoseAnnouncedAfterIt) {
 // A node that announced itself reads its own seat once the round formed, not the state
 // that names every node, and in the request that reads the head which says so.
 TEST(DynamicJoiner, ALaterNodeReadsItsSeatNotTheState) {
-  Cluster c;
-  c.config = {2, 2, 1000};
+  Cluster c({2, 2, 1000});
   DynamicState first;
-  std::thread a = c.join_on_thread("a", first);
-  c.wait_for_participants(1);
+  std::thread a = c.first_to_join("a", first);
   CountingStore counted(*c.view);
   DynamicJoiner b = c.joiner(counted);
   JoinedRound got = take_seat(b, "b", 3, 5s);
@@ -112,8 +108,7 @@ TEST(DynamicJoiner, ALaterNodeReadsItsSeatNotTheState) {
 // Where no seat comes (the node that completed the round died before it wrote them),
 // a node reads the state after a wait, and joins all the same.
 TEST(DynamicJoiner, ANodeWhoseSeatNeverCameReadsTheState) {
-  Cluster c;
-  c.config = {2, 2, 1000};
+  Cluster c({2, 2, 1000});
   JoinedRound first;
   std::thread a([&] {
     CountingStore dies(*c.view);
@@ -134,11 +129,9 @@ TEST(DynamicJoiner, ANodeWhoseSeatNeverCameReadsTheState) {
 // A node that joins a forming round after the first reads the state once, when the
 // round has formed: while it waits, it reads the state's head only.
 TEST(DynamicJoiner, ALaterNodeReadsTheStateOnlyOnceTheRoundFormed) {
-  Cluster c;
-  c.config = {2, 2, 1000};
+  Cluster c({2, 2, 1000});
   DynamicState first;
-  std::thread a = c.join_on_thread("a", first);
-  c.wait_for_participants(1);
+  std::thread a = c.first_to_join("a", first);
   CountingStore counted(*c.view);
   DynamicJoiner b = c.joiner(counted);
   DynamicState got = join(b, "b", 2, 0, 5s);
@@ -151,8 +144,7 @@ TEST(DynamicJoiner, ALaterNodeReadsTheStateOnlyOnceTheRoundFormed) {
 // A node that announced itself and sees nothing written for a whole wait (the first,
 // which was to write for it, is gone) writes itself in, with whoever else announced.
 TEST(DynamicJoiner, AnAnnouncedNodeWhoseWriterIsGoneWritesItselfIn) {
-  Cluster c;
-  c.config = {2, 2, 1000};
+  Cluster c({2, 2, 1000});
   c.store.add("ddprun/c10d/test/joining/0/n", 1);  // "x" came first, then left
   c.store.set("ddprun/c10d/test/joining/0/1", "3 x");
   DynamicJoiner b = c.joiner();
@@ -164,8 +156,7 @@ TEST(DynamicJoiner, AnAnnouncedNodeWhoseWriterIsGoneWritesItselfIn) {
 // Where the first to announce writes nothing for a whole wait, one of the nodes waiting
 // takes its part over (and names its slot), not each: the other reads its seat only.
 TEST(DynamicJoiner, OneWaitingNodeTakesOverFromAFolderThatWritesNothing) {
-  Cluster c;
-  c.config = {3, 3, 1000};
+  Cluster c({3, 3, 1000});
   c.store.add("ddprun/c10d/test/joining/0/n", 1);  // "x" came first, then stopped
   c.store.set("ddprun/c10d/test/joining/0/1", "3 x");
   JoinedRound b, d;
@@ -191,16 +182,14 @@ TEST(DynamicJoiner, OneWaitingNodeTakesOverFromAFolderThatWritesNothing) {
 // reads the state after a whole wait with no last call running, and says why it is
 // kept out, where it waited in silence on the head until its deadline.
 TEST(DynamicJoiner, AHandledNodeThatWasNotTakenInSaysWhyWithinAWait) {
-  Cluster c;
-  c.config = {3, 3, 1000};
+  Cluster c({3, 3, 1000});
   {
     DynamicJoiner judge = c.joiner();
     CancelSignal cancel;
     run_task(judge.keep_out("q", "its preflight failed", cancel));
   }
   DynamicState first;
-  std::thread a = c.join_on_thread("a", first);  // the folder
-  c.wait_for_participants(1);
+  std::thread a = c.first_to_join("a", first);  // the folder
   testing::LogCapture log;
   std::string q_ended;
   std::thread q([&] {
@@ -238,8 +227,7 @@ TEST(DynamicJoiner, AHandledNodeThatWasNotTakenInSaysWhyWithinAWait) {
 // One node's write takes in every node that announced itself (in a numbered slot):
 // here "b" announced and never writes, yet "a"'s join completes the round with it.
 TEST(DynamicJoiner, AWriterAddsEveryAnnouncedNode) {
-  Cluster c;
-  c.config = {2, 2, 1000};
+  Cluster c({2, 2, 1000});
   c.store.add("ddprun/c10d/test/joining/0/n", 1);
   c.store.set("ddprun/c10d/test/joining/0/1", "4 b");
   DynamicJoiner a = c.joiner();

@@ -49,8 +49,7 @@ TEST(DynamicJoiner, TimeoutSaysWhatIsMissing) {
 }
 
 TEST(DynamicJoiner, NextRoundAfterAFailureIsStartedOnceAndCounted) {
-  Cluster c;
-  c.config = {2, 2, 1000};
+  Cluster c({2, 2, 1000});
   auto first = c.join_all({"a", "b"});
   // Both nodes see the failure and both try to start the next round.
   DynamicJoiner ja = c.joiner();
@@ -63,8 +62,7 @@ TEST(DynamicJoiner, NextRoundAfterAFailureIsStartedOnceAndCounted) {
 }
 
 TEST(DynamicJoiner, LateNodeEndsTheRunningRoundAndJoinsTheNext) {
-  Cluster c;
-  c.config = {2, 3, 50'000};
+  Cluster c({2, 3, 50'000});
   c.now_ms = 0;
   auto first = c.join_all({"a", "b"}, [&] {
     c.wait_for_participants(2);
@@ -81,8 +79,7 @@ TEST(DynamicJoiner, LateNodeEndsTheRunningRoundAndJoinsTheNext) {
 }
 
 TEST(DynamicJoiner, ComingBackFromARoundWaitsForTheNextOne) {
-  Cluster c;
-  c.config = {2, 2, 1000};
+  Cluster c({2, 2, 1000});
   c.join_all({"a", "b"});
   // a comes back first; round 0 is still the state until b starts round 1.
   std::thread b([&] {
@@ -121,8 +118,7 @@ TEST(DynamicJoiner, CancelStopsAWaitingJoin) {
 // place: the agent learns how the round ended from the round. A node coming back from
 // that round is refused.
 TEST(DynamicJoiner, AMemberOfTheLastRoundGetsItsPlaceAfterTheRunClosed) {
-  Cluster c;
-  c.config = {2, 2, 1000};
+  Cluster c({2, 2, 1000});
   auto got = c.join_all({"a", "b"});
   ASSERT_TRUE(got[0].complete);
   close(c.joiner(), true);
@@ -135,8 +131,7 @@ TEST(DynamicJoiner, AMemberOfTheLastRoundGetsItsPlaceAfterTheRunClosed) {
 }
 
 TEST(DynamicJoiner, ClosedRunIsRefused) {
-  Cluster c;
-  c.config = {1, 1, 1000};
+  Cluster c({1, 1, 1000});
   c.join_all({"a"});
   close(c.joiner());
   DynamicJoiner j = c.joiner();
@@ -147,8 +142,7 @@ TEST(DynamicJoiner, ClosedRunIsRefused) {
 // leaves with SpareNotNeeded, saying how the job ended, once the run is closed.
 TEST(DynamicJoiner, ASpareWaitsAsLongAsTheJobRunsAndLeavesWhenItEnds) {
   for (bool failed : {false, true}) {
-    Cluster c;
-    c.config = {1, 1, 1000};
+    Cluster c({1, 1, 1000});
     c.join_all({"a"});
     std::atomic<bool> ended{false};
     std::thread spare([&] {
@@ -176,8 +170,7 @@ TEST(DynamicJoiner, ASpareWaitsAsLongAsTheJobRunsAndLeavesWhenItEnds) {
 // A spare takes the place of a member that died: the next round completes with it at
 // once, and the restart is counted once.
 TEST(DynamicJoiner, ASpareTakesTheDeadMembersPlaceInTheNextRound) {
-  Cluster c;
-  c.config = {1, 2, 60'000};
+  Cluster c({1, 2, 60'000});
   c.join_all({"a", "b"});
   DynamicState got;
   std::thread spare([&] {

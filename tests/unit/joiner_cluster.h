@@ -48,6 +48,9 @@ inline void close(DynamicJoiner&& j, bool failed = false) {
 }
 
 struct Cluster {
+  Cluster() = default;
+  explicit Cluster(DynamicConfig nodes) : config(nodes) {}
+
   store::MemoryStore store;
   // The nodes' view of it: waits on their loops (the store's own wait list; the
   // memory view holds nothing of a wait, so the nodes' threads share it).
@@ -79,12 +82,15 @@ struct Cluster {
     return s.participants.count(node) || s.waiting.count(node) || s.spares.count(node);
   }
 
-  // `node` joins on a thread of its own, putting what it got in `got`.
-  std::thread join_on_thread(const std::string& node, DynamicState& got) {
-    return std::thread([this, node, &got] {
+  // `node` joins first, on a thread of its own, putting what it got in `got`; returned
+  // once the shared state lists it (the round forms, waiting for the others).
+  std::thread first_to_join(const std::string& node, DynamicState& got) {
+    std::thread t([this, node, &got] {
       DynamicJoiner j = joiner();
       got = join(j, node, 2, 0, 5s);
     });
+    wait_for_participants(1);
+    return t;
   }
 
   // Each node joins on a thread of its own; returns the states they got.
