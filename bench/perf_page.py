@@ -70,7 +70,9 @@ BENCHES = {
         "hang detection's shared maximum), all nodes at once, beside the same with every "
         "node reading every member's keys, as agents did before. The same simulated job "
         "over etcd, a fresh local member each run (each node two connections, as an agent's "
-        "joiner has), beside etcd's own floor. Last, what each agent "
+        "joiner has), beside etcd's own floor, with etcd's CPU per request it answered "
+        "(its /metrics) and the joiners' CPU per node over each whole simulated job. Last, "
+        "what each agent "
         "holds once every worker runs, and the CPU the store's host and all agents use "
         "over 10 s of a running job (heartbeats and liveness checks)."),
     "spares": (

@@ -12,8 +12,13 @@
 // keys instead (how agents watched before), for comparison. `--etcd=HOST:PORT`: the
 // same over a running etcd (each node a connection for its requests and one for the
 // state, as an agent's joiner has), under a prefix of its own; no request counts then.
+// The JSON also says the CPU its processes (the joiners, and the store it serves) used
+// over the phases, connecting left out. `--start-on-stdin`: once every joiner is
+// connected, says `connected` on stderr and starts the phases on a line on stdin (so
+// that a caller can read a store's own counters at the phases' start).
 //
 //   ddprun_round_sim --nodes=N [--processes=P] [--watch=ring|all] [--etcd=HOST:PORT]
+//                    [--start-on-stdin]
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -51,6 +56,23 @@ namespace {
 
 // Requests per node in the floor phase: about what a round takes.
 constexpr int kFloorRequests = 7;
+
+// The CPU seconds process `pid` has used so far (user and system, from /proc).
+double cpu_seconds(pid_t pid) {
+  std::FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
+  if (!f) return 0;
+  char text[1024] = {};
+  size_t n = std::fread(text, 1, sizeof(text) - 1, f);
+  std::fclose(f);
+  const char* after_name = std::strrchr(text, ')');  // the name may hold spaces
+  if (n == 0 || !after_name) return 0;
+  unsigned long long utime = 0, stime = 0;  // fields 14 and 15; field 3 follows the name
+  if (std::sscanf(after_name + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+                  &utime, &stime) != 2) {
+    return 0;
+  }
+  return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
 
 int64_t wall_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -232,7 +254,7 @@ int run_joiners(const Meeting& meet, int first, int count, int nodes, bool watch
 
 int main(int argc, char** argv) {
   int nodes = 1024, processes = 4;
-  bool watch_all = false;
+  bool watch_all = false, start_on_stdin = false;
   Meeting meet;
   meet.prefix = "sim/";
   for (int i = 1; i < argc; ++i) {
@@ -243,13 +265,15 @@ int main(int argc, char** argv) {
       nodes = std::atoi(a.c_str() + 8);
     } else if (a.rfind("--processes=", 0) == 0) {
       processes = std::atoi(a.c_str() + 12);
+    } else if (a == "--start-on-stdin") {
+      start_on_stdin = true;
     } else if (a.rfind("--etcd=", 0) == 0) {
       meet.etcd = a.substr(7);
       meet.prefix = "/sim/" + std::to_string(::getpid()) + "/";  // apart from earlier runs
     } else {
       std::fprintf(stderr,
                    "usage: ddprun_round_sim --nodes=N [--processes=P] [--watch=ring|all] "
-                   "[--etcd=HOST:PORT]\n");
+                   "[--etcd=HOST:PORT] [--start-on-stdin]\n");
       return 2;
     }
   }
@@ -319,6 +343,19 @@ int main(int argc, char** argv) {
     }
     return std::chrono::duration<double>(Clock::now() - start).count();
   };
+  if (start_on_stdin) {
+    std::fprintf(stderr, "connected\n");
+    std::fflush(stderr);
+    char line[16];
+    if (!std::fgets(line, sizeof(line), stdin)) return 2;
+  }
+  // The CPU of the sim's processes, read while they are all alive.
+  auto cpu = [&children] {
+    double used = cpu_seconds(::getpid());
+    for (pid_t pid : children) used += cpu_seconds(pid);
+    return used;
+  };
+  double cpu_before = cpu();
   double floor_seconds = phase();
   uint64_t before = requests();
   double join_seconds = phase();
@@ -326,6 +363,7 @@ int main(int argc, char** argv) {
   double restart_seconds = phase();
   uint64_t restarted = requests();
   double watch_seconds = phase();
+  double cpu_used = cpu() - cpu_before;  // each child said it is through; none waited for yet
   bool ok = watch_seconds >= 0;
   for (pid_t pid : children) {
     int status = 0;
@@ -351,9 +389,9 @@ int main(int argc, char** argv) {
   std::printf(
       "{\"nodes\": %d, \"seconds\": %.3f, \"requests_per_node\": %s, \"restart_seconds\": %.3f, "
       "\"restart_requests_per_node\": %s, \"watch_seconds\": %.3f, "
-      "\"watch_requests_per_node\": %s, \"floor_seconds\": %.3f}\n",
+      "\"watch_requests_per_node\": %s, \"floor_seconds\": %.3f, \"cpu_seconds\": %.2f}\n",
       nodes, join_seconds, per_node(joined - before).c_str(), restart_seconds,
       per_node(restarted - joined).c_str(), watch_seconds, per_node(after - restarted).c_str(),
-      floor_seconds);
+      floor_seconds, cpu_used);
   return 0;
 }

@@ -30,9 +30,9 @@ Rows:
   as a multiple of the floor at each size, and how that multiple grows. The same over
   etcd (`--etcd-sim`), a fresh member each run: each simulated node holds two
   connections, as an agent's joiner does. The floor's row also says the CPU of each
-  whole simulated job: per node for the sim's own processes, and over etcd, etcd's
-  per request it answered (its /metrics), so that a growth in etcd's own cost per
-  request shows apart from ddprun's.
+  simulated job's phases (connecting left out): per node for the sim's own processes,
+  and over etcd, etcd's per request it answered (its /metrics), so that a growth in
+  etcd's own cost per request shows apart from ddprun's.
 
 - resources: each agent's resident memory, descriptors and threads once every worker
   runs, the store's host apart from the median of the others, and the CPU the host and
@@ -178,18 +178,24 @@ def round_sim(sim, nodes, watch="ring", etcd=False):
     """One simulated job: the first round, a restart, and one interval of the running
     round's liveness and hang exchange, each (seconds, requests per node); `etcd`:
     over a fresh etcd member of its own (requests are not counted there). Then the
-    CPU of the whole run: (the sim's processes per node in ms (the joiners, and on
-    c10d the store they meet at), etcd's per request it answered in us, or None)."""
+    CPU over those phases (connecting left out): (the sim's processes per node in ms
+    (the joiners, and on c10d the store they meet at), etcd's per request it answered
+    in us, or None)."""
     member = rb.start_etcd() if etcd else None
     try:
         if member:
             time.sleep(1.0)  # etcd elects itself
         extra = [f"--etcd={rb.ETCD}"] if member else []
+        run = subprocess.Popen([sim, f"--nodes={nodes}", f"--watch={watch}", "--start-on-stdin",
+                                *extra], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+        said = []
+        for line in run.stderr:  # its joiners connecting
+            said.append(line)
+            if line.strip() == "connected":
+                break
         before = etcd_figures() if member else (0, 0)
-        used = cpu_of_children()
-        run = subprocess.run([sim, f"--nodes={nodes}", f"--watch={watch}", *extra],
-                             capture_output=True, text=True, timeout=1800)
-        used = cpu_of_children() - used
+        out, err = run.communicate("start\n", timeout=1800)
         after = etcd_figures() if member else (0, 0)
     finally:
         if member:
@@ -197,21 +203,15 @@ def round_sim(sim, nodes, watch="ring", etcd=False):
             member.wait()
     if run.returncode != 0:
         raise SystemExit(f"round sim at {nodes} nodes exited {run.returncode}: "
-                         f"{run.stderr.strip()[-500:]}")
-    r = json.loads(run.stdout.strip().splitlines()[-1])
+                         f"{(''.join(said) + err).strip()[-500:]}")
+    r = json.loads(out.strip().splitlines()[-1])
     answered = after[0] - before[0]
     etcd_per_request = (after[1] - before[1]) / answered * 1e6 if answered else None
     return ((r["seconds"], r["requests_per_node"]),
             (r["restart_seconds"], r["restart_requests_per_node"]),
             (r["watch_seconds"], r["watch_requests_per_node"]),
             (r["floor_seconds"], FLOOR_REQUESTS),
-            (used / nodes * 1e3, etcd_per_request))
-
-
-def cpu_of_children():
-    """The CPU seconds of this process' waited-for descendants so far."""
-    used = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return used.ru_utime + used.ru_stime
+            (r["cpu_seconds"] / nodes * 1e3, etcd_per_request))
 
 
 def round_sim_median(sim, nodes, repeat, watch="ring", etcd=False):
@@ -226,13 +226,13 @@ def sim_rows(backend, sizes, runs):
     runs, each protocol row as a multiple of the floor."""
     floors = [r[3][0] for r in runs]
     if backend == "etcd":
-        cpu = ("what etcd itself adds per request as connections grow: over each whole "
-               "simulated job, etcd's CPU per request it answered: " +
+        cpu = ("what etcd itself adds per request as connections grow: over each "
+               "simulated job's phases, etcd's CPU per request it answered: " +
                ", ".join(f"{r[4][1]:.0f} us" for r in runs) + "; the joiners' CPU per node: " +
                ", ".join(f"{r[4][0]:.1f} ms" for r in runs))
     else:
-        cpu = ("what the machine itself adds per request as connections grow; over each whole "
-               "simulated job, the CPU per node of the store and the joiners: " +
+        cpu = ("what the machine itself adds per request as connections grow; over each "
+               "simulated job's phases, the CPU per node of the store and the joiners: " +
                ", ".join(f"{r[4][0]:.1f} ms" for r in runs))
     rows = [(f"the floor: {FLOOR_REQUESTS} plain requests per node (a set and a read in "
              f"turn), every node at once ({backend}, simulated nodes)", sizes, floors, cpu)]
