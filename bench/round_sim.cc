@@ -67,8 +67,8 @@ double cpu_seconds(pid_t pid) {
   const char* after_name = std::strrchr(text, ')');  // the name may hold spaces
   if (n == 0 || !after_name) return 0;
   unsigned long long utime = 0, stime = 0;  // fields 14 and 15; field 3 follows the name
-  if (std::sscanf(after_name + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
-                  &utime, &stime) != 2) {
+  if (std::sscanf(after_name + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime,
+                  &stime) != 2) {
     return 0;
   }
   return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
