@@ -16,9 +16,11 @@
 // over the phases, connecting left out. `--start-on-stdin`: once every joiner is
 // connected, says `connected` on stderr and starts the phases on a line on stdin (so
 // that a caller can read a store's own counters at the phases' start).
+// `--floor-waves=K`: the floor's nodes send in K waves, one after the other, each
+// process its share of each (N/K nodes' requests in flight at once, not N).
 //
 //   ddprun_round_sim --nodes=N [--processes=P] [--watch=ring|all] [--etcd=HOST:PORT]
-//                    [--start-on-stdin]
+//                    [--start-on-stdin] [--floor-waves=K]
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -94,8 +96,8 @@ std::unique_ptr<store::EtcdClient> etcd_client(const Meeting& m) {
 
 // One process' joiners: connects them all, says so on `ready`, waits for a byte on
 // `go`, then joins them all. Exit status 0 when every one got the completed round.
-int run_joiners(const Meeting& meet, int first, int count, int nodes, bool watch_all, int ready,
-                int go) {
+int run_joiners(const Meeting& meet, int first, int count, int nodes, bool watch_all,
+                int floor_waves, int ready, int go) {
   boost::asio::io_context io;
   CancelSignal cancel;
   std::vector<std::unique_ptr<store::LoopStore>> stores(count);
@@ -151,24 +153,26 @@ int run_joiners(const Meeting& meet, int first, int count, int nodes, bool watch
   // The floor: every node at once sends as many plain requests as a round takes (a set
   // of its own key and a read of it, in turn), so that what the machine itself adds per
   // request as the connections grow is measured beside the protocol.
-  io.restart();
-  for (int i = 0; i < count; ++i) {
-    boost::asio::co_spawn(
-        io,
-        [&, i]() -> Task<void> {
-          std::string key = meet.prefix + "floor/10." + std::to_string(first + i) + "/1/29500";
-          for (int k = 0; k < kFloorRequests; ++k) {
-            if (k % 2 == 0) {
-              co_await stores[i]->set(key, std::to_string(k), cancel);
-            } else {
-              std::vector<std::string> keys(1, key);
-              co_await stores[i]->get_now(std::move(keys), cancel);
+  for (int wave = 0; wave < floor_waves; ++wave) {
+    io.restart();
+    for (int i = count * wave / floor_waves; i < count * (wave + 1) / floor_waves; ++i) {
+      boost::asio::co_spawn(
+          io,
+          [&, i]() -> Task<void> {
+            std::string key = meet.prefix + "floor/10." + std::to_string(first + i) + "/1/29500";
+            for (int k = 0; k < kFloorRequests; ++k) {
+              if (k % 2 == 0) {
+                co_await stores[i]->set(key, std::to_string(k), cancel);
+              } else {
+                std::vector<std::string> keys(1, key);
+                co_await stores[i]->get_now(std::move(keys), cancel);
+              }
             }
-          }
-        },
-        [&](const std::exception_ptr& e) { failed += e ? 1 : 0; });
+          },
+          [&](const std::exception_ptr& e) { failed += e ? 1 : 0; });
+    }
+    io.run();
   }
-  io.run();
   byte = failed ? 'x' : 'r';
   if (::write(ready, &byte, 1) != 1 || ::read(go, &byte, 1) != 1 || failed) return 1;
   std::vector<rendezvous::RoundSeat> seats(count);
@@ -253,7 +257,7 @@ int run_joiners(const Meeting& meet, int first, int count, int nodes, bool watch
 }  // namespace
 
 int main(int argc, char** argv) {
-  int nodes = 1024, processes = 4;
+  int nodes = 1024, processes = 4, floor_waves = 1;
   bool watch_all = false, start_on_stdin = false;
   Meeting meet;
   meet.prefix = "sim/";
@@ -263,6 +267,8 @@ int main(int argc, char** argv) {
       watch_all = a == "--watch=all";
     } else if (a.rfind("--nodes=", 0) == 0) {
       nodes = std::atoi(a.c_str() + 8);
+    } else if (a.rfind("--floor-waves=", 0) == 0) {
+      floor_waves = std::atoi(a.c_str() + 14);
     } else if (a.rfind("--processes=", 0) == 0) {
       processes = std::atoi(a.c_str() + 12);
     } else if (a == "--start-on-stdin") {
@@ -273,12 +279,13 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: ddprun_round_sim --nodes=N [--processes=P] [--watch=ring|all] "
-                   "[--etcd=HOST:PORT] [--start-on-stdin]\n");
+                   "[--etcd=HOST:PORT] [--start-on-stdin] [--floor-waves=K]\n");
       return 2;
     }
   }
-  if (nodes < 1 || processes < 1) {
-    std::fprintf(stderr, "ddprun_round_sim: --nodes and --processes must be positive\n");
+  if (nodes < 1 || processes < 1 || floor_waves < 1) {
+    std::fprintf(stderr,
+                 "ddprun_round_sim: --nodes, --processes and --floor-waves must be positive\n");
     return 2;
   }
   rlimit files{};
@@ -305,7 +312,8 @@ int main(int argc, char** argv) {
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (::getppid() != parent) ::_exit(1);
       if (::read(port_pipe[0], &meet.port, sizeof(meet.port)) != sizeof(meet.port)) ::_exit(1);
-      ::_exit(run_joiners(meet, first, count, nodes, watch_all, ready_pipe[1], go_pipe[0]));
+      ::_exit(run_joiners(meet, first, count, nodes, watch_all, floor_waves, ready_pipe[1],
+                           go_pipe[0]));
     }
     children.push_back(pid);
     port_pipes.push_back(port_pipe[1]);

@@ -32,7 +32,9 @@ Rows:
   connections, as an agent's joiner does. The floor's row also says the CPU of each
   simulated job's phases (connecting left out): per node for the sim's own processes,
   and over etcd, etcd's per request it answered (its /metrics), so that a growth in
-  etcd's own cost per request shows apart from ddprun's.
+  etcd's own cost per request shows apart from ddprun's; and the largest etcd size
+  once more with its floor sent in 4 waves, to show what the requests in flight at
+  once cost etcd.
 
 - resources: each agent's resident memory, descriptors and threads once every worker
   runs, the store's host apart from the median of the others, and the CPU the host and
@@ -174,20 +176,20 @@ def restart_time(ddprun, kind, n):
     return max(restarted) - died
 
 
-def round_sim(sim, nodes, watch="ring", etcd=False):
+def round_sim(sim, nodes, watch="ring", etcd=False, floor_waves=1):
     """One simulated job: the first round, a restart, and one interval of the running
     round's liveness and hang exchange, each (seconds, requests per node); `etcd`:
     over a fresh etcd member of its own (requests are not counted there). Then the
     CPU over those phases (connecting left out): (the sim's processes per node in ms
     (the joiners, and on c10d the store they meet at), etcd's per request it answered
-    in us, or None)."""
+    in us, or None). `floor_waves`: the floor's nodes send in that many waves."""
     member = rb.start_etcd() if etcd else None
     try:
         if member:
             time.sleep(1.0)  # etcd elects itself
         extra = [f"--etcd={rb.ETCD}"] if member else []
         run = subprocess.Popen([sim, f"--nodes={nodes}", f"--watch={watch}", "--start-on-stdin",
-                                *extra], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                f"--floor-waves={floor_waves}", *extra], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
         said = []
         for line in run.stderr:  # its joiners connecting
@@ -221,15 +223,21 @@ def round_sim_median(sim, nodes, repeat, watch="ring", etcd=False):
                   statistics.median(r[i][1] or 0 for r in runs)) for i in range(5))
 
 
-def sim_rows(backend, sizes, runs):
+def sim_rows(backend, sizes, runs, in_waves=None):
     """The floor, the round, the restart and the running round's rows of simulated
-    runs, each protocol row as a multiple of the floor."""
+    runs, each protocol row as a multiple of the floor. `in_waves`: (nodes, waves, a
+    round_sim() run whose floor went in that many waves), said beside the floor."""
     floors = [r[3][0] for r in runs]
     if backend == "etcd":
         cpu = ("what etcd itself adds per request as connections grow: over each "
                "simulated job's phases, etcd's CPU per request it answered: " +
                ", ".join(f"{r[4][1]:.0f} us" for r in runs) + "; the joiners' CPU per node: " +
                ", ".join(f"{r[4][0]:.1f} ms" for r in runs))
+        if in_waves:
+            n, waves, run = in_waves
+            cpu += (f"; {n} nodes' floor sent in {waves} waves ({n // waves} nodes' requests "
+                    f"in flight at once, not {n}; the same connections and requests): "
+                    f"{fmt(run[3][0])}")
     else:
         cpu = ("what the machine itself adds per request as connections grow; over each "
                "simulated job's phases, the CPU per node of the store and the joiners: " +
@@ -350,7 +358,9 @@ def main():
             runs.append(round_sim_median(args.round_sim, n, args.repeat, etcd=True))
             print(f"# round sim on etcd {n}: join {fmt(runs[-1][0][0])}, restart "
                   f"{fmt(runs[-1][1][0])}, floor {fmt(runs[-1][3][0])}", file=sys.stderr, flush=True)
-        rows += sim_rows("etcd", etcd_sim_sizes, runs)
+        largest = etcd_sim_sizes[-1]
+        in_waves = (largest, 4, round_sim(args.round_sim, largest, etcd=True, floor_waves=4))
+        rows += sim_rows("etcd", etcd_sim_sizes, runs, in_waves)
     # The fit over every size, and between the two largest: a cost that turns
     # quadratic only at the top shows there first.
     lines = ["| step | sizes | cost per size | growth exponent (all sizes) | "
