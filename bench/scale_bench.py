@@ -189,7 +189,8 @@ def round_sim(sim, nodes, watch="ring", etcd=False, floor_waves=1):
             time.sleep(1.0)  # etcd elects itself
         extra = [f"--etcd={rb.ETCD}"] if member else []
         run = subprocess.Popen([sim, f"--nodes={nodes}", f"--watch={watch}", "--start-on-stdin",
-                                f"--floor-waves={floor_waves}", *extra], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                f"--floor-waves={floor_waves}", *extra],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
         said = []
         for line in run.stderr:  # its joiners connecting
