@@ -103,10 +103,7 @@ Task<RendezvousInfo> StaticRendezvous::next_rendezvous(int round, int local_worl
   if (params_.max_nodes == 1) {
     // This node is the job: nobody to wait for or to tell, not one request. The last
     // attempt's worker keys go before a new worker starts (the first has none).
-    if (round > 0) {
-      server_->close_gone_clients();  // what the stopped workers sent, still unread
-      server_->clear_except(kAgentPrefix);
-    }
+    if (round > 0) server_->clear_except(kAgentPrefix);
     info.count_ranks({local_world_size});
     co_return info;
   }
@@ -131,7 +128,6 @@ Task<RendezvousInfo> StaticRendezvous::next_rendezvous(int round, int local_worl
   // old worker is gone) and before any new worker starts (they wait for "ready").
   std::vector<std::string> ready{static_round_prefix(round) + "ready"};
   if (server_) {
-    server_->close_gone_clients();
     server_->clear_except(kAgentPrefix);
     // Every node is in this round: the last one's keys are read by nobody any more (a
     // job restarted a thousand times keeps one round's keys, not a thousand).

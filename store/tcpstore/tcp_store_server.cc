@@ -90,7 +90,10 @@ class TcpStoreServer::Impl {
   void stop() { io_.stop(); }
 
   size_t clear_except(const std::string& keep_prefix) {
-    return run_on_io([&] { return state_.table.erase_all_except(keep_prefix); });
+    return run_on_io([&] {
+      close_gone_clients();
+      return state_.table.erase_all_except(keep_prefix);
+    });
   }
 
   size_t erase_prefix(const std::string& prefix) {
@@ -159,21 +162,6 @@ class TcpStoreServer::Impl {
     });
   }
 
-  size_t close_gone_clients() {
-    return run_on_io([&] {
-      accept_queued();
-      size_t n = 0;
-      for (auto& [ptr, weak] : sessions_) {
-        auto session = weak.lock();
-        if (session && !session->closed() && session->client_gone()) {
-          session->close();
-          ++n;
-        }
-      }
-      return n;
-    });
-  }
-
   size_t connection_count() {
     return run_on_io([&] {
       prune();
@@ -220,6 +208,17 @@ class TcpStoreServer::Impl {
           address.to_string());
     }
     return false;
+  }
+
+  // Closes, unread, every connection whose client closed its end (those the kernel
+  // completed but nobody accepted yet too): what a stopped worker sent and the store
+  // did not read yet must not land after a clear.
+  void close_gone_clients() {
+    accept_queued();
+    for (auto& [ptr, weak] : sessions_) {
+      auto session = weak.lock();
+      if (session && !session->closed() && session->client_gone()) session->close();
+    }
   }
 
   // The connections the kernel completed that were not accepted yet.
@@ -318,7 +317,6 @@ void TcpStoreServer::hold_new_connections() { impl_->hold_new_connections(); }
 
 void TcpStoreServer::serve_held() { impl_->serve_held(); }
 
-size_t TcpStoreServer::close_gone_clients() { return impl_->close_gone_clients(); }
 
 size_t TcpStoreServer::connection_count() { return impl_->connection_count(); }
 

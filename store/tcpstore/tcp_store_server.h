@@ -53,7 +53,10 @@ class TcpStoreServer {
   void stop();
 
   /// Deletes every key not starting with `keep_prefix` (a new attempt must not see
-  /// the workers' keys of the previous one). Returns how many were deleted.
+  /// the workers' keys of the previous one). First closes, unread, every connection
+  /// whose client closed its end (a stopped worker's; those the kernel completed but
+  /// nobody accepted yet too): what it sent and the store did not read yet must not
+  /// land after the clear. Returns how many keys were deleted.
   size_t clear_except(const std::string& keep_prefix);
   /// Deletes every key starting with `prefix` (an agent's keys of a finished round).
   size_t erase_prefix(const std::string& prefix);
@@ -65,12 +68,6 @@ class TcpStoreServer {
   /// (a dropped node's stale workers) fail at their next request instead of going on.
   /// Returns how many were closed.
   size_t close_connections();
-
-  /// Closes, unread, every connection whose client closed its end, those the kernel
-  /// completed but nobody accepted yet too: before a new attempt's keys are cleared,
-  /// what its stopped workers sent and the store did not read yet must not land after
-  /// the clear. Returns how many were closed.
-  size_t close_gone_clients();
 
   /// Until serve_held(), a new connection is accepted but not read (its client's
   /// connect succeeds; its first request waits). The connections already open are
