@@ -41,6 +41,7 @@
 #include "common/coro.h"
 #include <boost/asio/detached.hpp>
 
+#include "os/proc_stat.h"
 #include "rendezvous/dynamic_joiner.h"
 #include "rendezvous/etcd_state_store.h"
 #include "rendezvous/rendezvous_backend.h"
@@ -59,21 +60,11 @@ namespace {
 // Requests per node in the floor phase: about what a round takes.
 constexpr int kFloorRequests = 7;
 
-// The CPU seconds process `pid` has used so far (user and system, from /proc).
+// The CPU seconds process `pid` has used so far (user and system).
 double cpu_seconds(pid_t pid) {
-  std::FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
-  if (!f) return 0;
-  char text[1024] = {};
-  size_t n = std::fread(text, 1, sizeof(text) - 1, f);
-  std::fclose(f);
-  const char* after_name = std::strrchr(text, ')');  // the name may hold spaces
-  if (n == 0 || !after_name) return 0;
-  unsigned long long utime = 0, stime = 0;  // fields 14 and 15; field 3 follows the name
-  if (std::sscanf(after_name + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime,
-                  &stime) != 2) {
-    return 0;
-  }
-  return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+  os::ProcStat st;
+  if (!os::read_proc_stat(pid, st)) return 0;
+  return static_cast<double>(st.utime + st.stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
 int64_t wall_ms() {
