@@ -12,6 +12,7 @@
 // keys instead (how agents watched before), for comparison. `--etcd=HOST:PORT`: the
 // same over a running etcd (each node a connection for its requests and one for the
 // state, as an agent's joiner has), under a prefix of its own; no request counts then.
+// On stderr, each phase's store requests per node by kind (c10d).
 // The JSON also says the CPU its processes (the joiners, and the store it serves) used
 // over the phases, connecting left out. `--start-on-stdin`: once every joiner is
 // connected, says `connected` on stderr and starts the phases on a line on stdin (so
@@ -330,6 +331,22 @@ int main(int argc, char** argv) {
     for (const auto& [op, k] : server.request_counts()) n += k;
     return n;
   };
+  // Each kind's requests per node since `before` (c10d), on stderr.
+  using Counts = decltype(server.request_counts());
+  auto say_kinds = [&](const char* what, const Counts& before) {
+    Counts now = server.request_counts();
+    std::string line;
+    for (const auto& [op, total] : now) {
+      uint64_t n = total;
+      for (const auto& [was_op, was] : before) n -= was_op == op ? was : 0;
+      if (n == 0) continue;
+      char part[64];
+      std::snprintf(part, sizeof(part), " %s %.2f", op.c_str(), static_cast<double>(n) / nodes);
+      line += part;
+    }
+    if (meet.etcd.empty()) std::fprintf(stderr, "%s, per node:%s\n", what, line.c_str());
+    return now;
+  };
   // Each phase: "go" to every process, then each says when its joiners are through.
   auto phase = [&] {
     auto start = Clock::now();
@@ -357,11 +374,15 @@ int main(int argc, char** argv) {
   double cpu_before = cpu();
   double floor_seconds = phase();
   uint64_t before = requests();
+  Counts kinds = server.request_counts();
   double join_seconds = phase();
   uint64_t joined = requests();
+  kinds = say_kinds("rendezvous", kinds);
   double restart_seconds = phase();
   uint64_t restarted = requests();
+  kinds = say_kinds("restart", kinds);
   double watch_seconds = phase();
+  say_kinds("running round", kinds);
   double cpu_used = cpu() - cpu_before;  // each child said it is through; none waited for yet
   bool ok = watch_seconds >= 0;
   for (pid_t pid : children) {
@@ -370,11 +391,6 @@ int main(int argc, char** argv) {
     ok = ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
   }
   uint64_t after = requests();
-  for (const auto& [op, n] : meet.etcd.empty() ? server.request_counts()
-                                                : decltype(server.request_counts()){}) {
-    std::fprintf(stderr, "%s: %.2f per node (all phases)\n", op.c_str(),
-                 static_cast<double>(n) / nodes);
-  }
   if (!ok || floor_seconds < 0 || join_seconds < 0 || restart_seconds < 0) {
     std::fprintf(stderr, "ddprun_round_sim: not every joiner got the completed round\n");
     return 1;
