@@ -138,12 +138,19 @@ Task<void> DynamicRendezvous::end_job(bool failed, CancelSignal& cancel) {
   bool hosts = backend_->hosts_state();
   if (!hosts && backend_->hosted()) co_return;
   try {
-    if (!hosts) {
-      // The state outlives the agents (etcd): once is enough and no node is special, so
-      // the first to claim "closing" closes the run. Where every node closed it, each
-      // read and wrote a state that names every node: N x N at the job's end.
-      // A read first: on etcd a compare-and-set is a write even where it loses, and
-      // the nodes end one after another as "all_done" reaches them.
+    // The state outlives the agents (etcd): once is enough. Where every node closed
+    // it, each read and wrote a state that names every node: N x N at the job's end.
+    // A job that succeeded ends on every node of its last round at once: its group
+    // rank 0 closes the run, and the others ask nothing. (Where every node claimed
+    // "closing" then, most read it before the first claim landed, and claimed too: at
+    // 1,024 agents 0.9 compare-and-sets per agent, each a write on etcd even where it
+    // loses.)
+    if (!hosts && !failed && group_rank_ != 0) co_return;
+    if (!hosts && failed) {
+      // A failure may end a node where group rank 0 is gone: the first to claim
+      // "closing" closes the run. A read first: on etcd a compare-and-set is a write
+      // even where it loses, and the nodes end one after another as the round's end
+      // reaches them.
       std::string key = prefix_ + "closing";
       std::vector<std::string> keys(1, key);
       auto claimed = co_await client_->get_now(std::move(keys), cancel);
@@ -195,6 +202,7 @@ RendezvousInfo DynamicRendezvous::make_info(const JoinedRound& joined) {
   info.round = joined.round;
   info.restart_count = seat.restarts;
   info.group_rank = seat.group_rank;
+  group_rank_ = seat.group_rank;
   info.group_world_size = seat.group_world_size;
   info.first_rank = seat.first_rank;
   info.world_size = seat.world_size;

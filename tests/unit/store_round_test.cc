@@ -24,6 +24,22 @@ class LostStore : public MemoryStore {
   [[noreturn]] static void fail() { throw StoreError("connection reset"); }
 };
 
+/// Counts how often each key is read.
+class ReadCountingStore : public MemoryStore {
+ public:
+  std::vector<std::optional<std::string>> get_now(const std::vector<std::string>& keys) override {
+    for (const auto& k : keys) ++reads_[k];
+    return MemoryStore::get_now(keys);
+  }
+  int reads(const std::string& key) const {
+    auto it = reads_.find(key);
+    return it == reads_.end() ? 0 : it->second;
+  }
+
+ private:
+  std::map<std::string, int> reads_;
+};
+
 class StoreRoundTest : public ::testing::Test {
  protected:
   static StoreRound::Options options(int group_rank) {
@@ -218,6 +234,42 @@ TEST_F(StoreRoundTest, AFinishedNodeWhoseLastPeerCountedNothingEndsOnTheMarks) {
   run_a_while();
   EXPECT_TRUE(store_.check({options(0).prefix + "all_done"})) << "the others are told";
   EXPECT_TRUE(all_done);
+}
+
+// A member left once it saw "all_done", which has not reached this node yet (its wait
+// is slow): this node reads "all_done" and its wait ends, without reading every node's
+// mark (N keys, read by each node the word reaches late: N x N).
+TEST_F(StoreRoundTest, AFinishedNodeWhoseLastPeerLeftReadsAllDoneNotEveryMark) {
+  ReadCountingStore store;
+  int connections = 0;
+  StoreRound::Options o = options(0);
+  o.watched = {{1, "b"}};
+  // The wait for "all_done" looks at store_, where the word never comes (store_
+  // outlives the wait left).
+  o.connect = [&] { return connections++ == 0 ? on_loop(store) : on_loop(store_); };
+  o.heartbeat_interval = std::chrono::milliseconds(100);
+  o.liveness_keys = {"hb/b"};
+  bool b_gone = false;
+  o.dead_members = [&b_gone](const std::vector<std::optional<std::string>>&) {
+    return b_gone ? std::vector<std::string>{"b"} : std::vector<std::string>{};
+  };
+  StoreRound round(io_, clock_, std::move(o));
+  bool all_done = false;
+  round.watch_members([](std::vector<std::string>) { ADD_FAILURE() << "b is not lost"; },
+                      [](std::string) {});
+  round.finish_node([&all_done] { all_done = true; }, [](const std::string&) {});
+  run_a_while();
+  ASSERT_EQ(connections, 2) << "its requests' connection, then its wait's";
+  const std::string at = options(0).prefix;
+  store.set(at + "done/1", "1");  // b counted last, set "all_done" and left
+  store.add(at + "done", 1);
+  store.set(at + "all_done", "1");
+  b_gone = true;
+  clock_.advance(std::chrono::milliseconds(100));
+  run_a_while();
+  EXPECT_TRUE(all_done);
+  EXPECT_EQ(store.reads(at + "all_done"), 1);
+  EXPECT_EQ(store.reads(at + "done/0"), 0) << "every node's mark was read";
 }
 
 // Every node marked itself, yet nobody set "all_done" (the last to finish counted
