@@ -88,6 +88,9 @@ std::unique_ptr<RoundCoordinator> DynamicRendezvous::coordinate(const Rendezvous
   o.note_failure = [this](std::string reason, CancelSignal& cancel) {
     return count_failure(std::move(reason), cancel);
   };
+  if (!backend_->hosted()) {  // etcd: see end_job()
+    o.close_run = [this](CancelSignal& cancel) { return close_finished(cancel); };
+  }
   return std::make_unique<StoreRound>(io, clock, std::move(o));
 }
 
@@ -98,6 +101,17 @@ Task<void> DynamicRendezvous::count_failure(std::string reason, CancelSignal& ca
   if (q) {
     spdlog::error("this node is quarantined: {}; the job goes on without it for {} s",
                   q->reason, (q->until_ms - wall_clock_ms() + 999) / 1000);
+  }
+}
+
+// Closes the run as finished: the node that sets the last round's "all_done" does, just
+// before.
+Task<void> DynamicRendezvous::close_finished(CancelSignal& cancel) {
+  try {
+    co_await joiner_->close(false, cancel);
+  } catch (const std::exception& e) {
+    cancel.check();
+    spdlog::warn("could not close the rendezvous: {}", e.what());
   }
 }
 
@@ -140,17 +154,15 @@ Task<void> DynamicRendezvous::end_job(bool failed, CancelSignal& cancel) {
   try {
     // The state outlives the agents (etcd): once is enough. Where every node closed
     // it, each read and wrote a state that names every node: N x N at the job's end.
-    // A job that succeeded ends on every node of its last round at once: its group
-    // rank 0 closes the run, and the others ask nothing. (Where every node claimed
-    // "closing" then, most read it before the first claim landed, and claimed too: at
-    // 1,024 agents 0.9 compare-and-sets per agent, each a write on etcd even where it
-    // loses.)
-    if (!hosts && !failed && group_rank_ != 0) co_return;
-    if (!hosts && failed) {
-      // A failure may end a node where group rank 0 is gone: the first to claim
+    // A job that succeeded was closed before any node learnt it (coordinate()'s
+    // close_run). (Where every node claimed "closing" then, most read it before the
+    // first claim landed, and claimed too: at 1,024 agents 0.9 compare-and-sets per
+    // agent, each a write on etcd even where it loses.)
+    if (!hosts && !failed) co_return;
+    if (!hosts) {
+      // A failure ends each node as the round's end reaches it: the first to claim
       // "closing" closes the run. A read first: on etcd a compare-and-set is a write
-      // even where it loses, and the nodes end one after another as the round's end
-      // reaches them.
+      // even where it loses.
       std::string key = prefix_ + "closing";
       std::vector<std::string> keys(1, key);
       auto claimed = co_await client_->get_now(std::move(keys), cancel);
@@ -202,7 +214,6 @@ RendezvousInfo DynamicRendezvous::make_info(const JoinedRound& joined) {
   info.round = joined.round;
   info.restart_count = seat.restarts;
   info.group_rank = seat.group_rank;
-  group_rank_ = seat.group_rank;
   info.group_world_size = seat.group_world_size;
   info.first_rank = seat.first_rank;
   info.world_size = seat.world_size;

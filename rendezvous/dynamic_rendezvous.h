@@ -40,10 +40,11 @@ class DynamicRendezvous : public RendezvousHandler {
   std::unique_ptr<RoundCoordinator> coordinate(const RendezvousInfo& info,
                                                boost::asio::io_context& io, Clock& clock) override;
   void cancel() override;
-  /// Close the run (as finished or as failed) where the state outlives the agents
-  /// (once is enough: group rank 0 where it finished, the first agent to claim it
-  /// where it failed) or where this agent hosts it, then (finished only) linger as
-  /// the host.
+  /// Close the run (as finished or as failed) where this agent hosts it, then
+  /// (finished only) linger; where the state outlives the agents, close it as failed
+  /// (the first agent to claim it: once is enough and none is special; a job that
+  /// finished was closed by the node that set its last round's "all_done", just
+  /// before).
   Task<void> finish_job(CancelSignal& cancel) override;
   Task<void> job_failed(CancelSignal& cancel) override;
   Task<void> keep_out(std::string reason, CancelSignal& cancel) override;
@@ -58,6 +59,7 @@ class DynamicRendezvous : public RendezvousHandler {
  private:
   RendezvousInfo make_info(const JoinedRound& joined);
   Task<void> end_job(bool failed, CancelSignal& cancel);
+  Task<void> close_finished(CancelSignal& cancel);
   Task<void> count_failure(std::string reason, CancelSignal& cancel);
 
   const RendezvousParams params_;
@@ -67,7 +69,6 @@ class DynamicRendezvous : public RendezvousHandler {
   // The members the last round's seat named for this node to check (group rank, id).
   std::vector<std::pair<int, std::string>> watched_;
   int watched_round_ = -1;
-  int group_rank_ = -1;  // in the last round this node joined
   std::string address_;
   std::unique_ptr<store::TcpStoreServer> worker_store_;  // serves the workers at group rank 0
   std::unique_ptr<store::LoopStore> client_;

@@ -1,7 +1,9 @@
 #include "rendezvous/round_requests.h"
 
 #include <deque>
+#include <optional>
 
+#include <spdlog/spdlog.h>
 #include <boost/asio/post.hpp>
 
 #include "common/cancel_signal.h"
@@ -144,16 +146,29 @@ void RoundRequests::write(std::string key, std::string value, OnDone on_done, On
 }
 
 void RoundRequests::count_to(std::string counter, std::string mark, int64_t last,
-                             std::string reached, OnDone on_done, OnError on_error) {
+                             std::string reached, Work before_reached, OnDone on_done,
+                             OnError on_error) {
   ask(
-      [counter = std::move(counter), mark = std::move(mark), last, reached = std::move(reached)](
-          store::LoopStore& s, CancelSignal& cancel) -> Task<void> {
+      [counter = std::move(counter), mark = std::move(mark), last, reached = std::move(reached),
+       before_reached = std::move(before_reached)](store::LoopStore& s,
+                                                   CancelSignal& cancel) -> Task<void> {
         int64_t now = co_await s.count_in(counter, mark, cancel);
+        if (now != last) co_return;
+        if (before_reached) {
+          std::optional<std::string> why;
+          try {
+            co_await before_reached(cancel);
+          } catch (const std::exception& e) {
+            why = e.what();
+          }
+          cancel.check();  // stopped: nothing more
+          if (why) spdlog::warn("{} is set all the same: {}", reached, *why);
+        }
         const std::string one = "1";  // a local: GCC 12 frees a temporary made in a co_await twice
-        if (now == last) co_await s.set(reached, one, cancel);
+        co_await s.set(reached, one, cancel);
       },
-      [on_done = std::move(on_done), on_error = std::move(on_error)](
-          const std::exception_ptr& error) {
+      [on_done = std::move(on_done),
+       on_error = std::move(on_error)](const std::exception_ptr& error) {
         if (!error) return on_done();
         on_error(what_of(error));
       });

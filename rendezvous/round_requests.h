@@ -58,11 +58,14 @@ class RoundRequests {
   void read(std::vector<std::string> keys, OnRead on_read, OnError on_error);
   /// Sets `key`; `on_done` once the store has it.
   void write(std::string key, std::string value, OnDone on_done, OnError on_error);
+  /// A request of the round made elsewhere (see run()).
+  using Work = std::function<Task<void>(CancelSignal&)>;
   /// Counts this node at `counter` with its `mark` (LoopStore::count_in()); the count
-  /// that reaches `last` also sets `reached`. `on_done` once the store has what it was
-  /// asked.
+  /// that reaches `last` also sets `reached`, after `before_reached` (where given; its
+  /// failure is logged, and `reached` set all the same). `on_done` once the store has
+  /// what it was asked.
   void count_to(std::string counter, std::string mark, int64_t last, std::string reached,
-                OnDone on_done, OnError on_error);
+                Work before_reached, OnDone on_done, OnError on_error);
   /// Raises the number at `key` to `mine` unless it is already as large (shared_max.h).
   void raise(std::string key, int64_t mine, OnError on_error);
   /// Sets `key` to `desired` where it holds `expected` ("": not there) and gives what it
@@ -74,7 +77,6 @@ class RoundRequests {
   /// on the joiner's connection); never refused for the bound, as the next round may
   /// depend on it. Its failure (`on_error`, as compare_set()'s) leaves the round's
   /// connection as it was.
-  using Work = std::function<Task<void>(CancelSignal&)>;
   void run(Work work, OnError on_error);
   /// Calls `on_settled` once every request asked before it has been answered (also
   /// where they failed, or were refused).

@@ -116,8 +116,9 @@ void StoreRound::end(const RoundEnd& mine, OnEnd on_told) {
 void StoreRound::finish_node(OnAllDone on_all_done, OnLost on_lost) {
   all_done_ = std::move(on_all_done);
   requests().count_to(
-      options_.prefix + "done", options_.prefix + "done/" + std::to_string(options_.info.group_rank),
-      options_.info.group_world_size, options_.prefix + "all_done",
+      options_.prefix + "done",
+      options_.prefix + "done/" + std::to_string(options_.info.group_rank),
+      options_.info.group_world_size, options_.prefix + "all_done", options_.close_run,
       [this, on_lost] {
         try {  // a connection of its own, made now
           std::vector<std::string> all_done{options_.prefix + "all_done"};
@@ -164,8 +165,14 @@ void StoreRound::read_marks() {
         for (const auto& mark : *done) {
           if (!mark) return;
         }
-        // This node's wait ends once the others are told (ending it first may stop the
-        // requests before the word went out).
+        // The run is closed first (where this node is to), and this node's wait ends
+        // once the others are told (ending it first may stop the requests before the
+        // word went out).
+        if (options_.close_run) {
+          requests().run(options_.close_run, [](const std::string& why) {
+            spdlog::warn("could not close the rendezvous: {}", why);
+          });
+        }
         requests().write(
             options_.prefix + "all_done", "1", [this] { all_done(); },
             [this](const std::string& why) {

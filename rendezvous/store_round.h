@@ -53,6 +53,11 @@ class StoreRound : public RoundCoordinator {
     /// Elastic rounds: counts a failure of this node (as start_next); null for static
     /// ones.
     std::function<Task<void>(std::string reason, CancelSignal&)> note_failure;
+    /// Where the state outlives the agents (etcd): closes the run as finished (as
+    /// start_next), run by the node that sets "all_done" before it does: every node
+    /// waits for "all_done" before it leaves, so none leaves before the run is closed,
+    /// and one node closes it. Null elsewhere.
+    std::function<Task<void>(CancelSignal&)> close_run;
   };
 
   StoreRound(boost::asio::io_context& io, Clock& clock, Options options);

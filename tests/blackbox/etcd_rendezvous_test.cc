@@ -52,8 +52,8 @@ TEST_F(EtcdRendezvous, AgentsAgreeOnRanksAndShareOneRun) {
   std::string alive = "/ddprun/rdzv/" + j.id + "/alive/";
   EXPECT_EQ(etcd.range(alive, store::etcd_prefix_end(alive), true).count, 0)
       << "a node's alive key outlived it";
-  // One node closed the run for both: group rank 0, as the job succeeded, with no
-  // claim (claims are for a failed job's nodes, which may have lost group rank 0).
+  // One node closed the run for both: the last to finish, before it told the other,
+  // with no claim (claims are for a failed job's nodes).
   auto closing = etcd.range("/ddprun/rdzv/" + j.id + "/closing");
   EXPECT_EQ(closing.kvs.size(), 0u) << "a node claimed the close of a job that succeeded";
   auto state = etcd.range("/ddprun/rdzv/" + j.id + "/state");
@@ -195,7 +195,7 @@ TEST_F(EtcdRendezvous, BudgetExhaustedEndsEveryNodeWithTheRootCause) {
   EXPECT_EQ(b.wait(), 5) << b.err();
   EXPECT_NE((a.err() + b.err()).find("the job failed: rank 3 (local_rank 1)"), std::string::npos)
       << a.err() << b.err();
-  // A failed job is closed by the first node to claim it (group rank 0 may be gone).
+  // A failed job is closed by the first node to claim it.
   store::EtcdClient etcd(store::parse_etcd_endpoints(etcd_->endpoints()), std::chrono::seconds(5));
   EXPECT_EQ(etcd.range("/ddprun/rdzv/" + j.id + "/closing").kvs.size(), 1u);
   auto state = etcd.range("/ddprun/rdzv/" + j.id + "/state");

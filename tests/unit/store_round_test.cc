@@ -114,6 +114,40 @@ TEST_F(StoreRoundTest, UnfinishedNamesTheNodesNotMarkedDone) {
   EXPECT_TRUE(unfinished(*sharing_node(0, lost)).empty()) << "nothing is known";
 }
 
+// Where the state outlives the agents (etcd), the node that sets "all_done" closes the
+// run just before: every node waits for "all_done" before it leaves, so none leaves
+// before the run is closed, and only that node closes it. A close that fails is said,
+// and "all_done" set all the same.
+TEST_F(StoreRoundTest, TheLastToFinishClosesTheRunBeforeItSetsAllDone) {
+  const std::string all_done_key = options(0).prefix + "all_done";
+  for (bool close_fails : {false, true}) {
+    MemoryStore store;                         // every wait on it ends before it goes
+    std::vector<std::pair<int, bool>> closes;  // (group rank, "all_done" there already)
+    auto node = [&](int group_rank) {
+      StoreRound::Options o = options(group_rank);
+      o.connect = [&store] { return on_loop(store); };
+      o.close_run = [&, group_rank](CancelSignal&) -> Task<void> {
+        closes.emplace_back(group_rank, store.check({all_done_key}));
+        if (close_fails) throw StoreError("etcd is gone");
+        co_return;
+      };
+      return std::make_unique<StoreRound>(io_, clock_, std::move(o));
+    };
+    auto a = node(0);
+    auto b = node(1);
+    bool a_done = false, b_done = false;
+    a->finish_node([&a_done] { a_done = true; }, [](const std::string&) {});
+    run_a_while();
+    EXPECT_TRUE(closes.empty()) << "b has not finished";
+    b->finish_node([&b_done] { b_done = true; }, [](const std::string&) {});
+    run_a_while();
+    EXPECT_EQ(closes, (std::vector<std::pair<int, bool>>{{1, false}}))
+        << "b, the last to count, closes the run once, before all_done";
+    EXPECT_TRUE(store.check({all_done_key}));
+    EXPECT_TRUE(a_done && b_done);
+  }
+}
+
 TEST_F(StoreRoundTest, ShareMaxSkipsWhatIsNotANumberAndSurvivesALostStore) {
   auto a = sharing_node(0, store_);
   store_.set("ddprun/test/round/0/max/longest", "garbage");
@@ -221,6 +255,11 @@ TEST_F(StoreRoundTest, AFinishedNodeWhoseLastPeerCountedNothingEndsOnTheMarks) {
   o.dead_members = [&b_gone](const std::vector<std::optional<std::string>>&) {
     return b_gone ? std::vector<std::string>{"b"} : std::vector<std::string>{};
   };
+  std::vector<bool> closes;  // "all_done" there already, at each close of the run
+  o.close_run = [&](CancelSignal&) -> Task<void> {
+    closes.push_back(store_.check({options(0).prefix + "all_done"}));
+    co_return;
+  };
   StoreRound round(io_, clock_, std::move(o));
   bool all_done = false;
   round.watch_members([](std::vector<std::string>) { ADD_FAILURE() << "b is not lost"; },
@@ -234,6 +273,7 @@ TEST_F(StoreRoundTest, AFinishedNodeWhoseLastPeerCountedNothingEndsOnTheMarks) {
   run_a_while();
   EXPECT_TRUE(store_.check({options(0).prefix + "all_done"})) << "the others are told";
   EXPECT_TRUE(all_done);
+  EXPECT_EQ(closes, std::vector<bool>{false}) << "the run is closed once, before all_done";
 }
 
 // A member left once it saw "all_done", which has not reached this node yet (its wait
