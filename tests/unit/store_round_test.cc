@@ -64,6 +64,24 @@ class StoreRoundTest : public ::testing::Test {
     run_a_while();
     return top;
   }
+  // Group rank 0 of two, watching b ("hb/b" every 100 ms), gone once `b_gone`.
+  static StoreRound::Options watching_b(const bool& b_gone) {
+    StoreRound::Options o = options(0);
+    o.watched = {{1, "b"}};
+    o.heartbeat_interval = std::chrono::milliseconds(100);
+    o.liveness_keys = {"hb/b"};
+    o.dead_members = [&b_gone](const std::vector<std::optional<std::string>>&) {
+      return b_gone ? std::vector<std::string>{"b"} : std::vector<std::string>{};
+    };
+    return o;
+  }
+  // watching_b()'s node finishes (b is never lost), then the loop runs a while.
+  void finish_watching_b(StoreRound& round, bool& all_done) {
+    round.watch_members([](const std::vector<std::string>&) { ADD_FAILURE() << "b is not lost"; },
+                        [](const std::string&) {});
+    round.finish_node([&all_done] { all_done = true; }, [](const std::string&) {});
+    run_a_while();
+  }
   // Runs the loop a while.
   void run_a_while() {
     io_.restart();  // after it ran out of work
@@ -245,16 +263,9 @@ TEST_F(StoreRoundTest, AMemberThatFinishedIsNotLostWhenItsLivenessGoes) {
 // itself but counts nothing) and then left, a finished node reads every mark once and
 // its wait ends: it does not wait forever.
 TEST_F(StoreRoundTest, AFinishedNodeWhoseLastPeerCountedNothingEndsOnTheMarks) {
-  StoreRound::Options o = options(0);
-  o.watched = {{1, "b"}};
-  o.info.group_world_size = 2;
-  o.connect = [this] { return on_loop(store_); };  // store_ outlives the wait left
-  o.heartbeat_interval = std::chrono::milliseconds(100);
-  o.liveness_keys = {"hb/b"};
   bool b_gone = false;
-  o.dead_members = [&b_gone](const std::vector<std::optional<std::string>>&) {
-    return b_gone ? std::vector<std::string>{"b"} : std::vector<std::string>{};
-  };
+  StoreRound::Options o = watching_b(b_gone);
+  o.connect = [this] { return on_loop(store_); };  // store_ outlives the wait left
   std::vector<bool> closes;  // "all_done" there already, at each close of the run
   o.close_run = [&](CancelSignal&) -> Task<void> {
     closes.push_back(store_.check({options(0).prefix + "all_done"}));
@@ -262,10 +273,7 @@ TEST_F(StoreRoundTest, AFinishedNodeWhoseLastPeerCountedNothingEndsOnTheMarks) {
   };
   StoreRound round(io_, clock_, std::move(o));
   bool all_done = false;
-  round.watch_members([](std::vector<std::string>) { ADD_FAILURE() << "b is not lost"; },
-                      [](std::string) {});
-  round.finish_node([&all_done] { all_done = true; }, [](const std::string&) {});
-  run_a_while();
+  finish_watching_b(round, all_done);
   EXPECT_FALSE(all_done) << "b has not finished";
   store_.set(options(0).prefix + "done/1", "1");  // b, of an earlier version, finished
   b_gone = true;                                 // and left
@@ -282,23 +290,14 @@ TEST_F(StoreRoundTest, AFinishedNodeWhoseLastPeerCountedNothingEndsOnTheMarks) {
 TEST_F(StoreRoundTest, AFinishedNodeWhoseLastPeerLeftReadsAllDoneNotEveryMark) {
   ReadCountingStore store;
   int connections = 0;
-  StoreRound::Options o = options(0);
-  o.watched = {{1, "b"}};
+  bool b_gone = false;
+  StoreRound::Options o = watching_b(b_gone);
   // The wait for "all_done" looks at store_, where the word never comes (store_
   // outlives the wait left).
   o.connect = [&] { return connections++ == 0 ? on_loop(store) : on_loop(store_); };
-  o.heartbeat_interval = std::chrono::milliseconds(100);
-  o.liveness_keys = {"hb/b"};
-  bool b_gone = false;
-  o.dead_members = [&b_gone](const std::vector<std::optional<std::string>>&) {
-    return b_gone ? std::vector<std::string>{"b"} : std::vector<std::string>{};
-  };
   StoreRound round(io_, clock_, std::move(o));
   bool all_done = false;
-  round.watch_members([](std::vector<std::string>) { ADD_FAILURE() << "b is not lost"; },
-                      [](std::string) {});
-  round.finish_node([&all_done] { all_done = true; }, [](const std::string&) {});
-  run_a_while();
+  finish_watching_b(round, all_done);
   ASSERT_EQ(connections, 2) << "its requests' connection, then its wait's";
   const std::string at = options(0).prefix;
   store.set(at + "done/1", "1");  // b counted last, set "all_done" and left
