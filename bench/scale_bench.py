@@ -12,8 +12,9 @@ k = 1 is linear).
 Rows:
 - rendezvous: real agents (one `/bin/sh` worker each, --no_tracking, all on
   127.0.0.1), from the last agent's start until every worker has started;
-- job end: the same job (each worker exits once it marked its start), from the last
-  worker's exit to every agent gone (the finished nodes' barrier, the run closed);
+- job end: the same job, whose workers, once every one has marked its start, exit
+  together: from then to every agent gone (the finished nodes' barrier, the run
+  closed); on etcd, with the requests etcd answered per agent over it;
 - restart: the same job, where rank 1 dies in the first attempt: from its death to
   the last worker of the next attempt started;
 - the round protocol alone (`ddprun_round_sim`): light joiners in 4 processes speaking
@@ -144,14 +145,21 @@ def growth(sizes, costs):
     return sum((x - mx) * (y - my) for x, y in pts) / sxx if sxx else float("nan")
 
 
-def rendezvous_time(ddprun, kind, n):
-    """(the last agent's start to every worker started, the last worker's exit to
-    every agent gone): each worker exits as soon as it has marked its start."""
-    t, d = rb.run_agents([ddprun], kind, n, MARK, ["--no_tracking"])
+def rendezvous_time(ddprun, kind, n, etcd=False):
+    """(the last agent's start to every worker started, the workers' exit to every
+    agent gone, the requests etcd answered per agent over that end or None): the
+    workers, once every one has marked its start, exit together. `etcd`: read its
+    counters at the workers' exit and after."""
+    seen = {}
+
+    def release(pids):  # the workers go on as soon as this returns
+        seen["figures"] = etcd_figures() if etcd else None
+        seen["at"] = time.time()
+
+    t, _ = rb.run_agents([ddprun], kind, n, HOLD, ["--no_tracking"], while_running=release)
     gone = time.time()
-    starts = [int(open(os.path.join(d, f)).read()) / 1e9
-              for f in os.listdir(d) if f.startswith("start.")]
-    return t, gone - max(starts)
+    asked = (etcd_figures()[0] - seen["figures"][0]) / n if etcd else None
+    return t, gone - seen["at"], asked
 
 
 def etcd_figures():
@@ -303,16 +311,21 @@ def main():
         for backend in args.backends.split(","):
             kind = "ddprun" if backend == "c10d" else "ddprun-etcd"
             ns = sizes if backend == "c10d" else [int(x) for x in args.etcd_agents.split(",") if x]
-            costs, ends = [], []
+            costs, ends, end_asked = [], [], []
+            on_etcd = bool(etcd) and backend == "etcd"
             for n in ns:
-                runs = [rendezvous_time(args.ddprun, kind, n) for _ in range(args.repeat)]
+                runs = [rendezvous_time(args.ddprun, kind, n, on_etcd) for _ in range(args.repeat)]
                 costs.append(statistics.median(r[0] for r in runs))
                 ends.append(statistics.median(r[1] for r in runs))
+                if on_etcd:
+                    end_asked.append(statistics.median(r[2] for r in runs))
                 print(f"# rendezvous {backend} {n}: {fmt(costs[-1])}, job end {fmt(ends[-1])}",
                       file=sys.stderr, flush=True)
             rows.append((f"rendezvous ({backend}, real agents)", ns, costs, ""))
             rows.append((f"job end ({backend}, real agents)", ns, ends,
-                         "the last worker's exit to every agent gone"))
+                         "the workers' exit, together, to every agent gone" +
+                         ("; etcd requests per agent over it: " +
+                          ", ".join(f"{a:.1f}" for a in end_asked) if end_asked else "")))
             if args.restarts:
                 costs, asked, cpu = [], [], []
                 for n in ns:
