@@ -89,7 +89,7 @@ std::unique_ptr<RoundCoordinator> DynamicRendezvous::coordinate(const Rendezvous
     return count_failure(std::move(reason), cancel);
   };
   if (!backend_->hosted()) {  // etcd: see end_job()
-    o.close_run = [this](CancelSignal& cancel) { return close_finished(cancel); };
+    o.close_run = [this](CancelSignal& cancel) { return joiner_->close(false, cancel); };
   }
   return std::make_unique<StoreRound>(io, clock, std::move(o));
 }
@@ -101,17 +101,6 @@ Task<void> DynamicRendezvous::count_failure(std::string reason, CancelSignal& ca
   if (q) {
     spdlog::error("this node is quarantined: {}; the job goes on without it for {} s",
                   q->reason, (q->until_ms - wall_clock_ms() + 999) / 1000);
-  }
-}
-
-// Closes the run as finished: the node that sets the last round's "all_done" does, just
-// before.
-Task<void> DynamicRendezvous::close_finished(CancelSignal& cancel) {
-  try {
-    co_await joiner_->close(false, cancel);
-  } catch (const std::exception& e) {
-    cancel.check();
-    spdlog::warn("could not close the rendezvous: {}", e.what());
   }
 }
 

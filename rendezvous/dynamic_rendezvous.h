@@ -59,7 +59,6 @@ class DynamicRendezvous : public RendezvousHandler {
  private:
   RendezvousInfo make_info(const JoinedRound& joined);
   Task<void> end_job(bool failed, CancelSignal& cancel);
-  Task<void> close_finished(CancelSignal& cancel);
   Task<void> count_failure(std::string reason, CancelSignal& cancel);
 
   const RendezvousParams params_;

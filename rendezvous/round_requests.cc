@@ -1,9 +1,7 @@
 #include "rendezvous/round_requests.h"
 
 #include <deque>
-#include <optional>
 
-#include <spdlog/spdlog.h>
 #include <boost/asio/post.hpp>
 
 #include "common/cancel_signal.h"
@@ -154,16 +152,7 @@ void RoundRequests::count_to(std::string counter, std::string mark, int64_t last
                                                    CancelSignal& cancel) -> Task<void> {
         int64_t now = co_await s.count_in(counter, mark, cancel);
         if (now != last) co_return;
-        if (before_reached) {
-          std::optional<std::string> why;
-          try {
-            co_await before_reached(cancel);
-          } catch (const std::exception& e) {
-            why = e.what();
-          }
-          cancel.check();  // stopped: nothing more
-          if (why) spdlog::warn("{} is set all the same: {}", reached, *why);
-        }
+        if (before_reached) co_await before_reached(cancel);
         const std::string one = "1";  // a local: GCC 12 frees a temporary made in a co_await twice
         co_await s.set(reached, one, cancel);
       },

@@ -61,9 +61,9 @@ class RoundRequests {
   /// A request of the round made elsewhere (see run()).
   using Work = std::function<Task<void>(CancelSignal&)>;
   /// Counts this node at `counter` with its `mark` (LoopStore::count_in()); the count
-  /// that reaches `last` also sets `reached`, after `before_reached` (where given; its
-  /// failure is logged, and `reached` set all the same). `on_done` once the store has
-  /// what it was asked.
+  /// that reaches `last` also sets `reached`, after `before_reached` (where given; it
+  /// fails the request where it throws). `on_done` once the store has what it was
+  /// asked.
   void count_to(std::string counter, std::string mark, int64_t last, std::string reached,
                 Work before_reached, OnDone on_done, OnError on_error);
   /// Raises the number at `key` to `mine` unless it is already as large (shared_max.h).

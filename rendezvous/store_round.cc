@@ -1,6 +1,7 @@
 #include "rendezvous/store_round.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include <spdlog/spdlog.h>
@@ -118,7 +119,7 @@ void StoreRound::finish_node(OnAllDone on_all_done, OnLost on_lost) {
   requests().count_to(
       options_.prefix + "done",
       options_.prefix + "done/" + std::to_string(options_.info.group_rank),
-      options_.info.group_world_size, options_.prefix + "all_done", options_.close_run,
+      options_.info.group_world_size, options_.prefix + "all_done", close_run(),
       [this, on_lost] {
         try {  // a connection of its own, made now
           std::vector<std::string> all_done{options_.prefix + "all_done"};
@@ -168,8 +169,8 @@ void StoreRound::read_marks() {
         // The run is closed first (where this node is to), and this node's wait ends
         // once the others are told (ending it first may stop the requests before the
         // word went out).
-        if (options_.close_run) {
-          requests().run(options_.close_run, [](const std::string& why) {
+        if (auto close = close_run()) {
+          requests().run(std::move(close), [](const std::string& why) {
             spdlog::warn("could not close the rendezvous: {}", why);
           });
         }
@@ -181,6 +182,22 @@ void StoreRound::read_marks() {
             });
       },
       [](const std::string& why) { spdlog::debug("could not read which nodes finished: {}", why); });
+}
+
+// options_.close_run, whose failure is said rather than thrown: "all_done" is set all
+// the same (the others must not wait for ever). Null where there is none.
+RoundRequests::Work StoreRound::close_run() const {
+  if (!options_.close_run) return nullptr;
+  return [close = options_.close_run](CancelSignal& cancel) -> Task<void> {
+    std::optional<std::string> why;
+    try {
+      co_await close(cancel);
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+    cancel.check();  // stopped: nothing more
+    if (why) spdlog::warn("could not close the rendezvous: {}", *why);
+  };
 }
 
 std::vector<std::string> StoreRound::done_keys() const {

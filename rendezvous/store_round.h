@@ -89,6 +89,7 @@ class StoreRound : public RoundCoordinator {
   void all_done();
   void check_all_marked();
   void read_marks();  // check_all_marked()'s where "all_done" is not there
+  RoundRequests::Work close_run() const;
   void check_members(const OnDead& on_dead, const OnLost& on_lost);
   void drop_finished(std::vector<std::string> dead, const OnDead& on_dead, const OnLost& on_lost);
 

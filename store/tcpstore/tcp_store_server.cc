@@ -317,7 +317,6 @@ void TcpStoreServer::hold_new_connections() { impl_->hold_new_connections(); }
 
 void TcpStoreServer::serve_held() { impl_->serve_held(); }
 
-
 size_t TcpStoreServer::connection_count() { return impl_->connection_count(); }
 
 std::vector<std::pair<std::string, uint64_t>> TcpStoreServer::request_counts() const {
