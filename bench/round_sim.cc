@@ -326,18 +326,18 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "ddprun_round_sim: not every joiner could connect\n");
     return 1;
   }
-  auto requests = [&server] {
+  // The server's requests so far, by kind, and all of them.
+  using Counts = decltype(server.request_counts());
+  auto total = [](const Counts& counts) {
     uint64_t n = 0;
-    for (const auto& [op, k] : server.request_counts()) n += k;
+    for (const auto& [op, k] : counts) n += k;
     return n;
   };
-  // Each kind's requests per node since `before` (c10d), on stderr.
-  using Counts = decltype(server.request_counts());
-  auto say_kinds = [&](const char* what, const Counts& before) {
-    Counts now = server.request_counts();
+  // Each kind's requests per node from `before` to `after` (c10d), on stderr.
+  auto say_kinds = [&](const char* what, const Counts& before, const Counts& after) {
     std::string line;
-    for (const auto& [op, total] : now) {
-      uint64_t n = total;
+    for (const auto& [op, now] : after) {
+      uint64_t n = now;
       for (const auto& [was_op, was] : before) n -= was_op == op ? was : 0;
       if (n == 0) continue;
       char part[64];
@@ -345,7 +345,6 @@ int main(int argc, char** argv) {
       line += part;
     }
     if (meet.etcd.empty()) std::fprintf(stderr, "%s, per node:%s\n", what, line.c_str());
-    return now;
   };
   // Each phase: "go" to every process, then each says when its joiners are through.
   auto phase = [&] {
@@ -373,16 +372,12 @@ int main(int argc, char** argv) {
   };
   double cpu_before = cpu();
   double floor_seconds = phase();
-  uint64_t before = requests();
-  Counts kinds = server.request_counts();
+  Counts before = server.request_counts();
   double join_seconds = phase();
-  uint64_t joined = requests();
-  kinds = say_kinds("rendezvous", kinds);
+  Counts joined = server.request_counts();
   double restart_seconds = phase();
-  uint64_t restarted = requests();
-  kinds = say_kinds("restart", kinds);
+  Counts restarted = server.request_counts();
   double watch_seconds = phase();
-  say_kinds("running round", kinds);
   double cpu_used = cpu() - cpu_before;  // each child said it is through; none waited for yet
   bool ok = watch_seconds >= 0;
   for (pid_t pid : children) {
@@ -390,7 +385,10 @@ int main(int argc, char** argv) {
     ::waitpid(pid, &status, 0);
     ok = ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
   }
-  uint64_t after = requests();
+  Counts after = server.request_counts();
+  say_kinds("rendezvous", before, joined);
+  say_kinds("restart", joined, restarted);
+  say_kinds("running round", restarted, after);
   if (!ok || floor_seconds < 0 || join_seconds < 0 || restart_seconds < 0) {
     std::fprintf(stderr, "ddprun_round_sim: not every joiner got the completed round\n");
     return 1;
@@ -405,8 +403,8 @@ int main(int argc, char** argv) {
       "{\"nodes\": %d, \"seconds\": %.3f, \"requests_per_node\": %s, \"restart_seconds\": %.3f, "
       "\"restart_requests_per_node\": %s, \"watch_seconds\": %.3f, "
       "\"watch_requests_per_node\": %s, \"floor_seconds\": %.3f, \"cpu_seconds\": %.2f}\n",
-      nodes, join_seconds, per_node(joined - before).c_str(), restart_seconds,
-      per_node(restarted - joined).c_str(), watch_seconds, per_node(after - restarted).c_str(),
-      floor_seconds, cpu_used);
+      nodes, join_seconds, per_node(total(joined) - total(before)).c_str(), restart_seconds,
+      per_node(total(restarted) - total(joined)).c_str(), watch_seconds,
+      per_node(total(after) - total(restarted)).c_str(), floor_seconds, cpu_used);
   return 0;
 }
