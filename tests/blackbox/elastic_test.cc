@@ -139,8 +139,12 @@ TEST(Elastic, FrozenRendezvousHostIsWaitedForNotDropped) {
   std::this_thread::sleep_for(std::chrono::seconds(2));  // time for a wrong judgement
   EXPECT_TRUE(markers(dir, 1).empty()) << "no world of one\n" << a.err_so_far() << b.err_so_far();
   EXPECT_FALSE(world_running(dir, 2, 1)) << "no restart\n" << a.err_so_far() << b.err_so_far();
-  for (auto* p : {&a, &b}) ::kill(p->pid(), SIGTERM);
-  for (auto* p : {&a, &b}) EXPECT_EQ(p->wait(), 128 + SIGTERM) << p->err();
+  // B first: had A (the store's host) gone first, B could hear the store close before
+  // its own SIGTERM and end with that as its cause.
+  for (auto* p : {&b, &a}) {
+    ::kill(p->pid(), SIGTERM);
+    EXPECT_EQ(p->wait(), 128 + SIGTERM) << p->err();
+  }
   EXPECT_EQ(b.err().find("membership changed"), std::string::npos) << b.err();
   EXPECT_EQ(a.err().find("dropped"), std::string::npos) << a.err();
 }
