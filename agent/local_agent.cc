@@ -139,7 +139,7 @@ Task<int> LocalAgent::Impl::run_rounds() {
       // The signal came as the round completed: start nothing, and tell the others.
       end_round(signalled_end());
       co_await await_told();
-      co_await handler_->job_failed(last_words_cancel_);
+      co_await end_failed_job();
       co_return finish_signalled();
     }
     if (observer_) {
@@ -165,7 +165,7 @@ Task<int> LocalAgent::Impl::run_rounds() {
     if (signalled_ != 0 && !attempt_->failed_before_signal()) {
       end_round(signalled_end());
       co_await await_told();
-      co_await handler_->job_failed(last_words_cancel_);
+      co_await end_failed_job();
       co_return finish_signalled();
     }
     const auto& failures = runner_.failures();
@@ -188,7 +188,7 @@ Task<int> LocalAgent::Impl::run_rounds() {
       // The job is over for every node (a dropped node's is not): spares waiting leave.
       // A store that stopped answering is not asked again.
       if (!attempt_->dropped && !attempt_->store_lost) {
-        co_await handler_->job_failed(last_words_cancel_);
+        co_await end_failed_job();
       }
       co_return finish_failure(failures, over.value_or(RoundEnd{}));
     }
@@ -342,6 +342,14 @@ void LocalAgent::Impl::say_quarantined(const rendezvous::RendezvousInfo& info) {
     std::strftime(at, sizeof(at), "%H:%M:%S", &tm);
     std::cerr << "ddprun: quarantined: " << q.node << " until " << at << " (" << q.reason << ")\n";
   }
+}
+
+// The job ended without success: the run is closed as failed. The round's own
+// connections go first: a host keeps its store up until the other nodes have left,
+// counting the connections still open.
+Task<void> LocalAgent::Impl::end_failed_job() {
+  round_.reset();
+  co_await handler_->job_failed(last_words_cancel_);
 }
 
 // A spare that was never needed: the job ended while it waited for a place.

@@ -165,9 +165,17 @@ Task<void> DynamicRendezvous::end_job(bool failed, CancelSignal& cancel) {
   } catch (const std::exception& e) {
     spdlog::warn("could not close the rendezvous: {}", e.what());
   }
-  // A failed job's nodes already know (its round's end says so): the host leaves at
-  // once, and a Ctrl-C is never held up.
-  if (hosts && !failed) co_await backend_->linger(std::chrono::seconds(5), cancel);
+  // The host serves until the others have left, whether the job succeeded or failed: a
+  // node hears of the round's end by a wait on "over" and then reads it, a second
+  // request; a host gone in between (a node slow to read, on a loaded machine) left it
+  // with a lost store for a cause instead of the job's. After a stop signal, the signal's
+  // last words bound it (`cancel`).
+  if (!hosts) co_return;
+  try {
+    co_await backend_->linger(std::chrono::seconds(5), cancel);
+  } catch (const Error&) {
+    // the last words ran out: this node leaves now
+  }
 }
 
 void DynamicRendezvous::cancel() { cancel_.cancel(); }

@@ -40,9 +40,9 @@ class DynamicRendezvous : public RendezvousHandler {
   std::unique_ptr<RoundCoordinator> coordinate(const RendezvousInfo& info,
                                                boost::asio::io_context& io, Clock& clock) override;
   void cancel() override;
-  /// Close the run (as finished or as failed) where this agent hosts it, then
-  /// (finished only) linger; where the state outlives the agents, close it as failed
-  /// (the first agent to claim it: once is enough and none is special; a job that
+  /// Close the run (as finished or as failed) where this agent hosts it, then linger
+  /// until the others have left (at most a few seconds); where the state outlives the agents, close
+  /// it as failed (the first agent to claim it: once is enough and none is special; a job that
   /// finished was closed by the node that set its last round's "all_done", just
   /// before).
   Task<void> finish_job(CancelSignal& cancel) override;

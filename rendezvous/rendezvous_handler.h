@@ -110,9 +110,9 @@ class RendezvousHandler {
 
   /// The job ended without success on this node (its restarts spent, stopped by a
   /// signal, too few nodes left). Where this agent can, marks the run ended as failed,
-  /// so that spares waiting for a place leave (they get SpareNotNeeded). Unlike
-  /// finish_job(), a hosted store does not linger. Errors are logged; awaited as
-  /// finish_job() is.
+  /// so that spares waiting for a place leave (they get SpareNotNeeded). A hosted
+  /// store stays up as in finish_job(), for the others to read how the job ended.
+  /// Errors are logged; awaited as finish_job() is.
   virtual Task<void> job_failed(CancelSignal& /*cancel*/) { co_return; }
 
   /// How far the rendezvous host's wall clock is ahead of this node's (negative:

@@ -139,14 +139,44 @@ TEST(Elastic, FrozenRendezvousHostIsWaitedForNotDropped) {
   std::this_thread::sleep_for(std::chrono::seconds(2));  // time for a wrong judgement
   EXPECT_TRUE(markers(dir, 1).empty()) << "no world of one\n" << a.err_so_far() << b.err_so_far();
   EXPECT_FALSE(world_running(dir, 2, 1)) << "no restart\n" << a.err_so_far() << b.err_so_far();
-  // B first: had A (the store's host) gone first, B could hear the store close before
-  // its own SIGTERM and end with that as its cause.
-  for (auto* p : {&b, &a}) {
-    ::kill(p->pid(), SIGTERM);
-    EXPECT_EQ(p->wait(), 128 + SIGTERM) << p->err();
-  }
+  for (auto* p : {&a, &b}) ::kill(p->pid(), SIGTERM);
+  for (auto* p : {&a, &b}) EXPECT_EQ(p->wait(), 128 + SIGTERM) << p->err();
   EXPECT_EQ(b.err().find("membership changed"), std::string::npos) << b.err();
   EXPECT_EQ(a.err().find("dropped"), std::string::npos) << a.err();
+}
+
+// Node 0's rank fails once "go" is there (the job has no restarts); node 1's sleeps.
+const char* kRankZeroFailsOnGo =
+    "touch \"$0/up.$RANK\"; if [ \"$RANK\" = 0 ]; then "
+    "while [ ! -f \"$0/go\" ]; do sleep 0.01; done; exit 3; fi; sleep 30";
+
+// The job fails on the node hosting the rendezvous store while another node cannot
+// read its end yet (its agent frozen; on a loaded machine, merely slow): a node hears
+// of the end by a wait, then reads it. The host stays until that node has left, which
+// then names the job's cause, not a lost store.
+TEST(Elastic, ANodeSlowToReadTheEndStillHearsTheJobsCause) {
+  Job job;
+  job.nnodes = "2";
+  std::string dir = make_temp_dir();
+  std::vector<std::string> flags{"--no_tracking", "--no_python"};
+  std::vector<std::string> worker{"/bin/sh", "-c", kRankZeroFailsOnGo, dir};
+  DdprunProcess a(job.agent_running(flags, worker, true), kEnv);
+  job.local_addr = "127.0.0.2";
+  DdprunProcess b(job.agent_running(flags, worker, false), kEnv);
+  ASSERT_TRUE(eventually([&] {
+    return std::filesystem::exists(dir + "/up.0") && std::filesystem::exists(dir + "/up.1");
+  })) << a.err_so_far()
+      << b.err_so_far();
+  ::kill(b.pid(), SIGSTOP);
+  std::ofstream(dir + "/go") << "";
+  // Time for the host to end the job: a host that left at once is gone by then.
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  ::kill(b.pid(), SIGCONT);
+  EXPECT_EQ(b.wait(), 3) << b.err();
+  EXPECT_NE(b.err().find("the job failed: rank 0 (local_rank 0) on node 0"), std::string::npos)
+      << b.err();
+  EXPECT_EQ(b.err().find("lost the rendezvous store"), std::string::npos) << b.err();
+  EXPECT_EQ(a.wait(), 3) << a.err();
 }
 
 // With a job token, the rendezvous store admits only the agents that prove it: one with
