@@ -175,6 +175,12 @@ Task<int> LocalAgent::Impl::run_rounds() {
       enter(Phase::kAwaitingOthers);
       attempt_->over = co_await wait_for_all_done();
       if (attempt_->over) note_ended();
+      if (signalled_ != 0 && !attempt_->over && !attempt_->all_done) {
+        // Stopped while the others still run: they are told, as from a running round.
+        end_round(signalled_end());
+        co_await await_told();
+        co_await end_failed_job();
+      }
       if (signalled_ != 0) co_return finish_signalled();
       if (!attempt_->over) {
         round_.reset();  // its watches' connections would keep the store waiting for them

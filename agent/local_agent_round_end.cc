@@ -242,7 +242,9 @@ void LocalAgent::Impl::on_stop_signal(int sig) {
   }));
   // One line says what the signal ends: the workers, or the wait for the other nodes.
   int workers = runner_.running_workers();
-  if (workers > 0 || !cancel_wait_) {
+  if (phase_ == Phase::kAwaitingOthers) {
+    spdlog::warn("received {} while waiting for the other nodes to finish", signal_name(sig));
+  } else if (workers > 0 || !cancel_wait_) {
     spdlog::warn("received {}; stopping {} worker(s)", signal_name(sig), workers);
   } else {
     spdlog::warn("received {} while waiting for the other nodes", signal_name(sig));

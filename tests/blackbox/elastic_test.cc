@@ -179,6 +179,35 @@ TEST(Elastic, ANodeSlowToReadTheEndStillHearsTheJobsCause) {
   EXPECT_EQ(a.wait(), 3) << a.err();
 }
 
+// Node 0's rank finishes at once; node 1's runs on.
+const char* kRankOneRunsOn = "touch \"$0/up.$RANK\"; if [ \"$RANK\" = 1 ]; then sleep 30; fi";
+
+// A stop signal to a node whose ranks finished, while it waits for the others, stops
+// the job everywhere, as in any other phase: the others are told (and the host, which
+// this node is, stays until they have left), instead of losing its store.
+TEST(Elastic, ASignalWhileWaitingForTheOthersToFinishStopsThemToo) {
+  Job job;
+  job.nnodes = "2";
+  std::string dir = make_temp_dir();
+  std::vector<std::string> flags{"--no_tracking", "--no_python"};
+  std::vector<std::string> worker{"/bin/sh", "-c", kRankOneRunsOn, dir};
+  DdprunProcess a(job.agent_running(flags, worker, true), kEnv);
+  job.local_addr = "127.0.0.2";
+  DdprunProcess b(job.agent_running(flags, worker, false), kEnv);
+  ASSERT_TRUE(eventually([&] {
+    return std::filesystem::exists(dir + "/up.0") && std::filesystem::exists(dir + "/up.1");
+  })) << a.err_so_far()
+      << b.err_so_far();
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // node 0 waits for node 1 by then
+  ::kill(a.pid(), SIGTERM);
+  EXPECT_EQ(a.wait(), 128 + SIGTERM) << a.err();
+  EXPECT_NE(a.err().find("received SIGTERM while waiting for the other nodes to finish"),
+            std::string::npos)
+      << a.err();
+  EXPECT_EQ(b.wait(), 128 + SIGTERM) << b.err();
+  EXPECT_NE(b.err().find("the job was stopped: node 0"), std::string::npos) << b.err();
+}
+
 // With a job token, the rendezvous store admits only the agents that prove it: one with
 // another token is refused by name, one with the same token joins.
 TEST(Elastic, OnlyAgentsWithTheJobTokenGetIn) {
