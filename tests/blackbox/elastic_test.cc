@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <regex>
 #include <set>
 #include <thread>
@@ -145,67 +146,66 @@ TEST(Elastic, FrozenRendezvousHostIsWaitedForNotDropped) {
   EXPECT_EQ(a.err().find("dropped"), std::string::npos) << a.err();
 }
 
-// Node 0's rank fails once "go" is there (the job has no restarts); node 1's sleeps.
-const char* kRankZeroFailsOnGo =
-    "touch \"$0/up.$RANK\"; if [ \"$RANK\" = 0 ]; then "
-    "while [ ! -f \"$0/go\" ]; do sleep 0.01; done; exit 3; fi; sleep 30";
+// Two nodes running `script` (a shell script, with the job's folder as $0): node 0
+// (127.0.0.1) hosts the rendezvous store, node 1 (127.0.0.2) joins it. Each rank
+// touches up.<rank> first; returned once both have.
+struct TwoNodes {
+  TwoNodes(const char* script, const std::string& dir) {
+    Job job;
+    job.nnodes = "2";
+    std::vector<std::string> flags{"--no_tracking", "--no_python"};
+    std::vector<std::string> worker{"/bin/sh", "-c",
+                                    std::string("touch \"$0/up.$RANK\"; ") + script, dir};
+    a = std::make_unique<DdprunProcess>(job.agent_running(flags, worker, true), kEnv);
+    job.local_addr = "127.0.0.2";
+    b = std::make_unique<DdprunProcess>(job.agent_running(flags, worker, false), kEnv);
+    up = eventually([&] {
+      return std::filesystem::exists(dir + "/up.0") && std::filesystem::exists(dir + "/up.1");
+    });
+  }
+  std::unique_ptr<DdprunProcess> a, b;
+  bool up = false;
+};
 
 // The job fails on the node hosting the rendezvous store while another node cannot
 // read its end yet (its agent frozen; on a loaded machine, merely slow): a node hears
 // of the end by a wait, then reads it. The host stays until that node has left, which
 // then names the job's cause, not a lost store.
 TEST(Elastic, ANodeSlowToReadTheEndStillHearsTheJobsCause) {
-  Job job;
-  job.nnodes = "2";
   std::string dir = make_temp_dir();
-  std::vector<std::string> flags{"--no_tracking", "--no_python"};
-  std::vector<std::string> worker{"/bin/sh", "-c", kRankZeroFailsOnGo, dir};
-  DdprunProcess a(job.agent_running(flags, worker, true), kEnv);
-  job.local_addr = "127.0.0.2";
-  DdprunProcess b(job.agent_running(flags, worker, false), kEnv);
-  ASSERT_TRUE(eventually([&] {
-    return std::filesystem::exists(dir + "/up.0") && std::filesystem::exists(dir + "/up.1");
-  })) << a.err_so_far()
-      << b.err_so_far();
-  ::kill(b.pid(), SIGSTOP);
+  // Node 0's rank fails once "go" is there (the job has no restarts); node 1's sleeps.
+  TwoNodes n(
+      "if [ \"$RANK\" = 0 ]; then while [ ! -f \"$0/go\" ]; do sleep 0.01; done; "
+      "exit 3; fi; sleep 30",
+      dir);
+  ASSERT_TRUE(n.up) << n.a->err_so_far() << n.b->err_so_far();
+  ::kill(n.b->pid(), SIGSTOP);
   std::ofstream(dir + "/go") << "";
   // Time for the host to end the job: a host that left at once is gone by then.
   std::this_thread::sleep_for(std::chrono::seconds(1));
-  ::kill(b.pid(), SIGCONT);
-  EXPECT_EQ(b.wait(), 3) << b.err();
-  EXPECT_NE(b.err().find("the job failed: rank 0 (local_rank 0) on node 0"), std::string::npos)
-      << b.err();
-  EXPECT_EQ(b.err().find("lost the rendezvous store"), std::string::npos) << b.err();
-  EXPECT_EQ(a.wait(), 3) << a.err();
+  ::kill(n.b->pid(), SIGCONT);
+  EXPECT_EQ(n.b->wait(), 3) << n.b->err();
+  EXPECT_NE(n.b->err().find("the job failed: rank 0 (local_rank 0) on node 0"), std::string::npos)
+      << n.b->err();
+  EXPECT_EQ(n.b->err().find("lost the rendezvous store"), std::string::npos) << n.b->err();
+  EXPECT_EQ(n.a->wait(), 3) << n.a->err();
 }
-
-// Node 0's rank finishes at once; node 1's runs on.
-const char* kRankOneRunsOn = "touch \"$0/up.$RANK\"; if [ \"$RANK\" = 1 ]; then sleep 30; fi";
 
 // A stop signal to a node whose ranks finished, while it waits for the others, stops
 // the job everywhere, as in any other phase: the others are told (and the host, which
 // this node is, stays until they have left), instead of losing its store.
 TEST(Elastic, ASignalWhileWaitingForTheOthersToFinishStopsThemToo) {
-  Job job;
-  job.nnodes = "2";
   std::string dir = make_temp_dir();
-  std::vector<std::string> flags{"--no_tracking", "--no_python"};
-  std::vector<std::string> worker{"/bin/sh", "-c", kRankOneRunsOn, dir};
-  DdprunProcess a(job.agent_running(flags, worker, true), kEnv);
-  job.local_addr = "127.0.0.2";
-  DdprunProcess b(job.agent_running(flags, worker, false), kEnv);
-  ASSERT_TRUE(eventually([&] {
-    return std::filesystem::exists(dir + "/up.0") && std::filesystem::exists(dir + "/up.1");
-  })) << a.err_so_far()
-      << b.err_so_far();
+  TwoNodes n("if [ \"$RANK\" = 1 ]; then sleep 30; fi", dir);  // node 0's rank finishes
+  ASSERT_TRUE(n.up) << n.a->err_so_far() << n.b->err_so_far();
   std::this_thread::sleep_for(std::chrono::seconds(1));  // node 0 waits for node 1 by then
-  ::kill(a.pid(), SIGTERM);
-  EXPECT_EQ(a.wait(), 128 + SIGTERM) << a.err();
-  EXPECT_NE(a.err().find("received SIGTERM while waiting for the other nodes to finish"),
+  ::kill(n.a->pid(), SIGTERM);
+  EXPECT_EQ(n.a->wait(), 128 + SIGTERM) << n.a->err();
+  EXPECT_NE(n.a->err().find("received SIGTERM while waiting for the other nodes to finish"),
             std::string::npos)
-      << a.err();
-  EXPECT_EQ(b.wait(), 128 + SIGTERM) << b.err();
-  EXPECT_NE(b.err().find("the job was stopped: node 0"), std::string::npos) << b.err();
+      << n.a->err();
+  EXPECT_EQ(n.b->wait(), 128 + SIGTERM) << n.b->err();
+  EXPECT_NE(n.b->err().find("the job was stopped: node 0"), std::string::npos) << n.b->err();
 }
 
 // With a job token, the rendezvous store admits only the agents that prove it: one with
