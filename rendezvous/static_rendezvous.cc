@@ -169,8 +169,18 @@ std::unique_ptr<RoundCoordinator> StaticRendezvous::coordinate(const RendezvousI
   return std::make_unique<StoreRound>(io, clock, std::move(o));
 }
 
-// Node 0's store stays until the others let go (a few seconds at most).
 Task<void> StaticRendezvous::finish_job(CancelSignal& cancel) {
+  return serve_until_the_others_leave(cancel);
+}
+
+Task<void> StaticRendezvous::job_failed(CancelSignal& cancel) {
+  return serve_until_the_others_leave(cancel);
+}
+
+// Node 0's store stays until the others let go (a few seconds at most): a node hears
+// of the job's end by a wait, then reads it, a second request. After a stop signal,
+// the signal's last words bound it (`cancel`).
+Task<void> StaticRendezvous::serve_until_the_others_leave(CancelSignal& cancel) {
   constexpr std::chrono::seconds kLinger{5};
   if (!server_) co_return;
   // A single node's workers are gone, and nobody else uses its store: its thread ends
@@ -179,7 +189,11 @@ Task<void> StaticRendezvous::finish_job(CancelSignal& cancel) {
     server_->stop();
     co_return;
   }
-  co_await server_->connections_at_most(1, kLinger, cancel);
+  try {
+    co_await server_->connections_at_most(1, kLinger, cancel);
+  } catch (const Error&) {
+    // the last words ran out: this node leaves now
+  }
 }
 
 Task<std::optional<std::chrono::milliseconds>> StaticRendezvous::clock_offset(

@@ -39,8 +39,10 @@ class StaticRendezvous : public RendezvousHandler {
                                                boost::asio::io_context& io, Clock& clock) override;
   bool primary() const override { return server_ != nullptr; }
   std::string address() const override { return params_.master_addr; }
-  /// Node 0 keeps the store up until the other nodes have left.
+  /// Node 0 keeps the store up until the other nodes have left (at most a few
+  /// seconds), whether the job finished or failed: they read how it ended from it.
   Task<void> finish_job(CancelSignal& cancel) override;
+  Task<void> job_failed(CancelSignal& cancel) override;
   /// The other nodes: node 0's clock, which its store answers with.
   Task<std::optional<std::chrono::milliseconds>> clock_offset(CancelSignal& cancel) override;
   /// Node 0's store, which the agents and the workers share.
@@ -52,6 +54,7 @@ class StaticRendezvous : public RendezvousHandler {
 
  private:
   std::unique_ptr<store::TcpStoreClient> new_client() const;
+  Task<void> serve_until_the_others_leave(CancelSignal& cancel);
   // The nodes' worker counts as the store held them at `keys`.
   std::vector<int> worker_counts(const std::vector<std::string>& keys,
                                  const std::vector<std::string>& values) const;

@@ -7,11 +7,15 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 
 #include <regex>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "tests/blackbox/ddprun_process.h"
 
@@ -187,6 +191,34 @@ TEST(StaticMultiNode, FailureOnOneNodeStopsTheOther) {
   EXPECT_EQ(n0.wait(), 5) << n0.err();
   EXPECT_NE(n1.err().find("rank      : 3 (local_rank: 1)"), std::string::npos) << n1.err();
   EXPECT_NE(n0.err().find("rank 3 (local_rank 1) on node 1"), std::string::npos) << n0.err();
+}
+
+// Node 0's rank fails while node 1 cannot read the job's end yet (its agent frozen; on
+// a loaded machine, merely slow): node 1 hears of it by a wait, then reads it. Node 0's
+// store stays until node 1 has left, which then names the job's cause, not a lost store.
+TEST(StaticMultiNode, ANodeSlowToReadTheEndStillHearsTheJobsCause) {
+  int port = free_port();
+  std::string dir = make_temp_dir();
+  auto node = [&](int n, const std::string& script) {
+    return concat(node_args(n, port, {"--no_tracking", "--no_python"}),
+                  {"/bin/sh", "-c", "touch \"$0/up.$RANK\"; " + script, dir});
+  };
+  DdprunProcess n0(node(0, "while [ ! -f \"$0/go\" ]; do sleep 0.01; done; exit 3"), kEnv);
+  DdprunProcess n1(node(1, "sleep 30"), kEnv);
+  ASSERT_TRUE(eventually([&] {
+    return std::filesystem::exists(dir + "/up.0") && std::filesystem::exists(dir + "/up.1");
+  })) << n0.err_so_far()
+      << n1.err_so_far();
+  ::kill(n1.pid(), SIGSTOP);
+  std::ofstream(dir + "/go") << "";
+  // Time for node 0 to end the job: a node 0 that left at once is gone by then.
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  ::kill(n1.pid(), SIGCONT);
+  EXPECT_EQ(n1.wait(), 3) << n1.err();
+  EXPECT_NE(n1.err().find("the job failed: rank 0 (local_rank 0) on node 0"), std::string::npos)
+      << n1.err();
+  EXPECT_EQ(n1.err().find("lost the rendezvous store"), std::string::npos) << n1.err();
+  EXPECT_EQ(n0.wait(), 3) << n0.err();
 }
 
 TEST(StaticMultiNode, RestartsAreSharedAcrossNodes) {
