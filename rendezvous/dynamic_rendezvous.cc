@@ -170,12 +170,7 @@ Task<void> DynamicRendezvous::end_job(bool failed, CancelSignal& cancel) {
   // request; a host gone in between (a node slow to read, on a loaded machine) left it
   // with a lost store for a cause instead of the job's. After a stop signal, the signal's
   // last words bound it (`cancel`).
-  if (!hosts) co_return;
-  try {
-    co_await backend_->linger(std::chrono::seconds(5), cancel);
-  } catch (const Error&) {
-    // the last words ran out: this node leaves now
-  }
+  if (hosts) co_await backend_->linger(std::chrono::seconds(5), cancel);
 }
 
 void DynamicRendezvous::cancel() { cancel_.cancel(); }

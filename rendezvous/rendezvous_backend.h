@@ -87,8 +87,8 @@ class RendezvousBackend {
   virtual bool hosted() const { return false; }
   /// True on the agent that hosts the state (it must outlive the job).
   virtual bool hosts_state() const { return false; }
-  /// On the host, at the end: waits until the others let go, at most `max`.
-  /// Awaited on the loop.
+  /// On the host, at the end: waits until the others let go, at most `max` or until
+  /// `cancel` fires; never throws. Awaited on the loop.
   virtual Task<void> linger(std::chrono::milliseconds max, CancelSignal& cancel) {
     (void)max;
     (void)cancel;

@@ -189,11 +189,7 @@ Task<void> StaticRendezvous::serve_until_the_others_leave(CancelSignal& cancel) 
     server_->stop();
     co_return;
   }
-  try {
-    co_await server_->connections_at_most(1, kLinger, cancel);
-  } catch (const Error&) {
-    // the last words ran out: this node leaves now
-  }
+  co_await server_->connections_at_most(1, kLinger, cancel);
 }
 
 Task<std::optional<std::chrono::milliseconds>> StaticRendezvous::clock_offset(

@@ -95,9 +95,9 @@ class TcpStoreServer {
   /// out. Any thread.
   std::vector<std::pair<std::string, uint64_t>> request_counts() const;
 
-  /// From a coroutine on a loop: until at most `n` clients are connected, or `max` has
-  /// passed (the count looked at every few milliseconds, each pause the loop's
-  /// completion: only at a job's end).
+  /// From a coroutine on a loop: until at most `n` clients are connected, `max` has
+  /// passed or `cancel` fires, whichever comes first; never throws (the count looked
+  /// at every few milliseconds, each pause the loop's completion: only at a job's end).
   Task<void> connections_at_most(size_t n, std::chrono::milliseconds max, CancelSignal& cancel);
 
  private:

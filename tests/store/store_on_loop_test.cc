@@ -185,6 +185,21 @@ TEST(StoreOnLoop, TheHostsWaitForTheOthersToLeaveIsTheLoops) {
   EXPECT_EQ(server.connection_count(), 0u);
 }
 
+// A stop signal's last words ending that wait end it quietly: the host leaves now,
+// with its job's own outcome, not an error.
+TEST(StoreOnLoop, TheHostsWaitForTheOthersEndsQuietlyWhenCancelled) {
+  TcpStoreServer server("127.0.0.1", 0);
+  TcpStoreClient client("127.0.0.1", server.port());
+  client.set("k", "v");
+  boost::asio::io_context io;
+  CancelSignal cancel;
+  boost::asio::steady_timer later(io, 50ms);
+  later.async_wait([&](const boost::system::error_code&) { cancel.cancel(); });
+  EXPECT_NO_THROW(run_task(io, server.connections_at_most(0, 60s, cancel)));
+  EXPECT_TRUE(cancel.cancelled());
+  EXPECT_EQ(server.connection_count(), 1u) << "the client stays; the wait ended all the same";
+}
+
 // Reads exactly `n` bytes of what the client sent.
 std::string read_exactly(int conn, size_t n) {
   std::string got(n, '\0');
