@@ -88,6 +88,17 @@ std::vector<std::string> MemoryStore::multi_get(const std::vector<std::string>& 
   return out;
 }
 
+std::vector<std::optional<std::string>> MemoryStore::get_now(const std::vector<std::string>& keys) {
+  std::lock_guard lock(mutex_);
+  std::vector<std::optional<std::string>> out;
+  out.reserve(keys.size());
+  for (const auto& k : keys) {
+    const std::string* value = table_.find(k);
+    out.push_back(value ? std::optional<std::string>(*value) : std::nullopt);
+  }
+  return out;
+}
+
 void MemoryStore::multi_set(const std::vector<std::string>& keys,
                             const std::vector<std::string>& values) {
   if (keys.size() != values.size()) throw StoreError("multi_set needs one value per key");

@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "store/key_value_table.h"
 #include "store/store.h"
@@ -39,6 +40,10 @@ class MemoryStore : public Store {
   int64_t num_keys() override;
   std::vector<std::string> multi_get(const std::vector<std::string>& keys,
                                      std::chrono::milliseconds timeout) override;
+  using Store::get_now;
+  /// All at once, as a TCPStore's MULTI_GET or an etcd transaction reads them: a
+  /// writer on another thread is seen entirely or not at all.
+  std::vector<std::optional<std::string>> get_now(const std::vector<std::string>& keys) override;
   void multi_set(const std::vector<std::string>& keys,
                  const std::vector<std::string>& values) override;
   void append(const std::string& key, const std::string& value) override;

@@ -2,6 +2,7 @@
 // by MemoryStore and PrefixStore (ranks as threads).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <thread>
 
 #include "store/memory_store.h"
@@ -61,6 +62,27 @@ TEST(MemoryStore, Semantics) {
   exercise(s);
   ranks_as_threads(s);
   EXPECT_THROW(s.add("a", 1), StoreError) << "not a number";
+}
+
+// Several keys read at once are read as one request reads them on a real store (a
+// TCPStore's MULTI_GET, an etcd transaction): a writer on another thread is seen
+// entirely or not at all. (Read one by one, the rendezvous' head could be read without
+// its key yet with the version its writer set next, which a real store never shows.)
+TEST(MemoryStore, SeveralKeysAreReadAtOnce) {
+  store::MemoryStore s;
+  s.multi_set({"a", "b"}, {"0", "0"});
+  std::atomic<bool> done{false};
+  std::thread writer([&] {
+    for (int i = 1; !done; ++i) s.multi_set({"a", "b"}, {std::to_string(i), std::to_string(i)});
+  });
+  int torn = 0;
+  for (int i = 0; i < 100'000; ++i) {
+    auto got = s.get_now(std::vector<std::string>{"a", "b"});
+    torn += got.at(0) != got.at(1) ? 1 : 0;
+  }
+  done = true;
+  writer.join();
+  EXPECT_EQ(torn, 0) << "reads that saw one key of a write and not the other";
 }
 
 TEST(PrefixStore, IsolatesKeys) {

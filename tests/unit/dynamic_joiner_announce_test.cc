@@ -24,7 +24,7 @@ class CountingStore : public store::LoopStore {
   Task<std::optional<std::vector<std::string>>> wait_for(std::vector<std::string> keys,
                                                          std::chrono::milliseconds timeout,
                                                          CancelSignal& cancel) override {
-    return inner_.wait_for(std::move(keys), timeout * wait_scale, cancel);
+    return inner_.wait_for(std::move(keys), timeout, cancel);
   }
   Task<std::vector<std::optional<std::string>>> get_now(std::vector<std::string> keys,
                                                         CancelSignal& cancel) override {
@@ -57,7 +57,6 @@ class CountingStore : public store::LoopStore {
   int seat_reads_with_head = 0;  // a seat read in the request that reads the head
   int seat_reads_alone = 0;
   bool drop_multi_set = false;
-  int wait_scale = 1;  // every wait this many times as long (a whole wait, under load)
 
  private:
   store::LoopStore& inner_;
@@ -156,21 +155,19 @@ TEST(DynamicJoiner, AnAnnouncedNodeWhoseWriterIsGoneWritesItselfIn) {
 
 // Where the first to announce writes nothing for a whole wait, one of the nodes waiting
 // takes its part over (and names its slot), not each: the other reads its seat only.
-// (The other takes over in turn where the first to take over writes nothing for a whole
-// wait of its own: the waits are three times as long here, for a loaded machine.)
 TEST(DynamicJoiner, OneWaitingNodeTakesOverFromAFolderThatWritesNothing) {
   Cluster c({3, 3, 1000});
   c.store.add("ddprun/c10d/test/joining/0/n", 1);  // "x" came first, then stopped
   c.store.set("ddprun/c10d/test/joining/0/1", "3 x");
   JoinedRound b, d;
-  auto join_slowly = [&c](const std::string& node, JoinedRound& got) {
-    CountingStore slow(*c.view);
-    slow.wait_scale = 3;
-    DynamicJoiner j = c.joiner(slow);
-    got = take_seat(j, node, 2, 15s);
-  };
-  std::thread tb([&] { join_slowly("b", b); });
-  std::thread td([&] { join_slowly("d", d); });
+  std::thread tb([&] {
+    DynamicJoiner j = c.joiner();
+    b = take_seat(j, "b", 2, 5s);
+  });
+  std::thread td([&] {
+    DynamicJoiner j = c.joiner();
+    d = take_seat(j, "d", 2, 5s);
+  });
   tb.join();
   td.join();
   EXPECT_NE(b.state.has_value(), d.state.has_value()) << "one folds and reads the state";
