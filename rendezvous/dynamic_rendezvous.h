@@ -41,10 +41,10 @@ class DynamicRendezvous : public RendezvousHandler {
                                                boost::asio::io_context& io, Clock& clock) override;
   void cancel() override;
   /// Close the run (as finished or as failed) where this agent hosts it, then linger
-  /// until the others have left (at most a few seconds); where the state outlives the agents, close
-  /// it as failed (the first agent to claim it: once is enough and none is special; a job that
-  /// finished was closed by the node that set its last round's "all_done", just
-  /// before).
+  /// until the others have left (at most a few seconds); where the state outlives the
+  /// agents, close it as failed (the first agent to claim it: once is enough and none
+  /// is special; a job that finished was closed by the node that set its last round's
+  /// "all_done", just before).
   Task<void> finish_job(CancelSignal& cancel) override;
   Task<void> job_failed(CancelSignal& cancel) override;
   Task<void> keep_out(std::string reason, CancelSignal& cancel) override;
