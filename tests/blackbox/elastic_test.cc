@@ -150,10 +150,10 @@ TEST(Elastic, FrozenRendezvousHostIsWaitedForNotDropped) {
 // (127.0.0.1) hosts the rendezvous store, node 1 (127.0.0.2) joins it. Each rank
 // touches up.<rank> first; returned once both have.
 struct TwoNodes {
-  TwoNodes(const char* script, const std::string& dir) {
+  TwoNodes(const char* script, const std::string& dir, std::vector<std::string> flags = {}) {
     Job job;
     job.nnodes = "2";
-    std::vector<std::string> flags{"--no_tracking", "--no_python"};
+    flags.insert(flags.end(), {"--no_tracking", "--no_python"});
     std::vector<std::string> worker{"/bin/sh", "-c",
                                     std::string("touch \"$0/up.$RANK\"; ") + script, dir};
     a = std::make_unique<DdprunProcess>(job.agent_running(flags, worker, true), kEnv);
@@ -196,9 +196,12 @@ TEST(Elastic, ANodeSlowToReadTheEndStillHearsTheJobsCause) {
 // this node is, stays until they have left), instead of losing its store.
 TEST(Elastic, ASignalWhileWaitingForTheOthersToFinishStopsThemToo) {
   std::string dir = make_temp_dir();
-  TwoNodes n("if [ \"$RANK\" = 1 ]; then sleep 30; fi", dir);  // node 0's rank finishes
+  // Node 0's rank finishes; node 0 says so once it has waited a second for node 1.
+  TwoNodes n("if [ \"$RANK\" = 1 ]; then sleep 30; fi", dir, {"--straggler_warning=1"});
   ASSERT_TRUE(n.up) << n.a->err_so_far() << n.b->err_so_far();
-  std::this_thread::sleep_for(std::chrono::seconds(1));  // node 0 waits for node 1 by then
+  ASSERT_TRUE(eventually([&] {
+    return n.a->err_so_far().find("node(s) 1 (") != std::string::npos;
+  })) << n.a->err_so_far();
   ::kill(n.a->pid(), SIGTERM);
   EXPECT_EQ(n.a->wait(), 128 + SIGTERM) << n.a->err();
   EXPECT_NE(n.a->err().find("received SIGTERM while waiting for the other nodes to finish"),
