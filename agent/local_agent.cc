@@ -137,9 +137,7 @@ Task<int> LocalAgent::Impl::run_rounds() {
     share_metrics_endpoint();
     if (signalled_ != 0) {
       // The signal came as the round completed: start nothing, and tell the others.
-      end_round(signalled_end());
-      co_await await_told();
-      co_await end_failed_job();
+      co_await end_signalled_job();
       co_return finish_signalled();
     }
     if (observer_) {
@@ -163,9 +161,7 @@ Task<int> LocalAgent::Impl::run_rounds() {
       }
     }
     if (signalled_ != 0 && !attempt_->failed_before_signal()) {
-      end_round(signalled_end());
-      co_await await_told();
-      co_await end_failed_job();
+      co_await end_signalled_job();
       co_return finish_signalled();
     }
     const auto& failures = runner_.failures();
@@ -175,16 +171,13 @@ Task<int> LocalAgent::Impl::run_rounds() {
       enter(Phase::kAwaitingOthers);
       attempt_->over = co_await wait_for_all_done();
       if (attempt_->over) note_ended();
-      if (signalled_ != 0 && !attempt_->over && !attempt_->all_done) {
+      if (signalled_ != 0) {
         // Stopped while the others still run: they are told, as from a running round.
-        end_round(signalled_end());
-        co_await await_told();
-        co_await end_failed_job();
+        if (!attempt_->over && !attempt_->all_done) co_await end_signalled_job();
+        co_return finish_signalled();
       }
-      if (signalled_ != 0) co_return finish_signalled();
       if (!attempt_->over) {
-        round_.reset();  // its watches' connections would keep the store waiting for them
-        co_await handler_->finish_job(last_words_cancel_);
+        co_await end_job(true);
         co_return finish_success();
       }
       if (attempt_->over->hang) co_await report_hang();
@@ -193,9 +186,7 @@ Task<int> LocalAgent::Impl::run_rounds() {
     if (!over || over->kind == RoundEnd::Kind::kFinal) {
       // The job is over for every node (a dropped node's is not): spares waiting leave.
       // A store that stopped answering is not asked again.
-      if (!attempt_->dropped && !attempt_->store_lost) {
-        co_await end_failed_job();
-      }
+      if (!attempt_->dropped && !attempt_->store_lost) co_await end_job(false);
       co_return finish_failure(failures, over.value_or(RoundEnd{}));
     }
     if (over->kind == RoundEnd::Kind::kRestart) {
@@ -350,12 +341,23 @@ void LocalAgent::Impl::say_quarantined(const rendezvous::RendezvousInfo& info) {
   }
 }
 
-// The job ended without success: the run is closed as failed. The round's own
-// connections go first: a host keeps its store up until the other nodes have left,
-// counting the connections still open.
-Task<void> LocalAgent::Impl::end_failed_job() {
+// The run is closed, as finished or as failed. The round's own connections go first:
+// a host keeps its store up until the other nodes have left, counting the connections
+// still open.
+Task<void> LocalAgent::Impl::end_job(bool succeeded) {
   round_.reset();
-  co_await handler_->job_failed(last_words_cancel_);
+  if (succeeded) {
+    co_await handler_->finish_job(last_words_cancel_);
+  } else {
+    co_await handler_->job_failed(last_words_cancel_);
+  }
+}
+
+// A stop signal ends the job: the others are told, then the run is closed as failed.
+Task<void> LocalAgent::Impl::end_signalled_job() {
+  end_round(signalled_end());
+  co_await await_told();
+  co_await end_job(false);
 }
 
 // A spare that was never needed: the job ended while it waited for a place.

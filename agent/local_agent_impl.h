@@ -135,7 +135,8 @@ class LocalAgent::Impl {
   void end_round(const RoundEnd& mine);
   void adopt_told(RoundEnd winner);
   Task<void> await_told();
-  Task<void> end_failed_job();
+  Task<void> end_job(bool succeeded);
+  Task<void> end_signalled_job();
   RoundEnd unless_dropped(RoundEnd end);
   void on_round_end(RoundEnd end);
   void on_store_lost(const std::string& what);
