@@ -13,6 +13,7 @@
 #include <boost/asio/post.hpp>
 
 #include "agent/failure_summary.h"
+#include "common/descriptor_ready.h"
 #include "os/process_probe.h"
 
 namespace asio = boost::asio;
@@ -75,17 +76,17 @@ void JobSignals::on_stop_signal(int sig) {
 }
 
 void JobSignals::wait_stdin() {
-  stdin_->async_wait(asio::posix::descriptor_base::wait_read,
-                     [this](const boost::system::error_code& ec) {
-                       if (ec) return;
-                       char buf[512];
-                       ssize_t n = ::read(stdin_->native_handle(), buf, sizeof(buf));
-                       if (n > 0) expect_stdin();
-                       if (n > 0 || (n < 0 && (errno == EINTR || errno == EAGAIN))) {
-                         return wait_stdin();
-                       }
-                       on_stdin_closed();
-                     });
+  when_ready(*stdin_, asio::posix::descriptor_base::wait_read,
+             [this](const boost::system::error_code& ec) {
+               if (ec) return;
+               char buf[512];
+               ssize_t n = ::read(stdin_->native_handle(), buf, sizeof(buf));
+               if (n > 0) expect_stdin();
+               if (n > 0 || (n < 0 && (errno == EINTR || errno == EAGAIN))) {
+                 return wait_stdin();
+               }
+               on_stdin_closed();
+             });
 }
 
 void JobSignals::expect_stdin() {

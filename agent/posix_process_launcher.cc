@@ -21,6 +21,7 @@
 
 #include <boost/asio/post.hpp>
 
+#include "common/descriptor_ready.h"
 #include "common/error.h"
 #include "os/process_table.h"
 #include "os/raw_syscall.h"
@@ -266,12 +267,11 @@ void PosixProcessLauncher::seal_batch() {
   batch->read_fd = -1;
   Batch* b = batch.get();
   sealed_.push_back(std::move(batch));
-  b->done->async_wait(
-      boost::asio::posix::descriptor_base::wait_read,
-      [this, b, alive = std::weak_ptr<bool>(alive_)](const boost::system::error_code& ec) {
-        if (alive.expired() || ec == boost::asio::error::operation_aborted) return;
-        sealed_.remove_if([b](const auto& batch) { return batch.get() == b; });
-      });
+  when_ready(*b->done, boost::asio::posix::descriptor_base::wait_read,
+             [this, b, alive = std::weak_ptr<bool>(alive_)](const boost::system::error_code& ec) {
+               if (alive.expired() || ec == boost::asio::error::operation_aborted) return;
+               sealed_.remove_if([b](const auto& batch) { return batch.get() == b; });
+             });
 }
 
 pid_t PosixProcessLauncher::spawn(SpawnOptions options) {

@@ -5,6 +5,8 @@
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "common/descriptor_ready.h"
+
 namespace ddprun {
 namespace {
 
@@ -34,7 +36,8 @@ struct Watch {
   asio::steady_timer deadline;
 };
 
-// Until `fd` is ready for `what` (true) or `deadline` (false).
+// Until `fd` is ready for `what` (true) or `deadline` (false), as the kernel confirms
+// (common/descriptor_ready.h).
 Task<bool> wait_ready(int fd, Descriptor::wait_type what,
                       std::chrono::steady_clock::time_point deadline, CancelSignal& cancel) {
   cancel.check();
@@ -45,7 +48,9 @@ Task<bool> wait_ready(int fd, Descriptor::wait_type what,
   });
   CancelSignal::Hook hook(cancel, [&watch] { watch->abort(); });
   boost::system::error_code ec;
-  co_await watch->descriptor.async_wait(what, asio::redirect_error(asio::use_awaitable, ec));
+  do {
+    co_await watch->descriptor.async_wait(what, asio::redirect_error(asio::use_awaitable, ec));
+  } while (!ec && !ready_now(fd, what));
   watch->deadline.cancel();
   watch->forget();
   cancel.check();

@@ -16,6 +16,7 @@
 #include "agent/executable.h"
 #include "agent/hang/hang_options.h"
 #include "agent/process_launcher.h"
+#include "common/descriptor_ready.h"
 #include "os/proc_stat.h"
 #include "os/process_probe.h"
 
@@ -239,15 +240,15 @@ void PosixProcessInspector::capture_native(const std::shared_ptr<Capture>& c, si
   c->exits[i] = std::make_unique<boost::asio::posix::stream_descriptor>(io_, pidfd);
   c->tool_limits[i] = clock_.make_timer();
   c->tool_limits[i]->start(kNativeTimeout, [this, tool] { launcher_.signal_group(tool, SIGKILL); });
-  c->exits[i]->async_wait(boost::asio::posix::stream_descriptor::wait_read,
-                          [this, c, i](const boost::system::error_code&) {
-                            c->tool_limits[i]->cancel();
-                            c->results[i].native = read_from(c->requests[i].native_out, 0);
-                            if (c->results[i].native.empty()) {
-                              c->results[i].note = "the native stack tool printed nothing";
-                            }
-                            c->finish_one(io_);
-                          });
+  when_ready(*c->exits[i], boost::asio::posix::stream_descriptor::wait_read,
+             [this, c, i](const boost::system::error_code&) {
+               c->tool_limits[i]->cancel();
+               c->results[i].native = read_from(c->requests[i].native_out, 0);
+               if (c->results[i].native.empty()) {
+                 c->results[i].note = "the native stack tool printed nothing";
+               }
+               c->finish_one(io_);
+             });
 }
 
 }  // namespace ddprun::agent
