@@ -24,9 +24,8 @@ void LocalAgent::Impl::on_hang(const Stall& stall) {
   bool budget_left = info.restart_count < config_.spec.max_restarts;
   RoundEnd mine{budget_left ? RoundEnd::Kind::kRestart : RoundEnd::Kind::kFinal, kHangExitCode,
                 what, true};
-  end_round(mine);
+  end_round(mine, budget_left ? std::optional<NextRound>(NextRound{true, {}}) : std::nullopt);
   stop_workers(mine);
-  if (budget_left) round_->start_next_round(true, {});
 }
 
 // Ends the attempt's workers: after a hang, once their stacks are captured.

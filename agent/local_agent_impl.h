@@ -132,7 +132,12 @@ class LocalAgent::Impl {
   void tell_pending_failure();
   void tell_failure(const FailureRecord& f);
   bool crash_loop();
-  void end_round(const RoundEnd& mine);
+  // The round after this one, begun as this one ends (see end_round()).
+  struct NextRound {
+    bool failure = false;        // it counts as a restart
+    std::set<std::string> lost;  // members no longer believed alive
+  };
+  void end_round(const RoundEnd& mine, std::optional<NextRound> next = std::nullopt);
   void adopt_told(RoundEnd winner);
   Task<void> await_told();
   Task<void> end_job(bool succeeded);

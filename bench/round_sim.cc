@@ -1,22 +1,22 @@
 // The round protocol alone at thousands of nodes: light joiners (no agent, no workers)
 // in a few processes, each speaking the real protocol (DynamicJoiner over its own
 // TCPStore connection) to ddprun's real store server, all asking into one round of
-// exactly N nodes; then one starts the next round after a failure and all join again (a
-// restart). One node reads the whole state, as the primary agent does; the others read
-// their seats (RoundSeat). Prints one JSON line: for each, the seconds from "go" (every joiner
-// connected; the next round's start) to every joiner in the completed round, and the
-// store requests per node. Then one interval of what the running round's nodes ask
-// meanwhile: each beats (its heartbeat key), reads the liveness keys of the members it
-// watches (watched_members.h) and shares hang detection's longest interval
-// (shared_max.h) and reads it back; `--watch=all` has every node read every member's
-// keys instead (how agents watched before), for comparison. `--etcd=HOST:PORT`: the
-// same over a running etcd (each node a connection for its requests and one for the
-// state, as an agent's joiner has), under a prefix of its own; no request counts then.
-// On stderr, each phase's store requests per node by kind (c10d).
-// The JSON also says the CPU its processes (the joiners, and the store it serves) used
-// over the phases, connecting left out. `--start-on-stdin`: once every joiner is
-// connected, says `connected` on stderr and starts the phases on a line on stdin (so
-// that a caller can read a store's own counters at the phases' start).
+// exactly N nodes; then one starts the next round after a failure, tells the others
+// that the round is over, and all join again (a restart). One node reads the whole state, as the
+// primary agent does; the others read their seats (RoundSeat). Prints one JSON line: for each, the
+// seconds from "go" (every joiner connected; for the restart, the failure) to every joiner in the
+// completed round, and the store requests per node (for the restart, each node's wait to be told
+// the round is over included). Then one interval of what the running round's nodes ask meanwhile:
+// each beats (its heartbeat key), reads the liveness keys of the members it watches
+// (watched_members.h) and shares hang detection's longest interval (shared_max.h) and reads it
+// back; `--watch=all` has every node read every member's keys instead (how agents watched before),
+// for comparison. `--etcd=HOST:PORT`: the same over a running etcd (each node a connection for its
+// requests and one for the state, as an agent's joiner has), under a prefix of its own; no request
+// counts then. On stderr, each phase's store requests per node by kind (c10d). The JSON also says
+// the CPU its processes (the joiners, and the store it serves) used over the phases, connecting
+// left out. `--start-on-stdin`: once every joiner is connected, says `connected` on stderr and
+// starts the phases on a line on stdin (so that a caller can read a store's own counters at the
+// phases' start).
 // `--floor-waves=K`: the floor's nodes send in K waves, one after the other, each
 // process its share of each (N/K nodes' requests in flight at once, not N).
 //
@@ -46,6 +46,7 @@
 #include "rendezvous/dynamic_joiner.h"
 #include "rendezvous/etcd_state_store.h"
 #include "rendezvous/rendezvous_backend.h"
+#include "rendezvous/round_end.h"
 #include "rendezvous/shared_max.h"
 #include "store/etcd/etcd_endpoint.h"
 #include "store/etcd/etcd_store.h"
@@ -168,46 +169,65 @@ int run_joiners(const Meeting& meet, int first, int count, int nodes, bool watch
   byte = failed ? 'x' : 'r';
   if (::write(ready, &byte, 1) != 1 || ::read(go, &byte, 1) != 1 || failed) return 1;
   std::vector<rendezvous::RoundSeat> seats(count);
-  auto join_all = [&](int round) {
-    io.restart();
-    for (int i = 0; i < count; ++i) {
-      boost::asio::co_spawn(
-          io,
-          [&, i, round]() -> Task<void> {
-            // One node reads the whole state, as the primary agent does; the others
-            // their seats.
-            bool primary = first == 0 && i == 0;
-            auto got = co_await joiners[i]->join(ids[i], 1, round, std::chrono::seconds(300),
-                                                 cancel, primary);
-            bool whole = got.seat.group_world_size == nodes && got.seat.world_size == nodes;
-            if (got.round != round || !whole || (primary && !got.state)) ++failed;
-            seats[i] = std::move(got.seat);
-          },
-          [&, i](const std::exception_ptr& e) {
-            if (!e) return;
-            ++failed;
-            try {
-              std::rethrow_exception(e);
-            } catch (const std::exception& ex) {
-              std::fprintf(stderr, "joiner %d: %s\n", first + i, ex.what());
-            }
-          });
-    }
-    io.run();
+  // Node i joins `round`: where `told_by` names a key, once that key is there (its
+  // wait sent at once, as an agent's end watch waits while its round runs); the first
+  // node of all, where `restarts`, starts the round after a failure and tells the
+  // others that the round before is over first, as an agent whose worker failed does.
+  auto spawn_join = [&](int i, int round, const std::string* told_by, bool restarts) {
+    boost::asio::co_spawn(
+        io,
+        [&, i, round, told_by, restarts]() -> Task<void> {
+          if (told_by) {
+            std::vector<std::string> keys(1, *told_by);
+            co_await stores[i]->wait_until_there(std::move(keys), std::chrono::seconds(300),
+                                                 cancel);
+          }
+          if (restarts) {
+            std::string over = meet.prefix + "round/" + std::to_string(round - 1) + "/over";
+            std::string none;
+            std::string why = rendezvous::RoundEnd{rendezvous::RoundEnd::Kind::kRestart, 1,
+                                                   "rank 0 exited with 1"}
+                                  .encode();
+            co_await joiners[i]->start_next_round(round - 1, true, {}, cancel);
+            co_await stores[i]->compare_set(over, none, why, cancel);
+          }
+          // One node reads the whole state, as the primary agent does; the others
+          // their seats.
+          bool primary = first == 0 && i == 0;
+          auto got = co_await joiners[i]->join(ids[i], 1, round, std::chrono::seconds(300), cancel,
+                                               primary);
+          bool whole = got.seat.group_world_size == nodes && got.seat.world_size == nodes;
+          if (got.round != round || !whole || (primary && !got.state)) ++failed;
+          seats[i] = std::move(got.seat);
+        },
+        [&, i](const std::exception_ptr& e) {
+          if (!e) return;
+          ++failed;
+          try {
+            std::rethrow_exception(e);
+          } catch (const std::exception& ex) {
+            std::fprintf(stderr, "joiner %d: %s\n", first + i, ex.what());
+          }
+        });
   };
-  // Round 0: every node joins. Round 1: the first node starts it after a failure (a
-  // restart) and every node joins again, as agents do after a worker died.
-  join_all(0);
+  // Round 0: every node joins.
+  io.restart();
+  for (int i = 0; i < count; ++i) spawn_join(i, 0, nullptr, false);
+  io.run();
   byte = failed ? 'x' : 'r';
   if (::write(ready, &byte, 1) != 1 || ::read(go, &byte, 1) != 1 || failed) return 1;
-  if (first == 0) {
-    CancelSignal cancel;
-    boost::asio::co_spawn(io, joiners[0]->start_next_round(0, true, {}, cancel),
-                          boost::asio::detached);
-    io.restart();
-    io.run();
+  // Round 1, a restart: every other node's wait for round 0's end goes out (a phase
+  // of its own, not timed), then the first node's worker fails.
+  const std::string over = meet.prefix + "round/0/over";
+  io.restart();
+  for (int i = 0; i < count; ++i) {
+    if (first != 0 || i != 0) spawn_join(i, 1, &over, false);
   }
-  join_all(1);
+  io.poll();  // each wait sent
+  byte = failed ? 'x' : 'r';
+  if (::write(ready, &byte, 1) != 1 || ::read(go, &byte, 1) != 1 || failed) return 1;
+  if (first == 0) spawn_join(0, 1, nullptr, true);
+  io.run();
   byte = failed ? 'x' : 'r';
   if (::write(ready, &byte, 1) != 1 || ::read(go, &byte, 1) != 1 || failed) return 1;
   // One interval of the running round: every node at once, as agents are.
@@ -375,7 +395,8 @@ int main(int argc, char** argv) {
   Counts before = server.request_counts();
   double join_seconds = phase();
   Counts joined = server.request_counts();
-  double restart_seconds = phase();
+  bool armed = phase() >= 0;  // every node waits to be told (counted with the restart)
+  double restart_seconds = armed ? phase() : -1;
   Counts restarted = server.request_counts();
   double watch_seconds = phase();
   double cpu_used = cpu() - cpu_before;  // each child said it is through; none waited for yet

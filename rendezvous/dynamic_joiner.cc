@@ -139,13 +139,14 @@ Task<JoinedRound> DynamicJoiner::join(std::string node, int local_world_size, in
         seen = co_await back_off(node, crowd, cancel);
       }
       if (won && asked_to_join) {
-        // We arrived while a round runs: end it for everyone so the next one has us.
+        // We arrived while a round runs: end it for everyone so the next one has us
+        // (begun first, so that the members, told, find it forming).
         std::set<std::string> lost;
+        co_await start_next_round(snap.state.round, false, std::move(lost), cancel);
         std::string over = round_prefix(snap.state.round) + "over";
         std::string why = "membership|0|node " + node + " joins";
         const std::string none;
         co_await store_.compare_set(over, none, why, cancel);
-        co_await start_next_round(snap.state.round, false, std::move(lost), cancel);
       }
       continue;  // re-read whether or not our write won
     }

@@ -141,7 +141,7 @@ Task<std::optional<RoundSeat>> DynamicJoiner::take_seat(int round, std::string n
   if (got.size() != keys.size()) throw StoreError("the seat of " + node + " was not read");
   if (!got.at(0) && !got.at(1)) {
     std::vector<std::string> seated{keys[1]};
-    co_await store_.wait_for(seated, state_->longest_wait(), cancel);
+    co_await store_.wait_until_there(seated, state_->longest_wait(), cancel);
     got = co_await store_.get_now(keys, cancel);
   }
   std::optional<RoundSeat> seat;

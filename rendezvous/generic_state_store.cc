@@ -128,7 +128,7 @@ Task<void> GenericStateStore::wait(const StateSnapshot& from, bool participant,
   std::vector<std::string> key{prefix_ + (participant ? "epoch/" + std::to_string(from.epoch + 1)
                                                       : "ver/" + std::to_string(from.version + 1))};
   // Whether it came or the time passed, the caller decides again.
-  co_await store_.wait_for(std::move(key), timeout, cancel);
+  co_await store_.wait_until_there(std::move(key), timeout, cancel);
 }
 
 Task<std::vector<std::pair<std::string, int>>> GenericStateStore::announced(int round,
@@ -195,14 +195,14 @@ Task<bool> GenericStateStore::take_over_folding(const Announcement& a, int64_t s
 Task<void> GenericStateStore::wait_head(const StateHead& from, std::chrono::milliseconds timeout,
                                         CancelSignal& cancel) {
   std::vector<std::string> key{prefix_ + "ver/" + std::to_string(from.version + 1)};
-  co_await store_.wait_for(std::move(key), timeout, cancel);
+  co_await store_.wait_until_there(std::move(key), timeout, cancel);
 }
 
 Task<void> GenericStateStore::wait_announced(int round, std::chrono::milliseconds timeout,
                                              CancelSignal& cancel) {
   int64_t next = round == listed_round_ ? next_slot_ : 1;
   std::vector<std::string> key{announce_dir(prefix_, round) + std::to_string(next)};
-  co_await store_.wait_for(std::move(key), timeout, cancel);
+  co_await store_.wait_until_there(std::move(key), timeout, cancel);
 }
 
 Task<std::optional<StateHead>> GenericStateStore::head(int round, std::vector<std::string> with,

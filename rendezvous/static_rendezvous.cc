@@ -134,7 +134,7 @@ Task<RendezvousInfo> StaticRendezvous::next_rendezvous(int round, int local_worl
     if (round > 0) server_->erase_prefix(static_round_prefix(round - 1));
     std::string one = "1";
     co_await client_->set(ready[0], one, cancel_);
-  } else if (!co_await client_->wait_for(ready, params_.join_timeout, cancel_)) {
+  } else if (!co_await client_->wait_until_there(ready, params_.join_timeout, cancel_)) {
     throw TimeoutError("node rank 0 did not open round " + std::to_string(round) + " within " +
                        format_seconds(params_.join_timeout) + " (store at " + where() + ")");
   }

@@ -62,6 +62,10 @@ class TcpLoopStore : public LoopStore {
     for (auto& v : now) values->push_back(std::move(v).value_or(""));
     co_return values;
   }
+  Task<bool> wait_until_there(std::vector<std::string> keys, std::chrono::milliseconds timeout,
+                              CancelSignal& cancel) override {
+    return wait_on_loop(*client_, std::move(keys), timeout, cancel);
+  }
 
  private:
   std::unique_ptr<TcpStoreClient> client_;

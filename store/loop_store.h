@@ -40,6 +40,15 @@ class LoopStore {
   virtual Task<std::optional<std::vector<std::string>>> wait_for(
       std::vector<std::string> keys, std::chrono::milliseconds timeout, CancelSignal& cancel) = 0;
 
+  /// As wait_for(), for a caller that needs no values: whether every one of `keys`
+  /// exists, or false when `timeout` passes first. Over a TCPStore, one request (its
+  /// WAIT) where wait_for() reads the values with a second.
+  virtual Task<bool> wait_until_there(std::vector<std::string> keys,
+                                      std::chrono::milliseconds timeout, CancelSignal& cancel) {
+    auto values = co_await wait_for(std::move(keys), timeout, cancel);
+    co_return values.has_value();
+  }
+
   /// From a coroutine on the loop: the values of `keys` now (nullopt: not there), one
   /// round trip. A TCPStore's answer and etcd's reply are the loop's completions, which
   /// `cancel` ends (Error; the connection is dropped); the in-memory store answers at

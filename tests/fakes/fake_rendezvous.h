@@ -27,6 +27,7 @@ struct FakeRoundJournal {
   rendezvous::RendezvousInfo info;
   std::optional<RoundEnd> written;  // the round's end as stored: the first writer wins
   std::vector<std::pair<bool, std::set<std::string>>> next_rounds;  // (failure, lost)
+  std::vector<std::string> asked;  // "end", "start_next_round", "note_failure": in order
   bool node_finished = false;
   bool others_done = false;
   std::vector<std::pair<std::string, std::string>> shared;  // gather(): (name, this node's part)
@@ -125,6 +126,7 @@ class FakeRound : public rendezvous::RoundCoordinator {
   // as the real round's does (a signalled end follows the attempt), but not once the
   // round is gone.
   void end(const rendezvous::RoundEnd& mine, OnEnd on_told) override {
+    j_->asked.emplace_back("end");
     if (!j_->written) j_->end_by_other(mine);
     if (j_->end_unanswered) return;
     boost::asio::post(*j_->io, [alive = alive_, f = std::move(on_told), end = *j_->written] {
@@ -145,10 +147,12 @@ class FakeRound : public rendezvous::RoundCoordinator {
   }
   void unfinished(OnUnfinished on_read) override { on_read(j_->unfinished); }
   void start_next_round(bool failure, const std::set<std::string>& lost) override {
+    j_->asked.emplace_back("start_next_round");
     if (!j_->next_rounds.empty()) return;  // once, whoever comes first
     j_->next_rounds.emplace_back(failure, lost);
     if (failure) ++rdzv_.restarts;
   }
+  void note_failure(const std::string&) override { j_->asked.emplace_back("note_failure"); }
   // After the answer to end(), as the real round's requests come in order.
   void settle(OnAllDone on_settled) override {
     boost::asio::post(*j_->io, [alive = alive_, f = std::move(on_settled)] {

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <boost/asio/steady_timer.hpp>
+#include <map>
 #include <thread>
 
 #include "store/loop_store.h"
@@ -242,6 +243,28 @@ TEST(StoreOnLoop, AWaitWithdrawnAsItsKeysCameLeavesTheNextAnswerItsOwn) {
   EXPECT_EQ(run_task(add_on_loop(client, "n", 1, cancel)), 7);
   client.drop();
   store.join();
+}
+
+// A wait that needs no values costs its WAIT alone; wait_for() reads them after it.
+TEST(StoreOnLoop, AWaitWithoutValuesIsOneRequest) {
+  TcpStoreServer server("127.0.0.1", 0);
+  auto store = on_loop(std::make_unique<TcpStoreClient>("127.0.0.1", server.port()));
+  CancelSignal cancel;
+  run_task(store->set("k", "v", cancel));
+  auto requests = [&server] {
+    std::map<std::string, uint64_t> out;
+    for (const auto& [op, n] : server.request_counts()) out[op] = n;
+    return out;
+  };
+  auto before = requests();
+  EXPECT_TRUE(run_task(store->wait_until_there({"k"}, 1s, cancel)));
+  auto after = requests();
+  EXPECT_EQ(after["wait"], before["wait"] + 1);
+  EXPECT_EQ(after["multi_get"], before["multi_get"]) << "no values read";
+  EXPECT_FALSE(run_task(store->wait_until_there({"absent"}, 20ms, cancel)));
+  auto values = run_task(store->wait_for({"k"}, 1s, cancel));
+  ASSERT_TRUE(values);
+  EXPECT_EQ(*values, std::vector<std::string>{"v"});
 }
 
 // A peer that answers a string of more than the protocol allows: refused, not allocated.

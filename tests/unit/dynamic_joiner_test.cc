@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <thread>
 
 #include <boost/asio/steady_timer.hpp>
@@ -76,6 +77,55 @@ TEST(DynamicJoiner, LateNodeEndsTheRunningRoundAndJoinsTheNext) {
   EXPECT_EQ(second[0].restarts, 0);
   EXPECT_EQ(ordered_members(second[0]), (std::vector<std::string>{"a", "b", "c"}));
   EXPECT_TRUE(c.store.check({"ddprun/c10d/test/round/0/over"}));
+}
+
+// The round the state is in as a node ends the running one (its compare-and-set of
+// the round's "over").
+class OverRecorder : public store::LoopStore {
+ public:
+  OverRecorder(store::LoopStore& inner, store::MemoryStore& memory)
+      : inner_(inner), memory_(memory) {}
+  store::Store& store() override { return inner_.store(); }
+  Task<std::optional<std::vector<std::string>>> wait_for(std::vector<std::string> keys,
+                                                         std::chrono::milliseconds timeout,
+                                                         CancelSignal& cancel) override {
+    return inner_.wait_for(std::move(keys), timeout, cancel);
+  }
+  Task<std::string> compare_set(std::string key, std::string expected, std::string desired,
+                                CancelSignal& cancel) override {
+    if (key.ends_with("/over")) {
+      round_at_over = DynamicState::decode(memory_.get("ddprun/c10d/test/state", 1s)).round;
+    }
+    return inner_.compare_set(std::move(key), std::move(expected), std::move(desired), cancel);
+  }
+  std::atomic<int> round_at_over{-1};
+
+ private:
+  store::LoopStore& inner_;
+  store::MemoryStore& memory_;
+};
+
+// Told that their round is over, the members find the next one forming: they join it
+// at once instead of waiting for it to begin.
+TEST(DynamicJoiner, ALateNodeBeginsTheNextRoundBeforeItEndsTheRunningOne) {
+  Cluster c({2, 3, 50'000});
+  auto first = c.join_all({"a", "b"}, [&] {
+    c.wait_for_participants(2);
+    std::this_thread::sleep_for(20ms);
+    c.now_ms = 60'000;
+  });
+  ASSERT_EQ(first[0].participants.size(), 2u);
+  OverRecorder recorder(*c.view, c.store);
+  DynamicState late;
+  std::thread t([&] {
+    DynamicJoiner j = c.joiner(recorder);
+    late = join(j, "c", 2, 0, 10s);
+  });
+  auto members = c.join_all({"a", "b"}, {}, {1, 1});
+  t.join();
+  EXPECT_EQ(late.round, 1);
+  EXPECT_EQ(ordered_members(late), (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(recorder.round_at_over, 1) << "round 1 had begun when round 0 was said over";
 }
 
 TEST(DynamicJoiner, ComingBackFromARoundWaitsForTheNextOne) {

@@ -48,6 +48,8 @@ TEST_F(LocalAgentHangTest, AHangEndsTheRoundOnlyAfterEveryStackIsCaptured) {
   EXPECT_TRUE(round(0)->written->hang);
   EXPECT_EQ(round(0)->written->kind, RoundEnd::Kind::kRestart);
   EXPECT_EQ(round(0)->written->exitcode, agent::kHangExitCode);
+  EXPECT_EQ(round(0)->asked, (std::vector<std::string>{"start_next_round", "end"}))
+      << "the next round begins before the others are told";
   // This node's reports went to the others, one per worker, with its stack.
   ASSERT_EQ(round(0)->shared.size(), 1u);
   EXPECT_EQ(round(0)->shared[0].first, "hang");

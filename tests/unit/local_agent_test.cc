@@ -90,6 +90,8 @@ TEST_F(LocalAgentTest, RestartsWithinTheBudget) {
   EXPECT_EQ(round(0)->written->kind, RoundEnd::Kind::kRestart);
   ASSERT_EQ(round(0)->next_rounds.size(), 1u);
   EXPECT_TRUE(round(0)->next_rounds[0].first) << "a failure counts as a restart";
+  // Told the round is over, the others find the next one forming.
+  EXPECT_EQ(round(0)->asked, (std::vector<std::string>{"note_failure", "start_next_round", "end"}));
 }
 
 TEST_F(LocalAgentTest, SpentBudgetEndsTheJobWithTheRootCause) {
@@ -239,6 +241,8 @@ TEST_F(LocalAgentTest, LostMemberShrinksTheJobWithoutARestart) {
   ASSERT_EQ(round(0)->next_rounds.size(), 1u);
   EXPECT_FALSE(round(0)->next_rounds[0].first) << "a lost node is no restart";
   EXPECT_EQ(round(0)->next_rounds[0].second, std::set<std::string>{"b"});
+  EXPECT_EQ(round(0)->asked, (std::vector<std::string>{"start_next_round", "end"}))
+      << "the next round begins before the others are told";
   EXPECT_EQ(round(0)->written->dropped, std::vector<std::string>{"b"}) << "b learns it was dropped";
   EXPECT_EQ(attempt(0).size(), 4u) << "two groups of the first round's world (4 workers)";
   auto later = launcher_.spawned();
