@@ -177,10 +177,9 @@ int run_joiners(const Meeting& meet, int first, int count, int nodes, bool watch
     boost::asio::co_spawn(
         io,
         [&, i, round, told_by, restarts]() -> Task<void> {
-          if (told_by) {
+          if (told_by) {  // and why: its value read, as an agent's end watch reads it
             std::vector<std::string> keys(1, *told_by);
-            co_await stores[i]->wait_until_there(std::move(keys), std::chrono::seconds(300),
-                                                 cancel);
+            co_await stores[i]->wait_for(std::move(keys), std::chrono::seconds(300), cancel);
           }
           if (restarts) {
             std::string over = meet.prefix + "round/" + std::to_string(round - 1) + "/over";
