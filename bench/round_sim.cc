@@ -179,15 +179,19 @@ int run_joiners(const Meeting& meet, int first, int count, int nodes, bool watch
         [&, i, round, told_by, restarts]() -> Task<void> {
           if (told_by) {  // and why: its value read, as an agent's end watch reads it
             std::vector<std::string> keys(1, *told_by);
-            co_await stores[i]->wait_for(std::move(keys), std::chrono::seconds(300), cancel);
+            auto why =
+                co_await stores[i]->wait_for(std::move(keys), std::chrono::seconds(300), cancel);
+            if (why)
+              joiners[i]->told_next_round(rendezvous::RoundEnd::parse(why->at(0)).next_round);
           }
           if (restarts) {
             std::string over = meet.prefix + "round/" + std::to_string(round - 1) + "/over";
             std::string none;
-            std::string why = rendezvous::RoundEnd{rendezvous::RoundEnd::Kind::kRestart, 1,
-                                                   "rank 0 exited with 1"}
-                                  .encode();
             co_await joiners[i]->start_next_round(round - 1, true, {}, cancel);
+            rendezvous::RoundEnd end{rendezvous::RoundEnd::Kind::kRestart, 1,
+                                     "rank 0 exited with 1"};
+            end.next_round = joiners[i]->next_round_hint();
+            std::string why = end.encode();
             co_await stores[i]->compare_set(over, none, why, cancel);
           }
           // One node reads the whole state, as the primary agent does; the others

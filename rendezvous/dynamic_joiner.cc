@@ -108,8 +108,8 @@ Task<JoinedRound> DynamicJoiner::join(std::string node, int local_world_size, in
                  !snap.state.participants.count(node) && a.next.participants.count(node);
     if (joins && state_->keeps_head() && !folder_ && announced_round_ != snap.state.round) {
       // Into a forming round by announcing: the first to announce writes for all.
-      auto seat = co_await announce_and_wait(head_of(snap), node, local_world_size, deadline,
-                                             cancel);
+      auto seat =
+          co_await announce_and_wait(head_in(snap), node, local_world_size, deadline, cancel);
       if (seat) {
         joined.round = announced_round_;
         joined.seat = std::move(*seat);
@@ -195,19 +195,6 @@ void DynamicJoiner::seated(const std::string& node, int64_t completed_at) {
     state_->withdraw(announced_round_, node);
     announced_round_ = -1;
   }
-}
-
-StateHead DynamicJoiner::head_of(const StateSnapshot& snap) {
-  StateHead h;
-  h.exists = snap.version > 0;
-  h.round = snap.state.round;
-  h.complete = snap.state.complete;
-  h.closed = snap.state.closed;
-  h.last_call_deadline_ms = snap.state.last_call_deadline_ms;
-  h.version = snap.version;
-  h.epoch = snap.epoch;
-  h.revision = snap.revision;
-  return h;
 }
 
 // Other nodes kept out (quarantined) while this one joins, each said once on the

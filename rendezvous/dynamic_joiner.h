@@ -8,6 +8,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <utility>
 
 #include "rendezvous/dynamic_state.h"
 #include "rendezvous/rendezvous_errors.h"
@@ -75,6 +76,15 @@ class DynamicJoiner {
   Task<void> start_next_round(int round, bool failure, std::set<std::string> lost,
                               CancelSignal& cancel);
 
+  /// Where the round this node began last (start_next_round()) is, as text for the
+  /// end of the round before it to carry (RoundEnd::next_round): its head as written.
+  /// Empty where another node began it.
+  std::string next_round_hint() const { return began_; }
+  /// Another node's hint (next_round_hint()): the next join() arrives with that head
+  /// instead of reading it (one request less for every node of a restart); a stale
+  /// one costs a wait that returns at once. Text that is not a hint is ignored.
+  void told_next_round(std::string hint) { told_ = std::move(hint); }
+
   /// The key that holds the state, and the nodes waiting as spares in what it holds
   /// (for a read among a running round's requests). Throws Error where it holds no
   /// state.
@@ -122,7 +132,8 @@ class DynamicJoiner {
                               const std::string& self, const Announced& announced);
   /// `completed_at`: when its round completed, where known (completed_at()).
   void seated(const std::string& node, int64_t completed_at);
-  static StateHead head_of(const StateSnapshot& snap);
+  static std::string hint_of(const std::optional<StateHead>& head);
+  static std::optional<StateHead> hinted_head(const std::string& hint);
   void say_kept_out(const std::map<std::string, Quarantine>& quarantined, const std::string& self);
 
   store::LoopStore& store_;
@@ -140,6 +151,8 @@ class DynamicJoiner {
   bool folder_ = false;                      // the first to announce itself: writes for the others
   bool whole_state_ = false;                 // join() reads the whole state, not a seat
   int64_t quarantined_until_ = 0;            // this node's quarantine, as last said
+  std::string began_;                        // see next_round_hint()
+  std::string told_;                         // see told_next_round(): taken by the next join
   std::minstd_rand jitter_{std::random_device{}()};
 };
 

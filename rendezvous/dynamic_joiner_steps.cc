@@ -7,6 +7,9 @@
 #include "rendezvous/dynamic_joiner.h"
 
 #include <algorithm>
+#include <charconv>
+#include <cstdint>
+#include <utility>
 
 #include "common/loop_waits.h"
 
@@ -37,9 +40,10 @@ Task<std::optional<RoundSeat>> DynamicJoiner::arrive(std::string node, int local
                                                      int min_round, Clock::time_point deadline,
                                                      CancelSignal& cancel) {
   std::optional<RoundSeat> seat;
+  std::optional<StateHead> head = hinted_head(std::exchange(told_, ""));
   if (!state_->keeps_head()) co_return seat;
   std::vector<std::string> nothing_more;
-  std::optional<StateHead> head = co_await state_->head(-1, nothing_more, cancel);
+  if (!head || head->round < min_round) head = co_await state_->head(-1, nothing_more, cancel);
   while (head && head->exists && head->round < min_round && !head->closed) {
     auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) co_return seat;
@@ -218,13 +222,49 @@ Task<std::optional<StateSnapshot>> DynamicJoiner::back_off(std::string node, boo
 
 Task<void> DynamicJoiner::start_next_round(int round, bool failure, std::set<std::string> lost,
                                            CancelSignal& cancel) {
+  began_.clear();
   for (int attempt = 0; attempt < 100; ++attempt) {
     StateSnapshot snap = co_await state_->read(cancel);
     if (snap.state.round != round || snap.state.closed) co_return;  // someone was first
     DynamicState next = next_round(snap.state, failure, lost, wall_ms_());
     bool won = co_await write(snap, next, cancel);
-    if (won) co_return;
+    if (won) {
+      began_ = hint_of(state_->written_head());
+      co_return;
+    }
   }
+}
+
+// "<round>.<version>.<epoch>.<revision>.<last call deadline>" of a head.
+std::string DynamicJoiner::hint_of(const std::optional<StateHead>& head) {
+  if (!head) return "";
+  return std::to_string(head->round) + "." + std::to_string(head->version) + "." +
+         std::to_string(head->epoch) + "." + std::to_string(head->revision) + "." +
+         std::to_string(head->last_call_deadline_ms);
+}
+
+// The head a hint says (next_round_hint()); nothing where it says none.
+std::optional<StateHead> DynamicJoiner::hinted_head(const std::string& hint) {
+  int64_t n[5] = {};
+  const char* at = hint.data();
+  const char* end = hint.data() + hint.size();
+  for (int i = 0; i < 5; ++i) {
+    auto [next, ec] = std::from_chars(at, end, n[i]);
+    bool last = i == 4;
+    if (ec != std::errc() || n[i] < 0 || (last ? next != end : next == end || *next != '.')) {
+      return std::nullopt;  // not a hint: the head is read
+    }
+    at = next + 1;
+  }
+  if (n[0] > INT32_MAX) return std::nullopt;
+  StateHead h;
+  h.exists = true;  // a forming round, as its start wrote it
+  h.round = static_cast<int>(n[0]);
+  h.version = n[1];
+  h.epoch = n[2];
+  h.revision = n[3];
+  h.last_call_deadline_ms = n[4];
+  return h;
 }
 
 Task<std::optional<Quarantine>> DynamicJoiner::note_failure(std::string address,

@@ -83,6 +83,10 @@ std::unique_ptr<RoundCoordinator> DynamicRendezvous::coordinate(const Rendezvous
                                             CancelSignal& cancel) {
     return joiner_->start_next_round(round, failure, std::move(lost), cancel);
   };
+  // The round's end says where the next round is, begun by the node that ends it:
+  // the others, told, join it without reading where it is first.
+  o.next_round_hint = [this] { return joiner_->next_round_hint(); };
+  o.on_next_round = [this](const std::string& hint) { joiner_->told_next_round(hint); };
   o.state_key = joiner_->state_key();
   o.spares_in = [this](const std::string& value) { return joiner_->spares_in(value); };
   o.note_failure = [this](std::string reason, CancelSignal& cancel) {

@@ -140,6 +140,7 @@ Task<bool> EtcdStateStore::write(const StateSnapshot& from, const std::string& t
   }
   wake_later_ = wakes == Wakes::kParticipantsLater ? head : "";
   fresh_ = snapshot(store::EtcdKv{prefix_ + "state", value, 0, r.revision}, from);
+  written_head_ = head_in(*fresh_);
   round_seen_ = fresh_->state.round;
   listed_round_ = -1;  // not read with this write
   co_return true;

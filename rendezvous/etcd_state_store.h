@@ -51,6 +51,9 @@ class EtcdStateStore : public StateStore {
   Task<std::vector<std::pair<std::string, int>>> announced(int round,
                                                             CancelSignal& cancel) override;
   bool keeps_head() const override { return keep_head_; }
+  std::optional<StateHead> written_head() const override {
+    return keep_head_ ? written_head_ : std::nullopt;
+  }
   Task<std::optional<StateHead>> head(int round, std::vector<std::string> with,
                                       CancelSignal& cancel) override;
   Task<void> wait_head(const StateHead& from, std::chrono::milliseconds timeout,
@@ -85,6 +88,7 @@ class EtcdStateStore : public StateStore {
   std::function<int64_t()> lease_;
   bool keep_head_ = true;
   std::optional<StateSnapshot> fresh_;  // read by the last write or wait: the next read()
+  std::optional<StateHead> written_head_;  // of the last write that won
   int round_seen_ = 0;                  // in the state read or written last
   int listed_round_ = -1;               // the round `listed_` holds announcements of
   std::vector<std::pair<std::string, int>> listed_;

@@ -70,6 +70,7 @@ void GenericStateStore::remember_written(int64_t version, int64_t epoch, const s
   mine.epoch = epoch;
   mine.raw = state;
   mine.state = DynamicState::decode(state);
+  written_head_ = head_in(mine);
   written_ = std::move(mine);
 }
 

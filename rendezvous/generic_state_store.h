@@ -43,6 +43,7 @@ class GenericStateStore : public StateStore {
   Task<std::vector<std::pair<std::string, int>>> announced(int round,
                                                             CancelSignal& cancel) override;
   bool keeps_head() const override { return true; }
+  std::optional<StateHead> written_head() const override { return written_head_; }
   Task<std::optional<StateHead>> head(int round, std::vector<std::string> with,
                                       CancelSignal& cancel) override;
   Task<void> wait_head(const StateHead& from, std::chrono::milliseconds timeout,
@@ -70,6 +71,7 @@ class GenericStateStore : public StateStore {
   std::vector<std::pair<std::string, int>> listed_;
   int64_t said_in_ = 0;  // the last count of them written to ".../in"
   std::optional<StateSnapshot> written_;  // by the last write that won: the next read()
+  std::optional<StateHead> written_head_;  // of that write (kept once read)
   int64_t wake_later_ = 0;                // the epoch a write moved to, for wake() (0: none)
 };
 

@@ -28,6 +28,7 @@ std::string RoundEnd::encode() const {
     out += i == 0 ? "+dropped=" : ",";
     out += dropped[i];
   }
+  if (!next_round.empty()) out += "+next=" + next_round;
   out += '|';
   out += std::to_string(exitcode);
   out += '|';
@@ -49,6 +50,7 @@ RoundEnd RoundEnd::parse(const std::string& value) {
     std::string flag = head.substr(at + 1, next == std::string::npos ? next : next - at - 1);
     if (flag == "hang") r.hang = true;
     if (flag == "signalled") r.signalled = true;
+    if (flag.rfind("next=", 0) == 0) r.next_round = flag.substr(5);
     const std::string dropped = "dropped=";
     if (flag.rfind(dropped, 0) == 0) {
       std::string ids = flag.substr(dropped.size());

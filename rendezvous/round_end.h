@@ -30,6 +30,10 @@ struct RoundEnd {
   /// Nodes the others went on without (no heartbeat): when one of them reads this, it
   /// was dropped from the job and must not keep its workers.
   std::vector<std::string> dropped;
+  /// Where the round that the writer began before it told this end is to be found (the
+  /// joiner's text, DynamicJoiner::next_round_hint()): a node told it joins without
+  /// reading where the next round is first. Empty: none begun. Digits and dots only.
+  std::string next_round;
 
   bool drops(const std::string& node) const;
 

@@ -175,14 +175,23 @@ void RoundRequests::raise(std::string key, int64_t mine, OnError on_error) {
 
 void RoundRequests::compare_set(std::string key, std::string expected, std::string desired,
                                 OnValue on_value, OnError on_error) {
+  compare_set(
+      std::move(key), std::move(expected), [desired = std::move(desired)] { return desired; },
+      std::move(on_value), std::move(on_error));
+}
+
+void RoundRequests::compare_set(std::string key, std::string expected,
+                                std::function<std::string()> desired, OnValue on_value,
+                                OnError on_error) {
   auto held = std::make_shared<std::string>();
   ask(
-      [key = std::move(key), expected = std::move(expected), desired = std::move(desired),
-       held](store::LoopStore& s, CancelSignal& cancel) -> Task<void> {
-        *held = co_await s.compare_set(key, expected, desired, cancel);
+      [key = std::move(key), expected = std::move(expected), desired = std::move(desired), held](
+          store::LoopStore& s, CancelSignal& cancel) -> Task<void> {
+        std::string value = desired();
+        *held = co_await s.compare_set(key, expected, std::move(value), cancel);
       },
-      [held, on_value = std::move(on_value), on_error = std::move(on_error)](
-          const std::exception_ptr& error) {
+      [held, on_value = std::move(on_value),
+       on_error = std::move(on_error)](const std::exception_ptr& error) {
         if (!error) return on_value(std::move(*held));
         on_error(what_of(error));
       });

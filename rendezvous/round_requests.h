@@ -73,6 +73,10 @@ class RoundRequests {
   using OnValue = std::function<void(std::string)>;
   void compare_set(std::string key, std::string expected, std::string desired,
                    OnValue on_value, OnError on_error);
+  /// The same, `desired` made when the request's turn comes (from what the requests
+  /// before it left).
+  void compare_set(std::string key, std::string expected, std::function<std::string()> desired,
+                   OnValue on_value, OnError on_error);
   /// Runs `work` in turn (a request of the round made elsewhere: the rendezvous state's,
   /// on the joiner's connection); never refused for the bound, as the next round may
   /// depend on it. Its failure (`on_error`, as compare_set()'s) leaves the round's

@@ -62,6 +62,20 @@ struct StateHead {
   bool forming() const { return !complete && !closed; }
 };
 
+/// The head of the state `snap` holds.
+inline StateHead head_in(const StateSnapshot& snap) {
+  StateHead h;
+  h.exists = snap.version > 0;
+  h.round = snap.state.round;
+  h.complete = snap.state.complete;
+  h.closed = snap.state.closed;
+  h.last_call_deadline_ms = snap.state.last_call_deadline_ms;
+  h.version = snap.version;
+  h.epoch = snap.epoch;
+  h.revision = snap.revision;
+  return h;
+}
+
 /// What the DynamicJoiner needs from the place its state lives: a consistent read, a
 /// compare-and-set, a wait for the next change and announcements. Over a plain Store
 /// each is a few requests (GenericStateStore); etcd does each in one. Each is a
@@ -95,6 +109,9 @@ class StateStore {
                                                                     CancelSignal& cancel) = 0;
   /// Whether the store keeps a head (below): GenericStateStore does.
   virtual bool keeps_head() const { return false; }
+  /// The head of this store's last write that won, as a head() read right after it
+  /// would give it (nullopt: none, or the store keeps no head).
+  virtual std::optional<StateHead> written_head() const { return std::nullopt; }
   /// The head of the state, with how many announcements of `round` writers took in
   /// (none read where `round` < 0), and the values of the keys `with` (full keys, read
   /// in the same request). nullopt where it keeps none, or the state was written

@@ -28,8 +28,15 @@ void StoreRound::watch_end(OnEnd on_end, OnLost on_lost) {
   requests().connect();
   end_wait_ = std::make_unique<KeyWaiter>(
       io_, options_.connect(), std::vector<std::string>{options_.prefix + "over"},
-      [on_end](std::vector<std::string> v) { on_end(RoundEnd::parse(v.at(0))); },
+      [this, on_end](std::vector<std::string> v) { on_end(told(v.at(0))); },
       [this, on_lost](const std::string& why) { on_lost(lost(why)); });
+}
+
+// The round's end as stored; where it says where the next round is, that goes on first.
+RoundEnd StoreRound::told(const std::string& value) const {
+  RoundEnd end = RoundEnd::parse(value);
+  if (!end.next_round.empty() && options_.on_next_round) options_.on_next_round(end.next_round);
+  return end;
 }
 
 RoundRequests& StoreRound::requests() {
@@ -96,10 +103,17 @@ void StoreRound::drop_finished(std::vector<std::string> dead, const OnDead& on_d
       [this, on_lost](const std::string& why) { on_lost(lost(why)); });
 }
 
+// Written after the requests asked before it (the next round's start): it says where
+// that round is.
 void StoreRound::end(const RoundEnd& mine, OnEnd on_told) {
+  auto with_next = [this, mine] {
+    RoundEnd end = mine;
+    if (options_.next_round_hint) end.next_round = options_.next_round_hint();
+    return end.encode();
+  };
   requests().compare_set(
-      options_.prefix + "over", "", mine.encode(),
-      [on_told](const std::string& held) { on_told(RoundEnd::parse(held)); },
+      options_.prefix + "over", "", std::move(with_next),
+      [this, on_told](const std::string& held) { on_told(told(held)); },
       [mine, on_told](const std::string& why) {
         spdlog::warn("could not tell the other nodes: {}", why);
         on_told(mine);

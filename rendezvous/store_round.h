@@ -58,6 +58,12 @@ class StoreRound : public RoundCoordinator {
     /// waits for "all_done" before it leaves, so none leaves before the run is closed,
     /// and one node closes it. Null elsewhere.
     std::function<Task<void>(CancelSignal&)> close_run;
+    /// Elastic rounds: where the round this node began last is (RoundEnd::next_round;
+    /// empty: none), made when this node's end is written, after the requests before
+    /// it; and what to do with that of the end that won (this node's or another's).
+    /// Null for static ones.
+    std::function<std::string()> next_round_hint;
+    std::function<void(const std::string&)> on_next_round;
   };
 
   StoreRound(boost::asio::io_context& io, Clock& clock, Options options);
@@ -85,6 +91,7 @@ class StoreRound : public RoundCoordinator {
 
  private:
   std::string lost(const std::string& why) const;
+  RoundEnd told(const std::string& value) const;
   std::vector<std::string> done_keys() const;
   void all_done();
   void check_all_marked();

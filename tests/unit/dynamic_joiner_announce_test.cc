@@ -36,6 +36,7 @@ class CountingStore : public store::LoopStore {
     };
     if (names("/seat/"))
       ++(names("ddprun/c10d/test/head") ? seat_reads_with_head : seat_reads_alone);
+    if (names("ddprun/c10d/test/head")) ++head_reads;
     return inner_.get_now(std::move(keys), cancel);
   }
   Task<void> set(std::string key, std::string value, CancelSignal& cancel) override {
@@ -54,6 +55,7 @@ class CountingStore : public store::LoopStore {
     co_await inner_.multi_set(std::move(keys), std::move(values), cancel);
   }
   int state_reads = 0;
+  int head_reads = 0;
   int seat_reads_with_head = 0;  // a seat read in the request that reads the head
   int seat_reads_alone = 0;
   bool drop_multi_set = false;
@@ -124,6 +126,48 @@ TEST(DynamicJoiner, ANodeWhoseSeatNeverCameReadsTheState) {
   ASSERT_TRUE(got.state);
   EXPECT_FALSE(c.store.check({"ddprun/c10d/test/round/0/seated"}));
   EXPECT_EQ(got.seat, seat_in(*first.state, {"a", "b"}, 1));
+}
+
+// A restart: "a" begins round 1 and joins it; "b", told where round 1 is (by round 0's
+// end, which carries a's hint) or not (`hint` empty or no hint), joins after a
+// announced itself. Returns b's reads of the head.
+int head_reads_of_a_told_node(const std::string& hint) {
+  Cluster c({2, 2, 1000});
+  c.join_all({"a", "b"});
+  DynamicJoiner a = c.joiner();
+  start_next(a, 0, true, {});
+  std::thread first([&] {
+    CancelSignal cancel;
+    EXPECT_EQ(run_task(a.join("a", 2, 1, 5s, cancel)).round, 1);
+  });
+  for (int i = 0; i < 5000 && !c.store.check({"ddprun/c10d/test/joining/1/1"}); ++i) {
+    std::this_thread::sleep_for(1ms);
+  }
+  CountingStore counted(*c.view);
+  DynamicJoiner b = c.joiner(counted);
+  b.told_next_round(hint == "a's" ? a.next_round_hint() : hint);
+  CancelSignal cancel;
+  JoinedRound got = run_task(b.join("b", 2, 1, 5s, cancel));
+  first.join();
+  EXPECT_EQ(got.round, 1);
+  EXPECT_EQ(got.seat.group_rank, 1);
+  EXPECT_EQ(counted.state_reads, 0);
+  return counted.head_reads;
+}
+
+// Told where the next round is, a node announces itself at once: it reads the head
+// only once woken, with its seat.
+TEST(DynamicJoiner, ANodeToldWhereTheNextRoundIsJoinsWithoutReadingItFirst) {
+  EXPECT_EQ(head_reads_of_a_told_node("a's"), 1);
+  EXPECT_EQ(head_reads_of_a_told_node(""), 2) << "not told: it reads where the round is";
+  EXPECT_EQ(head_reads_of_a_told_node("1.x.3.0.0"), 2) << "not a hint: read as not told";
+  EXPECT_EQ(head_reads_of_a_told_node("0.2.2.0.0"), 2) << "an earlier round's: read";
+}
+
+// A hint behind the state (written since) costs a wait that returns at once, at most
+// the read it saved: the node still gets its place.
+TEST(DynamicJoiner, AHintBehindTheStateStillJoins) {
+  EXPECT_LE(head_reads_of_a_told_node("1.1.1.0.0"), 2);
 }
 
 // A node that joins a forming round after the first reads the state once, when the

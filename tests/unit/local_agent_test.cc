@@ -291,6 +291,10 @@ TEST(RoundEndEncoding, KindHangAndDroppedNodesSurviveTheStore) {
   EXPECT_EQ(back.dropped, end.dropped);
   EXPECT_EQ(back.reason, end.reason);
   EXPECT_FALSE(back.signalled);
+  EXPECT_TRUE(back.next_round.empty()) << "no next round said";
+  end.next_round = "4.17.9.0.0";
+  EXPECT_EQ(RoundEnd::parse(end.encode()).next_round, "4.17.9.0.0");
+  EXPECT_EQ(RoundEnd::parse(end.encode()).dropped, end.dropped);
   RoundEnd stopped{RoundEnd::Kind::kFinal, 143, "node 1 (h) received SIGTERM"};
   stopped.signalled = true;
   EXPECT_EQ(stopped.encode(), "final+signalled|143|node 1 (h) received SIGTERM");

@@ -51,6 +51,24 @@ TEST_F(RoundRequestsTest, ACompareAndSetGivesWhatTheKeyHoldsAfter) {
   EXPECT_EQ(held, (std::vector<std::string>{"first", "first"}));
 }
 
+// A value made at the request's turn holds what the work asked before it left.
+TEST_F(RoundRequestsTest, ACompareAndSetsValueIsMadeAtItsTurn) {
+  RoundRequests requests(io_, [this] { return store::on_loop(store_); });
+  std::string begun = "nothing yet";
+  requests.run(
+      [&](CancelSignal&) -> Task<void> {
+        begun = "round 1";
+        co_return;
+      },
+      [](const std::string&) {});
+  std::string held;
+  requests.compare_set(
+      "over", "", [&] { return "ended; " + begun; }, [&](const std::string& v) { held = v; },
+      [&](const std::string& why) { held = "error: " + why; });
+  run();
+  EXPECT_EQ(held, "ended; round 1");
+}
+
 // Its asker waits for the answer: it comes, as an error, even where a read would
 // give nothing (refused, past the bound).
 TEST_F(RoundRequestsTest, ACompareAndSetAlwaysAnswers) {

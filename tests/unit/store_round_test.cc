@@ -93,6 +93,38 @@ class StoreRoundTest : public ::testing::Test {
   ManualClock clock_;
 };
 
+// The node that ends a round after beginning the next says where that round is, as
+// its start left it: the others, told, join it without reading where it is.
+TEST_F(StoreRoundTest, TheEndSaysWhereTheRoundBegunBeforeItIs) {
+  std::string began;
+  StoreRound::Options o = options(0);
+  o.connect = [this] { return on_loop(store_); };
+  o.start_next = [&began](bool, std::set<std::string>, CancelSignal&) -> Task<void> {
+    began = "1.5.3.0.0";
+    co_return;
+  };
+  o.next_round_hint = [&began] { return began; };
+  StoreRound ending(io_, clock_, std::move(o));
+  std::string told;
+  StoreRound::Options other = options(1);
+  other.connect = [this] { return on_loop(store_); };
+  other.on_next_round = [&told](const std::string& hint) { told = hint; };
+  StoreRound watching(io_, clock_, std::move(other));
+  std::optional<rendezvous::RoundEnd> seen;
+  watching.watch_end([&seen](rendezvous::RoundEnd e) { seen = std::move(e); },
+                     [](const std::string&) {});
+  ending.start_next_round(true, {});
+  std::optional<rendezvous::RoundEnd> answered;
+  ending.end({rendezvous::RoundEnd::Kind::kRestart, 1, "rank 0 exited with 1"},
+             [&answered](rendezvous::RoundEnd e) { answered = std::move(e); });
+  run_a_while();
+  ASSERT_TRUE(seen);
+  ASSERT_TRUE(answered);
+  EXPECT_EQ(answered->next_round, "1.5.3.0.0");
+  EXPECT_EQ(seen->reason, "rank 0 exited with 1");
+  EXPECT_EQ(told, "1.5.3.0.0") << "the watching node's joiner is told";
+}
+
 TEST_F(StoreRoundTest, ShareMaxGivesEveryNodeTheLargestNumberShared) {
   auto a = sharing_node(0, store_);
   auto b = sharing_node(1, store_);
