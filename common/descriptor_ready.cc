@@ -5,10 +5,10 @@
 namespace ddprun {
 
 bool ready_now(int fd, boost::asio::posix::descriptor_base::wait_type what) {
-  short events = what == boost::asio::posix::descriptor_base::wait_read    ? POLLIN | POLLRDHUP
-                 : what == boost::asio::posix::descriptor_base::wait_write ? POLLOUT
-                                                                           : POLLPRI;
-  pollfd p{fd, events, 0};
+  using boost::asio::posix::descriptor_base;
+  pollfd p{fd, POLLPRI, 0};
+  if (what == descriptor_base::wait_read) p.events = POLLIN | POLLRDHUP;
+  if (what == descriptor_base::wait_write) p.events = POLLOUT;
   return ::poll(&p, 1, 0) != 0;  // an error of poll's own: let the I/O say it
 }
 
