@@ -108,9 +108,9 @@ bool LocalAgent::Impl::crash_loop() {
 // Tells the others why the round ends: the first writer wins, and the winner, once
 // the store says which (or the end watch sees it first), is the attempt's end. The
 // caller stops the workers meanwhile, as its own end asks. The `next` round is begun
-// first: the others, told, then find it forming and announce themselves at once
-// (told first, they would wait for it to begin and read its head again: at 16,384
-// simulated nodes, 2 requests more per node, a restart's third).
+// first, and the end says where it is: the others, told, announce themselves at once
+// (told first, they waited for it to begin and read its head twice: three requests
+// more for every node).
 void LocalAgent::Impl::end_round(const RoundEnd& mine, std::optional<NextRound> next) {
   if (attempt_->ending()) return;
   attempt_->told = mine;
