@@ -39,10 +39,16 @@ opt = torch.optim.SGD(model.parameters(), lr=0.01)
 loader = torch.utils.data.DataLoader(Batches(), batch_size=8)
 if explicit:
     import ddprun_tracking as run
+# Every rank works ~20 ms of its own per step (a model's compute, here spun). With a CPU
+# quota in the job that work is this thread's CPU time, as a model's compute is, so the
+# quota stretches it: spun on the wall clock, the spin ended on time however throttled
+# and the quota fell on the rest of the step, or on none of it where a step's CPU fit in
+# one of the quota's periods (the slow rank then scored 1.08). Otherwise it is wall time,
+# so a loaded machine stretches no rank's spin.
+clock = time.thread_time if group else time.perf_counter
 for x, y in loader:
-    # Every rank works ~20 ms of its own per step (a model's compute, here spun).
-    end = time.perf_counter() + 0.02
-    while time.perf_counter() < end:
+    end = clock() + 0.02
+    while clock() < end:
         pass
     loss = torch.nn.functional.mse_loss(model(x), y)
     opt.zero_grad()

@@ -23,18 +23,28 @@ SLOW = 1.15
 EXPLICIT = not hasattr(sys.modules["torch.optim.optimizer"], "register_optimizer_step_post_hook")
 
 
+# A quarter of one CPU in short periods (2.5 ms of every 10 ms), so every stretch of a
+# rank's work is throttled alike: with the default 100 ms period, a step whose CPU fit in
+# one period's 25 ms could run unthrottled and take its wait's throttling instead.
+# Each: the hierarchy, the file at its top that says it is there, what a group sets.
+CPU_HIERARCHIES = (
+    ("/sys/fs/cgroup/cpu", "cpu.cfs_quota_us", (("cpu.cfs_period_us", "10000"), ("cpu.cfs_quota_us", "2500"))),
+    ("/sys/fs/cgroup", "cgroup.controllers", (("cpu.max", "2500 10000"),)),
+)
+
+
 def cpu_cgroup():
-    """A fresh cgroup whose processes get 25% of one CPU (a rank 4 times slower, where 1.35
-is named), or None with the reason."""
-    for base, quota_file, quota in (("/sys/fs/cgroup/cpu", "cpu.cfs_quota_us", "25000"),
-                                    ("/sys/fs/cgroup", "cpu.max", "25000 100000")):
-        if not os.path.exists(os.path.join(base, quota_file if base.endswith("cpu") else "cgroup.controllers")):
+    """A fresh cgroup whose processes get 25% of one CPU (a rank's own work 4 times slower,
+where 1.35 is named), or None with the reason."""
+    for base, marker, settings in CPU_HIERARCHIES:
+        if not os.path.exists(os.path.join(base, marker)):
             continue
         path = os.path.join(base, f"ddprun_straggler_{os.getpid()}")
         try:
             os.mkdir(path)
-            with open(os.path.join(path, quota_file), "w") as f:
-                f.write(quota)
+            for name, value in settings:
+                with open(os.path.join(path, name), "w") as f:
+                    f.write(value)
             return path, None
         except OSError as e:
             try:
@@ -67,7 +77,7 @@ class Stragglers(unittest.TestCase):
             args.append("--explicit")
         # A bound for a hang, not a figure: a rank held to 15% of a CPU took 36-213 s on
         # this idle 2-core machine, and over 300 s once in the suite; a quarter of a CPU
-        # (cpu_cgroup()) takes less.
+        # (cpu_cgroup()) takes well under a minute.
         try:
             r = run(args, env=dict(os.environ, DDPRUN_TEST_STEPS=str(steps), **env), cwd=cwd,
                     timeout=300)
