@@ -7,6 +7,7 @@
 
 #include "common/loop_waits.h"
 #include "rendezvous/generic_state_store.h"
+#include "rendezvous/round_end.h"
 
 namespace ddprun::rendezvous {
 
@@ -140,13 +141,14 @@ Task<JoinedRound> DynamicJoiner::join(std::string node, int local_world_size, in
       }
       if (won && asked_to_join) {
         // We arrived while a round runs: end it for everyone so the next one has us
-        // (begun first, so that the members, told, find it forming).
+        // (begun first, so that the members, told where, join it without reading it).
         std::set<std::string> lost;
         co_await start_next_round(snap.state.round, false, std::move(lost), cancel);
-        std::string over = round_prefix(snap.state.round) + "over";
-        std::string why = "membership|0|node " + node + " joins";
+        RoundEnd why(RoundEnd::Kind::kMembership, 0, "node " + node + " joins");
+        why.next_round = next_round_hint();
         const std::string none;
-        co_await store_.compare_set(over, none, why, cancel);
+        co_await store_.compare_set(round_prefix(snap.state.round) + "over", none, why.encode(),
+                                    cancel);
       }
       continue;  // re-read whether or not our write won
     }

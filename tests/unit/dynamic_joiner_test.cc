@@ -5,10 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <mutex>
+#include <regex>
 #include <thread>
 
 #include <boost/asio/steady_timer.hpp>
 
+#include "rendezvous/round_end.h"
 #include "tests/unit/joiner_cluster.h"
 
 namespace ddprun::rendezvous {
@@ -95,14 +98,23 @@ class OverRecorder : public store::LoopStore {
                                 CancelSignal& cancel) override {
     if (key.ends_with("/over")) {
       round_at_over = DynamicState::decode(memory_.get("ddprun/c10d/test/state", 1s)).round;
+      std::lock_guard<std::mutex> lock(mu_);
+      over_ = desired;
     }
     return inner_.compare_set(std::move(key), std::move(expected), std::move(desired), cancel);
   }
   std::atomic<int> round_at_over{-1};
+  /// The end this node wrote (its "over" value).
+  RoundEnd over() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return RoundEnd::parse(over_);
+  }
 
  private:
   store::LoopStore& inner_;
   store::MemoryStore& memory_;
+  mutable std::mutex mu_;
+  std::string over_;
 };
 
 // Told that their round is over, the members find the next one forming: they join it
@@ -126,6 +138,11 @@ TEST(DynamicJoiner, ALateNodeBeginsTheNextRoundBeforeItEndsTheRunningOne) {
   EXPECT_EQ(late.round, 1);
   EXPECT_EQ(ordered_members(late), (std::vector<std::string>{"a", "b", "c"}));
   EXPECT_EQ(recorder.round_at_over, 1) << "round 1 had begun when round 0 was said over";
+  // The end says where round 1 is, as a member's own end would: told, they join it at once.
+  RoundEnd end = recorder.over();
+  EXPECT_EQ(end.kind, RoundEnd::Kind::kMembership);
+  EXPECT_EQ(end.reason, "node c joins");
+  EXPECT_TRUE(std::regex_match(end.next_round, std::regex(R"(1(\.\d+){4})"))) << end.encode();
 }
 
 TEST(DynamicJoiner, ComingBackFromARoundWaitsForTheNextOne) {
