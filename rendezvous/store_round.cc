@@ -104,11 +104,12 @@ void StoreRound::drop_finished(std::vector<std::string> dead, const OnDead& on_d
 }
 
 // Written after the requests asked before it (the next round's start): it says where
-// that round is.
+// that round is. An end that began none says none (the hint is of the last round this
+// node began, which may be this one).
 void StoreRound::end(const RoundEnd& mine, OnEnd on_told) {
   auto with_next = [this, mine] {
     RoundEnd end = mine;
-    if (options_.next_round_hint) end.next_round = options_.next_round_hint();
+    if (began_next_ && options_.next_round_hint) end.next_round = options_.next_round_hint();
     return end.encode();
   };
   requests().compare_set(
@@ -239,6 +240,7 @@ void StoreRound::unfinished(OnUnfinished on_read) {
 
 void StoreRound::start_next_round(bool failure, const std::set<std::string>& lost) {
   if (!options_.start_next) return;
+  began_next_ = true;
   requests().run(
       [this, failure, lost](CancelSignal& cancel) {
         return options_.start_next(failure, lost, cancel);

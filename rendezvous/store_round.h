@@ -60,8 +60,9 @@ class StoreRound : public RoundCoordinator {
     std::function<Task<void>(CancelSignal&)> close_run;
     /// Elastic rounds: where the round this node began last is (RoundEnd::next_round;
     /// empty: none), made when this node's end is written, after the requests before
-    /// it; and what to do with that of the end that won (this node's or another's).
-    /// Null for static ones.
+    /// it, and asked only where this round began the next (start_next_round()); and
+    /// what to do with that of the end that won (this node's or another's). Null for
+    /// static ones.
     std::function<std::string()> next_round_hint;
     std::function<void(const std::string&)> on_next_round;
   };
@@ -116,6 +117,7 @@ class StoreRound : public RoundCoordinator {
   std::unique_ptr<KeyWaiter> done_wait_;
   OnAllDone all_done_;  // finish_node()'s, until called
   std::map<std::string, int64_t> shared_;  // share_max(): what this node last wrote
+  bool began_next_ = false;  // start_next_round() asked: end() says where it is
 };
 
 }  // namespace ddprun::rendezvous

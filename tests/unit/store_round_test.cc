@@ -125,6 +125,22 @@ TEST_F(StoreRoundTest, TheEndSaysWhereTheRoundBegunBeforeItIs) {
   EXPECT_EQ(told, "1.5.3.0.0") << "the watching node's joiner is told";
 }
 
+// An end that began no round says none, though its node began this one (the last
+// round it began): a final end does not point the others at the round it ends.
+TEST_F(StoreRoundTest, AnEndThatBeganNoRoundSaysNone) {
+  StoreRound::Options o = options(0);
+  o.connect = [this] { return on_loop(store_); };
+  o.next_round_hint = [] { return std::string("1.5.3.0.0"); };  // began this round
+  StoreRound ending(io_, clock_, std::move(o));
+  std::optional<rendezvous::RoundEnd> answered;
+  ending.end({rendezvous::RoundEnd::Kind::kFinal, 1, "rank 0 exited with 1"},
+             [&answered](rendezvous::RoundEnd e) { answered = std::move(e); });
+  run_a_while();
+  ASSERT_TRUE(answered);
+  EXPECT_EQ(answered->next_round, "");
+  EXPECT_EQ(answered->reason, "rank 0 exited with 1");
+}
+
 TEST_F(StoreRoundTest, ShareMaxGivesEveryNodeTheLargestNumberShared) {
   auto a = sharing_node(0, store_);
   auto b = sharing_node(1, store_);
