@@ -94,6 +94,10 @@ std::unique_ptr<RoundCoordinator> DynamicRendezvous::coordinate(const Rendezvous
   };
   if (!backend_->hosted()) {  // etcd: see end_job()
     o.close_run = [this](CancelSignal& cancel) { return joiner_->close(false, cancel); };
+    final_end_mine_.reset();
+    o.on_end_writer = [this](const RoundEnd& end, bool this_node) {
+      if (end.kind == RoundEnd::Kind::kFinal) final_end_mine_ = this_node;
+    };
   }
   return std::make_unique<StoreRound>(io, clock, std::move(o));
 }
@@ -152,10 +156,15 @@ Task<void> DynamicRendezvous::end_job(bool failed, CancelSignal& cancel) {
     // first claim landed, and claimed too: at 1,024 agents 0.9 compare-and-sets per
     // agent, each a write on etcd even where it loses.)
     if (!hosts && !failed) co_return;
-    if (!hosts) {
-      // A failure ends each node as the round's end reaches it: the first to claim
-      // "closing" closes the run. A read first: on etcd a compare-and-set is a write
-      // even where it loses.
+    // A failed job whose last round's end is known: its writer closes the run, the
+    // others nothing. (Where each claimed "closing", each read it as the end reached
+    // it, and those that read before the first claim landed claimed too: up to 2 etcd
+    // requests per node, a write each.)
+    if (!hosts && final_end_mine_ == false) co_return;
+    if (!hosts && !final_end_mine_) {
+      // An end not known (the store did not answer it): the first to claim "closing"
+      // closes the run. A read first: on etcd a compare-and-set is a write even where
+      // it loses.
       std::string key = prefix_ + "closing";
       std::vector<std::string> keys(1, key);
       auto claimed = co_await client_->get_now(std::move(keys), cancel);

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -74,6 +75,9 @@ class DynamicRendezvous : public RendezvousHandler {
   std::unique_ptr<DynamicJoiner> joiner_;
   CancelSignal cancel_{"rendezvous cancelled"};
   bool primary_ = false;
+  // etcd: whether this node wrote the end that ended the job (the last round's final
+  // end), as its round learnt it; empty: not known. Its writer closes a failed run.
+  std::optional<bool> final_end_mine_;
 };
 
 }  // namespace ddprun::rendezvous

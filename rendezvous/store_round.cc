@@ -1,6 +1,7 @@
 #include "rendezvous/store_round.h"
 
 #include <algorithm>
+#include <memory>
 #include <optional>
 #include <utility>
 
@@ -28,7 +29,11 @@ void StoreRound::watch_end(OnEnd on_end, OnLost on_lost) {
   requests().connect();
   end_wait_ = std::make_unique<KeyWaiter>(
       io_, options_.connect(), std::vector<std::string>{options_.prefix + "over"},
-      [this, on_end](std::vector<std::string> v) { on_end(told(v.at(0))); },
+      [this, on_end](std::vector<std::string> v) {
+        RoundEnd end = told(v.at(0));
+        if (!end_answered_ && options_.on_end_writer) options_.on_end_writer(end, false);
+        on_end(std::move(end));
+      },
       [this, on_lost](const std::string& why) { on_lost(lost(why)); });
 }
 
@@ -107,14 +112,20 @@ void StoreRound::drop_finished(std::vector<std::string> dead, const OnDead& on_d
 // that round is. An end that began none says none (the hint is of the last round this
 // node began, which may be this one).
 void StoreRound::end(const RoundEnd& mine, OnEnd on_told) {
-  auto with_next = [this, mine] {
+  auto written = std::make_shared<std::string>();
+  auto with_next = [this, mine, written] {
     RoundEnd end = mine;
     if (began_next_ && options_.next_round_hint) end.next_round = options_.next_round_hint();
-    return end.encode();
+    return *written = end.encode();
   };
   requests().compare_set(
       options_.prefix + "over", "", std::move(with_next),
-      [this, on_told](const std::string& held) { on_told(told(held)); },
+      [this, on_told, written](const std::string& held) {
+        RoundEnd end = told(held);
+        end_answered_ = true;
+        if (options_.on_end_writer) options_.on_end_writer(end, held == *written);
+        on_told(std::move(end));
+      },
       [mine, on_told](const std::string& why) {
         spdlog::warn("could not tell the other nodes: {}", why);
         on_told(mine);

@@ -1,6 +1,10 @@
 // StoreRound (the round protocol over the agents' shared store) on an in-memory store.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <memory>
+#include <vector>
+
 #include "common/error.h"
 #include "store/memory_store.h"
 #include "rendezvous/store_round.h"
@@ -139,6 +143,30 @@ TEST_F(StoreRoundTest, AnEndThatBeganNoRoundSaysNone) {
   ASSERT_TRUE(answered);
   EXPECT_EQ(answered->next_round, "");
   EXPECT_EQ(answered->reason, "rank 0 exited with 1");
+}
+
+// Each node learns whether the round's end is its own: the writer of the end that won
+// (its store's answer settles it), not a node whose end lost, nor one that only saw it.
+TEST_F(StoreRoundTest, EachNodeLearnsWhetherItWroteTheRoundsEnd) {
+  std::map<int, bool> mine;  // by group rank: the last word each node had
+  std::vector<std::unique_ptr<StoreRound>> nodes;
+  for (int rank = 0; rank < 3; ++rank) {
+    StoreRound::Options o = options(rank);
+    o.connect = [this] { return on_loop(store_); };
+    o.on_end_writer = [&mine, rank](const rendezvous::RoundEnd& end, bool this_node) {
+      EXPECT_EQ(end.reason, "rank 0 exited with 1");
+      mine[rank] = this_node;
+    };
+    nodes.push_back(std::make_unique<StoreRound>(io_, clock_, std::move(o)));
+    nodes.back()->watch_end([](rendezvous::RoundEnd) {}, [](const std::string&) {});
+  }
+  nodes[0]->end({rendezvous::RoundEnd::Kind::kFinal, 1, "rank 0 exited with 1"},
+                [](rendezvous::RoundEnd) {});
+  run_a_while();
+  nodes[1]->end({rendezvous::RoundEnd::Kind::kFinal, 1, "rank 2 exited with 1"},
+                [](rendezvous::RoundEnd) {});
+  run_a_while();
+  EXPECT_EQ(mine, (std::map<int, bool>{{0, true}, {1, false}, {2, false}}));
 }
 
 TEST_F(StoreRoundTest, ShareMaxGivesEveryNodeTheLargestNumberShared) {
