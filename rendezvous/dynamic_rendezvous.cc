@@ -95,7 +95,7 @@ std::unique_ptr<RoundCoordinator> DynamicRendezvous::coordinate(const Rendezvous
   if (!backend_->hosted()) {  // etcd: see end_job()
     o.close_run = [this](CancelSignal& cancel) { return joiner_->close(false, cancel); };
     final_end_mine_.reset();
-    o.on_end_writer = [this](const RoundEnd& end, bool this_node) {
+    o.on_end_writer = [this](const RoundEnd& end, std::optional<bool> this_node) {
       if (end.kind == RoundEnd::Kind::kFinal) final_end_mine_ = this_node;
     };
   }
@@ -162,9 +162,9 @@ Task<void> DynamicRendezvous::end_job(bool failed, CancelSignal& cancel) {
     // requests per node, a write each.)
     if (!hosts && final_end_mine_ == false) co_return;
     if (!hosts && !final_end_mine_) {
-      // An end not known (the store did not answer it): the first to claim "closing"
-      // closes the run. A read first: on etcd a compare-and-set is a write even where
-      // it loses.
+      // Who wrote the end is not known (the store did not answer this node's): the
+      // first to claim "closing" closes the run. A read first: on etcd a
+      // compare-and-set is a write even where it loses.
       std::string key = prefix_ + "closing";
       std::vector<std::string> keys(1, key);
       auto claimed = co_await client_->get_now(std::move(keys), cancel);

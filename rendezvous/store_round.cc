@@ -31,7 +31,7 @@ void StoreRound::watch_end(OnEnd on_end, OnLost on_lost) {
       io_, options_.connect(), std::vector<std::string>{options_.prefix + "over"},
       [this, on_end](std::vector<std::string> v) {
         RoundEnd end = told(v.at(0));
-        if (!end_answered_ && options_.on_end_writer) options_.on_end_writer(end, false);
+        if (!end_settled_ && options_.on_end_writer) options_.on_end_writer(end, false);
         on_end(std::move(end));
       },
       [this, on_lost](const std::string& why) { on_lost(lost(why)); });
@@ -122,12 +122,14 @@ void StoreRound::end(const RoundEnd& mine, OnEnd on_told) {
       options_.prefix + "over", "", std::move(with_next),
       [this, on_told, written](const std::string& held) {
         RoundEnd end = told(held);
-        end_answered_ = true;
+        end_settled_ = true;
         if (options_.on_end_writer) options_.on_end_writer(end, held == *written);
         on_told(std::move(end));
       },
-      [mine, on_told](const std::string& why) {
+      [this, mine, on_told](const std::string& why) {
         spdlog::warn("could not tell the other nodes: {}", why);
+        end_settled_ = true;
+        if (options_.on_end_writer) options_.on_end_writer(mine, std::nullopt);
         on_told(mine);
       });
 }

@@ -66,9 +66,10 @@ class StoreRound : public RoundCoordinator {
     std::function<std::string()> next_round_hint;
     std::function<void(const std::string&)> on_next_round;
     /// Who wrote the round's end, as this node learns it: another node where the end
-    /// watch saw it first, then the answer to this node's own end (which settles it).
-    /// Null: not asked.
-    std::function<void(const RoundEnd& end, bool this_node)> on_end_writer;
+    /// watch saw it first, then the answer to this node's own end, which settles it
+    /// (nothing known where it got none: `end` is this node's own then). Null: not
+    /// asked.
+    std::function<void(const RoundEnd& end, std::optional<bool> this_node)> on_end_writer;
   };
 
   StoreRound(boost::asio::io_context& io, Clock& clock, Options options);
@@ -122,7 +123,7 @@ class StoreRound : public RoundCoordinator {
   OnAllDone all_done_;  // finish_node()'s, until called
   std::map<std::string, int64_t> shared_;  // share_max(): what this node last wrote
   bool began_next_ = false;  // start_next_round() asked: end() says where it is
-  bool end_answered_ = false;  // the store answered this node's end: its writer is known
+  bool end_settled_ = false;  // this node's end answered, or refused: on_end_writer said
 };
 
 }  // namespace ddprun::rendezvous

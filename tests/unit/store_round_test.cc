@@ -3,6 +3,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "common/error.h"
@@ -148,12 +149,13 @@ TEST_F(StoreRoundTest, AnEndThatBeganNoRoundSaysNone) {
 // Each node learns whether the round's end is its own: the writer of the end that won
 // (its store's answer settles it), not a node whose end lost, nor one that only saw it.
 TEST_F(StoreRoundTest, EachNodeLearnsWhetherItWroteTheRoundsEnd) {
-  std::map<int, bool> mine;  // by group rank: the last word each node had
+  std::map<int, std::optional<bool>> mine;  // by group rank: the last word each node had
   std::vector<std::unique_ptr<StoreRound>> nodes;
   for (int rank = 0; rank < 3; ++rank) {
     StoreRound::Options o = options(rank);
     o.connect = [this] { return on_loop(store_); };
-    o.on_end_writer = [&mine, rank](const rendezvous::RoundEnd& end, bool this_node) {
+    o.on_end_writer = [&mine, rank](const rendezvous::RoundEnd& end,
+                                    std::optional<bool> this_node) {
       EXPECT_EQ(end.reason, "rank 0 exited with 1");
       mine[rank] = this_node;
     };
@@ -166,7 +168,37 @@ TEST_F(StoreRoundTest, EachNodeLearnsWhetherItWroteTheRoundsEnd) {
   nodes[1]->end({rendezvous::RoundEnd::Kind::kFinal, 1, "rank 2 exited with 1"},
                 [](rendezvous::RoundEnd) {});
   run_a_while();
-  EXPECT_EQ(mine, (std::map<int, bool>{{0, true}, {1, false}, {2, false}}));
+  EXPECT_EQ(mine, (std::map<int, std::optional<bool>>{{0, true}, {1, false}, {2, false}}));
+}
+
+// A store that holds and watches keys but refuses every compare-and-set.
+class RefusingStore : public MemoryStore {
+ public:
+  std::string compare_set(const std::string&, const std::string&, const std::string&) override {
+    throw Error("refused");
+  }
+};
+
+// A node whose own end got no answer does not know who wrote the end it saw (it may
+// have been its own): it says so, and the watch's word does not stand.
+TEST_F(StoreRoundTest, ANodeWhoseEndGotNoAnswerDoesNotKnowWhoWroteTheEnd) {
+  RefusingStore refusing;
+  std::vector<std::optional<bool>> said;
+  StoreRound::Options o = options(0);
+  o.connect = [&refusing] { return on_loop(refusing); };
+  o.on_end_writer = [&said](const rendezvous::RoundEnd&, std::optional<bool> this_node) {
+    said.push_back(this_node);
+  };
+  StoreRound node(io_, clock_, std::move(o));
+  node.watch_end([](rendezvous::RoundEnd) {}, [](const std::string&) {});
+  refusing.set("ddprun/test/round/0/over", "final|1|rank 0 exited with 1");
+  run_a_while();
+  std::optional<rendezvous::RoundEnd> told;
+  node.end({rendezvous::RoundEnd::Kind::kFinal, 1, "rank 0 exited with 1"},
+           [&told](rendezvous::RoundEnd e) { told = std::move(e); });
+  run_a_while();
+  ASSERT_TRUE(told) << "its own end stands";
+  EXPECT_EQ(said, (std::vector<std::optional<bool>>{false, std::nullopt}));
 }
 
 TEST_F(StoreRoundTest, ShareMaxGivesEveryNodeTheLargestNumberShared) {
