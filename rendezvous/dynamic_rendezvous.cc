@@ -156,23 +156,25 @@ Task<void> DynamicRendezvous::end_job(bool failed, CancelSignal& cancel) {
     // first claim landed, and claimed too: at 1,024 agents 0.9 compare-and-sets per
     // agent, each a write on etcd even where it loses.)
     if (!hosts && !failed) co_return;
-    // A failed job whose last round's end is known: its writer closes the run, the
-    // others nothing. (Where each claimed "closing", each read it as the end reached
-    // it, and those that read before the first claim landed claimed too: up to 2 etcd
-    // requests per node, a write each.)
-    if (!hosts && final_end_mine_ == false) co_return;
-    if (!hosts && !final_end_mine_) {
-      // Who wrote the end is not known (the store did not answer this node's): the
-      // first to claim "closing" closes the run. A read first: on etcd a
-      // compare-and-set is a write even where it loses.
-      std::string key = prefix_ + "closing";
-      std::vector<std::string> keys(1, key);
-      auto claimed = co_await client_->get_now(std::move(keys), cancel);
-      if (claimed.at(0)) co_return;
-      std::string none;
-      std::string me = node_id_;
-      std::string held = co_await client_->compare_set(key, none, me, cancel);
-      if (held != node_id_) co_return;
+    if (!hosts) {
+      // A failed job whose last round's end is known: its writer closes the run, the
+      // others nothing. (Where each claimed "closing", each read it as the end reached
+      // it, and those that read before the first claim landed claimed too: up to 2
+      // etcd requests per node, a write each.)
+      if (final_end_mine_ == false) co_return;
+      if (!final_end_mine_) {
+        // Who wrote the end is not known (the store did not answer this node's): the
+        // first to claim "closing" closes the run. A read first: on etcd a
+        // compare-and-set is a write even where it loses.
+        std::string key = prefix_ + "closing";
+        std::vector<std::string> keys(1, key);
+        auto claimed = co_await client_->get_now(std::move(keys), cancel);
+        if (claimed.at(0)) co_return;
+        std::string none;
+        std::string me = node_id_;
+        std::string held = co_await client_->compare_set(key, none, me, cancel);
+        if (held != node_id_) co_return;
+      }
     }
     co_await joiner_->close(failed, cancel);
   } catch (const std::exception& e) {
