@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include <spdlog/spdlog.h>
 
@@ -83,10 +84,10 @@ Task<void> EtcdBackend::start_liveness(std::string prefix, std::string node,
   lease_ = co_await probe_.grant_lease_on_loop(lease_ttl(), cancel);
   alive_key_ = prefix + "alive/" + node;
   // The run's one tracking writer is the first agent to get here; the same
-  // transaction reads the rendezvous state for the joiner's first look, where that is
-  // the state. Where the state keeps a head, the joiner's first look is the head (a few
-  // bytes): the state, which names every node, read by every node moved N x N.
-  bool primes = state_store_ != nullptr && !state_store_->keeps_head();
+  // transaction takes the joiner's first look (the state's head where it keeps one, a
+  // few bytes; else the state), and its reply's Date is preflight's reading of etcd's
+  // clock: each a request per node fewer as a job starts.
+  bool primes = state_store_ != nullptr;
   std::vector<store::EtcdOp> success{store::EtcdOp::put(prefix + "primary", node),
                               store::EtcdOp::put(alive_key_, "1", lease_)};
   std::vector<store::EtcdOp> failure{store::EtcdOp::put(alive_key_, "1", lease_)};
@@ -97,7 +98,9 @@ Task<void> EtcdBackend::start_liveness(std::string prefix, std::string node,
     }
   }
   std::optional<store::EtcdCompare> unclaimed = store::EtcdCompare{prefix + "primary", 0};
+  int64_t sent = wall_clock_ms();
   auto r = co_await probe_.txn_on_loop(unclaimed, std::move(success), std::move(failure), cancel);
+  start_clock_offset_ = http_date_offset(sent, wall_clock_ms(), probe_.last_date());
   primary_ = r.succeeded;
   if (primes) state_store_->prime(r);
   lease_keeper_ = std::make_unique<PeriodicThread>(
@@ -155,7 +158,8 @@ std::vector<std::string> EtcdBackend::dead_members(
 
 Task<std::optional<std::chrono::milliseconds>> EtcdBackend::clock_offset(
     store::LoopStore& /*client*/, CancelSignal& cancel) {
-  std::optional<std::chrono::milliseconds> offset;
+  std::optional<std::chrono::milliseconds> offset = std::exchange(start_clock_offset_, std::nullopt);
+  if (offset) co_return offset;
   try {
     std::string key = params_.etcd_prefix;
     std::string whole_key;

@@ -1,6 +1,8 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <optional>
 
 #include "common/periodic_thread.h"
 #include "store/etcd/etcd_client.h"
@@ -27,9 +29,10 @@ class EtcdBackend : public RendezvousBackend {
                                              int64_t newer_than) override;
   std::unique_ptr<StateStore> state_store(store::LoopStore& client, const std::string& prefix,
                                           std::chrono::milliseconds timeout) override;
-  /// Puts "alive/<node>" under the lease and claims "primary" in one transaction.
-  /// The node's lease is granted here (the first request: etcd reachable, its v3 API,
-  /// no authentication wanted).
+  /// Puts "alive/<node>" under the lease and claims "primary" in one transaction,
+  /// which also takes the joiner's first look (EtcdStateStore::prime()) and etcd's
+  /// clock (clock_offset()). The node's lease is granted here (the first request: etcd
+  /// reachable, its v3 API, no authentication wanted).
   Task<void> start_liveness(std::string prefix, std::string node, CancelSignal& cancel) override;
   Task<bool> primary(store::LoopStore&, std::string, std::string, CancelSignal&) override {
     co_return primary_;
@@ -45,7 +48,8 @@ class EtcdBackend : public RendezvousBackend {
                             CancelSignal& cancel) override;
   /// Revokes the node's lease: its "alive" key goes now, not when the lease runs out.
   Task<void> leave(CancelSignal& cancel) override;
-  /// From the Date of an etcd member's reply: to within its second.
+  /// From the Date of an etcd member's reply, to within its second: start_liveness()'s
+  /// transaction's where it carried one (it asks nothing more), else a read's.
   Task<std::optional<std::chrono::milliseconds>> clock_offset(store::LoopStore& client,
                                                               CancelSignal& cancel) override;
   std::string endpoint() const override;
@@ -66,6 +70,7 @@ class EtcdBackend : public RendezvousBackend {
   std::string alive_key_;
   std::atomic<int64_t> lease_{0};
   bool primary_ = false;
+  std::optional<std::chrono::milliseconds> start_clock_offset_;  // see clock_offset()
   EtcdStateStore* state_store_ = nullptr;  // the joiner's, primed by start_liveness()
   std::unique_ptr<PeriodicThread> lease_keeper_;  // from start_liveness()
 };

@@ -191,23 +191,44 @@ Task<std::vector<std::pair<std::string, int>>> EtcdStateStore::announced(int rou
   co_return listed_;
 }
 
+void EtcdStateStore::prime(const store::EtcdClient::TxnResult& r) {
+  if (keep_head_) {
+    fresh_head_ = parse_head(r, -1, 0);
+  } else {
+    fresh_ = parse(r, round_seen_);
+  }
+}
+
 Task<std::optional<StateHead>> EtcdStateStore::head(int round, std::vector<std::string> with,
                                                     CancelSignal& cancel) {
+  auto primed = std::exchange(fresh_head_, std::nullopt);  // good for the next call only
+  if (primed && round < 0 && with.empty()) co_return *primed;
+  store::EtcdClient::TxnResult r = co_await client_->reads_on_loop(head_reads(round, with), cancel);
+  co_return parse_head(r, round, with.size());
+}
+
+// The head, the state's and the epoch's existence, the announcements `round`'s writers
+// took in (where `round` >= 0), then the keys `with`.
+std::vector<store::EtcdOp> EtcdStateStore::head_reads(int round,
+                                                      const std::vector<std::string>& with) const {
   std::vector<store::EtcdOp> ops{store::EtcdOp::range(prefix_ + "head"),
                                  store::EtcdOp::range(prefix_ + "state", "", true),
                                  store::EtcdOp::range(prefix_ + "epoch", "", true)};
   if (round >= 0) ops.push_back(store::EtcdOp::range(prefix_ + "forming/" + std::to_string(round) + "/taken"));
-  size_t own = ops.size();
   for (const auto& key : with) ops.push_back(store::EtcdOp::range(key));
-  store::EtcdClient::TxnResult r = co_await client_->reads_on_loop(std::move(ops), cancel);
-  std::optional<StateHead> none;
-  if (r.ranges.size() < own + with.size()) {
+  return ops;
+}
+
+std::optional<StateHead> EtcdStateStore::parse_head(const store::EtcdClient::TxnResult& r,
+                                                    int round, size_t with) const {
+  size_t own = round >= 0 ? 4 : 3;
+  if (r.ranges.size() < own + with) {
     throw StoreError("etcd at " + client_->endpoints_text() + ": short transaction reply");
   }
   StateHead h;
   h.revision = r.revision;
   if (!r.ranges[2].kvs.empty()) h.epoch_revision = r.ranges[2].kvs[0].mod_revision;
-  for (size_t i = own; i < own + with.size(); ++i) {
+  for (size_t i = own; i < own + with; ++i) {
     if (r.ranges[i].kvs.empty()) {
       h.with.emplace_back();
     } else {
@@ -224,7 +245,7 @@ Task<std::optional<StateHead>> EtcdStateStore::head(int round, std::vector<std::
     h.closed = line.state.closed;
     h.last_call_deadline_ms = line.state.last_call_deadline_ms;
   } else if (!r.ranges[1].kvs.empty()) {
-    co_return none;  // a state without a head (written by an older agent)
+    return std::nullopt;  // a state without a head (written by an older agent)
   }
   if (round >= 0 && !r.ranges[3].kvs.empty()) {
     try {
@@ -234,8 +255,7 @@ Task<std::optional<StateHead>> EtcdStateStore::head(int round, std::vector<std::
                        " does not hold a revision");
     }
   }
-  none = h;
-  co_return none;
+  return h;
 }
 
 Task<void> EtcdStateStore::watch_for_put(std::string key, std::string range_end,

@@ -35,10 +35,13 @@ class EtcdStateStore : public StateStore {
   EtcdStateStore(std::unique_ptr<store::EtcdClient> client, std::string prefix,
                  std::function<int64_t()> lease, bool keep_head = true);
 
-  /// The reads a first read() needs, to put in another transaction; prime() takes
-  /// that transaction's result, which the next read() returns.
-  std::vector<store::EtcdOp> first_reads() const { return reads(round_seen_); }
-  void prime(const store::EtcdClient::TxnResult& r) { fresh_ = parse(r, round_seen_); }
+  /// The reads of a joiner's first look, to put in another transaction: the head
+  /// (head(-1, {})) where this store keeps one, else the state (read()). prime() takes
+  /// that transaction's result, which the next such call returns without a request.
+  std::vector<store::EtcdOp> first_reads() const {
+    return keep_head_ ? head_reads(-1, {}) : reads(round_seen_);
+  }
+  void prime(const store::EtcdClient::TxnResult& r);
 
   /// Every request is EtcdClient's loop call.
   Task<StateSnapshot> read(CancelSignal& cancel) override;
@@ -75,6 +78,9 @@ class EtcdStateStore : public StateStore {
  private:
   std::vector<store::EtcdOp> reads(int round) const;
   StateSnapshot parse(const store::EtcdClient::TxnResult& r, int round);
+  std::vector<store::EtcdOp> head_reads(int round, const std::vector<std::string>& with) const;
+  std::optional<StateHead> parse_head(const store::EtcdClient::TxnResult& r, int round,
+                                      size_t with) const;
   void remember_announced(int round, int64_t revision, const std::vector<store::EtcdKv>& kvs);
   /// Until one put under `key` (a prefix where `range_end` is given) after `revision`,
   /// or `timeout`.
@@ -88,6 +94,7 @@ class EtcdStateStore : public StateStore {
   std::function<int64_t()> lease_;
   bool keep_head_ = true;
   std::optional<StateSnapshot> fresh_;  // read by the last write or wait: the next read()
+  std::optional<std::optional<StateHead>> fresh_head_;  // prime()'s: the next head(-1, {})
   std::optional<StateHead> written_head_;  // of the last write that won
   int round_seen_ = 0;                  // in the state read or written last
   int listed_round_ = -1;               // the round `listed_` holds announcements of

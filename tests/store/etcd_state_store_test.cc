@@ -200,6 +200,25 @@ TEST_F(EtcdStateStoreTest, TheHeadReadsTheKeysAskedWithIt) {
   EXPECT_LT(now->epoch_revision, now->revision) << "the seat came after";
 }
 
+// A joiner's first look at a state with a head is the head, read in another
+// transaction (the agent's start): the next head() returns it without a request, the
+// one after reads again.
+TEST_F(EtcdStateStoreTest, TheFirstHeadIsTheOneReadInTheStartsTransaction) {
+  auto a = node();
+  auto b = node();
+  store::EtcdClient start(store::parse_etcd_endpoints(cluster_->endpoints()), 10s);
+  b->prime(start.txn(std::nullopt, b->first_reads()));
+  StateSnapshot empty = read(*a);
+  ASSERT_TRUE(write(*a, empty, with({"a"}), false, std::nullopt));
+  std::optional<StateHead> primed = head(*b, -1);
+  ASSERT_TRUE(primed);
+  EXPECT_FALSE(primed->exists) << "as the start read it, before a's write: not read again";
+  std::optional<StateHead> now = head(*b, -1);
+  ASSERT_TRUE(now);
+  EXPECT_TRUE(now->exists) << "the next head() reads";
+  EXPECT_EQ(now->version, 1);
+}
+
 // The folder's part is taken over from the folder as read, by one node: a later claim
 // from what it read before fails.
 TEST_F(EtcdStateStoreTest, TheFoldersPartIsTakenOverOnceFromTheFolderAsRead) {
