@@ -232,7 +232,7 @@ std::optional<StateHead> EtcdStateStore::parse_head(const store::EtcdClient::Txn
     if (r.ranges[i].kvs.empty()) {
       h.with.emplace_back();
     } else {
-      h.with.emplace_back(std::move(r.ranges[i].kvs[0].value));
+      h.with.emplace_back(r.ranges[i].kvs[0].value);
     }
   }
   if (!r.ranges[0].kvs.empty()) {
