@@ -230,6 +230,9 @@ Task<rendezvous::RendezvousInfo> LocalAgent::Impl::rendezvous(int round) {
 // that wait at once.
 Task<void> LocalAgent::Impl::connect_rendezvous() {
   CancelSignal cancel("rendezvous cancelled");
+  // Said as the wait becomes cancellable (the same turn of the loop): a signal from here
+  // on ends the wait for the other nodes.
+  spdlog::debug("agent: reaching the rendezvous");
   handler_ = co_await unless_signalled(make_rendezvous_(cancel), [&cancel] { cancel.cancel(); });
   co_await publish_shared_run();
 }
