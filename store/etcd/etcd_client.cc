@@ -132,14 +132,17 @@ EtcdClient::Response EtcdClient::read_response(Clock::time_point deadline) {
 
 nlohmann::json EtcdClient::decode(const std::string& path, const Response& r) {
   std::string where = "etcd at " + endpoints_[current_].text();
-  if (r.status == 404) {
+  auto j = nlohmann::json::parse(r.body, nullptr, false);
+  bool json = !j.is_discarded() && j.is_object();
+  // The gateway answers some of etcd's own errors with 404 too (a lease not found),
+  // with their gRPC status as JSON: only a 404 without one says the path is not served.
+  if (r.status == 404 && !(json && j.contains("code"))) {
     throw EtcdRefusedError(
         where + " does not serve " + path +
         " (HTTP 404): not etcd, or an etcd without the v3 JSON API (3.4 or later "
         "is needed)");
   }
-  auto j = nlohmann::json::parse(r.body, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
+  if (!json) {
     throw EtcdRefusedError(where + " sent a reply to " + path + " that is not JSON (HTTP " +
                            std::to_string(r.status) + ")");
   }
