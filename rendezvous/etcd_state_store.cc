@@ -193,7 +193,7 @@ Task<std::vector<std::pair<std::string, int>>> EtcdStateStore::announced(int rou
 
 void EtcdStateStore::prime(const store::EtcdClient::TxnResult& r) {
   if (keep_head_) {
-    fresh_head_ = parse_head(r, -1, 0);
+    primed_head_ = r;
   } else {
     fresh_ = parse(r, round_seen_);
   }
@@ -201,8 +201,8 @@ void EtcdStateStore::prime(const store::EtcdClient::TxnResult& r) {
 
 Task<std::optional<StateHead>> EtcdStateStore::head(int round, std::vector<std::string> with,
                                                     CancelSignal& cancel) {
-  auto primed = std::exchange(fresh_head_, std::nullopt);  // good for the next call only
-  if (primed && round < 0 && with.empty()) co_return *primed;
+  auto primed = std::exchange(primed_head_, std::nullopt);  // good for the next call only
+  if (primed && round < 0 && with.empty()) co_return parse_head(*primed, -1, 0);
   store::EtcdClient::TxnResult r = co_await client_->reads_on_loop(head_reads(round, with), cancel);
   co_return parse_head(r, round, with.size());
 }

@@ -94,7 +94,7 @@ class EtcdStateStore : public StateStore {
   std::function<int64_t()> lease_;
   bool keep_head_ = true;
   std::optional<StateSnapshot> fresh_;  // read by the last write or wait: the next read()
-  std::optional<std::optional<StateHead>> fresh_head_;  // prime()'s: the next head(-1, {})
+  std::optional<store::EtcdClient::TxnResult> primed_head_;  // prime()'s: the next head(-1, {})
   std::optional<StateHead> written_head_;  // of the last write that won
   int round_seen_ = 0;                  // in the state read or written last
   int listed_round_ = -1;               // the round `listed_` holds announcements of

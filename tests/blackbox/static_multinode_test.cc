@@ -131,8 +131,8 @@ TEST(StaticMultiNode, UnreachableNodeZeroIsNamed) {
 // the agent loop's own, so the signal ends it at once, not the join timeout. No
 // preflight: a signal during the node's checks ends those instead (another line). The
 // signal goes once the node said (a debug line) that its wait began, and `waiting`
-// (when given) holds: one sent as soon as it was caught could come before (under
-// ASan, CI saw "received SIGTERM; stopping 0 worker(s)").
+// (when given) holds: one sent as soon as it was caught could come before (a full
+// run under ASan saw "received SIGTERM; stopping 0 worker(s)").
 void expect_a_signal_ends_the_wait_for_node_zero(int port,
                                                  const std::function<bool()>& waiting = {}) {
   DdprunProcess n1(concat(node_args(1, port,

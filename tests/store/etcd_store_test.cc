@@ -160,8 +160,8 @@ TEST(EtcdErrors, UnreachableNamesEveryEndpointTried) {
 }
 
 // etcd's gateway answers a lease that is gone (expired, revoked) with HTTP 404 and the
-// error as JSON: that error is said, not taken for an etcd without the v3 API (CI's
-// 1,024-agent runs logged "does not serve /v3/lease/revoke" for expired leases).
+// error as JSON: that error is said, not taken for an etcd without the v3 API (1,024
+// agents whose leases expired under etcd's load logged "does not serve /v3/lease/revoke").
 TEST_F(EtcdStoreTest, ALeaseThatIsGoneIsSaidSoNotAMissingApi) {
   EtcdClient client(parse_etcd_endpoints(cluster_->endpoints()), 10s);
   CancelSignal cancel;
