@@ -24,6 +24,11 @@ void PeriodicThread::run(const std::string& name, std::chrono::milliseconds inte
   }
 }
 
+bool PeriodicThread::rest(std::chrono::milliseconds pause) const {
+  std::unique_lock lock(mutex_);
+  return wake_.wait_for(lock, pause, [this] { return stopping_.load(); });
+}
+
 void PeriodicThread::stop(const std::function<void()>& interrupt) {
   {
     std::lock_guard lock(mutex_);

@@ -34,13 +34,15 @@ class PeriodicThread {
   void stop(const std::function<void()>& interrupt = {});
   /// True once stop() was called: a tick that fails then says nothing.
   bool stopping() const { return stopping_; }
+  /// From a tick: waits `pause` unless stop() comes first; true when stopping.
+  bool rest(std::chrono::milliseconds pause) const;
 
  private:
   void run(const std::string& name, std::chrono::milliseconds interval, First first,
            const Tick& tick);
 
-  std::mutex mutex_;
-  std::condition_variable wake_;
+  mutable std::mutex mutex_;
+  mutable std::condition_variable wake_;
   std::atomic<bool> stopping_{false};
   std::thread thread_;
 };

@@ -6,7 +6,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include "common/periodic_thread.h"
 #include "rendezvous/etcd_state_store.h"
 #include "rendezvous/host_clock.h"
 #include "store/etcd/etcd_store.h"
@@ -14,22 +13,16 @@
 namespace ddprun::rendezvous {
 
 EtcdBackend::EtcdBackend(RendezvousParams params)
-    : params_(std::move(params)),
-      probe_(params_.etcd_endpoints, params_.read_timeout),
-      liveness_(params_.etcd_endpoints,
-                std::max(params_.heartbeat_interval * 2, std::chrono::milliseconds(2000))) {}
+    : params_(std::move(params)), probe_(params_.etcd_endpoints, params_.read_timeout) {}
 
-EtcdBackend::~EtcdBackend() { stop_keeping_lease(); }
+EtcdBackend::~EtcdBackend() = default;
 
-// A keep-alive in progress fails at once: nothing waits for its answer.
-void EtcdBackend::stop_keeping_lease() {
-  if (lease_keeper_) lease_keeper_->stop([this] { liveness_.interrupt(); });
-}
+int64_t EtcdBackend::lease() const { return lease_keeper_ ? lease_keeper_->lease() : 0; }
 
 Task<void> EtcdBackend::leave(CancelSignal& cancel) {
-  stop_keeping_lease();
-  int64_t lease = lease_.exchange(0);
-  if (lease == 0) co_return;
+  if (!lease_keeper_) co_return;
+  int64_t lease = lease_keeper_->stop();
+  lease_keeper_.reset();
   try {
     co_await probe_.revoke_lease_on_loop(lease, cancel);
   } catch (const Error& e) {
@@ -50,7 +43,7 @@ std::unique_ptr<StateStore> EtcdBackend::state_store(store::LoopStore&, const st
   bool announce = params_.max_nodes >= 8;
   auto state = std::make_unique<EtcdStateStore>(
       std::make_unique<store::EtcdClient>(params_.etcd_endpoints, timeout), prefix,
-      [this] { return lease_.load(); }, announce);
+      [this] { return lease(); }, announce);
   state_store_ = state.get();
   return state;
 }
@@ -72,25 +65,34 @@ std::unique_ptr<store::EtcdStore> EtcdBackend::new_store(std::chrono::millisecon
 
 std::string EtcdBackend::endpoint() const { return probe_.endpoints_text(); }
 
-int64_t EtcdBackend::lease_ttl() const {
+std::chrono::seconds EtcdBackend::lease_ttl() const {
   auto ttl = std::chrono::duration<double>(params_.heartbeat_interval * params_.heartbeat_misses);
-  return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(ttl.count())));
+  return std::chrono::seconds(std::max<int64_t>(1, static_cast<int64_t>(std::ceil(ttl.count()))));
 }
-
-void EtcdBackend::take_lease(store::EtcdClient& client) { lease_ = client.grant_lease(lease_ttl()); }
 
 Task<void> EtcdBackend::start_liveness(std::string prefix, std::string node,
                                        CancelSignal& cancel) {
-  lease_ = co_await probe_.grant_lease_on_loop(lease_ttl(), cancel);
   alive_key_ = prefix + "alive/" + node;
+  auto granted_at = store::EtcdLeaseKeeper::Clock::now();
+  int64_t lease = co_await probe_.grant_lease_on_loop(lease_ttl().count(), cancel);
+  // Renewed from a thread of its own: the node's proof of life must not depend on
+  // what the agent's loop is doing (as C10dBackend's heartbeat).
+  lease_keeper_ = std::make_unique<store::EtcdLeaseKeeper>(
+      std::make_unique<store::EtcdClient>(
+          params_.etcd_endpoints,
+          std::max(params_.heartbeat_interval * 2, std::chrono::milliseconds(2000))),
+      lease, lease_ttl(), granted_at, params_.heartbeat_interval,
+      [key = alive_key_](store::EtcdClient& client, int64_t regained) {
+        client.put(key, "1", regained);
+      });
   // The run's one tracking writer is the first agent to get here; the same
   // transaction takes the joiner's first look (the state's head where it keeps one, a
   // few bytes; else the state), and its reply's Date is preflight's reading of etcd's
   // clock: each a request per node fewer as a job starts.
   bool primes = state_store_ != nullptr;
   std::vector<store::EtcdOp> success{store::EtcdOp::put(prefix + "primary", node),
-                              store::EtcdOp::put(alive_key_, "1", lease_)};
-  std::vector<store::EtcdOp> failure{store::EtcdOp::put(alive_key_, "1", lease_)};
+                              store::EtcdOp::put(alive_key_, "1", lease)};
+  std::vector<store::EtcdOp> failure{store::EtcdOp::put(alive_key_, "1", lease)};
   if (primes) {
     for (const auto& op : state_store_->first_reads()) {
       success.push_back(op);
@@ -103,26 +105,6 @@ Task<void> EtcdBackend::start_liveness(std::string prefix, std::string node,
   start_clock_offset_ = http_date_offset(sent, wall_clock_ms(), probe_.last_date());
   primary_ = r.succeeded;
   if (primes) state_store_->prime(r);
-  lease_keeper_ = std::make_unique<PeriodicThread>(
-      "ddprun-lease", params_.heartbeat_interval, PeriodicThread::First::kAfterInterval,
-      [this](const PeriodicThread&) {
-        keep_alive();
-        return true;
-      });
-}
-
-void EtcdBackend::keep_alive() {
-  try {
-    if (!liveness_.keep_alive(lease_)) {
-      // Cut off for longer than the lease: the others count this node gone. Come
-      // back alive; the rendezvous decides what that means.
-      spdlog::warn("etcd lease expired; taking a new one");
-      take_lease(liveness_);
-      liveness_.put(alive_key_, "1", lease_);
-    }
-  } catch (const std::exception& e) {
-    spdlog::debug("etcd keep-alive failed: {}", e.what());
-  }
 }
 
 Task<void> EtcdBackend::forget_history(std::string prefix, int round, bool first_member,

@@ -1,11 +1,10 @@
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <optional>
 
-#include "common/periodic_thread.h"
 #include "store/etcd/etcd_client.h"
+#include "store/etcd/etcd_lease_keeper.h"
 #include "rendezvous/etcd_state_store.h"
 #include "rendezvous/rendezvous_backend.h"
 #include "rendezvous/rendezvous_params.h"
@@ -14,8 +13,8 @@ namespace ddprun::rendezvous {
 
 /// Rendezvous state in etcd (no agent is a single point of failure): keys under
 /// "<key prefix>/<run id>/", and liveness through a lease per node that holds its
-/// key "alive/<node>": kept alive every interval, it expires `misses` intervals after
-/// the node dies and etcd deletes the key.
+/// key "alive/<node>": kept alive every interval (store::EtcdLeaseKeeper), it expires
+/// `misses` intervals after the node dies and etcd deletes the key.
 class EtcdBackend : public RendezvousBackend {
  public:
   /// Takes the node's lease, which also checks that etcd answers (StoreError naming
@@ -56,23 +55,17 @@ class EtcdBackend : public RendezvousBackend {
   std::string where() const override { return "etcd at " + endpoint(); }
 
  private:
-  void keep_alive();
-  void stop_keeping_lease();
   std::unique_ptr<store::EtcdStore> new_store(std::chrono::milliseconds timeout, int64_t newer_than) const;
-  int64_t lease_ttl() const;
-  void take_lease(store::EtcdClient& client);
+  std::chrono::seconds lease_ttl() const;
+  int64_t lease() const;  // 0 until start_liveness() and after leave()
 
   const RendezvousParams params_;
   store::EtcdClient probe_;  // liveness reads and the rounds' cleanup, both on the agent's loop
-  // Grants and keeps the lease, on a thread of its own: the node's proof of life must
-  // not depend on what the agent's loop is doing (as C10dBackend's heartbeat).
-  store::EtcdClient liveness_;
   std::string alive_key_;
-  std::atomic<int64_t> lease_{0};
   bool primary_ = false;
   std::optional<std::chrono::milliseconds> start_clock_offset_;  // see clock_offset()
   EtcdStateStore* state_store_ = nullptr;  // the joiner's, primed by start_liveness()
-  std::unique_ptr<PeriodicThread> lease_keeper_;  // from start_liveness()
+  std::unique_ptr<store::EtcdLeaseKeeper> lease_keeper_;  // from start_liveness() to leave()
 };
 
 }  // namespace ddprun::rendezvous

@@ -172,6 +172,15 @@ EtcdClient::CallBudget::CallBudget(std::chrono::milliseconds timeout, size_t mem
                                                          std::chrono::seconds(10))),
       members_(members) {}
 
+EtcdClient::CallBudget EtcdClient::CallBudget::shared_until(Clock::time_point deadline,
+                                                             size_t members) {
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  CallBudget budget(left, members, deadline);
+  budget.per_attempt_ = std::max<std::chrono::milliseconds>(
+      left / static_cast<int64_t>(std::max<size_t>(members, 1)), std::chrono::milliseconds(500));
+  return budget;
+}
+
 Clock::time_point EtcdClient::CallBudget::attempt_deadline() const {
   return std::min(deadline_, Clock::now() + per_attempt_);
 }
@@ -202,7 +211,11 @@ void EtcdClient::give_up(const std::string& path) const {
 }
 
 nlohmann::json EtcdClient::call(const std::string& path, const nlohmann::json& body) {
-  CallBudget budget(timeout_, endpoints_.size());
+  return call(path, body, CallBudget(timeout_, endpoints_.size()));
+}
+
+nlohmann::json EtcdClient::call(const std::string& path, const nlohmann::json& body,
+                                CallBudget budget) {
   std::string text = body.dump();
   auto interrupted = [this] {
     return StoreError("etcd client at " + endpoints_text() + " interrupted");
@@ -274,8 +287,9 @@ int64_t EtcdClient::grant_lease(int64_t ttl) {
   return id;
 }
 
-bool EtcdClient::keep_alive(int64_t lease) {
-  auto reply = call("/v3/lease/keepalive", {{"ID", std::to_string(lease)}});
+bool EtcdClient::keep_alive(int64_t lease, Clock::time_point until) {
+  auto reply = call("/v3/lease/keepalive", {{"ID", std::to_string(lease)}},
+                    CallBudget::shared_until(until, endpoints_.size()));
   return int_field(reply.value("result", nlohmann::json::object()), "TTL") > 0;
 }
 

@@ -127,9 +127,10 @@ class EtcdClient {
   /// Number of keys deleted.
   int64_t remove(const std::string& key, const std::string& range_end = "");
 
-  /// A lease of `ttl` seconds; keep_alive() renews it (false: it had expired).
+  /// A lease of `ttl` seconds; keep_alive() renews it (false: it had expired), waiting
+  /// for the answer up to `until` whatever the client's timeout (CallBudget::shared_until).
   int64_t grant_lease(int64_t ttl);
-  bool keep_alive(int64_t lease);
+  bool keep_alive(int64_t lease, Clock::time_point until);
 
   /// Watches [key, range_end) from `start_revision` on, handing every event to
   /// `on_event` until it returns false (then true) or `deadline` passes (then false).
@@ -209,6 +210,7 @@ class EtcdClient {
   };
   class CallBudget;  // etcd_wire.h
   struct Reply;      // etcd_wire.h
+  nlohmann::json call(const std::string& path, const nlohmann::json& body, CallBudget budget);
   std::string request_text(const std::string& path, const std::string& body) const;
   // Gives `reply` what has been read (pending_): true once it is whole.
   bool take_pending(Reply& reply);

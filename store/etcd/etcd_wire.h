@@ -86,6 +86,9 @@ class EtcdClient::CallBudget {
  public:
   CallBudget(std::chrono::milliseconds timeout, size_t members,
              Clock::time_point until = Clock::time_point::max());
+  /// A call worth its answer however late, up to `deadline` (a lease's renewal): each
+  /// member an even share of the time left (at least 500 ms), one attempt each.
+  static CallBudget shared_until(Clock::time_point deadline, size_t members);
   Clock::time_point attempt_deadline() const;
   bool spent() const { return Clock::now() >= deadline_; }
   /// After an attempt failed: how long to pause before the next (0: none).
