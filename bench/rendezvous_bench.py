@@ -15,6 +15,7 @@ counts stay small on this machine.
 import argparse
 import fcntl
 import os
+import shutil
 import socket
 import statistics
 import subprocess
@@ -44,19 +45,62 @@ def free_port():
 ETCD = None  # "127.0.0.1:port" of the etcd started for the etcd rows
 
 
+class AgentsFailed(Exception):
+    """An agent of a run exited non-zero, or the run did not finish: the others were
+    stopped."""
+
+
+class Etcd:
+    """One etcd member on loopback, its data in a directory of its own; stop() kills it
+    and removes the directory (a member's data is 60 MiB)."""
+
+    def __init__(self):
+        global ETCD
+        self.dir = tempfile.mkdtemp(prefix="ddprun_bench_etcd_")
+        client, peer = free_port(), free_port()
+        self.proc = subprocess.Popen(
+            ["etcd", "--name=b", f"--data-dir={self.dir}",
+             f"--listen-client-urls=http://127.0.0.1:{client}",
+             f"--advertise-client-urls=http://127.0.0.1:{client}",
+             f"--listen-peer-urls=http://127.0.0.1:{peer}",
+             f"--initial-advertise-peer-urls=http://127.0.0.1:{peer}",
+             f"--initial-cluster=b=http://127.0.0.1:{peer}"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        ETCD = f"127.0.0.1:{client}"
+
+    def stop(self):
+        self.proc.kill()
+        self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
 def start_etcd():
-    global ETCD
-    d = tempfile.mkdtemp(prefix="ddprun_bench_etcd_")
-    client, peer = free_port(), free_port()
-    proc = subprocess.Popen(
-        ["etcd", "--name=b", f"--data-dir={d}", f"--listen-client-urls=http://127.0.0.1:{client}",
-         f"--advertise-client-urls=http://127.0.0.1:{client}",
-         f"--listen-peer-urls=http://127.0.0.1:{peer}",
-         f"--initial-advertise-peer-urls=http://127.0.0.1:{peer}",
-         f"--initial-cluster=b=http://127.0.0.1:{peer}"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    ETCD = f"127.0.0.1:{client}"
-    return proc
+    return Etcd()
+
+
+def stop_agents(procs):
+    """SIGTERM to every agent still running (each stops its workers), SIGKILL to any
+    left after 10 s."""
+    for p in procs:
+        if p.poll() is None:
+            p.terminate()
+    until = time.time() + 10
+    for p in procs:
+        try:
+            p.wait(timeout=max(0.1, until - time.time()))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+def last_words(path):
+    """The last line an agent wrote on stderr, for the error that names it."""
+    try:
+        with open(path, errors="replace") as f:
+            lines = [line.strip() for line in f if line.strip()]
+        return lines[-1] if lines else "(nothing on stderr)"
+    except OSError:
+        return "(no stderr)"
 
 
 def launcher_args(kind, n, port, run_id, extra):
@@ -73,10 +117,24 @@ def launcher_args(kind, n, port, run_id, extra):
 
 def run_agents(cmd_prefix, kind, n, script, extra=(), while_running=None):
     """Starts n agents; returns (seconds from the last start to the last worker start,
-    the marker directory). `while_running(pids)`, if given, is called with the agents'
-    pids once every worker has started (their script waits for the lock on the
-    directory's "hold" file, held meanwhile: a wait that costs no CPU)."""
+    the marker directory, which the caller removes: done_with()). `while_running(pids)`,
+    if given, is called with the agents' pids once every worker has started (their
+    script waits for the lock on the directory's "hold" file, held meanwhile: a wait
+    that costs no CPU). Where an agent fails, or the run outlasts 600 s, the others are
+    stopped, the directory removed, and AgentsFailed names the first failure."""
     d = tempfile.mkdtemp(prefix="ddprun_rdzv_bench_")
+    try:
+        return run_agents_in(d, cmd_prefix, kind, n, script, extra, while_running), d
+    except BaseException:
+        done_with(d)
+        raise
+
+
+def done_with(d):
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def run_agents_in(d, cmd_prefix, kind, n, script, extra, while_running):
     port = free_port()
     run_id = f"bench{port}"
     env = dict(os.environ, OMP_NUM_THREADS="1")
@@ -85,31 +143,43 @@ def run_agents(cmd_prefix, kind, n, script, extra=(), while_running=None):
     if while_running:
         hold = open(os.path.join(d, "hold"), "w")
         fcntl.flock(hold, fcntl.LOCK_EX)
-    for i in range(n):
-        conf = "is_host=1" if i == 0 else "is_host=0"
-        args = launcher_args(kind, n, port, run_id, [f"--rdzv_conf={conf}", *extra])
-        last_start = time.time()
-        procs.append(subprocess.Popen(
-            [*cmd_prefix, *args, "--no_python", "/bin/sh", "-c", script, d],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env))
-        if i == 0:
-            time.sleep(2.0 if kind == "torchrun" else 0.05)  # the host binds the endpoint first
+    errs = os.path.join(d, "agents")
+    os.mkdir(errs)
+    try:
+        for i in range(n):
+            conf = "is_host=1" if i == 0 else "is_host=0"
+            args = launcher_args(kind, n, port, run_id, [f"--rdzv_conf={conf}", *extra])
             last_start = time.time()
-    if while_running:
+            with open(os.path.join(errs, f"{i}.err"), "w") as err:
+                procs.append(subprocess.Popen(
+                    [*cmd_prefix, *args, "--no_python", "/bin/sh", "-c", script, d],
+                    stdout=subprocess.DEVNULL, stderr=err, env=env))
+            if i == 0:
+                time.sleep(2.0 if kind == "torchrun" else 0.05)  # the host binds the endpoint first
+                last_start = time.time()
         until = time.time() + 600
-        while sum(f.startswith("start.") for f in os.listdir(d)) < n and time.time() < until:
-            time.sleep(0.1)
-        try:
-            while_running([p.pid for p in procs])
-        finally:
-            hold.close()  # the workers go on
-    for p in procs:
-        p.wait(timeout=600)
-        if p.returncode != 0:
-            raise SystemExit(f"{kind} agent failed with {p.returncode}")
+        if while_running:
+            while (sum(f.startswith("start.") for f in os.listdir(d)) < n and time.time() < until
+                   and all(p.poll() in (None, 0) for p in procs)):
+                time.sleep(0.1)
+            try:
+                if all(p.poll() in (None, 0) for p in procs):
+                    while_running([p.pid for p in procs])
+            finally:
+                hold.close()  # the workers go on
+        for i, p in enumerate(procs):
+            try:
+                p.wait(timeout=max(0.1, until - time.time()))
+            except subprocess.TimeoutExpired:
+                raise AgentsFailed(f"{kind} at {n} agents: not done within 600 s") from None
+            if p.returncode != 0:
+                raise AgentsFailed(f"{kind} at {n} agents: agent {i} exited {p.returncode}: "
+                                   f"{last_words(os.path.join(errs, f'{i}.err'))}")
+    finally:
+        stop_agents(procs)
     starts = [int(open(os.path.join(d, f)).read()) / 1e9
               for f in os.listdir(d) if f.startswith("start.")]
-    return max(starts) - last_start, d
+    return max(starts) - last_start
 
 
 def restart_latency(cmd_prefix, kind):
@@ -117,7 +187,15 @@ def restart_latency(cmd_prefix, kind):
     died = int(open(os.path.join(d, "died")).read()) / 1e9
     restarted = [int(open(os.path.join(d, f)).read()) / 1e9
                  for f in os.listdir(d) if f.startswith("start.") and f.endswith(".1")]
+    done_with(d)
     return max(restarted) - died
+
+
+def timed_agents(cmd_prefix, kind, n, script):
+    """run_agents()'s seconds alone."""
+    t, d = run_agents(cmd_prefix, kind, n, script)
+    done_with(d)
+    return t
 
 
 def main():
@@ -134,35 +212,41 @@ def main():
     refs = [(label, [*t, "--monitor_interval=0.1"]) for label, t in torchruns()]
     etcd = start_etcd()
     try:
-        time.sleep(1.0)  # etcd elects itself
-        print("| agents | ddprun c10d | ddprun etcd | etcd / c10d | " +
-              " | ".join(f"{label} c10d | {label} / ddprun c10d" for label, _ in refs) + " |")
-        print("|---|---|---|---|" + "---|---|" * len(refs))
-        for n in [int(x) for x in args.agents.split(",")]:
-            ours_runs, etcd_runs = [], []
-            for _ in range(args.repeat):  # interleaved: both see the same machine
-                ours_runs.append(run_agents(ours, "ddprun", n, MARK)[0])
-                etcd_runs.append(run_agents(ours, "ddprun-etcd", n, MARK)[0])
-            t_ours, t_etcd = statistics.median(ours_runs), statistics.median(etcd_runs)
-            row = (f"| {n} | {t_ours * 1000:.0f} ms | {t_etcd * 1000:.0f} ms | "
-                   f"x{t_etcd / t_ours:.2f} |")
-            for _, torchrun in refs:
-                if n in torch_counts:
-                    t_torch, _ = run_agents(torchrun, "torchrun", n, MARK)
-                    row += f" {t_torch * 1000:.0f} ms | x{t_torch / t_ours:.0f} |"
-                else:
-                    row += " - | - |"
-            print(row, flush=True)
-        r_ours = restart_latency(ours, "ddprun")
-        r_etcd = restart_latency(ours, "ddprun-etcd")
-        line = (f"\n| restart across 2 agents (worker death to last restarted worker) | ddprun "
-                f"c10d {r_ours * 1000:.1f} ms | ddprun etcd {r_etcd * 1000:.1f} ms |")
-        for label, torchrun in refs:
-            r_torch = restart_latency(torchrun, "torchrun")
-            line += f" {label} {r_torch * 1000:.0f} ms (x{r_torch / r_ours:.0f}) |"
-        print(line)
+        run(args, ours, torch_counts, refs)
+    except AgentsFailed as e:
+        raise SystemExit(str(e)) from None
     finally:
-        etcd.kill()
+        etcd.stop()
+
+
+def run(args, ours, torch_counts, refs):
+    time.sleep(1.0)  # etcd elects itself
+    print("| agents | ddprun c10d | ddprun etcd | etcd / c10d | " +
+          " | ".join(f"{label} c10d | {label} / ddprun c10d" for label, _ in refs) + " |")
+    print("|---|---|---|---|" + "---|---|" * len(refs))
+    for n in [int(x) for x in args.agents.split(",")]:
+        ours_runs, etcd_runs = [], []
+        for _ in range(args.repeat):  # interleaved: both see the same machine
+            ours_runs.append(timed_agents(ours, "ddprun", n, MARK))
+            etcd_runs.append(timed_agents(ours, "ddprun-etcd", n, MARK))
+        t_ours, t_etcd = statistics.median(ours_runs), statistics.median(etcd_runs)
+        row = (f"| {n} | {t_ours * 1000:.0f} ms | {t_etcd * 1000:.0f} ms | "
+               f"x{t_etcd / t_ours:.2f} |")
+        for _, torchrun in refs:
+            if n in torch_counts:
+                t_torch = timed_agents(torchrun, "torchrun", n, MARK)
+                row += f" {t_torch * 1000:.0f} ms | x{t_torch / t_ours:.0f} |"
+            else:
+                row += " - | - |"
+        print(row, flush=True)
+    r_ours = restart_latency(ours, "ddprun")
+    r_etcd = restart_latency(ours, "ddprun-etcd")
+    line = (f"\n| restart across 2 agents (worker death to last restarted worker) | ddprun "
+            f"c10d {r_ours * 1000:.1f} ms | ddprun etcd {r_etcd * 1000:.1f} ms |")
+    for label, torchrun in refs:
+        r_torch = restart_latency(torchrun, "torchrun")
+        line += f" {label} {r_torch * 1000:.0f} ms (x{r_torch / r_ours:.0f}) |"
+    print(line)
 
 
 if __name__ == "__main__":

@@ -41,6 +41,11 @@ Rows:
   runs, the store's host apart from the median of the others, and the CPU the host and
   all agents use while the workers run (--no-resources: not).
 
+A size whose run fails (an agent exits non-zero, or the run outlasts 600 s) ends its
+row: every agent of it is stopped, and the row's notes say FAILED with the first failed
+agent's last line on stderr; the larger sizes of that row are not run, the other rows
+are. Each run's directory and each etcd member's data are removed after it.
+
 The machine's open-file limit bounds the largest size (each agent holds a store
 connection and its worker's pipes; the host a connection from every agent).
 """
@@ -130,8 +135,16 @@ def agent_resources(ddprun, kind, n):
             print(f"# resources at {n}: {n - 1 - len(others)} agent(s) had exited",
                   file=sys.stderr, flush=True)
 
-    rb.run_agents([ddprun], kind, n, HOLD, ["--no_tracking"], while_running=look)
+    _, d = rb.run_agents([ddprun], kind, n, HOLD, ["--no_tracking"], while_running=look)
+    rb.done_with(d)
     return seen["host"], seen["other"], seen["cpu"]
+
+
+def failure_note(e):
+    """A size whose run failed, for its row's notes (and at once on stderr): the larger
+    sizes of that row are not run."""
+    print(f"# {e}", file=sys.stderr, flush=True)
+    return f"FAILED: {e}; larger sizes not run"
 
 
 def growth(sizes, costs):
@@ -156,8 +169,9 @@ def rendezvous_time(ddprun, kind, n, etcd=False):
         seen["figures"] = etcd_figures() if etcd else None
         seen["at"] = time.time()
 
-    t, _ = rb.run_agents([ddprun], kind, n, HOLD, ["--no_tracking"], while_running=release)
+    t, d = rb.run_agents([ddprun], kind, n, HOLD, ["--no_tracking"], while_running=release)
     gone = time.time()
+    rb.done_with(d)
     asked = (etcd_figures()[0] - seen["figures"][0]) / n if etcd else None
     return t, gone - seen["at"], asked
 
@@ -179,8 +193,9 @@ def restart_time(ddprun, kind, n):
     died = int(open(os.path.join(d, "died")).read()) / 1e9
     restarted = [int(open(os.path.join(d, f)).read()) / 1e9
                  for f in os.listdir(d) if f.startswith("start.") and f.endswith(".1")]
+    rb.done_with(d)
     if len(restarted) != n:
-        raise SystemExit(f"restart at {n}: {len(restarted)} workers restarted, not {n}")
+        raise rb.AgentsFailed(f"restart at {n}: {len(restarted)} workers restarted, not {n}")
     return max(restarted) - died
 
 
@@ -210,8 +225,7 @@ def round_sim(sim, nodes, watch="ring", etcd=False, floor_waves=1):
         after = etcd_figures() if member else (0, 0)
     finally:
         if member:
-            member.kill()
-            member.wait()
+            member.stop()
     if run.returncode != 0:
         raise SystemExit(f"round sim at {nodes} nodes exited {run.returncode}: "
                          f"{(''.join(said) + err).strip()[-500:]}")
@@ -313,42 +327,56 @@ def main():
             ns = sizes if backend == "c10d" else [int(x) for x in args.etcd_agents.split(",") if x]
             costs, ends, end_asked = [], [], []
             on_etcd = bool(etcd) and backend == "etcd"
+            failed = ""
             for n in ns:
-                runs = [rendezvous_time(args.ddprun, kind, n, on_etcd) for _ in range(args.repeat)]
+                try:
+                    runs = [rendezvous_time(args.ddprun, kind, n, on_etcd)
+                            for _ in range(args.repeat)]
+                except rb.AgentsFailed as e:
+                    failed = failure_note(e)
+                    break
                 costs.append(statistics.median(r[0] for r in runs))
                 ends.append(statistics.median(r[1] for r in runs))
                 if on_etcd:
                     end_asked.append(statistics.median(r[2] for r in runs))
                 print(f"# rendezvous {backend} {n}: {fmt(costs[-1])}, job end {fmt(ends[-1])}",
                       file=sys.stderr, flush=True)
-            rows.append((f"rendezvous ({backend}, real agents)", ns, costs, ""))
-            rows.append((f"job end ({backend}, real agents)", ns, ends,
+            done = ns[:len(costs)]
+            rows.append((f"rendezvous ({backend}, real agents)", done, costs, failed))
+            rows.append((f"job end ({backend}, real agents)", done, ends,
                          "the workers' exit, together, to every agent gone" +
                          ("; etcd requests per agent over it: " +
-                          ", ".join(f"{a:.1f}" for a in end_asked) if end_asked else "")))
+                          ", ".join(f"{a:.1f}" for a in end_asked) if end_asked else "") +
+                         (f"; {failed}" if failed else "")))
             if args.restarts:
                 costs, asked, cpu = [], [], []
-                for n in ns:
+                failed = ""
+                for n in done:
                     runs = []
-                    for _ in range(args.repeat):
-                        before = etcd_figures() if etcd and backend == "etcd" else (0, 0)
-                        t = restart_time(args.ddprun, kind, n)
-                        after = etcd_figures() if etcd and backend == "etcd" else (0, 0)
-                        runs.append((t, (after[0] - before[0]) / n, after[1] - before[1]))
+                    try:
+                        for _ in range(args.repeat):
+                            before = etcd_figures() if on_etcd else (0, 0)
+                            t = restart_time(args.ddprun, kind, n)
+                            after = etcd_figures() if on_etcd else (0, 0)
+                            runs.append((t, (after[0] - before[0]) / n, after[1] - before[1]))
+                    except rb.AgentsFailed as e:
+                        failed = failure_note(e)
+                        break
                     costs.append(statistics.median(r[0] for r in runs))
                     asked.append(statistics.median(r[1] for r in runs))
                     cpu.append(statistics.median(r[2] for r in runs))
                     print(f"# restart {backend} {n}: {fmt(costs[-1])}", file=sys.stderr, flush=True)
-                rows.append((f"restart ({backend}, real agents)", ns, costs, ""))
-                if backend == "etcd" and etcd:
+                restarted = done[:len(costs)]
+                rows.append((f"restart ({backend}, real agents)", restarted, costs, failed))
+                if on_etcd:
                     rows.append(("etcd's CPU for the whole job of the restart row (real agents)",
-                                 ns, cpu, "etcd requests per agent over that job: " +
+                                 restarted, cpu, "etcd requests per agent over that job: " +
                                  ", ".join(f"{a:.1f}" for a in asked) + "; etcd's CPU per "
                                  "request: " + ", ".join(f"{c / (a * n) * 1e6:.0f} us" for
-                                                         c, a, n in zip(cpu, asked, ns))))
+                                                         c, a, n in zip(cpu, asked, restarted))))
     finally:
         if etcd:
-            etcd.kill()
+            etcd.stop()
     sim_sizes = [int(x) for x in args.sim_sizes.split(",") if x]
     if sim_sizes and os.path.exists(args.round_sim):
         runs, every = [], []
@@ -381,6 +409,8 @@ def main():
              "between the two largest | notes |", "|---|---|---|---|---|---|"]
     for name, ns, costs, notes in rows:
         if not ns:
+            if notes:
+                lines.append(f"| {name} | - | - | - | - | {notes} |")
             continue
         lines.append(f"| {name} | {', '.join(map(str, ns))} | {', '.join(fmt(c) for c in costs)} | "
                      f"{growth(ns, costs):.2f} | {growth(ns[-2:], costs[-2:]):.2f} | {notes} |")
