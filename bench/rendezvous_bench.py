@@ -121,10 +121,13 @@ def run_agents(cmd_prefix, kind, n, script, extra=(), while_running=None):
     if given, is called with the agents' pids once every worker has started (their
     script waits for the lock on the directory's "hold" file, held meanwhile: a wait
     that costs no CPU). Where an agent fails, or the run outlasts 600 s, the others are
-    stopped, the directory removed, and AgentsFailed names the first failure."""
+    stopped and AgentsFailed names the first failure, and where every agent's stderr
+    is kept (the directory stays for that)."""
     d = tempfile.mkdtemp(prefix="ddprun_rdzv_bench_")
     try:
         return run_agents_in(d, cmd_prefix, kind, n, script, extra, while_running), d
+    except AgentsFailed as e:
+        raise AgentsFailed(f"{e} (every agent's stderr: {d}/agents)") from None
     except BaseException:
         done_with(d)
         raise

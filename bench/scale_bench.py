@@ -44,7 +44,8 @@ Rows:
 A size whose run fails (an agent exits non-zero, or the run outlasts 600 s) ends its
 row: every agent of it is stopped, and the row's notes say FAILED with the first failed
 agent's last line on stderr; the larger sizes of that row are not run, the other rows
-are. Each run's directory and each etcd member's data are removed after it.
+are. Each run's directory (but a failed one's, which keeps every agent's stderr) and
+each etcd member's data are removed after it.
 
 The machine's open-file limit bounds the largest size (each agent holds a store
 connection and its worker's pipes; the host a connection from every agent).
