@@ -126,17 +126,18 @@ class SlowLeaseServer {
   size_t answered_ = 0;
 };
 
-// An agent's keeper: interval 1 s, lease 3 s, a client timeout of 2 s (its attempts a
-// third of that each where one call's timeout splits them).
+// A keeper as an agent makes it, interval 1 s: a client timeout of 2 s (its attempts a
+// third of that each where one call's timeout splits them); the lease 5 s, so that a
+// renewal may wait 3 s or more for its answer.
 std::unique_ptr<EtcdLeaseKeeper> keeper(const SlowLeaseServer& etcd,
                                         const EtcdLeaseKeeper::Regained& regained) {
   return std::make_unique<EtcdLeaseKeeper>(std::make_unique<EtcdClient>(etcd.endpoints(), 2s), 7,
-                                           3s, EtcdLeaseKeeper::Clock::now(), 1s, regained);
+                                           5s, EtcdLeaseKeeper::Clock::now(), 1s, regained);
 }
 
 // Each answer takes 1 s, longer than a third of the client's timeout: the keeper waits
-// for it on the connection it asked on, where giving up and asking again would never
-// get one through.
+// for it on the connection it asked on (the lease lasts), where giving up and asking
+// again would never get one through.
 TEST(EtcdLeaseKeeperTest, ARenewalWaitsForASlowAnswerWhileTheLeaseLasts) {
   SlowLeaseServer etcd(1s, "3");
   bool regained = false;
