@@ -1,6 +1,7 @@
 #include "store/etcd/etcd_client.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <utility>
 
 #include <spdlog/spdlog.h>
@@ -167,7 +168,9 @@ nlohmann::json EtcdClient::decode(const std::string& path, const Response& r) {
 
 EtcdClient::CallBudget::CallBudget(std::chrono::milliseconds timeout, size_t members,
                                    Clock::time_point until)
-    : deadline_(std::min(Clock::now() + timeout, until)),
+    : length_(std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::min(Clock::now() + timeout, until) - Clock::now())),
+      deadline_(std::min(Clock::now() + timeout, until)),
       per_attempt_(std::clamp<std::chrono::milliseconds>(timeout / 3, std::chrono::milliseconds(500),
                                                          std::chrono::seconds(10))),
       members_(members) {}
@@ -193,7 +196,7 @@ std::chrono::milliseconds EtcdClient::CallBudget::pause_after_failure() {
   return std::max(pause, std::chrono::milliseconds(0));
 }
 
-void EtcdClient::give_up(const std::string& path) const {
+void EtcdClient::give_up(const std::string& path, std::chrono::milliseconds spent) const {
   std::string tried;
   for (size_t i = 0; i < endpoints_.size(); ++i) {
     tried += "\n  ";
@@ -204,8 +207,10 @@ void EtcdClient::give_up(const std::string& path) const {
   std::string message = "cannot reach etcd (";
   message += path;
   message += ", ";
-  message += std::to_string(static_cast<double>(timeout_.count()) / 1000.0).substr(0, 4);
-  message += " s); tried:";
+  char seconds[32];
+  std::snprintf(seconds, sizeof(seconds), "%.1f s", static_cast<double>(spent.count()) / 1000.0);
+  message += seconds;
+  message += "); tried:";
   message += tried;
   throw StoreError(message);
 }
@@ -238,7 +243,7 @@ nlohmann::json EtcdClient::call(const std::string& path, const nlohmann::json& b
       if (interrupted_) throw interrupted();
       fail_over(e.what());
     }
-    if (budget.spent()) give_up(path);
+    if (budget.spent()) give_up(path, budget.length());
     if (auto backoff = budget.pause_after_failure(); backoff.count() > 0) pause(backoff);
   }
 }

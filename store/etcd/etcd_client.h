@@ -216,7 +216,8 @@ class EtcdClient {
   bool take_pending(Reply& reply);
   Response finish(Reply& reply);
   // Throws the StoreError of a call that ran out of time, naming every member tried.
-  [[noreturn]] void give_up(const std::string& path) const;
+  // Fails a call whose budget of `spent` ran out, naming every member tried and why.
+  [[noreturn]] void give_up(const std::string& path, std::chrono::milliseconds spent) const;
   // Adopts a new connection to the current member.
   void use(net::Socket connected);
   // Connects to the current member unless connected: one attempt, on the loop.

@@ -65,7 +65,7 @@ Task<nlohmann::json> EtcdClient::call_on_loop(std::string path, nlohmann::json b
       failure = e.what();
     }
     fail_over(failure);
-    if (budget.spent()) give_up(path);
+    if (budget.spent()) give_up(path, budget.length());
     auto pause = budget.pause_after_failure();
     if (pause.count() > 0) co_await sleep_for(pause, cancel);
   }

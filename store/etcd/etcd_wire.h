@@ -91,10 +91,13 @@ class EtcdClient::CallBudget {
   static CallBudget shared_until(Clock::time_point deadline, size_t members);
   Clock::time_point attempt_deadline() const;
   bool spent() const { return Clock::now() >= deadline_; }
+  /// The whole budget, as given (for the error once it is spent).
+  std::chrono::milliseconds length() const { return length_; }
   /// After an attempt failed: how long to pause before the next (0: none).
   std::chrono::milliseconds pause_after_failure();
 
  private:
+  std::chrono::milliseconds length_;
   Clock::time_point deadline_;
   std::chrono::milliseconds per_attempt_;
   size_t members_;
