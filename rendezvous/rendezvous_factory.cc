@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/host.h"
+#include "common/loop_waits.h"
 #include "rendezvous/c10d_backend.h"
 #include "rendezvous/dynamic_joiner.h"
 #include "rendezvous/dynamic_rendezvous.h"
@@ -18,8 +19,11 @@ using Clock = std::chrono::steady_clock;
 
 // Until one of etcd's members accepts a connection: etcd may still be coming up (a job
 // script that starts it beside the first agent). Each failed try is said with its
-// reason, the tries growing from 1 s to 8 s; by `deadline` (--rdzv_conf read_timeout)
-// the join fails with the last reason, naming every member.
+// reason, the tries growing from 1 s to 8 s, each its whole length (a try that ends
+// sooner, refused once too near its end to try again, waits out the rest: close to the
+// deadline the tries would otherwise follow each other at once, each said); by
+// `deadline` (--rdzv_conf read_timeout) the join fails with the last reason, naming
+// every member.
 Task<void> reach_etcd(const std::vector<store::EtcdEndpoint>& endpoints, Clock::time_point deadline,
                       CancelSignal& cancel) {
   if (endpoints.empty()) co_return;
@@ -30,9 +34,9 @@ Task<void> reach_etcd(const std::vector<store::EtcdEndpoint>& endpoints, Clock::
   std::chrono::seconds window{1};
   std::string reason;
   for (size_t i = 0; Clock::now() < deadline; i = (i + 1) % endpoints.size()) {
+    auto try_end = std::min(deadline, Clock::now() + window);
     try {
-      co_await store::connect_on_loop(endpoints[i].host, endpoints[i].port,
-                               std::min(deadline, Clock::now() + window), cancel);
+      co_await store::connect_on_loop(endpoints[i].host, endpoints[i].port, try_end, cancel);
       co_return;
     } catch (const TimeoutError& e) {
       std::string what = e.what();  // "cannot connect to the store at H:P: <why>"
@@ -45,6 +49,8 @@ Task<void> reach_etcd(const std::vector<store::EtcdEndpoint>& endpoints, Clock::
                    reason);
     }
     if (i + 1 == endpoints.size()) window = std::min(window * 2, std::chrono::seconds(8));
+    auto rest = std::chrono::duration_cast<std::chrono::microseconds>(try_end - Clock::now());
+    if (rest.count() > 0) co_await sleep_for(rest, cancel);
   }
   throw TimeoutError("cannot reach etcd at " + names + " (last try: " + reason + ")");
 }
