@@ -52,18 +52,32 @@ Task<void> C10dBackend::reach(CancelSignal& cancel, bool join_only) {
   auto deadline = Clock::now() + params_.join_timeout;
   // Two agents that start at once on the endpoint's host can both fail to listen there
   // (each sees the other's socket listening for an instant, and both give up): so one
-  // that may host and finds nobody listening tries hosting again every few seconds.
+  // that may host and finds nobody listening tries hosting again every few seconds. A
+  // wait that goes on (the host not up yet, or a wrong endpoint) is said, with why.
+  auto say_at = Clock::now() + kSayWaitAfter;
   try {
     std::optional<net::Socket> connected;
     while (!connected) {
       bool may_host = !join_only && !params_.c10d_is_host.has_value() && !server_;
-      auto until = may_host ? std::min(deadline, Clock::now() + kHostAgain) : deadline;
+      auto until = std::min(deadline, say_at);
+      if (may_host) until = std::min(until, Clock::now() + kHostAgain);
       try {
         connected = co_await store::connect_on_loop(params_.c10d_host, params_.c10d_port, until,
                                                     cancel);
-      } catch (const TimeoutError&) {
+      } catch (const TimeoutError& e) {
         if (until == deadline) throw;
-        if (try_hosting()) spdlog::debug("hosting the rendezvous store: nobody else did");
+        if (may_host && try_hosting()) {
+          spdlog::debug("hosting the rendezvous store: nobody else did");
+        }
+        if (Clock::now() >= say_at) {
+          std::string why = e.what();  // "cannot connect to the store at H:P: <why>"
+          auto left = std::chrono::ceil<std::chrono::seconds>(deadline - Clock::now());
+          spdlog::warn("waiting for the rendezvous store at {}:{} ({} s left, --rdzv_conf "
+                       "join_timeout): {}",
+                       params_.c10d_host, params_.c10d_port, left.count(),
+                       why.substr(why.rfind(": ") + 2));
+          say_at = Clock::now() + kSayWaitEvery;
+        }
       }
     }
     // Only the proof that the store answers: the rounds make connections of their own.

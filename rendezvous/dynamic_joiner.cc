@@ -163,9 +163,19 @@ Task<JoinedRound> DynamicJoiner::join(std::string node, int local_world_size, in
         out += (out.empty() ? "; quarantined: " : ", ") + address + " for " +
                std::to_string((q.until_ms - wall + 999) / 1000) + " s more (" + q.reason + ")";
       }
-      throw TimeoutError(std::to_string(snap.state.participants.size()) +
-                         " node(s) joined, at least " + std::to_string(config_.min_nodes) +
-                         " needed" + out);
+      std::string why = std::to_string(snap.state.participants.size()) + " node(s) joined";
+      std::string needed = "at least " + std::to_string(config_.min_nodes) + " needed";
+      if (static_cast<int>(snap.state.participants.size()) >= config_.min_nodes &&
+          snap.state.last_call_deadline_ms > wall) {
+        // Enough nodes, still calling for more: the last call outlasted the join timeout.
+        why += " (" + needed + "), still in the last call for more (";
+        why += std::to_string((snap.state.last_call_deadline_ms - wall + 999) / 1000);
+        why += " s more, --rdzv_conf last_call_timeout): give a join_timeout longer than the "
+               "last call";
+      } else {
+        why += ", " + needed;
+      }
+      throw TimeoutError(why + out);
     }
     auto wait_for = std::chrono::duration_cast<milliseconds>(deadline - now);
     if (a.wake_at_ms > 0) wait_for = std::min(wait_for, milliseconds(a.wake_at_ms - wall_ms_()));

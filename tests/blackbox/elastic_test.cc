@@ -335,6 +335,39 @@ TEST(Elastic, TooFewNodesTimesOut) {
   EXPECT_NE(f.err.find("1 node(s) joined, at least 2 needed"), std::string::npos) << f.err;
 }
 
+// Enough nodes joined, but the last call for more (30 s by default) outlasts the join
+// timeout: the error says so, not that more nodes were needed.
+TEST(Elastic, ALastCallLongerThanTheJoinTimeoutIsNamed) {
+  Job job;
+  job.nnodes = "1:2";
+  job.conf = "join_timeout=1";
+  Finished f = run_ddprun(job.agent({}, {"exit", "0"}), kEnv);
+  EXPECT_EQ(f.code, 1);
+  EXPECT_NE(f.err.find("1 node(s) joined (at least 1 needed), still in the last call for more ("),
+            std::string::npos)
+      << f.err;
+  EXPECT_NE(f.err.find("give a join_timeout longer than the last call"), std::string::npos)
+      << f.err;
+}
+
+// A node that does not host the store, whose endpoint nobody listens on (the host not
+// up yet, or a wrong address): after a few seconds it says what it waits for and why,
+// where it once waited in silence until the join timeout.
+TEST(Elastic, AWaitForTheStoresHostIsSaid) {
+  Job job;
+  job.nnodes = "1:2";
+  job.conf = "is_host=0,join_timeout=4";
+  Finished f = run_ddprun(job.agent({}, {"exit", "0"}), kEnv);
+  EXPECT_EQ(f.code, 1);
+  EXPECT_NE(f.err.find("waiting for the rendezvous store at 127.0.0.1:" +
+                       std::to_string(job.port) + " ("),
+            std::string::npos)
+      << f.err;
+  EXPECT_NE(f.err.find("s left, --rdzv_conf join_timeout): Connection refused"),
+            std::string::npos)
+      << f.err;
+}
+
 // Something that takes connections on the endpoint and never answers: the agent says so
 // a moment in, gives up at the join timeout (shorter than the read timeout), and names
 // why it did not host the store itself.
