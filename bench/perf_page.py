@@ -57,7 +57,7 @@ BENCHES = {
         "(once every worker started, they all exit together), and a restart from rank 1's death to "
         "every worker of the next attempt running (the median of 3 runs per size). First "
         "among the simulated rows, the floor: every node sends as many plain requests (a "
-        "set and a read in turn) to the same store at once; each protocol row says its "
+        "read and a set in turn) to the same store at once; each protocol row says its "
         "cost as a multiple of it. The round protocol alone: light "
         "joiners in 4 processes speaking the real protocol to the real store "
         "(`bench/round_sim.cc`), from all connected to all in the completed round, with "

@@ -25,7 +25,7 @@ Rows:
   per node beside it. One simulated node reads the whole state (as the primary agent
   does), the others their seats. The row of every node reading every member's keys
   grows as N² by design: it runs up to --sim-all-up-to nodes only. Before the round,
-  the floor: every node sends as many plain requests (a set and a read in turn) to the
+  the floor: every node sends as many plain requests (a read and a set in turn) to the
   same store at once. What the machine adds per request as the connections grow
   (the kernel's socket lookups, caches) shows there; each protocol row says its cost
   as a multiple of the floor at each size, and how that multiple grows. The same over
@@ -266,7 +266,7 @@ def sim_rows(backend, sizes, runs, in_waves=None):
         cpu = ("what the machine itself adds per request as connections grow; over each "
                "simulated job's phases, the CPU per node of the store and the joiners: " +
                ", ".join(f"{r[4][0]:.1f} ms" for r in runs))
-    rows = [(f"the floor: {FLOOR_REQUESTS} plain requests per node (a set and a read in "
+    rows = [(f"the floor: {FLOOR_REQUESTS} plain requests per node (a read and a set in "
              f"turn), every node at once ({backend}, simulated nodes)", sizes, floors, cpu)]
     steps = (("rendezvous: the round protocol alone", 0), ("restart: the round protocol alone", 1),
              ("a running round: one interval of liveness reads and the hang exchange", 2))

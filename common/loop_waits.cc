@@ -54,8 +54,11 @@ Task<bool> wait_ready(int fd, Descriptor::wait_type what,
   watch->deadline.cancel();
   watch->forget();
   cancel.check();
-  // Aborted: by the deadline (a cancel threw above). Any other error: the I/O says it.
-  co_return ec != asio::error::operation_aborted;
+  // Aborted: by the deadline (a cancel threw above), unless the descriptor became ready
+  // as it passed: on a busy loop the deadline's handler may run first, and a wait whose
+  // answer is there must not be taken for one that ran out (the store's client would
+  // then withdraw its WAIT, another round trip). Any other error: the I/O says it.
+  co_return ec != asio::error::operation_aborted || ready_now(fd, what);
 }
 
 }  // namespace

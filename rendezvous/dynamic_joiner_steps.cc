@@ -61,9 +61,9 @@ Task<std::optional<RoundSeat>> DynamicJoiner::arrive(std::string node, int local
 // The others wait, reading the head only. Once the round formed, each returns its seat
 // (take_seat()). Otherwise, or where the node asked for the whole state, it returns
 // nothing, for join()'s loop to read the state: the round formed, moved on or the run
-// closed; nothing was written for a whole wait while this node was not yet taken in,
-// and it took the folder's part over (the folder may be slow or gone: one waiting node
-// a time takes its place); nothing was written for a whole wait after a write handled
+// closed; nothing was written for two whole waits while this node was not yet taken
+// in, and it took the folder's part over (the folder may be slow or gone: one waiting
+// node a time takes its place); nothing was written for a whole wait after a write handled
 // this node, with no last call running (it may have been left out); the last call
 // ended a wait ago with the round still forming; or the deadline passed.
 Task<std::optional<RoundSeat>> DynamicJoiner::announce_and_wait(StateHead head, std::string node,
@@ -80,6 +80,7 @@ Task<std::optional<RoundSeat>> DynamicJoiner::announce_and_wait(StateHead head, 
     co_return none;
   }
   int64_t version = head.version;
+  const milliseconds longest_look = state_->longest_wait_in(slot);
   // Once the round formed, the seat is read with the head: one request, not two.
   std::vector<std::string> with_head;
   if (!whole_state_) with_head = seat_keys(round, node);
@@ -95,8 +96,7 @@ Task<std::optional<RoundSeat>> DynamicJoiner::announce_and_wait(StateHead head, 
     StateSnapshot at;
     at.epoch = head.epoch;
     at.revision = head.revision;
-    co_await state_->wait(at, true, std::clamp(longest, milliseconds(1), state_->longest_wait()),
-                          cancel);
+    co_await state_->wait(at, true, std::clamp(longest, milliseconds(1), longest_look), cancel);
     std::optional<StateHead> now = co_await state_->head(round, with_head, cancel);
     if (now && now->round == round && now->complete && !whole_state_) {
       std::optional<RoundSeat> seat = co_await take_seat(round, node, std::move(now->with), cancel);
@@ -107,7 +107,10 @@ Task<std::optional<RoundSeat>> DynamicJoiner::announce_and_wait(StateHead head, 
     bool moved = now->version != version;
     version = now->version;
     head = *now;
-    if (moved) continue;
+    if (moved) {
+      still.reset();
+      continue;
+    }
     // Handled by a write, yet nothing moved for a whole wait with no last call running:
     // this node may have been left out (quarantined, or only a spare), which only the
     // state says, and the node must say so and wait its own way.
@@ -116,10 +119,12 @@ Task<std::optional<RoundSeat>> DynamicJoiner::announce_and_wait(StateHead head, 
       continue;
     }
     // Nothing written for a whole wait: the node that folds (slow, or gone) is taken
-    // over where it had the whole wait (the first did; one that took over since gets
-    // its own), by one node only.
+    // over where nothing was written for the wait before either, with the same node
+    // folding (one that took over since gets two waits of its own), by one node only.
+    // Not after one: under a crowd of nodes, each of the folder's requests waits its
+    // turn behind theirs.
     StateStore::Folding now_folding = co_await state_->folding(round, cancel);
-    bool had_a_wait = now_folding.first || still == now_folding.token;
+    bool had_a_wait = still == now_folding.token;
     if (had_a_wait && co_await state_->take_over_folding(me, slot, now_folding.token, cancel)) {
       folder_ = true;
       co_return none;

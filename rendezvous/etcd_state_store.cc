@@ -302,7 +302,6 @@ Task<StateStore::Folding> EtcdStateStore::folding(int round, CancelSignal& cance
   Folding f;
   int64_t revision = now.kvs.empty() ? 0 : now.kvs[0].mod_revision;
   f.token = std::to_string(revision);
-  f.first = now.kvs.empty() || now.kvs[0].create_revision == revision;
   co_return f;
 }
 

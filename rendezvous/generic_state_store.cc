@@ -1,5 +1,6 @@
 #include "rendezvous/generic_state_store.h"
 
+#include <algorithm>
 #include <charconv>
 #include <utility>
 
@@ -175,13 +176,23 @@ Task<int64_t> GenericStateStore::announce(const Announcement& a, CancelSignal& c
   co_return slot;
 }
 
+// How much longer a node waits for its round before it looks at the head again, for
+// each node announced ahead of it. With every node looking each second, 16,384
+// simulated nodes spent most of a 2-core store host's time on those looks.
+constexpr std::chrono::microseconds kWaitPerNodeAhead{1000};
+
+std::chrono::milliseconds GenericStateStore::longest_wait_in(int64_t slot) const {
+  auto behind = std::chrono::duration_cast<std::chrono::milliseconds>(
+      kWaitPerNodeAhead * std::max<int64_t>(slot - 1, 0));
+  return std::max(longest_wait(), behind);
+}
+
 // `joining/<round>/folder` names the slot of the node that folds now (none: slot 1's).
 Task<StateStore::Folding> GenericStateStore::folding(int round, CancelSignal& cancel) {
   std::vector<std::string> key{announce_dir(prefix_, round) + "folder"};
   auto now = co_await store_.get_now(std::move(key), cancel);
   Folding f;
   f.token = now.at(0).value_or("");
-  f.first = !now.at(0);
   co_return f;
 }
 

@@ -54,6 +54,9 @@ class GenericStateStore : public StateStore {
   Task<int64_t> announce(const Announcement& a, CancelSignal& cancel) override;
   Task<void> wait_announced(int round, std::chrono::milliseconds timeout,
                             CancelSignal& cancel) override;
+  /// Slots count the nodes announced: a node behind many waits longer before it looks
+  /// again (the store answers them all meanwhile).
+  std::chrono::milliseconds longest_wait_in(int64_t slot) const override;
   void withdraw(int, const std::string&) override {}
   std::string state_key() const override { return prefix_ + "state"; }
   DynamicState state_in(const std::string& value) const override {

@@ -144,11 +144,9 @@ class StateStore {
     co_return 0;
   }
   /// Who writes in `round`'s announcements now (the folder's part), as a token for
-  /// take_over_folding(); `first`: still the first to announce, or nobody (it is gone).
-  /// Only where head() gives one.
+  /// take_over_folding(). Only where head() gives one.
   struct Folding {
     std::string token;
-    bool first = false;
   };
   virtual Task<Folding> folding(int round, CancelSignal& cancel) {
     (void)round;
@@ -187,6 +185,11 @@ class StateStore {
   /// The longest wait before a node reads the state again anyway: a safety net
   /// where a wake-up could be missed (deadlines of the state wake nodes by themselves).
   virtual std::chrono::milliseconds longest_wait() const { return std::chrono::seconds(1); }
+  /// The same for a node announced in `slot` (announce()) that waits for its round.
+  virtual std::chrono::milliseconds longest_wait_in(int64_t slot) const {
+    (void)slot;
+    return longest_wait();
+  }
 };
 
 }  // namespace ddprun::rendezvous

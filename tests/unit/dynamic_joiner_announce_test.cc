@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <thread>
 
 #include "tests/fakes/log_capture.h"
@@ -24,10 +25,14 @@ class CountingStore : public store::LoopStore {
   Task<std::optional<std::vector<std::string>>> wait_for(std::vector<std::string> keys,
                                                          std::chrono::milliseconds timeout,
                                                          CancelSignal& cancel) override {
+    int64_t none = -1;
+    if (keys.size() == 1 && keys[0].find("/epoch/") != std::string::npos)
+      first_round_wait_ms.compare_exchange_strong(none, timeout.count());
     return inner_.wait_for(std::move(keys), timeout, cancel);
   }
   Task<std::vector<std::optional<std::string>>> get_now(std::vector<std::string> keys,
                                                         CancelSignal& cancel) override {
+    if (keys.size() == 1 && keys[0].find("/folder") != std::string::npos) ++folder_reads;
     for (const auto& k : keys) state_reads += k == "ddprun/c10d/test/state" ? 1 : 0;
     auto names = [&keys](const std::string& part) {
       return std::any_of(keys.begin(), keys.end(), [&part](const std::string& k) {
@@ -58,6 +63,8 @@ class CountingStore : public store::LoopStore {
   int head_reads = 0;
   int seat_reads_with_head = 0;  // a seat read in the request that reads the head
   int seat_reads_alone = 0;
+  int folder_reads = 0;  // who folds, asked after a wait in which nothing was written
+  std::atomic<int64_t> first_round_wait_ms{-1};  // an announced node's first wait for its round
   bool drop_multi_set = false;
 
  private:
@@ -197,7 +204,50 @@ TEST(DynamicJoiner, AnAnnouncedNodeWhoseWriterIsGoneWritesItselfIn) {
   EXPECT_EQ(got.participants, (std::map<std::string, int>{{"b", 2}, {"x", 3}}));
 }
 
-// Where the first to announce writes nothing for a whole wait, one of the nodes waiting
+// A node announced behind many waits for its round longer before it looks at the head
+// again: the store answers the nodes ahead of it meanwhile (with every node looking
+// each second, most of the requests of 16,384 simulated nodes were those looks).
+TEST(DynamicJoiner, ANodeBehindManyWaitsLongerBeforeItLooksAgain) {
+  Cluster c({2, 2, 1000});
+  c.store.add("ddprun/c10d/test/joining/0/n", 2999);  // 2,999 nodes announced before it
+  CountingStore counted(*c.view);
+  std::string ended;
+  std::thread b([&] {
+    DynamicJoiner j = c.joiner(counted);
+    try {
+      take_seat(j, "b", 1, 60s);
+    } catch (const RendezvousClosedError& e) {
+      ended = e.what();
+    }
+  });
+  for (int i = 0; i < 10'000 && counted.first_round_wait_ms.load() < 0; ++i) {
+    std::this_thread::sleep_for(1ms);
+  }
+  close(c.joiner());  // wakes it: the run is over
+  b.join();
+  EXPECT_EQ(counted.first_round_wait_ms.load(), 2999) << "a millisecond for each node ahead";
+  EXPECT_NE(ended.find("the run has already finished"), std::string::npos) << ended;
+  Cluster first_one({2, 2, 1000});
+  CountingStore alone(*first_one.view);
+  first_one.store.add("ddprun/c10d/test/joining/0/n", 1);  // "x" came first: "d" is second
+  std::string ended_too;
+  std::thread d([&] {
+    DynamicJoiner j = first_one.joiner(alone);
+    try {
+      take_seat(j, "d", 1, 60s);
+    } catch (const RendezvousClosedError& e) {
+      ended_too = e.what();
+    }
+  });
+  for (int i = 0; i < 10'000 && alone.first_round_wait_ms.load() < 0; ++i) {
+    std::this_thread::sleep_for(1ms);
+  }
+  close(first_one.joiner());
+  d.join();
+  EXPECT_EQ(alone.first_round_wait_ms.load(), 1000) << "the second of a node near the front";
+}
+
+// Where the first to announce writes nothing for two whole waits, one of the nodes waiting
 // takes its part over (and names its slot), not each: the other reads its seat only.
 TEST(DynamicJoiner, OneWaitingNodeTakesOverFromAFolderThatWritesNothing) {
   Cluster c({3, 3, 1000});
@@ -219,6 +269,20 @@ TEST(DynamicJoiner, OneWaitingNodeTakesOverFromAFolderThatWritesNothing) {
   EXPECT_EQ(d.seat.group_rank, 1);
   std::string folder = c.store.get("ddprun/c10d/test/joining/0/folder", 1s);
   EXPECT_TRUE(folder == "2" || folder == "3") << folder;
+}
+
+// A folder slow to write (its requests wait behind a crowd's) is not taken over after
+// one wait without a write: the node that saw one waits one more, then looks again.
+TEST(DynamicJoiner, AFolderIsTakenOverOnlyAfterTwoWaitsWithoutAWrite) {
+  Cluster c({2, 2, 1000});
+  c.store.add("ddprun/c10d/test/joining/0/n", 1);  // "x" came first, then stopped
+  c.store.set("ddprun/c10d/test/joining/0/1", "3 x");
+  CountingStore counted(*c.view);
+  DynamicJoiner b = c.joiner(counted);
+  JoinedRound got = take_seat(b, "b", 2, 10s);
+  EXPECT_EQ(got.seat.world_size, 5);
+  EXPECT_EQ(counted.folder_reads, 2) << "asked who folds after each of two waits, then took over";
+  EXPECT_EQ(c.store.get("ddprun/c10d/test/joining/0/folder", 1s), "2");
 }
 
 // A quarantined node announces itself; a later write handles its slot (it took in a

@@ -9,10 +9,12 @@
 #include <array>
 #include <memory>
 #include <optional>
+#include <thread>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include "common/descriptor_ready.h"
@@ -98,6 +100,34 @@ TEST(LoopWaits, AHandlersWaitIsNotWokenByAnEarlierWaitsReadiness) {
   ASSERT_TRUE(woken.has_value());
   EXPECT_EQ(*woken, boost::asio::error::operation_aborted)
       << "nothing was ever written to the second descriptor";
+}
+
+// On a busy loop the deadline's handler may run before the wait learns that its
+// descriptor is ready: a wait whose answer is there by then is ready, not run out (the
+// store's client withdrew such a WAIT, a round trip more for every node of a large
+// round whose 1 s waits ended as it completed).
+TEST(LoopWaits, AnAnswerThereAsTheDeadlinePassesIsReady) {
+  boost::asio::io_context io(1);
+  SocketPair pair;
+  CancelSignal cancel;
+  std::optional<bool> ready;
+  auto start = Clock::now();
+  // Due after the wait's deadline: run after its handler, in the same turn of the loop.
+  boost::asio::steady_timer answer(io, start + std::chrono::milliseconds(30));
+  answer.async_wait([&](const boost::system::error_code&) {
+    ASSERT_EQ(::write(pair.fd[1], "x", 1), 1);
+  });
+  boost::asio::co_spawn(
+      io,
+      [&]() -> Task<void> {
+        ready = co_await wait_readable(pair.fd[0], start + std::chrono::milliseconds(10), cancel);
+      },
+      boost::asio::detached);
+  // The loop is busy past both: they are handled one after the other, the deadline first.
+  boost::asio::post(io, [] { std::this_thread::sleep_for(std::chrono::milliseconds(60)); });
+  io.run();
+  ASSERT_TRUE(ready.has_value());
+  EXPECT_TRUE(*ready) << "the answer was there when the wait returned";
 }
 
 // Whether `fd` is readable within 30 s, as wait_readable() says on a loop of its own.
