@@ -54,30 +54,23 @@ Task<void> C10dBackend::reach(CancelSignal& cancel, bool join_only) {
   // (each sees the other's socket listening for an instant, and both give up): so one
   // that may host and finds nobody listening tries hosting again every few seconds. A
   // wait that goes on (the host not up yet, or a wrong endpoint) is said, with why.
-  auto say_at = Clock::now() + kSayWaitAfter;
+  store::ConnectWaitSaid said("the rendezvous store", params_.c10d_host, params_.c10d_port,
+                              "--rdzv_conf join_timeout", deadline);
   try {
     std::optional<net::Socket> connected;
     while (!connected) {
       bool may_host = !join_only && !params_.c10d_is_host.has_value() && !server_;
-      auto until = std::min(deadline, say_at);
+      auto until = std::min(deadline, said.next_line());
       if (may_host) until = std::min(until, Clock::now() + kHostAgain);
       try {
         connected = co_await store::connect_on_loop(params_.c10d_host, params_.c10d_port, until,
                                                     cancel);
-      } catch (const TimeoutError& e) {
+      } catch (const store::ConnectTimeout& e) {
         if (until == deadline) throw;
         if (may_host && try_hosting()) {
           spdlog::debug("hosting the rendezvous store: nobody else did");
         }
-        if (Clock::now() >= say_at) {
-          std::string why = e.what();  // "cannot connect to the store at H:P: <why>"
-          auto left = std::chrono::ceil<std::chrono::seconds>(deadline - Clock::now());
-          spdlog::warn("waiting for the rendezvous store at {}:{} ({} s left, --rdzv_conf "
-                       "join_timeout): {}",
-                       params_.c10d_host, params_.c10d_port, left.count(),
-                       why.substr(why.rfind(": ") + 2));
-          say_at = Clock::now() + kSayWaitEvery;
-        }
+        said.failed(e.reason());
       }
     }
     // Only the proof that the store answers: the rounds make connections of their own.

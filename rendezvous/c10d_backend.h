@@ -37,10 +37,6 @@ class C10dBackend : public RendezvousBackend {
   Task<void> reach(CancelSignal& cancel, bool join_only = false);
   /// How long reach() waits for a store before trying to host it again.
   static constexpr std::chrono::seconds kHostAgain{2};
-  /// When reach() says it still waits for the store (the host may just be starting),
-  /// and how often after that.
-  static constexpr std::chrono::seconds kSayWaitAfter{3};
-  static constexpr std::chrono::seconds kSayWaitEvery{30};
   ~C10dBackend() override;
 
   std::string prefix(const std::string& run_id) const override;

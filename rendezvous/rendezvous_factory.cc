@@ -38,10 +38,8 @@ Task<void> reach_etcd(const std::vector<store::EtcdEndpoint>& endpoints, Clock::
     try {
       co_await store::connect_on_loop(endpoints[i].host, endpoints[i].port, try_end, cancel);
       co_return;
-    } catch (const TimeoutError& e) {
-      std::string what = e.what();  // "cannot connect to the store at H:P: <why>"
-      reason = endpoints[i].host + ":" + std::to_string(endpoints[i].port) + ": " +
-               what.substr(what.rfind(": ") + 2);
+    } catch (const store::ConnectTimeout& e) {
+      reason = endpoints[i].host + ":" + std::to_string(endpoints[i].port) + ": " + e.reason();
     }
     auto left = std::chrono::ceil<std::chrono::seconds>(deadline - Clock::now());
     if (left.count() > 0) {
@@ -113,8 +111,13 @@ Task<std::unique_ptr<RendezvousHandler>> open_rendezvous(RendezvousParams p, Can
     store::TcpStoreClient::Options o;
     o.timeout = p.read_timeout;
     o.token = p.token;
-    connected = co_await open_store_client(p.master_addr, p.master_port, o,
-                                           Clock::now() + p.join_timeout, cancel);
+    // Node 0 may not be up yet: the wait is said, with why.
+    auto deadline = Clock::now() + p.join_timeout;
+    net::Socket socket = co_await store::connect_saying_why(
+        "node rank 0's store", p.master_addr, p.master_port, "--rdzv_conf join_timeout", deadline,
+        cancel);
+    connected = co_await store::greet_store(p.master_addr, p.master_port, o, std::move(socket),
+                                            deadline, cancel);
   }
   co_return std::make_unique<StaticRendezvous>(p, std::move(connected));
 }

@@ -13,6 +13,8 @@
 #include <optional>
 #include <utility>
 
+#include <spdlog/spdlog.h>
+
 #include "common/loop_waits.h"
 
 namespace ddprun::store {
@@ -80,7 +82,38 @@ Task<net::Socket> connect_on_loop(std::string host, int port, Clock::time_point 
     co_await sleep_for(backoff, cancel);
     backoff = std::min<std::chrono::microseconds>(backoff * 2, std::chrono::seconds(1));
   }
-  throw TimeoutError("cannot connect to the store at " + peer + ": " + error);
+  throw ConnectTimeout(peer, error);
+}
+
+ConnectWaitSaid::ConnectWaitSaid(std::string what, std::string host, int port,
+                                 std::string bound_by, Clock::time_point deadline)
+    : what_(std::move(what) + " at " + host + ":" + std::to_string(port)),
+      host_(std::move(host)),
+      port_(port),
+      bound_by_(std::move(bound_by)),
+      deadline_(deadline),
+      say_at_(Clock::now() + kFirstAfter) {}
+
+void ConnectWaitSaid::failed(const std::string& why) {
+  if (Clock::now() < say_at_) return;
+  auto left = std::chrono::ceil<std::chrono::seconds>(deadline_ - Clock::now());
+  spdlog::warn("waiting for {} ({} s left, {}): {}", what_, left.count(), bound_by_, why);
+  say_at_ = Clock::now() + kEvery;
+}
+
+Task<net::Socket> connect_saying_why(std::string what, std::string host, int port,
+                                     std::string bound_by, Clock::time_point deadline,
+                                     CancelSignal& cancel) {
+  ConnectWaitSaid said(std::move(what), std::move(host), port, std::move(bound_by), deadline);
+  while (true) {
+    auto until = std::min(deadline, said.next_line());
+    try {
+      co_return co_await connect_on_loop(said.host(), said.port(), until, cancel);
+    } catch (const ConnectTimeout& e) {
+      if (until == deadline) throw;
+      said.failed(e.reason());
+    }
+  }
 }
 
 Task<void> send_on_loop(net::Socket& socket, std::string bytes, Clock::time_point deadline,

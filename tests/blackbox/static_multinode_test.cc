@@ -127,6 +127,23 @@ TEST(StaticMultiNode, UnreachableNodeZeroIsNamed) {
   EXPECT_NE(f.err.find("127.0.0.1:" + std::to_string(port)), std::string::npos) << f.err;
 }
 
+// Node 0 not up (or a wrong --master_addr): node 1 says that it waits and why a few
+// seconds in, where it waited in silence until the join timeout (600 s by default).
+TEST(StaticMultiNode, AWaitForNodeZerosStoreIsSaid) {
+  int port = free_port();
+  Finished f = run_ddprun(
+      concat(node_args(1, port, {"--rdzv_conf=join_timeout=4", "--preflight=none"}),
+             worker({"exit", "0"})),
+      kEnv);
+  EXPECT_NE(f.code, 0);
+  EXPECT_NE(f.err.find("waiting for node rank 0's store at 127.0.0.1:" + std::to_string(port) +
+                       " ("),
+            std::string::npos)
+      << f.err;
+  EXPECT_NE(f.err.find("s left, --rdzv_conf join_timeout): Connection refused"), std::string::npos)
+      << f.err;
+}
+
 // Node 1, started on `port`, is stopped while it waits for node 0's store: the wait is
 // the agent loop's own, so the signal ends it at once, not the join timeout. No
 // preflight: a signal during the node's checks ends those instead (another line). The
