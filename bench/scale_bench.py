@@ -316,14 +316,18 @@ def main():
     ap.add_argument("--markdown", help="also write the table to this file")
     args = ap.parse_args()
     sizes = [int(x) for x in args.agents.split(",") if x]
+    backends = [b for b in args.backends.split(",") if b]  # none: the simulated rows only
+    unknown = [b for b in backends if b not in ("c10d", "etcd")]
+    if unknown:
+        sys.exit(f"scale_bench: --backends {','.join(unknown)}: expected c10d, etcd or both")
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     rows = []
-    etcd = rb.start_etcd() if "etcd" in args.backends else None
+    etcd = rb.start_etcd() if "etcd" in backends else None
     try:
         if etcd:
             time.sleep(1.0)  # etcd elects itself
-        for backend in args.backends.split(","):
+        for backend in backends:
             kind = "ddprun" if backend == "c10d" else "ddprun-etcd"
             ns = sizes if backend == "c10d" else [int(x) for x in args.etcd_agents.split(",") if x]
             costs, ends, end_asked = [], [], []
@@ -395,7 +399,7 @@ def main():
     elif sim_sizes:
         print(f"# no {args.round_sim}: the simulated rows are left out", file=sys.stderr)
     etcd_sim_sizes = [int(x) for x in args.etcd_sim_sizes.split(",") if x]
-    if etcd_sim_sizes and os.path.exists(args.round_sim) and "etcd" in args.backends:
+    if etcd_sim_sizes and os.path.exists(args.round_sim) and "etcd" in backends:
         runs = []
         for n in etcd_sim_sizes:
             runs.append(round_sim_median(args.round_sim, n, args.repeat, etcd=True))

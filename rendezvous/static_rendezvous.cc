@@ -112,33 +112,27 @@ Task<RendezvousInfo> StaticRendezvous::next_rendezvous(int round, int local_worl
   co_await client_->set(mine, workers, cancel_);
   std::vector<std::string> keys;
   for (int k = 0; k < params_.max_nodes; ++k) keys.push_back(node_key(round, k));
-  auto counts = co_await client_->wait_for(keys, params_.join_timeout, cancel_);
-  if (!counts) {
-    std::string missing;
-    auto there = co_await client_->get_now(keys, cancel_);
-    for (int k = 0; k < params_.max_nodes; ++k) {
-      if (!there[k]) missing += (missing.empty() ? "" : ", ") + std::to_string(k);
-    }
-    throw TimeoutError("node rank(s) " + missing + " of " + std::to_string(params_.max_nodes) +
-                       " did not join within " + format_seconds(params_.join_timeout) +
-                       " (store at " + where() + ")");
+  // Node 0 alone waits for every node's worker count; it writes each node's first rank
+  // and the world size, then opens the round. Each other node waits for that and reads
+  // its own: two keys, not every node's (each node reading all N made a start grow
+  // as N squared). Apart (static_round_ranks.cc): see there.
+  if (server_) co_return co_await open_round(std::move(info), std::move(keys));
+  co_return co_await read_own_ranks(std::move(info), local_world_size, std::move(keys));
+}
+
+TimeoutError StaticRendezvous::join_timed_out(const std::vector<std::optional<std::string>>& there,
+                                              int round) const {
+  std::string missing;
+  for (size_t k = 0; k < there.size(); ++k) {
+    if (!there[k]) missing += (missing.empty() ? "" : ", ") + std::to_string(k);
   }
-  info.count_ranks(worker_counts(keys, *counts));
-  // Node 0 clears the previous round's worker keys once every node is here (so every
-  // old worker is gone) and before any new worker starts (they wait for "ready").
-  std::vector<std::string> ready{static_round_prefix(round) + "ready"};
-  if (server_) {
-    server_->clear_except(kAgentPrefix);
-    // Every node is in this round: the last one's keys are read by nobody any more (a
-    // job restarted a thousand times keeps one round's keys, not a thousand).
-    if (round > 0) server_->erase_prefix(static_round_prefix(round - 1));
-    std::string one = "1";
-    co_await client_->set(ready[0], one, cancel_);
-  } else if (!co_await client_->wait_until_there(ready, params_.join_timeout, cancel_)) {
-    throw TimeoutError("node rank 0 did not open round " + std::to_string(round) + " within " +
-                       format_seconds(params_.join_timeout) + " (store at " + where() + ")");
+  if (missing.empty()) {
+    return TimeoutError("node rank 0 did not open round " + std::to_string(round) + " within " +
+                        format_seconds(params_.join_timeout) + " (store at " + where() + ")");
   }
-  co_return info;
+  return TimeoutError("node rank(s) " + missing + " of " + std::to_string(params_.max_nodes) +
+                      " did not join within " + format_seconds(params_.join_timeout) +
+                      " (store at " + where() + ")");
 }
 
 std::vector<int> StaticRendezvous::worker_counts(const std::vector<std::string>& keys,

@@ -58,6 +58,15 @@ class StaticRendezvous : public RendezvousHandler {
   // The nodes' worker counts as the store held them at `keys`.
   std::vector<int> worker_counts(const std::vector<std::string>& keys,
                                  const std::vector<std::string>& values) const;
+  // A round's ranks (static_round_ranks.cc): node 0 waits for every node's worker
+  // count at `keys`, counts the ranks and opens the round; the others read their own.
+  Task<RendezvousInfo> open_round(RendezvousInfo info, std::vector<std::string> keys);
+  Task<RendezvousInfo> read_own_ranks(RendezvousInfo info, int local_world_size,
+                                      std::vector<std::string> keys);
+  // Why round `round` did not open within the join timeout: the node ranks whose keys
+  // were not `there` (every node's, read then), or node 0 where none is missing.
+  TimeoutError join_timed_out(const std::vector<std::optional<std::string>>& there,
+                              int round) const;
   // The store, as messages name it: "<master_addr>:<port>".
   std::string where() const;
 

@@ -38,6 +38,40 @@ TEST(StaticRendezvous, AWorkerCountThatIsNotANumberIsNamed) {
   }
 }
 
+// Node 0 alone reads every node's worker count; it writes each node's first rank and the
+// world size, and each other node reads its own: two keys, not N (every node reading
+// every node's count made a start of N nodes cost N squared).
+TEST(StaticRendezvous, NodeZeroCountsTheRanksAndEachOtherNodeReadsItsOwn) {
+  StaticRendezvous node0(node0_of(3));
+  store::Store& held = node0.loop_store().store();
+  held.set(static_round_prefix(0) + "node/1", "3");  // as nodes 1 and 2 wrote them
+  held.set(static_round_prefix(0) + "node/2", "5");
+  RendezvousInfo first = testing::run_task(node0.next_rendezvous(0, 2));
+  EXPECT_EQ(first.first_rank, 0);
+  EXPECT_EQ(first.world_size, 10);
+  EXPECT_EQ(held.get(static_round_prefix(0) + "ranks/1", 1s), "2 10");
+  EXPECT_EQ(held.get(static_round_prefix(0) + "ranks/2", 1s), "5 10");
+  RendezvousParams p = node0_of(3);
+  p.node_rank = 2;
+  p.master_port = node0.port();
+  StaticRendezvous node2(p);
+  RendezvousInfo last = testing::run_task(node2.next_rendezvous(0, 5));
+  EXPECT_EQ(last.first_rank, 5);
+  EXPECT_EQ(last.world_size, 10);
+  EXPECT_EQ(last.group_rank, 2);
+  // What else may sit there (another program, a node 0 of another kind): named.
+  held.set(static_round_prefix(0) + "ranks/2", "five");
+  try {
+    testing::run_task(node2.next_rendezvous(0, 5));
+    FAIL() << "took 'five' for its ranks";
+  } catch (const StoreError& e) {
+    EXPECT_NE(std::string(e.what()).find("holds 'five' at ddprun/static/round/0/ranks/2, not this "
+                                         "node's ranks"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // A single node is the whole job: its rounds ask the store nothing (no key of the
 // rendezvous written), yet clear what the last attempt's workers left there.
 TEST(StaticRendezvous, ASingleNodesRoundAsksTheStoreNothing) {
