@@ -154,10 +154,9 @@ void LocalAgent::Impl::share_metrics_endpoint() {
     write_whole(path, list.dump(2) + "\n");
   };
   if (info.group_world_size < 2) return write({mine});
-  round_->gather("metrics_endpoint", mine, kEndpointGather,
-                 [write, first = info.group_rank == 0](const std::vector<std::string>& parts) {
-                   if (first) write(parts);
-                 });
+  // Group rank 0 writes the file: the others only share their endpoint.
+  if (info.group_rank != 0) return round_->gather("metrics_endpoint", mine, kEndpointGather, {});
+  round_->gather("metrics_endpoint", mine, kEndpointGather, write);
 }
 
 }  // namespace ddprun::agent

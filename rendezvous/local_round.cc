@@ -40,6 +40,7 @@ class LocalRound : public RoundCoordinator {
   }
   void gather(const std::string&, const std::string& mine, std::chrono::milliseconds,
               OnGathered on_gathered) override {
+    if (!on_gathered) return;  // nobody else to share with
     boost::asio::post(io_, [alive = alive_, f = std::move(on_gathered), mine] {
       if (*alive) f({mine});
     });

@@ -75,6 +75,9 @@ class RoundCoordinator {
   /// `name` (its hang report, ...) and calls `on_gathered` once with every node's part,
   /// by group rank; a part that has not come within `timeout` is left empty. Gathers of
   /// different names may overlap; one of a name in progress is replaced by the next.
+  /// Where `on_gathered` is empty, this node only shares its part (one write): a node
+  /// that needs no part of the others' waits for and reads nothing (one node gathering
+  /// costs N, every node gathering N squared).
   virtual void gather(const std::string& name, const std::string& mine,
                       std::chrono::milliseconds timeout, OnGathered on_gathered) = 0;
 

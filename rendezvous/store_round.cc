@@ -297,10 +297,15 @@ void StoreRound::spares(OnSpares on_read) {
 void StoreRound::gather(const std::string& name, const std::string& mine,
                         std::chrono::milliseconds timeout, OnGathered on_gathered) {
   size_t me = static_cast<size_t>(options_.info.group_rank);
-  std::vector<std::string> keys;
-  for (int k = 0; k < options_.info.group_world_size; ++k) {
-    keys.push_back(options_.prefix + "gather/" + name + "/" + std::to_string(k));
+  auto key_of = [&](size_t k) { return options_.prefix + "gather/" + name + "/" + std::to_string(k); };
+  if (!on_gathered) {
+    requests().write(key_of(me), mine, [] {}, [](const std::string& why) {
+      spdlog::warn("could not share with the other nodes: {}", why);
+    });
+    return;
   }
+  std::vector<std::string> keys;
+  for (int k = 0; k < options_.info.group_world_size; ++k) keys.push_back(key_of(k));
   Gathering& g = gatherings_[name];  // a gather of the same name again replaces it
   if (g.answered) *g.answered = true;  // the one replaced answers nobody
   g.answered = std::make_shared<bool>(false);

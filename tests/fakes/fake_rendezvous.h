@@ -162,6 +162,7 @@ class FakeRound : public rendezvous::RoundCoordinator {
   void gather(const std::string& name, const std::string& mine, std::chrono::milliseconds,
               OnGathered on_gathered) override {
     j_->shared.emplace_back(name, mine);
+    if (!on_gathered) return;  // only shared
     std::vector<std::string> parts{mine};
     parts.insert(parts.end(), j_->other_parts.begin(), j_->other_parts.end());
     // Comes even after stop(), as the real round's does (a gather follows the attempt).

@@ -318,6 +318,26 @@ TEST_F(StoreRoundTest, TheMembersLivenessKeysAreReadEachIntervalAndJudged) {
 
 // What each node published last, read back on the loop by group rank ("" from a node
 // that has not).
+// A node that needs nobody's part only shares its own: it waits for and reads nothing
+// (every node gathering every node's part costs N squared), and the node that gathers
+// has it.
+TEST_F(StoreRoundTest, ANodeThatOnlySharesItsPartReadsNothing) {
+  ReadCountingStore store;
+  StoreRound::Options o = options(0);
+  o.connect = [&store] { return on_loop(store); };
+  StoreRound a(io_, clock_, o);
+  auto b = sharing_node(1, store);
+  b->gather("endpoint", "b:9000", std::chrono::seconds(5), {});
+  run_a_while();
+  EXPECT_EQ(store.get("ddprun/test/round/0/gather/endpoint/1", std::chrono::seconds(1)), "b:9000");
+  EXPECT_EQ(store.reads("ddprun/test/round/0/gather/endpoint/0"), 0) << "it read a's part";
+  std::vector<std::string> gathered;
+  a.gather("endpoint", "a:9000", std::chrono::seconds(5),
+           [&gathered](const std::vector<std::string>& parts) { gathered = parts; });
+  run_a_while();
+  EXPECT_EQ(gathered, (std::vector<std::string>{"a:9000", "b:9000"}));
+}
+
 TEST_F(StoreRoundTest, WhatTheNodesPublishedIsReadBackByGroupRank) {
   StoreRound::Options o = options(0);
   o.connect = [this] { return on_loop(store_); };
