@@ -14,8 +14,8 @@ namespace ddprun {
 Task<void> sleep_for(std::chrono::microseconds d, CancelSignal& cancel);
 
 /// Until `fd` is readable (true: a read will not block, or will report an error) or
-/// `deadline` passes (false; true where it is readable by then all the same). `fd` is only watched: the caller owns it and may close it
-/// once this returns.
+/// `deadline` passes (false; true where it is readable by then all the same). `fd` is
+/// only watched: the caller owns it and may close it once this returns.
 Task<bool> wait_readable(int fd, std::chrono::steady_clock::time_point deadline,
                          CancelSignal& cancel);
 

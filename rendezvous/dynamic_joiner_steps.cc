@@ -63,8 +63,8 @@ Task<std::optional<RoundSeat>> DynamicJoiner::arrive(std::string node, int local
 // nothing, for join()'s loop to read the state: the round formed, moved on or the run
 // closed; nothing was written for two whole waits while this node was not yet taken
 // in, and it took the folder's part over (the folder may be slow or gone: one waiting
-// node a time takes its place); nothing was written for a whole wait after a write handled
-// this node, with no last call running (it may have been left out); the last call
+// node a time takes its place); nothing was written for a whole wait after a write
+// handled this node, with no last call running (it may have been left out); the last call
 // ended a wait ago with the round still forming; or the deadline passed.
 Task<std::optional<RoundSeat>> DynamicJoiner::announce_and_wait(StateHead head, std::string node,
                                                                 int local_world_size,

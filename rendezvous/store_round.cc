@@ -297,7 +297,9 @@ void StoreRound::spares(OnSpares on_read) {
 void StoreRound::gather(const std::string& name, const std::string& mine,
                         std::chrono::milliseconds timeout, OnGathered on_gathered) {
   size_t me = static_cast<size_t>(options_.info.group_rank);
-  auto key_of = [&](size_t k) { return options_.prefix + "gather/" + name + "/" + std::to_string(k); };
+  auto key_of = [&](size_t k) {
+    return options_.prefix + "gather/" + name + "/" + std::to_string(k);
+  };
   if (!on_gathered) {
     requests().write(key_of(me), mine, [] {}, [](const std::string& why) {
       spdlog::warn("could not share with the other nodes: {}", why);
