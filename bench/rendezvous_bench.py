@@ -51,12 +51,14 @@ class AgentsFailed(Exception):
 
 
 class Etcd:
-    """One etcd member on loopback, its data in a directory of its own; stop() kills it
-    and removes the directory (a member's data is 60 MiB)."""
+    """One etcd member on loopback, its data in a directory of its own and its log in a
+    file beside it; stop() kills it and removes both (a member's data is 60 MiB), the
+    log kept where asked."""
 
     def __init__(self):
         global ETCD
         self.dir = tempfile.mkdtemp(prefix="ddprun_bench_etcd_")
+        fd, self.log = tempfile.mkstemp(prefix="ddprun_bench_etcd_", suffix=".log")
         client, peer = free_port(), free_port()
         self.proc = subprocess.Popen(
             ["etcd", "--name=b", f"--data-dir={self.dir}",
@@ -65,13 +67,23 @@ class Etcd:
              f"--listen-peer-urls=http://127.0.0.1:{peer}",
              f"--initial-advertise-peer-urls=http://127.0.0.1:{peer}",
              f"--initial-cluster=b=http://127.0.0.1:{peer}"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            stdout=subprocess.DEVNULL, stderr=fd)
+        os.close(fd)
         ETCD = f"127.0.0.1:{client}"
 
-    def stop(self):
+    def gone(self):
+        """Why etcd is no longer running (its exit status and last log line), or None."""
+        code = self.proc.poll()
+        if code is None:
+            return None
+        return f"etcd exited {code} (log kept: {self.log}): {last_words(self.log)}"
+
+    def stop(self, keep_log=False):
         self.proc.kill()
         self.proc.wait()
         shutil.rmtree(self.dir, ignore_errors=True)
+        if not keep_log:
+            os.unlink(self.log)
 
 
 def start_etcd():

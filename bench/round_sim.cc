@@ -155,8 +155,8 @@ int run_joiners(const Meeting& meet, int first, int count, int nodes, bool watch
           io,
           [&, i]() -> Task<void> {
             std::string key = meet.prefix + "floor/10." + std::to_string(first + i) + "/1/29500";
-            for (int k = 0; k < kFloorRequests; ++k) {
-              if (k % 2 == 1) {
+            for (int k = 1; k <= kFloorRequests; ++k) {
+              if (k % 2 == 0) {
                 co_await stores[i]->set(key, std::to_string(k), cancel);
               } else {
                 std::vector<std::string> keys(1, key);

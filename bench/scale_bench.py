@@ -200,6 +200,25 @@ def restart_time(ddprun, kind, n):
     return max(restarted) - died
 
 
+def finish(run, member, nodes, limit=1800):
+    """Starts the phases of the sim `run` and returns its (stdout, stderr) once it ends;
+    SystemExit where its etcd `member` exits meanwhile (the joiners' calls would wait
+    out their 300 s each), naming why, or where it runs past `limit` seconds."""
+    until = time.time() + limit
+    started = False
+    while True:
+        try:
+            return run.communicate(None if started else "start\n", timeout=5)
+        except subprocess.TimeoutExpired:
+            started = True
+            why = member.gone() if member else None
+            if why is None and time.time() < until:
+                continue
+            run.kill()
+            run.communicate()
+            raise SystemExit(f"round sim at {nodes} nodes: {why or f'no end after {limit} s'}")
+
+
 def round_sim(sim, nodes, watch="ring", etcd=False, floor_waves=1):
     """One simulated job: the first round, a restart, and one interval of the running
     round's liveness and hang exchange, each (seconds, requests per node); `etcd`:
@@ -222,11 +241,11 @@ def round_sim(sim, nodes, watch="ring", etcd=False, floor_waves=1):
             if line.strip() == "connected":
                 break
         before = etcd_figures() if member else (0, 0)
-        out, err = run.communicate("start\n", timeout=1800)
+        out, err = finish(run, member, nodes)
         after = etcd_figures() if member else (0, 0)
     finally:
         if member:
-            member.stop()
+            member.stop(keep_log=member.gone() is not None)
     if run.returncode != 0:
         raise SystemExit(f"round sim at {nodes} nodes exited {run.returncode}: "
                          f"{(''.join(said) + err).strip()[-500:]}")
