@@ -204,20 +204,23 @@ TEST(DynamicJoiner, AnAnnouncedNodeWhoseWriterIsGoneWritesItselfIn) {
   EXPECT_EQ(got.participants, (std::map<std::string, int>{{"b", 2}, {"x", 3}}));
 }
 
-// A node announced behind many waits for its round longer before it looks at the head
-// again: the store answers the nodes ahead of it meanwhile (with every node looking
-// each second, most of the requests of 16,384 simulated nodes were those looks).
-TEST(DynamicJoiner, ANodeBehindManyWaitsLongerBeforeItLooksAgain) {
-  Cluster c({2, 2, 1000});
-  c.store.add("ddprun/c10d/test/joining/0/n", 2999);  // 2,999 nodes announced before it
-  CountingStore counted(*c.view);
+// A node announced behind `ahead` others, alone otherwise: how long its first wait for
+// the round is, and what it is told once the run closes (which ends that wait).
+struct FirstWait {
+  int64_t ms = -1;
   std::string ended;
+};
+FirstWait first_wait_behind(int64_t ahead) {
+  Cluster c({2, 2, 1000});
+  c.store.add("ddprun/c10d/test/joining/0/n", ahead);
+  CountingStore counted(*c.view);
+  FirstWait got;
   std::thread b([&] {
     DynamicJoiner j = c.joiner(counted);
     try {
       take_seat(j, "b", 1, 60s);
     } catch (const RendezvousClosedError& e) {
-      ended = e.what();
+      got.ended = e.what();
     }
   });
   for (int i = 0; i < 10'000 && counted.first_round_wait_ms.load() < 0; ++i) {
@@ -225,26 +228,22 @@ TEST(DynamicJoiner, ANodeBehindManyWaitsLongerBeforeItLooksAgain) {
   }
   close(c.joiner());  // wakes it: the run is over
   b.join();
-  EXPECT_EQ(counted.first_round_wait_ms.load(), 2999) << "a millisecond for each node ahead";
-  EXPECT_NE(ended.find("the run has already finished"), std::string::npos) << ended;
-  Cluster first_one({2, 2, 1000});
-  CountingStore alone(*first_one.view);
-  first_one.store.add("ddprun/c10d/test/joining/0/n", 1);  // "x" came first: "d" is second
-  std::string ended_too;
-  std::thread d([&] {
-    DynamicJoiner j = first_one.joiner(alone);
-    try {
-      take_seat(j, "d", 1, 60s);
-    } catch (const RendezvousClosedError& e) {
-      ended_too = e.what();
-    }
-  });
-  for (int i = 0; i < 10'000 && alone.first_round_wait_ms.load() < 0; ++i) {
-    std::this_thread::sleep_for(1ms);
-  }
-  close(first_one.joiner());
-  d.join();
-  EXPECT_EQ(alone.first_round_wait_ms.load(), 1000) << "the second of a node near the front";
+  got.ms = counted.first_round_wait_ms.load();
+  return got;
+}
+
+// A node announced behind many waits for its round longer before it looks at the head
+// again: the store answers the nodes ahead of it meanwhile (with every node looking
+// each second, most of the requests of 16,384 simulated nodes were those looks).
+TEST(DynamicJoiner, ANodeBehindManyWaitsLongerBeforeItLooksAgain) {
+  FirstWait far_back = first_wait_behind(2999);
+  EXPECT_EQ(far_back.ms, 2999) << "a millisecond for each node ahead";
+  EXPECT_NE(far_back.ended.find("the run has already finished"), std::string::npos)
+      << far_back.ended;
+  FirstWait second = first_wait_behind(1);  // "x" came first
+  EXPECT_EQ(second.ms, 1000) << "the second of a node near the front";
+  EXPECT_NE(second.ended.find("the run has already finished"), std::string::npos)
+      << second.ended;
 }
 
 // Where the first to announce writes nothing for two whole waits, one of the nodes waiting
