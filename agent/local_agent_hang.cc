@@ -1,5 +1,6 @@
 // A hang: the round ends as after a failure, once every node has captured its
-// workers' stacks; then every node judges every node's reports alike.
+// workers' stacks; then group rank 0 judges every node's reports, and every node takes
+// its verdict.
 #include <spdlog/spdlog.h>
 
 #include "agent/hang/hang_publish.h"
@@ -8,8 +9,10 @@
 namespace ddprun::agent {
 namespace {
 
-// How long the nodes wait for each other's hang reports.
+// How long the judging node waits for the others' hang reports, and how long they wait
+// for its verdict (it judges once every report came, or that time is up).
 constexpr std::chrono::milliseconds kHangGatherTimeout{20'000};
+constexpr std::chrono::milliseconds kVerdictTimeout = kHangGatherTimeout + std::chrono::seconds(10);
 
 }  // namespace
 
@@ -38,26 +41,47 @@ void LocalAgent::Impl::stop_workers(const RoundEnd& end) {
   }));
 }
 
-// Every node shares what it captured; each judges the same reports alike, so every
-// node names the same culprit and takes the same decision on restarting.
+// Every node shares what it captured with group rank 0, which judges the reports and
+// shares its verdict (without the stacks): every node names the same culprit and takes
+// the same decision on restarting, and only the judging node reads every report (each
+// other node's cost is the same at any size). A node that gets no verdict judges its
+// own ranks alone.
 Task<void> LocalAgent::Impl::report_hang() {
   enter(Phase::kReportingHang);
   ++hangs_;
   Attempt& a = *attempt_;
   co_await changed_.until([this] { return !hang_.capturing() || signalled_ != 0; });
-  round_->gather("hang", a.hang_part, kHangGatherTimeout,
-                 changed_.notifying([&a](std::vector<std::string> p) { a.hang_parts = std::move(p); }));
-  co_await changed_.until([this, &a] { return a.hang_parts || signalled_ != 0; });
-  if (!a.hang_parts) co_return;
-  HangWatch::Verdict v = hang_.judge(*a.hang_parts);
-  std::string trigger = a.over->reason;
-  // From here on the job's root cause names the culprit (alike on every node).
-  if (!v.diagnosis.headline.empty()) a.over->reason = "hang: " + v.diagnosis.headline;
+  const bool judging = a.info.group_rank == 0;
   std::string path = log_dir_.run_dir() + "/attempt_" + std::to_string(a.info.restart_count) +
                      "/hang_node" + std::to_string(a.info.group_rank) + ".txt";
-  publish_hang(v, trigger, a.over->reason, path, a.info.restart_count, observer_);
+  std::optional<HangWatch::Verdict> v;
+  if (judging) {
+    round_->gather("hang", a.hang_part, kHangGatherTimeout,
+                   changed_.notifying([&a](std::vector<std::string> p) { a.hang_parts = std::move(p); }));
+    co_await changed_.until([this, &a] { return a.hang_parts || signalled_ != 0; });
+    if (!a.hang_parts) co_return;
+    v = hang_.judge(*a.hang_parts);
+  } else {
+    round_->gather("hang", a.hang_part, kHangGatherTimeout, {});
+  }
+  // The judging node awaits its own verdict too: it is in the store before it goes on.
+  round_->gather_from("hang_verdict", v ? HangWatch::shared_verdict(*v, host_ + ":" + path) : "",
+                      {0}, kVerdictTimeout,
+                      changed_.notifying([&a](std::vector<std::string> p) { a.hang_verdict = p.at(0); }));
+  co_await changed_.until([this, &a] { return a.hang_verdict || signalled_ != 0; });
+  if (!a.hang_verdict) co_return;
+  if (!v) v = hang_.adopt(*a.hang_verdict, a.hang_part);
+  if (!v) {
+    v = hang_.judge({a.hang_part});
+    v->own_ranks_only = true;
+    v->missing = "group rank 0 gave no verdict: this node's ranks were judged alone";
+  }
+  std::string trigger = a.over->reason;
+  // From here on the job's root cause names the culprit (alike on every node).
+  if (!v->diagnosis.headline.empty()) a.over->reason = "hang: " + v->diagnosis.headline;
+  publish_hang(*v, trigger, a.over->reason, path, a.info.restart_count, observer_);
   log_dir_.keep();
-  if (v.no_progress_limit) {
+  if (v->no_progress_limit) {
     a.over = RoundEnd{RoundEnd::Kind::kFinal, kNoProgressExitCode,
                       a.over->reason + "; " + std::to_string(config_.hang.max_no_progress_restarts) +
                           " restart(s) in a row got no rank past the step where it hung before",

@@ -1,7 +1,7 @@
 // Preflight's link check: once a round of several nodes forms with members the last
 // probe did not have, each node probes the next one's link before its workers start,
-// and the round's nodes share their figures; group rank 0 says which node or link is
-// far slower than the others, and the run keeps every figure.
+// and the round's nodes share their figures with group rank 0, which says which node
+// or link is far slower than the others and has the run keep every figure.
 #include <algorithm>
 #include <charconv>
 
@@ -38,11 +38,13 @@ Task<void> LocalAgent::Impl::probe_links() {
     spdlog::debug("preflight: link: no probe in a round of fixed nodes ({})", next);
     co_return;
   }
-  // Every node's store is ready for a probe once every node has its round (group rank 0
-  // cuts off whoever is connected to its store as it takes the round).
+  // The next node's store is ready for the probe once that node has its round (group
+  // rank 0 cuts off whoever is connected to its store as it takes the round): each node
+  // waits for its neighbour only, so the wait costs the same at any size.
   Attempt& a = *attempt_;
-  round_->gather("links_ready", "1", kLinkReadyWait,
-                 changed_.notifying([&a](const std::vector<std::string>&) { a.links_ready = true; }));
+  int next_rank = (info.group_rank + 1) % static_cast<int>(n);
+  round_->gather_from("links_ready", "1", {next_rank}, kLinkReadyWait,
+                      changed_.notifying([&a](const std::vector<std::string>&) { a.links_ready = true; }));
   co_await changed_.until([this, &a] { return a.links_ready || signalled_ != 0; });
   if (signalled_ != 0) co_return;
   CancelSignal cancel("link probe cancelled");
@@ -54,20 +56,24 @@ Task<void> LocalAgent::Impl::probe_links() {
     spdlog::info("preflight: link to {}: round trip {:.2f} ms, {:.0f} MB/s there, {:.0f} MB/s back",
                  host, mine.rtt_ms, mine.up_mbps, mine.down_mbps);
   }
+  // Group rank 0 alone gathers the figures, judges them as they come (while the
+  // workers run) and has the run keep them; the others only share theirs.
+  if (info.group_rank != 0) {
+    round_->gather("links", mine.to_json(), PreflightOptions::kLinkGather, {});
+    co_return;
+  }
   std::vector<std::string> nodes;
   nodes.reserve(n);
   for (const auto& m : info.members) nodes.push_back(rendezvous::node_address(m));
-  // The figures are judged as they come, while the workers run.
   round_->gather("links", mine.to_json(), PreflightOptions::kLinkGather,
-                 [this, nodes, attempt = info.restart_count,
-                  say = info.group_rank == 0](const std::vector<std::string>& parts) {
-                   judge_links(nodes, parts, attempt, say);
+                 [this, nodes, attempt = info.restart_count](const std::vector<std::string>& parts) {
+                   judge_links(nodes, parts, attempt);
                  });
 }
 
-// Every node has every figure; one says what is slow, the run keeps them all.
+// Says which node or link is slow; the run keeps every figure.
 void LocalAgent::Impl::judge_links(const std::vector<std::string>& nodes,
-                                   const std::vector<std::string>& parts, int attempt, bool say) {
+                                   const std::vector<std::string>& parts, int attempt) {
   std::vector<LinkFigures> probes;
   nlohmann::json report{{"nodes", nodes}, {"probes", nlohmann::json::array()}};
   for (const auto& part : parts) {
@@ -76,9 +82,7 @@ void LocalAgent::Impl::judge_links(const std::vector<std::string>& nodes,
   }
   std::vector<std::string> slow = slow_links(nodes, probes);
   report["slow"] = slow;
-  if (say) {
-    for (const auto& s : slow) spdlog::warn("preflight: link: {}", s);
-  }
+  for (const auto& s : slow) spdlog::warn("preflight: link: {}", s);
   if (observer_) observer_->links_probed(attempt, report.dump());
 }
 

@@ -38,11 +38,18 @@ class LocalRound : public RoundCoordinator {
       if (*alive) f(std::vector<std::string>{});
     });
   }
-  void gather(const std::string&, const std::string& mine, std::chrono::milliseconds,
-              OnGathered on_gathered) override {
+  void gather(const std::string& name, const std::string& mine,
+              std::chrono::milliseconds timeout, OnGathered on_gathered) override {
+    gather_from(name, mine, {0}, timeout, std::move(on_gathered));
+  }
+  // Group rank 0 is this node; no other shares anything.
+  void gather_from(const std::string&, const std::string& mine, std::vector<int> group_ranks,
+                   std::chrono::milliseconds, OnGathered on_gathered) override {
     if (!on_gathered) return;  // nobody else to share with
-    boost::asio::post(io_, [alive = alive_, f = std::move(on_gathered), mine] {
-      if (*alive) f({mine});
+    std::vector<std::string> parts;
+    for (int k : group_ranks) parts.push_back(k == 0 ? mine : "");
+    boost::asio::post(io_, [alive = alive_, f = std::move(on_gathered), parts] {
+      if (*alive) f(parts);
     });
   }
   void share_max(const std::string&, int64_t mine, OnMax on_max) override {

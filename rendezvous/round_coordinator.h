@@ -80,6 +80,12 @@ class RoundCoordinator {
   /// costs N, every node gathering N squared).
   virtual void gather(const std::string& name, const std::string& mine,
                       std::chrono::milliseconds timeout, OnGathered on_gathered) = 0;
+  /// As gather(), but waits for and reads the parts of the nodes `group_ranks` only,
+  /// and calls `on_gathered` with those, in that order: a node that needs its
+  /// neighbour's part costs the same at any size.
+  virtual void gather_from(const std::string& name, const std::string& mine,
+                           std::vector<int> group_ranks, std::chrono::milliseconds timeout,
+                           OnGathered on_gathered) = 0;
 
   /// Counts a failure of this node's workers (`reason`) towards its quarantine
   /// (--node_failure_limit), before start_next_round(): a node at the limit is kept

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <numeric>
 #include <optional>
 #include <utility>
 
@@ -296,18 +297,24 @@ void StoreRound::spares(OnSpares on_read) {
 // wait fails or the time is up, what is there by then is read.
 void StoreRound::gather(const std::string& name, const std::string& mine,
                         std::chrono::milliseconds timeout, OnGathered on_gathered) {
-  size_t me = static_cast<size_t>(options_.info.group_rank);
-  auto key_of = [&](size_t k) {
-    return options_.prefix + "gather/" + name + "/" + std::to_string(k);
-  };
+  std::vector<int> everyone(static_cast<size_t>(options_.info.group_world_size));
+  std::iota(everyone.begin(), everyone.end(), 0);
+  gather_from(name, mine, std::move(everyone), timeout, std::move(on_gathered));
+}
+
+void StoreRound::gather_from(const std::string& name, const std::string& mine,
+                             std::vector<int> group_ranks, std::chrono::milliseconds timeout,
+                             OnGathered on_gathered) {
+  auto key_of = [&](int k) { return options_.prefix + "gather/" + name + "/" + std::to_string(k); };
+  std::string my_key = key_of(options_.info.group_rank);
   if (!on_gathered) {
-    requests().write(key_of(me), mine, [] {}, [](const std::string& why) {
+    requests().write(my_key, mine, [] {}, [](const std::string& why) {
       spdlog::warn("could not share with the other nodes: {}", why);
     });
     return;
   }
   std::vector<std::string> keys;
-  for (int k = 0; k < options_.info.group_world_size; ++k) keys.push_back(key_of(k));
+  for (int k : group_ranks) keys.push_back(key_of(k));
   Gathering& g = gatherings_[name];  // a gather of the same name again replaces it
   if (g.answered) *g.answered = true;  // the one replaced answers nobody
   g.answered = std::make_shared<bool>(false);
@@ -325,27 +332,31 @@ void StoreRound::gather(const std::string& name, const std::string& mine,
       on_gathered(parts);
     });
   };
-  auto only_mine = [answer, n = keys.size(), me, mine] {
-    std::vector<std::string> parts(n);
-    parts.at(me) = mine;
-    answer(std::move(parts));
+  // This node's own part, where it is among them, is what it shares.
+  auto with_mine = [group_ranks, me = options_.info.group_rank, mine](std::vector<std::string> parts) {
+    for (size_t i = 0; i < group_ranks.size(); ++i) {
+      if (group_ranks[i] == me) parts.at(i) = mine;
+    }
+    return parts;
   };
-  auto present = [this, answer, only_mine, keys, me, mine] {
+  auto only_mine = [answer, with_mine, n = keys.size()] {
+    answer(with_mine(std::vector<std::string>(n)));
+  };
+  auto present = [this, answer, only_mine, with_mine, keys] {
     requests().read(
         keys,
-        [answer, only_mine, me, mine](const std::optional<RoundRequests::Values>& values) {
+        [answer, only_mine, with_mine](const std::optional<RoundRequests::Values>& values) {
           if (!values) return only_mine();
           std::vector<std::string> parts;
           for (const auto& v : *values) parts.push_back(v.value_or(""));
-          parts.at(me) = mine;
-          answer(std::move(parts));
+          answer(with_mine(std::move(parts)));
         },
         [only_mine](const std::string& why) {
           spdlog::warn("could not read what the other nodes shared: {}", why);
           only_mine();
         });
   };
-  requests().write(keys.at(me), mine, [] {}, [only_mine](const std::string& why) {
+  requests().write(my_key, mine, [] {}, [only_mine](const std::string& why) {
     spdlog::warn("could not share with the other nodes: {}", why);
     only_mine();
   });

@@ -87,6 +87,8 @@ class StoreRound : public RoundCoordinator {
   /// Parts are "gather/<name>/<k>" keys of the round.
   void gather(const std::string& name, const std::string& mine, std::chrono::milliseconds timeout,
               OnGathered on_gathered) override;
+  void gather_from(const std::string& name, const std::string& mine, std::vector<int> group_ranks,
+                   std::chrono::milliseconds timeout, OnGathered on_gathered) override;
   /// The round's largest number is its "max/<name>" key.
   void share_max(const std::string& name, int64_t mine, OnMax on_max) override;
   /// This node's value is the round's "pub/<name>/<k>" key.

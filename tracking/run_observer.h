@@ -70,7 +70,7 @@ class RunObserver {
   /// `exitcode` as torchrun: negative for a signal.
   virtual void worker_exited(int node, int rank, int local_rank, int attempt, int exitcode) = 0;
   /// The job hung in this attempt: `report_json` holds the reason, the culprits and
-  /// every rank's state and stacks (every agent calls it with the same report).
+  /// every rank's state and stacks (group rank 0's agent alone calls it: it judged them).
   virtual void hang(int attempt, const std::string& report_json) = 0;
   /// torchrun's worker watchdog signalled a worker whose timer expired: `data_json` holds
   /// the scope, signal, pid and how long the timer was and how late it fired.
@@ -87,7 +87,7 @@ class RunObserver {
     (void)attempt, (void)spares;
   }
   /// Preflight's link check of the attempt's round: `report_json` holds the nodes, each
-  /// one's probe of the next and what was slow (every agent calls it with the same).
+  /// one's probe of the next and what was slow (group rank 0's agent alone calls it).
   virtual void links_probed(int attempt, const std::string& report_json) {
     (void)attempt, (void)report_json;
   }

@@ -109,8 +109,8 @@ void RunTracker::worker_exited(int node, int rank, int local_rank, int attempt, 
 }
 
 void RunTracker::hang(int attempt, const std::string& report_json) {
-  // Every agent has the same report; the primary records it once.
-  if (run_) run_->record_job_event({wall_seconds(), "hang", -1, -1, attempt, report_json});
+  // Group rank 0 alone judged every node's reports: sent on to the primary.
+  if (run_) run_->record({wall_seconds(), "hang", -1, -1, attempt, report_json});
 }
 
 std::optional<RecordCounts> RunTracker::record_counts() const {
@@ -119,8 +119,8 @@ std::optional<RecordCounts> RunTracker::record_counts() const {
 }
 
 void RunTracker::links_probed(int attempt, const std::string& report_json) {
-  // Every agent has the same figures; the primary records them once.
-  if (run_) run_->record_job_event({wall_seconds(), "links", -1, -1, attempt, report_json});
+  // Group rank 0 alone has every node's figures: sent on to the primary.
+  if (run_) run_->record({wall_seconds(), "links", -1, -1, attempt, report_json});
 }
 
 // The judging node's own events: sent on to the primary like its workers' exits.

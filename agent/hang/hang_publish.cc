@@ -16,9 +16,12 @@ void publish_hang(const HangWatch::Verdict& v, const std::string& trigger,
   std::ofstream(path) << report;
   std::cerr << "ddprun: " << report.substr(0, report.find('\n')) << "\n"
             << v.diagnosis.summary << (v.missing.empty() ? "" : "  " + v.missing + "\n")
-            << "  stacks of every rank: " << path << "\n"
+            << (v.own_ranks_only ? "  stacks of this node's ranks: " + path +
+                                       (v.report_at.empty() ? "" : "; of every rank: " + v.report_at)
+                                 : "  stacks of every rank: " + path)
+            << "\n"
             << std::flush;
-  if (!observer) return;
+  if (!observer || v.own_ranks_only) return;  // the judging node has the run keep it
   nlohmann::json ranks = nlohmann::json::array();
   for (const auto& r : v.ranks) ranks.push_back(to_json(r));
   observer->hang(attempt, nlohmann::json{{"reason", reason},

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include "agent/worker_group_runner.h"
@@ -159,15 +160,53 @@ HangWatch::Verdict HangWatch::judge(const std::vector<std::string>& parts) {
   std::sort(v.ranks.begin(), v.ranks.end(),
             [](const RankReport& a, const RankReport& b) { return a.rank < b.rank; });
   v.diagnosis = diagnose(v.ranks);
-  std::optional<int64_t> top;
-  for (const auto& r : v.ranks)
-    if (r.step && (!top || *r.step > *top)) top = r.step;
+  for (const auto& r : v.ranks) {
+    if (r.step && (!v.top_step || *r.step > *v.top_step)) v.top_step = r.step;
+  }
+  v.no_progress_limit = count_progress(v.top_step);
+  return v;
+}
+
+std::string HangWatch::shared_verdict(const Verdict& v, const std::string& report_at) {
+  nlohmann::json top = v.top_step ? nlohmann::json(*v.top_step) : nlohmann::json(nullptr);
+  return nlohmann::json{{"culprits", v.diagnosis.culprits}, {"why", v.diagnosis.why},
+                        {"headline", v.diagnosis.headline}, {"summary", v.diagnosis.summary},
+                        {"missing", v.missing}, {"top_step", top}, {"report_at", report_at}}
+      .dump();
+}
+
+std::optional<HangWatch::Verdict> HangWatch::adopt(const std::string& shared,
+                                                   const std::string& mine) {
+  nlohmann::json j = nlohmann::json::parse(shared, nullptr, false);
+  Verdict v;
+  try {
+    if (!j.is_object()) return std::nullopt;
+    v.diagnosis.culprits = j.at("culprits").get<std::vector<int>>();
+    v.diagnosis.why = j.at("why").get<std::string>();
+    v.diagnosis.headline = j.at("headline").get<std::string>();
+    v.diagnosis.summary = j.at("summary").get<std::string>();
+    v.missing = j.at("missing").get<std::string>();
+    if (!j.at("top_step").is_null()) v.top_step = j.at("top_step").get<int64_t>();
+    v.report_at = j.at("report_at").get<std::string>();
+  } catch (const nlohmann::json::exception& e) {
+    spdlog::warn("hang: the judging node's verdict is unreadable ({}): {}", e.what(), shared);
+    return std::nullopt;
+  }
+  v.own_ranks_only = true;
+  nlohmann::json own = nlohmann::json::parse(mine, nullptr, false);
+  if (own.is_array()) {
+    for (const auto& r : own) v.ranks.push_back(rank_report_from_json(r));
+  }
+  v.no_progress_limit = count_progress(v.top_step);
+  return v;
+}
+
+bool HangWatch::count_progress(std::optional<int64_t> top) {
   bool progressed = top && (!hang_step_ || *top > *hang_step_);
   no_progress_ = hung_before_ && !progressed ? no_progress_ + 1 : 0;
   if (progressed) hang_step_ = top;
   hung_before_ = true;
-  v.no_progress_limit = no_progress_ >= config_.hang.max_no_progress_restarts;
-  return v;
+  return no_progress_ >= config_.hang.max_no_progress_restarts;
 }
 
 }  // namespace ddprun::agent

@@ -26,7 +26,10 @@ class HangWatch {
   struct Verdict {
     std::vector<RankReport> ranks;  // every rank reported, by rank
     HangDiagnosis diagnosis;
-    std::string missing;             // "node 1 did not report", ...
+    std::string missing;              // "node 1 did not report", ...
+    std::optional<int64_t> top_step;  // the highest step any rank had reached
+    bool own_ranks_only = false;  // ranks are this node's: the judging node has the others
+    std::string report_at;        // where every rank's stacks are ("<host>:<path>"), if known
     bool no_progress_limit = false;  // this hang ends the job (kNoProgressExitCode)
   };
 
@@ -55,8 +58,16 @@ class HangWatch {
   void capture(std::function<void(std::string)> done);
   bool capturing() const { return capturing_; }
 
-  /// Judges every node's shared reports (by group rank; empty: none came).
+  /// Judges every node's shared reports (by group rank; empty: none came): the judging
+  /// node's part of the exchange.
   Verdict judge(const std::vector<std::string>& parts);
+  /// What the judging node shares of `v` for the others to adopt: everything but the
+  /// ranks' stacks, and `report_at`, where those are.
+  static std::string shared_verdict(const Verdict& v, const std::string& report_at);
+  /// Takes the verdict the judging node shared (shared_verdict()) as this node's, with
+  /// this node's own ranks from `mine` (what it shared); nullopt, and nothing counted,
+  /// where `shared` is not one.
+  std::optional<Verdict> adopt(const std::string& shared, const std::string& mine);
 
  private:
   struct Look {
@@ -66,6 +77,9 @@ class HangWatch {
 
   void tick();
   void share_longest(std::chrono::milliseconds now);
+  // Counts this hang against the restarts without progress, from the highest step any
+  // rank had reached; true where that ends the job.
+  bool count_progress(std::optional<int64_t> top);
 
   const AgentConfig& config_;
   Clock& clock_;

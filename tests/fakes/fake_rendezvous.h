@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <numeric>
 #include <optional>
 #include <set>
 #include <string>
@@ -31,7 +32,6 @@ struct FakeRoundJournal {
   bool node_finished = false;
   bool others_done = false;
   std::vector<std::pair<std::string, std::string>> shared;  // gather(): (name, this node's part)
-  std::vector<std::string> other_parts;       // what the other nodes contribute to a gather
   std::map<std::string, int64_t> shared_max;  // share_max(): this node's latest, by name
   std::map<std::string, std::string> published;  // publish(): this node's latest, by name
   std::vector<int> unfinished;                // what unfinished() answers
@@ -102,6 +102,11 @@ struct FakeRendezvousJournal {
   std::map<std::string, int64_t> others_max;
   /// published(): what the other nodes (group ranks 1, 2, ...) published, by name.
   std::map<std::string, std::vector<std::string>> others_published;
+  /// gather(): what the other nodes shared, by name, in group-rank order with this
+  /// node's left out.
+  std::map<std::string, std::vector<std::string>> others_shared;
+  /// This node's group rank in every round (the members' order aside).
+  int group_rank = 0;
   /// Runs in next_rendezvous(), on the agent's loop.
   std::function<void()> on_join;
   /// The join waits for the other nodes until cancel() (a wait on the agent's loop).
@@ -159,12 +164,23 @@ class FakeRound : public rendezvous::RoundCoordinator {
       if (*alive) f();
     });
   }
-  void gather(const std::string& name, const std::string& mine, std::chrono::milliseconds,
+  // The others' parts are rdzv_.others_shared.
+  void gather(const std::string& name, const std::string& mine, std::chrono::milliseconds timeout,
               OnGathered on_gathered) override {
+    std::vector<int> everyone(static_cast<size_t>(j_->info.group_world_size));
+    std::iota(everyone.begin(), everyone.end(), 0);
+    gather_from(name, mine, std::move(everyone), timeout, std::move(on_gathered));
+  }
+  void gather_from(const std::string& name, const std::string& mine, std::vector<int> group_ranks,
+                   std::chrono::milliseconds, OnGathered on_gathered) override {
     j_->shared.emplace_back(name, mine);
     if (!on_gathered) return;  // only shared
-    std::vector<std::string> parts{mine};
-    parts.insert(parts.end(), j_->other_parts.begin(), j_->other_parts.end());
+    const std::vector<std::string>& theirs = rdzv_.others_shared[name];
+    std::vector<std::string> parts;
+    for (int k : group_ranks) {
+      auto other = static_cast<size_t>(k < j_->info.group_rank ? k : k - 1);
+      parts.push_back(k == j_->info.group_rank ? mine : other < theirs.size() ? theirs[other] : "");
+    }
     // Comes even after stop(), as the real round's does (a gather follows the attempt).
     boost::asio::post(*j_->io, [f = std::move(on_gathered), parts] { f(parts); });
   }
@@ -217,6 +233,7 @@ class FakeRendezvous : public rendezvous::RendezvousHandler {
     info.restart_count = journal_->restarts;
     info.members = all[std::min<size_t>(static_cast<size_t>(round), all.size() - 1)];
     info.group_world_size = static_cast<int>(info.members.size());
+    info.group_rank = journal_->group_rank;
     info.count_ranks(std::vector<int>(info.members.size(), local_world_size));
     info.master_addr = "127.0.0.1";
     info.master_port = 29500;

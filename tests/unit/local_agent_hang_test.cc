@@ -7,7 +7,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "agent/hang/hang_watch.h"
 #include "tests/unit/local_agent_fixture.h"
+#include "tracking/run_observer.h"
 
 namespace ddprun::testing {
 namespace {
@@ -25,7 +27,7 @@ class LocalAgentHangTest : public LocalAgentTest {
   void hang_in_attempts(int below) {
     launcher_.on_spawn = [this, below](const auto& p) {
       if (p.restart_count() >= below) return launcher_.exit(p.pid, 0);
-      if (p.rank() == 1) clock_.advance(10s);
+      if (p.local_rank() == 1) clock_.advance(10s);
     };
   }
 };
@@ -51,8 +53,11 @@ TEST_F(LocalAgentHangTest, AHangEndsTheRoundOnlyAfterEveryStackIsCaptured) {
   EXPECT_EQ(round(0)->asked, (std::vector<std::string>{"start_next_round", "end"}))
       << "the next round begins before the others are told";
   // This node's reports went to the others, one per worker, with its stack.
-  ASSERT_EQ(round(0)->shared.size(), 1u);
+  ASSERT_EQ(round(0)->shared.size(), 2u);
   EXPECT_EQ(round(0)->shared[0].first, "hang");
+  // This node judged (group rank 0) and shared its verdict, without the stacks.
+  EXPECT_EQ(round(0)->shared[1].first, "hang_verdict");
+  EXPECT_EQ(round(0)->shared[1].second.find("python_stack"), std::string::npos);
   auto reports = nlohmann::json::parse(round(0)->shared[0].second);
   ASSERT_EQ(reports.size(), 2u);
   EXPECT_NE(reports[1]["python_stack"].get<std::string>().find("/job/pid"), std::string::npos);
@@ -86,7 +91,73 @@ TEST_F(LocalAgentHangTest, AHangOnAnotherNodeCapturesHereToo) {
   };
   EXPECT_EQ(run(), agent::kHangExitCode);
   EXPECT_EQ(inspector_.captures.size(), 1u);
-  ASSERT_EQ(round(0)->shared.size(), 1u);
+  ASSERT_EQ(round(0)->shared.size(), 2u);
+}
+
+// Keeps what the run is told of hangs and of the job's end.
+class HangObserver : public tracking::RunObserver {
+ public:
+  std::string attach(const std::string&, bool) override { return ""; }
+  void add_worker_env(int, int, int, std::map<std::string, std::string>&) override {}
+  void rendezvous_complete(const tracking::FormedRound&) override {}
+  void worker_started(int, int, int, int, pid_t) override {}
+  void worker_exited(int, int, int, int, int) override {}
+  void hang(int, const std::string& report) override { hangs.push_back(report); }
+  void round_over(int, const std::string&, const std::string&) override {}
+  void attempt_ended() override {}
+  void finished(const std::string&, int, const std::string& why) override { root_cause = why; }
+
+  std::vector<std::string> hangs;
+  std::string root_cause;
+};
+
+// A node other than group rank 0 shares its stacks and reads nobody's: it takes the
+// verdict group rank 0 shared (the culprit, the root cause, whether restarts got
+// anywhere), and the run's hang event is the judging node's alone. Here rank 0 always
+// reached step 7: the hangs after the first got nowhere.
+TEST_F(LocalAgentHangTest, ANodeOtherThanGroupRankZeroTakesTheJudgingNodesVerdict) {
+  elastic({{"b", "a"}}, 2);
+  journal_->group_rank = 1;
+  config_.spec.max_restarts = 10;
+  config_.hang.max_no_progress_restarts = 2;
+  agent::HangWatch::Verdict judged;
+  judged.diagnosis.culprits = {0};
+  judged.diagnosis.headline = "rank 0 (local_rank 0) on node 0 (b) stopped in load_batch";
+  judged.diagnosis.summary = "  culprit: rank 0 (local_rank 0) on node 0 (b)\n";
+  judged.top_step = 7;
+  journal_->others_shared["hang_verdict"] = {
+      agent::HangWatch::shared_verdict(judged, "b:/logs/attempt_0/hang_node0.txt")};
+  HangObserver observer;
+  observer_ = &observer;
+  hang_in_attempts(100);
+  EXPECT_EQ(run(), agent::kNoProgressExitCode);
+  EXPECT_EQ(inspector_.captures.size(), 3u) << "the first hang, then two without progress";
+  EXPECT_EQ(observer.root_cause.rfind("hang: " + judged.diagnosis.headline + "; 2 restart(s)", 0), 0u)
+      << observer.root_cause;
+  EXPECT_TRUE(observer.hangs.empty()) << "the judging node has the run keep the hang";
+  // Its stacks went to the judging node; it shared no verdict of its own.
+  ASSERT_EQ(round(0)->shared.size(), 2u);
+  EXPECT_EQ(round(0)->shared[0].first, "hang");
+  EXPECT_NE(round(0)->shared[0].second.find("python_stack"), std::string::npos);
+  EXPECT_EQ(round(0)->shared[1], (std::pair<std::string, std::string>{"hang_verdict", ""}));
+}
+
+// Without a verdict from group rank 0 (gone, or garbage), a node judges its own ranks.
+TEST_F(LocalAgentHangTest, ANodeWithoutAVerdictJudgesItsOwnRanks) {
+  elastic({{"b", "a"}}, 2);
+  journal_->group_rank = 1;
+  journal_->others_shared["hang_verdict"] = {"{\"culprits\": \"nobody\"}"};
+  HangObserver observer;
+  observer_ = &observer;
+  hang_in_attempts(1);
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(run(), agent::kHangExitCode);
+  std::string said = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(observer.root_cause.rfind("hang: no progress for 6.0 s", 0), 0u) << observer.root_cause;
+  EXPECT_NE(said.find("group rank 0 gave no verdict: this node's ranks were judged alone"),
+            std::string::npos)
+      << said;
+  EXPECT_NE(said.find("stacks of this node's ranks: "), std::string::npos) << said;
 }
 
 // Auto mode: both workers step every second for 4 s, then rank 1 goes quiet for 8 s

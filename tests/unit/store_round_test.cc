@@ -338,6 +338,35 @@ TEST_F(StoreRoundTest, ANodeThatOnlySharesItsPartReadsNothing) {
   EXPECT_EQ(gathered, (std::vector<std::string>{"a:9000", "b:9000"}));
 }
 
+// A node that needs its neighbour's part waits for and reads that part only: the
+// answer comes though another node never shares (the link check's wait costs the
+// same at any size).
+TEST_F(StoreRoundTest, ANodeGathersOnlyThePartsItNamesAndWaitsForNoOther) {
+  ReadCountingStore store;
+  auto node = [&](int group_rank) {
+    StoreRound::Options o = options(group_rank);
+    o.info.group_world_size = 3;
+    o.connect = [&store] { return on_loop(store); };
+    return std::make_unique<StoreRound>(io_, clock_, std::move(o));
+  };
+  auto b = node(1);
+  auto c = node(2);
+  std::vector<std::string> gathered;
+  b->gather_from("ready", "b", {2}, std::chrono::seconds(5),
+                 [&gathered](const std::vector<std::string>& parts) { gathered = parts; });
+  run_a_while();
+  EXPECT_TRUE(gathered.empty()) << "answered before c shared";
+  c->gather("ready", "c", std::chrono::seconds(5), {});
+  run_a_while();
+  EXPECT_EQ(gathered, (std::vector<std::string>{"c"}));  // node 0 never shared
+  EXPECT_EQ(store.reads("ddprun/test/round/0/gather/ready/0"), 0) << "it read node 0's part";
+  std::vector<std::string> with_mine;
+  b->gather_from("ready", "b", {1, 2}, std::chrono::seconds(5),
+                 [&with_mine](const std::vector<std::string>& parts) { with_mine = parts; });
+  run_a_while();
+  EXPECT_EQ(with_mine, (std::vector<std::string>{"b", "c"}));
+}
+
 TEST_F(StoreRoundTest, WhatTheNodesPublishedIsReadBackByGroupRank) {
   StoreRound::Options o = options(0);
   o.connect = [this] { return on_loop(store_); };
