@@ -13,6 +13,10 @@ void publish_hang(const HangWatch::Verdict& v, const std::string& trigger,
                   const std::string& reason, const std::string& path, int attempt,
                   tracking::RunObserver* observer) {
   std::string report = format_hang_report(trigger, v.ranks, v.diagnosis);
+  if (v.own_ranks_only) {
+    std::string whole = v.report_at.empty() ? "" : "; every rank's are in " + v.report_at;
+    report.insert(report.find('\n') + 1, "(the stacks below are this node's ranks'" + whole + ")\n");
+  }
   std::ofstream(path) << report;
   std::cerr << "ddprun: " << report.substr(0, report.find('\n')) << "\n"
             << v.diagnosis.summary << (v.missing.empty() ? "" : "  " + v.missing + "\n")

@@ -4,6 +4,9 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <fstream>
+#include <iterator>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -130,8 +133,21 @@ TEST_F(LocalAgentHangTest, ANodeOtherThanGroupRankZeroTakesTheJudgingNodesVerdic
   HangObserver observer;
   observer_ = &observer;
   hang_in_attempts(100);
+  ::testing::internal::CaptureStderr();
   EXPECT_EQ(run(), agent::kNoProgressExitCode);
+  std::string said = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(inspector_.captures.size(), 3u) << "the first hang, then two without progress";
+  // Its file has its own ranks' stacks and says where every rank's are.
+  const std::string marker = "stacks of this node's ranks: ";
+  size_t at = said.find(marker);
+  ASSERT_NE(at, std::string::npos) << said;
+  at += marker.size();
+  std::ifstream file(said.substr(at, said.find(';', at) - at));
+  std::string report((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  EXPECT_NE(report.find("every rank's are in b:/logs/attempt_0/hang_node0.txt"), std::string::npos)
+      << report;
+  EXPECT_NE(report.find("=== rank 2 (local_rank 0)"), std::string::npos) << report;
+  EXPECT_EQ(report.find("=== rank 0 "), std::string::npos) << report;
   EXPECT_EQ(observer.root_cause.rfind("hang: " + judged.diagnosis.headline + "; 2 restart(s)", 0), 0u)
       << observer.root_cause;
   EXPECT_TRUE(observer.hangs.empty()) << "the judging node has the run keep the hang";
