@@ -19,9 +19,13 @@
 // phases' start).
 // `--floor-waves=K`: the floor's nodes send in K waves, one after the other, each
 // process its share of each (N/K nodes' requests in flight at once, not N).
+// Last, a hang's exchange: every node shares a report (kHangPartBytes); group rank 0 waits
+// for every report, reads them and shares a verdict, which each other node waits for and
+// reads (what agents do); `--hang=all` has every node wait for and read every report
+// instead (how agents exchanged reports before).
 //
 //   ddprun_round_sim --nodes=N [--processes=P] [--watch=ring|all] [--etcd=HOST:PORT]
-//                    [--start-on-stdin] [--floor-waves=K]
+//                    [--start-on-stdin] [--floor-waves=K] [--hang=judged|all]
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -48,6 +52,7 @@
 #include "rendezvous/rendezvous_backend.h"
 #include "rendezvous/round_end.h"
 #include "rendezvous/shared_max.h"
+#include "rendezvous/store_round.h"
 #include "store/etcd/etcd_endpoint.h"
 #include "store/etcd/etcd_store.h"
 #include "store/loop_store.h"
@@ -55,9 +60,13 @@
 #include "store/tcpstore/tcp_store_server.h"
 
 using namespace ddprun;
-using Clock = std::chrono::steady_clock;
 
 namespace {
+
+// A node's hang report: its ranks' state and stacks (8 ranks with a few KB of Python
+// and native stacks each), and a verdict (the culprit and the summary).
+constexpr size_t kHangPartBytes = 16 * 1024;
+constexpr size_t kHangVerdictBytes = 512;
 
 // Requests per node in the floor phase: about what a round takes.
 constexpr int kFloorRequests = 7;
@@ -91,7 +100,7 @@ std::unique_ptr<store::EtcdClient> etcd_client(const Meeting& m) {
 // One process' joiners: connects them all, says so on `ready`, waits for a byte on
 // `go`, then joins them all. Exit status 0 when every one got the completed round.
 int run_joiners(const Meeting& meet, int first, int count, int nodes, bool watch_all,
-                int floor_waves, int ready, int go) {
+                bool hang_all, int floor_waves, int ready, int go) {
   boost::asio::io_context io;
   CancelSignal cancel;
   std::vector<std::unique_ptr<store::LoopStore>> stores(count);
@@ -105,7 +114,7 @@ int run_joiners(const Meeting& meet, int first, int count, int nodes, bool watch
             store::TcpStoreClient::Options o;
             o.timeout = std::chrono::seconds(300);
             stores[i] = store::on_loop(co_await store::open_store_client(
-                "127.0.0.1", meet.port, o, Clock::now() + std::chrono::seconds(60), cancel));
+                "127.0.0.1", meet.port, o, std::chrono::steady_clock::now() + std::chrono::seconds(60), cancel));
             co_return;
           }
           // Both connections made now (a first request each), not inside a phase.
@@ -267,6 +276,39 @@ int run_joiners(const Meeting& meet, int first, int count, int nodes, bool watch
   }
   io.run();
   byte = failed ? 'x' : 'r';
+  if (::write(ready, &byte, 1) != 1 || ::read(go, &byte, 1) != 1 || failed) return 1;
+  // A hang's exchange: every node at once.
+  io.restart();
+  for (int i = 0; i < count; ++i) {
+    boost::asio::co_spawn(
+        io,
+        [&, i]() -> Task<void> {
+          int rank = seats[i].group_rank;
+          store::LoopStore& s = *stores[i];
+          const std::string& at = meet.prefix;
+          co_await s.set(at + "hang/" + std::to_string(rank), std::string(kHangPartBytes, 'r'),
+                         cancel);
+          if (hang_all || rank == 0) {  // a wait, then the reports read as StoreRound does
+            std::vector<std::string> reports;
+            for (int k = 0; k < nodes; ++k) reports.push_back(at + "hang/" + std::to_string(k));
+            if (!co_await s.wait_until_there(reports, std::chrono::seconds(120), cancel)) ++failed;
+            for (size_t k = 0; k < reports.size(); k += rendezvous::StoreRound::kPartsPerRead) {
+              auto end = std::min(reports.size(), k + rendezvous::StoreRound::kPartsPerRead);
+              std::vector<std::string> some(reports.begin() + static_cast<std::ptrdiff_t>(k),
+                                            reports.begin() + static_cast<std::ptrdiff_t>(end));
+              co_await s.get_now(std::move(some), cancel);
+            }
+          }
+          if (hang_all) co_return;
+          if (rank == 0) co_await s.set(at + "verdict", std::string(kHangVerdictBytes, 'v'), cancel);
+          std::vector<std::string> verdict{at + "verdict"};
+          auto got = co_await s.wait_for(std::move(verdict), std::chrono::seconds(120), cancel);
+          if (!got) ++failed;
+        },
+        [&](const std::exception_ptr& e) { failed += e ? 1 : 0; });
+  }
+  io.run();
+  byte = failed ? 'x' : 'r';
   if (::write(ready, &byte, 1) != 1) return 1;
   return failed ? 1 : 0;
 }
@@ -275,13 +317,15 @@ int run_joiners(const Meeting& meet, int first, int count, int nodes, bool watch
 
 int main(int argc, char** argv) {
   int nodes = 1024, processes = 4, floor_waves = 1;
-  bool watch_all = false, start_on_stdin = false;
+  bool watch_all = false, hang_all = false, start_on_stdin = false;
   Meeting meet;
   meet.prefix = "sim/";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--watch=all" || a == "--watch=ring") {
       watch_all = a == "--watch=all";
+    } else if (a == "--hang=all" || a == "--hang=judged") {
+      hang_all = a == "--hang=all";
     } else if (a.rfind("--nodes=", 0) == 0) {
       nodes = std::atoi(a.c_str() + 8);
     } else if (a.rfind("--floor-waves=", 0) == 0) {
@@ -296,7 +340,7 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: ddprun_round_sim --nodes=N [--processes=P] [--watch=ring|all] "
-                   "[--etcd=HOST:PORT] [--start-on-stdin] [--floor-waves=K]\n");
+                   "[--etcd=HOST:PORT] [--start-on-stdin] [--floor-waves=K] [--hang=judged|all]\n");
       return 2;
     }
   }
@@ -329,8 +373,8 @@ int main(int argc, char** argv) {
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (::getppid() != parent) ::_exit(1);
       if (::read(port_pipe[0], &meet.port, sizeof(meet.port)) != sizeof(meet.port)) ::_exit(1);
-      ::_exit(run_joiners(meet, first, count, nodes, watch_all, floor_waves, ready_pipe[1],
-                           go_pipe[0]));
+      ::_exit(run_joiners(meet, first, count, nodes, watch_all, hang_all, floor_waves,
+                          ready_pipe[1], go_pipe[0]));
     }
     children.push_back(pid);
     port_pipes.push_back(port_pipe[1]);
@@ -373,7 +417,7 @@ int main(int argc, char** argv) {
   };
   // Each phase: "go" to every process, then each says when its joiners are through.
   auto phase = [&] {
-    auto start = Clock::now();
+    auto start = std::chrono::steady_clock::now();
     for (int fd : go_pipes) {
       if (::write(fd, "g", 1) != 1) return -1.0;
     }
@@ -381,7 +425,7 @@ int main(int argc, char** argv) {
       char byte = 0;
       if (::read(fd, &byte, 1) != 1 || byte != 'r') return -1.0;
     }
-    return std::chrono::duration<double>(Clock::now() - start).count();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
   if (start_on_stdin) {
     std::fprintf(stderr, "connected\n");
@@ -404,8 +448,11 @@ int main(int argc, char** argv) {
   double restart_seconds = armed ? phase() : -1;
   Counts restarted = server.request_counts();
   double watch_seconds = phase();
-  double cpu_used = cpu() - cpu_before;  // each child said it is through; none waited for yet
-  bool ok = watch_seconds >= 0;
+  Counts watched = server.request_counts();
+  // Up to here, as before the hang's phase came: each child is through; none waited for.
+  double cpu_used = cpu() - cpu_before;
+  double hang_seconds = phase();
+  bool ok = watch_seconds >= 0 && hang_seconds >= 0;
   for (pid_t pid : children) {
     int status = 0;
     ::waitpid(pid, &status, 0);
@@ -414,7 +461,8 @@ int main(int argc, char** argv) {
   Counts after = server.request_counts();
   say_kinds("rendezvous", before, joined);
   say_kinds("restart", joined, restarted);
-  say_kinds("running round", restarted, after);
+  say_kinds("running round", restarted, watched);
+  say_kinds("a hang's exchange", watched, after);
   if (!ok || floor_seconds < 0 || join_seconds < 0 || restart_seconds < 0) {
     std::fprintf(stderr, "ddprun_round_sim: not every joiner got the completed round\n");
     return 1;
@@ -428,9 +476,11 @@ int main(int argc, char** argv) {
   std::printf(
       "{\"nodes\": %d, \"seconds\": %.3f, \"requests_per_node\": %s, \"restart_seconds\": %.3f, "
       "\"restart_requests_per_node\": %s, \"watch_seconds\": %.3f, "
-      "\"watch_requests_per_node\": %s, \"floor_seconds\": %.3f, \"cpu_seconds\": %.2f}\n",
+      "\"watch_requests_per_node\": %s, \"hang_seconds\": %.3f, \"hang_requests_per_node\": %s, "
+      "\"floor_seconds\": %.3f, \"cpu_seconds\": %.2f}\n",
       nodes, join_seconds, per_node(total(joined) - total(before)).c_str(), restart_seconds,
       per_node(total(restarted) - total(joined)).c_str(), watch_seconds,
-      per_node(total(after) - total(restarted)).c_str(), floor_seconds, cpu_used);
+      per_node(total(watched) - total(restarted)).c_str(), hang_seconds,
+      per_node(total(after) - total(watched)).c_str(), floor_seconds, cpu_used);
   return 0;
 }

@@ -24,16 +24,20 @@ struct KeyWaiter::Wait {
 };
 
 KeyWaiter::KeyWaiter(boost::asio::io_context& io, std::unique_ptr<store::LoopStore> store,
-                     std::vector<std::string> keys, OnReady on_ready, OnError on_error)
+                     std::vector<std::string> keys, OnReady on_ready, OnError on_error, Read read)
     : wait_(std::make_shared<Wait>(std::move(store), std::move(on_ready), std::move(on_error))) {
   // The coroutine keeps the wait (and its store) until it has ended.
-  auto run = [](std::shared_ptr<Wait> w,
-                std::vector<std::string> keys) -> Task<std::vector<std::string>> {
+  auto run = [](std::shared_ptr<Wait> w, std::vector<std::string> keys,
+                Read read) -> Task<std::vector<std::string>> {
+    if (read == Read::kNone) {
+      co_await w->store->wait_until_there(std::move(keys), kNoEnd, w->cancel);
+      co_return std::vector<std::string>{};
+    }
     auto values = co_await w->store->wait_for(std::move(keys), kNoEnd, w->cancel);
     co_return values.value_or(std::vector<std::string>{});
   };
   boost::asio::co_spawn(
-      io, run(wait_, std::move(keys)),
+      io, run(wait_, std::move(keys), read),
       [w = wait_](const std::exception_ptr& error, std::vector<std::string> values) {
         if (w->stopped) return;
         if (!error) return w->on_ready(std::move(values));

@@ -12,7 +12,8 @@
 namespace ddprun::rendezvous {
 
 /// Waits until all `keys` of a store exist, from an event loop, then calls
-/// `on_ready(values)` on the loop; a lost store calls `on_error(message)` instead.
+/// `on_ready(values)` on the loop (no values where `read` is kNone: a caller that reads
+/// them its own way); a lost store calls `on_error(message)` instead.
 /// No thread: a coroutine on the loop, waiting as `store` does (LoopStore::wait_for).
 ///
 /// `store` is a connection of the waiter's own. Destroying the waiter cancels the
@@ -22,8 +23,11 @@ class KeyWaiter {
   using OnReady = std::function<void(std::vector<std::string>)>;
   using OnError = std::function<void(std::string)>;
 
+  enum class Read { kValues, kNone };
+
   KeyWaiter(boost::asio::io_context& io, std::unique_ptr<store::LoopStore> store,
-            std::vector<std::string> keys, OnReady on_ready, OnError on_error);
+            std::vector<std::string> keys, OnReady on_ready, OnError on_error,
+            Read read = Read::kValues);
   ~KeyWaiter();
   KeyWaiter(const KeyWaiter&) = delete;
   KeyWaiter& operator=(const KeyWaiter&) = delete;

@@ -343,26 +343,41 @@ void StoreRound::gather_from(const std::string& name, const std::string& mine,
     answer(with_mine(std::vector<std::string>(n)));
   };
   auto present = [this, answer, only_mine, with_mine, keys] {
-    requests().read(
-        keys,
-        [answer, only_mine, with_mine](const std::optional<RoundRequests::Values>& values) {
-          if (!values) return only_mine();
-          std::vector<std::string> parts;
-          for (const auto& v : *values) parts.push_back(v.value_or(""));
-          answer(with_mine(std::move(parts)));
-        },
-        [only_mine](const std::string& why) {
-          spdlog::warn("could not read what the other nodes shared: {}", why);
-          only_mine();
-        });
+    read_parts(keys, [answer, only_mine, with_mine](std::optional<std::vector<std::string>> parts) {
+      if (!parts) return only_mine();
+      answer(with_mine(std::move(*parts)));
+    });
   };
   requests().write(my_key, mine, [] {}, [only_mine](const std::string& why) {
     spdlog::warn("could not share with the other nodes: {}", why);
     only_mine();
   });
-  g.wait = std::make_unique<KeyWaiter>(io_, options_.connect(), keys, answer,
-                                       [present](const std::string&) { present(); });
+  // Once every part is there, they are read as the time being up reads them.
+  g.wait = std::make_unique<KeyWaiter>(
+      io_, options_.connect(), keys, [present](const std::vector<std::string>&) { present(); },
+      [present](const std::string&) { present(); }, KeyWaiter::Read::kNone);
   g.timer->start(timeout, present);
+}
+
+void StoreRound::read_parts(std::vector<std::string> keys, OnParts on_read,
+                            std::vector<std::string> read_so_far) {
+  if (read_so_far.size() == keys.size()) return on_read(std::move(read_so_far));
+  size_t from = read_so_far.size();
+  std::vector<std::string> next(keys.begin() + static_cast<std::ptrdiff_t>(from),
+                                keys.begin() + static_cast<std::ptrdiff_t>(
+                                                   std::min(keys.size(), from + kPartsPerRead)));
+  requests().read(
+      std::move(next),
+      [this, keys = std::move(keys), on_read, so_far = std::move(read_so_far)](
+          const std::optional<RoundRequests::Values>& values) mutable {
+        if (!values) return on_read(std::nullopt);
+        for (const auto& v : *values) so_far.push_back(v.value_or(""));
+        read_parts(std::move(keys), std::move(on_read), std::move(so_far));
+      },
+      [on_read](const std::string& why) {
+        spdlog::warn("could not read what the other nodes shared: {}", why);
+        on_read(std::nullopt);
+      });
 }
 
 // One key per name holds the round's largest: each node raises it and reads it, so

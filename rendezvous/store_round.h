@@ -84,7 +84,10 @@ class StoreRound : public RoundCoordinator {
   void settle(OnAllDone on_settled) override;
   void spares(OnSpares on_read) override;
   void note_failure(const std::string& reason) override;
-  /// Parts are "gather/<name>/<k>" keys of the round.
+  /// Parts are "gather/<name>/<k>" keys of the round, read a few to a request: a store
+  /// answers at most 64 MiB at once (TCPStore's reply bound) and a part is at most
+  /// 8 MiB (its value bound), so that these many parts of any size fit.
+  static constexpr size_t kPartsPerRead = 7;
   void gather(const std::string& name, const std::string& mine, std::chrono::milliseconds timeout,
               OnGathered on_gathered) override;
   void gather_from(const std::string& name, const std::string& mine, std::vector<int> group_ranks,
@@ -107,6 +110,11 @@ class StoreRound : public RoundCoordinator {
   RoundRequests::Work close_run() const;
   void check_members(const OnDead& on_dead, const OnLost& on_lost);
   void drop_finished(std::vector<std::string> dead, const OnDead& on_dead, const OnLost& on_lost);
+  // Reads what is at `keys` ("" where nothing), a few keys to a request, after
+  // `read_so_far`; nullopt where the store refused or failed.
+  using OnParts = std::function<void(std::optional<std::vector<std::string>>)>;
+  void read_parts(std::vector<std::string> keys, OnParts on_read,
+                  std::vector<std::string> read_so_far = {});
 
   boost::asio::io_context& io_;
   Clock& clock_;

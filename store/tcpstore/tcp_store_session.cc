@@ -6,6 +6,8 @@
 #include <charconv>
 #include <chrono>
 #include <cstring>
+#include <string_view>
+#include <unordered_set>
 
 #include <spdlog/spdlog.h>
 #include <boost/asio/write.hpp>
@@ -57,11 +59,9 @@ std::string_view StoreState::read(const std::string& key) {
 void StoreState::add_wait(const std::shared_ptr<Session>& session,
                           const std::vector<std::string>& keys) {
   cancel_wait(*session);
+  std::unordered_set<std::string_view> awaited;  // a key named twice is awaited once
   for (const auto& k : keys) {
-    if (exists(k) || std::find(session->awaited_keys.begin(), session->awaited_keys.end(), k) !=
-                         session->awaited_keys.end()) {
-      continue;
-    }
+    if (exists(k) || !awaited.insert(k).second) continue;
     session->awaited_keys.push_back(k);
     waiters_[k].push_back({session, session->wait_generation});
   }

@@ -8,6 +8,8 @@
 
 #include "common/error.h"
 #include "store/memory_store.h"
+#include "store/tcpstore/tcp_store_client.h"
+#include "store/tcpstore/tcp_store_server.h"
 #include "rendezvous/store_round.h"
 #include "tests/fakes/manual_clock.h"
 
@@ -365,6 +367,32 @@ TEST_F(StoreRoundTest, ANodeGathersOnlyThePartsItNamesAndWaitsForNoOther) {
                  [&with_mine](const std::vector<std::string>& parts) { with_mine = parts; });
   run_a_while();
   EXPECT_EQ(with_mine, (std::vector<std::string>{"b", "c"}));
+}
+
+// Parts too large together for one reply of the store (TCPStore answers at most
+// 64 MiB at once) are all gathered: they are read a few at a time. A hang's reports
+// from a few hundred nodes with large stacks are that much.
+TEST_F(StoreRoundTest, PartsTooLargeTogetherForOneReplyAreAllGathered) {
+  store::TcpStoreServer server("127.0.0.1", 0);
+  const int nodes = 10;
+  const std::string part(7 * 1024 * 1024, 'p');  // 70 MiB in all
+  std::vector<std::unique_ptr<StoreRound>> round;
+  for (int k = 0; k < nodes; ++k) {
+    StoreRound::Options o = options(k);
+    o.info.group_world_size = nodes;
+    o.connect = [port = server.port()] {
+      return on_loop(std::make_unique<store::TcpStoreClient>("127.0.0.1", port));
+    };
+    round.push_back(std::make_unique<StoreRound>(io_, clock_, std::move(o)));
+  }
+  for (int k = 1; k < nodes; ++k) round[k]->gather("hang", part, std::chrono::seconds(60), {});
+  std::optional<std::vector<std::string>> gathered;
+  round[0]->gather("hang", part, std::chrono::seconds(60),
+                   [&gathered](const std::vector<std::string>& parts) { gathered = parts; });
+  for (int i = 0; i < 400 && !gathered; ++i) run_a_while();
+  ASSERT_TRUE(gathered);
+  ASSERT_EQ(gathered->size(), static_cast<size_t>(nodes));
+  for (int k = 0; k < nodes; ++k) EXPECT_EQ(gathered->at(k).size(), part.size()) << "node " << k;
 }
 
 TEST_F(StoreRoundTest, WhatTheNodesPublishedIsReadBackByGroupRank) {
