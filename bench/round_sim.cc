@@ -22,7 +22,7 @@
 // Last, a hang's exchange: every node shares a report (kHangPartBytes); group rank 0 waits
 // for every report, reads them and shares a verdict, which each other node waits for and
 // reads (what agents do); `--hang=all` has every node wait for and read every report
-// instead (how agents exchanged reports before).
+// instead (how agents exchanged reports before). Not over etcd (hang_seconds null).
 //
 //   ddprun_round_sim --nodes=N [--processes=P] [--watch=ring|all] [--etcd=HOST:PORT]
 //                    [--start-on-stdin] [--floor-waves=K] [--hang=judged|all]
@@ -277,9 +277,9 @@ int run_joiners(const Meeting& meet, int first, int count, int nodes, bool watch
   io.run();
   byte = failed ? 'x' : 'r';
   if (::write(ready, &byte, 1) != 1 || ::read(go, &byte, 1) != 1 || failed) return 1;
-  // A hang's exchange: every node at once.
+  // A hang's exchange: every node at once (on c10d).
   io.restart();
-  for (int i = 0; i < count; ++i) {
+  for (int i = 0; i < (meet.etcd.empty() ? count : 0); ++i) {
     boost::asio::co_spawn(
         io,
         [&, i]() -> Task<void> {
@@ -480,7 +480,7 @@ int main(int argc, char** argv) {
       "\"floor_seconds\": %.3f, \"cpu_seconds\": %.2f}\n",
       nodes, join_seconds, per_node(total(joined) - total(before)).c_str(), restart_seconds,
       per_node(total(restarted) - total(joined)).c_str(), watch_seconds,
-      per_node(total(watched) - total(restarted)).c_str(), hang_seconds,
+      per_node(total(watched) - total(restarted)).c_str(), meet.etcd.empty() ? hang_seconds : -1,
       per_node(total(after) - total(watched)).c_str(), floor_seconds, cpu_used);
   return 0;
 }

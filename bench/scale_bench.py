@@ -21,8 +21,10 @@ Rows:
   the real protocol to a real store, no workers: a job's first round, then a restart
   (one node starts the next round after a failure, all join again), then one
   interval of the running round's liveness reads and hang exchange (and the same with
-  every node reading every member's keys, as agents did before); the store requests
-  per node beside it. One simulated node reads the whole state (as the primary agent
+  every node reading every member's keys, as agents did before), then a hang's
+  exchange (every node shares a 16 KiB report, group rank 0 reads them all and shares
+  its verdict, which every other node reads; on c10d); the store requests per node
+  beside it. One simulated node reads the whole state (as the primary agent
   does), the others their seats. The row of every node reading every member's keys
   grows as N² by design: it runs up to --sim-all-up-to nodes only. Before the round,
   the floor: every node sends as many plain requests (a read and a set in turn) to the
@@ -256,14 +258,15 @@ def round_sim(sim, nodes, watch="ring", etcd=False, floor_waves=1):
             (r["restart_seconds"], r["restart_requests_per_node"]),
             (r["watch_seconds"], r["watch_requests_per_node"]),
             (r["floor_seconds"], FLOOR_REQUESTS),
-            (r["cpu_seconds"] / nodes * 1e3, etcd_per_request))
+            (r["cpu_seconds"] / nodes * 1e3, etcd_per_request),
+            (r["hang_seconds"], r["hang_requests_per_node"]))
 
 
 def round_sim_median(sim, nodes, repeat, watch="ring", etcd=False):
     """round_sim() run `repeat` times: each phase's median seconds and requests."""
     runs = [round_sim(sim, nodes, watch, etcd) for _ in range(repeat)]
     return tuple((statistics.median(r[i][0] for r in runs),
-                  statistics.median(r[i][1] or 0 for r in runs)) for i in range(5))
+                  statistics.median(r[i][1] or 0 for r in runs)) for i in range(6))
 
 
 def sim_rows(backend, sizes, runs, in_waves=None):
@@ -289,6 +292,9 @@ def sim_rows(backend, sizes, runs, in_waves=None):
              f"turn), every node at once ({backend}, simulated nodes)", sizes, floors, cpu)]
     steps = (("rendezvous: the round protocol alone", 0), ("restart: the round protocol alone", 1),
              ("a running round: one interval of liveness reads and the hang exchange", 2))
+    if backend == "c10d":
+        steps += (("a hang: every node's report (16 KiB) to group rank 0, its verdict to "
+                   "every node", 5),)
     for step, i in steps:
         costs = [r[i][0] for r in runs]
         counted = ("store requests per node: " + ", ".join(f"{r[i][1]:.1f}" for r in runs) + "; "
