@@ -10,9 +10,10 @@ namespace ddprun::agent {
 namespace {
 
 // How long the judging node waits for the others' hang reports, and how long they wait
-// for its verdict (it judges once every report came, or that time is up).
+// for its verdict: it may begin later than they do (its capture took longer: a flight
+// recorder's dump takes up to 15 s), then judges once every report came, or that time is up.
 constexpr std::chrono::milliseconds kHangGatherTimeout{20'000};
-constexpr std::chrono::milliseconds kVerdictTimeout = kHangGatherTimeout + std::chrono::seconds(10);
+constexpr std::chrono::milliseconds kVerdictTimeout = 2 * kHangGatherTimeout;
 
 }  // namespace
 
@@ -56,8 +57,9 @@ Task<void> LocalAgent::Impl::report_hang() {
                      "/hang_node" + std::to_string(a.info.group_rank) + ".txt";
   std::optional<HangWatch::Verdict> v;
   if (judging) {
-    round_->gather("hang", a.hang_part, kHangGatherTimeout,
-                   changed_.notifying([&a](std::vector<std::string> p) { a.hang_parts = std::move(p); }));
+    round_->gather(
+        "hang", a.hang_part, kHangGatherTimeout,
+        changed_.notifying([&a](std::vector<std::string> p) { a.hang_parts = std::move(p); }));
     co_await changed_.until([this, &a] { return a.hang_parts || signalled_ != 0; });
     if (!a.hang_parts) co_return;
     v = hang_.judge(*a.hang_parts);
@@ -66,8 +68,9 @@ Task<void> LocalAgent::Impl::report_hang() {
   }
   // The judging node awaits its own verdict too: it is in the store before it goes on.
   round_->gather_from("hang_verdict", v ? HangWatch::shared_verdict(*v, host_ + ":" + path) : "",
-                      {0}, kVerdictTimeout,
-                      changed_.notifying([&a](std::vector<std::string> p) { a.hang_verdict = p.at(0); }));
+                      {0}, kVerdictTimeout, changed_.notifying([&a](std::vector<std::string> p) {
+                        a.hang_verdict = p.at(0);
+                      }));
   co_await changed_.until([this, &a] { return a.hang_verdict || signalled_ != 0; });
   if (!a.hang_verdict) co_return;
   if (!v) v = hang_.adopt(*a.hang_verdict, a.hang_part);

@@ -58,8 +58,8 @@ struct Attempt {
   std::optional<RoundEnd> lost;
   std::vector<std::string> spares;  // as the run last heard of them (the primary's)
   std::optional<std::vector<std::string>> hang_parts;  // every node's, once gathered (judging)
-  std::optional<std::string> hang_verdict;  // what the judging node shared, once it came
-  bool links_ready = false;  // the next node reached its link probe (or the wait timed out)
+  std::optional<std::string> hang_verdict;             // what the judging node shared, once it came
+  bool links_ready = false;        // the next node reached its link probe (or the wait timed out)
   bool exclusion_refused = false;  // a straggler's node could not be left out (said once)
   bool progress_judged = false;    // its failure was counted for crash loops
   std::optional<double> ended_wall;  // when this node learned the round ends (wall, s)

@@ -43,8 +43,9 @@ Task<void> LocalAgent::Impl::probe_links() {
   // waits for its neighbour only, so the wait costs the same at any size.
   Attempt& a = *attempt_;
   int next_rank = (info.group_rank + 1) % static_cast<int>(n);
-  round_->gather_from("links_ready", "1", {next_rank}, kLinkReadyWait,
-                      changed_.notifying([&a](const std::vector<std::string>&) { a.links_ready = true; }));
+  round_->gather_from(
+      "links_ready", "1", {next_rank}, kLinkReadyWait,
+      changed_.notifying([&a](const std::vector<std::string>&) { a.links_ready = true; }));
   co_await changed_.until([this, &a] { return a.links_ready || signalled_ != 0; });
   if (signalled_ != 0) co_return;
   CancelSignal cancel("link probe cancelled");
@@ -65,10 +66,11 @@ Task<void> LocalAgent::Impl::probe_links() {
   std::vector<std::string> nodes;
   nodes.reserve(n);
   for (const auto& m : info.members) nodes.push_back(rendezvous::node_address(m));
-  round_->gather("links", mine.to_json(), PreflightOptions::kLinkGather,
-                 [this, nodes, attempt = info.restart_count](const std::vector<std::string>& parts) {
-                   judge_links(nodes, parts, attempt);
-                 });
+  round_->gather(
+      "links", mine.to_json(), PreflightOptions::kLinkGather,
+      [this, nodes, attempt = info.restart_count](const std::vector<std::string>& parts) {
+        judge_links(nodes, parts, attempt);
+      });
 }
 
 // Says which node or link is slow; the run keeps every figure.

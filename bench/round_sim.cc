@@ -99,8 +99,8 @@ std::unique_ptr<store::EtcdClient> etcd_client(const Meeting& m) {
 
 // One process' joiners: connects them all, says so on `ready`, waits for a byte on
 // `go`, then joins them all. Exit status 0 when every one got the completed round.
-int run_joiners(const Meeting& meet, int first, int count, int nodes, bool watch_all,
-                bool hang_all, int floor_waves, int ready, int go) {
+int run_joiners(const Meeting& meet, int first, int count, int nodes, bool watch_all, bool hang_all,
+                int floor_waves, int ready, int go) {
   boost::asio::io_context io;
   CancelSignal cancel;
   std::vector<std::unique_ptr<store::LoopStore>> stores(count);
@@ -114,7 +114,8 @@ int run_joiners(const Meeting& meet, int first, int count, int nodes, bool watch
             store::TcpStoreClient::Options o;
             o.timeout = std::chrono::seconds(300);
             stores[i] = store::on_loop(co_await store::open_store_client(
-                "127.0.0.1", meet.port, o, std::chrono::steady_clock::now() + std::chrono::seconds(60), cancel));
+                "127.0.0.1", meet.port, o,
+                std::chrono::steady_clock::now() + std::chrono::seconds(60), cancel));
             co_return;
           }
           // Both connections made now (a first request each), not inside a phase.
@@ -300,7 +301,8 @@ int run_joiners(const Meeting& meet, int first, int count, int nodes, bool watch
             }
           }
           if (hang_all) co_return;
-          if (rank == 0) co_await s.set(at + "verdict", std::string(kHangVerdictBytes, 'v'), cancel);
+          if (rank == 0)
+            co_await s.set(at + "verdict", std::string(kHangVerdictBytes, 'v'), cancel);
           std::vector<std::string> verdict{at + "verdict"};
           auto got = co_await s.wait_for(std::move(verdict), std::chrono::seconds(120), cancel);
           if (!got) ++failed;

@@ -38,8 +38,8 @@ class LocalRound : public RoundCoordinator {
       if (*alive) f(std::vector<std::string>{});
     });
   }
-  void gather(const std::string& name, const std::string& mine,
-              std::chrono::milliseconds timeout, OnGathered on_gathered) override {
+  void gather(const std::string& name, const std::string& mine, std::chrono::milliseconds timeout,
+              OnGathered on_gathered) override {
     gather_from(name, mine, {0}, timeout, std::move(on_gathered));
   }
   // Group rank 0 is this node; no other shares anything.

@@ -308,9 +308,11 @@ void StoreRound::gather_from(const std::string& name, const std::string& mine,
   auto key_of = [&](int k) { return options_.prefix + "gather/" + name + "/" + std::to_string(k); };
   std::string my_key = key_of(options_.info.group_rank);
   if (!on_gathered) {
-    requests().write(my_key, mine, [] {}, [](const std::string& why) {
-      spdlog::warn("could not share with the other nodes: {}", why);
-    });
+    requests().write(
+        my_key, mine, [] {},
+        [](const std::string& why) {
+          spdlog::warn("could not share with the other nodes: {}", why);
+        });
     return;
   }
   std::vector<std::string> keys;
@@ -333,7 +335,8 @@ void StoreRound::gather_from(const std::string& name, const std::string& mine,
     });
   };
   // This node's own part, where it is among them, is what it shares.
-  auto with_mine = [group_ranks, me = options_.info.group_rank, mine](std::vector<std::string> parts) {
+  auto with_mine = [group_ranks, me = options_.info.group_rank,
+                    mine](std::vector<std::string> parts) {
     for (size_t i = 0; i < group_ranks.size(); ++i) {
       if (group_ranks[i] == me) parts.at(i) = mine;
     }
@@ -348,10 +351,12 @@ void StoreRound::gather_from(const std::string& name, const std::string& mine,
       answer(with_mine(std::move(*parts)));
     });
   };
-  requests().write(my_key, mine, [] {}, [only_mine](const std::string& why) {
-    spdlog::warn("could not share with the other nodes: {}", why);
-    only_mine();
-  });
+  requests().write(
+      my_key, mine, [] {},
+      [only_mine](const std::string& why) {
+        spdlog::warn("could not share with the other nodes: {}", why);
+        only_mine();
+      });
   // Once every part is there, they are read as the time being up reads them.
   g.wait = std::make_unique<KeyWaiter>(
       io_, options_.connect(), keys, [present](const std::vector<std::string>&) { present(); },
@@ -363,9 +368,9 @@ void StoreRound::read_parts(std::vector<std::string> keys, OnParts on_read,
                             std::vector<std::string> read_so_far) {
   if (read_so_far.size() == keys.size()) return on_read(std::move(read_so_far));
   size_t from = read_so_far.size();
-  std::vector<std::string> next(keys.begin() + static_cast<std::ptrdiff_t>(from),
-                                keys.begin() + static_cast<std::ptrdiff_t>(
-                                                   std::min(keys.size(), from + kPartsPerRead)));
+  std::vector<std::string> next(
+      keys.begin() + static_cast<std::ptrdiff_t>(from),
+      keys.begin() + static_cast<std::ptrdiff_t>(std::min(keys.size(), from + kPartsPerRead)));
   requests().read(
       std::move(next),
       [this, keys = std::move(keys), on_read, so_far = std::move(read_so_far)](

@@ -15,14 +15,16 @@ void publish_hang(const HangWatch::Verdict& v, const std::string& trigger,
   std::string report = format_hang_report(trigger, v.ranks, v.diagnosis);
   if (v.own_ranks_only) {
     std::string whole = v.report_at.empty() ? "" : "; every rank's are in " + v.report_at;
-    report.insert(report.find('\n') + 1, "(the stacks below are this node's ranks'" + whole + ")\n");
+    report.insert(report.find('\n') + 1,
+                  "(the stacks below are this node's ranks'" + whole + ")\n");
   }
   std::ofstream(path) << report;
   std::cerr << "ddprun: " << report.substr(0, report.find('\n')) << "\n"
             << v.diagnosis.summary << (v.missing.empty() ? "" : "  " + v.missing + "\n")
-            << (v.own_ranks_only ? "  stacks of this node's ranks: " + path +
-                                       (v.report_at.empty() ? "" : "; of every rank: " + v.report_at)
-                                 : "  stacks of every rank: " + path)
+            << (v.own_ranks_only
+                    ? "  stacks of this node's ranks: " + path +
+                          (v.report_at.empty() ? "" : "; of every rank: " + v.report_at)
+                    : "  stacks of every rank: " + path)
             << "\n"
             << std::flush;
   if (!observer || v.own_ranks_only) return;  // the judging node has the run keep it

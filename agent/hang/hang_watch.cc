@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include "agent/worker_group_runner.h"
 
@@ -169,9 +169,13 @@ HangWatch::Verdict HangWatch::judge(const std::vector<std::string>& parts) {
 
 std::string HangWatch::shared_verdict(const Verdict& v, const std::string& report_at) {
   nlohmann::json top = v.top_step ? nlohmann::json(*v.top_step) : nlohmann::json(nullptr);
-  return nlohmann::json{{"culprits", v.diagnosis.culprits}, {"why", v.diagnosis.why},
-                        {"headline", v.diagnosis.headline}, {"summary", v.diagnosis.summary},
-                        {"missing", v.missing}, {"top_step", top}, {"report_at", report_at}}
+  return nlohmann::json{{"culprits", v.diagnosis.culprits},
+                        {"why", v.diagnosis.why},
+                        {"headline", v.diagnosis.headline},
+                        {"summary", v.diagnosis.summary},
+                        {"missing", v.missing},
+                        {"top_step", top},
+                        {"report_at", report_at}}
       .dump();
 }
 

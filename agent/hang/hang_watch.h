@@ -28,8 +28,8 @@ class HangWatch {
     HangDiagnosis diagnosis;
     std::string missing;              // "node 1 did not report", ...
     std::optional<int64_t> top_step;  // the highest step any rank had reached
-    bool own_ranks_only = false;  // ranks are this node's: the judging node has the others
-    std::string report_at;        // where every rank's stacks are ("<host>:<path>"), if known
+    bool own_ranks_only = false;      // ranks are this node's: the judging node has the others
+    std::string report_at;            // where every rank's stacks are ("<host>:<path>"), if known
     bool no_progress_limit = false;  // this hang ends the job (kNoProgressExitCode)
   };
 

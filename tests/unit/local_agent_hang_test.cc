@@ -148,7 +148,8 @@ TEST_F(LocalAgentHangTest, ANodeOtherThanGroupRankZeroTakesTheJudgingNodesVerdic
       << report;
   EXPECT_NE(report.find("=== rank 2 (local_rank 0)"), std::string::npos) << report;
   EXPECT_EQ(report.find("=== rank 0 "), std::string::npos) << report;
-  EXPECT_EQ(observer.root_cause.rfind("hang: " + judged.diagnosis.headline + "; 2 restart(s)", 0), 0u)
+  EXPECT_EQ(observer.root_cause.rfind("hang: " + judged.diagnosis.headline + "; 2 restart(s)", 0),
+            0u)
       << observer.root_cause;
   EXPECT_TRUE(observer.hangs.empty()) << "the judging node has the run keep the hang";
   // Its stacks went to the judging node; it shared no verdict of its own.

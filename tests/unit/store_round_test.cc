@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "common/error.h"
+#include "rendezvous/store_round.h"
 #include "store/memory_store.h"
 #include "store/tcpstore/tcp_store_client.h"
 #include "store/tcpstore/tcp_store_server.h"
-#include "rendezvous/store_round.h"
 #include "tests/fakes/manual_clock.h"
 
 namespace ddprun::testing {
