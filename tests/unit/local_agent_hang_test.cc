@@ -12,7 +12,7 @@
 
 #include "agent/hang/hang_watch.h"
 #include "tests/unit/local_agent_fixture.h"
-#include "tracking/run_observer.h"
+#include "tests/unit/quiet_observer.h"
 
 namespace ddprun::testing {
 namespace {
@@ -98,29 +98,39 @@ TEST_F(LocalAgentHangTest, AHangOnAnotherNodeCapturesHereToo) {
 }
 
 // Keeps what the run is told of hangs and of the job's end.
-class HangObserver : public tracking::RunObserver {
+class HangObserver : public QuietObserver {
  public:
-  std::string attach(const std::string&, bool) override { return ""; }
-  void add_worker_env(int, int, int, std::map<std::string, std::string>&) override {}
-  void rendezvous_complete(const tracking::FormedRound&) override {}
-  void worker_started(int, int, int, int, pid_t) override {}
-  void worker_exited(int, int, int, int, int) override {}
   void hang(int, const std::string& report) override { hangs.push_back(report); }
-  void round_over(int, const std::string&, const std::string&) override {}
-  void attempt_ended() override {}
   void finished(const std::string&, int, const std::string& why) override { root_cause = why; }
 
   std::vector<std::string> hangs;
   std::string root_cause;
 };
 
+// This node is group rank 1 of b and a: group rank 0 (b) judges.
+class SecondNodeHangTest : public LocalAgentHangTest {
+ protected:
+  SecondNodeHangTest() {
+    elastic({{"b", "a"}}, 2);
+    journal_->group_rank = 1;
+    observer_ = &observer;
+  }
+  // run(), with what the agent said on stderr kept in `said`.
+  int run_keeping_stderr() {
+    ::testing::internal::CaptureStderr();
+    int code = run();
+    said = ::testing::internal::GetCapturedStderr();
+    return code;
+  }
+  HangObserver observer;
+  std::string said;
+};
+
 // A node other than group rank 0 shares its stacks and reads nobody's: it takes the
 // verdict group rank 0 shared (the culprit, the root cause, whether restarts got
 // anywhere), and the run's hang event is the judging node's alone. Here rank 0 always
 // reached step 7: the hangs after the first got nowhere.
-TEST_F(LocalAgentHangTest, ANodeOtherThanGroupRankZeroTakesTheJudgingNodesVerdict) {
-  elastic({{"b", "a"}}, 2);
-  journal_->group_rank = 1;
+TEST_F(SecondNodeHangTest, ANodeOtherThanGroupRankZeroTakesTheJudgingNodesVerdict) {
   config_.spec.max_restarts = 10;
   config_.hang.max_no_progress_restarts = 2;
   agent::HangWatch::Verdict judged;
@@ -130,12 +140,8 @@ TEST_F(LocalAgentHangTest, ANodeOtherThanGroupRankZeroTakesTheJudgingNodesVerdic
   judged.top_step = 7;
   journal_->others_shared["hang_verdict"] = {
       agent::HangWatch::shared_verdict(judged, "b:/logs/attempt_0/hang_node0.txt")};
-  HangObserver observer;
-  observer_ = &observer;
   hang_in_attempts(100);
-  ::testing::internal::CaptureStderr();
-  EXPECT_EQ(run(), agent::kNoProgressExitCode);
-  std::string said = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(run_keeping_stderr(), agent::kNoProgressExitCode);
   EXPECT_EQ(inspector_.captures.size(), 3u) << "the first hang, then two without progress";
   // Its file has its own ranks' stacks and says where every rank's are.
   const std::string marker = "stacks of this node's ranks: ";
@@ -160,16 +166,10 @@ TEST_F(LocalAgentHangTest, ANodeOtherThanGroupRankZeroTakesTheJudgingNodesVerdic
 }
 
 // Without a verdict from group rank 0 (gone, or garbage), a node judges its own ranks.
-TEST_F(LocalAgentHangTest, ANodeWithoutAVerdictJudgesItsOwnRanks) {
-  elastic({{"b", "a"}}, 2);
-  journal_->group_rank = 1;
+TEST_F(SecondNodeHangTest, ANodeWithoutAVerdictJudgesItsOwnRanks) {
   journal_->others_shared["hang_verdict"] = {"{\"culprits\": \"nobody\"}"};
-  HangObserver observer;
-  observer_ = &observer;
   hang_in_attempts(1);
-  ::testing::internal::CaptureStderr();
-  EXPECT_EQ(run(), agent::kHangExitCode);
-  std::string said = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(run_keeping_stderr(), agent::kHangExitCode);
   EXPECT_EQ(observer.root_cause.rfind("hang: no progress for 6.0 s", 0), 0u) << observer.root_cause;
   EXPECT_NE(said.find("group rank 0 gave no verdict: this node's ranks were judged alone"),
             std::string::npos)

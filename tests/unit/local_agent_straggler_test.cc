@@ -9,23 +9,14 @@
 
 #include "agent/straggler/straggler_judge.h"
 #include "tests/unit/local_agent_fixture.h"
-#include "tracking/run_observer.h"
+#include "tests/unit/quiet_observer.h"
 
 namespace ddprun::testing {
 namespace {
 
 // Keeps what straggler detection tells the run.
-class StragglerObserver : public tracking::RunObserver {
+class StragglerObserver : public QuietObserver {
  public:
-  std::string attach(const std::string&, bool) override { return ""; }
-  void add_worker_env(int, int, int, std::map<std::string, std::string>&) override {}
-  void rendezvous_complete(const tracking::FormedRound&) override {}
-  void worker_started(int, int, int, int, pid_t) override {}
-  void worker_exited(int, int, int, int, int) override {}
-  void hang(int, const std::string&) override {}
-  void round_over(int, const std::string&, const std::string&) override {}
-  void attempt_ended() override {}
-  void finished(const std::string&, int, const std::string&) override {}
   void straggler_named(int, const std::string& data) override { named.push_back(nlohmann::json::parse(data)); }
   void straggler_scores(int, const std::string& data) override { scores.push_back(nlohmann::json::parse(data)); }
 

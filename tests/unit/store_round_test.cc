@@ -9,96 +9,10 @@
 #include "common/error.h"
 #include "rendezvous/store_round.h"
 #include "store/memory_store.h"
-#include "store/tcpstore/tcp_store_client.h"
-#include "store/tcpstore/tcp_store_server.h"
-#include "tests/fakes/manual_clock.h"
+#include "tests/unit/store_round_fixture.h"
 
 namespace ddprun::testing {
 namespace {
-
-using store::MemoryStore;
-using rendezvous::StoreRound;
-
-/// A store whose every call fails, as one gone away does.
-class LostStore : public MemoryStore {
- public:
-  void set(const std::string&, const std::string&) override { fail(); }
-  std::vector<std::optional<std::string>> get_now(const std::vector<std::string>&) override {
-    fail();
-  }
-
- private:
-  [[noreturn]] static void fail() { throw StoreError("connection reset"); }
-};
-
-/// Counts how often each key is read.
-class ReadCountingStore : public MemoryStore {
- public:
-  std::vector<std::optional<std::string>> get_now(const std::vector<std::string>& keys) override {
-    for (const auto& k : keys) ++reads_[k];
-    return MemoryStore::get_now(keys);
-  }
-  int reads(const std::string& key) const {
-    auto it = reads_.find(key);
-    return it == reads_.end() ? 0 : it->second;
-  }
-
- private:
-  std::map<std::string, int> reads_;
-};
-
-class StoreRoundTest : public ::testing::Test {
- protected:
-  static StoreRound::Options options(int group_rank) {
-    StoreRound::Options o;
-    o.info.group_rank = group_rank;
-    o.info.group_world_size = 2;
-    o.prefix = "ddprun/test/round/0/";
-    o.store_where = "memory";
-    o.connect = [] { return on_loop(std::make_unique<MemoryStore>()); };
-    return o;
-  }
-  // A node whose reads see `store` (share_max(), ...).
-  std::unique_ptr<StoreRound> sharing_node(int group_rank, MemoryStore& store) {
-    StoreRound::Options o = options(group_rank);
-    o.connect = [&store] { return on_loop(store); };
-    return std::make_unique<StoreRound>(io_, clock_, std::move(o));
-  }
-  // share_max(), its answer awaited on the loop.
-  int64_t share(StoreRound& node, const std::string& name, int64_t mine) {
-    int64_t top = -1;
-    node.share_max(name, mine, [&top](int64_t t) { top = t; });
-    run_a_while();
-    return top;
-  }
-  // Group rank 0 of two, watching b ("hb/b" every 100 ms), gone once `b_gone`.
-  static StoreRound::Options watching_b(const bool& b_gone) {
-    StoreRound::Options o = options(0);
-    o.watched = {{1, "b"}};
-    o.heartbeat_interval = std::chrono::milliseconds(100);
-    o.liveness_keys = {"hb/b"};
-    o.dead_members = [&b_gone](const std::vector<std::optional<std::string>>&) {
-      return b_gone ? std::vector<std::string>{"b"} : std::vector<std::string>{};
-    };
-    return o;
-  }
-  // watching_b()'s node finishes (b is never lost), then the loop runs a while.
-  void finish_watching_b(StoreRound& round, bool& all_done) {
-    round.watch_members([](const std::vector<std::string>&) { ADD_FAILURE() << "b is not lost"; },
-                        [](const std::string&) {});
-    round.finish_node([&all_done] { all_done = true; }, [](const std::string&) {});
-    run_a_while();
-  }
-  // Runs the loop a while.
-  void run_a_while() {
-    io_.restart();  // after it ran out of work
-    io_.run_for(std::chrono::milliseconds(50));
-  }
-
-  MemoryStore store_;  // outlives the loop: a wait left in progress ends with the loop
-  boost::asio::io_context io_;
-  ManualClock clock_;
-};
 
 // The node that ends a round after beginning the next says where that round is, as
 // its start left it: the others, told, join it without reading where it is.
@@ -203,21 +117,6 @@ TEST_F(StoreRoundTest, ANodeWhoseEndGotNoAnswerDoesNotKnowWhoWroteTheEnd) {
   EXPECT_EQ(said, (std::vector<std::optional<bool>>{false, std::nullopt}));
 }
 
-TEST_F(StoreRoundTest, ShareMaxGivesEveryNodeTheLargestNumberShared) {
-  auto a = sharing_node(0, store_);
-  auto b = sharing_node(1, store_);
-  EXPECT_EQ(share(*a, "longest", 200), 200) << "nobody else has shared yet";
-  EXPECT_EQ(share(*b, "longest", 900), 900);
-  EXPECT_EQ(share(*a, "longest", 300), 900);
-  EXPECT_EQ(store_.get("ddprun/test/round/0/max/longest", std::chrono::milliseconds(0)), "900")
-      << "one key holds the round's largest; a smaller number leaves it";
-  EXPECT_EQ(share(*a, "longest", 1500), 1500);
-  EXPECT_EQ(store_.get("ddprun/test/round/0/max/longest", std::chrono::milliseconds(0)), "1500");
-  EXPECT_EQ(share(*b, "longest", 900), 1500) << "read back, not written again";
-  // Names are apart.
-  EXPECT_EQ(share(*b, "other", 5), 5);
-}
-
 TEST_F(StoreRoundTest, UnfinishedNamesTheNodesNotMarkedDone) {
   auto unfinished = [this](StoreRound& node) {
     std::vector<int> out{-1};
@@ -276,16 +175,6 @@ TEST_F(StoreRoundTest, TheLastToFinishClosesTheRunBeforeItSetsAllDone) {
   }
 }
 
-TEST_F(StoreRoundTest, ShareMaxSkipsWhatIsNotANumberAndSurvivesALostStore) {
-  auto a = sharing_node(0, store_);
-  store_.set("ddprun/test/round/0/max/longest", "garbage");
-  EXPECT_EQ(share(*a, "longest", 42), 42);
-  EXPECT_EQ(store_.get("ddprun/test/round/0/max/longest", std::chrono::milliseconds(0)), "42")
-      << "what is not a number is replaced";
-  LostStore lost;
-  EXPECT_EQ(share(*sharing_node(0, lost), "longest", 50), 50);
-}
-
 // The members' liveness keys, read on the round's own connection every interval: the
 // judgment gets what they held, and names who is gone.
 TEST_F(StoreRoundTest, TheMembersLivenessKeysAreReadEachIntervalAndJudged) {
@@ -316,105 +205,6 @@ TEST_F(StoreRoundTest, TheMembersLivenessKeysAreReadEachIntervalAndJudged) {
   ASSERT_EQ(read.size(), 2u);
   EXPECT_EQ(dead, std::vector<std::string>{"b"});
   EXPECT_TRUE(lost.empty()) << lost;
-}
-
-// What each node published last, read back on the loop by group rank ("" from a node
-// that has not).
-// A node that needs nobody's part only shares its own: it waits for and reads nothing
-// (every node gathering every node's part costs N squared), and the node that gathers
-// has it.
-TEST_F(StoreRoundTest, ANodeThatOnlySharesItsPartReadsNothing) {
-  ReadCountingStore store;
-  StoreRound::Options o = options(0);
-  o.connect = [&store] { return on_loop(store); };
-  StoreRound a(io_, clock_, o);
-  auto b = sharing_node(1, store);
-  b->gather("endpoint", "b:9000", std::chrono::seconds(5), {});
-  run_a_while();
-  EXPECT_EQ(store.get("ddprun/test/round/0/gather/endpoint/1", std::chrono::seconds(1)), "b:9000");
-  EXPECT_EQ(store.reads("ddprun/test/round/0/gather/endpoint/0"), 0) << "it read a's part";
-  std::vector<std::string> gathered;
-  a.gather("endpoint", "a:9000", std::chrono::seconds(5),
-           [&gathered](const std::vector<std::string>& parts) { gathered = parts; });
-  run_a_while();
-  EXPECT_EQ(gathered, (std::vector<std::string>{"a:9000", "b:9000"}));
-}
-
-// A node that needs its neighbour's part waits for and reads that part only: the
-// answer comes though another node never shares (the link check's wait costs the
-// same at any size).
-TEST_F(StoreRoundTest, ANodeGathersOnlyThePartsItNamesAndWaitsForNoOther) {
-  ReadCountingStore store;
-  auto node = [&](int group_rank) {
-    StoreRound::Options o = options(group_rank);
-    o.info.group_world_size = 3;
-    o.connect = [&store] { return on_loop(store); };
-    return std::make_unique<StoreRound>(io_, clock_, std::move(o));
-  };
-  auto b = node(1);
-  auto c = node(2);
-  std::vector<std::string> gathered;
-  b->gather_from("ready", "b", {2}, std::chrono::seconds(5),
-                 [&gathered](const std::vector<std::string>& parts) { gathered = parts; });
-  run_a_while();
-  EXPECT_TRUE(gathered.empty()) << "answered before c shared";
-  c->gather("ready", "c", std::chrono::seconds(5), {});
-  run_a_while();
-  EXPECT_EQ(gathered, (std::vector<std::string>{"c"}));  // node 0 never shared
-  EXPECT_EQ(store.reads("ddprun/test/round/0/gather/ready/0"), 0) << "it read node 0's part";
-  std::vector<std::string> with_mine;
-  b->gather_from("ready", "b", {1, 2}, std::chrono::seconds(5),
-                 [&with_mine](const std::vector<std::string>& parts) { with_mine = parts; });
-  run_a_while();
-  EXPECT_EQ(with_mine, (std::vector<std::string>{"b", "c"}));
-}
-
-// Parts too large together for one reply of the store (TCPStore answers at most
-// 64 MiB at once) are all gathered: they are read a few at a time. A hang's reports
-// from a few hundred nodes with large stacks are that much.
-TEST_F(StoreRoundTest, PartsTooLargeTogetherForOneReplyAreAllGathered) {
-  store::TcpStoreServer server("127.0.0.1", 0);
-  const int nodes = 10;
-  const std::string part(7 * 1024 * 1024, 'p');  // 70 MiB in all
-  std::vector<std::unique_ptr<StoreRound>> round;
-  for (int k = 0; k < nodes; ++k) {
-    StoreRound::Options o = options(k);
-    o.info.group_world_size = nodes;
-    o.connect = [port = server.port()] {
-      return on_loop(std::make_unique<store::TcpStoreClient>("127.0.0.1", port));
-    };
-    round.push_back(std::make_unique<StoreRound>(io_, clock_, std::move(o)));
-  }
-  for (int k = 1; k < nodes; ++k) round[k]->gather("hang", part, std::chrono::seconds(60), {});
-  std::optional<std::vector<std::string>> gathered;
-  round[0]->gather("hang", part, std::chrono::seconds(60),
-                   [&gathered](const std::vector<std::string>& parts) { gathered = parts; });
-  for (int i = 0; i < 400 && !gathered; ++i) run_a_while();
-  ASSERT_TRUE(gathered);
-  ASSERT_EQ(gathered->size(), static_cast<size_t>(nodes));
-  for (int k = 0; k < nodes; ++k) EXPECT_EQ(gathered->at(k).size(), part.size()) << "node " << k;
-}
-
-TEST_F(StoreRoundTest, WhatTheNodesPublishedIsReadBackByGroupRank) {
-  StoreRound::Options o = options(0);
-  o.connect = [this] { return on_loop(store_); };
-  StoreRound a(io_, clock_, o);
-  auto b = sharing_node(1, store_);
-  a.publish("window", "first");
-  a.publish("window", "mine");
-  b->publish("window", "theirs");
-  std::vector<std::vector<std::string>> read;
-  auto keep = [&read](std::vector<std::string> v) { read.push_back(std::move(v)); };
-  a.read_published("window", {0, 1}, keep);
-  run_a_while();
-  a.read_published("window", {1}, keep);
-  run_a_while();
-  a.read_published("other", {0, 1}, keep);
-  run_a_while();
-  ASSERT_EQ(read.size(), 3u);
-  EXPECT_EQ(read[0], (std::vector<std::string>{"mine", "theirs"}));
-  EXPECT_EQ(read[1], (std::vector<std::string>{"theirs"}));
-  EXPECT_EQ(read[2], (std::vector<std::string>{"", ""}));
 }
 
 // A member that marked itself done may leave before this node learns that every node

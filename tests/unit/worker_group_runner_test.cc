@@ -17,7 +17,7 @@
 #include "tests/fakes/fake_process_launcher.h"
 #include "tests/fakes/log_capture.h"
 #include "tests/fakes/manual_clock.h"
-#include "tracking/run_observer.h"
+#include "tests/unit/quiet_observer.h"
 
 namespace ddprun::testing {
 namespace {
@@ -288,22 +288,15 @@ TEST_F(WorkerGroupRunnerTest, NoStragglerIsNamedAfterAFailureOrWhenTurnedOff) {
 }
 
 // What the runner tells the tracking side before its workers start, and when.
-class StartingObserver : public tracking::RunObserver {
+class StartingObserver : public QuietObserver {
  public:
   explicit StartingObserver(const FakeProcessLauncher& launcher) : launcher_(launcher) {}
-  std::string attach(const std::string&, bool) override { return ""; }
   void add_worker_env(int, int, int, std::map<std::string, std::string>&) override { ++envs; }
-  void rendezvous_complete(const tracking::FormedRound&) override {}
   bool may_start_workers(int attempt, bool wait) override {
     asked.push_back({attempt, wait, envs, launcher_.spawned().size()});
     return wait || envs >= ready_after_envs;
   }
   void worker_started(int, int, int, int, pid_t) override { envs_at_start.push_back(envs); }
-  void worker_exited(int, int, int, int, int) override {}
-  void hang(int, const std::string&) override {}
-  void round_over(int, const std::string&, const std::string&) override {}
-  void attempt_ended() override {}
-  void finished(const std::string&, int, const std::string&) override {}
 
   struct Asked {
     int attempt;
