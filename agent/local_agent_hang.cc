@@ -55,22 +55,27 @@ Task<void> LocalAgent::Impl::report_hang() {
   const bool judging = a.info.group_rank == 0;
   std::string path = log_dir_.run_dir() + "/attempt_" + std::to_string(a.info.restart_count) +
                      "/hang_node" + std::to_string(a.info.group_rank) + ".txt";
+  const std::string here = host_ + ":" + path;  // where this node's whole report goes
+  // The stacks shared are cut to fit: the judging node's reading is bounded at any size.
+  std::string shared =
+      part_to_share(a.hang_part, shared_stack_bytes(a.info.group_world_size), here);
   std::optional<HangWatch::Verdict> v;
   if (judging) {
     round_->gather(
-        "hang", a.hang_part, kHangGatherTimeout,
+        "hang", shared, kHangGatherTimeout,
         changed_.notifying([&a](std::vector<std::string> p) { a.hang_parts = std::move(p); }));
     co_await changed_.until([this, &a] { return a.hang_parts || signalled_ != 0; });
     if (!a.hang_parts) co_return;
+    if (!a.hang_parts->empty()) a.hang_parts->front() = a.hang_part;  // its own stacks whole
     v = hang_.judge(*a.hang_parts);
+    v->report_at = here;
   } else {
-    round_->gather("hang", a.hang_part, kHangGatherTimeout, {});
+    round_->gather("hang", shared, kHangGatherTimeout, {});
   }
   // The judging node awaits its own verdict too: it is in the store before it goes on.
-  round_->gather_from("hang_verdict", v ? HangWatch::shared_verdict(*v, host_ + ":" + path) : "",
-                      {0}, kVerdictTimeout, changed_.notifying([&a](std::vector<std::string> p) {
-                        a.hang_verdict = p.at(0);
-                      }));
+  round_->gather_from(
+      "hang_verdict", v ? HangWatch::shared_verdict(*v, here) : "", {0}, kVerdictTimeout,
+      changed_.notifying([&a](std::vector<std::string> p) { a.hang_verdict = p.at(0); }));
   co_await changed_.until([this, &a] { return a.hang_verdict || signalled_ != 0; });
   if (!a.hang_verdict) co_return;
   if (!v) v = hang_.adopt(*a.hang_verdict, a.hang_part);

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "common/error.h"
+#include "common/number_ranges.h"
 
 namespace ddprun::agent {
 namespace {
@@ -66,19 +67,7 @@ const char* numa_mode_name(NumaMode mode) {
 }
 
 std::string format_cpu_list(const std::vector<int>& cpus) {
-  std::string out;
-  for (size_t i = 0; i < cpus.size();) {
-    size_t j = i;
-    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
-    if (!out.empty()) out += ',';
-    out += std::to_string(cpus[i]);
-    if (j > i) {
-      out += '-';
-      out += std::to_string(cpus[j]);
-    }
-    i = j + 1;
-  }
-  return out;
+  return number_ranges(cpus, /*pairs_as_ranges=*/true);
 }
 
 std::string CpuBinding::describe() const {

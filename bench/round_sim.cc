@@ -22,7 +22,7 @@
 // Last, a hang's exchange: every node shares a report (kHangPartBytes); group rank 0 waits
 // for every report, reads them and shares a verdict, which each other node waits for and
 // reads (what agents do); `--hang=all` has every node wait for and read every report
-// instead (how agents exchanged reports before). Not over etcd (hang_seconds null).
+// instead (how agents exchanged reports before).
 //
 //   ddprun_round_sim --nodes=N [--processes=P] [--watch=ring|all] [--etcd=HOST:PORT]
 //                    [--start-on-stdin] [--floor-waves=K] [--hang=judged|all]
@@ -95,6 +95,29 @@ struct Meeting {
 std::unique_ptr<store::EtcdClient> etcd_client(const Meeting& m) {
   return std::make_unique<store::EtcdClient>(store::parse_etcd_endpoints(m.etcd),
                                              std::chrono::seconds(300));
+}
+
+// One node's part of a hang's exchange: it shares its report; group rank 0 (every node,
+// `hang_all`) waits for every report and reads them as StoreRound does, then shares its
+// verdict, which the others wait for.
+Task<void> exchange_hang_report(store::LoopStore& s, const std::string& at, int rank, int nodes,
+                                bool hang_all, CancelSignal& cancel, int& failed) {
+  co_await s.set(at + "hang/" + std::to_string(rank), std::string(kHangPartBytes, 'r'), cancel);
+  if (hang_all || rank == 0) {
+    std::vector<std::string> reports;
+    for (int k = 0; k < nodes; ++k) reports.push_back(at + "hang/" + std::to_string(k));
+    if (!co_await s.wait_until_there(reports, std::chrono::seconds(120), cancel)) ++failed;
+    for (size_t k = 0; k < reports.size(); k += rendezvous::StoreRound::kPartsPerRead) {
+      auto end = std::min(reports.size(), k + rendezvous::StoreRound::kPartsPerRead);
+      std::vector<std::string> some(reports.begin() + static_cast<std::ptrdiff_t>(k),
+                                    reports.begin() + static_cast<std::ptrdiff_t>(end));
+      co_await s.get_now(std::move(some), cancel);
+    }
+  }
+  if (hang_all) co_return;
+  if (rank == 0) co_await s.set(at + "verdict", std::string(kHangVerdictBytes, 'v'), cancel);
+  std::vector<std::string> verdict{at + "verdict"};
+  if (!co_await s.wait_for(std::move(verdict), std::chrono::seconds(120), cancel)) ++failed;
 }
 
 // One process' joiners: connects them all, says so on `ready`, waits for a byte on
@@ -278,36 +301,13 @@ int run_joiners(const Meeting& meet, int first, int count, int nodes, bool watch
   io.run();
   byte = failed ? 'x' : 'r';
   if (::write(ready, &byte, 1) != 1 || ::read(go, &byte, 1) != 1 || failed) return 1;
-  // A hang's exchange: every node at once (on c10d).
+  // A hang's exchange: every node at once.
   io.restart();
-  for (int i = 0; i < (meet.etcd.empty() ? count : 0); ++i) {
-    boost::asio::co_spawn(
-        io,
-        [&, i]() -> Task<void> {
-          int rank = seats[i].group_rank;
-          store::LoopStore& s = *stores[i];
-          const std::string& at = meet.prefix;
-          co_await s.set(at + "hang/" + std::to_string(rank), std::string(kHangPartBytes, 'r'),
-                         cancel);
-          if (hang_all || rank == 0) {  // a wait, then the reports read as StoreRound does
-            std::vector<std::string> reports;
-            for (int k = 0; k < nodes; ++k) reports.push_back(at + "hang/" + std::to_string(k));
-            if (!co_await s.wait_until_there(reports, std::chrono::seconds(120), cancel)) ++failed;
-            for (size_t k = 0; k < reports.size(); k += rendezvous::StoreRound::kPartsPerRead) {
-              auto end = std::min(reports.size(), k + rendezvous::StoreRound::kPartsPerRead);
-              std::vector<std::string> some(reports.begin() + static_cast<std::ptrdiff_t>(k),
-                                            reports.begin() + static_cast<std::ptrdiff_t>(end));
-              co_await s.get_now(std::move(some), cancel);
-            }
-          }
-          if (hang_all) co_return;
-          if (rank == 0)
-            co_await s.set(at + "verdict", std::string(kHangVerdictBytes, 'v'), cancel);
-          std::vector<std::string> verdict{at + "verdict"};
-          auto got = co_await s.wait_for(std::move(verdict), std::chrono::seconds(120), cancel);
-          if (!got) ++failed;
-        },
-        [&](const std::exception_ptr& e) { failed += e ? 1 : 0; });
+  for (int i = 0; i < count; ++i) {
+    boost::asio::co_spawn(io,
+                          exchange_hang_report(*stores[i], meet.prefix, seats[i].group_rank, nodes,
+                                               hang_all, cancel, failed),
+                          [&](const std::exception_ptr& e) { failed += e ? 1 : 0; });
   }
   io.run();
   byte = failed ? 'x' : 'r';
@@ -482,7 +482,7 @@ int main(int argc, char** argv) {
       "\"floor_seconds\": %.3f, \"cpu_seconds\": %.2f}\n",
       nodes, join_seconds, per_node(total(joined) - total(before)).c_str(), restart_seconds,
       per_node(total(restarted) - total(joined)).c_str(), watch_seconds,
-      per_node(total(watched) - total(restarted)).c_str(), meet.etcd.empty() ? hang_seconds : -1,
+      per_node(total(watched) - total(restarted)).c_str(), hang_seconds,
       per_node(total(after) - total(watched)).c_str(), floor_seconds, cpu_used);
   return 0;
 }

@@ -23,7 +23,7 @@ Rows:
   interval of the running round's liveness reads and hang exchange (and the same with
   every node reading every member's keys, as agents did before), then a hang's
   exchange (every node shares a 16 KiB report, group rank 0 reads them all and shares
-  its verdict, which every other node reads; on c10d); the store requests per node
+  its verdict, which every other node reads); the store requests per node
   beside it. One simulated node reads the whole state (as the primary agent
   does), the others their seats. The row of every node reading every member's keys
   grows as N² by design: it runs up to --sim-all-up-to nodes only. Before the round,
@@ -291,10 +291,9 @@ def sim_rows(backend, sizes, runs, in_waves=None):
     rows = [(f"the floor: {FLOOR_REQUESTS} plain requests per node (a read and a set in "
              f"turn), every node at once ({backend}, simulated nodes)", sizes, floors, cpu)]
     steps = (("rendezvous: the round protocol alone", 0), ("restart: the round protocol alone", 1),
-             ("a running round: one interval of liveness reads and the hang exchange", 2))
-    if backend == "c10d":
-        steps += (("a hang: every node's report (16 KiB) to group rank 0, its verdict to "
-                   "every node", 5),)
+             ("a running round: one interval of liveness reads and the hang exchange", 2),
+             ("a hang: every node's report (16 KiB) to group rank 0, its verdict to every node",
+              5))
     for step, i in steps:
         costs = [r[i][0] for r in runs]
         counted = ("store requests per node: " + ", ".join(f"{r[i][1]:.1f}" for r in runs) + "; "

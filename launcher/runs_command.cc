@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "common/number_ranges.h"
 #include "dashboard/http_server.h"
 #include "dashboard/report_page.h"
 #include "dashboard/routes.h"
@@ -26,10 +27,10 @@
 #include "launcher/runs_help.h"
 #include "launcher/text_table.h"
 #include "tracking/part_merge.h"
+#include "tracking/run_reading.h"
 #include "tracking/run_store.h"
 #include "tracking/run_summary.h"
 #include "tracking/run_tracker.h"
-#include "tracking/run_reading.h"
 
 namespace ddprun::launcher {
 namespace {
@@ -153,19 +154,6 @@ void print_watchdog(const std::string& data_json) {
   if (total > shown) std::cout << "      ... " << total - shown << " more line(s)\n";
 }
 
-// "0-3,5": ranks in order, runs of consecutive ones as ranges.
-std::string rank_list(const std::set<int>& ranks) {
-  std::string out;
-  for (auto it = ranks.begin(); it != ranks.end();) {
-    int first = *it, last = *it;
-    for (++it; it != ranks.end() && *it == last + 1; ++it) last = *it;
-    if (!out.empty()) out += ',';
-    out += std::to_string(first);
-    if (last > first) out.append(last == first + 1 ? "," : "-").append(std::to_string(last));
-  }
-  return out;
-}
-
 // What workers logged with config() or summary(): each key and value once, with the
 // ranks that logged it (most jobs log the same config on every rank).
 void print_entries(const char* title, const std::vector<RunStore::Entry>& entries) {
@@ -174,7 +162,8 @@ void print_entries(const char* title, const std::vector<RunStore::Entry>& entrie
   for (const auto& e : entries) ranks[{e.key, e.value_json}].insert(e.rank);
   std::cout << "\n" << title << ":\n";
   TextTable table({"KEY", "VALUE", "RANKS"}, {false, false, false});
-  for (const auto& [entry, who] : ranks) table.add({entry.first, entry.second, rank_list(who)});
+  for (const auto& [entry, who] : ranks)
+    table.add({entry.first, entry.second, number_ranges(std::vector<int>(who.begin(), who.end()))});
   table.print(std::cout, "  ");
 }
 

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "agent/hang/stack_text.h"
+#include "common/number_ranges.h"
 
 namespace ddprun::agent {
 namespace {
@@ -16,6 +17,9 @@ using nlohmann::json;
 
 // The `where` of a rank that had exited when the stacks were captured.
 const char* const kExited = "(exited)";
+
+// Culprits the summary describes one by one; the others it lists by where they stopped.
+constexpr size_t kDetailedCulprits = 8;
 
 std::string base_name(const std::string& path) {
   size_t slash = path.rfind('/');
@@ -81,15 +85,6 @@ std::string native_where(const ThreadStack& t) {
   return s;
 }
 
-std::string rank_list(const std::vector<int>& ranks) {
-  std::string s;
-  for (int r : ranks) {
-    if (!s.empty()) s += ',';
-    s += std::to_string(r);
-  }
-  return s;
-}
-
 std::string seconds(double s) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.1f s", s);
@@ -108,6 +103,16 @@ std::string details(const RankReport& r) {
   }
   if (!r.section.empty()) s += ", in section '" + r.section + "'";
   return s;
+}
+
+// "ranks 0-7 are in f (...)\n", "culprit rank 9 had exited\n".
+std::string ranks_where(const std::string& what, const std::vector<int>& members,
+                        const std::string& where) {
+  bool one = members.size() == 1;
+  std::string s =
+      what + (what.empty() ? "" : " ") + (one ? "rank " : "ranks ") + number_ranges(members);
+  if (where == kExited) return s + (one ? " had " : " had all ") + "exited\n";
+  return s + (one ? " is in " : " are in ") + where + "\n";
 }
 
 std::string place(const RankReport& r) {
@@ -222,6 +227,45 @@ void describe_stacks(RankReport& r) {
 
 namespace {
 
+// `text` cut at a line's end within `bytes`, saying so.
+std::string cut(const std::string& text, size_t bytes, const std::string& full_at) {
+  if (text.size() <= bytes) return text;
+  size_t end = text.rfind('\n', bytes);
+  end = end == std::string::npos ? bytes : end + 1;
+  return text.substr(0, end) + "... (" + std::to_string(text.size() - end) +
+         " bytes more; cut to share, all of it is in " + full_at + ")\n";
+}
+
+}  // namespace
+
+size_t shared_stack_bytes(int nodes) {
+  constexpr size_t kNode = 256 << 10, kJob = 64 << 20, kLeast = 4 << 10;
+  return std::clamp(kJob / static_cast<size_t>(std::max(nodes, 1)), kLeast, kNode);
+}
+
+std::string part_to_share(const std::string& part, size_t node_bytes, const std::string& full_at) {
+  json ranks = json::parse(part, nullptr, false);
+  if (!ranks.is_array() || ranks.empty()) return part;
+  cut_stacks(ranks, node_bytes, full_at);
+  return ranks.dump();
+}
+
+void cut_stacks(json& ranks, size_t bytes, const std::string& full_at) {
+  if (!ranks.is_array() || ranks.empty()) return;
+  size_t each = bytes / ranks.size();
+  for (auto& j : ranks) {
+    if (!j.is_object()) continue;
+    std::string py = j.value("python_stack", ""), native = j.value("native_stack", "");
+    if (py.size() + native.size() <= each) continue;
+    // Halves, where one stack needs less the other may have the rest.
+    size_t py_bytes = std::max(each / 2, each - std::min(native.size(), each / 2));
+    j["python_stack"] = cut(py, py_bytes, full_at);
+    j["native_stack"] = cut(native, each - std::min(py.size(), py_bytes), full_at);
+  }
+}
+
+namespace {
+
 // Ranks at (almost) no CPU while every other rank keeps a core busy: where stacks do
 // not tell a collective apart, the CPU does (NCCL's waits spin; a rank asleep in its
 // data loader or on a lock does not). Every rank's use must be known.
@@ -257,8 +301,8 @@ std::string collective_line(const CollectiveVerdict& v) {
   s += ":";
   const char* sep = " ";
   for (const auto& [where, members] : v.places) {
-    s += sep + std::string(members.size() == 1 ? "rank " : "ranks ") + rank_list(members) + " at " +
-         where;
+    s += sep + std::string(members.size() == 1 ? "rank " : "ranks ") + number_ranges(members) +
+         " at " + where;
     sep = "; ";
   }
   return s + "\n";
@@ -308,24 +352,24 @@ HangDiagnosis diagnose(const std::vector<RankReport>& ranks) {
       d.headline += " (and " + std::to_string(culprits.size() - 1) + " more)";
     break;
   }
+  // The first culprits in detail; the rest, and the other ranks, by where they stopped
+  // (a whole job's ranks in a few lines).
+  std::map<std::string, std::vector<int>> more_culprits, others;
+  size_t detailed = 0;
   for (const auto& r : ranks) {
-    if (!culprits.count(r.rank)) continue;
-    out << "  culprit: " << place(r) << " is in " << r.where << "\n           " << details(r)
-        << "\n";
-  }
-  if (culprits.empty()) out << "  no rank stands out: every rank stopped alike\n";
-  std::map<std::string, std::vector<int>> others;
-  for (const auto& r : ranks)
-    if (!culprits.count(r.rank)) others[r.where].push_back(r.rank);
-  for (const auto& [where, members] : others) {
-    bool one = members.size() == 1;
-    out << "  " << (one ? "rank " : "ranks ") << rank_list(members);
-    if (where == kExited) {
-      out << (one ? " had " : " had all ") << "exited\n";
+    if (!culprits.count(r.rank)) {
+      others[r.where].push_back(r.rank);
+    } else if (detailed++ < kDetailedCulprits) {
+      out << "  culprit: " << place(r) << " is in " << r.where << "\n           " << details(r)
+          << "\n";
     } else {
-      out << (one ? " is in " : " are in ") << where << "\n";
+      more_culprits[r.where].push_back(r.rank);
     }
   }
+  if (culprits.empty()) out << "  no rank stands out: every rank stopped alike\n";
+  for (const auto& [where, members] : more_culprits)
+    out << "  " << ranks_where("culprit", members, where);
+  for (const auto& [where, members] : others) out << "  " << ranks_where("", members, where);
   if (!nccl.places.empty()) out << collective_line(nccl);
   d.summary = out.str();
   return d;

@@ -45,6 +45,16 @@ RankReport rank_report_from_json(const nlohmann::json& j);
 /// of Python frames, on the node that captured them).
 void describe_stacks(RankReport& r);
 
+/// Bytes of stacks each node shares with the judging node in a job of `nodes`: 256 KiB,
+/// less where the judging node would read over 64 MiB of stacks in all, at least 4 KiB.
+size_t shared_stack_bytes(int nodes);
+
+/// What a node shares of its reports (`part`, JSON as captured): every rank's stacks
+/// cut to `node_bytes` for all of them, each cut naming `full_at`, where all of it is.
+std::string part_to_share(const std::string& part, size_t node_bytes, const std::string& full_at);
+/// The same on reports as JSON (an array of to_json()s), in place.
+void cut_stacks(nlohmann::json& ranks, size_t bytes, const std::string& full_at);
+
 /// Who hung, judged from every rank's report.
 struct HangDiagnosis {
   std::vector<int> culprits;  // global ranks; empty when no rank stands out

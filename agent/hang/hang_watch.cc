@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/worker_group_runner.h"
+#include "common/number_ranges.h"
 
 namespace ddprun::agent {
 namespace {
@@ -148,15 +149,19 @@ void HangWatch::capture(std::function<void(std::string)> done) {
 
 HangWatch::Verdict HangWatch::judge(const std::vector<std::string>& parts) {
   Verdict v;
+  std::vector<int> missing;
   for (size_t node = 0; node < parts.size(); ++node) {
     nlohmann::json j = nlohmann::json::parse(parts[node], nullptr, false);
     if (!j.is_array()) {
-      v.missing += (v.missing.empty() ? "" : ", ") + std::string("node ") + std::to_string(node);
+      missing.push_back(static_cast<int>(node));
       continue;
     }
     for (const auto& r : j) v.ranks.push_back(rank_report_from_json(r));
   }
-  if (!v.missing.empty()) v.missing += " did not report";
+  if (!missing.empty()) {
+    v.missing =
+        (missing.size() == 1 ? "node " : "nodes ") + number_ranges(missing) + " did not report";
+  }
   std::sort(v.ranks.begin(), v.ranks.end(),
             [](const RankReport& a, const RankReport& b) { return a.rank < b.rank; });
   v.diagnosis = diagnose(v.ranks);

@@ -529,6 +529,12 @@
     for (const e of run.events.filter(e => e.kind === "hang" && e.data && typeof e.data === "object")) {
       box.append(el("h2", {}, "hang in attempt " + e.attempt), el("p", {}, e.data.reason || ""),
                  el("pre", {}, e.data.summary || ""));
+      const kept = (e.data.ranks || []).length;
+      if (e.data.ranks_total > kept) {
+        box.append(el("p", {class: "hint"}, `stacks of ${kept} of ${e.data.ranks_total} ranks here ` +
+                      "(the culprits, then one rank per place); every rank's: " +
+                      (e.data.report_at || "the judging node's hang_node0.txt")));
+      }
       for (const r of e.data.ranks || []) {
         // Where its NCCL flight recorder had it, per process group.
         const nccl = ((r.nccl && r.nccl.groups) || [])

@@ -32,7 +32,7 @@ class FakeProcessInspector : public agent::ProcessInspector {
       auto record = flight_records.find(r.pid);
       out.push_back({"Current thread 0x1 (most recent call first):\n  File \"/job/pid" +
                          std::to_string(r.pid) + ".py\", line 1 in <module>\n",
-                     "", "",
+                     native_stack, "",
                      record == flight_records.end() || r.flight_recorder.pipe.empty()
                          ? agent::FlightRecord{}
                          : record->second});
@@ -41,6 +41,7 @@ class FakeProcessInspector : public agent::ProcessInspector {
   }
 
   std::map<pid_t, char> states;
+  std::string native_stack;  // every worker's
   std::map<pid_t, agent::FlightRecord> flight_records;
   std::vector<std::vector<agent::StackRequest>> captures;
   std::function<void(const std::vector<agent::StackRequest>&)> on_capture;

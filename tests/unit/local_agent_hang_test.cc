@@ -97,6 +97,32 @@ TEST_F(LocalAgentHangTest, AHangOnAnotherNodeCapturesHereToo) {
   ASSERT_EQ(round(0)->shared.size(), 2u);
 }
 
+// Stacks of 300 KiB on each of two ranks: the node shares them cut to its 256 KiB; its
+// own report on disk has them whole.
+TEST_F(LocalAgentHangTest, TheStacksSharedAreCutAndTheReportKeepsThemWhole) {
+  for (int line = 0; inspector_.native_stack.size() < (300u << 10); ++line)
+    inspector_.native_stack += "#" + std::to_string(line) + "  0x00007f in ncclWait ()\n";
+  hang_in_attempts(1);
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(run(), agent::kHangExitCode);
+  std::string said = ::testing::internal::GetCapturedStderr();
+  ASSERT_EQ(round(0)->shared.at(0).first, "hang");
+  size_t stacks = 0;
+  for (const auto& r : nlohmann::json::parse(round(0)->shared[0].second)) {
+    std::string native = r.at("native_stack");
+    stacks += native.size() + r.at("python_stack").get<std::string>().size();
+    EXPECT_NE(native.find("bytes more; cut to share, all of it is in "), std::string::npos);
+  }
+  EXPECT_LE(stacks, (256u << 10) + 4 * 200);  // and each cut's note
+  const std::string marker = "stacks of every rank: ";
+  size_t at = said.find(marker);
+  ASSERT_NE(at, std::string::npos) << said;
+  std::ifstream file(said.substr(at + marker.size(), said.find('\n', at) - at - marker.size()));
+  std::string report((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  EXPECT_GT(report.size(), 600u << 10);
+  EXPECT_EQ(report.find("cut to share"), std::string::npos);
+}
+
 // Keeps what the run is told of hangs and of the job's end.
 class HangObserver : public QuietObserver {
  public:
