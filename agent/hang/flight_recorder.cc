@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <set>
 
 #include "agent/hang/pickle_reader.h"
 
@@ -232,8 +233,9 @@ CollectiveVerdict judge_collectives(const std::map<int, FlightRecord>& records) 
     v.group = name;
     place(members);
     const NcclGroupState* others = nullptr;
+    const std::set<int> culprits(v.culprits.begin(), v.culprits.end());
     for (const auto& [rank, g] : members)
-      if (std::find(v.culprits.begin(), v.culprits.end(), rank) == v.culprits.end()) others = g;
+      if (!culprits.count(rank)) others = g;
     v.note = "NCCL: at " + describe_collective(*members.at(v.culprits.front())) +
              (others ? ", the others at " + describe_collective(*others) : "");
     return v;
