@@ -74,7 +74,7 @@ Task<void> LocalAgent::Impl::report_hang() {
   }
   // The judging node awaits its own verdict too: it is in the store before it goes on.
   round_->gather_from(
-      "hang_verdict", v ? HangWatch::shared_verdict(*v, here) : "", {0}, kVerdictTimeout,
+      "hang_verdict", v ? HangWatch::shared_verdict(*v) : "", {0}, kVerdictTimeout,
       changed_.notifying([&a](std::vector<std::string> p) { a.hang_verdict = p.at(0); }));
   co_await changed_.until([this, &a] { return a.hang_verdict || signalled_ != 0; });
   if (!a.hang_verdict) co_return;

@@ -172,7 +172,7 @@ HangWatch::Verdict HangWatch::judge(const std::vector<std::string>& parts) {
   return v;
 }
 
-std::string HangWatch::shared_verdict(const Verdict& v, const std::string& report_at) {
+std::string HangWatch::shared_verdict(const Verdict& v) {
   nlohmann::json top = v.top_step ? nlohmann::json(*v.top_step) : nlohmann::json(nullptr);
   return nlohmann::json{{"culprits", v.diagnosis.culprits},
                         {"why", v.diagnosis.why},
@@ -180,7 +180,7 @@ std::string HangWatch::shared_verdict(const Verdict& v, const std::string& repor
                         {"summary", v.diagnosis.summary},
                         {"missing", v.missing},
                         {"top_step", top},
-                        {"report_at", report_at}}
+                        {"report_at", v.report_at}}
       .dump();
 }
 

@@ -63,7 +63,7 @@ class HangWatch {
   Verdict judge(const std::vector<std::string>& parts);
   /// What the judging node shares of `v` for the others to adopt: everything but the
   /// ranks' stacks, and `report_at`, where those are.
-  static std::string shared_verdict(const Verdict& v, const std::string& report_at);
+  static std::string shared_verdict(const Verdict& v);
   /// Takes the verdict the judging node shared (shared_verdict()) as this node's, with
   /// this node's own ranks from `mine` (what it shared); nullopt, and nothing counted,
   /// where `shared` is not one.

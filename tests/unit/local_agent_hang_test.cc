@@ -164,8 +164,8 @@ TEST_F(SecondNodeHangTest, ANodeOtherThanGroupRankZeroTakesTheJudgingNodesVerdic
   judged.diagnosis.headline = "rank 0 (local_rank 0) on node 0 (b) stopped in load_batch";
   judged.diagnosis.summary = "  culprit: rank 0 (local_rank 0) on node 0 (b)\n";
   judged.top_step = 7;
-  journal_->others_shared["hang_verdict"] = {
-      agent::HangWatch::shared_verdict(judged, "b:/logs/attempt_0/hang_node0.txt")};
+  judged.report_at = "b:/logs/attempt_0/hang_node0.txt";
+  journal_->others_shared["hang_verdict"] = {agent::HangWatch::shared_verdict(judged)};
   hang_in_attempts(100);
   EXPECT_EQ(run_keeping_stderr(), agent::kNoProgressExitCode);
   EXPECT_EQ(inspector_.captures.size(), 3u) << "the first hang, then two without progress";
