@@ -127,9 +127,10 @@ def launcher_args(kind, n, port, run_id, extra):
     return common
 
 
-def run_agents(cmd_prefix, kind, n, script, extra=(), while_running=None):
+def run_agents(cmd_prefix, kind, n, script, extra=(), while_running=None, started=None):
     """Starts n agents; returns (seconds from the last start to the last worker start,
-    the marker directory, which the caller removes: done_with()). `while_running(pids)`,
+    the marker directory, which the caller removes: done_with()). `started()`, if given,
+    is called once the last agent has been started. `while_running(pids)`,
     if given, is called with the agents' pids once every worker has started (their
     script waits for the lock on the directory's "hold" file, held meanwhile: a wait
     that costs no CPU). Where an agent fails, or the run outlasts 600 s, the others are
@@ -137,7 +138,7 @@ def run_agents(cmd_prefix, kind, n, script, extra=(), while_running=None):
     is kept (the directory stays for that)."""
     d = tempfile.mkdtemp(prefix="ddprun_rdzv_bench_")
     try:
-        return run_agents_in(d, cmd_prefix, kind, n, script, extra, while_running), d
+        return run_agents_in(d, cmd_prefix, kind, n, script, extra, while_running, started), d
     except AgentsFailed as e:
         raise AgentsFailed(f"{e} (every agent's stderr: {d}/agents)") from None
     except BaseException:
@@ -149,7 +150,7 @@ def done_with(d):
     shutil.rmtree(d, ignore_errors=True)
 
 
-def run_agents_in(d, cmd_prefix, kind, n, script, extra, while_running):
+def run_agents_in(d, cmd_prefix, kind, n, script, extra, while_running, started=None):
     port = free_port()
     run_id = f"bench{port}"
     env = dict(os.environ, OMP_NUM_THREADS="1")
@@ -172,6 +173,8 @@ def run_agents_in(d, cmd_prefix, kind, n, script, extra, while_running):
             if i == 0:
                 time.sleep(2.0 if kind == "torchrun" else 0.05)  # the host binds the endpoint first
                 last_start = time.time()
+        if started:
+            started()
         until = time.time() + 600
         if while_running:
             while (sum(f.startswith("start.") for f in os.listdir(d)) < n and time.time() < until

@@ -39,6 +39,13 @@ Rows:
   once more with its floor sent in 4 waves, to show what the requests in flight at
   once cost etcd.
 
+- the process floor: at each real-agent size, the same processes with nothing to
+  agree on: a shell (floor_agent.sh) in each agent's place, started as the agents
+  are, each starting the same worker once the last has started. The rendezvous and
+  restart rows say their cost as a multiple of it: on 2 cores, starting a thousand
+  workers at once is most of a real-agent row, and how fast a machine forks and execs
+  differs from one host to the next several times over.
+
 - resources: each agent's resident memory, descriptors and threads once every worker
   runs, the store's host apart from the median of the others, and the CPU the host and
   all agents use while the workers run (--no-resources: not).
@@ -179,6 +186,26 @@ def rendezvous_time(ddprun, kind, n, etcd=False):
     return t, gone - seen["at"], asked
 
 
+def process_floor(n):
+    """What the machine itself takes for a real-agent row's processes: n shells
+    (floor_agent.sh) in the agents' place, started as the agents are, each starting the
+    same worker once the last one has started (as a round forms once the last agent
+    has joined), with nothing agreed: from the last start to every worker started."""
+    with tempfile.TemporaryDirectory(prefix="ddprun_scale_floor_") as tmp:
+        go = os.path.join(tmp, "go")
+        os.mkfifo(go)
+        opened = []  # the write end, held to the end: every shell's open() returns
+        try:
+            t, d = rb.run_agents([os.path.join(HERE, "floor_agent.sh"), go], "ddprun", n, HOLD,
+                                 while_running=lambda pids: None,
+                                 started=lambda: opened.append(os.open(go, os.O_RDWR)))
+            rb.done_with(d)
+        finally:
+            for fd in opened:
+                os.close(fd)
+    return t
+
+
 def etcd_figures():
     """(requests etcd has answered, its CPU seconds) so far: from its /metrics."""
     text = urllib.request.urlopen(f"http://{rb.ETCD}/metrics", timeout=10).read().decode()
@@ -311,6 +338,11 @@ def beyond_floor(sizes, costs, floors):
             f"growth beyond the floor: {growth(sizes, ratios):.2f}")
 
 
+def beyond_process_floor(sizes, costs, floor_at):
+    """beyond_floor() against the process floor, run at each size that has a cost."""
+    return beyond_floor(sizes, costs, [floor_at(n) for n in sizes]) if sizes else ""
+
+
 # The sim's floor phase: plain requests per node (kFloorRequests of round_sim.cc).
 FLOOR_REQUESTS = 7
 
@@ -347,6 +379,14 @@ def main():
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     rows = []
+    floors = {}  # size: the process floor's median, where a real-agent row runs it
+
+    def floor_at(n):
+        if n not in floors:
+            floors[n] = statistics.median(process_floor(n) for _ in range(args.repeat))
+            print(f"# process floor {n}: {fmt(floors[n])}", file=sys.stderr, flush=True)
+        return floors[n]
+
     etcd = rb.start_etcd() if "etcd" in backends else None
     try:
         if etcd:
@@ -371,7 +411,9 @@ def main():
                 print(f"# rendezvous {backend} {n}: {fmt(costs[-1])}, job end {fmt(ends[-1])}",
                       file=sys.stderr, flush=True)
             done = ns[:len(costs)]
-            rows.append((f"rendezvous ({backend}, real agents)", done, costs, failed))
+            rows.append((f"rendezvous ({backend}, real agents)", done, costs,
+                         "; ".join(x for x in (beyond_process_floor(done, costs, floor_at),
+                                               failed) if x)))
             rows.append((f"job end ({backend}, real agents)", done, ends,
                          "the workers' exit, together, to every agent gone" +
                          ("; etcd requests per agent over it: " +
@@ -396,7 +438,9 @@ def main():
                     cpu.append(statistics.median(r[2] for r in runs))
                     print(f"# restart {backend} {n}: {fmt(costs[-1])}", file=sys.stderr, flush=True)
                 restarted = done[:len(costs)]
-                rows.append((f"restart ({backend}, real agents)", restarted, costs, failed))
+                rows.append((f"restart ({backend}, real agents)", restarted, costs,
+                             "; ".join(x for x in (beyond_process_floor(restarted, costs,
+                                                                        floor_at), failed) if x)))
                 if on_etcd:
                     rows.append(("etcd's CPU for the whole job of the restart row (real agents)",
                                  restarted, cpu, "etcd requests per agent over that job: " +
@@ -406,6 +450,13 @@ def main():
     finally:
         if etcd:
             etcd.stop()
+    if floors:
+        ns = sorted(floors)
+        rows.insert(0, ("the floor: the same processes, a shell in each agent's place, each "
+                        "starting its worker once the last has started (real processes, "
+                        "nothing agreed)", ns, [floors[n] for n in ns],
+                        "what starting the workers costs this machine; the real-agent "
+                        "rendezvous and restart rows say their cost as a multiple of it"))
     sim_sizes = [int(x) for x in args.sim_sizes.split(",") if x]
     if sim_sizes and os.path.exists(args.round_sim):
         runs, every = [], []
