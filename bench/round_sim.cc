@@ -97,8 +97,26 @@ std::unique_ptr<store::EtcdClient> etcd_client(const Meeting& m) {
                                              std::chrono::seconds(300));
 }
 
+// Every report, read as StoreRound's gather reads them: the wait's values where the wait
+// brings them (etcd), else a wait, then a few to a request. False: not all there in time.
+Task<bool> read_reports(store::LoopStore& s, std::vector<std::string> reports,
+                        CancelSignal& cancel) {
+  if (s.wait_brings_values()) {
+    auto parts = co_await s.wait_for(std::move(reports), std::chrono::seconds(120), cancel);
+    co_return parts.has_value();
+  }
+  bool there = co_await s.wait_until_there(reports, std::chrono::seconds(120), cancel);
+  for (size_t k = 0; k < reports.size(); k += rendezvous::StoreRound::kPartsPerRead) {
+    auto end = std::min(reports.size(), k + rendezvous::StoreRound::kPartsPerRead);
+    std::vector<std::string> some(reports.begin() + static_cast<std::ptrdiff_t>(k),
+                                  reports.begin() + static_cast<std::ptrdiff_t>(end));
+    co_await s.get_now(std::move(some), cancel);
+  }
+  co_return there;
+}
+
 // One node's part of a hang's exchange: it shares its report; group rank 0 (every node,
-// `hang_all`) waits for every report and reads them as StoreRound does, then shares its
+// `hang_all`) waits for every report and reads them (read_reports()), then shares its
 // verdict, which the others wait for.
 Task<void> exchange_hang_report(store::LoopStore& s, const std::string& at, int rank, int nodes,
                                 bool hang_all, CancelSignal& cancel, int& failed) {
@@ -106,13 +124,7 @@ Task<void> exchange_hang_report(store::LoopStore& s, const std::string& at, int 
   if (hang_all || rank == 0) {
     std::vector<std::string> reports;
     for (int k = 0; k < nodes; ++k) reports.push_back(at + "hang/" + std::to_string(k));
-    if (!co_await s.wait_until_there(reports, std::chrono::seconds(120), cancel)) ++failed;
-    for (size_t k = 0; k < reports.size(); k += rendezvous::StoreRound::kPartsPerRead) {
-      auto end = std::min(reports.size(), k + rendezvous::StoreRound::kPartsPerRead);
-      std::vector<std::string> some(reports.begin() + static_cast<std::ptrdiff_t>(k),
-                                    reports.begin() + static_cast<std::ptrdiff_t>(end));
-      co_await s.get_now(std::move(some), cancel);
-    }
+    if (!co_await read_reports(s, std::move(reports), cancel)) ++failed;
   }
   if (hang_all) co_return;
   if (rank == 0) co_await s.set(at + "verdict", std::string(kHangVerdictBytes, 'v'), cancel);

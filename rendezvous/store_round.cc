@@ -357,10 +357,17 @@ void StoreRound::gather_from(const std::string& name, const std::string& mine,
         spdlog::warn("could not share with the other nodes: {}", why);
         only_mine();
       });
-  // Once every part is there, they are read as the time being up reads them.
+  // Once every part is there, they are the wait's values where the wait brought them
+  // (etcd), else read as the time being up reads them.
+  std::unique_ptr<store::LoopStore> waiting = options_.connect();
+  bool with_values = waiting->wait_brings_values();
+  auto there = [present, answer, with_mine, with_values](std::vector<std::string> parts) {
+    if (!with_values) return present();
+    answer(with_mine(std::move(parts)));
+  };
   g.wait = std::make_unique<KeyWaiter>(
-      io_, options_.connect(), keys, [present](const std::vector<std::string>&) { present(); },
-      [present](const std::string&) { present(); }, KeyWaiter::Read::kNone);
+      io_, std::move(waiting), keys, there, [present](const std::string&) { present(); },
+      with_values ? KeyWaiter::Read::kValues : KeyWaiter::Read::kNone);
   g.timer->start(timeout, present);
 }
 

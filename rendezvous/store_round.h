@@ -86,7 +86,8 @@ class StoreRound : public RoundCoordinator {
   void note_failure(const std::string& reason) override;
   /// Parts are "gather/<name>/<k>" keys of the round, read a few to a request: a store
   /// answers at most 64 MiB at once (TCPStore's reply bound) and a part is at most
-  /// 8 MiB (its value bound), so that these many parts of any size fit.
+  /// 8 MiB (its value bound), so that these many parts of any size fit. Where the
+  /// store's wait brings the values (etcd), the parts are the wait's: read once.
   static constexpr size_t kPartsPerRead = 7;
   void gather(const std::string& name, const std::string& mine, std::chrono::milliseconds timeout,
               OnGathered on_gathered) override;

@@ -76,6 +76,7 @@ class EtcdLoopStore : public LoopStore {
  public:
   explicit EtcdLoopStore(std::unique_ptr<EtcdStore> etcd) : etcd_(std::move(etcd)) {}
   Store& store() override { return *etcd_; }
+  bool wait_brings_values() const override { return true; }
   Task<Values> wait_for(std::vector<std::string> keys, std::chrono::milliseconds timeout,
                         CancelSignal& cancel) override {
     return etcd_->wait_on_loop(std::move(keys), timeout, cancel);

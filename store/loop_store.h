@@ -40,6 +40,12 @@ class LoopStore {
   virtual Task<std::optional<std::vector<std::string>>> wait_for(
       std::vector<std::string> keys, std::chrono::milliseconds timeout, CancelSignal& cancel) = 0;
 
+  /// Whether wait_for()'s values come with the wait itself, no request of their own
+  /// (etcd: its read and its watch carry them). Where not (a TCPStore reads them after
+  /// its WAIT, in one reply), a caller waiting on many large values waits with
+  /// wait_until_there() and reads them its own way, a few to a request.
+  virtual bool wait_brings_values() const { return false; }
+
   /// As wait_for(), for a caller that needs no values: whether every one of `keys`
   /// exists, or false when `timeout` passes first. Over a TCPStore, one request (its
   /// WAIT) where wait_for() reads the values with a second.

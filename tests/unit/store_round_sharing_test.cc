@@ -59,6 +59,39 @@ TEST_F(StoreRoundTest, ANodeThatOnlySharesItsPartReadsNothing) {
   EXPECT_EQ(gathered, (std::vector<std::string>{"a:9000", "b:9000"}));
 }
 
+// A store whose wait brings the values (as etcd's read and watch do).
+class ValuesWithTheWait : public store::LoopStore {
+ public:
+  explicit ValuesWithTheWait(std::unique_ptr<store::LoopStore> inner) : inner_(std::move(inner)) {}
+  store::Store& store() override { return inner_->store(); }
+  bool wait_brings_values() const override { return true; }
+  Task<std::optional<std::vector<std::string>>> wait_for(std::vector<std::string> keys,
+                                                         std::chrono::milliseconds timeout,
+                                                         CancelSignal& cancel) override {
+    return inner_->wait_for(std::move(keys), timeout, cancel);
+  }
+
+ private:
+  std::unique_ptr<store::LoopStore> inner_;
+};
+
+// Where the store's wait brings the parts (etcd), the node that gathers reads each part
+// once, in the wait, not again after it (16 KiB to 256 KiB per node for a hang).
+TEST_F(StoreRoundTest, PartsTheWaitBroughtAreNotReadAgain) {
+  ReadCountingStore store;
+  StoreRound::Options o = options(0);
+  o.connect = [&store] { return std::make_unique<ValuesWithTheWait>(on_loop(store)); };
+  StoreRound a(io_, clock_, o);
+  auto b = sharing_node(1, store);
+  b->gather("hang", "b's stacks", std::chrono::seconds(5), {});
+  std::vector<std::string> gathered;
+  a.gather("hang", "a's stacks", std::chrono::seconds(5),
+           [&gathered](const std::vector<std::string>& parts) { gathered = parts; });
+  run_a_while();
+  EXPECT_EQ(gathered, (std::vector<std::string>{"a's stacks", "b's stacks"}));
+  EXPECT_EQ(store.reads("ddprun/test/round/0/gather/hang/1"), 1) << "b's part read again";
+}
+
 // A node that needs its neighbour's part waits for and reads that part only: the
 // answer comes though another node never shares (the link check's wait costs the
 // same at any size).
