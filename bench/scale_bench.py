@@ -15,8 +15,8 @@ Rows:
 - job end: the same job, whose workers, once every one has marked its start, exit
   together: from then to every agent gone (the finished nodes' barrier, the run
   closed); on etcd, with the requests etcd answered per agent over it;
-- restart: the same job, where rank 1 dies in the first attempt: from its death to
-  the last worker of the next attempt started;
+- restart: the same job, where rank 1 dies in the first attempt once every worker of
+  it has started: from its death to the last worker of the next attempt started;
 - the round protocol alone (`ddprun_round_sim`): light joiners in 4 processes speaking
   the real protocol to a real store, no workers: a job's first round, then a restart
   (one node starts the next round after a failure, all join again), then one
@@ -79,11 +79,16 @@ import rendezvous_bench as rb  # noqa: E402
 # Each marker is written whole, then renamed: a worker stopped mid-write leaves none.
 MARK = ('t=$(date +%s%N); f="$0/.$RANK.$TORCHELASTIC_RESTART_COUNT"; echo $t > "$f" && '
         'mv "$f" "$0/start.$RANK.$TORCHELASTIC_RESTART_COUNT"')
-# Rank 1 dies 2 s into attempt 0 (every other worker has started by then), writing
-# when; the others sleep until they are stopped; attempt 1 only marks its start.
+# Rank 1 dies in attempt 0 once every worker of it has marked its start (on 2 cores,
+# a thousand agents' workers take longer to start than any fixed wait: a death among
+# them would time the rest of that start too), writing when; its wait for the marks
+# is the shell's own glob, a `sleep` between looks. The others sleep until they are
+# stopped; attempt 1 only marks its start.
 FAIL_ONCE = (MARK + '; if [ "$TORCHELASTIC_RESTART_COUNT" = 0 ]; then '
-             'if [ "$RANK" = 1 ]; then sleep 2; echo $(date +%s%N) > "$0/.died"; '
-             'mv "$0/.died" "$0/died"; exit 1; fi; sleep 60; fi')
+             'if [ "$RANK" = 1 ]; then d=$0; while set -- "$d"/start.*.0; '
+             '[ "$#" -lt "$WORLD_SIZE" ]; do sleep 0.1; done; '
+             'echo $(date +%s%N) > "$d/.died"; mv "$d/.died" "$d/died"; exit 1; fi; '
+             'sleep 60; fi')
 
 
 # Every worker marks its start, then waits (blocked, no CPU: a thousand polling shells
