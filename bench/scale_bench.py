@@ -41,10 +41,11 @@ Rows:
 
 - the process floor: at each real-agent size, the same processes with nothing to
   agree on: a shell (floor_agent.sh) in each agent's place, started as the agents
-  are, each starting the same worker once the last has started. The rendezvous and
-  restart rows say their cost as a multiple of it: on 2 cores, starting a thousand
-  workers at once is most of a real-agent row, and how fast a machine forks and execs
-  differs from one host to the next several times over.
+  are, each starting the same worker once the last has started; and its end, from
+  those workers' exit, together, to every shell gone. The rendezvous and restart rows
+  say their cost as a multiple of the first, the job end rows of the second: on 2
+  cores, starting a thousand workers at once is most of a real-agent row, and how fast
+  a machine forks and execs differs from one host to the next several times over.
 
 - resources: each agent's resident memory, descriptors and threads once every worker
   runs, the store's host apart from the median of the others, and the CPU the host and
@@ -195,20 +196,23 @@ def process_floor(n):
     """What the machine itself takes for a real-agent row's processes: n shells
     (floor_agent.sh) in the agents' place, started as the agents are, each starting the
     same worker once the last one has started (as a round forms once the last agent
-    has joined), with nothing agreed: from the last start to every worker started."""
+    has joined), with nothing agreed. (From the last start to every worker started,
+    from the workers' exit, together, to every shell gone.)"""
+    seen = {}
     with tempfile.TemporaryDirectory(prefix="ddprun_scale_floor_") as tmp:
         go = os.path.join(tmp, "go")
         os.mkfifo(go)
         opened = []  # the write end, held to the end: every shell's open() returns
         try:
             t, d = rb.run_agents([os.path.join(HERE, "floor_agent.sh"), go], "ddprun", n, HOLD,
-                                 while_running=lambda pids: None,
+                                 while_running=lambda pids: seen.update(at=time.time()),
                                  started=lambda: opened.append(os.open(go, os.O_RDWR)))
+            gone = time.time()
             rb.done_with(d)
         finally:
             for fd in opened:
                 os.close(fd)
-    return t
+    return t, gone - seen["at"]
 
 
 def etcd_figures():
@@ -384,13 +388,19 @@ def main():
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     rows = []
-    floors = {}  # size: the process floor's median, where a real-agent row runs it
+    floors = {}  # size: the process floor's medians (start, end), where a row runs it
 
     def floor_at(n):
         if n not in floors:
-            floors[n] = statistics.median(process_floor(n) for _ in range(args.repeat))
-            print(f"# process floor {n}: {fmt(floors[n])}", file=sys.stderr, flush=True)
-        return floors[n]
+            runs = [process_floor(n) for _ in range(args.repeat)]
+            floors[n] = tuple(statistics.median(r[i] for r in runs) for i in range(2))
+            print(f"# process floor {n}: {fmt(floors[n][0])}, its end {fmt(floors[n][1])}",
+                  file=sys.stderr, flush=True)
+        return floors[n][0]
+
+    def end_floor_at(n):
+        floor_at(n)
+        return floors[n][1]
 
     etcd = rb.start_etcd() if "etcd" in backends else None
     try:
@@ -423,7 +433,8 @@ def main():
                          "the workers' exit, together, to every agent gone" +
                          ("; etcd requests per agent over it: " +
                           ", ".join(f"{a:.1f}" for a in end_asked) if end_asked else "") +
-                         (f"; {failed}" if failed else "")))
+                         "".join(f"; {x}" for x in (beyond_process_floor(done, ends, end_floor_at),
+                                                    failed) if x)))
             if args.restarts:
                 costs, asked, cpu = [], [], []
                 failed = ""
@@ -459,9 +470,12 @@ def main():
         ns = sorted(floors)
         rows.insert(0, ("the floor: the same processes, a shell in each agent's place, each "
                         "starting its worker once the last has started (real processes, "
-                        "nothing agreed)", ns, [floors[n] for n in ns],
+                        "nothing agreed)", ns, [floors[n][0] for n in ns],
                         "what starting the workers costs this machine; the real-agent "
                         "rendezvous and restart rows say their cost as a multiple of it"))
+        rows.insert(1, ("the floor of the job's end: the same shells' workers exit together, "
+                        "to every shell gone", ns, [floors[n][1] for n in ns],
+                        "the job end rows say their cost as a multiple of it"))
     sim_sizes = [int(x) for x in args.sim_sizes.split(",") if x]
     if sim_sizes and os.path.exists(args.round_sim):
         runs, every = [], []
