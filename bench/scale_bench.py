@@ -11,7 +11,8 @@ k = 1 is linear).
 
 Rows:
 - rendezvous: real agents (one `/bin/sh` worker each, --no_tracking, all on
-  127.0.0.1), from the last agent's start until every worker has started;
+  127.0.0.1; over etcd, a 60 s lease: ETCD_LIVENESS), from the last agent's start until
+  every worker has started;
 - job end: the same job, whose workers, once every one has marked its start, exit
   together: from then to every agent gone (the finished nodes' barrier, the run
   closed); on etcd, with the requests etcd answered per agent over it;
@@ -54,7 +55,7 @@ Rows:
 A size whose run fails (an agent exits non-zero, or the run outlasts 600 s) ends its
 row: every agent of it is stopped, and the row's notes say FAILED with the first failed
 agent's last line on stderr; the larger sizes of that row are not run, the other rows
-are. Each run's directory (but a failed one's, which keeps every agent's stderr) and
+are. A size whose process floor fails is left out of the multiples, which say so. Each run's directory (but a failed one's, which keeps every agent's stderr) and
 each etcd member's data are removed after it.
 
 The machine's open-file limit bounds the largest size (each agent holds a store
@@ -96,6 +97,19 @@ FAIL_ONCE = (MARK + '; if [ "$TORCHELASTIC_RESTART_COUNT" = 0 ]; then '
 # starve the agents of 2 cores) for the lock the benchmark holds until it has looked
 # at the agents.
 HOLD = MARK + '; flock -s "$0/hold" true'
+# Over etcd, the real agents keep their lease 60 s without an answer (12 keep-alive
+# intervals of 5 s), not the default 15 s: at 1,024 agents, etcd, the agents and their
+# workers share 2 cores here, and one keep-alive's answer in a few runs came after 15 s
+# (etcd's queue of 1,024 joiners); the others then counted that agent gone and the job
+# failed. The keep-alives' rate, and every request of a round, are the same.
+ETCD_LIVENESS = ["--rdzv_conf=keep_alive_max_attempt=12"]
+
+
+def agent_flags(kind, *flags):
+    """The flags every real agent of a row runs with: no tracking, and etcd's liveness."""
+    return ["--no_tracking", *(ETCD_LIVENESS if kind == "ddprun-etcd" else []), *flags]
+
+
 # How long the agents' CPU is watched while every worker runs: several heartbeat
 # intervals (1 s by default).
 CPU_WINDOW_S = 10
@@ -151,7 +165,7 @@ def agent_resources(ddprun, kind, n):
             print(f"# resources at {n}: {n - 1 - len(others)} agent(s) had exited",
                   file=sys.stderr, flush=True)
 
-    _, d = rb.run_agents([ddprun], kind, n, HOLD, ["--no_tracking"], while_running=look)
+    _, d = rb.run_agents([ddprun], kind, n, HOLD, agent_flags(kind), while_running=look)
     rb.done_with(d)
     return seen["host"], seen["other"], seen["cpu"]
 
@@ -185,7 +199,7 @@ def rendezvous_time(ddprun, kind, n, etcd=False):
         seen["figures"] = etcd_figures() if etcd else None
         seen["at"] = time.time()
 
-    t, d = rb.run_agents([ddprun], kind, n, HOLD, ["--no_tracking"], while_running=release)
+    t, d = rb.run_agents([ddprun], kind, n, HOLD, agent_flags(kind), while_running=release)
     gone = time.time()
     rb.done_with(d)
     asked = (etcd_figures()[0] - seen["figures"][0]) / n if etcd else None
@@ -228,7 +242,7 @@ def etcd_figures():
 
 
 def restart_time(ddprun, kind, n):
-    _, d = rb.run_agents([ddprun], kind, n, FAIL_ONCE, ["--no_tracking", "--max_restarts=1"])
+    _, d = rb.run_agents([ddprun], kind, n, FAIL_ONCE, agent_flags(kind, "--max_restarts=1"))
     died = int(open(os.path.join(d, "died")).read()) / 1e9
     restarted = [int(open(os.path.join(d, f)).read()) / 1e9
                  for f in os.listdir(d) if f.startswith("start.") and f.endswith(".1")]
@@ -347,9 +361,14 @@ def beyond_floor(sizes, costs, floors):
             f"growth beyond the floor: {growth(sizes, ratios):.2f}")
 
 
-def beyond_process_floor(sizes, costs, floor_at):
-    """beyond_floor() against the process floor, run at each size that has a cost."""
-    return beyond_floor(sizes, costs, [floor_at(n) for n in sizes]) if sizes else ""
+def beyond_process_floor(sizes, costs, floor_at, part):
+    """beyond_floor() against the process floor's `part` (0: its start, 1: its end), run
+    at each size that has a cost; a size whose floor failed is left out of it."""
+    floored = [(n, c, f[part]) for n, c in zip(sizes, costs) if (f := floor_at(n))]
+    note = beyond_floor(*zip(*floored)) if floored else ""
+    missing = [str(n) for n in sizes if not floor_at(n)]
+    return "; ".join(x for x in (note, missing and f"the floor FAILED at {', '.join(missing)}")
+                     if x)
 
 
 # The sim's floor phase: plain requests per node (kFloorRequests of round_sim.cc).
@@ -391,16 +410,18 @@ def main():
     floors = {}  # size: the process floor's medians (start, end), where a row runs it
 
     def floor_at(n):
+        """The process floor's medians at n, (start, end), run once per size; None where
+        a floor shell failed (the rows then say so, and run on)."""
         if n not in floors:
-            runs = [process_floor(n) for _ in range(args.repeat)]
-            floors[n] = tuple(statistics.median(r[i] for r in runs) for i in range(2))
-            print(f"# process floor {n}: {fmt(floors[n][0])}, its end {fmt(floors[n][1])}",
-                  file=sys.stderr, flush=True)
-        return floors[n][0]
-
-    def end_floor_at(n):
-        floor_at(n)
-        return floors[n][1]
+            try:
+                runs = [process_floor(n) for _ in range(args.repeat)]
+                floors[n] = tuple(statistics.median(r[i] for r in runs) for i in range(2))
+                print(f"# process floor {n}: {fmt(floors[n][0])}, its end {fmt(floors[n][1])}",
+                      file=sys.stderr, flush=True)
+            except rb.AgentsFailed as e:
+                floors[n] = None
+                print(f"# process floor {n}: {failure_note(e)}", file=sys.stderr, flush=True)
+        return floors[n]
 
     etcd = rb.start_etcd() if "etcd" in backends else None
     try:
@@ -427,13 +448,13 @@ def main():
                       file=sys.stderr, flush=True)
             done = ns[:len(costs)]
             rows.append((f"rendezvous ({backend}, real agents)", done, costs,
-                         "; ".join(x for x in (beyond_process_floor(done, costs, floor_at),
+                         "; ".join(x for x in (beyond_process_floor(done, costs, floor_at, 0),
                                                failed) if x)))
             rows.append((f"job end ({backend}, real agents)", done, ends,
                          "the workers' exit, together, to every agent gone" +
                          ("; etcd requests per agent over it: " +
                           ", ".join(f"{a:.1f}" for a in end_asked) if end_asked else "") +
-                         "".join(f"; {x}" for x in (beyond_process_floor(done, ends, end_floor_at),
+                         "".join(f"; {x}" for x in (beyond_process_floor(done, ends, floor_at, 1),
                                                     failed) if x)))
             if args.restarts:
                 costs, asked, cpu = [], [], []
@@ -456,7 +477,7 @@ def main():
                 restarted = done[:len(costs)]
                 rows.append((f"restart ({backend}, real agents)", restarted, costs,
                              "; ".join(x for x in (beyond_process_floor(restarted, costs,
-                                                                        floor_at), failed) if x)))
+                                                                        floor_at, 0), failed) if x)))
                 if on_etcd:
                     rows.append(("etcd's CPU for the whole job of the restart row (real agents)",
                                  restarted, cpu, "etcd requests per agent over that job: " +
@@ -466,8 +487,8 @@ def main():
     finally:
         if etcd:
             etcd.stop()
-    if floors:
-        ns = sorted(floors)
+    ns = sorted(n for n, f in floors.items() if f)
+    if ns:
         rows.insert(0, ("the floor: the same processes, a shell in each agent's place, each "
                         "starting its worker once the last has started (real processes, "
                         "nothing agreed)", ns, [floors[n][0] for n in ns],
