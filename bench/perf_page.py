@@ -115,7 +115,11 @@ BENCHES = {
         "loopback addresses (from one, the kernel's search for a free port grows with "
         "the ports in use). The largest size is what the machine's descriptor limit "
         "allows the benchmark (one descriptor per worker, 20,000 here without the right "
-        "to raise it)."),
+        "to raise it). Then workers polling one key, as torch 2.x's clients wait: N "
+        "connections (2.x numbering) wait on one absent key, then each in turn cancels "
+        "its wait (`CANCEL_WAIT`) and waits again, 3 times over: the time per cancel, "
+        "its round trip included, beside torch 2.14's server up to 4,096 (1.13 has no "
+        "`CANCEL_WAIT`)."),
     "tracking": (
         "The shared run",
         [PY, "bench/tracking_bench.py", "--ddprun", PORTABLE],

@@ -7,6 +7,7 @@
 //
 //   ddprun_store_bench [--seconds S] [--python /usr/bin/python3] [--no-torch]
 //                      [--connections N] [--barrier 1024,4096,16384,65536,100000]
+//                      [--withdrawn 1024,4096,16384]
 //                      [--torch2-root /var/cache/ddprun/torch-roots/forky]
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -259,6 +260,9 @@ std::pair<double, bool> connections(int port, int n) {
 constexpr int kSourceAddresses = 16;
 // torch 1.13's server took 15 s for a job start of 16,384 workers: larger ones are ddprun's alone.
 constexpr int kLargestTorchStart = 16384;
+// torch 2.14's server took 0.55 ms per withdrawn wait with 4,096 workers polling one key
+// (11 times ddprun's, 4 times its own at 1,024) and 16,384 did not finish in 6 minutes.
+constexpr int kLargestTorchPoll = 4096;
 
 // Worker `i`'s connection to the store at 127.0.0.1:`port`, from the loopback
 // address 127.0.0.<1 + i % kSourceAddresses>, the port picked by the kernel at connect.
@@ -343,6 +347,33 @@ double barrier_start(int port, int n,
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// Workers polling one key, as torch 2.x's clients wait (WAIT, then CANCEL_WAIT once
+// their timeout passes): `n` connections (2.x numbering) wait on one absent key, then
+// each in turn withdraws its wait and waits again, 3 times over. Returns the seconds
+// per withdrawal, its round trip included (0 when something failed).
+double withdrawn_waits(int port, int n) {
+  constexpr int kRounds = 3;
+  std::string key = "absent/" + std::to_string(Clock::now().time_since_epoch().count());
+  std::vector<std::unique_ptr<store::TcpStoreClient>> workers;
+  try {
+    for (int i = 0; i < n; ++i) {
+      workers.push_back(worker_client(port, i, store::tcpstore::Numbering::kV2));
+      workers.back()->start_wait({key});
+    }
+    auto start = Clock::now();
+    for (int r = 0; r < kRounds; ++r) {
+      for (auto& w : workers) {
+        if (w->cancel_wait()) throw std::runtime_error("woken by a key nobody set");
+        w->start_wait({key});
+      }
+    }
+    return std::chrono::duration<double>(Clock::now() - start).count() / (kRounds * n);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "withdrawn waits: %s\n", e.what());
+    return 0;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -355,6 +386,7 @@ int main(int argc, char** argv) {
   int held = 10000;
   // Sizes past what the descriptor limit allows are left out, said on stderr.
   std::vector<int> barrier_sizes = {1024, 4096, 16384, 65536, 100000};
+  std::vector<int> withdrawn_sizes = {1024, 4096, 16384};
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--seconds" && i + 1 < argc)
@@ -367,10 +399,11 @@ int main(int argc, char** argv) {
       with_torch = false;
     else if (a == "--torch2-root" && i + 1 < argc)
       torch2_root = argv[++i];
-    else if (a == "--barrier" && i + 1 < argc) {
-      barrier_sizes.clear();
+    else if ((a == "--barrier" || a == "--withdrawn") && i + 1 < argc) {
+      auto& sizes = a == "--barrier" ? barrier_sizes : withdrawn_sizes;
+      sizes.clear();
       std::istringstream list(argv[++i]);
-      for (std::string n; std::getline(list, n, ',');) barrier_sizes.push_back(std::stoi(n));
+      for (std::string n; std::getline(list, n, ',');) sizes.push_back(std::stoi(n));
     }
   }
   // The held connections' clients share this process with our server: two descriptors
@@ -378,6 +411,7 @@ int main(int argc, char** argv) {
   // Root may raise the hard limit; otherwise use what there is.
   int most = 2 * held;
   for (int n : barrier_sizes) most = std::max(most, n);
+  for (int n : withdrawn_sizes) most = std::max(most, n);
   rlimit lim{};
   ::getrlimit(RLIMIT_NOFILE, &lim);
   rlim_t need = std::max<rlim_t>(65536, static_cast<rlim_t>(most) + 1024);
@@ -391,14 +425,16 @@ int main(int argc, char** argv) {
   // holds one descriptor here.
   size_t fits = lim.rlim_cur > 1024 ? lim.rlim_cur - 1024 : 0;
   std::vector<int> too_large;
-  std::erase_if(barrier_sizes, [&](int n) {
-    if (static_cast<size_t>(n) <= fits) return false;
-    too_large.push_back(n);
-    return true;
-  });
+  for (auto* sizes : {&barrier_sizes, &withdrawn_sizes}) {
+    std::erase_if(*sizes, [&](int n) {
+      if (static_cast<size_t>(n) <= fits) return false;
+      too_large.push_back(n);
+      return true;
+    });
+  }
   for (int n : too_large) {
     std::fprintf(stderr,
-                 "ddprun_store_bench: a job start of %d workers is left out: this process may "
+                 "ddprun_store_bench: a size of %d workers is left out: this process may "
                  "hold %llu descriptors, it would need %d (raise the hard limit as root)\n",
                  n, static_cast<unsigned long long>(lim.rlim_cur), n + 1024);
   }
@@ -487,6 +523,37 @@ int main(int argc, char** argv) {
     before_n = n;
     std::printf("| %d | %.0f ms | %s | %s | %s |\n", n, a * 1e3, growth.c_str(),
                 torch_cell(b, a).c_str(), torch_cell(c, a).c_str());
+    std::fflush(stdout);
+  }
+  // torch 1.13 cannot withdraw a wait (it has no CANCEL_WAIT): 2.14 alone beside ddprun.
+  std::printf(
+      "\n| workers polling one key (wait, then cancel and wait again) | ddprun: "
+      "per cancel | growth from the size before | torch 2.14 | torch 2.14 / ddprun "
+      "|\n|---|---|---|---|---|\n");
+  before = 0;
+  before_n = 0;
+  for (int n : withdrawn_sizes) {
+    ServerProcess fresh({DDPRUN_STORE_SERVER});
+    double a = withdrawn_waits(fresh.port(), n);
+    double c = 0;
+    if (with_torch2 && n <= kLargestTorchPoll) {
+      ServerProcess torch2({std::string(DDPRUN_BENCH_DIR) + "/../tests/torch2/in_root.sh",
+                            torch2_root, "python3",
+                            std::string(DDPRUN_BENCH_DIR) + "/torch_store_server.py"});
+      c = withdrawn_waits(torch2.port(), n);
+    }
+    ok = ok && a > 0;
+    std::string growth = "-";
+    if (before > 0 && a > 0 && n != before_n) {
+      // Per cancel: 0 is linear in all.
+      growth = std::to_string(std::log(a / before) / std::log(static_cast<double>(n) / before_n));
+      growth.resize(std::min<size_t>(growth.size(), 4));
+    }
+    before = a;
+    before_n = n;
+    char torch_text[64] = "- | -";
+    if (c > 0) std::snprintf(torch_text, sizeof(torch_text), "%.1f µs | x%.1f", c * 1e6, c / a);
+    std::printf("| %d | %.1f µs | %s | %s |\n", n, a * 1e6, growth.c_str(), torch_text);
     std::fflush(stdout);
   }
   if (!hosts.empty()) ::unlink(hosts.c_str());

@@ -68,6 +68,9 @@ class TcpStoreClient : public Store {
   int start_wait(const std::vector<std::string>& keys);
   /// Reads the answer to start_wait(); StoreError unless the keys are all there.
   void finish_wait();
+  /// Withdraws a WAIT not answered in time, wait()'s or start_wait()'s (2.x; 1.13
+  /// cannot, and drops the connection). True when the keys arrived meanwhile after all.
+  bool cancel_wait();
 
   /// The open connection, for a request awaited on an event loop
   /// (store/tcpstore/store_on_loop.h, after reconnect_on_loop()): the request is sent
@@ -105,9 +108,6 @@ class TcpStoreClient : public Store {
   std::string read_bytes(net::Socket::Deadline deadline);
   void send(const std::string& bytes);
   void expect_stop_waiting(uint8_t reply);
-  // Withdraws a WAIT not answered in time (2.x; 1.13 cannot, and drops the
-  // connection). True when the keys arrived meanwhile after all.
-  bool cancel_wait();
 
   std::string host_;
   int port_;

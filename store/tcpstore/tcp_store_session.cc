@@ -63,7 +63,7 @@ void StoreState::add_wait(const std::shared_ptr<Session>& session,
   for (const auto& k : keys) {
     if (exists(k) || !awaited.insert(k).second) continue;
     session->awaited_keys.push_back(k);
-    waiters_[k].push_back({session, session->wait_generation});
+    waiters_[k].entries.push_back({session, session->wait_generation});
   }
   session->keys_awaited = session->awaited_keys.size();
   if (session->keys_awaited == 0) session->send(std::string(1, char(kStopWaiting)));
@@ -77,7 +77,7 @@ void StoreState::add_to_barrier(const std::shared_ptr<Session>& session, const s
   if (count < members) {
     session->awaited_keys.push_back(key);
     session->keys_awaited = 1;
-    barriers_[key].push_back({session, session->wait_generation, members});
+    barriers_[key].entries.push_back({{session, session->wait_generation}, members});
   } else {
     session->send(std::string(1, char(kStopWaiting)));
   }
@@ -94,41 +94,44 @@ void StoreState::release_barrier(const std::string& key) {
     return;
   }
   auto& list = it->second;
-  std::erase_if(list, [&](const BarrierWaiter& w) {
-    auto s = w.session.lock();
-    if (!s || s->closed() || s->wait_generation != w.generation || s->keys_awaited == 0)
-      return true;
+  std::erase_if(list.entries, [&](const BarrierWaiter& w) {
+    auto s = w.live();
+    if (!s) return true;
     if (count < w.members) return false;
     s->keys_awaited = 0;
     s->awaited_keys.clear();
     s->send(std::string(1, char(kStopWaiting)));
     return true;
   });
-  if (list.empty()) barriers_.erase(it);
+  list.cancelled = 0;  // every stale entry went
+  if (list.entries.empty()) barriers_.erase(it);
+}
+
+std::shared_ptr<Session> StoreState::Waiter::live() const {
+  auto s = session.lock();
+  bool waits = s && !s->closed() && s->wait_generation == generation && s->keys_awaited != 0;
+  return waits ? s : nullptr;
+}
+
+template <typename Entry>
+void StoreState::forget_one(std::unordered_map<std::string, WaitList<Entry>>& lists,
+                            const std::string& key) {
+  auto it = lists.find(key);
+  if (it == lists.end()) return;
+  auto& list = it->second;
+  if (++list.cancelled * 2 < list.entries.size()) return;
+  std::erase_if(list.entries, [](const Entry& e) { return !e.live(); });
+  list.cancelled = 0;
+  if (list.entries.empty()) lists.erase(it);
 }
 
 void StoreState::cancel_wait(Session& session) {
-  // Bump the generation so any entry left behind is recognised as stale, and drop
-  // this session's entries so repeated waits on absent keys cannot pile up.
+  // The new generation makes the session's entries stale where they stand; each
+  // key's list is swept of them in its own time (WaitList).
   ++session.wait_generation;
   for (const auto& k : session.awaited_keys) {
-    if (auto b = barriers_.find(k); b != barriers_.end()) {
-      std::erase_if(b->second, [&](const BarrierWaiter& w) {
-        auto s = w.session.lock();
-        return !s || s.get() == &session;
-      });
-      if (b->second.empty()) barriers_.erase(b);
-    }
-    auto it = waiters_.find(k);
-    if (it == waiters_.end()) continue;
-    auto& list = it->second;
-    list.erase(std::remove_if(list.begin(), list.end(),
-                              [&](const Waiter& w) {
-                                auto s = w.session.lock();
-                                return !s || s.get() == &session;
-                              }),
-               list.end());
-    if (list.empty()) waiters_.erase(it);
+    forget_one(barriers_, k);
+    forget_one(waiters_, k);
   }
   session.awaited_keys.clear();
   session.keys_awaited = 0;
@@ -147,13 +150,11 @@ std::optional<std::string> StoreState::watched_value(const std::string& key) con
 void StoreState::key_written(const std::string& key, const std::optional<std::string>& old_value) {
   release_barrier(key);
   if (auto it = waiters_.find(key); it != waiters_.end()) {
-    std::vector<Waiter> woken = std::move(it->second);
+    std::vector<Waiter> woken = std::move(it->second.entries);
     waiters_.erase(it);
     for (const auto& w : woken) {
-      auto s = w.session.lock();
-      if (!s || s->closed() || s->wait_generation != w.generation || s->keys_awaited == 0) {
-        continue;
-      }
+      auto s = w.live();
+      if (!s) continue;
       if (--s->keys_awaited == 0) {
         s->awaited_keys.clear();
         s->send(std::string(1, char(kStopWaiting)));

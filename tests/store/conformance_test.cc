@@ -1,5 +1,7 @@
 // Byte-level conformance of ddprun's TCPStore server with PyTorch's protocol, in
 // the 1.13 and the 2.x numbering (TCPSTORE_PROTOCOL.md).
+#include <vector>
+
 #include <gtest/gtest.h>
 
 #include "store/tcpstore/tcp_store_server.h"
@@ -234,6 +236,42 @@ TEST_F(ConformanceV2, CancelWaitAfterALateStopWaitingKeepsTheOrder) {
   waiter.send(req(Op::kCancelWait).bytes);
   EXPECT_EQ(waiter.read_scalar<uint8_t>(), ts::kStopWaiting);
   EXPECT_EQ(waiter.read_scalar<uint8_t>(), ts::kWaitCanceled);
+}
+
+// Withdrawn waits stay in their key's list, stale, until a sweep (StoreState::WaitList):
+// whatever order the waiters of one key cancel, close, or wait again in, a write wakes
+// exactly those still waiting, once each.
+TEST_F(ConformanceV2, AKeysWaitersWithdrawnInAnyOrderWakeOnlyTheRest) {
+  std::vector<RawConnection> c;
+  for (int i = 0; i < 9; ++i) {
+    c.push_back(RawConnection::v2(server.port()));
+    c.back().send(req(Op::kWait).keys({"k"}).bytes);
+  }
+  for (int i : {0, 2, 4, 6}) {
+    c[i].send(req(Op::kCancelWait).bytes);
+    ASSERT_EQ(c[i].read_scalar<uint8_t>(), ts::kWaitCanceled);
+  }
+  for (int round = 0; round < 20; ++round) {  // enough cancels for several sweeps
+    c[1].send(req(Op::kCancelWait).bytes);
+    ASSERT_EQ(c[1].read_scalar<uint8_t>(), ts::kWaitCanceled);
+    c[1].send(req(Op::kWait).keys({"k"}).bytes);
+  }
+  c[3].send(req(Op::kCancelWait).bytes);
+  ASSERT_EQ(c[3].read_scalar<uint8_t>(), ts::kWaitCanceled);
+  c[3].send(req(Op::kWait).keys({"k", "other"}).bytes);
+  c.pop_back();  // 8 closes while it waits
+  auto setter = RawConnection::v2(server.port());
+  setter.send(req(Op::kSet).str("k").str("v").bytes);
+  setter.send(req(Op::kPing).put<uint32_t>(1).bytes);
+  ASSERT_EQ(setter.read_scalar<uint32_t>(), 1u);
+  for (int i : {1, 5, 7}) EXPECT_EQ(c[i].read_scalar<uint8_t>(), ts::kStopWaiting) << i;
+  EXPECT_TRUE(c[3].silent_for(50)) << "woke with \"other\" still missing";
+  setter.send(req(Op::kSet).str("other").str("v").bytes);
+  EXPECT_EQ(c[3].read_scalar<uint8_t>(), ts::kStopWaiting);
+  for (int i = 0; i < 8; ++i) {
+    c[i].send(req(Op::kPing).put<uint32_t>(100 + i).bytes);
+    EXPECT_EQ(c[i].read_scalar<uint32_t>(), 100u + i) << i << ": a second STOP_WAITING";
+  }
 }
 
 // torch 2.14's TCPStore::barrier (opcode 18), as its own server answers it: the key
