@@ -260,8 +260,8 @@ std::pair<double, bool> connections(int port, int n) {
 constexpr int kSourceAddresses = 16;
 // torch 1.13's server took 15 s for a job start of 16,384 workers: larger ones are ddprun's alone.
 constexpr int kLargestTorchStart = 16384;
-// torch 2.14's server took 0.55 ms per withdrawn wait with 4,096 workers polling one key
-// (11 times ddprun's, 4 times its own at 1,024) and 16,384 did not finish in 6 minutes.
+// torch 2.14's server took 0.55–0.68 ms per withdrawn wait with 4,096 workers polling one
+// key (11–14 times ddprun's, 3 times its own at 1,024); 16,384 did not finish in 6 minutes.
 constexpr int kLargestTorchPoll = 4096;
 
 // Worker `i`'s connection to the store at 127.0.0.1:`port`, from the loopback
