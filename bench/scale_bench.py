@@ -190,7 +190,8 @@ def growth(sizes, costs):
 
 def rendezvous_time(ddprun, kind, n, etcd=False):
     """(the last agent's start to every worker started, the workers' exit to every
-    agent gone, the requests etcd answered per agent over that end or None): the
+    agent gone, the requests etcd answered per agent over that end and the keep-alives
+    among them, or None): the
     workers, once every one has marked its start, exit together. `etcd`: read its
     counters at the workers' exit and after."""
     seen = {}
@@ -202,7 +203,10 @@ def rendezvous_time(ddprun, kind, n, etcd=False):
     t, d = rb.run_agents([ddprun], kind, n, HOLD, agent_flags(kind), while_running=release)
     gone = time.time()
     rb.done_with(d)
-    asked = (etcd_figures()[0] - seen["figures"][0]) / n if etcd else None
+    asked = None
+    if etcd:
+        after = etcd_figures()
+        asked = tuple((after[i] - seen["figures"][i]) / n for i in (0, 2))
     return t, gone - seen["at"], asked
 
 
@@ -230,15 +234,19 @@ def process_floor(n):
 
 
 def etcd_figures():
-    """(requests etcd has answered, its CPU seconds) so far: from its /metrics."""
+    """(requests etcd has answered, its CPU seconds, the lease keep-alives among those
+    requests) so far: from its /metrics. A keep-alive comes every interval whatever
+    the job does: a job that lasts longer (more agents on this machine) asks more."""
     text = urllib.request.urlopen(f"http://{rb.ETCD}/metrics", timeout=10).read().decode()
-    requests = cpu = 0.0
+    requests = cpu = keep_alives = 0.0
     for line in text.splitlines():
         if line.startswith("grpc_server_handled_total{"):
             requests += float(line.rsplit(" ", 1)[1])
+            if 'grpc_method="LeaseKeepAlive"' in line:
+                keep_alives += float(line.rsplit(" ", 1)[1])
         elif line.startswith("process_cpu_seconds_total "):
             cpu = float(line.rsplit(" ", 1)[1])
-    return requests, cpu
+    return requests, cpu, keep_alives
 
 
 def restart_time(ddprun, kind, n):
@@ -353,6 +361,12 @@ def sim_rows(backend, sizes, runs, in_waves=None):
     return rows
 
 
+def per_agent(asked):
+    """etcd's requests per agent at each size, (all, the keep-alives among them)."""
+    return (", ".join(f"{a:.1f}" for a, _ in asked) + " (lease keep-alives among them: " +
+            ", ".join(f"{k:.1f}" for _, k in asked) + ")")
+
+
 def beyond_floor(sizes, costs, floors):
     """Each cost as a multiple of the floor at its size, and the growth exponent of
     that multiple (0: the step grows exactly as the machine's own floor does)."""
@@ -443,7 +457,8 @@ def main():
                 costs.append(statistics.median(r[0] for r in runs))
                 ends.append(statistics.median(r[1] for r in runs))
                 if on_etcd:
-                    end_asked.append(statistics.median(r[2] for r in runs))
+                    end_asked.append(tuple(statistics.median(r[2][i] for r in runs)
+                                           for i in range(2)))
                 print(f"# rendezvous {backend} {n}: {fmt(costs[-1])}, job end {fmt(ends[-1])}",
                       file=sys.stderr, flush=True)
             done = ns[:len(costs)]
@@ -453,7 +468,7 @@ def main():
             rows.append((f"job end ({backend}, real agents)", done, ends,
                          "the workers' exit, together, to every agent gone" +
                          ("; etcd requests per agent over it: " +
-                          ", ".join(f"{a:.1f}" for a in end_asked) if end_asked else "") +
+                          per_agent(end_asked) if end_asked else "") +
                          "".join(f"; {x}" for x in (beyond_process_floor(done, ends, floor_at, 1),
                                                     failed) if x)))
             if args.restarts:
@@ -463,15 +478,17 @@ def main():
                     runs = []
                     try:
                         for _ in range(args.repeat):
-                            before = etcd_figures() if on_etcd else (0, 0)
+                            before = etcd_figures() if on_etcd else (0, 0, 0)
                             t = restart_time(args.ddprun, kind, n)
-                            after = etcd_figures() if on_etcd else (0, 0)
-                            runs.append((t, (after[0] - before[0]) / n, after[1] - before[1]))
+                            after = etcd_figures() if on_etcd else (0, 0, 0)
+                            runs.append((t, (after[0] - before[0]) / n, after[1] - before[1],
+                                         (after[2] - before[2]) / n))
                     except rb.AgentsFailed as e:
                         failed = failure_note(e)
                         break
                     costs.append(statistics.median(r[0] for r in runs))
-                    asked.append(statistics.median(r[1] for r in runs))
+                    asked.append((statistics.median(r[1] for r in runs),
+                                  statistics.median(r[3] for r in runs)))
                     cpu.append(statistics.median(r[2] for r in runs))
                     print(f"# restart {backend} {n}: {fmt(costs[-1])}", file=sys.stderr, flush=True)
                 restarted = done[:len(costs)]
@@ -481,9 +498,9 @@ def main():
                 if on_etcd:
                     rows.append(("etcd's CPU for the whole job of the restart row (real agents)",
                                  restarted, cpu, "etcd requests per agent over that job: " +
-                                 ", ".join(f"{a:.1f}" for a in asked) + "; etcd's CPU per "
-                                 "request: " + ", ".join(f"{c / (a * n) * 1e6:.0f} us" for
-                                                         c, a, n in zip(cpu, asked, restarted))))
+                                 per_agent(asked) + "; etcd's CPU per request: " +
+                                 ", ".join(f"{c / (a * n) * 1e6:.0f} us" for
+                                           c, (a, _), n in zip(cpu, asked, restarted))))
     finally:
         if etcd:
             etcd.stop()
