@@ -55,8 +55,9 @@ Rows:
 A size whose run fails (an agent exits non-zero, or the run outlasts 600 s) ends its
 row: every agent of it is stopped, and the row's notes say FAILED with the first failed
 agent's last line on stderr; the larger sizes of that row are not run, the other rows
-are. A size whose process floor fails is left out of the multiples, which say so. Each run's directory (but a failed one's, which keeps every agent's stderr) and
-each etcd member's data are removed after it.
+are. A size whose process floor fails is left out of the multiples, which say so.
+Each run's directory (but a failed one's, which keeps every agent's stderr) and each
+etcd member's data are removed after it.
 
 The machine's open-file limit bounds the largest size (each agent holds a store
 connection and its worker's pipes; the host a connection from every agent).
@@ -191,9 +192,8 @@ def growth(sizes, costs):
 def rendezvous_time(ddprun, kind, n, etcd=False):
     """(the last agent's start to every worker started, the workers' exit to every
     agent gone, the requests etcd answered per agent over that end and the keep-alives
-    among them, or None): the
-    workers, once every one has marked its start, exit together. `etcd`: read its
-    counters at the workers' exit and after."""
+    among them, or None): the workers, once every one has marked its start, exit
+    together. `etcd`: read its counters at the workers' exit and after."""
     seen = {}
 
     def release(pids):  # the workers go on as soon as this returns
