@@ -347,6 +347,22 @@ double barrier_start(int port, int n,
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// The growth exponent k of cost ~ N^k from the size before ("-" for the first size or
+// a failed run), cut to 4 characters.
+std::string growth_from(double before, int before_n, double cost, int n) {
+  if (before <= 0 || cost <= 0 || n == before_n) return "-";
+  std::string k =
+      std::to_string(std::log(cost / before) / std::log(static_cast<double>(n) / before_n));
+  k.resize(std::min<size_t>(k.size(), 4));
+  return k;
+}
+
+// torch 2.14's own server, run in the forky root at `root`.
+std::vector<std::string> torch2_server(const std::string& root) {
+  return {std::string(DDPRUN_BENCH_DIR) + "/../tests/torch2/in_root.sh", root, "python3",
+          std::string(DDPRUN_BENCH_DIR) + "/torch_store_server.py"};
+}
+
 // Workers polling one key, as torch 2.x's clients wait (WAIT, then CANCEL_WAIT once
 // their timeout passes): `n` connections (2.x numbering) wait on one absent key, then
 // each in turn withdraws its wait and waits again, 3 times over. Returns the seconds
@@ -508,17 +524,11 @@ int main(int argc, char** argv) {
       b = barrier_start(torch_fresh.port(), n);
     }
     if (with_torch2 && n <= kLargestTorchStart) {
-      ServerProcess torch2({std::string(DDPRUN_BENCH_DIR) + "/../tests/torch2/in_root.sh",
-                            torch2_root, "python3",
-                            std::string(DDPRUN_BENCH_DIR) + "/torch_store_server.py"});
+      ServerProcess torch2(torch2_server(torch2_root));
       c = barrier_start(torch2.port(), n, store::tcpstore::Numbering::kV2);
     }
     ok = ok && a > 0;
-    std::string growth = "-";
-    if (before > 0 && a > 0 && n != before_n) {
-      growth = std::to_string(std::log(a / before) / std::log(static_cast<double>(n) / before_n));
-      growth.resize(std::min<size_t>(growth.size(), 4));
-    }
+    std::string growth = growth_from(before, before_n, a, n);
     before = a;
     before_n = n;
     std::printf("| %d | %.0f ms | %s | %s | %s |\n", n, a * 1e3, growth.c_str(),
@@ -537,18 +547,11 @@ int main(int argc, char** argv) {
     double a = withdrawn_waits(fresh.port(), n);
     double c = 0;
     if (with_torch2 && n <= kLargestTorchPoll) {
-      ServerProcess torch2({std::string(DDPRUN_BENCH_DIR) + "/../tests/torch2/in_root.sh",
-                            torch2_root, "python3",
-                            std::string(DDPRUN_BENCH_DIR) + "/torch_store_server.py"});
+      ServerProcess torch2(torch2_server(torch2_root));
       c = withdrawn_waits(torch2.port(), n);
     }
     ok = ok && a > 0;
-    std::string growth = "-";
-    if (before > 0 && a > 0 && n != before_n) {
-      // Per cancel: 0 is linear in all.
-      growth = std::to_string(std::log(a / before) / std::log(static_cast<double>(n) / before_n));
-      growth.resize(std::min<size_t>(growth.size(), 4));
-    }
+    std::string growth = growth_from(before, before_n, a, n);  // per cancel: 0 is linear
     before = a;
     before_n = n;
     char torch_text[64] = "- | -";
