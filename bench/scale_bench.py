@@ -47,6 +47,10 @@ Rows:
   say their cost as a multiple of the first, the job end rows of the second: on 2
   cores, starting a thousand workers at once is most of a real-agent row, and how fast
   a machine forks and execs differs from one host to the next several times over.
+  The floor and the rendezvous rows also say the machine's CPU (/proc/stat: every
+  process on it) per agent or shell from the first one's start to every worker
+  started: where it stays flat, so does the work per node, and once both cores are
+  busy the time is that CPU over the cores.
 
 - resources: each agent's resident memory, descriptors and threads once every worker
   runs, the store's host apart from the median of the others, and the CPU the host and
@@ -189,17 +193,28 @@ def growth(sizes, costs):
     return sum((x - mx) * (y - my) for x, y in pts) / sxx if sxx else float("nan")
 
 
+def machine_cpu():
+    """CPU seconds every core of this machine has been busy since boot (/proc/stat):
+    what the agents, their workers, the store and etcd use together."""
+    with open("/proc/stat") as f:
+        ticks = [int(x) for x in f.readline().split()[1:]]
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")  # less idle, iowait
+
+
 def rendezvous_time(ddprun, kind, n, etcd=False):
     """(the last agent's start to every worker started, the workers' exit to every
     agent gone, the requests etcd answered per agent over that end and the keep-alives
-    among them, or None): the workers, once every one has marked its start, exit
+    among them, or None, and the machine's CPU per agent from the first agent's start
+    to every worker started): the workers, once every one has marked its start, exit
     together. `etcd`: read its counters at the workers' exit and after."""
     seen = {}
 
     def release(pids):  # the workers go on as soon as this returns
+        seen["cpu"] = machine_cpu()
         seen["figures"] = etcd_figures() if etcd else None
         seen["at"] = time.time()
 
+    cpu = machine_cpu()
     t, d = rb.run_agents([ddprun], kind, n, HOLD, agent_flags(kind), while_running=release)
     gone = time.time()
     rb.done_with(d)
@@ -207,7 +222,7 @@ def rendezvous_time(ddprun, kind, n, etcd=False):
     if etcd:
         after = etcd_figures()
         asked = tuple((after[i] - seen["figures"][i]) / n for i in (0, 2))
-    return t, gone - seen["at"], asked
+    return t, gone - seen["at"], asked, (seen["cpu"] - cpu) / n
 
 
 def process_floor(n):
@@ -215,22 +230,25 @@ def process_floor(n):
     (floor_agent.sh) in the agents' place, started as the agents are, each starting the
     same worker once the last one has started (as a round forms once the last agent
     has joined), with nothing agreed. (From the last start to every worker started,
-    from the workers' exit, together, to every shell gone.)"""
+    from the workers' exit, together, to every shell gone, the machine's CPU per shell
+    from the first start to every worker started.)"""
     seen = {}
+    cpu = machine_cpu()
     with tempfile.TemporaryDirectory(prefix="ddprun_scale_floor_") as tmp:
         go = os.path.join(tmp, "go")
         os.mkfifo(go)
         opened = []  # the write end, held to the end: every shell's open() returns
         try:
             t, d = rb.run_agents([os.path.join(HERE, "floor_agent.sh"), go], "ddprun", n, HOLD,
-                                 while_running=lambda pids: seen.update(at=time.time()),
+                                 while_running=lambda pids: seen.update(
+                                     at=time.time(), cpu=machine_cpu()),
                                  started=lambda: opened.append(os.open(go, os.O_RDWR)))
             gone = time.time()
             rb.done_with(d)
         finally:
             for fd in opened:
                 os.close(fd)
-    return t, gone - seen["at"]
+    return t, gone - seen["at"], (seen["cpu"] - cpu) / n
 
 
 def etcd_figures():
@@ -361,6 +379,14 @@ def sim_rows(backend, sizes, runs, in_waves=None):
     return rows
 
 
+def cpu_per_node(cpus, node):
+    """The machine's CPU per `node` (agent or shell) at each size, from the first one's
+    start to every worker started: flat where the work per node is, whatever the time
+    (on 2 cores, the time is that CPU over the cores once they are all busy)."""
+    return (f"the machine's CPU per {node} from the first {node}'s start to every worker "
+            "started: " + ", ".join(f"{c * 1000:.1f} ms" for c in cpus))
+
+
 def per_agent(asked):
     """etcd's requests per agent at each size, (all, the keep-alives among them)."""
     return (", ".join(f"{a:.1f}" for a, _ in asked) + " (lease keep-alives among them: " +
@@ -421,15 +447,16 @@ def main():
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     rows = []
-    floors = {}  # size: the process floor's medians (start, end), where a row runs it
+    floors = {}  # size: the process floor's medians (start, end, CPU), where a row runs it
 
     def floor_at(n):
-        """The process floor's medians at n, (start, end), run once per size; None where
-        a floor shell failed (the rows then say so, and run on)."""
+        """The process floor's medians at n, (start, end, the machine's CPU per shell),
+        run once per size; None where a floor shell failed (the rows then say so, and
+        run on)."""
         if n not in floors:
             try:
                 runs = [process_floor(n) for _ in range(args.repeat)]
-                floors[n] = tuple(statistics.median(r[i] for r in runs) for i in range(2))
+                floors[n] = tuple(statistics.median(r[i] for r in runs) for i in range(3))
                 print(f"# process floor {n}: {fmt(floors[n][0])}, its end {fmt(floors[n][1])}",
                       file=sys.stderr, flush=True)
             except rb.AgentsFailed as e:
@@ -444,7 +471,7 @@ def main():
         for backend in backends:
             kind = "ddprun" if backend == "c10d" else "ddprun-etcd"
             ns = sizes if backend == "c10d" else [int(x) for x in args.etcd_agents.split(",") if x]
-            costs, ends, end_asked = [], [], []
+            costs, ends, end_asked, cpus = [], [], [], []
             on_etcd = bool(etcd) and backend == "etcd"
             failed = ""
             for n in ns:
@@ -456,6 +483,7 @@ def main():
                     break
                 costs.append(statistics.median(r[0] for r in runs))
                 ends.append(statistics.median(r[1] for r in runs))
+                cpus.append(statistics.median(r[3] for r in runs))
                 if on_etcd:
                     end_asked.append(tuple(statistics.median(r[2][i] for r in runs)
                                            for i in range(2)))
@@ -464,7 +492,7 @@ def main():
             done = ns[:len(costs)]
             rows.append((f"rendezvous ({backend}, real agents)", done, costs,
                          "; ".join(x for x in (beyond_process_floor(done, costs, floor_at, 0),
-                                               failed) if x)))
+                                               cpu_per_node(cpus, "agent"), failed) if x)))
             rows.append((f"job end ({backend}, real agents)", done, ends,
                          "the workers' exit, together, to every agent gone" +
                          ("; etcd requests per agent over it: " +
@@ -510,7 +538,8 @@ def main():
                         "starting its worker once the last has started (real processes, "
                         "nothing agreed)", ns, [floors[n][0] for n in ns],
                         "what starting the workers costs this machine; the real-agent "
-                        "rendezvous and restart rows say their cost as a multiple of it"))
+                        "rendezvous and restart rows say their cost as a multiple of it; " +
+                        cpu_per_node([floors[n][2] for n in ns], "shell")))
         rows.insert(1, ("the floor of the job's end: the same shells' workers exit together, "
                         "to every shell gone", ns, [floors[n][1] for n in ns],
                         "the job end rows say their cost as a multiple of it"))
