@@ -382,7 +382,10 @@ def sim_rows(backend, sizes, runs, in_waves=None):
 def cpu_per_node(cpus, node):
     """The machine's CPU per `node` (agent or shell) at each size, from the first one's
     start to every worker started: flat where the work per node is, whatever the time
-    (on 2 cores, the time is that CPU over the cores once they are all busy)."""
+    (on 2 cores, the time is that CPU over the cores once they are all busy); "" where
+    no size ran."""
+    if not cpus:
+        return ""
     return (f"the machine's CPU per {node} from the first {node}'s start to every worker "
             "started: " + ", ".join(f"{c * 1000:.1f} ms" for c in cpus))
 
