@@ -235,11 +235,10 @@ class EtcdClient {
   void pause(std::chrono::milliseconds d);
   bool catch_up(const std::string& key, const std::string& range_end, int64_t& next,
                 const std::function<bool(const EtcdEvent&)>& on_event);
-  // Hands on every whole message of a watch stream's `body` (and erases it); true when
-  // `on_event` returned false.
-  bool hand_on(std::string& body, const std::string& key, int64_t& next,
-               const std::function<bool(const EtcdEvent&)>& on_event);
   struct WatchStream;  // etcd_wire.h
+  // Hands on every whole message of the stream's body read so far (and erases it); true
+  // when `on_event` returned false. A message over kMaxBody is a StoreError.
+  bool hand_on(WatchStream& w, const std::function<bool(const EtcdEvent&)>& on_event);
   // Sends the watch request on the current member's connection (made if needed) and
   // readies a new reply parser.
   void start_stream(WatchStream& w, Clock::time_point deadline);

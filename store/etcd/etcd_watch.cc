@@ -25,12 +25,14 @@ std::chrono::milliseconds EtcdClient::loop_watch_silence() const {
                                                std::chrono::milliseconds(10'000));
 }
 
-bool EtcdClient::hand_on(std::string& body, const std::string& key, int64_t& next,
-                         const std::function<bool(const EtcdEvent&)>& on_event) {
+bool EtcdClient::hand_on(WatchStream& w, const std::function<bool(const EtcdEvent&)>& on_event) {
+  std::string& body = w.parser->get().body();
   size_t end;
-  while ((end = json_object_end(body, 0)) != std::string::npos) {
+  while ((end = json_object_end(body, w.scan)) != std::string::npos) {
+    // What follows a message is at most one read's worth: erasing it from the front is cheap.
     auto message = nlohmann::json::parse(body.substr(0, end), nullptr, false);
     body.erase(0, end);
+    w.scan = {};
     if (message.is_object() && message.contains("error")) {
       decode("/v3/watch", {500, message.dump()});
     }
@@ -39,9 +41,9 @@ bool EtcdClient::hand_on(std::string& body, const std::string& key, int64_t& nex
       if (result.value("canceled", false)) {
         if (int_field(result, "compact_revision") > 0) {
           throw EtcdCompactedError("etcd at " + endpoints_[current_].text() +
-                                   " has compacted revision " + std::to_string(next));
+                                   " has compacted revision " + std::to_string(w.next));
         }
-        throw StoreError("etcd canceled the watch on " + key + ": " +
+        throw StoreError("etcd canceled the watch on " + w.key + ": " +
                          result.value("cancel_reason", std::string("compacted")));
       }
       std::vector<EtcdEvent> out;
@@ -54,9 +56,13 @@ bool EtcdClient::hand_on(std::string& body, const std::string& key, int64_t& nex
       return out;
     });
     for (const auto& event : events) {
-      next = std::max(next, event.kv.mod_revision + 1);
+      w.next = std::max(w.next, event.kv.mod_revision + 1);
       if (!on_event(event)) return true;
     }
+  }
+  if (body.size() > kMaxBody) {
+    throw StoreError("etcd at " + endpoints_[current_].text() + " sent a watch message over " +
+                     std::to_string(kMaxBody >> 20) + " MiB");
   }
   return false;
 }
@@ -79,11 +85,16 @@ bool EtcdClient::feed_stream(WatchStream& w,
   if (!parser.is_header_done()) return false;
   if (parser.get().result_int() != 200) {
     // Not a stream: the whole error reply, decoded (404, auth, ...).
+    if (parser.get().body().size() > kMaxBody) {
+      throw StoreError("etcd at " + endpoints_[current_].text() +
+                       " answered the watch with an error reply over " +
+                       std::to_string(kMaxBody >> 20) + " MiB");
+    }
     if (!parser.is_done()) return false;
     decode("/v3/watch", {parser.get().result_int(), parser.get().body()});
     throw StoreError("etcd at " + endpoints_[current_].text() + " refused the watch");
   }
-  if (hand_on(parser.get().body(), w.key, w.next, on_event)) return true;
+  if (hand_on(w, on_event)) return true;
   if (parser.is_done()) throw StoreError("the watch stream ended");
   return false;
 }
@@ -91,7 +102,7 @@ bool EtcdClient::feed_stream(WatchStream& w,
 bool EtcdClient::watch(const std::string& key, const std::string& range_end, int64_t start_revision,
                        Clock::time_point deadline,
                        const std::function<bool(const EtcdEvent&)>& on_event) {
-  WatchStream w{key, range_end, start_revision, nullptr};
+  WatchStream w{key, range_end, start_revision, nullptr, {}};
   const auto silence = loop_watch_silence();
   while (true) {
     if (interrupted_) throw StoreError("etcd client at " + endpoints_text() + " interrupted");
@@ -142,7 +153,8 @@ bool EtcdClient::catch_up(const std::string& key, const std::string& range_end, 
 
 void EtcdClient::begin_loop_watch(const std::string& key, const std::string& range_end,
                                   int64_t start_revision) {
-  loop_watch_ = std::make_unique<WatchStream>(WatchStream{key, range_end, start_revision, nullptr});
+  loop_watch_ =
+      std::make_unique<WatchStream>(WatchStream{key, range_end, start_revision, nullptr, {}});
 }
 
 bool EtcdClient::read_loop_watch(const std::function<bool(const EtcdEvent&)>& on_event) {

@@ -107,22 +107,22 @@ EtcdClient::Range to_range(const nlohmann::json& j) {
 }
 
 // Where the first complete JSON object in `s` (from `from`) ends, or npos.
-size_t json_object_end(const std::string& s, size_t from) {
-  int depth = 0;
-  bool in_string = false;
-  for (size_t i = from; i < s.size(); ++i) {
-    char c = s[i];
-    if (in_string) {
+size_t json_object_end(const std::string& s, JsonScan& scan) {
+  for (; scan.at < s.size(); ++scan.at) {
+    char c = s[scan.at];
+    if (scan.escaped) {
+      scan.escaped = false;
+    } else if (scan.in_string) {
       if (c == '\\')
-        ++i;
+        scan.escaped = true;
       else if (c == '"')
-        in_string = false;
+        scan.in_string = false;
     } else if (c == '"') {
-      in_string = true;
+      scan.in_string = true;
     } else if (c == '{') {
-      ++depth;
-    } else if (c == '}' && --depth == 0) {
-      return i + 1;
+      ++scan.depth;
+    } else if (c == '}' && --scan.depth == 0) {
+      return ++scan.at;
     }
   }
   return std::string::npos;

@@ -14,9 +14,11 @@ using namespace ddprun::store::etcd_wire;
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string text(reinterpret_cast<const char*>(data), size);
   // A watch stream: one JSON object after another, split where each one ends.
-  for (size_t from = 0, end; (end = json_object_end(text, from)) != std::string::npos;) {
+  JsonScan scan;
+  for (size_t from = 0, end; (end = json_object_end(text, scan)) != std::string::npos;) {
     if (end <= from || end > text.size()) __builtin_trap();
     from = end;
+    scan = JsonScan{.at = end};
   }
   (void)unb64(text);
   auto j = nlohmann::json::parse(text, nullptr, false);
