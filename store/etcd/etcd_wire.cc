@@ -106,7 +106,6 @@ EtcdClient::Range to_range(const nlohmann::json& j) {
   return r;
 }
 
-// Where the first complete JSON object in `s` (from `from`) ends, or npos.
 size_t json_object_end(const std::string& s, JsonScan& scan) {
   for (; scan.at < s.size(); ++scan.at) {
     char c = s[scan.at];

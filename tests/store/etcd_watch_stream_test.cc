@@ -6,7 +6,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "store/etcd/etcd_client.h"
 #include "store/etcd/etcd_wire.h"
