@@ -16,7 +16,10 @@
 // the CPU its processes (the joiners, and the store it serves) used over the phases, connecting
 // left out. `--start-on-stdin`: once every joiner is connected, says `connected` on stderr and
 // starts the phases on a line on stdin (so that a caller can read a store's own counters at the
-// phases' start).
+// phases' start); and once every node's wait for the restart is sent, says `armed` and starts
+// the restart on a second line (so that a caller can wait until etcd watches for each, as it
+// does for agents whose workers ran a while: else the restart's time holds their waits'
+// reads and watches, and etcd's catching up of watches begun before the failure's write).
 // `--floor-waves=K`: the floor's nodes send in K waves, one after the other, each
 // process its share of each (N/K nodes' requests in flight at once, not N).
 // Last, a hang's exchange: every node shares a report (kHangPartBytes); group rank 0 waits
@@ -26,13 +29,15 @@
 //
 //   ddprun_round_sim --nodes=N [--processes=P] [--watch=ring|all] [--etcd=HOST:PORT]
 //                    [--start-on-stdin] [--floor-waves=K] [--hang=judged|all]
+#include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <boost/asio/io_context.hpp>
 #include <algorithm>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -130,6 +135,24 @@ Task<void> exchange_hang_report(store::LoopStore& s, const std::string& at, int 
   if (rank == 0) co_await s.set(at + "verdict", std::string(kHangVerdictBytes, 'v'), cancel);
   std::vector<std::string> verdict{at + "verdict"};
   if (!co_await s.wait_for(std::move(verdict), std::chrono::seconds(120), cancel)) ++failed;
+}
+
+// Runs `io` until a byte comes on `go`: what it serves (waits on their way to being
+// armed) goes on meanwhile. False where `go` fails.
+bool run_until_go(boost::asio::io_context& io, int go) {
+  int flags = ::fcntl(go, F_GETFL);
+  boost::asio::posix::stream_descriptor pipe(io, ::dup(go));
+  char byte = 0;
+  bool came = false, ok = false;
+  pipe.async_read_some(boost::asio::buffer(&byte, 1),
+                       [&](const boost::system::error_code& ec, size_t n) {
+                         came = true;
+                         ok = !ec && n == 1;
+                       });
+  while (!came && io.run_one() > 0) {
+  }
+  ::fcntl(go, F_SETFL, flags);  // the duplicate shares `go`'s flags: Asio made it non-blocking
+  return ok;
 }
 
 // One process' joiners: connects them all, says so on `ready`, waits for a byte on
@@ -275,7 +298,7 @@ int run_joiners(const Meeting& meet, int first, int count, int nodes, bool watch
   }
   io.poll();  // each wait sent
   byte = failed ? 'x' : 'r';
-  if (::write(ready, &byte, 1) != 1 || ::read(go, &byte, 1) != 1 || failed) return 1;
+  if (::write(ready, &byte, 1) != 1 || !run_until_go(io, go) || failed) return 1;
   if (first == 0) spawn_join(0, 1, nullptr, true);
   io.run();
   byte = failed ? 'x' : 'r';
@@ -373,7 +396,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   // The children are forked before the server's thread exists; they learn its port
-  // through a pipe.
+  // through a pipe. A child gone makes a write to its pipe fail, not end this process.
+  std::signal(SIGPIPE, SIG_IGN);
   std::vector<pid_t> children;
   std::vector<int> port_pipes, ready_pipes, go_pipes;
   for (int p = 0; p < processes; ++p) {
@@ -390,6 +414,11 @@ int main(int argc, char** argv) {
       ::_exit(run_joiners(meet, first, count, nodes, watch_all, hang_all, floor_waves,
                           ready_pipe[1], go_pipe[0]));
     }
+    // The child's ends are the child's alone: where it exits early, its ready pipe
+    // ends and says so, never a wait on it.
+    ::close(port_pipe[0]);
+    ::close(ready_pipe[1]);
+    ::close(go_pipe[0]);
     children.push_back(pid);
     port_pipes.push_back(port_pipe[1]);
     ready_pipes.push_back(ready_pipe[0]);
@@ -458,7 +487,14 @@ int main(int argc, char** argv) {
   Counts before = server.request_counts();
   double join_seconds = phase();
   Counts joined = server.request_counts();
-  bool armed = phase() >= 0;  // every node waits to be told (counted with the restart)
+  bool armed = phase() >= 0;      // every node's wait to be told sent (its requests counted
+                                  // with the restart's)
+  if (armed && start_on_stdin) {  // the caller sees them armed (etcd watching for each)
+    std::fprintf(stderr, "armed\n");
+    std::fflush(stderr);
+    char line[16];
+    if (!std::fgets(line, sizeof(line), stdin)) return 2;
+  }
   double restart_seconds = armed ? phase() : -1;
   Counts restarted = server.request_counts();
   double watch_seconds = phase();

@@ -20,7 +20,9 @@ Rows:
   it has started: from its death to the last worker of the next attempt started;
 - the round protocol alone (`ddprun_round_sim`): light joiners in 4 processes speaking
   the real protocol to a real store, no workers: a job's first round, then a restart
-  (one node starts the next round after a failure, all join again), then one
+  (one node starts the next round after a failure, all join again; the others' waits
+  to be told watch before the failure, over etcd until etcd counts a watcher for each
+  in step with its newest revision, as agents' waits do while their workers run), then one
   interval of the running round's liveness reads and hang exchange (and the same with
   every node reading every member's keys, as agents did before), then a hang's
   exchange (every node shares a 16 KiB report, group rank 0 reads them all and shares
@@ -75,6 +77,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 
@@ -278,23 +281,78 @@ def restart_time(ddprun, kind, n):
     return max(restarted) - died
 
 
+def etcd_watching():
+    """(the watchers etcd holds, those among them behind its newest revision): from its
+    /metrics. etcd catches a watcher that is behind up by scanning every revision since
+    its start, a few hundred watchers a pass."""
+    text = urllib.request.urlopen(f"http://{rb.ETCD}/metrics", timeout=10).read().decode()
+    got = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if name in ("etcd_debugging_mvcc_watcher_total", "etcd_debugging_mvcc_slow_watcher_total"):
+            got[name] = float(value)
+    return (got.get("etcd_debugging_mvcc_watcher_total", 0),
+            got.get("etcd_debugging_mvcc_slow_watcher_total", 0))
+
+
 def finish(run, member, nodes, limit=1800):
-    """Starts the phases of the sim `run` and returns its (stdout, stderr) once it ends;
-    SystemExit where its etcd `member` exits meanwhile (the joiners' calls would wait
-    out their 300 s each), naming why, or where it runs past `limit` seconds."""
+    """Starts the phases of the sim `run` and returns its (stdout, stderr) once it ends.
+    Once every node's wait for the restart is sent (it says `armed`), and over etcd
+    `member` once etcd watches for each of them in step with its newest revision (as for
+    agents whose workers ran a while), starts the restart. SystemExit where `member`
+    exits meanwhile (the joiners' calls would wait out their 300 s each), naming why, or
+    where the sim runs past `limit` seconds."""
     until = time.time() + limit
-    started = False
+    said, out = [], []
+    armed = threading.Event()
+
+    def read_said():
+        for line in run.stderr:
+            said.append(line)
+            if line.strip() == "armed":
+                armed.set()
+        armed.set()  # it ended: nothing to wait for
+
+    readers = [threading.Thread(target=read_said, daemon=True),
+               threading.Thread(target=lambda: out.append(run.stdout.read()), daemon=True)]
+    for reader in readers:
+        reader.start()
+
+    def going_on():
+        why = member.gone() if member else None
+        if why is None and time.time() < until:
+            return
+        run.kill()
+        run.wait()
+        raise SystemExit(f"round sim at {nodes} nodes: {why or f'no end after {limit} s'}")
+
+    def tell(line):
+        try:
+            run.stdin.write(line)
+            run.stdin.flush()
+        except BrokenPipeError:  # it ended early: its exit status and stderr say why
+            pass
+
+    tell("start\n")
+    while not armed.wait(5):
+        going_on()
+    while member and run.poll() is None:
+        watchers, behind = etcd_watching()
+        if watchers >= nodes - 1 and behind == 0:
+            break
+        going_on()
+        time.sleep(0.1)
+    tell("restart\n")
+    run.stdin.close()
     while True:
         try:
-            return run.communicate(None if started else "start\n", timeout=5)
+            run.wait(timeout=5)
+            break
         except subprocess.TimeoutExpired:
-            started = True
-            why = member.gone() if member else None
-            if why is None and time.time() < until:
-                continue
-            run.kill()
-            run.communicate()
-            raise SystemExit(f"round sim at {nodes} nodes: {why or f'no end after {limit} s'}")
+            going_on()
+    for reader in readers:
+        reader.join()
+    return out[0], "".join(said)
 
 
 def round_sim(sim, nodes, watch="ring", etcd=False, floor_waves=1):
