@@ -318,18 +318,20 @@ def finish(run, member, nodes, limit=1800):
     for reader in readers:
         reader.start()
 
-    def going_on():
+    def going_on(at="no end"):
         why = member.gone() if member else None
         if why is None and time.time() < until:
             return
         run.kill()
         run.wait()
-        raise SystemExit(f"round sim at {nodes} nodes: {why or f'no end after {limit} s'}")
+        raise SystemExit(f"round sim at {nodes} nodes: {why or f'{at} after {limit} s'}")
 
-    def tell(line):
+    def tell(line, last=False):
         try:
             run.stdin.write(line)
             run.stdin.flush()
+            if last:
+                run.stdin.close()
         except BrokenPipeError:  # it ended early: its exit status and stderr say why
             pass
 
@@ -340,10 +342,10 @@ def finish(run, member, nodes, limit=1800):
         watchers, behind = etcd_watching()
         if watchers >= nodes - 1 and behind == 0:
             break
-        going_on()
+        going_on(f"etcd watching for {watchers:.0f} of the {nodes - 1} waits "
+                 f"({behind:.0f} behind)")
         time.sleep(0.1)
-    tell("restart\n")
-    run.stdin.close()
+    tell("restart\n", last=True)
     while True:
         try:
             run.wait(timeout=5)
