@@ -502,7 +502,13 @@ int main(int argc, char** argv) {
   // Up to here, as before the hang's phase came: each child is through; none waited for.
   double cpu_used = cpu() - cpu_before;
   double hang_seconds = phase();
-  bool ok = watch_seconds >= 0 && hang_seconds >= 0;
+  bool ok = floor_seconds >= 0 && join_seconds >= 0 && restart_seconds >= 0 && watch_seconds >= 0 &&
+            hang_seconds >= 0;
+  // Where a phase failed, the children may wait for a phase never sent, or for nodes
+  // gone: they are stopped.
+  if (!ok) {
+    for (pid_t pid : children) ::kill(pid, SIGKILL);
+  }
   for (pid_t pid : children) {
     int status = 0;
     ::waitpid(pid, &status, 0);
@@ -513,7 +519,7 @@ int main(int argc, char** argv) {
   say_kinds("restart", joined, restarted);
   say_kinds("running round", restarted, watched);
   say_kinds("a hang's exchange", watched, after);
-  if (!ok || floor_seconds < 0 || join_seconds < 0 || restart_seconds < 0) {
+  if (!ok) {
     std::fprintf(stderr, "ddprun_round_sim: not every joiner got the completed round\n");
     return 1;
   }

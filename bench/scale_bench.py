@@ -354,6 +354,8 @@ def finish(run, member, nodes, limit=1800):
             going_on()
     for reader in readers:
         reader.join()
+    run.stdout.close()
+    run.stderr.close()
     return out[0], "".join(said)
 
 
