@@ -254,19 +254,27 @@ def process_floor(n):
     return t, gone - seen["at"], (seen["cpu"] - cpu) / n
 
 
+def etcd_samples():
+    """Each sample of etcd's /metrics now: (its name with its labels, its value)."""
+    text = urllib.request.urlopen(f"http://{rb.ETCD}/metrics", timeout=10).read().decode()
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            yield name, float(value)
+
+
 def etcd_figures():
     """(requests etcd has answered, its CPU seconds, the lease keep-alives among those
     requests) so far: from its /metrics. A keep-alive comes every interval whatever
     the job does: a job that lasts longer (more agents on this machine) asks more."""
-    text = urllib.request.urlopen(f"http://{rb.ETCD}/metrics", timeout=10).read().decode()
     requests = cpu = keep_alives = 0.0
-    for line in text.splitlines():
-        if line.startswith("grpc_server_handled_total{"):
-            requests += float(line.rsplit(" ", 1)[1])
-            if 'grpc_method="LeaseKeepAlive"' in line:
-                keep_alives += float(line.rsplit(" ", 1)[1])
-        elif line.startswith("process_cpu_seconds_total "):
-            cpu = float(line.rsplit(" ", 1)[1])
+    for name, value in etcd_samples():
+        if name.startswith("grpc_server_handled_total{"):
+            requests += value
+            if 'grpc_method="LeaseKeepAlive"' in name:
+                keep_alives += value
+        elif name == "process_cpu_seconds_total":
+            cpu = value
     return requests, cpu, keep_alives
 
 
@@ -285,12 +293,7 @@ def etcd_watching():
     """(the watchers etcd holds, those among them behind its newest revision): from its
     /metrics. etcd catches a watcher that is behind up by scanning every revision since
     its start, a few hundred watchers a pass."""
-    text = urllib.request.urlopen(f"http://{rb.ETCD}/metrics", timeout=10).read().decode()
-    got = {}
-    for line in text.splitlines():
-        name, _, value = line.partition(" ")
-        if name in ("etcd_debugging_mvcc_watcher_total", "etcd_debugging_mvcc_slow_watcher_total"):
-            got[name] = float(value)
+    got = dict(etcd_samples())
     return (got.get("etcd_debugging_mvcc_watcher_total", 0),
             got.get("etcd_debugging_mvcc_slow_watcher_total", 0))
 
@@ -476,7 +479,7 @@ def beyond_process_floor(sizes, costs, floor_at, part):
                      if x)
 
 
-# The sim's floor phase: plain requests per node (kFloorRequests of round_sim.cc).
+# The sim's floor phase: plain requests per node (kFloorRequests of round_sim_joiners.cc).
 FLOOR_REQUESTS = 7
 
 
