@@ -204,9 +204,12 @@ void Session::close() {
   socket_.close(ignored);
 }
 
-// async_read_some rather than waiting for readability and reading until EAGAIN: after
-// a short read Asio knows the socket is drained and waits for epoll instead of
-// issuing a read that would fail, so one request costs one read and one write.
+// async_read_some: Asio reads before it waits, so a request costs its read, its reply's
+// write and a read that finds nothing. That last read is also what finds a close that
+// came with the request's bytes: the edge-triggered epoll told of both at once, and
+// none follows. (A wait for readability in its place costs the same, an epoll_ctl
+// that looks again; Boost 1.74's Asio takes only the end of the stream, not a short
+// read, for a drained socket.)
 void Session::read_more() {
   socket_.async_read_some(
       boost::asio::buffer(read_buffer_),

@@ -6,6 +6,8 @@
 
 #include <atomic>
 #include <cerrno>
+#include <future>
+#include <memory>
 #include <random>
 #include <thread>
 
@@ -78,6 +80,45 @@ TEST(Robustness, ThousandsOfConnectionsAllAnswered) {
   std::sort(seen.begin(), seen.end());
   for (int i = 0; i < n; ++i) ASSERT_EQ(seen[i], i + 1);
   EXPECT_EQ(server.connection_count(), static_cast<size_t>(n));
+}
+
+// Workers often set a key and exit: the request and the close arrive together, and the
+// server both takes the request and lets the connection go (a session left open per
+// such client runs a long job's store out of descriptors). A session that only waited
+// for epoll's next edge after reading the request would never learn of that close.
+TEST(Robustness, ClientThatSetsAndClosesAtOnceIsLetGo) {
+  TcpStoreServer server{"127.0.0.1", 0};
+  constexpr int kClients = 500;
+  std::vector<std::unique_ptr<RawConnection>> clients;
+  for (int i = 0; i < kClients; ++i) {  // each served once: its session waits for more
+    clients.push_back(std::make_unique<RawConnection>(server.port()));
+    clients.back()->send(Wire(Numbering::kV113, Op::kAdd).str("n").put<int64_t>(1).bytes);
+    ASSERT_TRUE(clients.back()->read_scalar<int64_t>());
+  }
+  // Every request and its close arrive while the server's thread is busy.
+  std::promise<void> busy_now;
+  std::thread busy([&server, &busy_now] {
+    server.edit_keys([&busy_now](store::KeyValueTable&) {
+      busy_now.set_value();
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      return size_t{0};
+    });
+  });
+  busy_now.get_future().wait();
+  for (int i = 0; i < kClients; ++i) {
+    clients[i]->send(Wire(Numbering::kV113, Op::kSet).str("k" + std::to_string(i)).str("v").bytes);
+    clients[i].reset();  // closed right after its request
+  }
+  busy.join();
+  TcpStoreClient good("127.0.0.1", server.port());
+  for (int i = 0; i < kClients; ++i) {
+    ASSERT_EQ(good.get("k" + std::to_string(i), std::chrono::seconds(5)), "v") << i;
+  }
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (server.connection_count() > 1 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(server.connection_count(), 1u) << "only the client still connected";
 }
 
 TEST(Robustness, ClientThatNeverReadsIsCutOff) {
