@@ -14,12 +14,14 @@
 // requests and one for the state, as an agent's joiner has), under a prefix of its own; no request
 // counts then. On stderr, each phase's store requests per node by kind (c10d). The JSON also says
 // the CPU its processes (the joiners, and the store it serves) used over the phases, connecting
-// left out. `--start-on-stdin`: once every joiner is connected, says `connected` on stderr and
-// starts the phases on a line on stdin (so that a caller can read a store's own counters at the
-// phases' start); and once every node's wait for the restart is sent, says `armed` and starts
-// the restart on a second line (so that a caller can wait until etcd watches for each, as it
-// does for agents whose workers ran a while: else the restart's time holds their waits'
-// reads and watches, and etcd's catching up of watches begun before the failure's write).
+// left out, and the CPU of this process alone in each phase (`store_cpu_seconds`): the store's
+// own work, what a store host spends where the nodes are other machines (c10d). `--start-on-stdin`:
+// once every joiner is connected, says `connected` on stderr and starts the phases on a line on
+// stdin (so that a caller can read a store's own counters at the phases' start); and once every
+// node's wait for the restart is sent, says `armed` and starts the restart on a second line (so
+// that a caller can wait until etcd watches for each, as it does for agents whose workers ran a
+// while: else the restart's time holds their waits' reads and watches, and etcd's catching up of
+// watches begun before the failure's write).
 // `--floor-waves=K`: the floor's nodes send in K waves, one after the other, each
 // process its share of each (N/K nodes' requests in flight at once, not N).
 // Last, a hang's exchange: every node shares a report (kHangPartBytes); group rank 0 waits
@@ -38,6 +40,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -49,6 +52,14 @@ using namespace ddprun;
 using bench::Meeting;
 
 namespace {
+
+// The CPU seconds this process (the store's thread; the main thread waits on pipes) has
+// used so far, to the nanosecond.
+double own_cpu_seconds() {
+  timespec t{};
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
 
 // The CPU seconds process `pid` has used so far (user and system).
 double cpu_seconds(pid_t pid) {
@@ -165,8 +176,10 @@ int main(int argc, char** argv) {
     }
     if (meet.etcd.empty()) std::fprintf(stderr, "%s, per node:%s\n", what, line.c_str());
   };
-  // Each phase: "go" to every process, then each says when its joiners are through.
-  auto phase = [&] {
+  // Each phase: "go" to every process, then each says when its joiners are through;
+  // `store_cpu`: this process's CPU meanwhile.
+  auto phase = [&](double& store_cpu) {
+    double cpu_at_start = own_cpu_seconds();
     auto start = std::chrono::steady_clock::now();
     for (int fd : go_pipes) {
       if (::write(fd, "g", 1) != 1) return -1.0;
@@ -175,7 +188,9 @@ int main(int argc, char** argv) {
       char byte = 0;
       if (::read(fd, &byte, 1) != 1 || byte != 'r') return -1.0;
     }
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start);
+    store_cpu = own_cpu_seconds() - cpu_at_start;
+    return seconds.count();
   };
   if (start_on_stdin) {
     std::fprintf(stderr, "connected\n");
@@ -190,25 +205,26 @@ int main(int argc, char** argv) {
     return used;
   };
   double cpu_before = cpu();
-  double floor_seconds = phase();
+  double floor_cpu = 0, join_cpu = 0, armed_cpu = 0, restart_cpu = 0, watch_cpu = 0, hang_cpu = 0;
+  double floor_seconds = phase(floor_cpu);
   Counts before = server.request_counts();
-  double join_seconds = phase();
+  double join_seconds = phase(join_cpu);
   Counts joined = server.request_counts();
-  bool armed = phase() >= 0;      // every node's wait to be told sent (its requests counted
-                                  // with the restart's)
+  bool armed = phase(armed_cpu) >= 0;  // every node's wait to be told sent (its requests counted
+                                       // with the restart's)
   if (armed && start_on_stdin) {  // the caller sees them armed (etcd watching for each)
     std::fprintf(stderr, "armed\n");
     std::fflush(stderr);
     char line[16];
     if (!std::fgets(line, sizeof(line), stdin)) return 2;
   }
-  double restart_seconds = armed ? phase() : -1;
+  double restart_seconds = armed ? phase(restart_cpu) : -1;
   Counts restarted = server.request_counts();
-  double watch_seconds = phase();
+  double watch_seconds = phase(watch_cpu);
   Counts watched = server.request_counts();
   // Up to here, as before the hang's phase came: each child is through; none waited for.
   double cpu_used = cpu() - cpu_before;
-  double hang_seconds = phase();
+  double hang_seconds = phase(hang_cpu);
   bool ok = floor_seconds >= 0 && join_seconds >= 0 && restart_seconds >= 0 && watch_seconds >= 0 &&
             hang_seconds >= 0;
   // Where a phase failed, the children may wait for a phase never sent, or for nodes
@@ -230,6 +246,16 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "ddprun_round_sim: not every joiner got the completed round\n");
     return 1;
   }
+  // The store's CPU in each phase, where it is this process's (null over etcd).
+  auto store_cpu_json = [&] {
+    if (!meet.etcd.empty()) return std::string("null");
+    char text[160];
+    std::snprintf(text, sizeof(text),
+                  "{\"floor\": %.4f, \"round\": %.4f, \"restart\": %.4f, \"watch\": %.4f, "
+                  "\"hang\": %.4f}",
+                  floor_cpu, join_cpu, restart_cpu, watch_cpu, hang_cpu);
+    return std::string(text);
+  };
   // Requests are counted by ddprun's server only (null over etcd).
   auto per_node = [&](uint64_t n) {
     char text[32];
@@ -240,10 +266,11 @@ int main(int argc, char** argv) {
       "{\"nodes\": %d, \"seconds\": %.3f, \"requests_per_node\": %s, \"restart_seconds\": %.3f, "
       "\"restart_requests_per_node\": %s, \"watch_seconds\": %.3f, "
       "\"watch_requests_per_node\": %s, \"hang_seconds\": %.3f, \"hang_requests_per_node\": %s, "
-      "\"floor_seconds\": %.3f, \"cpu_seconds\": %.2f}\n",
+      "\"floor_seconds\": %.3f, \"cpu_seconds\": %.2f, \"store_cpu_seconds\": %s}\n",
       nodes, join_seconds, per_node(total(joined) - total(before)).c_str(), restart_seconds,
       per_node(total(restarted) - total(joined)).c_str(), watch_seconds,
       per_node(total(watched) - total(restarted)).c_str(), hang_seconds,
-      per_node(total(after) - total(watched)).c_str(), floor_seconds, cpu_used);
+      per_node(total(after) - total(watched)).c_str(), floor_seconds, cpu_used,
+      store_cpu_json().c_str());
   return 0;
 }

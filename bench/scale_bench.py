@@ -38,7 +38,10 @@ Rows:
   connections, as an agent's joiner does. The floor's row also says the CPU of each
   simulated job's phases (connecting left out): per node for the sim's own processes,
   and over etcd, etcd's per request it answered (its /metrics), so that a growth in
-  etcd's own cost per request shows apart from ddprun's; and the largest etcd size
+  etcd's own cost per request shows apart from ddprun's. Each c10d row also says the
+  store's own CPU in its step (the sim's process that serves it): on 2 cores the
+  simulated nodes' own work is most of a step's time, and where the nodes are other
+  machines, as in a job, the store's host spends only this; and the largest etcd size
   once more with its floor sent in 4 waves, to show what the requests in flight at
   once cost etcd.
 
@@ -364,11 +367,12 @@ def finish(run, member, nodes, limit=1800):
 
 def round_sim(sim, nodes, watch="ring", etcd=False, floor_waves=1):
     """One simulated job: the first round, a restart, and one interval of the running
-    round's liveness and hang exchange, each (seconds, requests per node); `etcd`:
+    round's liveness and hang exchange, each (seconds, requests per node, store CPU); `etcd`:
     over a fresh etcd member of its own (requests are not counted there). Then the
     CPU over those phases (connecting left out): (the sim's processes per node in ms
     (the joiners, and on c10d the store they meet at), etcd's per request it answered
-    in us, or None). `floor_waves`: the floor's nodes send in that many waves."""
+    in us, or None). Each phase's triple ends with the store's own CPU seconds in it
+    (c10d; None over etcd). `floor_waves`: the floor's nodes send in that many waves."""
     member = rb.start_etcd() if etcd else None
     try:
         if member:
@@ -395,19 +399,20 @@ def round_sim(sim, nodes, watch="ring", etcd=False, floor_waves=1):
     r = json.loads(out.strip().splitlines()[-1])
     answered = after[0] - before[0]
     etcd_per_request = (after[1] - before[1]) / answered * 1e6 if answered else None
-    return ((r["seconds"], r["requests_per_node"]),
-            (r["restart_seconds"], r["restart_requests_per_node"]),
-            (r["watch_seconds"], r["watch_requests_per_node"]),
-            (r["floor_seconds"], FLOOR_REQUESTS),
+    store = r["store_cpu_seconds"] or {}
+    return ((r["seconds"], r["requests_per_node"], store.get("round")),
+            (r["restart_seconds"], r["restart_requests_per_node"], store.get("restart")),
+            (r["watch_seconds"], r["watch_requests_per_node"], store.get("watch")),
+            (r["floor_seconds"], FLOOR_REQUESTS, store.get("floor")),
             (r["cpu_seconds"] / nodes * 1e3, etcd_per_request),
-            (r["hang_seconds"], r["hang_requests_per_node"]))
+            (r["hang_seconds"], r["hang_requests_per_node"], store.get("hang")))
 
 
 def round_sim_median(sim, nodes, repeat, watch="ring", etcd=False):
-    """round_sim() run `repeat` times: each phase's median seconds and requests."""
+    """round_sim() run `repeat` times: the median of each of its figures."""
     runs = [round_sim(sim, nodes, watch, etcd) for _ in range(repeat)]
-    return tuple((statistics.median(r[i][0] for r in runs),
-                  statistics.median(r[i][1] or 0 for r in runs)) for i in range(6))
+    return tuple(tuple(statistics.median(r[i][k] or 0 for r in runs) for k in range(len(runs[0][i])))
+                 for i in range(6))
 
 
 def sim_rows(backend, sizes, runs, in_waves=None):
@@ -429,8 +434,15 @@ def sim_rows(backend, sizes, runs, in_waves=None):
         cpu = ("what the machine itself adds per request as connections grow; over each "
                "simulated job's phases, the CPU per node of the store and the joiners: " +
                ", ".join(f"{r[4][0]:.1f} ms" for r in runs))
+    def store_cpu(i):
+        """c10d: the store's own CPU in phase `i` (its host's, where the nodes are other
+        machines: what bounds the step there), for a row's note."""
+        if backend != "c10d":
+            return ""
+        return "; the store's own CPU: " + ", ".join(fmt(r[i][2]) for r in runs)
     rows = [(f"the floor: {FLOOR_REQUESTS} plain requests per node (a read and a set in "
-             f"turn), every node at once ({backend}, simulated nodes)", sizes, floors, cpu)]
+             f"turn), every node at once ({backend}, simulated nodes)", sizes, floors,
+             cpu + store_cpu(3))]
     steps = (("rendezvous: the round protocol alone", 0), ("restart: the round protocol alone", 1),
              ("a running round: one interval of liveness reads and the hang exchange", 2),
              ("a hang: every node's report (16 KiB) to group rank 0, its verdict to every node",
@@ -440,7 +452,7 @@ def sim_rows(backend, sizes, runs, in_waves=None):
         counted = ("store requests per node: " + ", ".join(f"{r[i][1]:.1f}" for r in runs) + "; "
                    if backend == "c10d" else "")
         rows.append((f"{step} ({backend}, simulated nodes)", sizes, costs,
-                     counted + beyond_floor(sizes, costs, floors)))
+                     counted + beyond_floor(sizes, costs, floors) + store_cpu(i)))
     return rows
 
 

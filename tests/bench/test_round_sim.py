@@ -48,6 +48,9 @@ class RoundSim(unittest.TestCase):
         # A round asks about 5 requests per node, a restart about 6 (its wait included).
         self.assertLess(r["requests_per_node"], 7)
         self.assertLess(r["restart_requests_per_node"], 8)
+        # The store's own CPU, phase by phase (the store serves every request).
+        for phase in ("floor", "round", "restart", "watch", "hang"):
+            self.assertGreater(r["store_cpu_seconds"][phase], 0, phase)
 
     def test_a_joiner_process_gone_ends_the_sim(self):
         proc = subprocess.Popen([SIM, f"--nodes={NODES}", "--start-on-stdin"],
@@ -96,6 +99,7 @@ class RoundSim(unittest.TestCase):
         seconds = [p[0] for p in phases[:4]] + [phases[5][0]]
         self.assertTrue(all(s >= 0 for s in seconds), phases)
         self.assertIsNotNone(phases[4][1], "etcd's CPU per request it answered")
+        self.assertIsNone(phases[0][2], "no store's own CPU: the store is etcd, elsewhere")
 
 
 if __name__ == "__main__":
