@@ -411,8 +411,8 @@ def round_sim(sim, nodes, watch="ring", etcd=False, floor_waves=1):
 def round_sim_median(sim, nodes, repeat, watch="ring", etcd=False):
     """round_sim() run `repeat` times: the median of each of its figures."""
     runs = [round_sim(sim, nodes, watch, etcd) for _ in range(repeat)]
-    return tuple(tuple(statistics.median(r[i][k] or 0 for r in runs) for k in range(len(runs[0][i])))
-                 for i in range(6))
+    return tuple(tuple(statistics.median(r[i][k] or 0 for r in runs)
+                       for k in range(len(runs[0][i]))) for i in range(6))
 
 
 def sim_rows(backend, sizes, runs, in_waves=None):
