@@ -64,7 +64,9 @@ Task<StateSnapshot> GenericStateStore::read(CancelSignal& cancel) {
 
 // The next read() is this write's state: no request. (Where a write raced ahead of ours
 // by its counters, the numbers are a step behind: a wait on them returns at once and
-// the state is read again.)
+// the state is read again.) Only until this node waits or sees a later version
+// (forget_written()): a node that began a round and joins it after others completed it
+// read its own beginning back, and wrote the completed round again.
 void GenericStateStore::remember_written(int64_t version, int64_t epoch, const std::string& state) {
   StateSnapshot mine;
   mine.version = version;
@@ -73,6 +75,10 @@ void GenericStateStore::remember_written(int64_t version, int64_t epoch, const s
   mine.state = DynamicState::decode(state);
   written_head_ = head_in(mine);
   written_ = std::move(mine);
+}
+
+void GenericStateStore::forget_written(int64_t seen_version) {
+  if (written_ && written_->version < seen_version) written_.reset();
 }
 
 Task<bool> GenericStateStore::write(const StateSnapshot& from, const std::string& to, Wakes wakes,
@@ -127,6 +133,7 @@ Task<void> GenericStateStore::wake(CancelSignal& cancel) {
 
 Task<void> GenericStateStore::wait(const StateSnapshot& from, bool participant,
                                    std::chrono::milliseconds timeout, CancelSignal& cancel) {
+  written_.reset();  // whatever ends the wait, the state may have moved on
   std::vector<std::string> key{prefix_ + (participant ? "epoch/" + std::to_string(from.epoch + 1)
                                                       : "ver/" + std::to_string(from.version + 1))};
   // Whether it came or the time passed, the caller decides again.
@@ -206,6 +213,7 @@ Task<bool> GenericStateStore::take_over_folding(const Announcement& a, int64_t s
 
 Task<void> GenericStateStore::wait_head(const StateHead& from, std::chrono::milliseconds timeout,
                                         CancelSignal& cancel) {
+  written_.reset();
   std::vector<std::string> key{prefix_ + "ver/" + std::to_string(from.version + 1)};
   co_await store_.wait_until_there(std::move(key), timeout, cancel);
 }
@@ -228,6 +236,7 @@ Task<std::optional<StateHead>> GenericStateStore::head(int round, std::vector<st
   std::optional<StateHead> none;
   StateHead h;
   h.version = counter_in(keys[1], now[1]);
+  forget_written(h.version);
   h.epoch = counter_in(keys[2], now[2]);
   if (round >= 0) h.taken_in = counter_in(keys[3], now[3]);
   h.with.assign(now.begin() + static_cast<std::ptrdiff_t>(own), now.end());

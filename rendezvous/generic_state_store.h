@@ -65,6 +65,8 @@ class GenericStateStore : public StateStore {
 
  private:
   void remember_written(int64_t version, int64_t epoch, const std::string& state);
+  // The remembered write is no longer the state where a later version was seen.
+  void forget_written(int64_t seen_version);
 
   store::LoopStore& store_;
   std::string prefix_;

@@ -52,6 +52,7 @@ class CountingStore : public store::LoopStore {
   }
   Task<std::string> compare_set(std::string key, std::string expected, std::string desired,
                                 CancelSignal& cancel) override {
+    state_writes += key == "ddprun/c10d/test/state" ? 1 : 0;
     return inner_.compare_set(std::move(key), std::move(expected), std::move(desired), cancel);
   }
   Task<void> multi_set(std::vector<std::string> keys, std::vector<std::string> values,
@@ -64,6 +65,7 @@ class CountingStore : public store::LoopStore {
   int seat_reads_with_head = 0;  // a seat read in the request that reads the head
   int seat_reads_alone = 0;
   int folder_reads = 0;  // who folds, asked after a wait in which nothing was written
+  int state_writes = 0;  // compare-and-sets of the state
   std::atomic<int64_t> first_round_wait_ms{-1};  // an announced node's first wait for its round
   bool drop_multi_set = false;
 
@@ -169,6 +171,35 @@ TEST(DynamicJoiner, ANodeToldWhereTheNextRoundIsJoinsWithoutReadingItFirst) {
   EXPECT_EQ(head_reads_of_a_told_node(""), 2) << "not told: it reads where the round is";
   EXPECT_EQ(head_reads_of_a_told_node("1.x.3.0.0"), 2) << "not a hint: read as not told";
   EXPECT_EQ(head_reads_of_a_told_node("0.2.2.0.0"), 2) << "an earlier round's: read";
+}
+
+// The node that began the next round (its worker failed) and reads the whole state
+// (the primary agent) joins it after another node folded it: it reads the round as
+// that node completed it. Its own write that began the round is long past by then;
+// taken for the state, it made the node write the completed round again (the same
+// bytes, so taken for a win: the version moved, everyone's seats were written again
+// and every wait woken; 70 ms of the store at 16,384 simulated nodes).
+TEST(DynamicJoiner, TheNodeThatBeganTheRoundReadsItAsCompletedNotAsItBeganIt) {
+  Cluster c({2, 2, 1000});
+  c.join_all({"a", "b"});
+  CountingStore counted(*c.view);
+  DynamicJoiner a = c.joiner(counted);
+  start_next(a, 0, true, {});
+  ASSERT_EQ(counted.state_writes, 1) << "the round begun";
+  std::thread folder([&] {
+    DynamicJoiner b = c.joiner();
+    EXPECT_EQ(take_seat(b, "b", 2, 5s).round, 1);
+  });
+  for (int i = 0; i < 5000 && !c.store.check({"ddprun/c10d/test/joining/1/1"}); ++i) {
+    std::this_thread::sleep_for(1ms);
+  }
+  ASSERT_TRUE(c.store.check({"ddprun/c10d/test/joining/1/1"})) << "b announced itself first";
+  DynamicState got = join(a, "a", 2, 1, 5s);
+  folder.join();
+  EXPECT_TRUE(got.complete);
+  EXPECT_EQ(got.round, 1);
+  EXPECT_EQ(got.participants.size(), 2u);
+  EXPECT_EQ(counted.state_writes, 1) << "b wrote a in; a wrote nothing more";
 }
 
 // A hint behind the state (written since) costs a wait that returns at once, at most
