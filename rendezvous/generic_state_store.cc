@@ -220,6 +220,7 @@ Task<void> GenericStateStore::wait_head(const StateHead& from, std::chrono::mill
 
 Task<void> GenericStateStore::wait_announced(int round, std::chrono::milliseconds timeout,
                                              CancelSignal& cancel) {
+  written_.reset();
   int64_t next = round == listed_round_ ? next_slot_ : 1;
   std::vector<std::string> key{announce_dir(prefix_, round) + std::to_string(next)};
   co_await store_.wait_until_there(std::move(key), timeout, cancel);
