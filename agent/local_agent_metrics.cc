@@ -3,6 +3,7 @@
 // every agent's endpoint for Prometheus' file-based discovery.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 
@@ -95,6 +96,9 @@ JobMetrics LocalAgent::Impl::metrics_now() {
     j.nodes = info.group_world_size;
     j.world_size = info.world_size;
     j.restarts = info.restart_count;
+    // Every round after the first began after a failure (a restart) or a change of
+    // membership: the rest of the rounds are the latter.
+    j.membership_changes = std::max(0, info.round - info.restart_count);
     j.spares = static_cast<int>(attempt_->spares.size());
     auto now = clock_.now();
     int first = info.first_rank;

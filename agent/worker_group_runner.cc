@@ -330,6 +330,15 @@ void WorkerGroupRunner::stop(int sig) {
   phase_ = Phase::kStopping;
   straggler_timer_->cancel();
   signal_running(sig);
+  // A stopped worker (SIGSTOP, a frozen job control) acts on the signal only once it
+  // runs again: continued, as systemd does, it ends now rather than at SIGKILL.
+  if (sig != SIGKILL && inspector_) {
+    for (const auto& w : group_.workers) {
+      if (w.state == WorkerState::kHealthy && inspector_->look(w.pid).state == 'T') {
+        launcher_.signal_group(w.pid, SIGCONT);
+      }
+    }
+  }
   // (Re-)arming the timer: a second stop restarts the grace period.
   grace_timer_->start(config_.grace_period, [this] {
     spdlog::warn("workers did not stop within the grace period; sending SIGKILL");
@@ -344,10 +353,9 @@ void WorkerGroupRunner::abandon_unkillable() {
   for (auto& w : group_.workers) {
     if (w.state != WorkerState::kHealthy) continue;
     ProcessLook look = inspector_ ? inspector_->look(w.pid) : ProcessLook{};
-    std::string why = look.state == 'D'
-                          ? "it is in uninterruptible sleep (D" +
-                                (look.wait_channel.empty() ? "" : ", in " + look.wait_channel) + ")"
-                          : "state " + std::string(1, look.state);
+    std::string in = look.wait_channel.empty() ? "" : ", in " + look.wait_channel;
+    std::string why = look.state == 'D' ? "it is in uninterruptible sleep (D" + in + ")"
+                                        : "state " + std::string(1, look.state) + in;
     spdlog::error("rank {} (pid {}) did not die {} ms after SIGKILL ({}); leaving it behind",
                   w.global_rank, w.pid, kKillWait.count(), why);
     w.state = WorkerState::kStopped;

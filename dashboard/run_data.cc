@@ -79,6 +79,7 @@ json summary_json(const tracking::RunSummary& run) {
           {"stragglers", stragglers_json(run.stragglers)},
           {"goodput", run.goodput ? json::parse(tracking::goodput_json(*run.goodput)) : json()},
           {"restarts", run.restarts},
+          {"membership_changes", run.membership_changes},
           {"exit_code", run.exit_code ? json(*run.exit_code) : json(nullptr)},
           {"root_cause", run.root_cause},
           {"needs_repair", run.needs_repair}};

@@ -193,6 +193,10 @@ int show(RunStore& s, const std::string& id) {
               << ", last " << format_time(st.last) << "\n";
   }
   if (r.restarts > 0) std::cout << "restarts: " << r.restarts << "\n";
+  if (r.membership_changes > 0) {
+    std::cout << "membership changes: " << r.membership_changes
+              << " (rounds re-formed as nodes came or went; not restarts)\n";
+  }
   if (r.goodput) print_goodput(*r.goodput);
   if (!r.root_cause.empty()) std::cout << "cause:    " << r.root_cause << "\n";
   print_entries("config", s.configs());

@@ -91,9 +91,15 @@ Task<JoinedRound> DynamicJoiner::join(std::string node, int local_world_size, in
       }
     }
     if (spare && !spare_) {
-      spdlog::warn("waiting as a spare: round {} runs with its maximum of {} node(s); this node "
-                   "takes the place of the first that fails or leaves",
-                   snap.state.round, config_.max_nodes);
+      if (back_from_quarantine(snap.state, node, wall_ms_())) {
+        spdlog::warn("waiting as a spare: this node is back from quarantine; it takes a place "
+                     "when round {} ends for another reason, not forcing a restart",
+                     snap.state.round);
+      } else {
+        spdlog::warn("waiting as a spare: round {} runs with its maximum of {} node(s); this "
+                     "node takes the place of the first that fails or leaves",
+                     snap.state.round, config_.max_nodes);
+      }
     }
     spare_ = spare;
     if (a.kind == Action::Kind::kDone) {
@@ -184,6 +190,13 @@ Task<JoinedRound> DynamicJoiner::join(std::string node, int local_world_size, in
     // joining nodes then cost N wake-ups, not N squared. After the wait (a change, the
     // last call's end or a slice passed) it decides again.
     bool participant = !snap.state.complete && snap.state.participants.count(node) > 0;
+    // In the forming round, or a spare for it (where every member is gone, only spares
+    // are left to notice).
+    bool forming_here = participant || (!snap.state.complete && snap.state.spares.count(node));
+    if (forming_here && dead_among_ && !absent_expected(snap.state, wall_ms_()).empty()) {
+      if (co_await free_places_of_dead(snap, cancel)) continue;
+      wait_for = std::min(wait_for, absent_every_);
+    }
     if (participant && folder_ && snap.state.round == announced_round_) {
       // The first to announce itself writes in the nodes that announced after it.
       Announced announced = co_await state_->announced(snap.state.round, cancel);
@@ -217,7 +230,7 @@ void DynamicJoiner::say_kept_out(const std::map<std::string, Quarantine>& quaran
   int64_t now = wall_ms_();
   std::string own = node_address(self);
   for (const auto& [address, q] : quarantined) {
-    if (q.until_ms <= now || address == own) continue;
+    if (q.until_ms <= now || address == own || address == self) continue;
     auto [it, added] = said_out_.try_emplace(address, q.until_ms);
     if (!added && it->second == q.until_ms) continue;
     it->second = q.until_ms;

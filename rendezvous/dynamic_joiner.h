@@ -68,6 +68,20 @@ class DynamicJoiner {
                          std::chrono::milliseconds timeout, CancelSignal& cancel,
                          bool whole_state = false);
 
+  /// Which of the given nodes are gone (their liveness expired), judged on the loop.
+  using DeadAmong =
+      std::function<Task<std::vector<std::string>>(std::vector<std::string>, CancelSignal&)>;
+  /// While this node is in a forming round (or a spare for it) that keeps places for nodes expected back
+  /// (the last round's members), it asks `dead_among` about those not in yet every
+  /// `every`, and frees the places of the dead: a spare takes them, or the round
+  /// completes without them. Without it (the default) such a round waits for them until
+  /// its last call or the join timeout: a node whose workers failed together with a
+  /// dead node's began the round expecting it back.
+  void watch_absent(DeadAmong dead_among, std::chrono::milliseconds every) {
+    dead_among_ = std::move(dead_among);
+    absent_every_ = every;
+  }
+
   /// Stores with revisions (etcd): when the round join() returned completed; every
   /// key of that round is newer. 0 elsewhere.
   int64_t completed_at() const { return epoch_revision_; }
@@ -91,13 +105,13 @@ class DynamicJoiner {
   std::string state_key() const { return state_->state_key(); }
   std::vector<std::string> spares_in(const std::string& value) const;
 
-  /// Counts a failure of the workers of the node at `address` (see note_failure() of
+  /// Counts a failure of the workers of `node` (an id; see note_failure() of
   /// dynamic_state.h): at the limit, it is quarantined. Returns the quarantine it is
   /// in then, if any.
-  Task<std::optional<Quarantine>> note_failure(std::string address, std::string reason,
+  Task<std::optional<Quarantine>> note_failure(std::string node, std::string reason,
                                                CancelSignal& cancel);
 
-  /// Quarantines the node at `address` now (it failed its preflight): see quarantine()
+  /// Quarantines every agent at `address` now (its host failed its preflight): see quarantine()
   /// of dynamic_state.h.
   Task<void> keep_out(std::string address, std::string reason, CancelSignal& cancel);
 
@@ -135,6 +149,7 @@ class DynamicJoiner {
   static std::string hint_of(const std::optional<StateHead>& head);
   static std::optional<StateHead> hinted_head(const std::string& hint);
   void say_kept_out(const std::map<std::string, Quarantine>& quarantined, const std::string& self);
+  Task<bool> free_places_of_dead(const StateSnapshot& snap, CancelSignal& cancel);
 
   store::LoopStore& store_;
   std::unique_ptr<StateStore> state_;
@@ -143,7 +158,7 @@ class DynamicJoiner {
   WallClock wall_ms_;
   int lost_writes_ = 0;                      // compare-and-sets lost in a row
   std::chrono::microseconds write_time_{0};  // how long the last one took
-  std::map<std::string, int64_t> said_out_;  // quarantines said on the console: address, until
+  std::map<std::string, int64_t> said_out_;  // quarantines said on the console: id or address, until
   int announced_round_ = -1;                 // the round this node announced itself for
   int64_t epoch_revision_ = 0;               // see completed_at()
   int64_t seat_completed_at_ = 0;            // of the round whose seat announce_and_wait() read
@@ -154,6 +169,9 @@ class DynamicJoiner {
   std::string began_;                        // see next_round_hint()
   std::string told_;                         // see told_next_round(): taken by the next join
   std::minstd_rand jitter_{std::random_device{}()};
+  DeadAmong dead_among_;                            // see watch_absent()
+  std::chrono::milliseconds absent_every_{1000};    // see watch_absent()
+  std::chrono::steady_clock::time_point absent_checked_{};  // the last ask
 };
 
 }  // namespace ddprun::rendezvous

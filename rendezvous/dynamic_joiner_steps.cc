@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <utility>
 
+#include <spdlog/spdlog.h>
+
 #include "common/loop_waits.h"
 
 namespace ddprun::rendezvous {
@@ -131,6 +133,28 @@ Task<std::optional<RoundSeat>> DynamicJoiner::announce_and_wait(StateHead head, 
     }
     still = now_folding.token;
   }
+}
+
+// The places the forming round `snap` keeps for nodes expected back that are gone: a
+// round whose size is known must not wait for a node that cannot come back (its
+// workers' peers here failed with it, so their node began this round before its
+// liveness expired). Asked every absent_every_; returns whether the state was written
+// (won or lost: it is read again either way).
+Task<bool> DynamicJoiner::free_places_of_dead(const StateSnapshot& snap, CancelSignal& cancel) {
+  auto now = Clock::now();
+  if (now - absent_checked_ < absent_every_) co_return false;
+  absent_checked_ = now;
+  std::vector<std::string> absent = absent_expected(snap.state, wall_ms_());
+  std::vector<std::string> dead = co_await dead_among_(absent, cancel);
+  if (dead.empty()) co_return false;
+  std::string names;
+  for (const auto& d : dead) names += (names.empty() ? "" : ", ") + d;
+  spdlog::warn("round {}: node(s) {} expected back are gone (no sign of life); the round goes "
+               "on without them{}",
+               snap.state.round, names,
+               snap.state.spares.empty() ? "" : ", spares take their places");
+  co_await write(snap, without_expected(snap.state, dead), cancel);
+  co_return true;
 }
 
 // This node's seat in `round`, then `seated`.
@@ -272,7 +296,7 @@ std::optional<StateHead> DynamicJoiner::hinted_head(const std::string& hint) {
   return h;
 }
 
-Task<std::optional<Quarantine>> DynamicJoiner::note_failure(std::string address,
+Task<std::optional<Quarantine>> DynamicJoiner::note_failure(std::string node,
                                                             std::string reason,
                                                             CancelSignal& cancel) {
   std::optional<Quarantine> none;
@@ -281,10 +305,10 @@ Task<std::optional<Quarantine>> DynamicJoiner::note_failure(std::string address,
     StateSnapshot snap = co_await state_->read(cancel);
     if (snap.state.closed) co_return none;
     int64_t now = wall_ms_();
-    DynamicState next = rendezvous::note_failure(snap.state, address, reason, now, config_);
+    DynamicState next = rendezvous::note_failure(snap.state, node, reason, now, config_);
     bool won = co_await write(snap, next, cancel);
     if (!won) continue;
-    if (const Quarantine* q = quarantine_of(next, address, now)) co_return *q;
+    if (const Quarantine* q = quarantine_of(next, node, now)) co_return *q;
     co_return none;
   }
   co_return none;

@@ -49,6 +49,18 @@ DynamicRendezvous::DynamicRendezvous(RendezvousParams params,
       DynamicConfig{params_.min_nodes, params_.max_nodes, params_.last_call_timeout.count(),
                     params_.node_failure_limit, params_.quarantine_cooldown.count()},
       wall_clock_ms);
+  joiner_->watch_absent(
+      [this](std::vector<std::string> nodes, CancelSignal& cancel) {
+        return dead_among(std::move(nodes), cancel);
+      },
+      params_.heartbeat_interval);
+}
+
+// Which of `nodes` are gone, judged by the backend from their liveness keys (read now).
+Task<std::vector<std::string>> DynamicRendezvous::dead_among(std::vector<std::string> nodes,
+                                                             CancelSignal& cancel) {
+  auto values = co_await client_->get_now(backend_->liveness_keys(prefix_, nodes), cancel);
+  co_return backend_->dead_members(nodes, values, node_id_);
 }
 
 Task<void> DynamicRendezvous::start(CancelSignal& cancel) {
@@ -105,7 +117,9 @@ std::unique_ptr<RoundCoordinator> DynamicRendezvous::coordinate(const Rendezvous
 // A failure of this node's workers counts towards its quarantine; one that puts it
 // there is said.
 Task<void> DynamicRendezvous::count_failure(std::string reason, CancelSignal& cancel) {
-  auto q = co_await joiner_->note_failure(address_, std::move(reason), cancel);
+  // By agent: another agent at the same address (one host, host networking) is not
+  // quarantined with this one.
+  auto q = co_await joiner_->note_failure(node_id_, std::move(reason), cancel);
   if (q) {
     spdlog::error("this node is quarantined: {}; the job goes on without it for {} s",
                   q->reason, (q->until_ms - wall_clock_ms() + 999) / 1000);
@@ -188,6 +202,25 @@ Task<void> DynamicRendezvous::end_job(bool failed, CancelSignal& cancel) {
   if (hosts) co_await backend_->linger(std::chrono::seconds(5), cancel);
 }
 
+// Agents that share an address (several on one host, host networking, loopback) are
+// said once, by the nodes that know every member: each is its own node (quarantine
+// keys the agent), but a host's trouble is all of theirs.
+void DynamicRendezvous::say_shared_addresses(const std::vector<std::string>& members) {
+  if (said_shared_) return;
+  std::map<std::string, int> agents;
+  for (const auto& m : members) ++agents[node_address(m)];
+  std::string shared;
+  for (const auto& [address, n] : agents) {
+    if (n > 1) shared += (shared.empty() ? "" : ", ") + std::to_string(n) + " at " + address;
+  }
+  if (shared.empty()) return;
+  said_shared_ = true;
+  spdlog::warn("agents share an address ({}): each is its own node (for quarantine, "
+               "ranks), but they share that host's network and devices; --local_addr names "
+               "a node by its own address",
+               shared);
+}
+
 void DynamicRendezvous::cancel() { cancel_.cancel(); }
 
 Task<RendezvousInfo> DynamicRendezvous::next_rendezvous(int round, int local_world_size) {
@@ -238,6 +271,7 @@ RendezvousInfo DynamicRendezvous::make_info(const JoinedRound& joined) {
   }
   watched_ = seat.watched;
   watched_round_ = info.round;
+  say_shared_addresses(info.members);
   // Group rank 0 hosts the workers' store; its keys start empty every round. Only
   // workers connect to it, and every worker of this node's earlier rounds is stopped by
   // now: whoever is still connected is a stale worker of a node dropped from the job

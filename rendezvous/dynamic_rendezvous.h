@@ -61,6 +61,8 @@ class DynamicRendezvous : public RendezvousHandler {
   RendezvousInfo make_info(const JoinedRound& joined);
   Task<void> end_job(bool failed, CancelSignal& cancel);
   Task<void> count_failure(std::string reason, CancelSignal& cancel);
+  Task<std::vector<std::string>> dead_among(std::vector<std::string> nodes, CancelSignal& cancel);
+  void say_shared_addresses(const std::vector<std::string>& members);
 
   const RendezvousParams params_;
   std::unique_ptr<RendezvousBackend> backend_;
@@ -70,6 +72,7 @@ class DynamicRendezvous : public RendezvousHandler {
   std::vector<std::pair<int, std::string>> watched_;
   int watched_round_ = -1;
   std::string address_;
+  bool said_shared_ = false;  // say_shared_addresses() said it
   std::unique_ptr<store::TcpStoreServer> worker_store_;  // serves the workers at group rank 0
   std::unique_ptr<store::LoopStore> client_;
   std::unique_ptr<DynamicJoiner> joiner_;

@@ -279,7 +279,10 @@ Action decide_join(DynamicState s, const std::string& node, int local_world_size
     if (s.waiting.count(node) || s.spares.count(node)) return wait(0);
     // Late: ask the members to start over with us if there is room; else wait as a
     // spare for the next round, leaving the running one alone.
-    if (count + static_cast<int>(s.waiting.size()) < config.max_nodes) {
+    // A node back from quarantine does not make a running round start over: it waits
+    // as a spare, for the next round that forms for another reason.
+    if (count + static_cast<int>(s.waiting.size()) < config.max_nodes &&
+        !back_from_quarantine(s, node, now_ms)) {
       s.waiting[node] = local_world_size;
     } else {
       s.spares[node] = local_world_size;
@@ -337,6 +340,20 @@ DynamicState next_round(const DynamicState& state, bool failure,
   return next;
 }
 
+std::vector<std::string> absent_expected(const DynamicState& state, int64_t now_ms) {
+  std::vector<std::string> absent;
+  if (state.complete || state.closed) return absent;
+  for (const auto& e : state.expected) {
+    if (!state.participants.count(e) && !quarantine_of(state, e, now_ms)) absent.push_back(e);
+  }
+  return absent;
+}
+
+DynamicState without_expected(DynamicState state, const std::vector<std::string>& gone) {
+  for (const auto& g : gone) state.expected.erase(g);
+  return state;
+}
+
 std::string node_address(const std::string& id) {
   size_t port_at = id.rfind('/');
   if (port_at == std::string::npos || port_at == 0) return id;
@@ -347,27 +364,38 @@ std::string node_address(const std::string& id) {
 const Quarantine* quarantine_of(const DynamicState& state, const std::string& node,
                                 int64_t now_ms) {
   if (state.quarantined.empty()) return nullptr;  // most rounds: no lookup per node
-  auto q = state.quarantined.find(node_address(node));
-  return q != state.quarantined.end() && q->second.until_ms > now_ms ? &q->second : nullptr;
+  for (const std::string& key : {node, node_address(node)}) {
+    auto q = state.quarantined.find(key);
+    if (q != state.quarantined.end() && q->second.until_ms > now_ms) return &q->second;
+  }
+  return nullptr;
 }
 
-DynamicState note_failure(const DynamicState& state, const std::string& address,
+bool back_from_quarantine(const DynamicState& state, const std::string& node, int64_t now_ms) {
+  if (state.quarantined.empty() || quarantine_of(state, node, now_ms)) return false;
+  return state.quarantined.count(node) || state.quarantined.count(node_address(node));
+}
+
+DynamicState note_failure(const DynamicState& state, const std::string& node,
                           const std::string& reason, int64_t now_ms, const DynamicConfig& config) {
   DynamicState next = state;
   if (config.node_failure_limit <= 0) return next;
-  int& failures = next.failures[address];
-  if (++failures < config.node_failure_limit) return next;
-  next.failures.erase(address);
-  return quarantine(next, address,
-                    std::to_string(config.node_failure_limit) +
-                        " failure(s) of its workers; last: " + reason,
+  int failures = ++next.failures[node];
+  auto q = next.quarantined.find(node);
+  int times = q == next.quarantined.end() ? 0 : q->second.times;
+  // Quarantined at the limit, and again at each further limit's worth of failures.
+  if (failures < config.node_failure_limit * (times + 1)) return next;
+  return quarantine(next, node,
+                    std::to_string(failures) + " failure(s) of its workers" +
+                        (times > 0 ? ", quarantined " + std::to_string(times + 1) + " times" : "") +
+                        "; last: " + reason,
                     now_ms, config);
 }
 
-DynamicState quarantine(const DynamicState& state, const std::string& address,
+DynamicState quarantine(const DynamicState& state, const std::string& key,
                         const std::string& reason, int64_t now_ms, const DynamicConfig& config) {
   DynamicState next = state;
-  Quarantine& q = next.quarantined[address];
+  Quarantine& q = next.quarantined[key];
   int64_t cooldown = config.quarantine_ms << std::min(q.times, 20);
   q = {now_ms + cooldown, q.times + 1, reason};
   return next;

@@ -31,8 +31,11 @@ struct DynamicState {
   bool complete = false;
   bool closed = false;
   bool failed = false;  // closed because the job failed (spares say so as they leave)
-  /// By node address (ids change with each agent; the address stays): its workers'
-  /// failures since it was last quarantined, and its quarantine.
+  /// By agent (node id): its workers' failures in all, and its quarantine. Agents that
+  /// share an address (one host, or host networking) are each their own node. A
+  /// quarantine by address (a host that failed its preflight, which names no agent)
+  /// keeps out every agent there. An entry whose cooldown is over stays: the node is
+  /// back from quarantine, and its next cooldown doubles.
   std::map<std::string, int> failures;
   std::map<std::string, Quarantine> quarantined;
   /// node id -> its worker count, for the round being formed or run.
@@ -93,22 +96,34 @@ Action decide_join(DynamicState state, const std::string& node, int local_world_
 DynamicState next_round(const DynamicState& state, bool failure,
                         const std::set<std::string>& lost, int64_t now_ms = 0);
 
+/// The nodes the forming round `state` keeps places for (expected back) that are not in
+/// it yet, nor quarantined at `now_ms`.
+std::vector<std::string> absent_expected(const DynamicState& state, int64_t now_ms);
+
+/// `state` without the places it kept for `gone` (expected nodes whose liveness expired
+/// before they came back): a spare takes them, or the round completes without them.
+DynamicState without_expected(DynamicState state, const std::vector<std::string>& gone);
+
 /// The address part of a node id "<address>/<pid>/<port>" (the id itself if it is none).
 std::string node_address(const std::string& id);
 
-/// The quarantine `node` is in at `now_ms`, if any.
+/// The quarantine `node` (an id) is in at `now_ms`, if any: its own, or its address's.
 const Quarantine* quarantine_of(const DynamicState& state, const std::string& node, int64_t now_ms);
 
-/// Counts a failure of the workers of the node at `address`; at the config's limit the
-/// node is quarantined (`reason`: the last failure) for a cooldown that doubles each
-/// time, and its count starts again.
-DynamicState note_failure(const DynamicState& state, const std::string& address,
+/// Whether `node` was quarantined before and its cooldown is over: it comes back as a
+/// spare, never forcing a running round to start over.
+bool back_from_quarantine(const DynamicState& state, const std::string& node, int64_t now_ms);
+
+/// Counts a failure of the workers of `node` (an id); at the config's limit, and each
+/// further limit's worth, the node is quarantined (`reason`: the last failure, with the
+/// count in all) for a cooldown that doubles each time.
+DynamicState note_failure(const DynamicState& state, const std::string& node,
                           const std::string& reason, int64_t now_ms, const DynamicConfig& config);
 
-/// Keeps the node at `address` out of the rounds from `now_ms` for the config's
-/// cooldown, doubled for each earlier quarantine (note_failure() at its limit, or a
-/// node that failed its preflight).
-DynamicState quarantine(const DynamicState& state, const std::string& address,
+/// Keeps `key` (a node id, or an address: every agent there) out of the rounds from
+/// `now_ms` for the config's cooldown, doubled for each earlier quarantine
+/// (note_failure() at its limit, or a host that failed its preflight).
+DynamicState quarantine(const DynamicState& state, const std::string& key,
                         const std::string& reason, int64_t now_ms, const DynamicConfig& config);
 
 /// Group ranks: the participants sorted by node id (deterministic for a membership).

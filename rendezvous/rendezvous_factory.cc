@@ -90,13 +90,15 @@ Task<void> tell_unfit(RendezvousParams p, std::string reason, CancelSignal& canc
   }
   std::string prefix = backend->prefix(p.run_id);
   auto client = backend->connect_on_loop(p.read_timeout, 0);
-  DynamicJoiner joiner(*client, backend->state_store(*client, prefix, p.read_timeout),
-                       prefix,
-                       DynamicConfig{p.min_nodes, p.max_nodes, p.last_call_timeout.count(),
-                                     p.node_failure_limit, p.quarantine_cooldown.count()},
-                       wall_clock_ms);
+  // On the heap: held in this frame, GCC 12 took the frame for a mismatched new and
+  // delete (-Wmismatched-new-delete) once the joiner grew.
+  auto joiner = std::make_unique<DynamicJoiner>(
+      *client, backend->state_store(*client, prefix, p.read_timeout), prefix,
+      DynamicConfig{p.min_nodes, p.max_nodes, p.last_call_timeout.count(), p.node_failure_limit,
+                    p.quarantine_cooldown.count()},
+      wall_clock_ms);
   std::string address = p.local_addr.empty() ? host_name() : p.local_addr;
-  co_await joiner.keep_out(std::move(address), std::move(reason), cancel);
+  co_await joiner->keep_out(std::move(address), std::move(reason), cancel);
 }
 
 Task<std::unique_ptr<RendezvousHandler>> open_rendezvous(RendezvousParams p, CancelSignal& cancel) {

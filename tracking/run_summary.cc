@@ -128,6 +128,14 @@ std::optional<Goodput> run_goodput(RunStore& store, double created, double end) 
   return account_goodput(created, end, spans);
 }
 
+void count_round_end(const std::string& kind, RoundEndCounts& counts) {
+  if (kind == "membership") {
+    ++counts.membership_changes;
+  } else if (kind == "restart") {
+    ++counts.restarts;
+  }
+}
+
 RunSummary summarize_run(RunStore& store, const std::string& id) {
   RunSummary r;
   r.id = id;
@@ -141,7 +149,14 @@ RunSummary summarize_run(RunStore& store, const std::string& id) {
     r.exit_code = static_cast<int>(number(code));
   }
   r.root_cause = store.meta("root_cause").value_or("");
-  r.restarts = static_cast<int>(store.count_events("restart"));
+  // A round's end other than the last is recorded as "restart", its kind in its data.
+  RoundEndCounts ends;
+  for (const auto& e : store.events("restart")) {
+    auto d = nlohmann::json::parse(e.data_json, nullptr, false);
+    count_round_end(d.is_object() ? d.value("kind", "restart") : "restart", ends);
+  }
+  r.restarts = ends.restarts;
+  r.membership_changes = ends.membership_changes;
   r.stragglers = stragglers(store);
   // A running job's accounting reaches now; an ended one's its end.
   double end = r.finished > 0 ? r.finished

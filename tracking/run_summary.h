@@ -34,7 +34,11 @@ struct RunSummary {
     int times = 0;
   };
   std::vector<Straggler> stragglers;  // ranks and nodes straggler detection named
+  /// Restarts after a failure: TORCHELASTIC_RESTART_COUNT of the last round, as the
+  /// console's "attempt N of M" counts them, never more than --max_restarts.
   int restarts = 0;
+  /// Rounds re-formed because nodes came, went or were lost: apart from restarts.
+  int membership_changes = 0;
   /// Where the job's seconds went (none: no round recorded; see Goodput::steps_seen).
   std::optional<Goodput> goodput;
   std::optional<int> exit_code;
@@ -42,6 +46,15 @@ struct RunSummary {
   std::string error;        // set when the run could not be read; the rest is empty
   bool needs_repair = false;  // a killed launcher left records run.db lacks (needs_repair)
 };
+
+/// A run's count of its rounds' ends, each by its kind (RoundEnd::kind_name: "restart",
+/// "membership"; a final end counts neither): one count of restarts everywhere, the
+/// membership changes apart.
+struct RoundEndCounts {
+  int restarts = 0;
+  int membership_changes = 0;
+};
+void count_round_end(const std::string& kind, RoundEndCounts& counts);
 
 /// One run's summary. Throws TrackingError when its database cannot be read.
 RunSummary summarize_run(RunStore& store, const std::string& id);

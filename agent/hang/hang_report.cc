@@ -98,6 +98,9 @@ std::string details(const RankReport& r) {
   if (r.state == 'D') {
     s += ", in uninterruptible sleep (D" + (r.wait_channel.empty() ? "" : ": " + r.wait_channel) +
          ")";
+  } else if (r.state == 'T' || r.state == 't') {
+    s += ", stopped (" + std::string(1, r.state) +
+         (r.wait_channel.empty() ? "" : ": " + r.wait_channel) + ")";
   } else if (r.state != '?') {
     s += ", state " + std::string(1, r.state);
   }
@@ -317,6 +320,10 @@ HangDiagnosis diagnose(const std::vector<RankReport>& ranks) {
          return r.state == 'D';
        })).size()) {
     d.why = "in uninterruptible sleep while the others are not";
+  } else if ((d.culprits = some_not_all(ranks, [](const RankReport& r) {
+                return r.state == 'T' || r.state == 't';
+              })).size()) {
+    d.why = "stopped (SIGSTOP, a debugger, a frozen cgroup) while the others are not";
   } else if ((d.culprits = nccl.culprits).size()) {
     d.why = nccl.why;
   } else if ((d.culprits = some_not_all(ranks, [](const RankReport& r) {

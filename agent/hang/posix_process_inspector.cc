@@ -116,7 +116,8 @@ ProcessLook PosixProcessInspector::look(pid_t pid) {
   look.alive = st.state != 'Z';
   look.state = st.state;
   look.cpu = milliseconds(static_cast<int64_t>((st.utime + st.stime) * 1000 / kTicks));
-  if (st.state == 'D') look.wait_channel = os::wait_channel(pid);
+  // Where a process that cannot run waits: uninterruptible sleep, or stopped.
+  if (st.state == 'D' || st.state == 'T' || st.state == 't') look.wait_channel = os::wait_channel(pid);
   return look;
 }
 
@@ -152,18 +153,20 @@ void PosixProcessInspector::capture_python(const std::shared_ptr<Capture>& c, si
   c->dump_start[i] = file_size(r.python_dump_file);
   ::kill(r.pid, stack_dump_signal());
   c->dump_polls[i] = clock_.make_timer();
-  poll_dump(c, i, c->dump_start[i], 0);
+  poll_dump(c, i, c->dump_start[i], 0, 0);
 }
 
-// Done when the dump has grown and then stopped growing, or at the timeout.
+// Done when the dump has grown and then stopped growing (`stable` polls in a row), or
+// at the timeout (`polls` in all): a worker that cannot run (stopped, in D state) never
+// writes it, and the capture must not wait for it.
 void PosixProcessInspector::poll_dump(const std::shared_ptr<Capture>& c, size_t i,
-                                      int64_t last_size, int polls) {
-  c->dump_polls[i]->start(kDumpPoll, [this, c, i, last_size, polls] {
+                                      int64_t last_size, int stable, int polls) {
+  c->dump_polls[i]->start(kDumpPoll, [this, c, i, last_size, stable, polls] {
     const std::string& path = c->requests[i].python_dump_file;
     int64_t size = file_size(path);
-    int stable = size == last_size && size > c->dump_start[i] ? polls + 1 : 0;
+    int now_stable = size == last_size && size > c->dump_start[i] ? stable + 1 : 0;
     bool timed_out = (polls + 1) * kDumpPoll >= kDumpTimeout;
-    if (stable < kStablePolls && !timed_out) return poll_dump(c, i, size, stable);
+    if (now_stable < kStablePolls && !timed_out) return poll_dump(c, i, size, now_stable, polls + 1);
     c->results[i].python = read_from(path, c->dump_start[i]);
     if (c->results[i].python.empty()) c->results[i].note = "the Python stack dump did not come";
     c->finish_one(io_);

@@ -24,7 +24,8 @@ class PosixProcessInspector : public ProcessInspector {
   struct Capture;
   void capture_python(const std::shared_ptr<Capture>& c, size_t i);
   void capture_native(const std::shared_ptr<Capture>& c, size_t i);
-  void poll_dump(const std::shared_ptr<Capture>& c, size_t i, int64_t last_size, int polls);
+  void poll_dump(const std::shared_ptr<Capture>& c, size_t i, int64_t last_size, int stable,
+                 int polls);
   void capture_flight_record(const std::shared_ptr<Capture>& c, size_t i);
   void poll_flight_record(const std::shared_ptr<Capture>& c, size_t i, int polls);
 

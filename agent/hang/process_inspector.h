@@ -17,7 +17,7 @@ struct ProcessLook {
   bool alive = false;
   char state = '?';                  // R, S, D (uninterruptible sleep), Z, T, ...
   std::chrono::milliseconds cpu{0};  // user + system time so far
-  std::string wait_channel;          // where the kernel has it waiting, when in D
+  std::string wait_channel;          // where the kernel has it waiting, when in D, T or t
 };
 
 /// Whose stacks to capture, and where a Python worker's dump arrives.

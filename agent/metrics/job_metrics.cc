@@ -76,6 +76,9 @@ std::string render_metrics(const JobMetrics& job, const ProcessMetrics& process)
   e.family("ddprun_restarts_total", "counter",
            "Times the job's workers were restarted after a failure (TORCHELASTIC_RESTART_COUNT).");
   e.sample("ddprun_restarts_total", {}, job.restarts);
+  e.family("ddprun_membership_changes_total", "counter",
+           "Rounds re-formed because nodes came, went or were lost (not counted as restarts).");
+  e.sample("ddprun_membership_changes_total", {}, job.membership_changes);
   gauge("ddprun_workers_running", "This node's workers running now.", job.workers_running);
   gauge("ddprun_spares_waiting", "Hot spare nodes waiting for a place, as this agent last heard.",
         job.spares);

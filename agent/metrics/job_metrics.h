@@ -17,6 +17,7 @@ struct JobMetrics {
   int nodes = 0;       // in the round
   int world_size = 0;  // ranks in the round
   int restarts = 0;
+  int membership_changes = 0;  // rounds re-formed as nodes came or went (not restarts)
   int workers_running = 0;
   int spares = 0;  // hot spares waiting, as this agent last heard
   uint64_t hangs = 0;

@@ -344,7 +344,9 @@
            `id ${r.id} · started ${fmtTime(r.created)} · ${fmtDuration(r.duration)}` +
            (r.nodes ? ` · ${r.nodes} node(s) × ${r.ranks} rank(s)` : "") +
            (r.spares && r.spares.length ? ` · ${r.spares.length} spare(s) waiting: ${r.spares.join(", ")}` : "") +
-           ` · ${r.restarts} restart(s)` + (r.exit_code === null ? "" : ` · exit code ${r.exit_code}`)),
+           ` · ${r.restarts} restart(s)` +
+           (r.membership_changes ? ` · ${r.membership_changes} membership change(s)` : "") +
+           (r.exit_code === null ? "" : ` · exit code ${r.exit_code}`)),
         r.root_cause ? el("p", {class: "cause"}, "root cause: " + r.root_cause) : null,
         ...(r.quarantined || []).map(q => el("p", {class: "cause"},
            `quarantined: ${q.node} until ${fmtTime(q.until)} (${q.reason})`)),
@@ -472,8 +474,12 @@
     for (let i = 0; i <= 4; i++) {
       axis.append(el("span", {style: `left:${i * 25}%`}, "+" + fmtDuration(span * i / 4)));
     }
+    // Restarts and membership changes are counted apart, as the job's summary counts them.
+    let restartNo = 0, changeNo = 0;
     const restarts = events.filter(e => e.kind === "restart")
-      .map((e, i) => el("li", {}, `restart ${i + 1} at +${fmtDuration(e.wall - t0)}: ${e.data.reason || e.data.kind || ""}`));
+      .map(e => el("li", {}, (e.data.kind === "membership" ? `membership change ${++changeNo}`
+                                                          : `restart ${++restartNo}`) +
+        ` at +${fmtDuration(e.wall - t0)}: ${e.data.reason || e.data.kind || ""}`));
     // torchrun's worker watchdog at work: which rank, which scope, how late.
     for (const e of events.filter(e => e.kind === "watchdog")) {
       restarts.push(el("li", {class: "watchdog"},

@@ -1,7 +1,9 @@
 // Hang detection of the built ddprun with native (non-Python) workers.
+#include <signal.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include <gtest/gtest.h>
 
@@ -107,6 +109,69 @@ TEST(Hang, ANodeWhoseRanksFinishedNamesTheNodeStillRunning) {
             std::string::npos)
       << done.err();
   EXPECT_EQ(late.err().find("still running"), std::string::npos) << late.err();
+}
+
+// A Python worker (ddprun's start-up hook catches the stack dump signal) that prints a
+// step every 50 ms and writes "<pid> " to DIR/<rank>.a<attempt>; from its second attempt
+// on it ends after 20 steps.
+std::string stepping_python_worker(const std::string& dir) {
+  std::string script = dir + "/steps.py";
+  std::ofstream(script) << "import os, sys, time\n"
+                           "d, attempt = sys.argv[1], os.environ['TORCHELASTIC_RESTART_COUNT']\n"
+                           "open(f\"{d}/{os.environ['RANK']}.a{attempt}\", 'w').write(str(os.getpid()))\n"
+                           "for i in range(10**9):\n"
+                           "    print('step', i, flush=True)\n"
+                           "    time.sleep(0.05)\n"
+                           "    if attempt != '0' and i >= 20: break\n";
+  return script;
+}
+
+pid_t pid_in(const std::string& path) {
+  pid_t pid = 0;
+  std::ifstream(path) >> pid;
+  return pid;
+}
+
+// A worker that cannot run (SIGSTOP here; a process in D state in real jobs: no signal
+// is delivered, no stack dump is written) is named as stopped, killed, and the job goes
+// on: every wait on it (the stack capture, the stop) is bounded. Before the fix the
+// capture waited for its Python stack dump for ever, and the agent with it.
+TEST(Hang, AStoppedWorkerIsNamedKilledAndTheJobGoesOn) {
+  std::string dir = make_temp_dir();
+  std::string script = stepping_python_worker(dir);
+  DdprunProcess p({"--standalone", "--nproc_per_node=2", "--hang_timeout=2",
+                   "--hang_initial_timeout=10", "--max_restarts=1", "--grace_period=3",
+                   "--no_tracking", "--log_dir", dir + "/logs", script, dir},
+                  kQuiet);
+  ASSERT_TRUE(eventually([&] { return pid_in(dir + "/1.a0") > 0; })) << p.err_so_far();
+  pid_t stopped = pid_in(dir + "/1.a0");
+  ::kill(stopped, SIGSTOP);
+  EXPECT_EQ(p.wait(std::chrono::seconds(60)), 0) << p.err();
+  EXPECT_NE(p.err().find("hang: no progress for"), std::string::npos) << p.err();
+  // Named with its state and where the kernel holds it.
+  EXPECT_NE(p.err().find("stopped (T: do_signal_stop)"), std::string::npos) << p.err();
+  EXPECT_NE(p.err().find("culprit: rank 1 "), std::string::npos) << p.err();
+  EXPECT_TRUE(eventually([&] { return !process_alive(stopped); })) << "left behind: " << stopped;
+}
+
+// A stop signal while the stacks of a stopped worker are being captured ends ddprun
+// within its grace period (here 3 s, and the capture's own bound).
+TEST(Hang, SigtermWhileAStoppedWorkersStacksAreCapturedEndsTheJob) {
+  std::string dir = make_temp_dir();
+  std::string script = stepping_python_worker(dir);
+  DdprunProcess p({"--standalone", "--nproc_per_node=2", "--hang_timeout=1",
+                   "--hang_initial_timeout=10", "--max_restarts=2", "--grace_period=3",
+                   "--no_tracking", "--log_dir", dir + "/logs", script, dir},
+                  kQuiet);
+  ASSERT_TRUE(eventually([&] { return pid_in(dir + "/1.a0") > 0; })) << p.err_so_far();
+  pid_t stopped = pid_in(dir + "/1.a0");
+  ::kill(stopped, SIGSTOP);
+  ASSERT_TRUE(eventually([&] {
+    return p.err_so_far().find("capturing the workers' stacks") != std::string::npos;
+  })) << p.err_so_far();
+  ::kill(p.pid(), SIGTERM);
+  EXPECT_EQ(p.wait(std::chrono::seconds(40)), 128 + SIGTERM) << p.err();
+  EXPECT_TRUE(eventually([&] { return !process_alive(stopped); })) << "left behind: " << stopped;
 }
 
 TEST(Hang, BadValuesAreUsageErrorsNamingTheirSource) {

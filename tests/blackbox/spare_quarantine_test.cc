@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -97,6 +98,42 @@ TEST(Spares, SparesLeaveTheJobAloneTakeALostNodesPlaceAndLeaveWhenItSucceeds) {
       << show.out << show.err;
 }
 
+// The order real clusters produce: a node dies and its peers' workers fail first (their
+// collectives break), so the survivor begins the next round expecting the dead node
+// back. The spare takes its place once its liveness expires, not at the join timeout.
+TEST(Spares, ASpareTakesTheDeadNodesPlaceWhenItsPeersFailedFirst) {
+  SpareJob j;
+  j.job.nnodes = "2";
+  j.flags = {"--no_tracking", "--max_restarts=3"};
+  std::string fail = j.root + "/fail";
+  DdprunProcess a(j.job.agent(j.flags, {"fail_first", j.dir("a"), fail, j.stop}, true), kEnv);
+  auto b = j.agent("b", false);
+  ASSERT_TRUE(eventually([&] {
+    return !markers(j.dir("a"), 2).empty() && !markers(j.dir("b"), 2).empty();
+  })) << a.err_so_far();
+  auto s = j.agent("s", false);
+  ASSERT_TRUE(eventually([&] { return s->err_so_far().find(kWaiting) != std::string::npos; }))
+      << s->err_so_far();
+  ::kill(b->pid(), SIGKILL);
+  std::ofstream(fail) << "fail\n";  // a's workers fail at once, long before b's liveness
+  b->wait();
+  ASSERT_TRUE(eventually([&] { return !markers(j.dir("s"), 2).empty(); }))
+      << "the spare takes b's place\n"
+      << a.err_so_far() << s->err_so_far();
+  // Said by whichever frees the place: the survivor, or the spare.
+  EXPECT_NE((a.err_so_far() + s->err_so_far()).find("expected back are gone"), std::string::npos)
+      << a.err_so_far() << s->err_so_far();
+  EXPECT_TRUE(eventually([&] {
+    auto mine = markers(j.dir("a"), 2);
+    return std::any_of(mine.begin(), mine.end(),
+                       [](const std::string& m) { return m.ends_with(".a1"); });
+  })) << "a runs again, in the round after its failure\n"
+      << a.err_so_far();
+  j.end_workers();
+  EXPECT_EQ(a.wait(), 0) << a.err();
+  EXPECT_EQ(s->wait(), 0) << s->err();
+}
+
 TEST(Spares, ASpareKilledWhileWaitingHoldsNothingUp) {
   SpareJob j;
   j.job.nnodes = "1:2";
@@ -149,7 +186,7 @@ TEST(Quarantine, ANodeWhoseWorkersKeepFailingIsKeptOutAndASpareTakesItsPlace) {
   std::string runs = j.root + "/runs";
   j.flags = {"--max_restarts=3", "--node_failure_limit=1", "--tracking_dir", runs};
   auto a = j.agent("a", true);
-  j.job.local_addr = "127.0.0.2";  // quarantine is by address: b's own
+  j.job.local_addr = "127.0.0.2";  // the agent's id names it
   std::vector<std::string> flags = j.flags;
   flags.emplace_back("--no_python");
   DdprunProcess b(j.job.agent_running(flags, {test_worker_binary(), "exit", "1"}, false), kEnv);
@@ -172,7 +209,7 @@ TEST(Quarantine, ANodeWhoseWorkersKeepFailingIsKeptOutAndASpareTakesItsPlace) {
   EXPECT_NE(b.err().find("the job ended while this node was quarantined"), std::string::npos)
       << b.err();
   Finished show = run_ddprun({"runs", "show", j.job.id, "--tracking_dir", runs});
-  EXPECT_NE(show.out.find("quarantined: 127.0.0.2 until "), std::string::npos)
+  EXPECT_NE(show.out.find("quarantined: 127.0.0.2/"), std::string::npos)
       << show.out << show.err;
   EXPECT_NE(show.out.find("(1 failure(s) of its workers; last: rank 1 (local_rank 0) on node 1"),
             std::string::npos)

@@ -9,6 +9,8 @@
 //                            DIR/<rank>.ready once the handler is in place
 //   mark DIR                 create DIR/w<WORLD_SIZE>.r<RANK>.a<RESTART_COUNT> and sleep
 //   mark_until DIR FILE [N]  the same marker, then exit N (default 0) once FILE exists
+//   fail_first DIR FAIL STOP the same marker; in the first attempt exit 1 once FAIL
+//                            exists; exit 0 once STOP exists
 //   steps DIR FILE MS        the same marker, then steps of MS ms of its own work each
 //                            (ddprun::track::step()) until FILE exists; exit 0
 //   error_file MSG           write torchrun's error file with MSG and exit 1
@@ -171,6 +173,15 @@ int main(int argc, char** argv) {
     mark(argv[2]);
     while (::access(argv[3], F_OK) != 0) ::usleep(10'000);
     return argc > 4 ? std::atoi(argv[4]) : 0;
+  }
+  if (mode == "fail_first" && argc > 4) {
+    mark(argv[2]);
+    bool first = env_int("TORCHELASTIC_RESTART_COUNT") == 0;
+    while (::access(argv[4], F_OK) != 0) {
+      if (first && ::access(argv[3], F_OK) == 0) return 1;
+      ::usleep(10'000);
+    }
+    return 0;
   }
   if (mode == "steps" && argc > 4) {
     mark(argv[2]);

@@ -257,6 +257,57 @@ TEST(DynamicJoiner, ASpareTakesTheDeadMembersPlaceInTheNextRound) {
   EXPECT_EQ(ordered_members(mine), (std::vector<std::string>{"a", "s"}));
 }
 
+// The order real clusters produce: the dead member's peers failed first (their
+// collectives broke), so the survivor began the next round expecting it back, before
+// its liveness expired. Its place is freed once the liveness check calls it gone, and
+// the spare takes it: the round never waits for a node that cannot come back.
+TEST(DynamicJoiner, ASpareTakesThePlaceOfAMemberExpectedBackOnceItIsCalledDead) {
+  for (bool spare_first : {true, false}) {
+    Cluster c({2, 2, 60'000});
+    c.join_all({"a", "b"});
+    std::atomic<bool> b_dead{false};
+    std::atomic<int> asked{0};
+    DynamicJoiner a = c.joiner();
+    a.watch_absent(
+        [&](std::vector<std::string> nodes, CancelSignal&) -> Task<std::vector<std::string>> {
+          ++asked;
+          EXPECT_EQ(nodes, std::vector<std::string>{"b"});
+          if (!b_dead) co_return std::vector<std::string>{};
+          co_return nodes;
+        },
+        10ms);
+    DynamicState got;
+    auto spare_joins = [&] {
+      return std::thread([&] {
+        DynamicJoiner j = c.joiner();
+        got = join(j, "s", 2, 0, 10s);
+      });
+    };
+    std::thread spare;
+    if (spare_first) {
+      spare = spare_joins();
+      for (int i = 0; i < 10'000 && !c.names("s"); ++i) std::this_thread::sleep_for(1ms);
+    }
+    start_next(a, 0, true, {});  // a's workers failed: b is expected back
+    std::thread dies([&] {
+      // b is alive at first: its place stays kept while it is.
+      for (int i = 0; i < 10'000 && asked < 2; ++i) std::this_thread::sleep_for(1ms);
+      if (!spare_first) {
+        spare = spare_joins();  // the spare arrives while the round forms
+        for (int i = 0; i < 10'000 && !c.names("s"); ++i) std::this_thread::sleep_for(1ms);
+      }
+      b_dead = true;
+    });
+    DynamicState mine = join(a, "a", 2, 1, 10s);
+    dies.join();
+    spare.join();
+    EXPECT_EQ(mine, got);
+    EXPECT_EQ(mine.round, 1);
+    EXPECT_EQ(mine.restarts, 1);
+    EXPECT_EQ(ordered_members(mine), (std::vector<std::string>{"a", "s"}));
+  }
+}
+
 // A counter of the state that holds something else is an error naming it, not a
 // crash or a wait.
 TEST(DynamicJoiner, ACounterThatHoldsNoNumberIsAnErrorNamingIt) {

@@ -253,21 +253,50 @@ TEST(DynamicState, ANodeIsQuarantinedAtTheFailureLimitForACooldownThatDoubles) {
   DynamicConfig c = config(1, 2);
   c.node_failure_limit = 2;
   c.quarantine_ms = 1000;
-  DynamicState s = note_failure({}, "h", "rank 0 exited with 1", 0, c);
-  EXPECT_EQ(s.failures.at("h"), 1);
+  DynamicState s = note_failure({}, "h/1/1", "rank 0 exited with 1", 0, c);
+  EXPECT_EQ(s.failures.at("h/1/1"), 1);
   EXPECT_EQ(quarantine_of(s, "h/1/1", 0), nullptr) << "below the limit";
-  s = note_failure(s, "h", "rank 1 exited with 1", 10, c);
+  s = note_failure(s, "h/1/1", "rank 1 exited with 1", 10, c);
   ASSERT_NE(quarantine_of(s, "h/1/1", 10), nullptr);
-  EXPECT_EQ(s.quarantined.at("h").until_ms, 1010);
-  EXPECT_NE(s.quarantined.at("h").reason.find("rank 1 exited with 1"), std::string::npos);
-  EXPECT_EQ(s.failures.count("h"), 0u) << "counted again from 0";
+  EXPECT_EQ(quarantine_of(s, "h/2/2", 10), nullptr) << "another agent at its address is not out";
+  EXPECT_EQ(s.quarantined.at("h/1/1").until_ms, 1010);
+  EXPECT_EQ(s.quarantined.at("h/1/1").reason, "2 failure(s) of its workers; last: rank 1 exited with 1");
   EXPECT_EQ(quarantine_of(s, "h/1/1", 1010), nullptr) << "over at its end";
-  s = note_failure(s, "h", "x", 2000, c);
-  s = note_failure(s, "h", "x", 2000, c);
-  EXPECT_EQ(s.quarantined.at("h").until_ms, 4000) << "the second cooldown doubles";
-  EXPECT_EQ(s.quarantined.at("h").times, 2);
+  s = note_failure(s, "h/1/1", "x", 2000, c);
+  EXPECT_EQ(quarantine_of(s, "h/1/1", 2000), nullptr) << "the next limit's worth: one more";
+  s = note_failure(s, "h/1/1", "x", 2000, c);
+  EXPECT_EQ(s.quarantined.at("h/1/1").until_ms, 4000) << "the second cooldown doubles";
+  EXPECT_EQ(s.quarantined.at("h/1/1").times, 2);
+  EXPECT_EQ(s.quarantined.at("h/1/1").reason,
+            "4 failure(s) of its workers, quarantined 2 times; last: x")
+      << "the real count, not the limit";
   c.node_failure_limit = 0;
-  EXPECT_TRUE(note_failure({}, "h", "x", 0, c).failures.empty()) << "0: never";
+  EXPECT_TRUE(note_failure({}, "h/1/1", "x", 0, c).failures.empty()) << "0: never";
+}
+
+// A node back from quarantine does not force a running round to start over (each time
+// it came back and failed again, every healthy node restarted and the budget went): it
+// waits as a spare and takes a place in the next round that forms for another reason.
+// A node new to the job still makes a round with room start over for it.
+TEST(DynamicState, ANodeBackFromQuarantineWaitsAsASpareForTheNextRound) {
+  DynamicState s;
+  auto c = config(2, 3, 60'000);
+  step(s, "a/1/1", 0, c);
+  step(s, "b/2/2", 0, c);
+  s.complete = true;
+  s.quarantined["q/3/3"] = {5000, 1, "1 failure(s) of its workers"};
+  EXPECT_TRUE(back_from_quarantine(s, "q/3/3", 5000));
+  EXPECT_FALSE(back_from_quarantine(s, "q/3/3", 4999)) << "still in it";
+  EXPECT_FALSE(back_from_quarantine(s, "n/4/4", 5000));
+  step(s, "q/3/3", 5000, c);
+  EXPECT_EQ(s.spares.count("q/3/3"), 1u);
+  EXPECT_TRUE(s.waiting.empty()) << "the running round goes on";
+  DynamicState other = s;
+  step(other, "n/4/4", 5000, c);
+  EXPECT_EQ(other.waiting.count("n/4/4"), 1u) << "a new node still grows the job";
+  DynamicState next = next_round(s, false, {}, 5000);
+  step(next, "q/3/3", 5000, c);
+  EXPECT_EQ(next.participants.count("q/3/3"), 1u) << "a place in the next round";
 }
 
 TEST(DynamicState, AQuarantinedNodeIsExpectedNowhereAndWaitsOutItsCooldownWhateverItsAgent) {
@@ -286,7 +315,7 @@ TEST(DynamicState, AQuarantinedNodeIsExpectedNowhereAndWaitsOutItsCooldownWhatev
   EXPECT_EQ(decide_join(next, "b/2/2", 2, 4999, c).kind, Kind::kWait) << "no spare, no waiting";
   EXPECT_TRUE(next.waiting.empty() && next.spares.empty());
   step(next, "b/2/2", 5000, c);
-  EXPECT_EQ(next.waiting.count("b/2/2"), 1u) << "back after its cooldown, as a late node";
+  EXPECT_EQ(next.spares.count("b/2/2"), 1u) << "back after its cooldown, as a spare";
 }
 
 TEST(DynamicState, ANodeKeptOutBetweenRoundsIsNotWaitedFor) {

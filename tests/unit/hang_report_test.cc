@@ -105,6 +105,17 @@ TEST(HangReport, UninterruptibleSleepComesFirst) {
   EXPECT_NE(d.summary.find("uninterruptible sleep (D: fuse_wait)"), std::string::npos);
 }
 
+// A rank that cannot run (stopped: SIGSTOP, a frozen cgroup) while the others can is the
+// culprit, named with its state and where the kernel holds it, even in a collective.
+TEST(HangReport, AStoppedRankIsTheCulprit) {
+  std::vector<RankReport> ranks = {rank(0, kCollectiveDump), rank(1, kCollectiveDump, 'T'),
+                                   rank(2, kPythonDump)};
+  ranks[1].wait_channel = "do_signal_stop";
+  HangDiagnosis d = diagnose(ranks);
+  EXPECT_EQ(d.culprits, std::vector<int>{1});
+  EXPECT_NE(d.summary.find("stopped (T: do_signal_stop)"), std::string::npos) << d.summary;
+}
+
 // Stacks alike and no collective recognised (a native program, say), but three ranks
 // spin a core each while one sleeps: the sleeper. Unknown or middling use decides
 // nothing.

@@ -230,6 +230,27 @@ TEST_F(WorkerGroupRunnerTest, AWorkerThatSigkillCannotEndIsNamedAndLeftBehind) {
   EXPECT_TRUE(runner.idle());
 }
 
+// A stopped worker (state T) acts on SIGTERM only once it runs again: it is continued
+// right after, so that it ends now rather than at SIGKILL; a running one is left alone.
+TEST_F(WorkerGroupRunnerTest, AStoppedWorkerIsContinuedAfterTheStopSignal) {
+  FakeProcessInspector inspector(io_);
+  agent::WorkerGroupRunner runner{io_,      config_, launcher_, clock_,    nullptr,
+                                  log_dir_, "host",  nullptr,   &inspector};
+  launcher_.on_spawn = [&](const auto& p) {
+    if (p.options.argv[1] != "--slot=2") return;
+    inspector.states[pid(1)] = 'T';
+    boost::asio::post(io_, [&] {
+      runner.stop(SIGTERM);
+      for (int i = 0; i < 3; ++i) launcher_.exit(pid(i), -SIGTERM);
+    });
+  };
+  bool done = false;
+  runner.start(group(), nullptr, [&done] { done = true; });
+  while (!done) io_.run_one();
+  EXPECT_EQ(launcher_.process(pid(1)).signals, (std::vector<int>{SIGTERM, SIGCONT}));
+  EXPECT_EQ(launcher_.process(pid(0)).signals, std::vector<int>{SIGTERM});
+}
+
 // A rank stuck at its end (PyTorch 1.13's gloo teardown deadlock) while the node's other
 // ranks are done: named on the console after the time given, counted from the last
 // exit, and left running (a warning only: with hang detection off nothing is stopped).
