@@ -21,6 +21,12 @@ constexpr int64_t kTickMax = 50;
 constexpr int64_t kJoinTimeoutMs = 20'000;
 constexpr int64_t kHorizonMs = 120'000;  // simulated time at most, per schedule
 constexpr int kMaxFaults = 4;
+// A worker that cannot run (stopped, in D state): its node's hang detection fires after
+// kHangMs, and stopping it takes at most the agent's bounds: the stack capture (15 s,
+// the flight recorder's), the grace period (3 s here), the wait after SIGKILL (5 s);
+// then it is left behind and the agent goes on.
+constexpr int64_t kHangMs = 3000;
+constexpr int64_t kStopBoundMs = 15'000 + 3000 + 5000;
 
 struct Config {
   DynamicConfig rdzv;
@@ -45,6 +51,8 @@ struct Agent {
   int round = -1;  // the round its workers run (or ran) in
   int64_t running_since = 0;
   int64_t fail_at = -1;  // when its workers fail (-1: they don't)
+  bool stuck = false;    // a worker of it cannot run
+  int64_t stopping_until = 0;  // stopping its workers: no step until then
   int64_t join_deadline = 0;
   int64_t waiting_since = -1;  // joining while a round with room runs
   std::string exit;
@@ -135,7 +143,8 @@ class Sim {
   }
 
   bool active(const Agent& a) const {
-    return a.alive && a.phase != Phase::kGone && now_ >= a.arrive_at && now_ >= a.frozen_until;
+    return a.alive && a.phase != Phase::kGone && now_ >= a.arrive_at && now_ >= a.frozen_until &&
+           now_ >= a.stopping_until;
   }
 
   void beat() {
@@ -161,7 +170,7 @@ class Sim {
     for (auto& a : agents_) {
       if (a.alive && a.phase != Phase::kGone && now_ >= a.arrive_at) live.push_back(&a);
     }
-    int kind = static_cast<int>(uniform(0, 5));
+    int kind = static_cast<int>(uniform(0, 6));
     if (kind == 5 || live.empty()) {
       Agent a = new_agent(shared_);
       a.arrive_at = now_;
@@ -173,6 +182,7 @@ class Sim {
     switch (kind) {
       case 0:
       case 1: {  // SIGKILL of an agent (its workers die with it)
+        if (&a == &agents_.front() && chance(0.75)) break;  // the store's host, now and then
         a.alive = false;
         say("SIGKILL " + a.id);
         if (&a == &agents_.front()) store_lost_ = true;  // it hosted the store
@@ -198,6 +208,14 @@ class Sim {
       case 3:  // the agent freezes (SIGSTOP, a frozen VM)
         a.frozen_until = now_ + uniform(c_.liveness_ms / 2, c_.liveness_ms * 2);
         say("freeze " + a.id + " until t=" + std::to_string(a.frozen_until - start_));
+        break;
+      case 6:  // a worker that cannot run: a hang, and a stop that takes all its bounds
+        if (a.phase == Phase::kRunning && !a.stuck) {
+          a.stuck = true;
+          stuck_seen_ = true;
+          a.fail_at = now_ + kHangMs;
+          say("a worker of " + a.id + " cannot run (D state)");
+        }
         break;
       case 4:  // SIGTERM
         say("SIGTERM " + a.id);
@@ -336,6 +354,11 @@ class Sim {
       const RoundEnd& end = it->second;
       if (end.dropped.count(a.id)) return leave(a, "dropped from the job");
       if (end.kind == RoundEnd::Kind::kFinal) return leave(a, end.reason);
+      if (a.stuck) {  // its stop runs to the end of its bounds; the worker is left behind
+        a.stuck = false;
+        a.stopping_until = now_ + kStopBoundMs;
+        say(a.id + " stops its workers until t=" + std::to_string(a.stopping_until - start_));
+      }
       a.phase = Phase::kJoining;
       a.min_round = a.round + 1;
       a.join_deadline = 0;
@@ -409,14 +432,17 @@ class Sim {
     return true;
   }
 
-  // Eligible to be in a round now: alive, not frozen, not quarantined, not gone.
+  // Eligible to be in a round now: alive, not frozen, not quarantined, not gone; an
+  // agent still stopping its workers counts (its stop is bounded).
   bool eligible(const Agent& a) const {
-    return active(a) && !rendezvous::quarantine_of(state_, a.id, now_);
+    return a.alive && a.phase != Phase::kGone && now_ >= a.arrive_at &&
+           now_ >= a.frozen_until && !rendezvous::quarantine_of(state_, a.id, now_);
   }
 
   void check() {
     if (store_lost_ || state_.closed) return;
-    int64_t bound = c_.liveness_ms + c_.rdzv.last_call_timeout_ms + 4 * kTickMax;
+    int64_t bound = c_.liveness_ms + c_.rdzv.last_call_timeout_ms + 4 * kTickMax +
+                    (stuck_seen_ ? kStopBoundMs : 0);
     if (state_.restarts > c_.max_restarts) {
       violate("restarts " + std::to_string(state_.restarts) + " exceed --max_restarts " +
               std::to_string(c_.max_restarts));
@@ -492,6 +518,7 @@ class Sim {
   int next_pid_ = 1;
   bool shared_ = false;
   bool store_lost_ = false;
+  bool stuck_seen_ = false;  // a worker could not run: nodes may take the stop's bound
 };
 
 }  // namespace

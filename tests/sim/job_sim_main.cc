@@ -1,6 +1,7 @@
 // Runs the job simulator's seeded schedules (tests/sim/job_sim.h).
 //   ddprun_job_sim --schedules=N [--first=S]   N schedules, seeds S.. (default 1)
 //   ddprun_job_sim --seed=S                    one schedule, with its whole trace
+//   --keep_going                               count every failing schedule instead
 // Exits 1 at the first schedule that breaks an invariant, with the command that
 // replays it exactly; 2 on a bad argument.
 #include <chrono>
@@ -32,9 +33,13 @@ bool flag(const std::string& arg, const std::string& name, uint64_t& value) {
 
 int main(int argc, char** argv) {
   uint64_t schedules = 1000, first = 1, seed = 0;
-  bool one = false;
+  bool one = false, keep_going = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
+    if (arg == "--keep_going") {
+      keep_going = true;
+      continue;
+    }
     if (flag(arg, "schedules", schedules) || flag(arg, "first", first)) continue;
     if (flag(arg, "seed", seed)) {
       one = true;
@@ -53,13 +58,17 @@ int main(int argc, char** argv) {
   }
   auto start = std::chrono::steady_clock::now();
   std::map<std::string, int> ended;
-  uint64_t faults = 0;
+  uint64_t faults = 0, failing = 0;
   for (uint64_t s = first; s < first + schedules; ++s) {
     ddprun::sim::Outcome o = ddprun::sim::run_schedule(s);
     if (!o.violation.empty()) {
-      std::cout << "seed " << s << ": " << o.violation << "\nreplay: " << argv[0]
-                << " --seed=" << s << "\n";
-      return 1;
+      if (!keep_going || failing == 0) {
+        std::cout << "seed " << s << ": " << o.violation << "\nreplay: " << argv[0]
+                  << " --seed=" << s << "\n";
+      }
+      if (!keep_going) return 1;
+      ++failing;
+      continue;
     }
     ++ended[o.ended.substr(0, o.ended.find(':'))];
     faults += static_cast<uint64_t>(o.faults);
@@ -67,8 +76,10 @@ int main(int argc, char** argv) {
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::cout << schedules << " schedules (seeds " << first << ".." << first + schedules - 1
-            << "), " << faults << " faults, every invariant held, in " << seconds << " s:";
+            << "), " << faults << " faults, "
+            << (failing ? std::to_string(failing) + " broke an invariant" : "every invariant held")
+            << ", in " << seconds << " s:";
   for (const auto& [how, n] : ended) std::cout << " " << how << " " << n << ";";
   std::cout << "\n";
-  return 0;
+  return failing ? 1 : 0;
 }
