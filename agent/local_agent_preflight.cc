@@ -11,14 +11,19 @@
 // rendezvous host's, and what a node that fails them says and tells the others.
 namespace ddprun::agent {
 
-// Before each join, this node's preflight (agent/preflight/): a node that fails it
-// does not join. It says why, tells the others (before its first join, by reaching
+// Before each join, this node's preflight (agent/preflight/), and whether a worker of
+// its last attempt was left behind unkillable: a node that fails it does not join. It says why, tells the others (before its first join, by reaching
 // their store for that alone) and ends here with kPreflightExitCode; the others of an
 // elastic job go on without it, and its heartbeat ends with it. The site's own check
 // (--health_check) runs before the first join only, so that a restart never waits for
 // it; a stop signal meanwhile ends it at once.
 Task<std::optional<int>> LocalAgent::Impl::unfit_node() {
   std::vector<Finding> found = check_node(config_.preflight, probe_);
+  // A worker SIGKILL could not end is stuck in the kernel (a dead mount, a wedged
+  // driver): this host is unhealthy, and a restart here would meet the same.
+  for (const auto& w : runner_.left_behind()) {
+    found.push_back({"workers", w + " could not be killed and was left behind"});
+  }
   if (!handler_ && !config_.preflight.health_command.empty()) {
     CancelSignal cancel("health check cancelled");
     auto health = co_await unless_signalled(

@@ -358,6 +358,8 @@ void WorkerGroupRunner::abandon_unkillable() {
                                         : "state " + std::string(1, look.state) + in;
     spdlog::error("rank {} (pid {}) did not die {} ms after SIGKILL ({}); leaving it behind",
                   w.global_rank, w.pid, kKillWait.count(), why);
+    left_behind_.push_back("rank " + std::to_string(w.global_rank) + " (pid " +
+                           std::to_string(w.pid) + ", " + why + ")");
     w.state = WorkerState::kStopped;
     w.exit = WorkerExit{-SIGKILL, std::time(nullptr)};
   }

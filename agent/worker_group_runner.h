@@ -71,6 +71,9 @@ class WorkerGroupRunner {
   /// A worker's progress now: its progress page (with hang detection on) and output.
   ProgressSample progress(int local_rank) const;
   int running_workers() const;
+  /// Workers that SIGKILL could not end (in D state), left behind, in any attempt so far:
+  /// "rank R (pid P, <state and where the kernel holds it>)". Their host is unhealthy.
+  const std::vector<std::string>& left_behind() const { return left_behind_; }
   /// This attempt's failed workers, root cause first (empty if none failed).
   const std::vector<FailureRecord>& failures() const { return failures_; }
 
@@ -118,6 +121,7 @@ class WorkerGroupRunner {
   std::vector<std::unique_ptr<ProgressPage>> pages_;  // with hang detection on
   std::vector<std::string> dirs_;
   std::vector<FailureRecord> failures_;
+  std::vector<std::string> left_behind_;
   std::function<void(const FailureRecord&)> on_failure_;
   std::function<void()> on_done_;
 };

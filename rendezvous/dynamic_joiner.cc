@@ -92,13 +92,15 @@ Task<JoinedRound> DynamicJoiner::join(std::string node, int local_world_size, in
     }
     if (spare && !spare_) {
       if (back_from_quarantine(snap.state, node, wall_ms_())) {
-        spdlog::warn("waiting as a spare: this node is back from quarantine; it takes a place "
-                     "when round {} ends for another reason, not forcing a restart",
-                     snap.state.round);
+        spdlog::warn(
+            "waiting as a spare: this node is back from quarantine; it takes a place "
+            "when round {} ends for another reason, not forcing a restart",
+            snap.state.round);
       } else {
-        spdlog::warn("waiting as a spare: round {} runs with its maximum of {} node(s); this "
-                     "node takes the place of the first that fails or leaves",
-                     snap.state.round, config_.max_nodes);
+        spdlog::warn(
+            "waiting as a spare: round {} runs with its maximum of {} node(s); this "
+            "node takes the place of the first that fails or leaves",
+            snap.state.round, config_.max_nodes);
       }
     }
     spare_ = spare;

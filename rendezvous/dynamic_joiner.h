@@ -71,12 +71,11 @@ class DynamicJoiner {
   /// Which of the given nodes are gone (their liveness expired), judged on the loop.
   using DeadAmong =
       std::function<Task<std::vector<std::string>>(std::vector<std::string>, CancelSignal&)>;
-  /// While this node is in a forming round (or a spare for it) that keeps places for nodes expected back
-  /// (the last round's members), it asks `dead_among` about those not in yet every
-  /// `every`, and frees the places of the dead: a spare takes them, or the round
-  /// completes without them. Without it (the default) such a round waits for them until
-  /// its last call or the join timeout: a node whose workers failed together with a
-  /// dead node's began the round expecting it back.
+  /// While this node is in a forming round (or a spare for it) that keeps places for nodes expected
+  /// back (the last round's members), it asks `dead_among` about those not in yet every `every`,
+  /// and frees the places of the dead: a spare takes them, or the round completes without them.
+  /// Without it (the default) such a round waits for them until its last call or the join timeout:
+  /// a node whose workers failed together with a dead node's began the round expecting it back.
   void watch_absent(DeadAmong dead_among, std::chrono::milliseconds every) {
     dead_among_ = std::move(dead_among);
     absent_every_ = every;
@@ -158,7 +157,8 @@ class DynamicJoiner {
   WallClock wall_ms_;
   int lost_writes_ = 0;                      // compare-and-sets lost in a row
   std::chrono::microseconds write_time_{0};  // how long the last one took
-  std::map<std::string, int64_t> said_out_;  // quarantines said on the console: id or address, until
+  std::map<std::string, int64_t>
+      said_out_;  // quarantines said on the console: id or address, until
   int announced_round_ = -1;                 // the round this node announced itself for
   int64_t epoch_revision_ = 0;               // see completed_at()
   int64_t seat_completed_at_ = 0;            // of the round whose seat announce_and_wait() read
@@ -169,8 +169,8 @@ class DynamicJoiner {
   std::string began_;                        // see next_round_hint()
   std::string told_;                         // see told_next_round(): taken by the next join
   std::minstd_rand jitter_{std::random_device{}()};
-  DeadAmong dead_among_;                            // see watch_absent()
-  std::chrono::milliseconds absent_every_{1000};    // see watch_absent()
+  DeadAmong dead_among_;                                    // see watch_absent()
+  std::chrono::milliseconds absent_every_{1000};            // see watch_absent()
   std::chrono::steady_clock::time_point absent_checked_{};  // the last ask
 };
 

@@ -149,10 +149,10 @@ Task<bool> DynamicJoiner::free_places_of_dead(const StateSnapshot& snap, CancelS
   if (dead.empty()) co_return false;
   std::string names;
   for (const auto& d : dead) names += (names.empty() ? "" : ", ") + d;
-  spdlog::warn("round {}: node(s) {} expected back are gone (no sign of life); the round goes "
-               "on without them{}",
-               snap.state.round, names,
-               snap.state.spares.empty() ? "" : ", spares take their places");
+  spdlog::warn(
+      "round {}: node(s) {} expected back are gone (no sign of life); the round goes "
+      "on without them{}",
+      snap.state.round, names, snap.state.spares.empty() ? "" : ", spares take their places");
   co_await write(snap, without_expected(snap.state, dead), cancel);
   co_return true;
 }
@@ -296,8 +296,7 @@ std::optional<StateHead> DynamicJoiner::hinted_head(const std::string& hint) {
   return h;
 }
 
-Task<std::optional<Quarantine>> DynamicJoiner::note_failure(std::string node,
-                                                            std::string reason,
+Task<std::optional<Quarantine>> DynamicJoiner::note_failure(std::string node, std::string reason,
                                                             CancelSignal& cancel) {
   std::optional<Quarantine> none;
   if (config_.node_failure_limit <= 0) co_return none;

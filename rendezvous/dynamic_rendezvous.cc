@@ -215,10 +215,11 @@ void DynamicRendezvous::say_shared_addresses(const std::vector<std::string>& mem
   }
   if (shared.empty()) return;
   said_shared_ = true;
-  spdlog::warn("agents share an address ({}): each is its own node (for quarantine, "
-               "ranks), but they share that host's network and devices; --local_addr names "
-               "a node by its own address",
-               shared);
+  spdlog::warn(
+      "agents share an address ({}): each is its own node (for quarantine, "
+      "ranks), but they share that host's network and devices; --local_addr names "
+      "a node by its own address",
+      shared);
 }
 
 void DynamicRendezvous::cancel() { cancel_.cancel(); }

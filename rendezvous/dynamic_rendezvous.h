@@ -72,7 +72,7 @@ class DynamicRendezvous : public RendezvousHandler {
   std::vector<std::pair<int, std::string>> watched_;
   int watched_round_ = -1;
   std::string address_;
-  bool said_shared_ = false;  // say_shared_addresses() said it
+  bool said_shared_ = false;                             // say_shared_addresses() said it
   std::unique_ptr<store::TcpStoreServer> worker_store_;  // serves the workers at group rank 0
   std::unique_ptr<store::LoopStore> client_;
   std::unique_ptr<DynamicJoiner> joiner_;

@@ -117,7 +117,8 @@ ProcessLook PosixProcessInspector::look(pid_t pid) {
   look.state = st.state;
   look.cpu = milliseconds(static_cast<int64_t>((st.utime + st.stime) * 1000 / kTicks));
   // Where a process that cannot run waits: uninterruptible sleep, or stopped.
-  if (st.state == 'D' || st.state == 'T' || st.state == 't') look.wait_channel = os::wait_channel(pid);
+  if (st.state == 'D' || st.state == 'T' || st.state == 't')
+    look.wait_channel = os::wait_channel(pid);
   return look;
 }
 
@@ -166,7 +167,8 @@ void PosixProcessInspector::poll_dump(const std::shared_ptr<Capture>& c, size_t 
     int64_t size = file_size(path);
     int now_stable = size == last_size && size > c->dump_start[i] ? stable + 1 : 0;
     bool timed_out = (polls + 1) * kDumpPoll >= kDumpTimeout;
-    if (now_stable < kStablePolls && !timed_out) return poll_dump(c, i, size, now_stable, polls + 1);
+    if (now_stable < kStablePolls && !timed_out)
+      return poll_dump(c, i, size, now_stable, polls + 1);
     c->results[i].python = read_from(path, c->dump_start[i]);
     if (c->results[i].python.empty()) c->results[i].note = "the Python stack dump did not come";
     c->finish_one(io_);

@@ -116,13 +116,14 @@ TEST(Hang, ANodeWhoseRanksFinishedNamesTheNodeStillRunning) {
 // on it ends after 20 steps.
 std::string stepping_python_worker(const std::string& dir) {
   std::string script = dir + "/steps.py";
-  std::ofstream(script) << "import os, sys, time\n"
-                           "d, attempt = sys.argv[1], os.environ['TORCHELASTIC_RESTART_COUNT']\n"
-                           "open(f\"{d}/{os.environ['RANK']}.a{attempt}\", 'w').write(str(os.getpid()))\n"
-                           "for i in range(10**9):\n"
-                           "    print('step', i, flush=True)\n"
-                           "    time.sleep(0.05)\n"
-                           "    if attempt != '0' and i >= 20: break\n";
+  std::ofstream(script)
+      << "import os, sys, time\n"
+         "d, attempt = sys.argv[1], os.environ['TORCHELASTIC_RESTART_COUNT']\n"
+         "open(f\"{d}/{os.environ['RANK']}.a{attempt}\", 'w').write(str(os.getpid()))\n"
+         "for i in range(10**9):\n"
+         "    print('step', i, flush=True)\n"
+         "    time.sleep(0.05)\n"
+         "    if attempt != '0' and i >= 20: break\n";
   return script;
 }
 

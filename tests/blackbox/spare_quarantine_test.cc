@@ -209,8 +209,7 @@ TEST(Quarantine, ANodeWhoseWorkersKeepFailingIsKeptOutAndASpareTakesItsPlace) {
   EXPECT_NE(b.err().find("the job ended while this node was quarantined"), std::string::npos)
       << b.err();
   Finished show = run_ddprun({"runs", "show", j.job.id, "--tracking_dir", runs});
-  EXPECT_NE(show.out.find("quarantined: 127.0.0.2/"), std::string::npos)
-      << show.out << show.err;
+  EXPECT_NE(show.out.find("quarantined: 127.0.0.2/"), std::string::npos) << show.out << show.err;
   EXPECT_NE(show.out.find("(1 failure(s) of its workers; last: rank 1 (local_rank 0) on node 1"),
             std::string::npos)
       << show.out;

@@ -15,22 +15,32 @@ the last step it checkpointed to DIR/step, and at the end DIR/weights.pt.
 """
 import argparse
 import os
+import sys
 import time
-
-import torch
-import torch.distributed as dist
-
-
-def save_atomically(obj, path):
-    tmp = f"{path}.{os.getpid()}.tmp"
-    torch.save(obj, tmp)
-    os.replace(tmp, path)
 
 
 def write_atomically(text, path):
     tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "w") as f:
         f.write(text)
+    os.replace(tmp, path)
+
+
+# Before torch is imported (a second or two): the harness sees the worker start.
+if __name__ == "__main__" and len(sys.argv) > 1:
+    os.makedirs(os.path.join(sys.argv[1], "pids"), exist_ok=True)
+    write_atomically(f"{os.getpid()} {os.environ['RANK']} "
+                     f"{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')} "
+                     f"{os.environ.get('CHAOS_NODE', '?')}\n",
+                     os.path.join(sys.argv[1], "pids", str(os.getpid())))
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+
+
+def save_atomically(obj, path):
+    tmp = f"{path}.{os.getpid()}.tmp"
+    torch.save(obj, tmp)
     os.replace(tmp, path)
 
 
@@ -42,10 +52,6 @@ def main():
     p.add_argument("--seed", type=int, default=1234)
     args = p.parse_args()
     rank = int(os.environ["RANK"])
-    restart = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
-    os.makedirs(os.path.join(args.dir, "pids"), exist_ok=True)
-    write_atomically(f"{os.getpid()} {rank} {restart} {os.environ.get('CHAOS_NODE', '?')}\n",
-                     os.path.join(args.dir, "pids", str(os.getpid())))
 
     torch.manual_seed(args.seed)
     torch.use_deterministic_algorithms(True)

@@ -50,8 +50,8 @@ struct Agent {
   int min_round = 0;
   int round = -1;  // the round its workers run (or ran) in
   int64_t running_since = 0;
-  int64_t fail_at = -1;  // when its workers fail (-1: they don't)
-  bool stuck = false;    // a worker of it cannot run
+  int64_t fail_at = -1;        // when its workers fail (-1: they don't)
+  bool stuck = false;          // a worker of it cannot run
   int64_t stopping_until = 0;  // stopping its workers: no step until then
   int64_t join_deadline = 0;
   int64_t waiting_since = -1;  // joining while a round with room runs
@@ -127,8 +127,8 @@ class Sim {
     say("min " + std::to_string(min) + " max " + std::to_string(max) + " members " +
         std::to_string(members) + " spares " + std::to_string(spares) + " max_restarts " +
         std::to_string(c_.max_restarts) + " failure_limit " +
-        std::to_string(c_.rdzv.node_failure_limit) + " liveness " +
-        std::to_string(c_.liveness_ms) + (shared ? " shared address" : ""));
+        std::to_string(c_.rdzv.node_failure_limit) + " liveness " + std::to_string(c_.liveness_ms) +
+        (shared ? " shared address" : ""));
   }
 
   Agent new_agent(bool shared) {
@@ -226,7 +226,8 @@ class Sim {
         leave(a, "SIGTERM");
         if (&a == &agents_.front()) store_lost_ = true;
         break;
-      default: break;
+      default:
+        break;
     }
   }
 
@@ -262,10 +263,13 @@ class Sim {
     if (!active(a)) return;
     if (store_lost_) return leave(a, "the rendezvous store was lost");
     switch (a.phase) {
-      case Phase::kJoining: return join(a);
+      case Phase::kJoining:
+        return join(a);
       case Phase::kRunning:
-      case Phase::kFinished: return run(a);
-      case Phase::kGone: return;
+      case Phase::kFinished:
+        return run(a);
+      case Phase::kGone:
+        return;
     }
   }
 
@@ -289,8 +293,8 @@ class Sim {
         say(a.id + " runs in round " + std::to_string(a.round));
         return;
       case Action::Kind::kWrite: {
-        bool asked_in = state_.complete && !state_.waiting.count(a.id) &&
-                        act.next.waiting.count(a.id);
+        bool asked_in =
+            state_.complete && !state_.waiting.count(a.id) && act.next.waiting.count(a.id);
         write(act.next);
         if (asked_in) {
           // A late node ends the running round for everyone so that the next has it.
@@ -298,7 +302,8 @@ class Sim {
           int round = state_.round;
           begin_next_round(round, false, {});
           if (!over_.count(round)) {
-            over_.emplace(round, RoundEnd{RoundEnd::Kind::kMembership, "node " + a.id + " joins", {}});
+            over_.emplace(round,
+                          RoundEnd{RoundEnd::Kind::kMembership, "node " + a.id + " joins", {}});
             record_end(RoundEnd::Kind::kMembership);
             say("round " + std::to_string(round) + " ends: " + a.id + " joins");
           }
@@ -435,8 +440,8 @@ class Sim {
   // Eligible to be in a round now: alive, not frozen, not quarantined, not gone; an
   // agent still stopping its workers counts (its stop is bounded).
   bool eligible(const Agent& a) const {
-    return a.alive && a.phase != Phase::kGone && now_ >= a.arrive_at &&
-           now_ >= a.frozen_until && !rendezvous::quarantine_of(state_, a.id, now_);
+    return a.alive && a.phase != Phase::kGone && now_ >= a.arrive_at && now_ >= a.frozen_until &&
+           !rendezvous::quarantine_of(state_, a.id, now_);
   }
 
   void check() {
@@ -455,13 +460,15 @@ class Sim {
     // that began have ended, the run counts as many restarts as the state.
     int ended_restarts = counted_.restarts;
     if (ended_restarts > state_.restarts) {
-      violate("the run counts " + std::to_string(ended_restarts) + " restart(s) where the workers saw " +
-              std::to_string(state_.restarts) + " (membership changes counted as restarts?)");
+      violate("the run counts " + std::to_string(ended_restarts) +
+              " restart(s) where the workers saw " + std::to_string(state_.restarts) +
+              " (membership changes counted as restarts?)");
     }
     int able = 0;
     for (auto& a : agents_) {
       // Quarantined only for its own workers' failures (not a neighbour's at its address).
-      if (a.failures < c_.rdzv.node_failure_limit && rendezvous::quarantine_of(state_, a.id, now_)) {
+      if (a.failures < c_.rdzv.node_failure_limit &&
+          rendezvous::quarantine_of(state_, a.id, now_)) {
         violate("agent " + a.id + " is quarantined after " + std::to_string(a.failures) +
                 " failure(s) of its own workers, limit " +
                 std::to_string(c_.rdzv.node_failure_limit));
@@ -477,8 +484,8 @@ class Sim {
       } else if (a.waiting_since < 0) {
         a.waiting_since = now_;
       } else if (now_ - a.waiting_since > bound) {
-        violate(a.id + " waited " + std::to_string(now_ - a.waiting_since) +
-                " ms while round " + std::to_string(state_.round) + " ran with a free place");
+        violate(a.id + " waited " + std::to_string(now_ - a.waiting_since) + " ms while round " +
+                std::to_string(state_.round) + " ran with a free place");
       }
     }
     // Liveness: a round that enough live nodes could form forms within the bound of
@@ -504,9 +511,9 @@ class Sim {
   Outcome out_;
   Config c_;
   DynamicState state_;
-  std::map<int, RoundEnd> over_;                      // each round's end: the first written
-  std::map<int, std::vector<std::string>> members_;   // each round's members, as formed
-  std::map<int, int> restarts_of_;                    // TORCHELASTIC_RESTART_COUNT of a round
+  std::map<int, RoundEnd> over_;                     // each round's end: the first written
+  std::map<int, std::vector<std::string>> members_;  // each round's members, as formed
+  std::map<int, int> restarts_of_;                   // TORCHELASTIC_RESTART_COUNT of a round
   std::vector<Agent> agents_;
   const int64_t start_ = 1'000'000;
   int64_t now_ = start_;

@@ -73,10 +73,9 @@ int main(int argc, char** argv) {
     ++ended[o.ended.substr(0, o.ended.find(':'))];
     faults += static_cast<uint64_t>(o.faults);
   }
-  double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::cout << schedules << " schedules (seeds " << first << ".." << first + schedules - 1
-            << "), " << faults << " faults, "
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cout << schedules << " schedules (seeds " << first << ".." << first + schedules - 1 << "), "
+            << faults << " faults, "
             << (failing ? std::to_string(failing) + " broke an invariant" : "every invariant held")
             << ", in " << seconds << " s:";
   for (const auto& [how, n] : ended) std::cout << " " << how << " " << n << ";";

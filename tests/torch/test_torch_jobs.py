@@ -4,8 +4,11 @@ Run with /usr/bin/python3 (the interpreter that has torch); DDPRUN names the bin
 """
 import os
 import re
+import resource
+import shutil
 import subprocess
 import sys
+import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -21,11 +24,37 @@ from free_port import free_port  # noqa: E402
 from scratch import scratch_dir  # noqa: E402
 
 
+# Where a failed job's core files are kept (a torch 2.6 worker's SIGABRT 3.6 s into a
+# static 2-node job's start, seen once, has no known cause yet): the job's own
+# directory goes with the test.
+CORES = os.path.join(tempfile.gettempdir(), "ddprun-torch-cores")
+
+
+def allow_cores():
+    _, hard = resource.getrlimit(resource.RLIMIT_CORE)
+    resource.setrlimit(resource.RLIMIT_CORE, (hard, hard))
+
+
+def keep_cores(cwd):
+    """Moves the core files a failed job left in `cwd` to CORES; says where."""
+    said = ""
+    for name in sorted(os.listdir(cwd)):
+        if name == "core" or name.startswith("core."):
+            os.makedirs(CORES, exist_ok=True)
+            kept = os.path.join(CORES, f"{os.path.basename(cwd)}-{name}")
+            shutil.move(os.path.join(cwd, name), kept)
+            said += f"\n[test] a worker dumped core: kept at {kept}"
+    return said
+
+
 def run(cmd, env=None, **kw):
     env = dict(os.environ if env is None else env, PYTHON_EXEC=PYTHON, OMP_NUM_THREADS="1")
-    kw.setdefault("cwd", scratch_dir("ddprun_torch_cwd_"))  # runs land there
+    cwd = kw.setdefault("cwd", scratch_dir("ddprun_torch_cwd_"))  # runs land there
     kw.setdefault("timeout", TIMEOUT)
-    return subprocess.run(cmd, capture_output=True, text=True, env=env, **kw)
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, preexec_fn=allow_cores, **kw)
+    if r.returncode != 0:
+        r.stderr += keep_cores(cwd)  # with the workers' stderr, in the assertion's message
+    return r
 
 
 def ddprun(*args):
@@ -114,11 +143,12 @@ class StaticNodes(unittest.TestCase):
             [DDPRUN, "--nnodes=2", f"--node_rank={k}", "--master_addr=127.0.0.1",
              f"--master_port={port}", "--nproc_per_node=2", TRAIN, "--epochs", "2",
              "--checkpoint", os.path.join(tmp, f"n{k}.pt")],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp)
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp,
+            preexec_fn=allow_cores)
             for k in (0, 1)]
         outs = [n.communicate(timeout=TIMEOUT) for n in nodes]
         for n, (out, err) in zip(nodes, outs):
-            self.assertEqual(n.returncode, 0, err)
+            self.assertEqual(n.returncode, 0, err + (keep_cores(tmp) if n.returncode else ""))
         # Global rank 0 lives on node 0; four ranks train exactly as on one node.
         one = ddprun("--standalone", "--nproc_per_node=4", TRAIN, "--epochs", "2",
                      "--checkpoint", os.path.join(tmp, "one.pt"))

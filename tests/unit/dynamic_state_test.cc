@@ -260,7 +260,8 @@ TEST(DynamicState, ANodeIsQuarantinedAtTheFailureLimitForACooldownThatDoubles) {
   ASSERT_NE(quarantine_of(s, "h/1/1", 10), nullptr);
   EXPECT_EQ(quarantine_of(s, "h/2/2", 10), nullptr) << "another agent at its address is not out";
   EXPECT_EQ(s.quarantined.at("h/1/1").until_ms, 1010);
-  EXPECT_EQ(s.quarantined.at("h/1/1").reason, "2 failure(s) of its workers; last: rank 1 exited with 1");
+  EXPECT_EQ(s.quarantined.at("h/1/1").reason,
+            "2 failure(s) of its workers; last: rank 1 exited with 1");
   EXPECT_EQ(quarantine_of(s, "h/1/1", 1010), nullptr) << "over at its end";
   s = note_failure(s, "h/1/1", "x", 2000, c);
   EXPECT_EQ(quarantine_of(s, "h/1/1", 2000), nullptr) << "the next limit's worth: one more";

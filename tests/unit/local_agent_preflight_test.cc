@@ -92,5 +92,29 @@ TEST_F(LocalAgentTest, TheClockCheckLeftOutLetsAnyClockJoin) {
   EXPECT_EQ(run(), 0);
 }
 
+// A worker that SIGKILL cannot end (D state: a dead mount, a wedged driver) is left
+// behind after a bounded wait, named with its state; its host is unhealthy: the node
+// tells the others and leaves the job instead of restarting there.
+TEST_F(LocalAgentTest, AWorkerThatCannotBeKilledMakesItsNodeLeaveTheJob) {
+  config_.spec.max_restarts = 3;
+  launcher_.ignored = {SIGTERM, SIGKILL};
+  launcher_.on_spawn = [&](const auto& p) {
+    if (p.rank() != 1) return;
+    inspector_.states[p.pid] = 'D';
+    launcher_.exit(attempt(0).at(0).pid, 1);
+    boost::asio::post(io_, [&] {
+      clock_.advance(config_.grace_period);  // SIGKILL
+      clock_.advance(std::chrono::minutes(1));
+    });
+  };
+  EXPECT_EQ(run(), agent::kPreflightExitCode);
+  EXPECT_TRUE(attempt(1).empty()) << "no second attempt on this node";
+  EXPECT_NE(journal_->kept_out.find("workers: rank 1 (pid "), std::string::npos)
+      << journal_->kept_out;
+  EXPECT_NE(journal_->kept_out.find("uninterruptible sleep (D, in fuse_wait)) could not be killed"),
+            std::string::npos)
+      << journal_->kept_out;
+}
+
 }  // namespace
 }  // namespace ddprun::testing
