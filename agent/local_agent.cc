@@ -291,8 +291,11 @@ Task<void> LocalAgent::Impl::run_attempt() {
   if (observer_ && multi_node() && handler_->primary()) watch_spares();
   start_stragglers();
   start_step_marks();
-  // A stack capture in progress ends before the attempt does.
-  co_await changed_.until([this] { return attempt_->workers_done && !hang_.capturing(); });
+  // A stack capture in progress ends before the attempt does, unless a stop signal
+  // came: the job then ends within the grace period, not the capture's bounds.
+  co_await changed_.until([this] {
+    return attempt_->workers_done && (!hang_.capturing() || signalled_ != 0);
+  });
   co_await await_stop_signal_after_stopped_workers();
   tell_pending_failure();
   co_await await_told();

@@ -13,7 +13,8 @@ namespace ddprun::testing {
 /// Looks at fake processes: every one is alive in the state the test gives it
 /// (`states`, default 'S'), and a capture answers on the loop with a Python dump that
 /// names the process and the flight record the test gives it (`flight_records`), and
-/// records what it was asked and when (`on_capture`).
+/// records what it was asked and when (`on_capture`); with `hold`, it answers when the
+/// test says.
 class FakeProcessInspector : public agent::ProcessInspector {
  public:
   explicit FakeProcessInspector(boost::asio::io_context& io) : io_(io) {}
@@ -37,6 +38,10 @@ class FakeProcessInspector : public agent::ProcessInspector {
                          ? agent::FlightRecord{}
                          : record->second});
     }
+    if (hold) {  // a capture that takes long (a flight recorder's dump, a stuck tool)
+      held.push_back([done = std::move(done), out] { done(out); });
+      return;
+    }
     boost::asio::post(io_, [done = std::move(done), out] { done(out); });
   }
 
@@ -45,6 +50,8 @@ class FakeProcessInspector : public agent::ProcessInspector {
   std::map<pid_t, agent::FlightRecord> flight_records;
   std::vector<std::vector<agent::StackRequest>> captures;
   std::function<void(const std::vector<agent::StackRequest>&)> on_capture;
+  bool hold = false;                          // captures answer only when the test calls held
+  std::vector<std::function<void()>> held;
 
  private:
   boost::asio::io_context& io_;

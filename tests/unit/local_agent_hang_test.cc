@@ -35,6 +35,24 @@ class LocalAgentHangTest : public LocalAgentTest {
   }
 };
 
+// A stop signal while the stacks are still being captured (its bounds are longer than
+// a grace period: a flight recorder's dump takes up to 15 s) stops the workers and ends
+// the job at once, not when the capture is done.
+TEST_F(LocalAgentHangTest, AStopSignalDuringTheStackCaptureEndsTheJobAtOnce) {
+  config_.spec.max_restarts = 1;
+  inspector_.hold = true;
+  inspector_.on_capture = [this](const auto&) {
+    boost::asio::post(io_, [this] { signals_.deliver(SIGTERM); });
+  };
+  launcher_.on_signal = [this](const auto& p, int sig) {
+    if (sig == SIGTERM) launcher_.exit(p.pid, -SIGTERM);
+  };
+  hang_in_attempts(1);
+  EXPECT_EQ(run(), 128 + SIGTERM);
+  EXPECT_EQ(inspector_.held.size(), 1u) << "the capture never answered";
+  EXPECT_TRUE(attempt(1).empty()) << "no restart after the signal";
+}
+
 TEST_F(LocalAgentHangTest, AHangEndsTheRoundOnlyAfterEveryStackIsCaptured) {
   config_.spec.max_restarts = 1;
   inspector_.on_capture = [this](const auto& requests) {
