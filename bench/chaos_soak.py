@@ -49,6 +49,17 @@ def first_line_after(job, since, texts):
     return best
 
 
+def steady(job):
+    """Until every rank runs in one attempt and has trained two steps in it: a fault then
+    meets a job that has recovered from the last one."""
+    def one_attempt():
+        ws = job.workers()
+        return len(ws) == 4 and len({w[2] for w in ws}) == 1
+    eventually(one_attempt, 120)
+    step = job.step()
+    eventually(lambda: job.step() >= step + 2 or job.agents["a"].proc.poll() is not None, 120)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--minutes", type=float, default=30)
@@ -67,10 +78,11 @@ def main():
 
 
 def run(args, rng, tmp):
-    # As many steps as the minutes hold with faults every --every s (a fault costs 3 to
-    # 9 s of training here: about half the time trains at one every 8 s); faults stop
-    # at --minutes and the job then runs to its end.
-    steps = int(args.minutes * 60 * 0.5 / (args.step_time + 0.025))
+    # As many steps as the minutes hold with faults every --every s (a step takes about
+    # 5 ms more than --step-time here; a fault costs 3 to 9 s of training: about two
+    # thirds of the time trains at one every 8 s); faults stop at --minutes and the job
+    # then runs to its end.
+    steps = int(args.minutes * 60 * 0.65 / (args.step_time + 0.005))
     work = os.path.join(tmp, "job")
     os.makedirs(work)
     job = Job(work, steps, args.step_time, max_restarts=10_000)
@@ -97,6 +109,7 @@ def run(args, rng, tmp):
             time.sleep(rng.expovariate(1 / args.every))
             if job.agents["a"].proc.poll() is not None:
                 break
+            steady(job)
             kind = rng.choice(args.faults.split(","))
             restart, step = job.restart_count(), job.step()
             t0 = time.monotonic()

@@ -67,7 +67,7 @@ class Job:
         self.flags = ["--nnodes=2", "--nproc_per_node=2", "--rdzv_backend=c10d",
                       f"--rdzv_endpoint={self.endpoint}", f"--rdzv_id={self.run_id}",
                       f"--max_restarts={max_restarts}",
-                      f"--hang_timeout={hang_timeout}", "--hang_initial_timeout=60",
+                      f"--hang_timeout={hang_timeout}", "--hang_initial_timeout=20",
                       "--grace_period=3", "--tracking_dir", os.path.join(workdir, "runs"),
                       *extra]
         self.agents = {}

@@ -1,11 +1,13 @@
 #include "tests/sim/job_sim.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <random>
 #include <set>
 
 #include "rendezvous/dynamic_state.h"
+#include "tracking/goodput.h"
 #include "tracking/run_summary.h"
 
 namespace ddprun::sim {
@@ -86,6 +88,7 @@ class Sim {
       beat();
     }
     if (out_.ended.empty()) out_.ended = state_.closed ? "closed" : "running";
+    if (out_.violation.empty()) check_goodput();
     return out_;
   }
 
@@ -250,7 +253,49 @@ class Sim {
     if (over_.count(a.round)) return;
     say("round " + std::to_string(a.round) + " ends: " + end.reason);
     record_end(end.kind);
+    end_span(a.round, end.reason != "the job finished", a.stuck);
     over_.emplace(a.round, std::move(end));
+  }
+  // The run's view of an attempt (what goodput accounts): its steps from 0.3 s after it
+  // formed to its end, checkpointed half way; failed unless the job finished.
+  void end_span(int round, bool failed, bool hang) {
+    auto it = spans_.find(round);
+    if (it == spans_.end()) return;
+    tracking::AttemptSpan& span = it->second;
+    double end = seconds(now_);
+    if (end - span.start > 0.3) {
+      span.first_step = span.start + 0.3;
+      span.last_step = end;
+      span.checkpoint = span.start + (end - span.start) / 2;
+    }
+    if (failed) span.failed = end;
+    span.hang = hang;
+  }
+  // Accounting: the job's goodput puts every second from its launch to its end in one
+  // category, attempt after attempt, end to end.
+  void check_goodput() {
+    std::vector<tracking::AttemptSpan> spans;
+    for (const auto& [round, span] : spans_) spans.push_back(span);
+    if (spans.empty()) return;
+    tracking::Goodput g = tracking::account_goodput(seconds(start_), seconds(now_), spans);
+    double wall = seconds(now_ - start_);
+    const tracking::TimeSplit& t = g.job;
+    for (double part : {t.startup, t.productive, t.lost, t.hang_wait, t.restart}) {
+      if (part < -1e-9) violate("goodput: a category below zero");
+    }
+    if (std::abs(t.total() - wall) > 1e-6 * std::max(1.0, wall)) {
+      violate("goodput's categories sum to " + std::to_string(t.total()) + " s of " +
+              std::to_string(wall) + " s");
+    }
+    double at = seconds(start_);
+    for (const auto& attempt : g.attempts) {
+      for (const auto& seg : attempt.segments) {
+        if (std::abs(seg.from - at) > 1e-6 || seg.to < seg.from) {
+          violate("goodput's timeline is not end to end");
+        }
+        at = seg.to;
+      }
+    }
   }
   // The run records each round's end once (its primary), and counts them as a run does.
   void record_end(RoundEnd::Kind kind) {
@@ -342,8 +387,13 @@ class Sim {
       }
       members_[state_.round] = rendezvous::ordered_members(state_);
       restarts_of_[state_.round] = state_.restarts;
+      tracking::AttemptSpan span;
+      span.attempt = state_.restarts;
+      span.start = seconds(now_);
+      spans_[state_.round] = span;
     }
   }
+  static double seconds(int64_t ms) { return static_cast<double>(ms) / 1000; }
 
   void begin_next_round(int round, bool failure, const std::set<std::string>& lost) {
     if (state_.round != round || state_.closed) return;  // someone was first
@@ -514,6 +564,7 @@ class Sim {
   std::map<int, RoundEnd> over_;                     // each round's end: the first written
   std::map<int, std::vector<std::string>> members_;  // each round's members, as formed
   std::map<int, int> restarts_of_;                   // TORCHELASTIC_RESTART_COUNT of a round
+  std::map<int, tracking::AttemptSpan> spans_;       // each round's attempt, as the run saw it
   std::vector<Agent> agents_;
   const int64_t start_ = 1'000'000;
   int64_t now_ = start_;
