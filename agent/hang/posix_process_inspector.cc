@@ -151,6 +151,12 @@ void PosixProcessInspector::capture_python(const std::shared_ptr<Capture>& c, si
     if (!r.python_dump_file.empty()) c->results[i].note = "no Python stack dump handler";
     return c->finish_one(io_);
   }
+  // A process that cannot run (stopped, traced, in uninterruptible sleep) handles no
+  // signal: its dump would be waited for in vain, kDumpTimeout longer to recover.
+  if (char state = look(r.pid).state; state == 'T' || state == 't' || state == 'D') {
+    c->results[i].note = std::string("no Python stack dump: it cannot run (state ") + state + ")";
+    return c->finish_one(io_);
+  }
   c->dump_start[i] = file_size(r.python_dump_file);
   ::kill(r.pid, stack_dump_signal());
   c->dump_polls[i] = clock_.make_timer();
