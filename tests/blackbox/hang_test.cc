@@ -155,8 +155,10 @@ TEST(Hang, AStoppedWorkerIsNamedKilledAndTheJobGoesOn) {
   EXPECT_TRUE(eventually([&] { return !process_alive(stopped); })) << "left behind: " << stopped;
 }
 
-// A stop signal while the stacks of a stopped worker are being captured ends ddprun
-// within its grace period (here 3 s, and the capture's own bound).
+// A stop signal as the stacks of a stopped worker are captured (or just after) ends
+// ddprun within its grace period (here 3 s): the stopped worker is continued and stops.
+// (LocalAgentHangTest.AStopSignalDuringTheStackCaptureEndsTheJobAtOnce holds the
+// capture open for as long as it takes.)
 TEST(Hang, SigtermWhileAStoppedWorkersStacksAreCapturedEndsTheJob) {
   std::string dir = make_temp_dir();
   std::string script = stepping_python_worker(dir);
