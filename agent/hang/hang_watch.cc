@@ -211,10 +211,15 @@ std::optional<HangWatch::Verdict> HangWatch::adopt(const std::string& shared,
 }
 
 bool HangWatch::count_progress(std::optional<int64_t> top) {
+  // In a row: a hang in the attempt right after the one that hung last. An attempt that
+  // ended otherwise in between (a worker killed, a node lost) breaks the row: without
+  // step numbers, hangs scattered over a long job read as one crash loop.
+  int attempt = runner_.group().restart_count;
+  bool in_a_row = last_hang_attempt_ && attempt == *last_hang_attempt_ + 1;
   bool progressed = top && (!hang_step_ || *top > *hang_step_);
-  no_progress_ = hung_before_ && !progressed ? no_progress_ + 1 : 0;
+  no_progress_ = in_a_row && !progressed ? no_progress_ + 1 : 0;
   if (progressed) hang_step_ = top;
-  hung_before_ = true;
+  last_hang_attempt_ = attempt;
   return no_progress_ >= config_.hang.max_no_progress_restarts;
 }
 

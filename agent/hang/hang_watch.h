@@ -95,9 +95,9 @@ class HangWatch {
   std::vector<Look> looks_;
   std::chrono::milliseconds last_look_{0};
   bool capturing_ = false;
-  // Across attempts: the highest step any rank had reached at the last hang, and the
-  // hangs in a row since that got no rank past it.
-  bool hung_before_ = false;
+  // Across attempts: the attempt (restart count) of the last hang, the highest step any
+  // rank had reached then, and the hangs in a row since that got no rank past it.
+  std::optional<int> last_hang_attempt_;
   std::optional<int64_t> hang_step_;
   int no_progress_ = 0;
 };

@@ -103,6 +103,27 @@ TEST_F(LocalAgentHangTest, RestartsThatGetNowhereEndWithTheNoProgressExitCode) {
   EXPECT_TRUE(attempt(3).empty());
 }
 
+// Hangs of attempts apart, with attempts that failed otherwise between them (a worker
+// killed), are not restarts in a row that got nowhere, though no step number says how
+// far each got: a long job with a hang now and then goes on (the soak met this: its
+// fourth hang in 26 restarts ended it with 125).
+TEST_F(LocalAgentHangTest, HangsBetweenOtherFailuresAreNotInARow) {
+  config_.spec.max_restarts = 10;
+  config_.hang.max_no_progress_restarts = 2;
+  launcher_.on_spawn = [this](const auto& p) {
+    int a = p.restart_count();
+    if (a >= 6) return launcher_.exit(p.pid, 0);
+    if (a % 2 == 1) {  // attempts 1, 3, 5: a worker fails
+      if (p.local_rank() == 1) launcher_.exit(p.pid, 1);
+      return;
+    }
+    if (p.local_rank() == 1) clock_.advance(10s);  // attempts 0, 2, 4 hang
+  };
+  EXPECT_EQ(run(), 0);
+  EXPECT_EQ(inspector_.captures.size(), 3u) << "three hangs, none in a row";
+  EXPECT_EQ(attempt(6).size(), 2u);
+}
+
 TEST_F(LocalAgentHangTest, AHangOnAnotherNodeCapturesHereToo) {
   elastic({{"a", "b"}}, 2);
   config_.spec.max_restarts = 0;
