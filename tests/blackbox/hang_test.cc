@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
 
 #include <gtest/gtest.h>
 
@@ -133,20 +134,35 @@ pid_t pid_in(const std::string& path) {
   return pid;
 }
 
+// ddprun running stepping_python_worker on two ranks with `flags`, once rank 1 of its
+// first attempt is stopped (SIGSTOP): `stopped` is its pid.
+struct StoppedWorkerJob {
+  std::string dir = make_temp_dir();
+  std::unique_ptr<DdprunProcess> p;
+  pid_t stopped = -1;
+
+  explicit StoppedWorkerJob(std::vector<std::string> flags) {
+    std::string script = stepping_python_worker(dir);
+    flags.insert(flags.begin(), {"--standalone", "--nproc_per_node=2",
+                                 "--hang_initial_timeout=10", "--grace_period=3",
+                                 "--no_tracking", "--log_dir", dir + "/logs"});
+    flags.insert(flags.end(), {script, dir});
+    p = std::make_unique<DdprunProcess>(flags, kQuiet);
+    EXPECT_TRUE(eventually([&] { return pid_in(dir + "/1.a0") > 0; })) << p->err_so_far();
+    stopped = pid_in(dir + "/1.a0");
+    if (stopped > 0) ::kill(stopped, SIGSTOP);
+  }
+};
+
 // A worker that cannot run (SIGSTOP here; a process in D state in real jobs: no signal
 // is delivered, no stack dump is written) is named as stopped, killed, and the job goes
 // on: every wait on it (the stack capture, the stop) is bounded. Before the fix the
 // capture waited for its Python stack dump for ever, and the agent with it.
 TEST(Hang, AStoppedWorkerIsNamedKilledAndTheJobGoesOn) {
-  std::string dir = make_temp_dir();
-  std::string script = stepping_python_worker(dir);
-  DdprunProcess p({"--standalone", "--nproc_per_node=2", "--hang_timeout=2",
-                   "--hang_initial_timeout=10", "--max_restarts=1", "--grace_period=3",
-                   "--no_tracking", "--log_dir", dir + "/logs", script, dir},
-                  kQuiet);
-  ASSERT_TRUE(eventually([&] { return pid_in(dir + "/1.a0") > 0; })) << p.err_so_far();
-  pid_t stopped = pid_in(dir + "/1.a0");
-  ::kill(stopped, SIGSTOP);
+  StoppedWorkerJob job({"--hang_timeout=2", "--max_restarts=1"});
+  ASSERT_GT(job.stopped, 0);
+  DdprunProcess& p = *job.p;
+  pid_t stopped = job.stopped;
   EXPECT_EQ(p.wait(std::chrono::seconds(60)), 0) << p.err();
   EXPECT_NE(p.err().find("hang: no progress for"), std::string::npos) << p.err();
   // Named with its state and where the kernel holds it.
@@ -160,15 +176,10 @@ TEST(Hang, AStoppedWorkerIsNamedKilledAndTheJobGoesOn) {
 // (LocalAgentHangTest.AStopSignalDuringTheStackCaptureEndsTheJobAtOnce holds the
 // capture open for as long as it takes.)
 TEST(Hang, SigtermWhileAStoppedWorkersStacksAreCapturedEndsTheJob) {
-  std::string dir = make_temp_dir();
-  std::string script = stepping_python_worker(dir);
-  DdprunProcess p({"--standalone", "--nproc_per_node=2", "--hang_timeout=1",
-                   "--hang_initial_timeout=10", "--max_restarts=2", "--grace_period=3",
-                   "--no_tracking", "--log_dir", dir + "/logs", script, dir},
-                  kQuiet);
-  ASSERT_TRUE(eventually([&] { return pid_in(dir + "/1.a0") > 0; })) << p.err_so_far();
-  pid_t stopped = pid_in(dir + "/1.a0");
-  ::kill(stopped, SIGSTOP);
+  StoppedWorkerJob job({"--hang_timeout=1", "--max_restarts=2"});
+  ASSERT_GT(job.stopped, 0);
+  DdprunProcess& p = *job.p;
+  pid_t stopped = job.stopped;
   ASSERT_TRUE(eventually([&] {
     return p.err_so_far().find("capturing the workers' stacks") != std::string::npos;
   })) << p.err_so_far();

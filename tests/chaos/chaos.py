@@ -20,6 +20,7 @@ PYTHON = "/usr/bin/python3"
 
 sys.path.insert(0, os.path.join(ROOT, "tests", "helpers"))
 from free_port import free_port  # noqa: E402
+from processes import alive  # noqa: E402,F401  (the tests' and the soak's too)
 
 # Liveness: 0.5 s x 4 = 2 s of silence is a dead node (the issue's job).
 CONF = "keep_alive_interval=0.5,keep_alive_max_attempt=4,last_call_timeout=1,join_timeout=120"
@@ -122,16 +123,8 @@ class Job:
                 pass
 
 
-def alive(pid):
-    """Alive and not a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 def eventually(cond, timeout, every=0.05):
+    """processes.eventually, polled as finely as a timing needs (the soak's: 10 ms)."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         if cond():
