@@ -46,6 +46,8 @@ LocalAgent::Impl::Impl(AgentConfig config, AgentServices services)
       clock_(services.clock),
       runner_(io_, config_, services.launcher, clock_, guard_, log_dir_, host_, observer_,
               services.inspector),
+      goodput_(config_.spec.local_world_size, config_.checkpoint_dir, runner_, clock_, observer_,
+               [] { return static_cast<double>(rendezvous::wall_clock_ms()) / 1000; }),
       hang_(config_, clock_, runner_, services.inspector, host_),
       watchdog_(config_.timer_file.empty()
                     ? nullptr
@@ -62,7 +64,6 @@ LocalAgent::Impl::Impl(AgentConfig config, AgentServices services)
       spares_watch_(clock_.make_timer()),
       stragglers_watch_(clock_.make_timer()),
       straggler_judge_({config_.stragglers.threshold}),
-      marks_watch_(clock_.make_timer()),
       changed_(io_) {}
 
 Attempt::Attempt(rendezvous::RendezvousInfo i, std::string node_id)
@@ -73,7 +74,6 @@ int LocalAgent::Impl::run() {
   // Grandchildren orphaned by a dying worker are re-parented to us, so we can
   // reap them and nothing escapes the job.
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
-  settled_until_ = static_cast<double>(rendezvous::wall_clock_ms()) / 1000;
   signals_.start();
   start_metrics();
   if (log_dir_.temporary() && !(config_.spec.redirects.none() && config_.spec.tee.none())) {
@@ -170,7 +170,7 @@ Task<int> LocalAgent::Impl::run_rounds() {
       // elsewhere still restarts everyone, this node included).
       enter(Phase::kAwaitingOthers);
       attempt_->over = co_await wait_for_all_done();
-      if (attempt_->over) note_ended();
+      if (attempt_->over) goodput_.round_ends();
       if (signalled_ != 0) {
         // Stopped while the others still run: they are told, as from a running round.
         if (!attempt_->over && !attempt_->all_done) co_await end_signalled_job();
@@ -262,10 +262,7 @@ WorkerGroup LocalAgent::Impl::make_group(const rendezvous::RendezvousInfo& info)
 // The round's protocol among the nodes, from its start to the end of the attempt.
 void LocalAgent::Impl::begin_round(const rendezvous::RendezvousInfo& info) {
   attempt_ = std::make_unique<Attempt>(info, handler_->node_id());
-  settle_span();
-  span_ = tracking::AttemptSpan{info.restart_count,
-                                static_cast<double>(rendezvous::wall_clock_ms()) / 1000,
-                                std::nullopt, false, std::nullopt, std::nullopt, std::nullopt};
+  goodput_.begin_attempt(info);
   round_ = handler_->coordinate(info, io_, clock_);
 }
 
@@ -290,7 +287,6 @@ Task<void> LocalAgent::Impl::run_attempt() {
   if (watchdog_) runner_.watch_timers(*watchdog_);
   if (observer_ && multi_node() && handler_->primary()) watch_spares();
   start_stragglers();
-  start_step_marks();
   // A stack capture in progress ends before the attempt does, unless a stop signal
   // came: the job then ends within the grace period, not the capture's bounds.
   co_await changed_.until([this] {
@@ -302,9 +298,7 @@ Task<void> LocalAgent::Impl::run_attempt() {
   hang_.stop();
   spares_watch_->cancel();
   stragglers_watch_->cancel();
-  marks_watch_->cancel();
-  record_step_marks();
-  update_span();
+  goodput_.end_attempt(attempt_->over);
   if (watchdog_) watchdog_->stop();
   // A node whose workers all succeeded keeps watching for the round's end, and whether
   // its members live, while it waits for the others (wait_for_all_done): a member lost

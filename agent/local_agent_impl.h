@@ -14,6 +14,7 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include "agent/goodput/goodput_spans.h"
 #include "agent/hang/hang_watch.h"
 #include "agent/job_signals.h"
 #include "agent/local_agent.h"
@@ -30,7 +31,6 @@
 #include "net/http_listener.h"
 #include "rendezvous/rendezvous_handler.h"
 #include "rendezvous/round_coordinator.h"
-#include "tracking/goodput.h"
 #include "tracking/run_observer.h"
 
 namespace ddprun::agent {
@@ -62,7 +62,6 @@ struct Attempt {
   bool links_ready = false;        // the next node reached its link probe (or the wait timed out)
   bool exclusion_refused = false;  // a straggler's node could not be left out (said once)
   bool progress_judged = false;    // its failure was counted for crash loops
-  std::optional<double> ended_wall;  // when this node learned the round ends (wall, s)
 
   /// The round ends: why is known, or is being agreed (this node told its end).
   bool ending() const { return over || told; }
@@ -172,14 +171,6 @@ class LocalAgent::Impl {
   void exclude_straggler(const StragglerJudge::Verdict& v);
   void refuse_exclusion(int node, const std::string& host, const std::string& why);
 
-  // Goodput accounting's step marks (local_agent_goodput.cc).
-  void start_step_marks();
-  void record_step_marks();
-  void note_ended();
-  void update_span();
-  void settle_span();
-  std::optional<tracking::TimeSplit> node_goodput();
-
   // A hang (local_agent_hang.cc).
   void on_hang(const Stall& stall);
   void stop_workers(const RoundEnd& end);
@@ -197,6 +188,7 @@ class LocalAgent::Impl {
   std::string host_;
   Clock& clock_;
   WorkerGroupRunner runner_;
+  GoodputSpans goodput_;
   HangWatch hang_;
   std::unique_ptr<TimerWatchdog> watchdog_;  // torchrun's worker watchdog, when asked for
   JobSignals signals_;
@@ -222,17 +214,8 @@ class LocalAgent::Impl {
   std::vector<std::optional<double>> own_per_step_;  // by local rank, seconds
   double job_median_own_ = 0;                        // 0: not known yet
   std::optional<std::chrono::milliseconds> last_scores_;  // when the run last got every score
-  std::unique_ptr<Timer> marks_watch_;  // tells the run when the ranks stepped, now and then
   uint64_t hangs_ = 0;
   RestartProgress restarts_;  // crash loops: failed restarts in a row that got nowhere
-  // This node's view of the job for the metrics' goodput (the run's own accounting is
-  // from every node's events): the rounds before this one, accounted once each ended,
-  // up to `settled_until_` (its launch at first), and this round's span as it sees it.
-  double settled_until_ = 0;
-  tracking::TimeSplit settled_;
-  bool settled_any_ = false;  // some earlier round was settled: this one's wait is a restart
-  bool steps_seen_ = false;   // some round timed a step
-  std::optional<tracking::AttemptSpan> span_;
   // What the coroutine waits on: every handler that changes the state notifies it.
   LoopCondition changed_;
   std::function<void()> cancel_wait_;  // ends the wait for the other nodes in progress

@@ -117,7 +117,7 @@ JobMetrics LocalAgent::Impl::metrics_now() {
     }
   }
   j.step_seconds = steps_.step_times();
-  if (auto split = node_goodput()) {
+  if (auto split = goodput_.split(attempt_ ? attempt_->over : std::nullopt)) {
     const tracking::TimeSplit& s = *split;
     j.goodput = JobMetrics::Goodput{s.goodput(),
                                     {{"startup", s.startup},

@@ -114,7 +114,7 @@ bool LocalAgent::Impl::crash_loop() {
 void LocalAgent::Impl::end_round(const RoundEnd& mine, std::optional<NextRound> next) {
   if (attempt_->ending()) return;
   attempt_->told = mine;
-  note_ended();
+  goodput_.round_ends();
   if (next) round_->start_next_round(next->failure, next->lost);
   round_->end(mine, changed_.notifying([this](RoundEnd winner) { adopt_told(std::move(winner)); }));
 }
@@ -170,7 +170,7 @@ void LocalAgent::Impl::on_round_end(RoundEnd end) {
   end = unless_dropped(std::move(end));
   if (!signalled_ && !runner_.idle()) spdlog::warn("stopping: {}", end.reason);
   attempt_->over = std::move(end);
-  note_ended();
+  goodput_.round_ends();
   stop_workers(*attempt_->over);
 }
 
@@ -179,7 +179,7 @@ void LocalAgent::Impl::on_store_lost(const std::string& what) {
   spdlog::error("{}; stopping the workers", what);
   attempt_->store_lost = true;
   attempt_->over = RoundEnd{RoundEnd::Kind::kFinal, 1, what};
-  note_ended();
+  goodput_.round_ends();
   runner_.stop(SIGTERM);
 }
 

@@ -16,6 +16,7 @@
 #include "agent/process_launcher.h"
 #include "agent/hang/timer_watchdog.h"
 #include "agent/worker.h"
+#include "agent/worker_progress.h"
 #include "common/clock.h"
 #include "tracking/run_observer.h"
 
@@ -36,7 +37,7 @@ class LineFilter;
 /// Phases of an attempt: kRunning -> kStopping (a worker failed or stop() was
 /// called) -> kDraining (all workers exited; reading what is left in their pipes)
 /// -> kIdle. Single-threaded: use on the io_context's thread.
-class WorkerGroupRunner {
+class WorkerGroupRunner : public WorkerProgress {
  public:
   /// Takes the launcher's exit notifications. `guard`, `inspector` and `observer` may
   /// be null; the observer hears of every worker's start and exit.
@@ -44,7 +45,7 @@ class WorkerGroupRunner {
                     ProcessLauncher& launcher, Clock& clock, OrphanGuard* guard, LogDir& log_dir,
                     std::string host, tracking::RunObserver* observer,
                     ProcessInspector* inspector = nullptr);
-  ~WorkerGroupRunner();
+  ~WorkerGroupRunner() override;
 
   /// Spawns the group's workers for attempt `group.restart_count`. `on_failure` runs at
   /// the first failed worker (before the others are stopped); `on_done` once every
@@ -64,12 +65,12 @@ class WorkerGroupRunner {
   void stop(int sig);
 
   bool idle() const { return phase_ == Phase::kIdle; }
-  bool running() const { return phase_ == Phase::kRunning; }
+  bool running() const override { return phase_ == Phase::kRunning; }
   const WorkerGroup& group() const { return group_; }
   /// Where a worker of this attempt keeps its logs (and progress page, stack dumps).
   const std::string& worker_dir(int local_rank) const { return dirs_.at(local_rank); }
   /// A worker's progress now: its progress page (with hang detection on) and output.
-  ProgressSample progress(int local_rank) const;
+  ProgressSample progress(int local_rank) const override;
   int running_workers() const;
   /// Workers that SIGKILL could not end (in D state), left behind, in any attempt so far:
   /// "rank R (pid P, <state and where the kernel holds it>)". Their host is unhealthy.
