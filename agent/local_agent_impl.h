@@ -16,6 +16,7 @@
 
 #include "agent/goodput/goodput_spans.h"
 #include "agent/hang/hang_watch.h"
+#include "agent/hang/timer_watchdog.h"
 #include "agent/job_signals.h"
 #include "agent/local_agent.h"
 #include "agent/log_dir.h"
@@ -24,7 +25,6 @@
 #include "agent/preflight/node_checks.h"
 #include "agent/restart_progress.h"
 #include "agent/straggler/straggler_judge.h"
-#include "agent/hang/timer_watchdog.h"
 #include "agent/worker_group_runner.h"
 #include "common/clock.h"
 #include "common/loop_condition.h"

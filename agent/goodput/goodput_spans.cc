@@ -99,7 +99,8 @@ void GoodputSpans::update(const std::optional<rendezvous::RoundEnd>& over) {
   bool ended_well = over && over->kind == rendezvous::RoundEnd::Kind::kFinal && over->exitcode == 0;
   if (attempt_->ended && !ended_well) now.failed = attempt_->ended;
   if (!checkpoint_dir_.empty()) {
-    if (auto saved = newest_checkpoint_us(checkpoint_dir_)) keep(now.checkpoint, seconds(*saved), false);
+    if (auto saved = newest_checkpoint_us(checkpoint_dir_))
+      keep(now.checkpoint, seconds(*saved), false);
   }
   for (int i = 0; i < local_world_size_; ++i) {
     const StepMarks& m = workers_.progress(i).marks;

@@ -66,8 +66,8 @@ class GoodputSpans {
   // The rounds that ended, up to `settled_until_` (the launch at first).
   double settled_until_;
   tracking::TimeSplit settled_;
-  bool settled_any_ = false;  // some round was settled: the next one's wait is a restart
-  bool steps_seen_ = false;   // some settled round timed a step
+  bool settled_any_ = false;        // some round was settled: the next one's wait is a restart
+  bool steps_seen_ = false;         // some settled round timed a step
   std::optional<Attempt> attempt_;  // the running round's, until the next begins
 };
 

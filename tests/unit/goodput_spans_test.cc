@@ -90,8 +90,8 @@ TEST_F(GoodputSpansTest, AFailedRoundIsSettledAtItsEndAndTheNextOneWaitsAsAResta
   auto s = goodput_.split(std::nullopt);
   ASSERT_TRUE(s);
   EXPECT_DOUBLE_EQ(s->startup, 2);
-  EXPECT_DOUBLE_EQ(s->lost, 19);      // no checkpoint: attempt 0's every step
-  EXPECT_DOUBLE_EQ(s->restart, 9);    // the failure at 121 to the next first step at 130
+  EXPECT_DOUBLE_EQ(s->lost, 19);    // no checkpoint: attempt 0's every step
+  EXPECT_DOUBLE_EQ(s->restart, 9);  // the failure at 121 to the next first step at 130
   EXPECT_DOUBLE_EQ(s->productive, 10);
   EXPECT_DOUBLE_EQ(s->total(), 40);
 }
