@@ -62,8 +62,6 @@ LocalAgent::Impl::Impl(AgentConfig config, AgentServices services)
       stop_grace_(clock_.make_timer()),
       last_words_(clock_.make_timer()),
       spares_watch_(clock_.make_timer()),
-      stragglers_watch_(clock_.make_timer()),
-      straggler_judge_({config_.stragglers.threshold}),
       changed_(io_) {}
 
 Attempt::Attempt(rendezvous::RendezvousInfo i, std::string node_id)
@@ -286,7 +284,11 @@ Task<void> LocalAgent::Impl::run_attempt() {
   }
   if (watchdog_) runner_.watch_timers(*watchdog_);
   if (observer_ && multi_node() && handler_->primary()) watch_spares();
-  start_stragglers();
+  attempt_->stragglers = std::make_unique<StragglerWatch>(
+      config_, attempt_->info, host_, *round_, runner_, clock_, observer_,
+      [this](const StragglerJudge::Score& worst, const std::string& member) {
+        exclude_straggler(worst, member);
+      });
   // A stack capture in progress ends before the attempt does, unless a stop signal
   // came: the job then ends within the grace period, not the capture's bounds.
   co_await changed_.until([this] {
@@ -297,7 +299,7 @@ Task<void> LocalAgent::Impl::run_attempt() {
   co_await await_told();
   hang_.stop();
   spares_watch_->cancel();
-  stragglers_watch_->cancel();
+  attempt_->stragglers->stop();
   goodput_.end_attempt(attempt_->over);
   if (watchdog_) watchdog_->stop();
   // A node whose workers all succeeded keeps watching for the round's end, and whether

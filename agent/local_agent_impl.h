@@ -24,7 +24,7 @@
 #include "agent/metrics/step_tracker.h"
 #include "agent/preflight/node_checks.h"
 #include "agent/restart_progress.h"
-#include "agent/straggler/straggler_judge.h"
+#include "agent/straggler/straggler_watch.h"
 #include "agent/worker_group_runner.h"
 #include "common/clock.h"
 #include "common/loop_condition.h"
@@ -57,10 +57,10 @@ struct Attempt {
   bool all_done = false;
   std::optional<RoundEnd> lost;
   std::vector<std::string> spares;  // as the run last heard of them (the primary's)
+  std::unique_ptr<StragglerWatch> stragglers;          // from the workers' start
   std::optional<std::vector<std::string>> hang_parts;  // every node's, once gathered (judging)
   std::optional<std::string> hang_verdict;             // what the judging node shared, once it came
   bool links_ready = false;        // the next node reached its link probe (or the wait timed out)
-  bool exclusion_refused = false;  // a straggler's node could not be left out (said once)
   bool progress_judged = false;    // its failure was counted for crash loops
 
   /// The round ends: why is known, or is being agreed (this node told its end).
@@ -153,6 +153,7 @@ class LocalAgent::Impl {
   };
   void without(const std::vector<std::string>& out, const std::function<void(const Without&)>& then);
   void leave_out(const std::vector<std::string>& out, std::string lost, const Without& w);
+  void exclude_straggler(const StragglerJudge::Score& worst, const std::string& member);
   void on_stop_signal(int sig);
   Task<std::optional<RoundEnd>> wait_for_all_done();
   void name_unfinished();
@@ -163,13 +164,6 @@ class LocalAgent::Impl {
   void look_at_steps();
   void share_metrics_endpoint();
   JobMetrics metrics_now();
-
-  // Straggler detection (local_agent_stragglers.cc).
-  void start_stragglers();
-  void judge_stragglers();
-  void say_stragglers(const StragglerJudge::Verdict& v);
-  void exclude_straggler(const StragglerJudge::Verdict& v);
-  void refuse_exclusion(int node, const std::string& host, const std::string& why);
 
   // A hang (local_agent_hang.cc).
   void on_hang(const Stall& stall);
@@ -206,14 +200,6 @@ class LocalAgent::Impl {
   std::unique_ptr<net::HttpListener> metrics_;
   std::unique_ptr<Timer> steps_watch_;  // looks at the ranks' progress for it, each second
   StepTracker steps_;
-  // Straggler detection: its window timer, this node's ranks' step counters, the judge
-  // (group rank 0's), and what the last window found for this node's ranks.
-  std::unique_ptr<Timer> stragglers_watch_;
-  StepWindows step_windows_;
-  StragglerJudge straggler_judge_;
-  std::vector<std::optional<double>> own_per_step_;  // by local rank, seconds
-  double job_median_own_ = 0;                        // 0: not known yet
-  std::optional<std::chrono::milliseconds> last_scores_;  // when the run last got every score
   uint64_t hangs_ = 0;
   RestartProgress restarts_;  // crash loops: failed restarts in a row that got nowhere
   // What the coroutine waits on: every handler that changes the state notifies it.

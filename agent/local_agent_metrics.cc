@@ -107,11 +107,9 @@ JobMetrics LocalAgent::Impl::metrics_now() {
       r.rank = first + i;
       r.seconds_since_progress = steps_.seconds_since_progress(i, now);
       r.step = steps_.step(i);
-      auto own = static_cast<size_t>(i) < own_per_step_.size() ? own_per_step_[static_cast<size_t>(i)]
-                                                               : std::nullopt;
-      if (own) {
-        r.own_seconds_per_step = *own;
-        if (job_median_own_ > 0) r.straggler_score = straggler_score(*own, job_median_own_);
+      if (const auto& stragglers = attempt_->stragglers) {
+        r.own_seconds_per_step = stragglers->own_per_step(i);
+        r.straggler_score = stragglers->score(i);
       }
       j.ranks.push_back(r);
     }

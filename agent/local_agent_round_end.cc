@@ -229,6 +229,31 @@ void LocalAgent::Impl::leave_out(const std::vector<std::string>& out, std::strin
   runner_.stop(SIGTERM);
 }
 
+// --straggler_action=exclude, group rank 0: the worst straggler's node leaves the job
+// and the others go on in a new round, with a spare if one waits, where they are still
+// at least MIN; otherwise it stays (the watch says so once a round).
+void LocalAgent::Impl::exclude_straggler(const StragglerJudge::Score& worst,
+                                         const std::string& member) {
+  if (attempt_->ending()) return;
+  without({member}, [this, member, worst](const Without& w) {
+    if (w.left + w.spares < config_.min_nodes) {
+      attempt_->stragglers->refuse(
+          worst.node, worst.host,
+          fmt::format("without it the job would have {} node(s) and {} spare(s), and --nnodes "
+                      "asks for at least {}",
+                      w.left, w.spares, config_.min_nodes));
+      return;
+    }
+    spdlog::warn("straggler: node {} ({}) leaves the job (--straggler_action=exclude)", worst.node,
+                 worst.host);
+    leave_out({member},
+              fmt::format("straggler node {} ({}) left out: its ranks' own work per step was "
+                          "{:.1f}x the job's median",
+                          worst.node, worst.host, worst.score),
+              w);
+  });
+}
+
 void LocalAgent::Impl::on_stop_signal(int sig) {
   if (signalled_ != 0) {
     spdlog::warn("received {} again; killing the workers now", signal_name(sig));
