@@ -73,7 +73,10 @@ int LocalAgent::Impl::run() {
   // reap them and nothing escapes the job.
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   signals_.start();
-  start_metrics();
+  if (config_.metrics.port) {
+    metrics_ = std::make_unique<MetricsEndpoint>(io_, config_, runner_, clock_,
+                                                 [this] { return metrics_figures(); });
+  }
   if (log_dir_.temporary() && !(config_.spec.redirects.none() && config_.spec.tee.none())) {
     spdlog::warn(
         "worker logs (--redirects/--tee) go to {}, a temporary directory removed after a "
@@ -132,7 +135,7 @@ Task<int> LocalAgent::Impl::run_rounds() {
     round = info.round;
     begin_round(info);
     if (signalled_ == 0) co_await probe_links();
-    share_metrics_endpoint();
+    if (metrics_) metrics_->share(info, attempt_->self, host_, *round_);
     if (signalled_ != 0) {
       // The signal came as the round completed: start nothing, and tell the others.
       co_await end_signalled_job();
@@ -270,7 +273,7 @@ Task<void> LocalAgent::Impl::run_attempt() {
                     lost);
   round_->watch_members(
       changed_.notifying([this](const std::vector<std::string>& dead) { on_dead(dead); }), lost);
-  if (metrics_) steps_.start_attempt(config_.spec.local_world_size, clock_.now());
+  if (metrics_) metrics_->start_attempt();
   runner_.start(make_group(attempt_->info),
                 changed_.notifying([this](const FailureRecord& f) { on_worker_failure(f); }),
                 changed_.notifying([this] { attempt_->workers_done = true; }));

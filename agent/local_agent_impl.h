@@ -20,15 +20,13 @@
 #include "agent/job_signals.h"
 #include "agent/local_agent.h"
 #include "agent/log_dir.h"
-#include "agent/metrics/job_metrics.h"
-#include "agent/metrics/step_tracker.h"
+#include "agent/metrics/metrics_endpoint.h"
 #include "agent/preflight/node_checks.h"
 #include "agent/restart_progress.h"
 #include "agent/straggler/straggler_watch.h"
 #include "agent/worker_group_runner.h"
 #include "common/clock.h"
 #include "common/loop_condition.h"
-#include "net/http_listener.h"
 #include "rendezvous/rendezvous_handler.h"
 #include "rendezvous/round_coordinator.h"
 #include "tracking/run_observer.h"
@@ -159,11 +157,8 @@ class LocalAgent::Impl {
   void name_unfinished();
   void say_unfinished(const std::vector<int>& unfinished);
 
-  // The metrics endpoint (local_agent_metrics.cc).
-  void start_metrics();
-  void look_at_steps();
-  void share_metrics_endpoint();
-  JobMetrics metrics_now();
+  // What the metrics endpoint serves (local_agent_metrics.cc).
+  JobMetrics metrics_figures();
 
   // A hang (local_agent_hang.cc).
   void on_hang(const Stall& stall);
@@ -196,10 +191,7 @@ class LocalAgent::Impl {
   std::unique_ptr<Timer> spares_watch_;  // see watch_spares()
   std::vector<std::string> probed_;      // the members whose links were probed last
   std::optional<std::string> shared_run_;  // what the primary published, once read
-  // The metrics endpoint (with --metrics_port): what it serves is read on each scrape.
-  std::unique_ptr<net::HttpListener> metrics_;
-  std::unique_ptr<Timer> steps_watch_;  // looks at the ranks' progress for it, each second
-  StepTracker steps_;
+  std::unique_ptr<MetricsEndpoint> metrics_;  // with --metrics_port
   uint64_t hangs_ = 0;
   RestartProgress restarts_;  // crash loops: failed restarts in a row that got nowhere
   // What the coroutine waits on: every handler that changes the state notifies it.
