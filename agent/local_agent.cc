@@ -61,11 +61,13 @@ LocalAgent::Impl::Impl(AgentConfig config, AgentServices services)
                services.signals ? *services.signals : os::process_signals()),
       stop_grace_(clock_.make_timer()),
       last_words_(clock_.make_timer()),
-      spares_watch_(clock_.make_timer()),
+      shared_run_(observer_ && multi_node()
+                      ? std::make_unique<SharedRun>(*observer_, config_.run_id)
+                      : nullptr),
       changed_(io_) {}
 
 Attempt::Attempt(rendezvous::RendezvousInfo i, std::string node_id)
-    : info(std::move(i)), self(std::move(node_id)), spares(info.spares) {}
+    : info(std::move(i)), self(std::move(node_id)) {}
 
 // The whole job is one coroutine on the loop, and the loop runs once: until it ends.
 int LocalAgent::Impl::run() {
@@ -142,7 +144,14 @@ Task<int> LocalAgent::Impl::run_rounds() {
       co_return finish_signalled();
     }
     if (observer_) {
-      std::string primary_run = co_await shared_run();
+      std::string primary_run;
+      if (shared_run_) {
+        // On the heap: held in this frame, GCC 12 takes the frame's delete for a
+        // mismatched one (docs/contributing.md).
+        auto cancel = std::make_unique<CancelSignal>("finding the run cancelled");
+        primary_run = co_await unless_signalled(shared_run_->primary(*handler_, *cancel),
+                                                [c = cancel.get()] { c->cancel(); });
+      }
       tracking::FormedRound formed{info.round,   info.restart_count, info.world_size,
                                    info.members, info.spares,        {},
                                    primary_run};
@@ -235,7 +244,11 @@ Task<void> LocalAgent::Impl::connect_rendezvous() {
   // on ends the wait for the other nodes.
   spdlog::debug("agent: reaching the rendezvous");
   handler_ = co_await unless_signalled(make_rendezvous_(cancel), [&cancel] { cancel.cancel(); });
-  co_await publish_shared_run();
+  if (shared_run_) {
+    CancelSignal publishing("publishing the run cancelled");
+    co_await unless_signalled(shared_run_->publish(*handler_, publishing),
+                              [&publishing] { publishing.cancel(); });
+  }
 }
 
 WorkerGroup LocalAgent::Impl::make_group(const rendezvous::RendezvousInfo& info) const {
@@ -265,6 +278,7 @@ void LocalAgent::Impl::begin_round(const rendezvous::RendezvousInfo& info) {
   attempt_ = std::make_unique<Attempt>(info, handler_->node_id());
   goodput_.begin_attempt(info);
   round_ = handler_->coordinate(info, io_, clock_);
+  attempt_->spares = std::make_unique<SpareWatch>(info.spares, info.restart_count, *round_, clock_);
 }
 
 Task<void> LocalAgent::Impl::run_attempt() {
@@ -286,7 +300,7 @@ Task<void> LocalAgent::Impl::run_attempt() {
                 });
   }
   if (watchdog_) runner_.watch_timers(*watchdog_);
-  if (observer_ && multi_node() && handler_->primary()) watch_spares();
+  if (observer_ && multi_node() && handler_->primary()) attempt_->spares->watch(*observer_);
   attempt_->stragglers = std::make_unique<StragglerWatch>(
       config_, attempt_->info, host_, *round_, runner_, clock_, observer_,
       [this](const StragglerJudge::Score& worst, const std::string& member) {
@@ -301,7 +315,7 @@ Task<void> LocalAgent::Impl::run_attempt() {
   tell_pending_failure();
   co_await await_told();
   hang_.stop();
-  spares_watch_->cancel();
+  attempt_->spares->stop();
   attempt_->stragglers->stop();
   goodput_.end_attempt(attempt_->over);
   if (watchdog_) watchdog_->stop();
@@ -310,21 +324,6 @@ Task<void> LocalAgent::Impl::run_attempt() {
   // meanwhile ends the round, which would otherwise wait for it for ever. Otherwise
   // the watches end with the attempt.
   if (attempt_->over || !runner_.failures().empty() || signalled_ != 0) round_->stop();
-}
-
-// The primary tells the run which hot spares wait while the round runs (a spare that
-// arrives now is in no round yet): one quick read of the rendezvous state a second.
-void LocalAgent::Impl::watch_spares() {
-  constexpr std::chrono::seconds kEvery{1};
-  spares_watch_->start(kEvery, [this] {
-    round_->spares([this](const std::optional<std::vector<std::string>>& now) {
-      if (now && *now != attempt_->spares) {
-        attempt_->spares = *now;
-        observer_->spares_waiting(attempt_->info.restart_count, *now);
-      }
-    });
-    watch_spares();
-  });
 }
 
 int LocalAgent::Impl::finish_success() { return finish(0, "finished", "", true); }

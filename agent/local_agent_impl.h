@@ -23,6 +23,8 @@
 #include "agent/metrics/metrics_endpoint.h"
 #include "agent/preflight/node_checks.h"
 #include "agent/restart_progress.h"
+#include "agent/shared_run/shared_run.h"
+#include "agent/spares/spare_watch.h"
 #include "agent/straggler/straggler_watch.h"
 #include "agent/worker_group_runner.h"
 #include "common/clock.h"
@@ -54,7 +56,7 @@ struct Attempt {
   // Once this node's workers all succeeded: every node is done, or the store was lost.
   bool all_done = false;
   std::optional<RoundEnd> lost;
-  std::vector<std::string> spares;  // as the run last heard of them (the primary's)
+  std::unique_ptr<SpareWatch> spares;                  // from the round's forming
   std::unique_ptr<StragglerWatch> stragglers;          // from the workers' start
   std::optional<std::vector<std::string>> hang_parts;  // every node's, once gathered (judging)
   std::optional<std::string> hang_verdict;             // what the judging node shared, once it came
@@ -95,20 +97,20 @@ class LocalAgent::Impl {
   std::string say_unfit(const std::vector<Finding>& found);
   int leave_unfit(const std::string& cause);
   Task<void> tell_unfit(const std::string& cause);
+  // Awaits `task`, a wait for the other nodes; the first stop signal meanwhile calls
+  // `cancel` (which ends the task's wait at once) and ends the job: Signalled once the
+  // task has ended. Returns its value or throws what it threw. Defined, for the types
+  // the agent awaits, in local_agent_waits.cc: apart from its callers (GCC 12's rule,
+  // docs/contributing.md).
   template <typename T>
   Task<T> unless_signalled(Task<T> task, std::function<void()> cancel);
   Task<void> unless_signalled(Task<void> task, std::function<void()> cancel);
   WorkerGroup make_group(const rendezvous::RendezvousInfo& info) const;
-  // The job's run across nodes (local_agent_shared_run.cc): the primary's published,
-  // then found by the others at their first round.
-  Task<void> publish_shared_run();
-  Task<std::string> shared_run();
   void begin_round(const rendezvous::RendezvousInfo& info);
   // Preflight's link check (local_agent_links.cc).
   Task<void> probe_links();
   void judge_links(const std::vector<std::string>& nodes, const std::vector<std::string>& parts,
                    int attempt);
-  void watch_spares();
   Task<void> run_attempt();
   int finish_success();
   int finish_failure(const std::vector<FailureRecord>& failures, const RoundEnd& over);
@@ -188,9 +190,8 @@ class LocalAgent::Impl {
   std::unique_ptr<Timer> last_words_;  // after a stop signal: how long the others are told
   bool last_words_over_ = false;
   CancelSignal last_words_cancel_{"no answer while stopping"};  // cancelled then
-  std::unique_ptr<Timer> spares_watch_;  // see watch_spares()
   std::vector<std::string> probed_;      // the members whose links were probed last
-  std::optional<std::string> shared_run_;  // what the primary published, once read
+  std::unique_ptr<SharedRun> shared_run_;     // with a run, of a job of several nodes
   std::unique_ptr<MetricsEndpoint> metrics_;  // with --metrics_port
   uint64_t hangs_ = 0;
   RestartProgress restarts_;  // crash loops: failed restarts in a row that got nowhere
@@ -200,35 +201,5 @@ class LocalAgent::Impl {
   Phase phase_ = Phase::kConnecting;
   int signalled_ = 0;
 };
-
-// Used by the agent's steps in several files (local_agent.cc, local_agent_preflight.cc).
-// Awaits `task`, a wait for the other nodes; the first stop signal meanwhile calls
-// `cancel` (which ends the task's wait at once) and ends the job: Signalled once the
-// task has ended. Returns its value or throws what it threw.
-template <typename T>
-Task<T> LocalAgent::Impl::unless_signalled(Task<T> task, std::function<void()> cancel) {
-  cancel_wait_ = std::move(cancel);
-  if (signalled_ != 0) cancel_wait_();
-  std::optional<T> value;
-  std::exception_ptr error;
-  try {
-    value = co_await std::move(task);
-  } catch (...) {
-    error = std::current_exception();
-  }
-  cancel_wait_ = nullptr;
-  if (signalled_ != 0) throw Signalled{};
-  if (error) std::rethrow_exception(error);
-  co_return std::move(*value);
-}
-
-// The same for a task of no value.
-inline Task<void> LocalAgent::Impl::unless_signalled(Task<void> task, std::function<void()> cancel) {
-  auto done = [](Task<void> t) -> Task<bool> {
-    co_await std::move(t);
-    co_return true;
-  };
-  co_await unless_signalled(done(std::move(task)), std::move(cancel));
-}
 
 }  // namespace ddprun::agent

@@ -25,7 +25,7 @@ JobMetrics LocalAgent::Impl::metrics_figures() {
     // Every round after the first began after a failure (a restart) or a change of
     // membership: the rest of the rounds are the latter.
     j.membership_changes = std::max(0, info.round - info.restart_count);
-    j.spares = static_cast<int>(attempt_->spares.size());
+    j.spares = attempt_->spares ? static_cast<int>(attempt_->spares->waiting().size()) : 0;
     int first = info.first_rank;
     for (int i = 0; i < config_.spec.local_world_size; ++i) {
       JobMetrics::Rank r;
