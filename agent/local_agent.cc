@@ -64,7 +64,12 @@ LocalAgent::Impl::Impl(AgentConfig config, AgentServices services)
       shared_run_(observer_ && multi_node()
                       ? std::make_unique<SharedRun>(*observer_, config_.run_id)
                       : nullptr),
-      changed_(io_) {}
+      changed_(io_) {
+  const auto& checks = config_.preflight.checks;
+  if (std::find(checks.begin(), checks.end(), Check::kLink) != checks.end()) {
+    links_ = std::make_unique<LinkCheck>(io_, observer_);
+  }
+}
 
 Attempt::Attempt(rendezvous::RendezvousInfo i, std::string node_id)
     : info(std::move(i)), self(std::move(node_id)) {}
@@ -136,7 +141,7 @@ Task<int> LocalAgent::Impl::run_rounds() {
     }
     round = info.round;
     begin_round(info);
-    if (signalled_ == 0) co_await probe_links();
+    if (signalled_ == 0 && links_) co_await probe_links();
     if (metrics_) metrics_->share(info, attempt_->self, host_, *round_);
     if (signalled_ != 0) {
       // The signal came as the round completed: start nothing, and tell the others.

@@ -21,6 +21,7 @@
 #include "agent/local_agent.h"
 #include "agent/log_dir.h"
 #include "agent/metrics/metrics_endpoint.h"
+#include "agent/preflight/link_check.h"
 #include "agent/preflight/node_checks.h"
 #include "agent/restart_progress.h"
 #include "agent/shared_run/shared_run.h"
@@ -60,7 +61,6 @@ struct Attempt {
   std::unique_ptr<StragglerWatch> stragglers;          // from the workers' start
   std::optional<std::vector<std::string>> hang_parts;  // every node's, once gathered (judging)
   std::optional<std::string> hang_verdict;             // what the judging node shared, once it came
-  bool links_ready = false;        // the next node reached its link probe (or the wait timed out)
   bool progress_judged = false;    // its failure was counted for crash loops
 
   /// The round ends: why is known, or is being agreed (this node told its end).
@@ -107,10 +107,7 @@ class LocalAgent::Impl {
   Task<void> unless_signalled(Task<void> task, std::function<void()> cancel);
   WorkerGroup make_group(const rendezvous::RendezvousInfo& info) const;
   void begin_round(const rendezvous::RendezvousInfo& info);
-  // Preflight's link check (local_agent_links.cc).
-  Task<void> probe_links();
-  void judge_links(const std::vector<std::string>& nodes, const std::vector<std::string>& parts,
-                   int attempt);
+  Task<void> probe_links();  // local_agent_links.cc
   Task<void> run_attempt();
   int finish_success();
   int finish_failure(const std::vector<FailureRecord>& failures, const RoundEnd& over);
@@ -190,7 +187,7 @@ class LocalAgent::Impl {
   std::unique_ptr<Timer> last_words_;  // after a stop signal: how long the others are told
   bool last_words_over_ = false;
   CancelSignal last_words_cancel_{"no answer while stopping"};  // cancelled then
-  std::vector<std::string> probed_;      // the members whose links were probed last
+  std::unique_ptr<LinkCheck> links_;                            // with --preflight's link check
   std::unique_ptr<SharedRun> shared_run_;     // with a run, of a job of several nodes
   std::unique_ptr<MetricsEndpoint> metrics_;  // with --metrics_port
   uint64_t hangs_ = 0;

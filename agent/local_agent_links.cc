@@ -1,91 +1,20 @@
-// Preflight's link check: once a round of several nodes forms with members the last
-// probe did not have, each node probes the next one's link before its workers start,
-// and the round's nodes share their figures with group rank 0, which says which node
-// or link is far slower than the others and has the run keep every figure.
-#include <algorithm>
-#include <charconv>
-
-#include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
-
+// Preflight's link check in the agent: the component (agent/preflight/link_check.h)
+// probes; a stop signal meanwhile ends the probe, and the round then ends as signalled
+// (run_rounds() tells the others).
 #include "agent/local_agent_impl.h"
-#include "agent/preflight/link_probe.h"
-#include "rendezvous/dynamic_state.h"
 
 namespace ddprun::agent {
 
-// How long a node waits for the others to reach their probes (one that never does is
-// gone: the round ends for it anyway).
-constexpr std::chrono::seconds kLinkReadyWait{5};
-
 Task<void> LocalAgent::Impl::probe_links() {
-  const rendezvous::RendezvousInfo& info = attempt_->info;
-  const auto& checks = config_.preflight.checks;
-  if (std::find(checks.begin(), checks.end(), Check::kLink) == checks.end()) co_return;
-  if (info.group_world_size < 2 || info.members == probed_) co_return;
-  probed_ = info.members;
-  size_t n = info.members.size();
-  if (n < 2) co_return;  // nodes known by rank only (static rendezvous): nothing to probe
-  // A member is "<address>/<pid>/<port of its workers' store>", which the probe speaks to.
-  const std::string& next = info.members[(static_cast<size_t>(info.group_rank) + 1) % n];
-  std::string host = rendezvous::node_address(next);
-  int port = 0;
-  size_t port_at = next.rfind('/');
-  if (port_at != std::string::npos) {
-    std::from_chars(next.data() + port_at + 1, next.data() + next.size(), port);
+  // On the heap: held in this frame, GCC 12 takes the frame's delete for a mismatched
+  // one (docs/contributing.md).
+  auto cancel = std::make_unique<CancelSignal>("link probe cancelled");
+  try {
+    co_await unless_signalled(links_->probe(attempt_->info, *round_, *cancel),
+                              [c = cancel.get()] { c->cancel(); });
+  } catch (const Signalled&) {
+    // run_rounds() sees the signal and ends the job.
   }
-  if (port <= 0 || host == next) {
-    spdlog::debug("preflight: link: no probe in a round of fixed nodes ({})", next);
-    co_return;
-  }
-  // The next node's store is ready for the probe once that node has its round (group
-  // rank 0 cuts off whoever is connected to its store as it takes the round): each node
-  // waits for its neighbour only, so the wait costs the same at any size.
-  Attempt& a = *attempt_;
-  int next_rank = (info.group_rank + 1) % static_cast<int>(n);
-  round_->gather_from(
-      "links_ready", "1", {next_rank}, kLinkReadyWait,
-      changed_.notifying([&a](const std::vector<std::string>&) { a.links_ready = true; }));
-  co_await changed_.until([this, &a] { return a.links_ready || signalled_ != 0; });
-  if (signalled_ != 0) co_return;
-  CancelSignal cancel("link probe cancelled");
-  LinkFigures mine = co_await unless_signalled(
-      probe_link(host, port, PreflightOptions::kLinkBudget, cancel), [&cancel] { cancel.cancel(); });
-  if (!mine.error.empty()) {
-    spdlog::warn("preflight: link: could not probe the link to {}: {}", host, mine.error);
-  } else {
-    spdlog::info("preflight: link to {}: round trip {:.2f} ms, {:.0f} MB/s there, {:.0f} MB/s back",
-                 host, mine.rtt_ms, mine.up_mbps, mine.down_mbps);
-  }
-  // Group rank 0 alone gathers the figures, judges them as they come (while the
-  // workers run) and has the run keep them; the others only share theirs.
-  if (info.group_rank != 0) {
-    round_->gather("links", mine.to_json(), PreflightOptions::kLinkGather, {});
-    co_return;
-  }
-  std::vector<std::string> nodes;
-  nodes.reserve(n);
-  for (const auto& m : info.members) nodes.push_back(rendezvous::node_address(m));
-  round_->gather(
-      "links", mine.to_json(), PreflightOptions::kLinkGather,
-      [this, nodes, attempt = info.restart_count](const std::vector<std::string>& parts) {
-        judge_links(nodes, parts, attempt);
-      });
-}
-
-// Says which node or link is slow; the run keeps every figure.
-void LocalAgent::Impl::judge_links(const std::vector<std::string>& nodes,
-                                   const std::vector<std::string>& parts, int attempt) {
-  std::vector<LinkFigures> probes;
-  nlohmann::json report{{"nodes", nodes}, {"probes", nlohmann::json::array()}};
-  for (const auto& part : parts) {
-    probes.push_back(LinkFigures::from_json(part));
-    report["probes"].push_back(nlohmann::json::parse(probes.back().to_json()));
-  }
-  std::vector<std::string> slow = slow_links(nodes, probes);
-  report["slow"] = slow;
-  for (const auto& s : slow) spdlog::warn("preflight: link: {}", s);
-  if (observer_) observer_->links_probed(attempt, report.dump());
 }
 
 }  // namespace ddprun::agent
