@@ -39,13 +39,12 @@ LocalAgent::Impl::Impl(AgentConfig config, AgentServices services)
       tell_unfit_(std::move(services.tell_unfit)),
       guard_(services.guard),
       observer_(services.observer),
-      own_probe_(services.probe ? nullptr : std::make_unique<PosixNodeProbe>()),
-      probe_(services.probe ? *services.probe : *own_probe_),
       log_dir_(config_.log_dir, config_.run_id, only_small_files(config_)),
       host_(host_name()),
       clock_(services.clock),
       runner_(io_, config_, services.launcher, clock_, guard_, log_dir_, host_, observer_,
               services.inspector),
+      preflight_(config_.preflight, services.probe, host_),
       goodput_(config_.spec.local_world_size, config_.checkpoint_dir, runner_, clock_, observer_,
                [] { return static_cast<double>(rendezvous::wall_clock_ms()) / 1000; }),
       hang_(config_, clock_, runner_, services.inspector, host_),
@@ -226,7 +225,7 @@ Task<rendezvous::RendezvousInfo> LocalAgent::Impl::rendezvous(int round) {
     auto unfit = co_await unfit_clock();
     if (auto cause = unfit) {
       co_await handler_->keep_out(*cause, last_words_cancel_);
-      throw Unfit{leave_unfit(*cause)};
+      throw Unfit{finish(kPreflightExitCode, "failed", *cause)};
     }
   }
   enter(Phase::kJoining);

@@ -22,7 +22,7 @@
 #include "agent/log_dir.h"
 #include "agent/metrics/metrics_endpoint.h"
 #include "agent/preflight/link_check.h"
-#include "agent/preflight/node_checks.h"
+#include "agent/preflight/node_preflight.h"
 #include "agent/restart_progress.h"
 #include "agent/shared_run/shared_run.h"
 #include "agent/spares/spare_watch.h"
@@ -94,8 +94,6 @@ class LocalAgent::Impl {
   Task<void> connect_rendezvous();
   Task<std::optional<int>> unfit_node();
   Task<std::optional<std::string>> unfit_clock();
-  std::string say_unfit(const std::vector<Finding>& found);
-  int leave_unfit(const std::string& cause);
   Task<void> tell_unfit(const std::string& cause);
   // Awaits `task`, a wait for the other nodes; the first stop signal meanwhile calls
   // `cancel` (which ends the task's wait at once) and ends the job: Signalled once the
@@ -170,12 +168,11 @@ class LocalAgent::Impl {
   decltype(AgentServices::tell_unfit) tell_unfit_;
   OrphanGuard* guard_;
   tracking::RunObserver* observer_;
-  std::unique_ptr<NodeProbe> own_probe_;  // where the services gave none
-  NodeProbe& probe_;
   LogDir log_dir_;
   std::string host_;
   Clock& clock_;
   WorkerGroupRunner runner_;
+  NodePreflight preflight_;
   GoodputSpans goodput_;
   HangWatch hang_;
   std::unique_ptr<TimerWatchdog> watchdog_;  // torchrun's worker watchdog, when asked for

@@ -2,7 +2,6 @@
 // apart from the coroutines that await them, and instantiated for the types they
 // await (GCC 12's coroutine rule, docs/contributing.md).
 #include "agent/local_agent_impl.h"
-#include "agent/preflight/health_command.h"
 #include "agent/preflight/link_probe.h"
 
 namespace ddprun::agent {
@@ -46,8 +45,8 @@ template Task<std::unique_ptr<rendezvous::RendezvousHandler>> LocalAgent::Impl::
     Task<std::unique_ptr<rendezvous::RendezvousHandler>>, std::function<void()>);
 template Task<LinkFigures> LocalAgent::Impl::unless_signalled(Task<LinkFigures>,
                                                               std::function<void()>);
-template Task<std::optional<Finding>> LocalAgent::Impl::unless_signalled(
-    Task<std::optional<Finding>>, std::function<void()>);
+template Task<std::vector<Finding>> LocalAgent::Impl::unless_signalled(Task<std::vector<Finding>>,
+                                                                       std::function<void()>);
 template Task<std::optional<std::chrono::milliseconds>> LocalAgent::Impl::unless_signalled(
     Task<std::optional<std::chrono::milliseconds>>, std::function<void()>);
 
