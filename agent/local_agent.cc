@@ -59,7 +59,7 @@ LocalAgent::Impl::Impl(AgentConfig config, AgentServices services)
                 [this](int sig) { return runner_.forward(sig); }},
                services.signals ? *services.signals : os::process_signals()),
       stop_grace_(clock_.make_timer()),
-      last_words_(clock_.make_timer()),
+      stop_deadline_(clock_.make_timer()),
       shared_run_(observer_ && multi_node()
                       ? std::make_unique<SharedRun>(*observer_, config_.run_id)
                       : nullptr),
@@ -122,7 +122,7 @@ Task<int> LocalAgent::Impl::run_job() {
   } catch (...) {
     error = std::current_exception();
   }
-  if (handler_) co_await handler_->leave(last_words_cancel_);
+  if (handler_) co_await handler_->leave(after_stop_cancel_);
   if (error) std::rethrow_exception(error);
   co_return code;
 }
@@ -147,31 +147,15 @@ Task<int> LocalAgent::Impl::run_rounds() {
       co_await end_signalled_job();
       co_return finish_signalled();
     }
-    if (observer_) {
-      std::string primary_run;
-      if (shared_run_) {
-        // On the heap: held in this frame, GCC 12 takes the frame's delete for a
-        // mismatched one (docs/contributing.md).
-        auto cancel = std::make_unique<CancelSignal>("finding the run cancelled");
-        primary_run = co_await unless_signalled(shared_run_->primary(*handler_, *cancel),
-                                                [c = cancel.get()] { c->cancel(); });
-      }
-      tracking::FormedRound formed{info.round,   info.restart_count, info.world_size,
-                                   info.members, info.spares,        {},
-                                   primary_run};
-      for (const auto& q : info.quarantined) {
-        formed.quarantined.push_back({q.node, static_cast<double>(q.until_ms) / 1000, q.reason});
-      }
-      observer_->rendezvous_complete(formed);
-    }
+    if (observer_) co_await tell_round_formed(info);
     enter(Phase::kRunning);
     co_await run_attempt();
-    if (attempt_->over && attempt_->over->hang) co_await report_hang();
+    if (attempt_->decided && attempt_->decided->hang) co_await report_hang();
     if (observer_) {
       observer_->attempt_ended();
-      if (attempt_->over) {
-        observer_->round_over(info.restart_count, RoundEnd::kind_name(attempt_->over->kind),
-                              attempt_->over->reason);
+      if (attempt_->decided) {
+        observer_->round_over(info.restart_count, RoundEnd::kind_name(attempt_->decided->kind),
+                              attempt_->decided->reason);
       }
     }
     if (signalled_ != 0 && !attempt_->failed_before_signal()) {
@@ -179,24 +163,24 @@ Task<int> LocalAgent::Impl::run_rounds() {
       co_return finish_signalled();
     }
     const auto& failures = runner_.failures();
-    if (!attempt_->over && failures.empty()) {
+    if (!attempt_->decided && failures.empty()) {
       // This node is done; the job is done when every node is (a later failure
       // elsewhere still restarts everyone, this node included).
       enter(Phase::kAwaitingOthers);
-      attempt_->over = co_await wait_for_all_done();
-      if (attempt_->over) goodput_.round_ends();
+      attempt_->decided = co_await wait_for_all_done();
+      if (attempt_->decided) goodput_.round_ends();
       if (signalled_ != 0) {
         // Stopped while the others still run: they are told, as from a running round.
-        if (!attempt_->over && !attempt_->all_done) co_await end_signalled_job();
+        if (!attempt_->decided && !attempt_->all_done) co_await end_signalled_job();
         co_return finish_signalled();
       }
-      if (!attempt_->over) {
+      if (!attempt_->decided) {
         co_await end_job(true);
         co_return finish_success();
       }
-      if (attempt_->over->hang) co_await report_hang();
+      if (attempt_->decided->hang) co_await report_hang();
     }
-    const std::optional<RoundEnd>& over = attempt_->over;
+    const std::optional<RoundEnd>& over = attempt_->decided;
     if (!over || over->kind == RoundEnd::Kind::kFinal) {
       // The job is over for every node (a dropped node's is not): spares waiting leave.
       // A store that stopped answering is not asked again.
@@ -224,7 +208,7 @@ Task<rendezvous::RendezvousInfo> LocalAgent::Impl::rendezvous(int round) {
     co_await connect_rendezvous();
     auto unfit = co_await unfit_clock();
     if (auto cause = unfit) {
-      co_await handler_->keep_out(*cause, last_words_cancel_);
+      co_await handler_->keep_out(*cause, after_stop_cancel_);
       throw Unfit{finish(kPreflightExitCode, "failed", *cause)};
     }
   }
@@ -317,17 +301,17 @@ Task<void> LocalAgent::Impl::run_attempt() {
   });
   co_await await_stop_signal_after_stopped_workers();
   tell_pending_failure();
-  co_await await_told();
+  co_await await_winner();
   hang_.stop();
   attempt_->spares->stop();
   attempt_->stragglers->stop();
-  goodput_.end_attempt(attempt_->over);
+  goodput_.end_attempt(attempt_->decided);
   if (watchdog_) watchdog_->stop();
   // A node whose workers all succeeded keeps watching for the round's end, and whether
   // its members live, while it waits for the others (wait_for_all_done): a member lost
   // meanwhile ends the round, which would otherwise wait for it for ever. Otherwise
   // the watches end with the attempt.
-  if (attempt_->over || !runner_.failures().empty() || signalled_ != 0) round_->stop();
+  if (attempt_->decided || !runner_.failures().empty() || signalled_ != 0) round_->stop();
 }
 
 int LocalAgent::Impl::finish_success() { return finish(0, "finished", "", true); }
@@ -355,16 +339,16 @@ void LocalAgent::Impl::say_quarantined(const rendezvous::RendezvousInfo& info) {
 Task<void> LocalAgent::Impl::end_job(bool succeeded) {
   round_.reset();
   if (succeeded) {
-    co_await handler_->finish_job(last_words_cancel_);
+    co_await handler_->finish_job(after_stop_cancel_);
   } else {
-    co_await handler_->job_failed(last_words_cancel_);
+    co_await handler_->job_failed(after_stop_cancel_);
   }
 }
 
 // A stop signal ends the job: the others are told, then the run is closed as failed.
 Task<void> LocalAgent::Impl::end_signalled_job() {
   end_round(signalled_end());
-  co_await await_told();
+  co_await await_winner();
   co_await end_job(false);
 }
 

@@ -84,16 +84,17 @@ Task<void> LocalAgent::Impl::report_hang() {
     v->own_ranks_only = true;
     v->missing = "group rank 0 gave no verdict: this node's ranks were judged alone";
   }
-  std::string trigger = a.over->reason;
+  std::string trigger = a.decided->reason;
   // From here on the job's root cause names the culprit (alike on every node).
-  if (!v->diagnosis.headline.empty()) a.over->reason = "hang: " + v->diagnosis.headline;
-  publish_hang(*v, trigger, a.over->reason, path, a.info.restart_count, observer_);
+  if (!v->diagnosis.headline.empty()) a.decided->reason = "hang: " + v->diagnosis.headline;
+  publish_hang(*v, trigger, a.decided->reason, path, a.info.restart_count, observer_);
   log_dir_.keep();
   if (v->no_progress_limit) {
-    a.over = RoundEnd{RoundEnd::Kind::kFinal, kNoProgressExitCode,
-                      a.over->reason + "; " + std::to_string(config_.hang.max_no_progress_restarts) +
-                          " restart(s) in a row got no rank past the step where it hung before",
-                      true};
+    a.decided =
+        RoundEnd{RoundEnd::Kind::kFinal, kNoProgressExitCode,
+                 a.decided->reason + "; " + std::to_string(config_.hang.max_no_progress_restarts) +
+                     " restart(s) in a row got no rank past the step where it hung before",
+                 true};
   }
 }
 

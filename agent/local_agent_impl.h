@@ -1,9 +1,12 @@
 #pragma once
 
-// LocalAgent's insides, shared by the files that implement it (local_agent.cc: the
-// rounds and the attempt; local_agent_round_end.cc: how a round ends, failures,
-// signals and lost nodes; local_agent_hang.cc: a hang's stacks and verdict). Not part
-// of the agent's interface: nothing else includes it.
+// LocalAgent's insides, shared by the files that implement it: local_agent.cc (the
+// lifecycle: the rounds and the attempt), local_agent_preflight.cc (before a join),
+// local_agent_round_start.cc (as a round forms), local_agent_round_end.cc (how a round
+// ends: failures, signals, lost nodes, the end of the job), local_agent_hang.cc (a
+// hang's stacks and verdict), local_agent_metrics.cc (what /metrics serves) and
+// local_agent_waits.cc (the waits a stop signal cuts short). Each feature is a
+// component of its own (docs/architecture.md); nothing but these files includes this.
 
 #include <functional>
 #include <memory>
@@ -46,8 +49,8 @@ struct Attempt {
 
   rendezvous::RendezvousInfo info;
   std::string self;                              // this node's id in the round
-  std::optional<RoundEnd> over;                  // why the round ends, once known
-  std::optional<RoundEnd> told;  // this node's end, told the others: the winner not known yet
+  std::optional<RoundEnd> decided;               // why the round ends, once known (the winner)
+  std::optional<RoundEnd> proposed;    // this node's end, told the others: the winner not known yet
   bool ending_when_signalled = false;  // the round was ending when a stop signal came
   bool dropped = false;                          // the others went on without this node
   bool store_lost = false;                       // the rendezvous store stopped answering
@@ -64,11 +67,12 @@ struct Attempt {
   bool progress_judged = false;    // its failure was counted for crash loops
 
   /// The round ends: why is known, or is being agreed (this node told its end).
-  bool ending() const { return over || told; }
+  bool ending() const { return decided || proposed; }
   /// The job failed before a stop signal came (which only hurried its end): the
   /// failure is the job's outcome.
   bool failed_before_signal() const {
-    return ending_when_signalled && over && over->kind == RoundEnd::Kind::kFinal && !over->signalled;
+    return ending_when_signalled && decided && decided->kind == RoundEnd::Kind::kFinal &&
+           !decided->signalled;
   }
 };
 
@@ -105,7 +109,9 @@ class LocalAgent::Impl {
   Task<void> unless_signalled(Task<void> task, std::function<void()> cancel);
   WorkerGroup make_group(const rendezvous::RendezvousInfo& info) const;
   void begin_round(const rendezvous::RendezvousInfo& info);
-  Task<void> probe_links();  // local_agent_links.cc
+  // As a round forms (local_agent_round_start.cc).
+  Task<void> probe_links();
+  Task<void> tell_round_formed(const rendezvous::RendezvousInfo& info);
   Task<void> run_attempt();
   int finish_success();
   int finish_failure(const std::vector<FailureRecord>& failures, const RoundEnd& over);
@@ -133,21 +139,23 @@ class LocalAgent::Impl {
     std::set<std::string> lost;  // members no longer believed alive
   };
   void end_round(const RoundEnd& mine, std::optional<NextRound> next = std::nullopt);
-  void adopt_told(RoundEnd winner);
-  Task<void> await_told();
+  void adopt_winner(RoundEnd winner);
+  Task<void> await_winner();
   Task<void> end_job(bool succeeded);
   Task<void> end_signalled_job();
   RoundEnd unless_dropped(RoundEnd end);
   void on_round_end(RoundEnd end);
   void on_store_lost(const std::string& what);
   void on_dead(const std::vector<std::string>& dead);
-  struct Without {
+  struct NodesWithout {
     std::set<std::string> out;  // the members left out
     int left = 0;               // the members still in
     int spares = 0;
   };
-  void without(const std::vector<std::string>& out, const std::function<void(const Without&)>& then);
-  void leave_out(const std::vector<std::string>& out, std::string lost, const Without& w);
+  void count_without(const std::vector<std::string>& out,
+                     const std::function<void(const NodesWithout&)>& then);
+  void end_round_without(const std::vector<std::string>& out, std::string lost,
+                         const NodesWithout& w);
   void exclude_straggler(const StragglerJudge::Score& worst, const std::string& member);
   void on_stop_signal(int sig);
   Task<std::optional<RoundEnd>> wait_for_all_done();
@@ -181,9 +189,9 @@ class LocalAgent::Impl {
   std::unique_ptr<rendezvous::RoundCoordinator> round_;  // of the attempt running
   std::unique_ptr<Attempt> attempt_;                     // the round's, from its start
   std::unique_ptr<Timer> stop_grace_;  // see on_worker_failure()
-  std::unique_ptr<Timer> last_words_;  // after a stop signal: how long the others are told
-  bool last_words_over_ = false;
-  CancelSignal last_words_cancel_{"no answer while stopping"};  // cancelled then
+  std::unique_ptr<Timer> stop_deadline_;  // after a stop signal: how long the others are told
+  bool stop_deadline_passed_ = false;
+  CancelSignal after_stop_cancel_{"no answer while stopping"};  // cancelled then
   std::unique_ptr<LinkCheck> links_;                            // with --preflight's link check
   std::unique_ptr<SharedRun> shared_run_;     // with a run, of a job of several nodes
   std::unique_ptr<MetricsEndpoint> metrics_;  // with --metrics_port

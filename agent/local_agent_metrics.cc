@@ -37,7 +37,7 @@ JobMetrics LocalAgent::Impl::metrics_figures() {
       j.ranks.push_back(r);
     }
   }
-  if (auto split = goodput_.split(attempt_ ? attempt_->over : std::nullopt)) {
+  if (auto split = goodput_.split(attempt_ ? attempt_->decided : std::nullopt)) {
     const tracking::TimeSplit& s = *split;
     j.goodput = JobMetrics::Goodput{s.goodput(),
                                     {{"startup", s.startup},

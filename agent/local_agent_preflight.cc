@@ -20,7 +20,7 @@ Task<std::optional<int>> LocalAgent::Impl::unfit_node() {
   if (found.empty()) co_return std::nullopt;
   std::string cause = preflight_.say_unfit(found);
   if (!handler_) co_await tell_unfit(cause);
-  if (handler_) co_await handler_->keep_out(cause, last_words_cancel_);
+  if (handler_) co_await handler_->keep_out(cause, after_stop_cancel_);
   co_return finish(kPreflightExitCode, "failed", cause);
 }
 

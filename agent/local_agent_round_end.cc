@@ -113,33 +113,34 @@ bool LocalAgent::Impl::crash_loop() {
 // more for every node).
 void LocalAgent::Impl::end_round(const RoundEnd& mine, std::optional<NextRound> next) {
   if (attempt_->ending()) return;
-  attempt_->told = mine;
+  attempt_->proposed = mine;
   goodput_.round_ends();
   if (next) round_->start_next_round(next->failure, next->lost);
-  round_->end(mine, changed_.notifying([this](RoundEnd winner) { adopt_told(std::move(winner)); }));
+  round_->end(mine,
+              changed_.notifying([this](RoundEnd winner) { adopt_winner(std::move(winner)); }));
 }
 
-void LocalAgent::Impl::adopt_told(RoundEnd winner) {
-  if (!attempt_->told) return;  // adopted already
-  attempt_->told.reset();
-  attempt_->over = unless_dropped(std::move(winner));
+void LocalAgent::Impl::adopt_winner(RoundEnd winner) {
+  if (!attempt_->proposed) return;  // adopted already
+  attempt_->proposed.reset();
+  attempt_->decided = unless_dropped(std::move(winner));
 }
 
 // Before the attempt's end is acted on: the store's answer to this node's end, and to
 // the requests that followed it (the next round's start, a failure counted). Once a
 // stop signal came, they are awaited kLastWordsWait at most (a frozen store does not
 // hold up a Ctrl-C); this node's own end stands then.
-Task<void> LocalAgent::Impl::await_told() {
+Task<void> LocalAgent::Impl::await_winner() {
   auto settled = std::make_shared<bool>(false);  // outlives this frame, for a late answer
-  round_->settle(changed_.notifying([settled] { *settled = true; }));
+  round_->after_requests(changed_.notifying([settled] { *settled = true; }));
   // The predicate holds a plain pointer: GCC 12 destroys a temporary made in a co_await
   // expression twice, which a copy of the shared_ptr does not survive.
   const bool* answered = settled.get();
   co_await changed_.until(
-      [this, answered] { return (!attempt_->told && *answered) || last_words_over_; });
-  if (attempt_->told) {
+      [this, answered] { return (!attempt_->proposed && *answered) || stop_deadline_passed_; });
+  if (attempt_->proposed) {
     spdlog::warn("could not tell the other nodes: no answer while stopping");
-    adopt_told(*attempt_->told);
+    adopt_winner(*attempt_->proposed);
   }
 }
 
@@ -163,22 +164,22 @@ RoundEnd LocalAgent::Impl::unless_dropped(RoundEnd end) {
 }
 
 void LocalAgent::Impl::on_round_end(RoundEnd end) {
-  if (attempt_->over) return;  // adopted already
+  if (attempt_->decided) return;  // adopted already
   // The store's winner, seen before its answer to this node's end: the workers are
   // being stopped already.
-  if (attempt_->told) return adopt_told(std::move(end));
+  if (attempt_->proposed) return adopt_winner(std::move(end));
   end = unless_dropped(std::move(end));
   if (!signalled_ && !runner_.idle()) spdlog::warn("stopping: {}", end.reason);
-  attempt_->over = std::move(end);
+  attempt_->decided = std::move(end);
   goodput_.round_ends();
-  stop_workers(*attempt_->over);
+  stop_workers(*attempt_->decided);
 }
 
 void LocalAgent::Impl::on_store_lost(const std::string& what) {
   if (runner_.idle() || attempt_->ending()) return;
   spdlog::error("{}; stopping the workers", what);
   attempt_->store_lost = true;
-  attempt_->over = RoundEnd{RoundEnd::Kind::kFinal, 1, what};
+  attempt_->decided = RoundEnd{RoundEnd::Kind::kFinal, 1, what};
   goodput_.round_ends();
   runner_.stop(SIGTERM);
 }
@@ -190,17 +191,17 @@ void LocalAgent::Impl::on_dead(const std::vector<std::string>& dead) {
   if (attempt_->ending()) return;
   std::string names;
   for (const auto& d : dead) names += (names.empty() ? "" : ", ") + d;
-  without(dead, [this, dead, names](const Without& w) {
-    leave_out(dead, "lost node(s) " + names, w);
+  count_without(dead, [this, dead, names](const NodesWithout& w) {
+    end_round_without(dead, "lost node(s) " + names, w);
   });
 }
 
 // Gives `then` how many nodes the job would have without `out`: the members left, and
 // the spares waiting where those are fewer than MIN (one quick read then, awaited on
 // the loop; `then` is not called where the round ended meanwhile).
-void LocalAgent::Impl::without(const std::vector<std::string>& out,
-                               const std::function<void(const Without&)>& then) {
-  Without w{{out.begin(), out.end()}, 0, 0};
+void LocalAgent::Impl::count_without(const std::vector<std::string>& out,
+                                     const std::function<void(const NodesWithout&)>& then) {
+  NodesWithout w{{out.begin(), out.end()}, 0, 0};
   w.left = attempt_->info.group_world_size - static_cast<int>(w.out.size());
   if (w.left >= config_.min_nodes) return then(w);
   round_->spares(changed_.notifying(
@@ -214,8 +215,8 @@ void LocalAgent::Impl::without(const std::vector<std::string>& out,
 // The round ends without the nodes `out` (`lost` says why), who would leave it as `w`:
 // the others go on in a new round if they are still at least MIN with the spares
 // waiting; `out` learn that they were dropped.
-void LocalAgent::Impl::leave_out(const std::vector<std::string>& out, std::string lost,
-                                 const Without& w) {
+void LocalAgent::Impl::end_round_without(const std::vector<std::string>& out, std::string lost,
+                                         const NodesWithout& w) {
   const auto& [lost_members, left, spares] = w;
   bool enough = left + spares >= config_.min_nodes;
   if (spares > 0) lost += "; " + std::to_string(spares) + " spare(s) waiting";
@@ -235,7 +236,7 @@ void LocalAgent::Impl::leave_out(const std::vector<std::string>& out, std::strin
 void LocalAgent::Impl::exclude_straggler(const StragglerJudge::Score& worst,
                                          const std::string& member) {
   if (attempt_->ending()) return;
-  without({member}, [this, member, worst](const Without& w) {
+  count_without({member}, [this, member, worst](const NodesWithout& w) {
     if (w.left + w.spares < config_.min_nodes) {
       attempt_->stragglers->refuse(
           worst.node, worst.host,
@@ -246,11 +247,12 @@ void LocalAgent::Impl::exclude_straggler(const StragglerJudge::Score& worst,
     }
     spdlog::warn("straggler: node {} ({}) leaves the job (--straggler_action=exclude)", worst.node,
                  worst.host);
-    leave_out({member},
-              fmt::format("straggler node {} ({}) left out: its ranks' own work per step was "
-                          "{:.1f}x the job's median",
-                          worst.node, worst.host, worst.score),
-              w);
+    end_round_without(
+        {member},
+        fmt::format("straggler node {} ({}) left out: its ranks' own work per step was "
+                    "{:.1f}x the job's median",
+                    worst.node, worst.host, worst.score),
+        w);
   });
 }
 
@@ -262,9 +264,9 @@ void LocalAgent::Impl::on_stop_signal(int sig) {
   }
   signalled_ = sig;
   if (attempt_ && attempt_->ending()) attempt_->ending_when_signalled = true;
-  last_words_->start(kLastWordsWait, changed_.notifying([this] {
-    last_words_over_ = true;
-    last_words_cancel_.cancel();
+  stop_deadline_->start(kLastWordsWait, changed_.notifying([this] {
+    stop_deadline_passed_ = true;
+    after_stop_cancel_.cancel();
   }));
   // One line says what the signal ends: the workers, or the wait for the other nodes.
   int workers = runner_.running_workers();
@@ -291,11 +293,12 @@ Task<std::optional<RoundEnd>> LocalAgent::Impl::wait_for_all_done() {
   auto after = config_.hang.straggler_warning;
   if (after.count() > 0) late->start(after, [this] { name_unfinished(); });
   // The attempt's watch on the round's end goes on: it sets the attempt's end.
-  co_await changed_.until([this, &a] { return a.all_done || a.over || a.lost || signalled_ != 0; });
+  co_await changed_.until(
+      [this, &a] { return a.all_done || a.decided || a.lost || signalled_ != 0; });
   late->cancel();
   round_->stop();
   if (a.all_done) co_return std::nullopt;
-  std::optional<RoundEnd> outcome = a.lost ? a.lost : a.over;
+  std::optional<RoundEnd> outcome = a.lost ? a.lost : a.decided;
   if (outcome && outcome->kind != RoundEnd::Kind::kFinal) {
     spdlog::warn("this node finished, but the round ended: {}", outcome->reason);
   }

@@ -28,7 +28,7 @@ class LocalRound : public RoundCoordinator {
     });
   }
   void start_next_round(bool, const std::set<std::string>&) override {}
-  void settle(OnAllDone on_settled) override {
+  void after_requests(OnAllDone on_settled) override {
     boost::asio::post(io_, [alive = alive_, f = std::move(on_settled)] {
       if (*alive) f();
     });

@@ -62,14 +62,15 @@ class RoundCoordinator {
 
   /// Begins the round after this one (once, whoever calls first): after a failure it
   /// counts as a restart, after a membership change it does not. `lost`: the members
-  /// no longer believed alive (the others are expected back). Awaited on the loop, after what was asked before (settle() says
-  /// when it is done). Nothing to do where rounds simply follow (static rendezvous).
+  /// no longer believed alive (the others are expected back). Awaited on the loop, after what was
+  /// asked before (after_requests() says when it is done). Nothing to do where rounds simply follow
+  /// (static rendezvous).
   virtual void start_next_round(bool failure, const std::set<std::string>& lost) = 0;
 
   /// Calls `on_settled` once every request asked before it (the round's end, the next
   /// round's start, a failure counted) has been answered: the attempt awaits it before
   /// the round stops, so that none is cut short.
-  virtual void settle(OnAllDone on_settled) = 0;
+  virtual void after_requests(OnAllDone on_settled) = 0;
 
   /// Shares this node's part of something every node of the round contributes under
   /// `name` (its hang report, ...) and calls `on_gathered` once with every node's part,

@@ -216,7 +216,7 @@ void RoundRequests::run(Work work, OnError on_error) {
       /*bounded=*/false);
 }
 
-void RoundRequests::settle(OnDone on_settled) {
+void RoundRequests::after_requests(OnDone on_settled) {
   ask([](store::LoopStore&, CancelSignal&) -> Task<void> { co_return; },
       [on_settled = std::move(on_settled)](const std::exception_ptr&) { on_settled(); },
       /*bounded=*/false);

@@ -84,7 +84,7 @@ class RoundRequests {
   void run(Work work, OnError on_error);
   /// Calls `on_settled` once every request asked before it has been answered (also
   /// where they failed, or were refused).
-  void settle(OnDone on_settled);
+  void after_requests(OnDone on_settled);
 
  private:
   struct Queue;

@@ -79,7 +79,7 @@ inline StateHead head_in(const StateSnapshot& snap) {
 /// What the DynamicJoiner needs from the place its state lives: a consistent read, a
 /// compare-and-set, a wait for the next change and announcements. Over a plain Store
 /// each is a few requests (GenericStateStore); etcd does each in one. Each is a
-/// coroutine on the loop, its requests awaited there (etcd's still block); `cancel`
+/// coroutine on the loop, its requests awaited there (etcd's as its client's loop calls); `cancel`
 /// ends one with Error.
 class StateStore {
  public:

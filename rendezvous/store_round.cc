@@ -262,7 +262,9 @@ void StoreRound::start_next_round(bool failure, const std::set<std::string>& los
       [](const std::string& why) { spdlog::warn("could not begin the next round: {}", why); });
 }
 
-void StoreRound::settle(OnAllDone on_settled) { requests().settle(std::move(on_settled)); }
+void StoreRound::after_requests(OnAllDone on_settled) {
+  requests().after_requests(std::move(on_settled));
+}
 
 void StoreRound::note_failure(const std::string& reason) {
   if (!options_.note_failure) return;

@@ -81,7 +81,7 @@ class StoreRound : public RoundCoordinator {
   void finish_node(OnAllDone on_all_done, OnLost on_lost) override;
   void unfinished(OnUnfinished on_read) override;
   void start_next_round(bool failure, const std::set<std::string>& lost) override;
-  void settle(OnAllDone on_settled) override;
+  void after_requests(OnAllDone on_settled) override;
   void spares(OnSpares on_read) override;
   void note_failure(const std::string& reason) override;
   /// Parts are "gather/<name>/<k>" keys of the round, read a few to a request: a store

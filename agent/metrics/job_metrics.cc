@@ -57,63 +57,78 @@ ProcessMetrics read_process_metrics() {
   return p;
 }
 
-std::string render_metrics(const JobMetrics& job, const ProcessMetrics& process) {
-  Exposition e;
-  auto gauge = [&](const char* name, const char* help, double value) {
-    e.family(name, "gauge", help);
-    e.sample(name, {}, value);
-  };
+namespace {
+
+void gauge(Exposition& e, const char* name, const char* help, double value) {
+  e.family(name, "gauge", help);
+  e.sample(name, {}, value);
+}
+
+void counter(Exposition& e, const char* name, const char* help, double value) {
+  e.family(name, "counter", help);
+  e.sample(name, {}, value);
+}
+
+// One sample per rank of this node, where `value` has one.
+template <typename F>
+void per_rank(Exposition& e, const JobMetrics& job, const char* name, const char* help, F value) {
+  e.family(name, "gauge", help);
+  for (const auto& r : job.ranks) {
+    if (std::optional<double> v = value(r)) e.sample(name, {{"rank", std::to_string(r.rank)}}, *v);
+  }
+}
+
+// The job, its round and what happened to it, as this agent sees them.
+void render_job(Exposition& e, const JobMetrics& job) {
   e.family("ddprun_info", "gauge", "The job this agent runs, in its labels (always 1).");
   e.sample("ddprun_info",
            {{"run_id", job.run_id}, {"backend", job.backend}, {"version", job.version},
             {"host", job.host}},
            1);
-  gauge("ddprun_node_rank", "This node's group rank in the current round (-1 before the first).",
+  gauge(e, "ddprun_node_rank", "This node's group rank in the current round (-1 before the first).",
         job.node_rank);
-  gauge("ddprun_round", "The rendezvous round this node is in (-1 before the first).", job.round);
-  gauge("ddprun_nodes", "Nodes in the current round.", job.nodes);
-  gauge("ddprun_world_size", "Ranks (workers) in the current round, on every node.", job.world_size);
-  e.family("ddprun_restarts_total", "counter",
-           "Times the job's workers were restarted after a failure (TORCHELASTIC_RESTART_COUNT).");
-  e.sample("ddprun_restarts_total", {}, job.restarts);
-  e.family("ddprun_membership_changes_total", "counter",
-           "Rounds re-formed because nodes came, went or were lost (not counted as restarts).");
-  e.sample("ddprun_membership_changes_total", {}, job.membership_changes);
-  gauge("ddprun_workers_running", "This node's workers running now.", job.workers_running);
-  gauge("ddprun_spares_waiting", "Hot spare nodes waiting for a place, as this agent last heard.",
-        job.spares);
-  e.family("ddprun_hangs_total", "counter", "Hangs detected in this job, seen from this node.");
-  e.sample("ddprun_hangs_total", {}, static_cast<double>(job.hangs));
-  if (!job.ranks.empty()) {
-    e.family("ddprun_rank_seconds_since_progress", "gauge",
-             "Seconds since each of this node's ranks last made progress (output, tracking records, steps).");
-    for (const auto& r : job.ranks) {
-      e.sample("ddprun_rank_seconds_since_progress", {{"rank", std::to_string(r.rank)}},
-               r.seconds_since_progress);
-    }
-    e.family("ddprun_rank_step", "gauge", "The last step each of this node's ranks reported.");
-    for (const auto& r : job.ranks) {
-      if (r.step) e.sample("ddprun_rank_step", {{"rank", std::to_string(r.rank)}}, static_cast<double>(*r.step));
-    }
-    e.family("ddprun_rank_own_seconds_per_step", "gauge",
-             "Each of this node's ranks' own work per step in the last straggler window: the "
-             "step's time less the time it waited for the other ranks.");
-    for (const auto& r : job.ranks) {
-      if (r.own_seconds_per_step) {
-        e.sample("ddprun_rank_own_seconds_per_step", {{"rank", std::to_string(r.rank)}}, *r.own_seconds_per_step);
-      }
-    }
-    e.family("ddprun_rank_straggler_score", "gauge",
-             "Each of this node's ranks' own work per step over the job's median (1: typical; "
-             "above --straggler_threshold: a straggler).");
-    for (const auto& r : job.ranks) {
-      if (r.straggler_score) {
-        e.sample("ddprun_rank_straggler_score", {{"rank", std::to_string(r.rank)}}, *r.straggler_score);
-      }
-    }
-  }
+  gauge(e, "ddprun_round", "The rendezvous round this node is in (-1 before the first).",
+        job.round);
+  gauge(e, "ddprun_nodes", "Nodes in the current round.", job.nodes);
+  gauge(e, "ddprun_world_size", "Ranks (workers) in the current round, on every node.",
+        job.world_size);
+  counter(e, "ddprun_restarts_total",
+          "Times the job's workers were restarted after a failure (TORCHELASTIC_RESTART_COUNT).",
+          job.restarts);
+  counter(e, "ddprun_membership_changes_total",
+          "Rounds re-formed because nodes came, went or were lost (not counted as restarts).",
+          job.membership_changes);
+  gauge(e, "ddprun_workers_running", "This node's workers running now.", job.workers_running);
+  gauge(e, "ddprun_spares_waiting",
+        "Hot spare nodes waiting for a place, as this agent last heard.", job.spares);
+  counter(e, "ddprun_hangs_total", "Hangs detected in this job, seen from this node.",
+          static_cast<double>(job.hangs));
+}
+
+void render_ranks(Exposition& e, const JobMetrics& job) {
+  if (job.ranks.empty()) return;
+  using Rank = JobMetrics::Rank;
+  per_rank(e, job, "ddprun_rank_seconds_since_progress",
+           "Seconds since each of this node's ranks last made progress (output, tracking records, "
+           "steps).",
+           [](const Rank& r) { return std::optional<double>(r.seconds_since_progress); });
+  per_rank(e, job, "ddprun_rank_step", "The last step each of this node's ranks reported.",
+           [](const Rank& r) {
+             return r.step ? std::optional<double>(static_cast<double>(*r.step)) : std::nullopt;
+           });
+  per_rank(e, job, "ddprun_rank_own_seconds_per_step",
+           "Each of this node's ranks' own work per step in the last straggler window: the "
+           "step's time less the time it waited for the other ranks.",
+           [](const Rank& r) { return r.own_seconds_per_step; });
+  per_rank(e, job, "ddprun_rank_straggler_score",
+           "Each of this node's ranks' own work per step over the job's median (1: typical; "
+           "above --straggler_threshold: a straggler).",
+           [](const Rank& r) { return r.straggler_score; });
+}
+
+void render_time(Exposition& e, const JobMetrics& job) {
   if (job.goodput) {
-    gauge("ddprun_goodput_ratio",
+    gauge(e, "ddprun_goodput_ratio",
           "Productive time over the job's time so far, as this node saw it (its ranks' steps).",
           job.goodput->ratio);
     e.family("ddprun_goodput_seconds", "gauge",
@@ -127,6 +142,10 @@ std::string render_metrics(const JobMetrics& job, const ProcessMetrics& process)
            "Time between consecutive steps of this node's ranks, per step.");
   const auto& s = job.step_seconds;
   e.histogram("ddprun_step_seconds", {}, s.bounds, s.counts, s.above, s.sum);
+}
+
+// The stores this agent serves, and the records it took into the run.
+void render_services(Exposition& e, const JobMetrics& job) {
   if (!job.stores.empty()) {
     e.family("ddprun_store_connections", "gauge", "Open connections to a store this agent serves.");
     for (const auto& st : job.stores) {
@@ -142,21 +161,37 @@ std::string render_metrics(const JobMetrics& job, const ProcessMetrics& process)
     }
   }
   if (job.records) {
-    e.family("ddprun_tracking_records_total", "counter",
-             "Workers' tracking records this node took into the run.");
-    e.sample("ddprun_tracking_records_total", {}, static_cast<double>(job.records->first));
-    e.family("ddprun_tracking_records_skipped_total", "counter",
-             "Workers' tracking records this node skipped: torn by a dying writer, or malformed.");
-    e.sample("ddprun_tracking_records_skipped_total", {}, static_cast<double>(job.records->second));
+    counter(e, "ddprun_tracking_records_total",
+            "Workers' tracking records this node took into the run.",
+            static_cast<double>(job.records->first));
+    counter(e, "ddprun_tracking_records_skipped_total",
+            "Workers' tracking records this node skipped: torn by a dying writer, or malformed.",
+            static_cast<double>(job.records->second));
   }
-  e.family("process_cpu_seconds_total", "counter", "User and system CPU time of ddprun, in seconds.");
-  e.sample("process_cpu_seconds_total", {}, process.cpu_seconds);
-  gauge("process_resident_memory_bytes", "Resident memory of ddprun, in bytes.", process.resident_bytes);
-  gauge("process_virtual_memory_bytes", "Virtual memory of ddprun, in bytes.", process.virtual_bytes);
-  gauge("process_open_fds", "Open file descriptors of ddprun.", process.open_fds);
-  gauge("process_max_fds", "ddprun's limit of open file descriptors.", process.max_fds);
-  gauge("process_start_time_seconds", "When ddprun started, in seconds since the epoch.",
+}
+
+void render_process(Exposition& e, const ProcessMetrics& process) {
+  counter(e, "process_cpu_seconds_total", "User and system CPU time of ddprun, in seconds.",
+          process.cpu_seconds);
+  gauge(e, "process_resident_memory_bytes", "Resident memory of ddprun, in bytes.",
+        process.resident_bytes);
+  gauge(e, "process_virtual_memory_bytes", "Virtual memory of ddprun, in bytes.",
+        process.virtual_bytes);
+  gauge(e, "process_open_fds", "Open file descriptors of ddprun.", process.open_fds);
+  gauge(e, "process_max_fds", "ddprun's limit of open file descriptors.", process.max_fds);
+  gauge(e, "process_start_time_seconds", "When ddprun started, in seconds since the epoch.",
         process.start_time_seconds);
+}
+
+}  // namespace
+
+std::string render_metrics(const JobMetrics& job, const ProcessMetrics& process) {
+  Exposition e;
+  render_job(e, job);
+  render_ranks(e, job);
+  render_time(e, job);
+  render_services(e, job);
+  render_process(e, process);
   return e.text();
 }
 

@@ -159,7 +159,7 @@ class FakeRound : public rendezvous::RoundCoordinator {
   }
   void note_failure(const std::string&) override { j_->asked.emplace_back("note_failure"); }
   // After the answer to end(), as the real round's requests come in order.
-  void settle(OnAllDone on_settled) override {
+  void after_requests(OnAllDone on_settled) override {
     boost::asio::post(*j_->io, [alive = alive_, f = std::move(on_settled)] {
       if (*alive) f();
     });

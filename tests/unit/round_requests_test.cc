@@ -84,7 +84,7 @@ TEST_F(RoundRequestsTest, ACompareAndSetAlwaysAnswers) {
 }
 
 // Work of the round's made elsewhere (the rendezvous state's) is taken in turn; its
-// failure is its own, and settle() answers once everything asked before it has been.
+// failure is its own, and after_requests() answers once everything asked before it has been.
 TEST_F(RoundRequestsTest, WorkIsTakenInTurnAndSettleComesAfterIt) {
   RoundRequests requests(io_, [this] { return store::on_loop(store_); });
   std::vector<std::string> said;
@@ -96,7 +96,7 @@ TEST_F(RoundRequestsTest, WorkIsTakenInTurnAndSettleComesAfterIt) {
         co_return;
       },
       [&](const std::string& why) { said.push_back("failed: " + why); });
-  requests.settle([&] { said.push_back("settled"); });
+  requests.after_requests([&] { said.push_back("settled"); });
   requests.read({"k"}, [&](std::optional<RoundRequests::Values> v) {
     said.push_back(v ? (*v)[0].value_or("-") : "nothing");
   }, [&](const std::string& why) { said.push_back("lost: " + why); });
