@@ -299,14 +299,10 @@ int parse_count(const std::string& flag, const std::string& text) {
   return static_cast<int>(v);
 }
 
-}  // namespace
-
-int runs_command(int argc, const char* const argv[]) {
-  std::vector<std::string> args(argv + 2, argv + argc);
-  // As the launcher's --tracking_dir, PET_TRACKING_DIR names the directory too.
-  const char* pet_dir = std::getenv("PET_TRACKING_DIR");
-  std::string dir = pet_dir && *pet_dir ? pet_dir : "./ddprun-runs";
-  bool dir_given = pet_dir && *pet_dir;
+// `ddprun runs`'s command line, as given.
+struct RunsArgs {
+  std::string dir = "./ddprun-runs";
+  bool dir_given = false;
   std::string format = "jsonl";
   std::string output;
   int limit = 0;
@@ -314,138 +310,176 @@ int runs_command(int argc, const char* const argv[]) {
   uint16_t port = kDashboardPort;
   std::string status;
   bool format_given = false, port_given = false, host_given = false;
-  std::vector<std::string> positional;
+  std::vector<std::string> positional;  // the verb, then its RUN
+};
+
+uint16_t parse_port(const std::string& text) {
+  char* end = nullptr;
+  long p = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || p < 0 || p > 65535) {
+    throw UsageError("--port=" + text + ": expected a port from 0 (any free one) to 65535");
+  }
+  return static_cast<uint16_t>(p);
+}
+
+// Takes `a` (and its value from `args`, at `i`) into `r`. Throws UsageError.
+void take_flag(const std::vector<std::string>& args, size_t& i, RunsArgs& r) {
+  const std::string& a = args[i];
+  auto value = [&](const std::string& flag) -> std::string {
+    if (a.rfind(flag + "=", 0) == 0) return a.substr(flag.size() + 1);
+    if (i + 1 < args.size()) return args[++i];
+    throw UsageError(flag + ": expected a value");
+  };
+  auto is = [&a](const std::string& flag) { return a == flag || a.rfind(flag + "=", 0) == 0; };
+  if (is("--tracking_dir") || is("--tracking-dir")) {
+    r.dir = value(a.rfind("--tracking-dir", 0) == 0 ? "--tracking-dir" : "--tracking_dir");
+    r.dir_given = true;
+  } else if (is("--format")) {
+    r.format = value("--format");
+    r.format_given = true;
+  } else if (a == "-o" || is("--output")) {
+    r.output = value(a == "-o" ? "-o" : "--output");
+  } else if (is("--limit")) {
+    r.limit = parse_count("--limit", value("--limit"));
+  } else if (is("--status")) {
+    r.status = value("--status");
+    if (r.status != "running" && r.status != "finished" && r.status != "failed" &&
+        r.status != "killed" && r.status != "crashed") {
+      throw UsageError("--status=" + r.status +
+                       ": expected running, finished, failed, killed or crashed");
+    }
+  } else if (is("--port")) {
+    r.port = parse_port(value("--port"));
+    r.port_given = true;
+  } else if (is("--host")) {
+    r.host = value("--host");
+    r.host_given = true;
+  } else if (a.rfind("--", 0) == 0) {
+    throw UsageError(a + ": unrecognized flag");
+  } else {
+    r.positional.push_back(a);
+  }
+}
+
+// A flag given to a verb that does not take it is an error, not silently ignored: the
+// message, or "" where every flag applies.
+std::string flag_misplaced(const RunsArgs& r) {
+  const std::string& verb = r.positional[0];
+  struct Applies {
+    const char* flag;
+    bool given;
+    std::vector<std::string> verbs;
+  };
+  for (const Applies& a :
+       {Applies{"-o/--output", !r.output.empty(), {"export", "report"}},
+        Applies{"--format", r.format_given, {"export"}}, Applies{"--limit", r.limit > 0, {"list"}},
+        Applies{"--status", !r.status.empty(), {"list"}},
+        Applies{"--port", r.port_given, {"serve"}}, Applies{"--host", r.host_given, {"serve"}}}) {
+    if (a.given && std::find(a.verbs.begin(), a.verbs.end(), verb) == a.verbs.end()) {
+      return std::string(a.flag) + " does not apply to '" + verb +
+             "' (it is for: " + a.verbs.front() +
+             (a.verbs.size() > 1 ? " and " + a.verbs.back() : "") + ")";
+    }
+  }
+  return "";
+}
+
+// A verb of one run (show, export, report, repair) on the run `r.positional[1]`.
+int on_one_run(const RunsArgs& r) {
+  const std::string& verb = r.positional[0];
+  std::string id = tracking::find_run(r.dir, r.positional[1]);
+  std::string run_dir = r.dir + "/" + id;
+  if (verb == "repair") return repair(run_dir);
+  if (!std::filesystem::exists(run_dir + "/run.db")) {
+    std::cerr << "ddprun runs: error: run '" << id << "' crashed as it started: its launcher "
+              << "died before it wrote run.db; `ddprun runs repair " << id
+              << "` makes the run from what it left\n";
+    return 1;
+  }
+  if (tracking::needs_repair(run_dir)) {
+    std::cerr << "ddprun runs: note: run '" << id << "' lacks records its killed launcher "
+              << "left; `ddprun runs repair " << id << "` folds them in\n";
+  }
+  RunStore store(run_dir, RunStore::Open::kReadOnly);
+  if (verb == "report") {
+    std::ofstream out(r.output);
+    out << dashboard::report_page(store, id);
+    if (!out) {
+      std::cerr << "ddprun runs: error: cannot write " << r.output << "\n";
+      return 1;
+    }
+    std::cout << "wrote " << r.output << "\n";
+    return 0;
+  }
+  return verb == "show" ? show(store, id) : export_run(store, id, r.format, r.output);
+}
+
+}  // namespace
+
+int runs_command(int argc, const char* const argv[]) {
+  std::vector<std::string> args(argv + 2, argv + argc);
+  RunsArgs r;
+  // As the launcher's --tracking_dir, PET_TRACKING_DIR names the directory too.
+  const char* pet_dir = std::getenv("PET_TRACKING_DIR");
+  if (pet_dir && *pet_dir) {
+    r.dir = pet_dir;
+    r.dir_given = true;
+  }
   for (size_t i = 0; i < args.size(); ++i) {
-    std::string a = args[i];
-    if (a == "--help" || a == "-h" || (a == "help" && positional.empty())) {
+    const std::string& a = args[i];
+    if (a == "--help" || a == "-h" || (a == "help" && r.positional.empty())) {
       // `runs VERB --help` and `runs help VERB`: the verb's own help.
-      const std::string* verb = !positional.empty() ? &positional[0]
+      const std::string* verb = !r.positional.empty()                ? &r.positional[0]
                                 : a == "help" && i + 1 < args.size() ? &args[i + 1]
                                                                      : nullptr;
       const char* text = verb ? verb_help(*verb) : nullptr;
       std::cout << (text ? text : runs_usage());
       return 0;
     }
-    auto value = [&](const std::string& flag) -> std::string {
-      if (a.rfind(flag + "=", 0) == 0) return a.substr(flag.size() + 1);
-      if (i + 1 < args.size()) return args[++i];
-      throw UsageError(flag + ": expected a value");
-    };
     try {
-      if (a == "--tracking_dir" || a == "--tracking-dir" || a.rfind("--tracking_dir=", 0) == 0 ||
-          a.rfind("--tracking-dir=", 0) == 0) {
-        dir = value(a.rfind("--tracking-dir", 0) == 0 ? "--tracking-dir" : "--tracking_dir");
-        dir_given = true;
-      } else if (a == "--format" || a.rfind("--format=", 0) == 0) {
-        format = value("--format");
-        format_given = true;
-      } else if (a == "-o" || a == "--output" || a.rfind("--output=", 0) == 0) {
-        output = value(a == "-o" ? "-o" : "--output");
-      } else if (a == "--limit" || a.rfind("--limit=", 0) == 0) {
-        limit = parse_count("--limit", value("--limit"));
-      } else if (a == "--status" || a.rfind("--status=", 0) == 0) {
-        status = value("--status");
-        if (status != "running" && status != "finished" && status != "failed" &&
-            status != "killed" && status != "crashed") {
-          throw UsageError("--status=" + status +
-                           ": expected running, finished, failed, killed or crashed");
-        }
-      } else if (a == "--port" || a.rfind("--port=", 0) == 0) {
-        std::string text = value("--port");
-        char* end = nullptr;
-        long p = std::strtol(text.c_str(), &end, 10);
-        if (text.empty() || *end != '\0' || p < 0 || p > 65535) {
-          throw UsageError("--port=" + text + ": expected a port from 0 (any free one) to 65535");
-        }
-        port = static_cast<uint16_t>(p);
-        port_given = true;
-      } else if (a == "--host" || a.rfind("--host=", 0) == 0) {
-        host = value("--host");
-        host_given = true;
-      } else if (a.rfind("--", 0) == 0) {
-        throw UsageError(a + ": unrecognized flag");
-      } else {
-        positional.push_back(a);
-      }
+      take_flag(args, i, r);
     } catch (const UsageError& e) {
       std::cerr << "ddprun runs: error: " << e.what() << "\n";
       return 2;
     }
   }
-  if (positional.empty()) {
+  if (r.positional.empty()) {
     std::cerr << runs_usage();
     return 2;
   }
-  const std::string& verb = positional[0];
-  // A flag given to a verb that does not take it is an error, not silently ignored.
-  struct Applies {
-    const char* flag;
-    bool given;
-    std::vector<std::string> verbs;
-  };
-  for (const Applies& a : {Applies{"-o/--output", !output.empty(), {"export", "report"}},
-                           Applies{"--format", format_given, {"export"}},
-                           Applies{"--limit", limit > 0, {"list"}},
-                           Applies{"--status", !status.empty(), {"list"}},
-                           Applies{"--port", port_given, {"serve"}},
-                           Applies{"--host", host_given, {"serve"}}}) {
-    if (a.given && std::find(a.verbs.begin(), a.verbs.end(), verb) == a.verbs.end()) {
-      std::cerr << "ddprun runs: error: " << a.flag << " does not apply to '" << verb
-                << "' (it is for: " << a.verbs.front()
-                << (a.verbs.size() > 1 ? " and " + a.verbs.back() : "") << ")\n";
-      return 2;
-    }
+  const std::string& verb = r.positional[0];
+  if (std::string misplaced = flag_misplaced(r); !misplaced.empty()) {
+    std::cerr << "ddprun runs: error: " << misplaced << "\n";
+    return 2;
   }
-  if (verb == "list" && positional.size() == 1) return list(dir, limit, status);
-  if (verb == "serve" && positional.size() == 1) return serve(dir, host, port);
-  if (verb == "merge" && positional.size() == 2) {
-    return merge(positional[1], dir_given ? std::optional<std::string>(dir) : std::nullopt);
+  size_t given = r.positional.size();
+  if (verb == "list" && given == 1) return list(r.dir, r.limit, r.status);
+  if (verb == "serve" && given == 1) return serve(r.dir, r.host, r.port);
+  if (verb == "merge" && given == 2) {
+    return merge(r.positional[1], r.dir_given ? std::optional<std::string>(r.dir) : std::nullopt);
   }
   if (!verb_help(verb)) {
     std::cerr << "ddprun runs: error: '" << verb << "' is not a verb of runs\n\n" << runs_usage();
     return 2;
   }
-  if (verb == "list" || verb == "serve" || verb == "merge" || positional.size() != 2 ||
-      (verb == "report" && output.empty())) {
+  if (verb == "list" || verb == "serve" || verb == "merge" || given != 2 ||
+      (verb == "report" && r.output.empty())) {
     std::cerr << "ddprun runs " << verb << ": error: "
               << (verb == "list" || verb == "serve" ? "it takes no RUN"
-                  : positional.size() < 2           ? "which run? (a RUN is missing)"
-                  : positional.size() > 2           ? "one RUN only"
+                  : given < 2                       ? "which run? (a RUN is missing)"
+                  : given > 2                       ? "one RUN only"
                                                     : "-o FILE.html is missing")
-              << "\n\n" << verb_help(verb);
+              << "\n\n"
+              << verb_help(verb);
     return 2;
   }
-  if (format != "csv" && format != "jsonl" && format != "tfevents") {
-    std::cerr << "ddprun runs: error: --format=" << format
+  if (r.format != "csv" && r.format != "jsonl" && r.format != "tfevents") {
+    std::cerr << "ddprun runs: error: --format=" << r.format
               << ": expected csv, jsonl or tfevents\n";
     return 2;
   }
   try {
-    std::string id = tracking::find_run(dir, positional[1]);
-    std::string run_dir = dir + "/" + id;
-    if (verb == "repair") return repair(run_dir);
-    if (!std::filesystem::exists(run_dir + "/run.db")) {
-      std::cerr << "ddprun runs: error: run '" << id << "' crashed as it started: its launcher "
-                << "died before it wrote run.db; `ddprun runs repair " << id
-                << "` makes the run from what it left\n";
-      return 1;
-    }
-    if (tracking::needs_repair(run_dir)) {
-      std::cerr << "ddprun runs: note: run '" << id << "' lacks records its killed launcher "
-                << "left; `ddprun runs repair " << id << "` folds them in\n";
-    }
-    RunStore store(run_dir, RunStore::Open::kReadOnly);
-    if (verb == "report") {
-      std::ofstream out(output);
-      out << dashboard::report_page(store, id);
-      if (!out) {
-        std::cerr << "ddprun runs: error: cannot write " << output << "\n";
-        return 1;
-      }
-      std::cout << "wrote " << output << "\n";
-      return 0;
-    }
-    return verb == "show" ? show(store, id) : export_run(store, id, format, output);
+    return on_one_run(r);
   } catch (const std::exception& e) {
     std::cerr << "ddprun runs: error: " << e.what() << "\n";
     return 1;
