@@ -278,6 +278,100 @@ void keep_last_of_each(po::parsed_options& parsed) {
   parsed.options.assign(std::make_move_iterator(kept.rbegin()), std::make_move_iterator(kept.rend()));
 }
 
+// -m/--module, --no_python: what the script is.
+ScriptKind script_kind(const Values& v) {
+  bool module = v.flag("module");
+  bool no_python = v.flag("no_python");
+  if (module && no_python) {
+    throw UsageError("-m/--module and --no_python cannot be used together");
+  }
+  return no_python ? ScriptKind::kExecutable
+                   : (module ? ScriptKind::kPythonModule : ScriptKind::kPythonFile);
+}
+
+// Where the workers' logs go, how they are stopped, and what they inherit.
+void fill_process_options(const Values& v, const EnvLookup& env, agent::AgentConfig& a) {
+  a.log_dir = v.str("log_dir");
+  a.grace_period = resolve_grace_period(v, env);
+  parse_seconds(v.source("monitor_interval"), v.str("monitor_interval"), /*allow_zero=*/true);
+  const std::string& sm = v.str("start_method");
+  if (sm != "spawn" && sm != "fork" && sm != "forkserver") {
+    throw UsageError(v.source("start_method") + "=" + sm + ": expected spawn, fork or forkserver");
+  }
+  a.stop_signals = parse_signal_list(v.source("signals_to_handle"), v.str("signals_to_handle"));
+  a.signals_to_handle = v.str("signals_to_handle");
+  a.forward_signals =
+      parse_signal_list(v.source("signals_to_forward"), v.str("signals_to_forward"));
+  if (!env("OMP_NUM_THREADS") && a.spec.local_world_size > 1) {
+    a.omp_num_threads = std::to_string(1);
+  }
+}
+
+// torchrun's event log and log plug-ins, and the tracking run's interval.
+void fill_run_options(const Values& v, LaunchConfig& cfg) {
+  const std::string& events = v.str("event_log_handler");
+  if (events != "null" && events != "console") {
+    throw UsageError(v.source("event_log_handler") + "=" + events + ": expected null or console");
+  }
+  cfg.console_events = events == "console";
+  if (v.given("logs_specs")) {
+    throw UsageError(v.source("logs_specs") + "=" + v.str("logs_specs") +
+                     ": torchrun's LogsSpecs are Python plug-ins, which ddprun cannot load; "
+                     "--log_dir, --redirects and --tee say where worker logs go");
+  }
+  cfg.tracking_interval =
+      parse_seconds(v.source("tracking_interval"), v.str("tracking_interval"), false);
+}
+
+// --metrics_port, --metrics_host, --metrics_sd_file.
+void fill_metrics_options(const Values& v, agent::AgentConfig::Metrics& m) {
+  if (v.given("metrics_port")) {
+    int port = parse_int(v.source("metrics_port"), v.str("metrics_port"));
+    if (port < 0 || port > 65535) {
+      throw UsageError(v.source("metrics_port") + "=" + v.str("metrics_port") +
+                       ": expected a port number from 0 to 65535 (0: a free one)");
+    }
+    m.port = static_cast<uint16_t>(port);
+  }
+  m.host = v.str("metrics_host");
+  if (m.host.empty()) throw UsageError(v.source("metrics_host") + "=: must not be empty");
+  m.sd_file = v.str("metrics_sd_file");
+  if (!m.sd_file.empty() && !m.port) {
+    throw UsageError(v.source("metrics_sd_file") + "=" + m.sd_file +
+                     ": needs --metrics_port (the endpoints it lists)");
+  }
+}
+
+// Straggler detection's flags, and --checkpoint_dir (goodput's durable points).
+void fill_straggler_and_goodput_options(const Values& v, agent::AgentConfig& a) {
+  {
+    const std::string& text = v.str("straggler_threshold");
+    char* end = nullptr;
+    double ratio = text.empty() ? NAN : std::strtod(text.c_str(), &end);
+    bool number = !text.empty() && end == text.c_str() + text.size() && std::isfinite(ratio);
+    a.stragglers.threshold = number ? ratio : -1;
+  }
+  if (a.stragglers.threshold != 0 &&
+      !(a.stragglers.threshold > 1 && a.stragglers.threshold < 1e6)) {
+    throw UsageError(v.source("straggler_threshold") + "=" + v.str("straggler_threshold") +
+                     ": expected a ratio above 1 (1.3: 30% more own work per step than the "
+                     "median), or 0 for off");
+  }
+  a.stragglers.window =
+      parse_seconds(v.source("straggler_window"), v.str("straggler_window"), false);
+  const std::string& action = v.str("straggler_action");
+  if (action != "warn" && action != "exclude") {
+    throw UsageError(v.source("straggler_action") + "=" + action + ": expected warn or exclude");
+  }
+  a.stragglers.exclude = action == "exclude";
+  if (v.given("checkpoint_dir")) {
+    a.checkpoint_dir = v.str("checkpoint_dir");
+    if (a.checkpoint_dir.empty()) {
+      throw UsageError(v.source("checkpoint_dir") + "=: must name a directory");
+    }
+  }
+}
+
 }  // namespace
 
 LaunchConfig parse_command_line(int argc, const char* const argv[], const EnvLookup& env,
@@ -312,13 +406,7 @@ LaunchConfig parse_command_line(int argc, const char* const argv[], const EnvLoo
   cfg.script = split.script_and_args.front();
   cfg.script_args.assign(split.script_and_args.begin() + 1, split.script_and_args.end());
 
-  bool module = v.flag("module");
-  bool no_python = v.flag("no_python");
-  if (module && no_python) {
-    throw UsageError("-m/--module and --no_python cannot be used together");
-  }
-  cfg.kind = no_python ? ScriptKind::kExecutable
-                       : (module ? ScriptKind::kPythonModule : ScriptKind::kPythonFile);
+  cfg.kind = script_kind(v);
 
   agent::AgentConfig& a = cfg.agent;
   // A controller (--hostfile/--hosts) runs no rendezvous and no workers itself: each
@@ -340,20 +428,7 @@ LaunchConfig parse_command_line(int argc, const char* const argv[], const EnvLoo
   if (a.spec.virtual_local_rank) {
     a.spec.virtual_devices = virtual_local_devices(v, env, a.spec.local_world_size);
   }
-  a.log_dir = v.str("log_dir");
-  a.grace_period = resolve_grace_period(v, env);
-  parse_seconds(v.source("monitor_interval"), v.str("monitor_interval"), /*allow_zero=*/true);
-  const std::string& sm = v.str("start_method");
-  if (sm != "spawn" && sm != "fork" && sm != "forkserver") {
-    throw UsageError(v.source("start_method") + "=" + sm + ": expected spawn, fork or forkserver");
-  }
-  a.stop_signals = parse_signal_list(v.source("signals_to_handle"), v.str("signals_to_handle"));
-  a.signals_to_handle = v.str("signals_to_handle");
-  a.forward_signals =
-      parse_signal_list(v.source("signals_to_forward"), v.str("signals_to_forward"));
-  if (!env("OMP_NUM_THREADS") && a.spec.local_world_size > 1) {
-    a.omp_num_threads = std::to_string(1);
-  }
+  fill_process_options(v, env, a);
   fill_hang_options(v, a.hang);
   fill_preflight_options(v, a.spec.local_world_size, env("CUDA_VISIBLE_DEVICES"), a.preflight);
   // The link check: each node probes the next member, so each must know them all.
@@ -372,58 +447,10 @@ LaunchConfig parse_command_line(int argc, const char* const argv[], const EnvLoo
   // Where the job writes: preflight's disk check looks there.
   if (!a.log_dir.empty()) a.preflight.write_dirs.push_back(a.log_dir);
   if (cfg.tracking) a.preflight.write_dirs.push_back(cfg.tracking_dir);
-  if (v.given("metrics_port")) {
-    int port = parse_int(v.source("metrics_port"), v.str("metrics_port"));
-    if (port < 0 || port > 65535) {
-      throw UsageError(v.source("metrics_port") + "=" + v.str("metrics_port") +
-                       ": expected a port number from 0 to 65535 (0: a free one)");
-    }
-    a.metrics.port = static_cast<uint16_t>(port);
-  }
-  a.metrics.host = v.str("metrics_host");
-  if (a.metrics.host.empty()) throw UsageError(v.source("metrics_host") + "=: must not be empty");
-  a.metrics.sd_file = v.str("metrics_sd_file");
-  if (!a.metrics.sd_file.empty() && !a.metrics.port) {
-    throw UsageError(v.source("metrics_sd_file") + "=" + a.metrics.sd_file +
-                     ": needs --metrics_port (the endpoints it lists)");
-  }
+  fill_metrics_options(v, a.metrics);
   a.metrics.backend = rendezvous::backend_name(cfg.rendezvous.backend);
-  {
-    const std::string& text = v.str("straggler_threshold");
-    char* end = nullptr;
-    double ratio = text.empty() ? NAN : std::strtod(text.c_str(), &end);
-    bool number = !text.empty() && end == text.c_str() + text.size() && std::isfinite(ratio);
-    a.stragglers.threshold = number ? ratio : -1;
-  }
-  if (a.stragglers.threshold != 0 && !(a.stragglers.threshold > 1 && a.stragglers.threshold < 1e6)) {
-    throw UsageError(v.source("straggler_threshold") + "=" + v.str("straggler_threshold") +
-                     ": expected a ratio above 1 (1.3: 30% more own work per step than the "
-                     "median), or 0 for off");
-  }
-  a.stragglers.window = parse_seconds(v.source("straggler_window"), v.str("straggler_window"), false);
-  const std::string& action = v.str("straggler_action");
-  if (action != "warn" && action != "exclude") {
-    throw UsageError(v.source("straggler_action") + "=" + action + ": expected warn or exclude");
-  }
-  a.stragglers.exclude = action == "exclude";
-  if (v.given("checkpoint_dir")) {
-    a.checkpoint_dir = v.str("checkpoint_dir");
-    if (a.checkpoint_dir.empty()) {
-      throw UsageError(v.source("checkpoint_dir") + "=: must name a directory");
-    }
-  }
-  const std::string& events = v.str("event_log_handler");
-  if (events != "null" && events != "console") {
-    throw UsageError(v.source("event_log_handler") + "=" + events + ": expected null or console");
-  }
-  cfg.console_events = events == "console";
-  if (v.given("logs_specs")) {
-    throw UsageError(v.source("logs_specs") + "=" + v.str("logs_specs") +
-                     ": torchrun's LogsSpecs are Python plug-ins, which ddprun cannot load; "
-                     "--log_dir, --redirects and --tee say where worker logs go");
-  }
-  cfg.tracking_interval =
-      parse_seconds(v.source("tracking_interval"), v.str("tracking_interval"), false);
+  fill_straggler_and_goodput_options(v, a);
+  fill_run_options(v, cfg);
   return cfg;
 }
 
