@@ -33,19 +33,136 @@ std::string DynamicJoiner::round_prefix(int round) const {
   return prefix_ + "round/" + std::to_string(round) + "/";
 }
 
+// What this node does with the state it read: the rules' decision, except that a
+// round closed since it completed with this node in it is still its round (another
+// member's workers failed for the last time, or finished, before this node read it):
+// the node takes its place, and learns how the round ended from the round itself.
+Action DynamicJoiner::decide(const DynamicState& state, const std::string& node,
+                             int local_world_size, int min_round) const {
+  Action a;  // default: wait for the state to change
+  if (state.round >= min_round || state.closed) {
+    a = decide_join(state, node, local_world_size, wall_ms_(), config_);
+  }
+  if (a.kind == Action::Kind::kClosed && state.complete && state.round >= min_round &&
+      state.participants.count(node)) {
+    a.kind = Action::Kind::kDone;
+  }
+  return a;
+}
+
+// The job ended before this node got a place: it no longer waits as a spare; why, as
+// what it throws.
+void DynamicJoiner::throw_closed(const DynamicState& state, const std::string& node, bool spare) {
+  spare_ = false;
+  if (spare) {
+    throw SpareNotNeeded(state.failed ? "the job failed without needing this spare node"
+                                      : "the job finished without needing this spare node",
+                         state.failed);
+  }
+  if (const Quarantine* q = quarantine_of(state, node, wall_ms_())) {
+    throw RendezvousClosedError("the job ended while this node was quarantined (" + q->reason +
+                                ")");
+  }
+  throw RendezvousClosedError(state.failed ? "the run has already ended (it failed)"
+                                           : "the run has already finished");
+}
+
+// Says why this node waits, once each time that changes: kept out (its quarantine; the
+// join's deadline starts again, as it is kept out on purpose), or a spare.
+void DynamicJoiner::say_waiting(const DynamicState& state, const std::string& node, bool spare,
+                                const Action& a, Clock::time_point& deadline,
+                                milliseconds timeout) {
+  if (a.kind == Action::Kind::kWait && !state.participants.count(node)) {
+    if (const Quarantine* q = quarantine_of(state, node, wall_ms_())) {
+      if (q->until_ms != quarantined_until_) {
+        spdlog::warn("this node is quarantined for {} s ({}); it waits to join again",
+                     (q->until_ms - wall_ms_() + 999) / 1000, q->reason);
+      }
+      quarantined_until_ = q->until_ms;
+      deadline = Clock::now() + timeout;
+    }
+  }
+  if (spare && !spare_) {
+    if (back_from_quarantine(state, node, wall_ms_())) {
+      spdlog::warn(
+          "waiting as a spare: this node is back from quarantine; it takes a place "
+          "when round {} ends for another reason, not forcing a restart",
+          state.round);
+    } else {
+      spdlog::warn(
+          "waiting as a spare: round {} runs with its maximum of {} node(s); this "
+          "node takes the place of the first that fails or leaves",
+          state.round, config_.max_nodes);
+    }
+  }
+  spare_ = spare;
+}
+
+// The join's deadline passed: how many joined, what was needed, who is kept out.
+void DynamicJoiner::throw_timeout(const DynamicState& state) const {
+  std::string out;
+  int64_t wall = wall_ms_();
+  for (const auto& [address, q] : state.quarantined) {
+    if (q.until_ms <= wall) continue;
+    out += (out.empty() ? "; quarantined: " : ", ") + address + " for " +
+           std::to_string((q.until_ms - wall + 999) / 1000) + " s more (" + q.reason + ")";
+  }
+  std::string why = std::to_string(state.participants.size()) + " node(s) joined";
+  std::string needed = "at least " + std::to_string(config_.min_nodes) + " needed";
+  if (static_cast<int>(state.participants.size()) >= config_.min_nodes &&
+      state.last_call_deadline_ms > wall) {
+    // Enough nodes, still calling for more: the last call outlasted the join timeout.
+    why += " (" + needed + "), still in the last call for more (";
+    why += std::to_string((state.last_call_deadline_ms - wall + 999) / 1000);
+    why +=
+        " s more, --rdzv_conf last_call_timeout): give a join_timeout longer than the "
+        "last call";
+  } else {
+    why += ", " + needed;
+  }
+  throw TimeoutError(why + out);
+}
+
+// How long the next wait may last: to the deadline (`left`), or to the rules' next
+// moment (the last call's end), within the state store's longest wait.
+milliseconds DynamicJoiner::wait_slice(const Action& a, Clock::duration left) const {
+  auto wait_for = std::chrono::duration_cast<milliseconds>(left);
+  if (a.wake_at_ms > 0) wait_for = std::min(wait_for, milliseconds(a.wake_at_ms - wall_ms_()));
+  return std::clamp(wait_for, milliseconds(1), state_->longest_wait());
+}
+
+// This node's place in the completed round it read.
+JoinedRound DynamicJoiner::seat_from(StateSnapshot snap, const std::string& node) {
+  JoinedRound joined;
+  std::vector<std::string> members = ordered_members(snap.state);
+  auto rank = std::lower_bound(members.begin(), members.end(), node) - members.begin();
+  joined.round = snap.state.round;
+  joined.seat = seat_in(snap.state, members, static_cast<int>(rank));
+  joined.state = std::move(snap.state);
+  seated(node, snap.epoch_revision);
+  return joined;
+}
+
+// The place this node took by announcing itself (arrive(), announce_and_wait()).
+JoinedRound DynamicJoiner::announced_seat(RoundSeat seat, const std::string& node) {
+  JoinedRound joined;
+  joined.round = announced_round_;
+  joined.seat = std::move(seat);
+  say_kept_out(joined.seat.quarantined, node);
+  seated(node, std::exchange(seat_completed_at_, 0));
+  return joined;
+}
+
+// Each turn reads the state (or takes what a back-off read), decides, and either has
+// its place, writes (then reads again), or waits for a change.
 Task<JoinedRound> DynamicJoiner::join(std::string node, int local_world_size, int min_round,
                                       milliseconds timeout, CancelSignal& cancel,
                                       bool whole_state) {
   auto deadline = Clock::now() + timeout;
   folder_ = false;
   whole_state_ = whole_state;
-  JoinedRound joined;
   if (auto seat = co_await arrive(node, local_world_size, min_round, deadline, cancel)) {
-    joined.round = announced_round_;
-    joined.seat = std::move(*seat);
-    say_kept_out(joined.seat.quarantined, node);
-    seated(node, std::exchange(seat_completed_at_, 0));
-    co_return joined;
+    co_return announced_seat(std::move(*seat), node);
   }
   std::optional<StateSnapshot> seen;  // the state as a back-off left it
   while (true) {
@@ -53,79 +170,19 @@ Task<JoinedRound> DynamicJoiner::join(std::string node, int local_world_size, in
     if (!seen) seen = co_await state_->read(cancel);
     StateSnapshot snap = std::move(*seen);
     seen.reset();
-    Action a;  // default: wait for the state to change
-    if (snap.state.round >= min_round || snap.state.closed) {
-      a = decide_join(snap.state, node, local_world_size, wall_ms_(), config_);
-    }
-    // Closed since the round this node is in completed (another member's workers
-    // failed for the last time, or finished, before this node read it): the node takes
-    // its place all the same, and learns how the round ended from the round itself.
-    if (a.kind == Action::Kind::kClosed && snap.state.complete && snap.state.round >= min_round &&
-        snap.state.participants.count(node)) {
-      a.kind = Action::Kind::kDone;
-    }
+    Action a = decide(snap.state, node, local_world_size, min_round);
     say_kept_out(snap.state.quarantined, node);
     bool spare = snap.state.spares.count(node) > 0;
-    if (a.kind == Action::Kind::kClosed) {
-      spare_ = false;
-      if (spare) {
-        throw SpareNotNeeded(snap.state.failed ? "the job failed without needing this spare node"
-                                               : "the job finished without needing this spare node",
-                             snap.state.failed);
-      }
-      if (const Quarantine* q = quarantine_of(snap.state, node, wall_ms_())) {
-        throw RendezvousClosedError("the job ended while this node was quarantined (" +
-                                    q->reason + ")");
-      }
-      throw RendezvousClosedError(snap.state.failed ? "the run has already ended (it failed)"
-                                                    : "the run has already finished");
-    }
-    if (a.kind == Action::Kind::kWait && !snap.state.participants.count(node)) {
-      if (const Quarantine* q = quarantine_of(snap.state, node, wall_ms_())) {
-        if (q->until_ms != quarantined_until_) {
-          spdlog::warn("this node is quarantined for {} s ({}); it waits to join again",
-                       (q->until_ms - wall_ms_() + 999) / 1000, q->reason);
-        }
-        quarantined_until_ = q->until_ms;
-        deadline = Clock::now() + timeout;  // kept out on purpose: not a join that failed
-      }
-    }
-    if (spare && !spare_) {
-      if (back_from_quarantine(snap.state, node, wall_ms_())) {
-        spdlog::warn(
-            "waiting as a spare: this node is back from quarantine; it takes a place "
-            "when round {} ends for another reason, not forcing a restart",
-            snap.state.round);
-      } else {
-        spdlog::warn(
-            "waiting as a spare: round {} runs with its maximum of {} node(s); this "
-            "node takes the place of the first that fails or leaves",
-            snap.state.round, config_.max_nodes);
-      }
-    }
-    spare_ = spare;
-    if (a.kind == Action::Kind::kDone) {
-      std::vector<std::string> members = ordered_members(snap.state);
-      auto rank = std::lower_bound(members.begin(), members.end(), node) - members.begin();
-      joined.round = snap.state.round;
-      joined.seat = seat_in(snap.state, members, static_cast<int>(rank));
-      joined.state = std::move(snap.state);
-      seated(node, snap.epoch_revision);
-      co_return joined;
-    }
+    if (a.kind == Action::Kind::kClosed) throw_closed(snap.state, node, spare);
+    say_waiting(snap.state, node, spare, a, deadline, timeout);
+    if (a.kind == Action::Kind::kDone) co_return seat_from(std::move(snap), node);
     bool joins = a.kind == Action::Kind::kWrite && !snap.state.complete &&
                  !snap.state.participants.count(node) && a.next.participants.count(node);
     if (joins && state_->keeps_head() && !folder_ && announced_round_ != snap.state.round) {
       // Into a forming round by announcing: the first to announce writes for all.
       auto seat =
           co_await announce_and_wait(head_in(snap), node, local_world_size, deadline, cancel);
-      if (seat) {
-        joined.round = announced_round_;
-        joined.seat = std::move(*seat);
-        say_kept_out(joined.seat.quarantined, node);
-        seated(node, std::exchange(seat_completed_at_, 0));
-        co_return joined;
-      }
+      if (seat) co_return announced_seat(std::move(*seat), node);
       if (!folder_) continue;
     }
     if (a.kind == Action::Kind::kWrite) {
@@ -147,47 +204,14 @@ Task<JoinedRound> DynamicJoiner::join(std::string node, int local_world_size, in
         bool crowd = announced_round_ == snap.state.round && !snap.state.complete;
         seen = co_await back_off(node, crowd, cancel);
       }
-      if (won && asked_to_join) {
-        // We arrived while a round runs: end it for everyone so the next one has us
-        // (begun first, so that the members, told where, join it without reading it).
-        std::set<std::string> lost;
-        co_await start_next_round(snap.state.round, false, std::move(lost), cancel);
-        RoundEnd why(RoundEnd::Kind::kMembership, 0, "node " + node + " joins");
-        why.next_round = next_round_hint();
-        const std::string none;
-        co_await store_.compare_set(round_prefix(snap.state.round) + "over", none, why.encode(),
-                                    cancel);
-      }
+      if (won && asked_to_join) co_await end_round_to_join(snap.state.round, node, cancel);
       continue;  // re-read whether or not our write won
     }
     auto now = Clock::now();
     // A spare waits for a running job, not for a round to form: no deadline then.
     if (spare_ && snap.state.complete) deadline = now + timeout;
-    if (now >= deadline) {
-      std::string out;
-      int64_t wall = wall_ms_();
-      for (const auto& [address, q] : snap.state.quarantined) {
-        if (q.until_ms <= wall) continue;
-        out += (out.empty() ? "; quarantined: " : ", ") + address + " for " +
-               std::to_string((q.until_ms - wall + 999) / 1000) + " s more (" + q.reason + ")";
-      }
-      std::string why = std::to_string(snap.state.participants.size()) + " node(s) joined";
-      std::string needed = "at least " + std::to_string(config_.min_nodes) + " needed";
-      if (static_cast<int>(snap.state.participants.size()) >= config_.min_nodes &&
-          snap.state.last_call_deadline_ms > wall) {
-        // Enough nodes, still calling for more: the last call outlasted the join timeout.
-        why += " (" + needed + "), still in the last call for more (";
-        why += std::to_string((snap.state.last_call_deadline_ms - wall + 999) / 1000);
-        why += " s more, --rdzv_conf last_call_timeout): give a join_timeout longer than the "
-               "last call";
-      } else {
-        why += ", " + needed;
-      }
-      throw TimeoutError(why + out);
-    }
-    auto wait_for = std::chrono::duration_cast<milliseconds>(deadline - now);
-    if (a.wake_at_ms > 0) wait_for = std::min(wait_for, milliseconds(a.wake_at_ms - wall_ms_()));
-    wait_for = std::clamp(wait_for, milliseconds(1), state_->longest_wait());
+    if (now >= deadline) throw_timeout(snap.state);
+    milliseconds wait_for = wait_slice(a, deadline - now);
     // A node already in the forming round sleeps through other nodes joining: N
     // joining nodes then cost N wake-ups, not N squared. After the wait (a change, the
     // last call's end or a slice passed) it decides again.

@@ -149,6 +149,19 @@ class DynamicJoiner {
   static std::optional<StateHead> hinted_head(const std::string& hint);
   void say_kept_out(const std::map<std::string, Quarantine>& quarantined, const std::string& self);
   Task<bool> free_places_of_dead(const StateSnapshot& snap, CancelSignal& cancel);
+  // join()'s steps (dynamic_joiner.cc; the coroutines in dynamic_joiner_steps.cc).
+  Action decide(const DynamicState& state, const std::string& node, int local_world_size,
+                int min_round) const;
+  [[noreturn]] void throw_closed(const DynamicState& state, const std::string& node, bool spare);
+  void say_waiting(const DynamicState& state, const std::string& node, bool spare, const Action& a,
+                   std::chrono::steady_clock::time_point& deadline,
+                   std::chrono::milliseconds timeout);
+  [[noreturn]] void throw_timeout(const DynamicState& state) const;
+  std::chrono::milliseconds wait_slice(const Action& a,
+                                       std::chrono::steady_clock::duration left) const;
+  JoinedRound seat_from(StateSnapshot snap, const std::string& node);
+  JoinedRound announced_seat(RoundSeat seat, const std::string& node);
+  Task<void> end_round_to_join(int round, std::string node, CancelSignal& cancel);
 
   store::LoopStore& store_;
   std::unique_ptr<StateStore> state_;

@@ -14,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/loop_waits.h"
+#include "rendezvous/round_end.h"
 
 namespace ddprun::rendezvous {
 
