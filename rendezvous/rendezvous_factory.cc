@@ -90,7 +90,7 @@ Task<void> tell_unfit(RendezvousParams p, std::string reason, CancelSignal& canc
   }
   std::string prefix = backend->prefix(p.run_id);
   auto client = backend->connect_on_loop(p.read_timeout, 0);
-  // On the heap: held in this frame, GCC 12 took the frame for a mismatched new and
+  // On the heap: held in this frame, GCC 12 (docs/contributing.md) took the frame for a mismatched new and
   // delete (-Wmismatched-new-delete) once the joiner grew.
   auto joiner = std::make_unique<DynamicJoiner>(
       *client, backend->state_store(*client, prefix, p.read_timeout), prefix,
