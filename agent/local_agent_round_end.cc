@@ -133,8 +133,8 @@ void LocalAgent::Impl::adopt_winner(RoundEnd winner) {
 Task<void> LocalAgent::Impl::await_winner() {
   auto settled = std::make_shared<bool>(false);  // outlives this frame, for a late answer
   round_->after_requests(changed_.notifying([settled] { *settled = true; }));
-  // The predicate holds a plain pointer: GCC 12 (docs/contributing.md) destroys a temporary made in a co_await
-  // expression twice, which a copy of the shared_ptr does not survive.
+  // The predicate holds a plain pointer: GCC 12 (docs/contributing.md) destroys a temporary made in
+  // a co_await expression twice, which a copy of the shared_ptr does not survive.
   const bool* answered = settled.get();
   co_await changed_.until(
       [this, answered] { return (!attempt_->proposed && *answered) || stop_deadline_passed_; });

@@ -1,8 +1,8 @@
 // The joiner's steps: a node's arrival, a write of the join, and the quick steps while
 // a job runs and as it ends (each a few reads and compare-and-sets of the state,
-// retried where another node wrote first). Apart from join() on purpose: GCC 12 (docs/contributing.md)
-// inlines a coroutine's frame allocation into a caller in the same unit but not always
-// its deallocation, and then takes them for a mismatched new and delete
+// retried where another node wrote first). Apart from join() on purpose: GCC 12
+// (docs/contributing.md) inlines a coroutine's frame allocation into a caller in the same unit but
+// not always its deallocation, and then takes them for a mismatched new and delete
 // (-Wmismatched-new-delete).
 #include "rendezvous/dynamic_joiner.h"
 

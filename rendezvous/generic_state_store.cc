@@ -84,7 +84,8 @@ void GenericStateStore::forget_written(int64_t seen_version) {
 Task<bool> GenericStateStore::write(const StateSnapshot& from, const std::string& to, Wakes wakes,
                                     const std::optional<Announcement>& on_loss,
                                     CancelSignal& cancel) {
-  // Every argument is a local: GCC 12 (docs/contributing.md) mishandles temporaries made inside a co_await.
+  // Every argument is a local: GCC 12 (docs/contributing.md) mishandles temporaries made inside a
+  // co_await.
   std::string state = prefix_ + "state";
   std::string held = co_await store_.compare_set(state, from.raw, to, cancel);
   if (held != to) {

@@ -90,8 +90,8 @@ Task<void> tell_unfit(RendezvousParams p, std::string reason, CancelSignal& canc
   }
   std::string prefix = backend->prefix(p.run_id);
   auto client = backend->connect_on_loop(p.read_timeout, 0);
-  // On the heap: held in this frame, GCC 12 (docs/contributing.md) took the frame for a mismatched new and
-  // delete (-Wmismatched-new-delete) once the joiner grew.
+  // On the heap: held in this frame, GCC 12 (docs/contributing.md) took the frame for a mismatched
+  // new and delete (-Wmismatched-new-delete) once the joiner grew.
   auto joiner = std::make_unique<DynamicJoiner>(
       *client, backend->state_store(*client, prefix, p.read_timeout), prefix,
       DynamicConfig{p.min_nodes, p.max_nodes, p.last_call_timeout.count(), p.node_failure_limit,

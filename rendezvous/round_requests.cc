@@ -153,7 +153,8 @@ void RoundRequests::count_to(std::string counter, std::string mark, int64_t last
         int64_t now = co_await s.count_in(counter, mark, cancel);
         if (now != last) co_return;
         if (before_reached) co_await before_reached(cancel);
-        const std::string one = "1";  // a local: GCC 12 (docs/contributing.md) frees a temporary made in a co_await twice
+        const std::string one = "1";  // a local: GCC 12 (docs/contributing.md) frees a temporary
+                                      // made in a co_await twice
         co_await s.set(reached, one, cancel);
       },
       [on_done = std::move(on_done),

@@ -1,7 +1,7 @@
 // A static round's ranks: node 0 counts them, each other node reads its own. Apart
-// from next_rendezvous() on purpose: GCC 12 (docs/contributing.md) inlines a coroutine's frame allocation into
-// a caller in the same unit but not always its deallocation, and then takes them for a
-// mismatched new and delete (-Wmismatched-new-delete).
+// from next_rendezvous() on purpose: GCC 12 (docs/contributing.md) inlines a coroutine's frame
+// allocation into a caller in the same unit but not always its deallocation, and then takes them
+// for a mismatched new and delete (-Wmismatched-new-delete).
 #include <charconv>
 
 #include "rendezvous/static_rendezvous.h"

@@ -16,7 +16,8 @@ namespace {
 namespace asio = boost::asio;
 using Clock = std::chrono::steady_clock;
 // Each wait builds its Values and co_returns that: `co_return std::nullopt;` after a
-// co_await in a condition made GCC 12 (docs/contributing.md) emit a trap (SIGILL) in these coroutines.
+// co_await in a condition made GCC 12 (docs/contributing.md) emit a trap (SIGILL) in these
+// coroutines.
 using Values = std::optional<std::vector<std::string>>;
 
 // The values of `keys` once a wait saw them all; "" for a key gone meanwhile.

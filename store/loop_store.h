@@ -96,7 +96,8 @@ class LoopStore {
   /// set by a plain set() (an agent that marks but does not count).
   virtual Task<int64_t> count_in(std::string counter, std::string mark, CancelSignal& cancel) {
     int64_t counted = co_await add(std::move(counter), 1, cancel);
-    const std::string one = "1";  // a local: GCC 12 (docs/contributing.md) frees a temporary made in a co_await twice
+    const std::string one =
+        "1";  // a local: GCC 12 (docs/contributing.md) frees a temporary made in a co_await twice
     co_await set(std::move(mark), one, cancel);
     co_return counted;
   }

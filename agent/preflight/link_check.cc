@@ -34,7 +34,8 @@ Task<void> LinkCheck::probe(const rendezvous::RendezvousInfo& info,
   // The next node's store is ready for the probe once that node has its round (group
   // rank 0 cuts off whoever is connected to its store as it takes the round): each node
   // waits for its neighbour only, so the wait costs the same at any size. On the heap:
-  // held in this frame, GCC 12 (docs/contributing.md) takes the frame's delete for a mismatched one.
+  // held in this frame, GCC 12 (docs/contributing.md) takes the frame's delete for a mismatched
+  // one.
   auto ready = std::make_shared<bool>(false);  // outlives this frame, for a late answer
   auto changed = std::make_unique<LoopCondition>(io_);
   auto hook = std::make_unique<CancelSignal::Hook>(cancel, [c = changed.get()] { c->notify(); });

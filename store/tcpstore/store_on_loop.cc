@@ -88,8 +88,8 @@ class Answer {
   std::optional<uint64_t> length_;  // of the string being read, once known
 };
 
-// An answer of one field. (A braced list inside a co_await made GCC 12 (docs/contributing.md) reject the
-// coroutine: "array used as initializer".)
+// An answer of one field. (A braced list inside a co_await made GCC 12 (docs/contributing.md)
+// reject the coroutine: "array used as initializer".)
 std::vector<Answer::Field> one(Answer::Field f) { return std::vector<Answer::Field>(1, f); }
 
 // What take_available() found.
