@@ -85,8 +85,13 @@ struct AgentServices {
 /// all succeeded; the job is done once every node's are (a later failure elsewhere
 /// still restarts everyone). A stop signal in any phase ends the job (128+signal)
 /// once the workers are stopped and the others told. The loop's handlers (workers'
-/// exits, the round's watches, signals, timers) only record what happened; the
-/// coroutine alone moves from one phase to the next.
+/// exits, the round's watches, signals, timers) record what happened in the attempt;
+/// the coroutine moves from one phase to the next and decides what follows an
+/// attempt. A few handlers act at once where waiting would cost the job: a round's end
+/// stops the workers, a lost member ends the round, a stop signal stops the workers and
+/// cancels the wait in progress (its console line names the phase). The phase is the
+/// agent's own state, logged at debug level as it changes; each feature is a component
+/// (docs/architecture.md).
 class LocalAgent {
  public:
   enum class Phase { kConnecting, kJoining, kRunning, kReportingHang, kAwaitingOthers, kDone };

@@ -30,7 +30,7 @@ GoodputSpans::GoodputSpans(int local_world_size, std::string checkpoint_dir,
       settled_until_(wall_()) {}
 
 void GoodputSpans::begin_attempt(const rendezvous::RendezvousInfo& info) {
-  settle();
+  settle_last_round();
   attempt_ = Attempt{info.restart_count, info.group_rank, info.first_rank,
                      tracking::AttemptSpan{info.restart_count, wall_(), std::nullopt, false,
                                            std::nullopt, std::nullopt, std::nullopt},
@@ -110,7 +110,7 @@ void GoodputSpans::update(const std::optional<rendezvous::RoundEnd>& over) {
   }
 }
 
-void GoodputSpans::settle() {
+void GoodputSpans::settle_last_round() {
   if (!attempt_) return;
   double now = wall_();
   double end = std::min(attempt_->span.failed.value_or(now), now);

@@ -55,7 +55,7 @@ class GoodputSpans {
   void watch_marks();
   void tell_marks();
   void update(const std::optional<rendezvous::RoundEnd>& over);
-  void settle();
+  void settle_last_round();
 
   const int local_world_size_;
   const std::string checkpoint_dir_;
