@@ -1,8 +1,9 @@
 // Preflight's link check as a component, over a fake round: when it probes, what it
 // shares, what group rank 0 keeps in the run, and a cancel during its wait.
+#include "common/coro.h"
+
 #include <gtest/gtest.h>
 
-#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <nlohmann/json.hpp>
 
@@ -36,13 +37,15 @@ class LinkCheckTest : public ::testing::Test {
     rounds_.push_back(j);
     auto round = std::make_shared<testing::FakeRound>(j, rdzv_);
     bool done = false;
+    std::exception_ptr error;
     boost::asio::co_spawn(io_, check_.probe(info_, *round, cancel), [&](std::exception_ptr e) {
-      EXPECT_FALSE(e);
+      error = e;
       done = true;
     });
     io_.run();
     io_.restart();
     EXPECT_TRUE(done);
+    EXPECT_FALSE(error);
   }
 
   boost::asio::io_context io_;

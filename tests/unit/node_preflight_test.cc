@@ -1,8 +1,9 @@
 // This node's preflight as a component, over a fake probe: what it finds before a
 // join, when the site's check runs, and the clock's verdict.
+#include "common/coro.h"
+
 #include <gtest/gtest.h>
 
-#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 
 #include "agent/preflight/node_preflight.h"
@@ -17,14 +18,16 @@ class NodePreflightTest : public ::testing::Test {
  protected:
   std::vector<Finding> findings(const std::vector<std::string>& left_behind, bool first) {
     std::vector<Finding> out;
+    std::exception_ptr error;
     CancelSignal cancel;
     boost::asio::co_spawn(io_, preflight_.findings(left_behind, first, cancel),
                           [&](std::exception_ptr e, std::vector<Finding> f) {
-                            EXPECT_FALSE(e);
+                            error = e;
                             out = std::move(f);
                           });
     io_.run();
     io_.restart();
+    EXPECT_FALSE(error);
     return out;
   }
 

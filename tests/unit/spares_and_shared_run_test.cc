@@ -1,9 +1,10 @@
 // Two small agent components over fakes: the spare watch (what the run hears of the
 // hot spares while an attempt runs) and the shared run (the primary's run published
 // through the rendezvous store, found by the others once).
+#include "common/coro.h"
+
 #include <gtest/gtest.h>
 
-#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 
