@@ -36,14 +36,16 @@ Task<void> LinkCheck::probe(const rendezvous::RendezvousInfo& info,
   // waits for its neighbour only, so the wait costs the same at any size. On the heap:
   // held in this frame, GCC 12 (docs/contributing.md) takes the frame's delete for a mismatched
   // one.
-  auto ready = std::make_shared<bool>(false);  // outlives this frame, for a late answer
-  auto changed = std::make_unique<LoopCondition>(io_);
+  // The answer may come after this frame ended (a cancel): it holds neither by pointer.
+  auto ready = std::make_shared<bool>(false);
+  auto changed = std::make_shared<LoopCondition>(io_);
   auto hook = std::make_unique<CancelSignal::Hook>(cancel, [c = changed.get()] { c->notify(); });
   int next_rank = (info.group_rank + 1) % static_cast<int>(n);
   round.gather_from("links_ready", "1", {next_rank}, kReadyWait,
-                    [ready, c = changed.get()](const std::vector<std::string>&) {
+                    [ready, weak = std::weak_ptr<LoopCondition>(changed)](
+                        const std::vector<std::string>&) {
                       *ready = true;
-                      c->notify();
+                      if (auto c = weak.lock()) c->notify();
                     });
   const bool* is_ready = ready.get();
   const CancelSignal* stop = &cancel;
