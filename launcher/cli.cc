@@ -14,11 +14,13 @@
 
 #include "common/error.h"
 #include "launcher/hang_flags.h"
-#include "launcher/preflight_flags.h"
+#include "launcher/metrics_flags.h"
 #include "launcher/option_values.h"
+#include "launcher/preflight_flags.h"
 #include "launcher/rendezvous_flags.h"
 #include "launcher/slurm_flags.h"
 #include "launcher/ssh_flags.h"
+#include "launcher/straggler_flags.h"
 #include "launcher/value_parsers.h"
 
 namespace po = boost::program_options;
@@ -323,52 +325,19 @@ void fill_run_options(const Values& v, LaunchConfig& cfg) {
       parse_seconds(v.source("tracking_interval"), v.str("tracking_interval"), false);
 }
 
-// --metrics_port, --metrics_host, --metrics_sd_file.
-void fill_metrics_options(const Values& v, agent::AgentConfig::Metrics& m) {
-  if (v.given("metrics_port")) {
-    int port = parse_int(v.source("metrics_port"), v.str("metrics_port"));
-    if (port < 0 || port > 65535) {
-      throw UsageError(v.source("metrics_port") + "=" + v.str("metrics_port") +
-                       ": expected a port number from 0 to 65535 (0: a free one)");
-    }
-    m.port = static_cast<uint16_t>(port);
+// Flags that only act in some job shapes: each one the job would ignore is one warning.
+void note_flags_this_job_ignores(const Values& v, const LaunchConfig& cfg,
+                                 std::vector<std::string>& notices) {
+  const auto& checks = cfg.agent.preflight.checks;
+  bool link = std::find(checks.begin(), checks.end(), agent::Check::kLink) != checks.end();
+  if (link && cfg.rendezvous.max_nodes < 2) {
+    notices.push_back(v.source("preflight") + "=" + v.str("preflight") +
+                      ": the link check probes between nodes; this job has one, so it is skipped");
   }
-  m.host = v.str("metrics_host");
-  if (m.host.empty()) throw UsageError(v.source("metrics_host") + "=: must not be empty");
-  m.sd_file = v.str("metrics_sd_file");
-  if (!m.sd_file.empty() && !m.port) {
-    throw UsageError(v.source("metrics_sd_file") + "=" + m.sd_file +
-                     ": needs --metrics_port (the endpoints it lists)");
-  }
-}
-
-// Straggler detection's flags, and --checkpoint_dir (goodput's durable points).
-void fill_straggler_and_goodput_options(const Values& v, agent::AgentConfig& a) {
-  {
-    const std::string& text = v.str("straggler_threshold");
-    char* end = nullptr;
-    double ratio = text.empty() ? NAN : std::strtod(text.c_str(), &end);
-    bool number = !text.empty() && end == text.c_str() + text.size() && std::isfinite(ratio);
-    a.stragglers.threshold = number ? ratio : -1;
-  }
-  if (a.stragglers.threshold != 0 &&
-      !(a.stragglers.threshold > 1 && a.stragglers.threshold < 1e6)) {
-    throw UsageError(v.source("straggler_threshold") + "=" + v.str("straggler_threshold") +
-                     ": expected a ratio above 1 (1.3: 30% more own work per step than the "
-                     "median), or 0 for off");
-  }
-  a.stragglers.window =
-      parse_seconds(v.source("straggler_window"), v.str("straggler_window"), false);
-  const std::string& action = v.str("straggler_action");
-  if (action != "warn" && action != "exclude") {
-    throw UsageError(v.source("straggler_action") + "=" + action + ": expected warn or exclude");
-  }
-  a.stragglers.exclude = action == "exclude";
-  if (v.given("checkpoint_dir")) {
-    a.checkpoint_dir = v.str("checkpoint_dir");
-    if (a.checkpoint_dir.empty()) {
-      throw UsageError(v.source("checkpoint_dir") + "=: must name a directory");
-    }
+  if (cfg.agent.stragglers.exclude && !cfg.rendezvous.elastic()) {
+    notices.push_back(v.source("straggler_action") +
+                      "=exclude: only an elastic job (--nnodes=MIN:MAX with c10d or etcd) can "
+                      "go on without a node; stragglers are only named");
   }
 }
 
@@ -449,8 +418,9 @@ LaunchConfig parse_command_line(int argc, const char* const argv[], const EnvLoo
   if (cfg.tracking) a.preflight.write_dirs.push_back(cfg.tracking_dir);
   fill_metrics_options(v, a.metrics);
   a.metrics.backend = rendezvous::backend_name(cfg.rendezvous.backend);
-  fill_straggler_and_goodput_options(v, a);
+  fill_straggler_and_goodput_options(v, /*check_dirs=*/!controller, a);
   fill_run_options(v, cfg);
+  if (!controller) note_flags_this_job_ignores(v, cfg, cfg.notices);
   return cfg;
 }
 

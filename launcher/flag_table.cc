@@ -21,7 +21,8 @@ constexpr OptionDef kOptions[] = {
      "elastic jobs: a node whose workers failed this many times is quarantined, kept out of "
      "the rounds for --quarantine_cooldown (0: never)"},
     {"quarantine_cooldown", 0, false, "300",
-     "seconds a quarantined node stays out the first time; each later time doubles it"},
+     "with --node_failure_limit: seconds a quarantined node stays out the first time; each "
+     "later time doubles it"},
     {"monitor_interval", 0, false, "5",
      "accepted for torchrun compatibility; ddprun is event-driven"},
     {"start_method", 0, false, "spawn", "accepted for compatibility: spawn, fork or forkserver",
@@ -68,14 +69,15 @@ constexpr OptionDef kOptions[] = {
      "name a rank (or node) whose own work per step, time not spent waiting for the other "
      "ranks, is over this many times the job's median in two windows in a row (0: off)"},
     {"straggler_window", 0, false, "5",
-     "seconds of steps each straggler judgement compares"},
+     "seconds of steps each straggler judgement compares (at most 3600)"},
     {"straggler_action", 0, false, "warn",
      "warn: a straggler is named; exclude: also, its node leaves the job and the others go "
      "on in a new round, where MIN or a waiting spare allows (elastic jobs)",
      "warn exclude"},
     {"checkpoint_dir", 0, false, "",
-     "where the job writes its checkpoints: the newest file there is taken as its last "
-     "durable state in goodput accounting (or call ddprun_tracking.checkpoint())",
+     "where the job writes its checkpoints, an existing directory: the newest file there is "
+     "taken as its last durable state in goodput accounting (or call "
+     "ddprun_tracking.checkpoint())",
      "<dir>"},
     {"signals_to_handle", 0, false, "SIGTERM,SIGINT,SIGHUP,SIGQUIT",
      "signals ddprun sends on to every worker and then stops the job (SIGKILL after "
@@ -115,15 +117,17 @@ constexpr OptionDef kOptions[] = {
      "nodes): node, socket, exclusive (own physical cores) or core-complex (own L3 group)",
      "off node socket exclusive core-complex"},
     {"preflight", 0, false, "all",
-     "what this node checks before it joins a round (a node that fails does not join): all, "
-     "none, or some of disk (1 GiB free where the job writes), shm (/dev/shm: 128 MiB a "
+     "what this node checks before it joins a round (a node that fails does not join): all "
+     "(the default) is disk (1 GiB free where the job writes), shm (/dev/shm: 128 MiB a "
      "worker, up to 1 GiB), nofile (open files >= 1024), memory (1 GiB available), gpu "
      "(through NVML, where a driver is: every GPU the workers may use opens, has no "
      "uncorrectable ECC errors, no retired pages or row remaps awaiting a reset, and no "
-     "clocks held down by hardware or heat), clock (jobs of several nodes: the wall clock within "
-     "5 s of the rendezvous host's); and on request, link (elastic jobs, as a round of 3 "
-     "nodes or more forms: each probes the next one's link; a node or link far slower than "
-     "the others is named, e.g. --preflight=all,link)",
+     "clocks held down by hardware or heat) and clock (jobs of several nodes: the wall clock "
+     "within 5 s of the rendezvous host's); link, on request, adds a probe of the links "
+     "(elastic jobs, as a round of 2 nodes or more forms: each probes the next one's link; a "
+     "node or link far slower than the others is named). Named checks add to the defaults "
+     "(--preflight=link), -NAME leaves one out (--preflight=-shm), none starts from nothing "
+     "(--preflight=none, --preflight=none,disk)",
      "all none disk shm nofile memory gpu clock link"},
     {"health_check", 0, false, "",
      "the site's own check before this node's first round: a command run by /bin/sh that "
@@ -134,10 +138,11 @@ constexpr OptionDef kOptions[] = {
      "serve Prometheus metrics of this agent at http://HOST:PORT/metrics (0: a free port, "
      "printed); none by default"},
     {"metrics_host", 0, false, "127.0.0.1",
-     "the address --metrics_port listens on (loopback by default; 0.0.0.0 or :: for all)"},
+     "with --metrics_port: the address it listens on (loopback by default; 0.0.0.0 or :: for "
+     "all)"},
     {"metrics_sd_file", 0, false, "",
      "with --metrics_port: group rank 0 keeps a Prometheus file_sd_configs list of every "
-     "agent's endpoint in this file, updated as rounds change"},
+     "agent's endpoint in this file, updated as rounds change (its directory must exist)"},
     {"event_log_handler", 0, false, "null",
      "torchrun 2.x's: null, or console (ddprun's agent events as JSON lines on stderr); the "
      "run records them either way",

@@ -43,20 +43,35 @@ void fill_preflight_options(const Values& v, int local_workers,
   auto add = [&](Check c) {
     if (std::find(p.checks.begin(), p.checks.end(), c) == p.checks.end()) p.checks.push_back(c);
   };
-  if (given != "none") {
-    std::istringstream items(given);
-    for (std::string item; std::getline(items, item, ',');) {
-      if (item == "all") {
-        for (Check c : kDefault) add(c);
-        continue;
-      }
-      auto named = std::find_if(std::begin(kAll), std::end(kAll),
-                                [&](Check c) { return item == agent::check_name(c); });
-      if (named == std::end(kAll)) {
-        fail_value(v.source("preflight"), given,
-                   "expected all, none or a comma-separated list of all, disk, shm, nofile, "
-                   "memory, gpu, clock, link ('" + item + "' is none of them)");
-      }
+  // Named checks add to the defaults, -NAME takes one away; `none` in the list starts
+  // from nothing instead.
+  std::vector<std::string> items;
+  std::istringstream list(given);
+  for (std::string item; std::getline(list, item, ',');) items.push_back(item);
+  if (given.back() == ',') items.emplace_back();
+  if (std::find(items.begin(), items.end(), "none") == items.end()) {
+    for (Check c : kDefault) add(c);
+  }
+  for (const std::string& item : items) {
+    if (item == "none") continue;
+    if (item == "all") {
+      for (Check c : kDefault) add(c);
+      continue;
+    }
+    bool remove = !item.empty() && item[0] == '-';
+    std::string name = remove ? item.substr(1) : item;
+    auto named = std::find_if(std::begin(kAll), std::end(kAll),
+                              [&](Check c) { return name == agent::check_name(c); });
+    if (named == std::end(kAll)) {
+      fail_value(v.source("preflight"), given,
+                 "expected a comma-separated list of checks to add to the defaults (disk, shm, "
+                 "nofile, memory, gpu, clock, link), -NAME to leave one out (-shm), all, or "
+                 "none (none,disk: disk only); '" +
+                     item + "' is not one of them");
+    }
+    if (remove) {
+      p.checks.erase(std::remove(p.checks.begin(), p.checks.end(), *named), p.checks.end());
+    } else {
       add(*named);
     }
   }

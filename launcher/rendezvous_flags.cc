@@ -73,6 +73,10 @@ void fill_rendezvous(const Values& v, const EnvLookup& env, LaunchConfig& config
   p.node_failure_limit = parse_int(v.source("node_failure_limit"), v.str("node_failure_limit"));
   p.quarantine_cooldown =
       parse_seconds(v.source("quarantine_cooldown"), v.str("quarantine_cooldown"), false);
+  if (v.given("quarantine_cooldown") && p.node_failure_limit <= 0) {
+    throw UsageError(v.source("quarantine_cooldown") + "=" + v.str("quarantine_cooldown") +
+                     ": needs --node_failure_limit=N (how many failures quarantine a node)");
+  }
   if (p.node_failure_limit > 0 && !p.elastic()) {
     throw UsageError(v.source("node_failure_limit") + "=" + v.str("node_failure_limit") +
                      ": quarantine keeps a node out of an elastic job's rounds; it needs "

@@ -10,6 +10,7 @@
 
 #include "agent/metrics/exposition.h"
 #include "common/error.h"
+#include "common/logging.h"
 #include "net/socket.h"
 #include "rendezvous/dynamic_state.h"
 
@@ -61,14 +62,12 @@ MetricsEndpoint::MetricsEndpoint(boost::asio::io_context& io, const AgentConfig&
         },
         "default-src 'none'", "metrics");
   } catch (const std::exception& e) {
-    throw Error("--metrics_port=" + std::to_string(m.port.value_or(0)) + ": " + e.what());
+    // The port given is taken, or the host is not this one's: the flags are wrong (exit 2).
+    throw UsageError("--metrics_port=" + std::to_string(m.port.value_or(0)) + " on " + m.host +
+                     ": " + e.what());
   }
   std::string url = "http://" + net::host_port(m.host, port()) + "/metrics";
-  if (m.port.value_or(0) == 0) {
-    spdlog::warn("metrics at {}", url);  // the port was picked: say which
-  } else {
-    spdlog::info("metrics at {}", url);
-  }
+  notice("metrics at {}", url);
   look_at_steps();
 }
 

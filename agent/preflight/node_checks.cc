@@ -134,10 +134,10 @@ std::vector<Finding> check_node(const PreflightOptions& o, NodeProbe& probe) {
     auto free = probe.shm_free_bytes();
     if (free && *free < need) {
       found.push_back({"shm", "/dev/shm: " + byte_size(*free) + " free, " +
-                                  std::to_string(o.local_workers) + " worker(s) need " + byte_size(need) +
+                                  std::to_string(o.local_workers) + " worker(s) need " +
+                                  byte_size(need) +
                                   " (DataLoader workers and NCCL pass data through it; in a "
-                                  "container: --shm-size; --preflight=disk,nofile,memory leaves "
-                                  "this check out)"});
+                                  "container: --shm-size)"});
     }
   }
   if (enabled(Check::kOpenFiles)) {

@@ -53,7 +53,10 @@ std::optional<Finding> NodePreflight::clock(std::optional<std::chrono::milliseco
 std::string NodePreflight::say_unfit(const std::vector<Finding>& found) const {
   std::string cause = "preflight failed on " + host_;
   for (const auto& f : found) {
-    spdlog::error("preflight: {}: {}", f.check, f.problem);
+    // A built-in check says how to leave it out (the site's --health_check is its own).
+    bool built_in = f.check != "health_check";
+    spdlog::error("preflight: {}: {}{}", f.check, f.problem,
+                  built_in ? " (--preflight=-" + f.check + " leaves this check out)" : "");
     cause += "; " + f.check + ": " + f.problem;
   }
   spdlog::error(

@@ -48,7 +48,7 @@ python3 -c "import socket,time; s=socket.socket(); s.bind(('127.0.0.1',$busy)); 
 pids+=($!)
 eventually 20 test -e "$dir/busy" || fail "the port could not be taken for the test"
 "$ddprun" --metrics_port="$busy" --no_tracking --no_python /bin/true 2>"$dir/err"; code=$?
-[ "$code" != 0 ] || fail "a port in use was taken"
+[ "$code" = 2 ] || fail "a port in use: exit status $code, expected 2 (a usage error)"
 grep -qF -- "--metrics_port=$busy" "$dir/err" || fail "the port in use is not named: $(cat "$dir/err")"
 grep -q "127.0.0.1:$busy" "$dir/err" || fail "the address in use is not named: $(cat "$dir/err")"
 
@@ -118,6 +118,14 @@ promtool check rules "$here/../../examples/monitoring/ddprun_rules.yml" >/dev/nu
   fail "examples/monitoring: $(promtool check rules "$here/../../examples/monitoring/ddprun_rules.yml" 2>&1)"
 promtool check config "$here/../../examples/monitoring/prometheus.yml" >/dev/null ||
   fail "examples/monitoring: $(promtool check config "$here/../../examples/monitoring/prometheus.yml" 2>&1)"
+# Its commented alternative to the discovery file, uncommented, is valid too and carries
+# the label the rules group by.
+sed 's/^    # \( *\)\(static_configs\|- targets\|labels\|ddprun_run_id\)/    \1\2/' \
+  "$here/../../examples/monitoring/prometheus.yml" >"$dir/static.yml"
+cp "$here/../../examples/monitoring/ddprun_rules.yml" "$dir/"
+grep -q '^          ddprun_run_id:' "$dir/static.yml" || fail "the static_configs example lacks ddprun_run_id"
+promtool check config "$dir/static.yml" >/dev/null ||
+  fail "examples/monitoring, static_configs: $(promtool check config "$dir/static.yml" 2>&1)"
 python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$here/../../examples/monitoring/grafana_dashboard.json" ||
   fail "the Grafana dashboard is no JSON"
 

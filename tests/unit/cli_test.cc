@@ -266,3 +266,74 @@ TEST(Cli, TorchrunTwoFourteenFlags) {
 
 }  // namespace
 }  // namespace ddprun::launcher
+
+namespace ddprun::launcher {
+namespace {
+
+// Settings a user mistypes: each is one error naming the flag, or one warning where the
+// job's shape makes a flag do nothing.
+TEST(CliSettings, ACheckpointDirMustBeAnExistingDirectory) {
+  std::string dir = ::testing::TempDir();
+  EXPECT_EQ(Cli{}.parse({"--checkpoint_dir=" + dir, "t"}).agent.checkpoint_dir, dir);
+  EXPECT_NE(usage_error(Cli{}, {"--checkpoint_dir=/nonexistent/dir", "t"})
+                .find("--checkpoint_dir=/nonexistent/dir: does not exist"),
+            std::string::npos);
+  EXPECT_NE(usage_error(Cli{}, {"--checkpoint_dir=/etc/passwd", "t"})
+                .find("--checkpoint_dir=/etc/passwd: is not a directory"),
+            std::string::npos);
+  EXPECT_EQ(usage_error(Cli{}, {"--hosts=a,b", "--checkpoint_dir=/on/the/nodes", "t"}), "")
+      << "a controller runs no workers: the nodes check their own";
+}
+
+TEST(CliSettings, MetricsFlagsNeedTheirPortAndAWritableDiscoveryFile) {
+  EXPECT_NE(usage_error(Cli{}, {"--metrics_host=0.0.0.0", "t"})
+                .find("--metrics_host=0.0.0.0: needs --metrics_port"),
+            std::string::npos);
+  EXPECT_EQ(Cli{}.parse({"--metrics_port=0", "--metrics_host=0.0.0.0", "t"}).agent.metrics.host,
+            "0.0.0.0");
+  std::string in_temp = ::testing::TempDir() + "/ddprun-sd.json";
+  EXPECT_EQ(
+      Cli{}.parse({"--metrics_port=0", "--metrics_sd_file=" + in_temp, "t"}).agent.metrics.sd_file,
+      in_temp);
+  EXPECT_NE(usage_error(Cli{}, {"--metrics_port=0", "--metrics_sd_file=/nonexistent/sd.json", "t"})
+                .find("its directory /nonexistent does not exist"),
+            std::string::npos);
+  EXPECT_NE(usage_error(Cli{}, {"--metrics_port=0", "--metrics_sd_file=/tmp", "t"})
+                .find("is a directory"),
+            std::string::npos);
+}
+
+TEST(CliSettings, AQuarantineCooldownNeedsAFailureLimit) {
+  std::vector<std::string> elastic = {"--nnodes=2:3", "--rdzv_backend=c10d", "--rdzv_endpoint=h:1"};
+  auto with = [&](std::vector<std::string> more) {
+    more.insert(more.begin(), elastic.begin(), elastic.end());
+    more.push_back("t");
+    return more;
+  };
+  EXPECT_NE(usage_error(Cli{}, with({"--quarantine_cooldown=20"}))
+                .find("--quarantine_cooldown=20: needs --node_failure_limit"),
+            std::string::npos);
+  EXPECT_EQ(usage_error(Cli{}, with({"--quarantine_cooldown=20", "--node_failure_limit=1"})), "");
+}
+
+TEST(CliSettings, AStragglerWindowIsAtMostAnHour) {
+  EXPECT_NE(usage_error(Cli{}, {"--straggler_window=1e9", "t"}).find("--straggler_window=1e9"),
+            std::string::npos);
+  EXPECT_EQ(Cli{}.parse({"--straggler_window=3600", "t"}).agent.stragglers.window,
+            std::chrono::hours(1));
+}
+
+TEST(CliSettings, ExcludingAStragglerOutsideAnElasticJobIsSaidToDoNothing) {
+  auto standalone = Cli{}.parse({"--standalone", "--straggler_action=exclude", "t"});
+  ASSERT_EQ(standalone.notices.size(), 1u);
+  EXPECT_NE(standalone.notices[0].find("--straggler_action=exclude: only an elastic job"),
+            std::string::npos);
+  Cli with_token;
+  with_token.env["DDPRUN_JOB_TOKEN"] = "x";
+  auto elastic = with_token.parse({"--nnodes=2:3", "--rdzv_backend=c10d", "--rdzv_endpoint=h:1",
+                                   "--straggler_action=exclude", "t"});
+  EXPECT_TRUE(elastic.notices.empty()) << elastic.notices[0];
+}
+
+}  // namespace
+}  // namespace ddprun::launcher

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/metrics/metrics_endpoint.h"
+#include "common/error.h"
 #include "tests/fakes/fake_rendezvous.h"
 #include "tests/fakes/fake_worker_progress.h"
 #include "tests/fakes/manual_clock.h"
@@ -105,13 +106,13 @@ TEST_F(MetricsEndpointTest, OtherNodesOnlyShareTheirs) {
   EXPECT_FALSE(std::filesystem::exists(config_.metrics.sd_file));
 }
 
-TEST_F(MetricsEndpointTest, APortInUseIsAnErrorNamingTheFlag) {
+TEST_F(MetricsEndpointTest, APortInUseIsAUsageErrorNamingTheFlag) {
   auto first = endpoint();
   config_.metrics.port = first.port();
   try {
     endpoint();
     FAIL() << "a second endpoint on the same port";
-  } catch (const std::exception& e) {
+  } catch (const UsageError& e) {  // exit status 2
     EXPECT_NE(std::string(e.what()).find("--metrics_port=" + std::to_string(first.port())),
               std::string::npos);
   }

@@ -302,14 +302,19 @@ TEST(PreflightFlags, EveryCheckByDefaultWhereTheJobWrites) {
   EXPECT_TRUE(parse({"--no_tracking", "x.py"}).agent.preflight.write_dirs.empty());
 }
 
-TEST(PreflightFlags, SomeNoneAndTheHealthCheck) {
-  auto some = parse({"--preflight=shm,disk", "--health_check=dcgmi diag -r 1",
+TEST(PreflightFlags, NamedChecksAddToTheDefaultsNoneStartsFromNothing) {
+  using agent::Check;
+  auto some = parse({"--preflight=none,shm,disk", "--health_check=dcgmi diag -r 1",
                      "--health_check_timeout=90", "x.py"});
-  EXPECT_EQ(some.agent.preflight.checks, (std::vector<agent::Check>{agent::Check::kShm,
-                                                                     agent::Check::kDisk}));
+  EXPECT_EQ(some.agent.preflight.checks, (std::vector<Check>{Check::kShm, Check::kDisk}));
   EXPECT_EQ(some.agent.preflight.health_command, "dcgmi diag -r 1");
   EXPECT_EQ(some.agent.preflight.health_timeout, std::chrono::seconds(90));
   EXPECT_TRUE(parse({"--preflight=none", "x.py"}).agent.preflight.checks.empty());
+  EXPECT_EQ(parse({"--preflight=shm,disk", "x.py"}).agent.preflight.checks.size(), 6u)
+      << "already among the defaults";
+  auto without_shm = parse({"--preflight=-shm", "x.py"}).agent.preflight.checks;
+  EXPECT_EQ(without_shm.size(), 5u);
+  EXPECT_EQ(std::count(without_shm.begin(), without_shm.end(), Check::kShm), 0);
 }
 
 TEST(PreflightFlags, TheLinkProbeIsAskedForByName) {
@@ -319,8 +324,22 @@ TEST(PreflightFlags, TheLinkProbeIsAskedForByName) {
   auto with = parse({"--preflight=all,link", "x.py"}).agent.preflight.checks;
   EXPECT_EQ(with.size(), 7u);
   EXPECT_EQ(with.back(), agent::Check::kLink);
-  EXPECT_EQ(parse({"--preflight=link", "x.py"}).agent.preflight.checks,
+  auto link = parse(
+      {"--nnodes=2:3", "--rdzv_backend=c10d", "--rdzv_endpoint=h:1", "--preflight=link", "x.py"});
+  EXPECT_EQ(link.agent.preflight.checks, with) << "the defaults stay";
+  for (const auto& notice : link.notices) {
+    EXPECT_EQ(notice.find("--preflight"), std::string::npos) << notice;
+  }
+  EXPECT_EQ(parse({"--preflight=none,link", "x.py"}).agent.preflight.checks,
             std::vector<agent::Check>{agent::Check::kLink});
+}
+
+TEST(PreflightFlags, ALinkCheckOnOneNodeIsSaidToBeSkipped) {
+  auto one = parse({"--preflight=link", "x.py"});
+  ASSERT_EQ(one.notices.size(), 1u);
+  EXPECT_NE(one.notices[0].find("--preflight=link: the link check probes between nodes"),
+            std::string::npos)
+      << one.notices[0];
 }
 
 TEST(PreflightFlags, TheVisibleGpusAreTheOnesChecked) {
@@ -331,12 +350,14 @@ TEST(PreflightFlags, TheVisibleGpusAreTheOnesChecked) {
 }
 
 TEST(PreflightFlags, BadValuesNameTheFlag) {
-  for (auto bad : {"--preflight=gpus", "--preflight=", "--preflight=disk,,shm"}) {
+  for (auto bad : {"--preflight=gpus", "--preflight=", "--preflight=disk,,shm", "--preflight=-",
+                   "--preflight=none,disks", "--preflight=disk,"}) {
     try {
       parse({bad, "x.py"});
       ADD_FAILURE() << bad << " was taken";
     } catch (const UsageError& e) {
       EXPECT_NE(std::string(e.what()).find("--preflight"), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find("'none' is"), std::string::npos) << e.what();
     }
   }
   EXPECT_THROW(parse({"--health_check_timeout=0", "x.py"}), UsageError);
