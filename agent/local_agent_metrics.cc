@@ -44,7 +44,8 @@ JobMetrics LocalAgent::Impl::metrics_figures() {
                                      {"productive", s.productive},
                                      {"lost", s.lost},
                                      {"hang_wait", s.hang_wait},
-                                     {"restart", s.restart}}};
+                                     {"restart", s.restart},
+                                     {"shutdown", s.shutdown}}};
   }
   if (observer_) {
     if (auto counts = observer_->record_counts()) j.records = {counts->ingested, counts->skipped};

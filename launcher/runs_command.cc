@@ -105,11 +105,12 @@ void print_goodput(const tracking::Goodput& g) {
   for (const auto& a : g.attempts) {
     const auto& s = a.split;
     char line[200];
-    std::snprintf(line, sizeof(line),
-                  "  attempt %d: %.1f s, goodput %.1f%%: start-up %.1f, productive %.1f, lost %.1f, "
-                  "hang wait %.1f, restart %.1f",
-                  a.attempt, s.total(), s.goodput() * 100, s.startup, s.productive, s.lost,
-                  s.hang_wait, s.restart);
+    std::snprintf(
+        line, sizeof(line),
+        "  attempt %d: %.1f s, goodput %.1f%%: start-up %.1f, productive %.1f, lost %.1f, "
+        "hang wait %.1f, restart %.1f, shutdown %.1f",
+        a.attempt, s.total(), s.goodput() * 100, s.startup, s.productive, s.lost, s.hang_wait,
+        s.restart, s.shutdown);
     std::cout << line << "\n";
   }
 }

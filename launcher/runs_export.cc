@@ -65,9 +65,13 @@ void write_jsonl(tracking::RunStore& s, std::ostream& out) {
 // each attempt, key goodput/<category>, value in seconds (goodput/ratio: a fraction).
 void write_goodput_csv(const tracking::Goodput& g, std::ostream& out) {
   auto rows = [&out](int attempt, const tracking::TimeSplit& s) {
-    for (const auto& [key, v] : {std::pair{"startup", s.startup}, {"productive", s.productive},
-                                 {"lost", s.lost}, {"hang_wait", s.hang_wait},
-                                 {"restart", s.restart}, {"ratio", s.goodput()}}) {
+    for (const auto& [key, v] : {std::pair{"startup", s.startup},
+                                 {"productive", s.productive},
+                                 {"lost", s.lost},
+                                 {"hang_wait", s.hang_wait},
+                                 {"restart", s.restart},
+                                 {"shutdown", s.shutdown},
+                                 {"ratio", s.goodput()}}) {
       out << ",," << attempt << ",,,,goodput/" << key << "," << v << "\n";
     }
   };

@@ -19,6 +19,7 @@ double take(Goodput::Attempt& a, const char* category, double from, double to) {
                    : c == "productive" ? s.productive
                    : c == "lost"       ? s.lost
                    : c == "hang_wait"  ? s.hang_wait
+                   : c == "shutdown"   ? s.shutdown
                                        : s.restart;
   bucket += to - from;
   if (!a.segments.empty() && a.segments.back().category == c) {
@@ -38,7 +39,7 @@ std::string seconds(double s) {
 }  // namespace
 
 Goodput account_goodput(double start, double end, const std::vector<AttemptSpan>& attempts,
-                        bool from_launch) {
+                        SpanOfJob span) {
   Goodput g;
   g.start = start;
   g.end = std::max(start, end);
@@ -48,14 +49,17 @@ Goodput account_goodput(double start, double end, const std::vector<AttemptSpan>
     bool last = i + 1 == attempts.size();
     double until = a.failed ? std::min(*a.failed, g.end) : g.end;
     Goodput::Attempt out{a.attempt, at, last ? g.end : until, {}, {}};
-    const char* waiting = i == 0 && from_launch ? "startup" : "restart";  // before its first step
+    // Before its first step.
+    const char* waiting = i == 0 && span.from_launch ? "startup" : "restart";
     if (!a.first_step || *a.first_step >= until) {
       at = take(out, waiting, at, until);  // no step: all of it went to getting started
     } else {
       g.steps_seen = true;
       at = take(out, waiting, at, *a.first_step);
       if (!a.failed) {
-        at = take(out, "productive", at, until);
+        // An ended job's steps end at its last one; a running job's step runs now.
+        bool ended = last && span.job_ended && a.last_step;
+        at = take(out, "productive", at, ended ? std::min(*a.last_step, until) : until);
       } else {
         std::optional<double> kept = a.checkpoint && *a.checkpoint <= until ? a.checkpoint : std::nullopt;
         if (kept) at = take(out, "productive", at, *kept);
@@ -65,21 +69,27 @@ Goodput account_goodput(double start, double end, const std::vector<AttemptSpan>
       }
     }
     if (a.checkpoint) g.checkpoint_seen = true;
-    if (last) at = take(out, "restart", at, g.end);  // a failed end: stopping the job
+    // The rest of the last attempt: the job shutting down, or a restart under way.
+    if (last) at = take(out, span.job_ended ? "shutdown" : "restart", at, g.end);
     g.job += out.split;
     g.attempts.push_back(std::move(out));
   }
-  if (attempts.empty()) (from_launch ? g.job.startup : g.job.restart) = g.end - start;
+  if (attempts.empty()) (span.from_launch ? g.job.startup : g.job.restart) = g.end - start;
   return g;
 }
 
 namespace {
 
 nlohmann::json split_json(const TimeSplit& s, double start, double end) {
-  return {{"start", start},         {"end", end},       {"goodput", s.goodput()},
-          {"startup", s.startup},   {"productive", s.productive},
-          {"lost", s.lost},         {"hang_wait", s.hang_wait},
-          {"restart", s.restart}};
+  return {{"start", start},
+          {"end", end},
+          {"goodput", s.goodput()},
+          {"startup", s.startup},
+          {"productive", s.productive},
+          {"lost", s.lost},
+          {"hang_wait", s.hang_wait},
+          {"restart", s.restart},
+          {"shutdown", s.shutdown}};
 }
 
 }  // namespace
@@ -109,7 +119,8 @@ std::string describe_goodput(const Goodput& g) {
   std::snprintf(pct, sizeof(pct), "%.1f%%", s.goodput() * 100);
   std::string out = std::string("goodput ") + pct + ": start-up " + seconds(s.startup) +
                     ", productive " + seconds(s.productive) + ", lost " + seconds(s.lost) +
-                    ", hang wait " + seconds(s.hang_wait) + ", restart " + seconds(s.restart);
+                    ", hang wait " + seconds(s.hang_wait) + ", restart " + seconds(s.restart) +
+                    ", shutdown " + seconds(s.shutdown);
   if (!g.checkpoint_seen && s.lost > 0) {
     out += " (no checkpoint declared: a failure loses its attempt's every step; "
            "ddprun_tracking.checkpoint() says what is saved)";

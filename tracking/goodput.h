@@ -14,14 +14,16 @@ struct TimeSplit {
   double lost = 0;        // steps redone: after the last checkpoint, up to the failure
   double hang_wait = 0;   // a hang: the last step to its detection
   double restart = 0;     // a failure to the next attempt's first step (stop, rendezvous,
-                          // spawn, initialise, load), or to the job's end
-  double total() const { return startup + productive + lost + hang_wait + restart; }
+                          // spawn, initialise, load)
+  double shutdown = 0;    // an ended job's last step (or final failure) to its end
+  double total() const { return startup + productive + lost + hang_wait + restart + shutdown; }
   TimeSplit& operator+=(const TimeSplit& s) {
     startup += s.startup;
     productive += s.productive;
     lost += s.lost;
     hang_wait += s.hang_wait;
     restart += s.restart;
+    shutdown += s.shutdown;
     return *this;
   }
   /// productive / total (0 for an empty span).
@@ -47,7 +49,7 @@ struct Goodput {
   double start = 0, end = 0;
   TimeSplit job;
   /// A stretch of time in one category ("startup", "productive", "lost", "hang_wait",
-  /// "restart"), wall clock: the dashboard's timeline.
+  /// "restart", "shutdown"), wall clock: the dashboard's timeline.
   struct Segment {
     std::string category;
     double from = 0, to = 0;
@@ -63,21 +65,30 @@ struct Goodput {
   bool checkpoint_seen = false;  // some attempt declared a checkpoint
 };
 
+/// How a span to account relates to the job: where it starts, whether the job has ended.
+struct SpanOfJob {
+  /// `start` is the job's launch, so the first attempt's wait for its first step is
+  /// start-up; otherwise an earlier failure, and that wait a restart (an agent accounts
+  /// one round at a time so that nothing grows with restarts).
+  bool from_launch = true;
+  /// `end` is the job's end: after the last attempt's last step (or its failure) the job
+  /// shut down. Otherwise it runs: its running attempt's time is productive up to `end`.
+  bool job_ended = false;
+};
+
 /// Accounts the span [start, end] over `attempts` (in order): see TimeSplit. Pure.
-/// `from_launch`: `start` is the job's launch, so the first attempt's wait for its first
-/// step is start-up; otherwise `start` is an earlier failure, and that wait a restart
-/// (an agent accounts one round at a time so that nothing grows with restarts).
 Goodput account_goodput(double start, double end, const std::vector<AttemptSpan>& attempts,
-                        bool from_launch = true);
+                        SpanOfJob span = {});
 
 /// {"goodput", "start", "end", "startup", "productive", "lost", "hang_wait", "restart",
+/// "shutdown",
 /// "steps_seen", "checkpoint_seen", "attempts": [{"attempt", "start", "end", ...,
 /// "segments": [[category, from, to], ...]}]}: the
 /// dashboard's and the exports' shape (seconds; wall clock for start and end).
 std::string goodput_json(const Goodput& g);
 
 /// "goodput 81.2%: start-up 3.1 s, productive 120.4 s, lost 12.0 s, hang wait 0 s,
-/// restart 8.3 s" (no steps seen: says so).
+/// restart 8.3 s, shutdown 0.4 s" (no steps seen: says so).
 std::string describe_goodput(const Goodput& g);
 
 }  // namespace ddprun::tracking

@@ -122,10 +122,10 @@ std::vector<AttemptSpan> attempt_spans(RunStore& store) {
   return spans;
 }
 
-std::optional<Goodput> run_goodput(RunStore& store, double created, double end) {
+std::optional<Goodput> run_goodput(RunStore& store, double created, double end, bool ended) {
   auto spans = attempt_spans(store);
   if (spans.empty()) return std::nullopt;
-  return account_goodput(created, end, spans);
+  return account_goodput(created, end, spans, {.from_launch = true, .job_ended = ended});
 }
 
 void count_round_end(const std::string& kind, RoundEndCounts& counts) {
@@ -161,7 +161,7 @@ RunSummary summarize_run(RunStore& store, const std::string& id) {
   // A running job's accounting reaches now; an ended one's its end.
   double end = r.finished > 0 ? r.finished
                               : (r.status == "running" ? wall_now() : store.last_record_wall());
-  r.goodput = run_goodput(store, r.created, end);
+  r.goodput = run_goodput(store, r.created, end, r.status != "running");
   if (auto round = store.last_event("rendezvous")) {
     auto d = nlohmann::json::parse(round->data_json, nullptr, false);
     if (d.is_object()) {

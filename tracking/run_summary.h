@@ -66,7 +66,7 @@ std::vector<AttemptSpan> attempt_spans(RunStore& store);
 
 /// A run's accounting from its events, over [its creation, `end`]; nullopt where no
 /// attempt is recorded.
-std::optional<Goodput> run_goodput(RunStore& store, double created, double end);
+std::optional<Goodput> run_goodput(RunStore& store, double created, double end, bool ended);
 
 /// The goodput accounting of the complete run at `run_dir` (a job's end reads it for
 /// its failure summary); nullopt where it cannot be read or no step was timed.

@@ -53,7 +53,8 @@ std::optional<tracking::TimeSplit> GoodputSpans::split(
   update(over);
   std::vector<tracking::AttemptSpan> current;
   if (attempt_) current.push_back(attempt_->span);
-  tracking::Goodput g = tracking::account_goodput(settled_until_, wall_(), current, !settled_any_);
+  tracking::Goodput g =
+      tracking::account_goodput(settled_until_, wall_(), current, {.from_launch = !settled_any_});
   if (!steps_seen_ && !g.steps_seen) return std::nullopt;
   tracking::TimeSplit s = settled_;
   return s += g.job;
@@ -114,8 +115,8 @@ void GoodputSpans::settle_last_round() {
   if (!attempt_) return;
   double now = wall_();
   double end = std::min(attempt_->span.failed.value_or(now), now);
-  tracking::Goodput g =
-      tracking::account_goodput(settled_until_, end, {attempt_->span}, !settled_any_);
+  tracking::Goodput g = tracking::account_goodput(settled_until_, end, {attempt_->span},
+                                                  {.from_launch = !settled_any_});
   settled_ += g.job;
   settled_until_ = std::max(settled_until_, end);
   settled_any_ = true;

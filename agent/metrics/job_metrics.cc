@@ -132,7 +132,8 @@ void render_time(Exposition& e, const JobMetrics& job) {
           "Productive time over the job's time so far, as this node saw it (its ranks' steps).",
           job.goodput->ratio);
     e.family("ddprun_goodput_seconds", "gauge",
-             "The job's time so far by category (startup, productive, lost, hang_wait, restart), as "
+             "The job's time so far by category (startup, productive, lost, hang_wait, restart, "
+             "shutdown), as "
              "this node saw it.");
     for (const auto& [category, seconds] : job.goodput->seconds) {
       e.sample("ddprun_goodput_seconds", {{"category", category}}, seconds);

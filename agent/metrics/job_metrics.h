@@ -32,7 +32,8 @@ struct JobMetrics {
   };
   std::vector<Rank> ranks;  // where hang detection watches the workers
   /// This node's goodput accounting so far (none: no step timed yet): seconds by
-  /// category, in the order startup, productive, lost, hang_wait, restart.
+  /// category, in the order startup, productive, lost, hang_wait, restart, shutdown
+  /// (0 while the job runs).
   struct Goodput {
     double ratio = 0;
     std::vector<std::pair<std::string, double>> seconds;

@@ -397,7 +397,7 @@
   // Goodput accounting: the categories, their colours and their names.
   const GOODPUT = [["startup", "#62a0ea", "start-up"], ["productive", "#2ca02c", "productive"],
                    ["lost", "#d62728", "lost"], ["hang_wait", "#e66100", "hang wait"],
-                   ["restart", "#9a9996", "restart"]];
+                   ["restart", "#9a9996", "restart"], ["shutdown", "#c0bfbc", "shutdown"]];
 
   function goodputLine(g) {
     if (!g) return null;

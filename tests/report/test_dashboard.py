@@ -179,9 +179,10 @@ class Dashboard(unittest.TestCase):
         self.assertRegex(html, r'id="goodput" data-goodput="0\.\d+">goodput \d+\.\d%: start-up ')
         lane = html.split('id="goodput-lane"')[1].split('class="axis"')[0]
         drawn = set(re.findall(r'data-category="([a-z_]+)"', lane))
-        self.assertEqual(drawn, {"startup", "productive", "lost", "hang_wait", "restart"}, lane[:2000])
+        self.assertEqual(drawn, {"startup", "productive", "lost", "hang_wait", "restart", "shutdown"},
+                         lane[:2000])
         totals = re.findall(r'data-category-total="([a-z_]+)"', html)
-        self.assertEqual(totals, ["startup", "productive", "lost", "hang_wait", "restart"])
+        self.assertEqual(totals, ["startup", "productive", "lost", "hang_wait", "restart", "shutdown"])
 
     def test_a_running_jobs_page_shows_new_points(self):
         loss = r'<div class="chart" data-metric="loss"[^>]*>'

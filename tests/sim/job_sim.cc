@@ -280,7 +280,7 @@ class Sim {
     tracking::Goodput g = tracking::account_goodput(seconds(start_), seconds(now_), spans);
     double wall = seconds(now_ - start_);
     const tracking::TimeSplit& t = g.job;
-    for (double part : {t.startup, t.productive, t.lost, t.hang_wait, t.restart}) {
+    for (double part : {t.startup, t.productive, t.lost, t.hang_wait, t.restart, t.shutdown}) {
       if (part < -1e-9) violate("goodput: a category below zero");
     }
     if (std::abs(t.total() - wall) > 1e-6 * std::max(1.0, wall)) {

@@ -58,10 +58,12 @@ class Goodput(unittest.TestCase):
         stop = min(t["stopped"] for t in a1)  # the hang's detection stopped them
         truth = {
             "startup": first(a0) - g["start"],
-            "productive": (checkpoint(a0) - first(a0)) + (checkpoint(a1) - first(a1)) + (g["end"] - first(a2)),
+            "productive": (checkpoint(a0) - first(a0)) + (checkpoint(a1) - first(a1)) + (last(a2) - first(a2)),
             "lost": (crash - checkpoint(a0)) + (last(a1) - checkpoint(a1)),
             "hang_wait": stop - last(a1),
             "restart": (first(a1) - crash) + (first(a2) - stop),
+            # After the last step: the workers' teardown and the agent's, not training.
+            "shutdown": g["end"] - last(a2),
         }
         total = g["end"] - g["start"]
         if os.environ.get("GOODPUT_SHOW"):
@@ -79,13 +81,14 @@ class Goodput(unittest.TestCase):
 
         shown = self.ddprun("runs", "show", "latest", "--tracking_dir", self.runs).stdout
         self.assertRegex(shown, r"(?m)^goodput \d+\.\d%: start-up [\d.]+ s, productive [\d.]+ s, lost "
-                                r"[\d.]+ s, hang wait [\d.]+ s, restart [\d.]+ s$")
+                                r"[\d.]+ s, hang wait [\d.]+ s, restart [\d.]+ s, shutdown [\d.]+ s$")
         self.assertRegex(shown, r"(?m)^  attempt 1: [\d.]+ s, goodput")
         listed = self.ddprun("runs", "list", "--tracking_dir", self.runs).stdout
         self.assertRegex(listed, r"GOODPUT")
         self.assertIn(f"{g['goodput'] * 100:.1f}%", listed)
 
     def test_checkpoints_noticed_in_the_checkpoint_dir_count_as_declared_ones(self):
+        os.makedirs(os.path.join(self.dir, "ckpt"))  # a --checkpoint_dir must exist
         self.check_breakdown("--checkpoint_dir", os.path.join(self.dir, "ckpt"), writer_only=True,
                              GOODPUT_DIR_ONLY="1")
 
@@ -94,7 +97,7 @@ class Goodput(unittest.TestCase):
                         os.path.join(HERE, "goodput_job.py"), self.dir)
         self.assertEqual(r.returncode, 3, r.stderr[-3000:])
         self.assertRegex(r.stderr, r"ddprun: goodput \d+\.\d%: start-up [\d.]+ s, productive [\d.]+ s, "
-                                   r"lost [\d.]+ s, hang wait 0\.0 s, restart [\d.]+ s")
+                                   r"lost [\d.]+ s, hang wait 0\.0 s, restart 0\.0 s, shutdown [\d.]+ s")
 
 
 if __name__ == "__main__":

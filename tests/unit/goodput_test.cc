@@ -69,6 +69,28 @@ TEST(Goodput, AFailedEndAndAnAttemptThatNeverSteppedCountAsRestart) {
   EXPECT_EQ(g.attempts[2].segments.back().category, "restart");  // stopping the job
 }
 
+TEST(Goodput, AnEndedJobsTeardownAfterItsLastStepIsShutdown) {
+  AttemptSpan a{0, 100, std::nullopt, false, 102, 150, std::nullopt};
+  Goodput g = account_goodput(100, 160, {a}, {.from_launch = true, .job_ended = true});
+  EXPECT_DOUBLE_EQ(g.job.productive, 48);  // up to the last step, not the job's end
+  EXPECT_DOUBLE_EQ(g.job.shutdown, 10);
+  EXPECT_DOUBLE_EQ(g.job.total(), 60);
+  EXPECT_NEAR(g.job.goodput(), 48.0 / 60, 1e-12);
+  EXPECT_EQ(g.attempts[0].segments.back().category, "shutdown");
+  EXPECT_NE(describe_goodput(g).find(", shutdown 10.0 s"), std::string::npos)
+      << describe_goodput(g);
+  // While it runs, its step in progress is productive.
+  EXPECT_DOUBLE_EQ(account_goodput(100, 160, {a}).job.shutdown, 0);
+}
+
+TEST(Goodput, AJobThatFailsForGoodShutsDownAfterItsLastFailure) {
+  std::vector<AttemptSpan> spans{{0, 0, 10, false, 1, 9, 8}, {1, 11, 30, false, 13, 29, 28}};
+  Goodput g = account_goodput(0, 40, spans, {.from_launch = true, .job_ended = true});
+  EXPECT_DOUBLE_EQ(g.job.restart, 3);  // 10..13 only
+  EXPECT_DOUBLE_EQ(g.job.shutdown, 10);
+  EXPECT_DOUBLE_EQ(g.job.total(), 40);
+}
+
 TEST(Goodput, NoStepTimedIsUnknown) {
   Goodput g = account_goodput(0, 10, {{0, 0, std::nullopt, false, std::nullopt, std::nullopt, std::nullopt}});
   EXPECT_FALSE(g.steps_seen);
