@@ -220,6 +220,10 @@ Task<rendezvous::RendezvousInfo> LocalAgent::Impl::rendezvous(int round) {
   // worker runs, so that none starts.
   signals_.take_pending();
   if (multi_node()) set_log_node_rank(info.group_rank);
+  if (info.from_spare) {
+    notice("this node, a hot spare, takes a place in round {}: group rank {} of {} node(s)",
+           info.round, info.group_rank, info.group_world_size);
+  }
   co_return info;
 }
 
@@ -269,6 +273,19 @@ void LocalAgent::Impl::begin_round(const rendezvous::RendezvousInfo& info) {
   attempt_->spares = std::make_unique<SpareWatch>(info.spares, info.restart_count, *round_, clock_);
 }
 
+// The primary tells the run of each spare that comes or goes while the attempt runs;
+// the node that keeps the metrics discovery file lists them there.
+void LocalAgent::Impl::watch_spares() {
+  bool tell_run = observer_ && multi_node() && handler_->primary();
+  bool tell_metrics = metrics_ && metrics_->lists_targets();
+  if (!tell_run && !tell_metrics) return;
+  attempt_->spares->watch(
+      [this, tell_run, tell_metrics](const std::vector<std::string>& spares, int attempt) {
+        if (tell_run) observer_->spares_waiting(attempt, spares);
+        if (tell_metrics) metrics_->spares_changed(spares);
+      });
+}
+
 Task<void> LocalAgent::Impl::run_attempt() {
   auto lost = changed_.notifying([this](const std::string& what) { on_store_lost(what); });
   round_->watch_end(changed_.notifying([this](RoundEnd end) { on_round_end(std::move(end)); }),
@@ -288,7 +305,7 @@ Task<void> LocalAgent::Impl::run_attempt() {
                 });
   }
   if (watchdog_) runner_.watch_timers(*watchdog_);
-  if (observer_ && multi_node() && handler_->primary()) attempt_->spares->watch(*observer_);
+  watch_spares();
   attempt_->stragglers = std::make_unique<StragglerWatch>(
       config_, attempt_->info, host_, *round_, runner_, clock_, observer_,
       [this](const StragglerJudge::Score& worst, const std::string& member) {

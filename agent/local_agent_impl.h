@@ -113,6 +113,7 @@ class LocalAgent::Impl {
   Task<void> probe_links();
   Task<void> tell_round_formed(const rendezvous::RendezvousInfo& info);
   Task<void> run_attempt();
+  void watch_spares();
   int finish_success();
   int finish_failure(const std::vector<FailureRecord>& failures, const RoundEnd& over);
   int finish_signalled();

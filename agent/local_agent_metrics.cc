@@ -50,6 +50,10 @@ JobMetrics LocalAgent::Impl::metrics_figures() {
   if (observer_) {
     if (auto counts = observer_->record_counts()) j.records = {counts->ingested, counts->skipped};
   }
+  if (handler_ && handler_->waiting_as_spare()) {
+    j.spare = true;
+    j.node_rank = -1;  // its last round's place (if it had one) is no longer its own
+  }
   if (handler_) {
     for (auto& s : handler_->served_stores()) {
       j.stores.push_back({s.role, s.connections, std::move(s.requests)});

@@ -96,6 +96,7 @@ void DynamicJoiner::say_waiting(const DynamicState& state, const std::string& no
     }
   }
   spare_ = spare;
+  waited_as_spare_ = waited_as_spare_ || spare;
 }
 
 // The join's deadline passed: how many joined, what was needed, who is kept out.
@@ -139,6 +140,7 @@ JoinedRound DynamicJoiner::seat_from(StateSnapshot snap, const std::string& node
   joined.round = snap.state.round;
   joined.seat = seat_in(snap.state, members, static_cast<int>(rank));
   joined.state = std::move(snap.state);
+  joined.from_spare = waited_as_spare_;
   seated(node, snap.epoch_revision);
   return joined;
 }
@@ -149,6 +151,7 @@ JoinedRound DynamicJoiner::announced_seat(RoundSeat seat, const std::string& nod
   joined.round = announced_round_;
   joined.seat = std::move(seat);
   say_kept_out(joined.seat.quarantined, node);
+  joined.from_spare = waited_as_spare_;
   seated(node, std::exchange(seat_completed_at_, 0));
   return joined;
 }
@@ -160,6 +163,7 @@ Task<JoinedRound> DynamicJoiner::join(std::string node, int local_world_size, in
                                       bool whole_state) {
   auto deadline = Clock::now() + timeout;
   folder_ = false;
+  waited_as_spare_ = false;
   whole_state_ = whole_state;
   if (auto seat = co_await arrive(node, local_world_size, min_round, deadline, cancel)) {
     co_return announced_seat(std::move(*seat), node);

@@ -24,6 +24,7 @@ struct JoinedRound {
   int round = 0;
   RoundSeat seat;                     // this node's place in it
   std::optional<DynamicState> state;  // the whole state, where this node read it
+  bool from_spare = false;            // this node waited as a spare for its place
 };
 
 /// Applies the DynamicState machine to a StateStore through compare-and-set. Waiting
@@ -176,6 +177,7 @@ class DynamicJoiner {
   int64_t epoch_revision_ = 0;               // see completed_at()
   int64_t seat_completed_at_ = 0;            // of the round whose seat announce_and_wait() read
   bool spare_ = false;                       // see spare()
+  bool waited_as_spare_ = false;             // in this join(), at some point
   bool folder_ = false;                      // the first to announce itself: writes for the others
   bool whole_state_ = false;                 // join() reads the whole state, not a seat
   int64_t quarantined_until_ = 0;            // this node's quarantine, as last said

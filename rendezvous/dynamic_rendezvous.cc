@@ -264,6 +264,7 @@ RendezvousInfo DynamicRendezvous::make_info(const JoinedRound& joined) {
     if (q.until_ms > now) info.quarantined.push_back({address, q.until_ms, q.reason});
   }
   info.completed_at = joiner_->completed_at();
+  info.from_spare = joined.from_spare;
   if (joined.state) {
     info.members = ordered_members(*joined.state);
   } else if (info.group_rank == 0) {  // its seat names every other member

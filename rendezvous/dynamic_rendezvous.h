@@ -56,6 +56,7 @@ class DynamicRendezvous : public RendezvousHandler {
   std::string node_id() const override { return node_id_; }
   std::string address() const override { return address_; }
   bool primary() const override { return primary_; }
+  bool waiting_as_spare() const override { return joiner_ && joiner_->spare(); }
 
  private:
   RendezvousInfo make_info(const JoinedRound& joined);

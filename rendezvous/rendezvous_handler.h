@@ -40,6 +40,7 @@ struct RendezvousInfo {
   std::string master_addr;             // the worker-facing store (hosted by an agent)
   int master_port = 0;
   int64_t completed_at = 0;  // stores with revisions (etcd): the round's keys are newer
+  bool from_spare = false;   // this node waited as a hot spare for its place in this round
 
   /// first_rank and world_size from every node's worker count, by group rank.
   void count_ranks(const std::vector<int>& local_world_sizes) {
@@ -134,6 +135,9 @@ class RendezvousHandler {
   /// rather than when it runs out (etcd: its lease is revoked). The last request of the
   /// handler; errors are logged. A coroutine on the loop: `cancel` ends it.
   virtual Task<void> leave(CancelSignal& /*cancel*/) { co_return; }
+
+  /// Whether this node waits as a hot spare now (in next_rendezvous()), for its metrics.
+  virtual bool waiting_as_spare() const { return false; }
 
   /// The stores this agent serves now (none where it serves none), for its metrics.
   virtual std::vector<ServedStore> served_stores() const { return {}; }

@@ -85,8 +85,12 @@ void render_job(Exposition& e, const JobMetrics& job) {
            {{"run_id", job.run_id}, {"backend", job.backend}, {"version", job.version},
             {"host", job.host}},
            1);
-  gauge(e, "ddprun_node_rank", "This node's group rank in the current round (-1 before the first).",
+  gauge(e, "ddprun_node_rank",
+        "This node's group rank in the current round (-1 before the first, and while it waits "
+        "as a spare).",
         job.node_rank);
+  gauge(e, "ddprun_spare", "1 while this agent waits as a hot spare for a place in the job.",
+        job.spare ? 1 : 0);
   gauge(e, "ddprun_round", "The rendezvous round this node is in (-1 before the first).",
         job.round);
   gauge(e, "ddprun_nodes", "Nodes in the current round.", job.nodes);

@@ -12,7 +12,8 @@ namespace ddprun::agent {
 /// fills at each scrape (render_metrics() writes it out).
 struct JobMetrics {
   std::string run_id, backend, version, host;
-  int node_rank = -1;  // before the first round: -1
+  int node_rank = -1;  // before the first round, and while waiting as a spare: -1
+  bool spare = false;  // this agent waits as a hot spare for a place
   int round = -1;
   int nodes = 0;       // in the round
   int world_size = 0;  // ranks in the round

@@ -96,26 +96,58 @@ JobMetrics MetricsEndpoint::now() {
   return j;
 }
 
+// Where Prometheus reaches a node's endpoint: --metrics_host, or where that listens
+// everywhere, the node's own address.
+std::string MetricsEndpoint::target_of(const std::string& node_id, const std::string& host,
+                                       uint16_t port) const {
+  std::string address = config_.metrics.host;
+  if (wildcard(address)) address = node_id.empty() ? host : rendezvous::node_address(node_id);
+  return net::host_port(address, port);
+}
+
+// Every agent in one file_sd_configs list, the members and the spares each a target
+// group of its own: Prometheus labels each agent's series with its role.
+void MetricsEndpoint::write_targets() const {
+  nlohmann::json list = nlohmann::json::array();
+  auto group = [&](const std::vector<std::string>& targets, const char* role) {
+    if (targets.empty()) return;
+    list.push_back(
+        {{"targets", targets}, {"labels", {{"ddprun_run_id", config_.run_id}, {"role", role}}}});
+  };
+  group(members_, "member");
+  group(spares_, "spare");
+  write_whole(config_.metrics.sd_file, list.dump(2) + "\n");
+}
+
 void MetricsEndpoint::share(const rendezvous::RendezvousInfo& info, const std::string& self,
                             const std::string& host, rendezvous::RoundCoordinator& round) {
-  const auto& m = config_.metrics;
-  if (m.sd_file.empty()) return;
-  std::string address = m.host;
-  if (wildcard(address)) address = self.empty() ? host : rendezvous::node_address(self);
-  std::string mine = net::host_port(address, port());
-  auto write = [path = m.sd_file, run_id = config_.run_id](const std::vector<std::string>& parts) {
-    nlohmann::json targets = nlohmann::json::array();
-    for (const auto& p : parts) {
-      if (!p.empty()) targets.push_back(p);
-    }
-    nlohmann::json list =
-        nlohmann::json::array({{{"targets", targets}, {"labels", {{"ddprun_run_id", run_id}}}}});
-    write_whole(path, list.dump(2) + "\n");
-  };
-  if (info.group_world_size < 2) return write({mine});
+  if (config_.metrics.sd_file.empty()) return;
+  std::string mine = target_of(self, host, port());
+  lists_ = info.group_world_size < 2 || info.group_rank == 0;
   // Group rank 0 writes the file: the others only share their endpoint.
-  if (info.group_rank != 0) return round.gather("metrics_endpoint", mine, kEndpointGather, {});
-  round.gather("metrics_endpoint", mine, kEndpointGather, write);
+  if (!lists_) return round.gather("metrics_endpoint", mine, kEndpointGather, {});
+  members_.clear();
+  spares_changed(info.spares);
+  if (info.group_world_size < 2) {
+    members_ = {mine};
+    return write_targets();
+  }
+  round.gather("metrics_endpoint", mine, kEndpointGather,
+               [this](const std::vector<std::string>& parts) {
+                 members_.clear();
+                 for (const auto& p : parts) {
+                   if (!p.empty()) members_.push_back(p);
+                 }
+                 write_targets();
+               });
+}
+
+void MetricsEndpoint::spares_changed(const std::vector<std::string>& spares) {
+  uint16_t shared_port = config_.metrics.port.value_or(0);
+  if (!lists_ || shared_port == 0) return;  // a port each agent picked is not known
+  spares_.clear();
+  for (const auto& id : spares) spares_.push_back(target_of(id, "", shared_port));
+  if (!members_.empty()) write_targets();
 }
 
 }  // namespace ddprun::agent

@@ -31,8 +31,8 @@ class MetricsEndpoint {
   static constexpr std::chrono::seconds kStepLookInterval{1};
   static constexpr std::chrono::seconds kEndpointGather{30};
 
-  /// Listens now on --metrics_host:--metrics_port (says where: a port picked is warned
-  /// of). Throws Error naming --metrics_port where it cannot.
+  /// Listens now on --metrics_host:--metrics_port (a notice says where). Throws
+  /// UsageError naming --metrics_port where it cannot.
   MetricsEndpoint(boost::asio::io_context& io, const AgentConfig& config,
                   const WorkerProgress& workers, Clock& clock, Figures figures);
 
@@ -41,14 +41,22 @@ class MetricsEndpoint {
   void start_attempt();
   /// With --metrics_sd_file, as a round forms: every node shares where its endpoint is
   /// (`self`: this node's member id, for its address), and group rank 0 writes the list
-  /// (a node that did not answer in time is left out).
+  /// (a node that did not answer in time is left out), with the round's spares.
   void share(const rendezvous::RendezvousInfo& info, const std::string& self,
              const std::string& host, rendezvous::RoundCoordinator& round);
+  /// Whether this node keeps the discovery file (group rank 0 of the last round).
+  bool lists_targets() const { return lists_; }
+  /// The spares waiting now, by node id: listed with the label role="spare" where every
+  /// agent listens on the same --metrics_port (a spare is known by its id alone, which
+  /// says its address but not a port it picked).
+  void spares_changed(const std::vector<std::string>& spares);
   /// What a scrape serves: the agent's figures with this endpoint's own.
   JobMetrics now();
 
  private:
   void look_at_steps();
+  std::string target_of(const std::string& node_id, const std::string& host, uint16_t port) const;
+  void write_targets() const;
 
   const AgentConfig& config_;
   const WorkerProgress& workers_;
@@ -57,6 +65,9 @@ class MetricsEndpoint {
   StepTracker steps_;
   std::unique_ptr<Timer> steps_watch_;
   std::unique_ptr<net::HttpListener> listener_;
+  bool lists_ = false;
+  std::vector<std::string> members_;  // host:port of each member's endpoint
+  std::vector<std::string> spares_;   // and of each spare's
 };
 
 }  // namespace ddprun::agent

@@ -87,7 +87,12 @@ TEST(Spares, SparesLeaveTheJobAloneTakeALostNodesPlaceAndLeaveWhenItSucceeds) {
   j.end_workers();
   EXPECT_EQ(a->wait(), 0) << a->err();
   EXPECT_EQ(member.wait(), 0) << member.err();
+  EXPECT_NE(member.err().find("this node, a hot spare, takes a place in round 1: group rank"),
+            std::string::npos)
+      << "the spare says so on its own console\n"
+      << member.err();
   EXPECT_EQ(still_spare.wait(), 0) << still_spare.err();
+  EXPECT_EQ(still_spare.err().find("takes a place"), std::string::npos) << still_spare.err();
   EXPECT_NE(still_spare.err().find("the job finished without needing this spare node"),
             std::string::npos)
       << still_spare.err();

@@ -92,6 +92,50 @@ TEST_F(MetricsEndpointTest, GroupRankZeroListsEveryNodesEndpointForDiscovery) {
   EXPECT_EQ(list[0]["labels"]["ddprun_run_id"], "r1");
 }
 
+// Every agent listens on the port it was given (--metrics_port=9464 on every node): a
+// spare, known by its id alone, is listed at its address with the label role="spare".
+TEST_F(MetricsEndpointTest, SparesAreListedWithTheirRoleWhereEveryAgentHasThePort) {
+  std::filesystem::create_directories(dir_);
+  config_.metrics.sd_file = (dir_ / "sd.json").string();
+  auto e = endpoint();
+  config_.metrics.port = e.port();  // as given to every agent
+  config_.metrics.host = "0.0.0.0";
+  std::string port = std::to_string(e.port());
+  testing::FakeRendezvousJournal rdzv;
+  rdzv.others_shared["metrics_endpoint"] = {"10.0.0.2:" + port};
+  auto j = round_journal(0, 2);
+  j->info.spares = {"10.0.0.9/77/29500"};
+  testing::FakeRound round(j, rdzv);
+  e.share(j->info, "10.0.0.1/1/29500", "h", round);
+  io_.poll();
+  EXPECT_TRUE(e.lists_targets());
+  auto list = sd_file();
+  ASSERT_EQ(list.size(), 2u) << list.dump();
+  EXPECT_EQ(list[0]["targets"][0], "10.0.0.1:" + port);
+  EXPECT_EQ(list[0]["labels"]["role"], "member");
+  EXPECT_EQ(list[1]["targets"], nlohmann::json::array({"10.0.0.9:" + port}));
+  EXPECT_EQ(list[1]["labels"]["role"], "spare");
+  EXPECT_EQ(list[1]["labels"]["ddprun_run_id"], "r1");
+  // A spare that arrives while the round runs, and one that takes a place.
+  e.spares_changed({"10.0.0.8/5/29500", "10.0.0.9/77/29500"});
+  EXPECT_EQ(sd_file()[1]["targets"].size(), 2u);
+  e.spares_changed({});
+  EXPECT_EQ(sd_file().size(), 1u);
+}
+
+TEST_F(MetricsEndpointTest, SparesThatPickedTheirPortAreNotListed) {
+  std::filesystem::create_directories(dir_);
+  config_.metrics.sd_file = (dir_ / "sd.json").string();
+  auto e = endpoint();  // --metrics_port=0: each agent picks its own
+  testing::FakeRendezvousJournal rdzv;
+  auto j = round_journal(0, 1);
+  j->info.spares = {"10.0.0.9/77/29500"};
+  testing::FakeRound round(j, rdzv);
+  e.share(j->info, "", "h", round);
+  EXPECT_EQ(sd_file().size(), 1u);
+  EXPECT_EQ(sd_file()[0]["labels"]["role"], "member");
+}
+
 TEST_F(MetricsEndpointTest, OtherNodesOnlyShareTheirs) {
   std::filesystem::create_directories(dir_);
   config_.metrics.sd_file = (dir_ / "sd.json").string();

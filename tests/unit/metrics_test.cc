@@ -96,6 +96,15 @@ TEST(JobMetrics, RenderNamesEveryFamilyOnce) {
             std::string::npos);
 }
 
+TEST(JobMetrics, ASpareSaysSoAndHasNoNodeRank) {
+  JobMetrics j;
+  EXPECT_NE(render_metrics(j, ProcessMetrics{}).find("ddprun_spare 0\n"), std::string::npos);
+  j.spare = true;
+  std::string text = render_metrics(j, ProcessMetrics{});
+  EXPECT_NE(text.find("ddprun_spare 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("ddprun_node_rank -1\n"), std::string::npos) << text;
+}
+
 TEST(ProcessMetrics, ReadsThisProcess) {
   ProcessMetrics p = read_process_metrics();
   EXPECT_GT(p.resident_bytes, 0);

@@ -38,7 +38,9 @@ TEST(SpareWatch, TellsTheRunOfEachChangeWhileItWatches) {
   SparesObserver observer;
   SpareWatch spares({"s1"}, 2, round, clock);
   EXPECT_EQ(spares.waiting(), std::vector<std::string>{"s1"});  // the round's at first
-  spares.watch(observer);
+  spares.watch([&observer](const std::vector<std::string>& now, int attempt) {
+    observer.spares_waiting(attempt, now);
+  });
   rdzv.spares_waiting = {"s1"};
   clock.advance(SpareWatch::kEvery);
   io.restart();
