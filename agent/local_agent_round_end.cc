@@ -7,6 +7,7 @@
 
 #include "agent/local_agent_impl.h"
 #include "common/logging.h"
+#include "common/node_names.h"
 
 namespace ddprun::agent {
 namespace {
@@ -189,8 +190,9 @@ void LocalAgent::Impl::on_store_lost(const std::string& what) {
 // hanging).
 void LocalAgent::Impl::on_dead(const std::vector<std::string>& dead) {
   if (attempt_->ending()) return;
-  std::string names;
-  for (const auto& d : dead) names += (names.empty() ? "" : ", ") + d;
+  std::vector<std::string> known = attempt_->info.members;
+  known.push_back(attempt_->self);
+  std::string names = node_names(dead, known);
   count_without(dead, [this, dead, names](const NodesWithout& w) {
     end_round_without(dead, "lost node(s) " + names, w);
   });

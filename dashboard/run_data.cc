@@ -6,6 +6,8 @@
 #include <tuple>
 #include <vector>
 
+#include "common/node_names.h"
+
 namespace ddprun::dashboard {
 namespace {
 
@@ -56,9 +58,22 @@ json stragglers_json(const std::vector<tracking::RunSummary::Straggler>& named) 
   return out;
 }
 
-json quarantined_json(const std::vector<tracking::RunSummary::Quarantined>& nodes) {
+// Each node by its id and by the name an operator knows it by (node_name()).
+json quarantined_json(const std::vector<tracking::RunSummary::Quarantined>& nodes,
+                      const std::vector<std::string>& known) {
   json out = json::array();
-  for (const auto& q : nodes) out.push_back({{"node", q.node}, {"until", q.until}, {"reason", q.reason}});
+  for (const auto& q : nodes) {
+    out.push_back({{"node", q.node},
+                   {"name", node_name(q.node, known)},
+                   {"until", q.until},
+                   {"reason", q.reason}});
+  }
+  return out;
+}
+
+json names_json(const std::vector<std::string>& ids, const std::vector<std::string>& known) {
+  json out = json::array();
+  for (const auto& id : ids) out.push_back(node_name(id, known));
   return out;
 }
 
@@ -66,6 +81,8 @@ json quarantined_json(const std::vector<tracking::RunSummary::Quarantined>& node
 
 json summary_json(const tracking::RunSummary& run) {
   if (!run.error.empty()) return {{"id", run.id}, {"error", run.error}};
+  std::vector<std::string> known = run.agents;
+  known.insert(known.end(), run.spares.begin(), run.spares.end());
   return {{"id", run.id},
           {"name", run.name},
           {"status", run.status},
@@ -75,7 +92,9 @@ json summary_json(const tracking::RunSummary& run) {
           {"nodes", run.nodes},
           {"ranks", run.ranks},
           {"spares", run.spares},
-          {"quarantined", quarantined_json(run.quarantined)},
+          {"spare_names", names_json(run.spares, known)},
+          {"quarantined", quarantined_json(run.quarantined, known)},
+          {"membership", run.membership},
           {"stragglers", stragglers_json(run.stragglers)},
           {"goodput", run.goodput ? json::parse(tracking::goodput_json(*run.goodput)) : json()},
           {"restarts", run.restarts},

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "common/node_names.h"
 #include "common/number_ranges.h"
 #include "dashboard/http_server.h"
 #include "dashboard/report_page.h"
@@ -176,14 +177,20 @@ int show(RunStore& s, const std::string& id) {
   std::cout << "\ncreated:  " << format_time(r.created) << "\n"
             << "duration: " << seconds(tracking::run_duration(r)) << "\n";
   if (r.nodes > 0) std::cout << "size:     " << r.nodes << " node(s), " << r.ranks << " rank(s)\n";
+  // Each node by its host; its agent's pid where its host has several.
+  std::vector<std::string> known = r.agents;
+  known.insert(known.end(), r.spares.begin(), r.spares.end());
   if (!r.spares.empty()) {
-    std::cout << "spares:   " << r.spares.size() << " waiting:";
-    for (const auto& s : r.spares) std::cout << " " << s;
-    std::cout << "\n";
+    std::cout << "spares:   " << r.spares.size() << " waiting: " << node_names(r.spares, known)
+              << "\n";
   }
   for (const auto& q : r.quarantined) {
-    std::cout << "quarantined: " << q.node << " until " << format_time(q.until) << " (" << q.reason
-              << ")\n";
+    std::cout << "quarantined: " << node_name(q.node, known) << " until " << format_time(q.until)
+              << " (" << q.reason << ")\n";
+  }
+  if (!r.membership.empty()) {
+    std::cout << "membership:\n";
+    for (const auto& line : r.membership) std::cout << "  " << line << "\n";
   }
   for (const auto& st : r.stragglers) {
     char figures[96];

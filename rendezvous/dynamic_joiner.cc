@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/loop_waits.h"
+#include "common/node_names.h"
 #include "rendezvous/generic_state_store.h"
 #include "rendezvous/round_end.h"
 
@@ -259,12 +260,14 @@ void DynamicJoiner::say_kept_out(const std::map<std::string, Quarantine>& quaran
                                  const std::string& self) {
   int64_t now = wall_ms_();
   std::string own = node_address(self);
+  std::vector<std::string> known{self};
+  for (const auto& [id, q] : quarantined) known.push_back(id);
   for (const auto& [address, q] : quarantined) {
     if (q.until_ms <= now || address == own || address == self) continue;
     auto [it, added] = said_out_.try_emplace(address, q.until_ms);
     if (!added && it->second == q.until_ms) continue;
     it->second = q.until_ms;
-    spdlog::warn("node {} is kept out of the job for {} s: {}", address,
+    spdlog::warn("node {} is kept out of the job for {} s: {}", node_name(address, known),
                  (q.until_ms - now + 999) / 1000, q.reason);
   }
 }

@@ -14,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/loop_waits.h"
+#include "common/node_names.h"
 #include "rendezvous/round_end.h"
 
 namespace ddprun::rendezvous {
@@ -148,8 +149,9 @@ Task<bool> DynamicJoiner::free_places_of_dead(const StateSnapshot& snap, CancelS
   std::vector<std::string> absent = absent_expected(snap.state, wall_ms_());
   std::vector<std::string> dead = co_await dead_among_(absent, cancel);
   if (dead.empty()) co_return false;
-  std::string names;
-  for (const auto& d : dead) names += (names.empty() ? "" : ", ") + d;
+  std::vector<std::string> known;
+  for (const auto& [id, workers] : snap.state.participants) known.push_back(id);
+  std::string names = node_names(dead, known);
   spdlog::warn(
       "round {}: node(s) {} expected back are gone (no sign of life); the round goes "
       "on without them{}",

@@ -174,14 +174,12 @@ RunSummary summarize_run(RunStore& store, const std::string& id) {
         r.ranks = d["world_size"].get<int>();
       }
       r.spares = spare_ids(d);
-      if (d.contains("quarantined") && d["quarantined"].is_array()) {
-        for (const auto& q : d["quarantined"]) {
-          if (!q.is_object()) continue;
-          r.quarantined.push_back({q.value("node", ""), q.value("until", 0.0), q.value("reason", "")});
-        }
-      }
     }
   }
+  std::vector<Event> rounds = store.events("rendezvous");
+  r.quarantined = every_quarantine(rounds);
+  r.agents = every_agent(rounds);
+  r.membership = membership_story(rounds, store.events("restart"), r.created);
   // Spares the primary saw come or go while the round ran are newer than its forming.
   auto round = store.last_event("rendezvous");
   if (auto seen = store.last_event("spares"); seen && (!round || seen->wall >= round->wall)) {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "tracking/goodput.h"
+#include "tracking/membership_story.h"
 #include "tracking/run_store.h"
 
 namespace ddprun::tracking {
@@ -20,12 +21,11 @@ struct RunSummary {
   int nodes = 0;            // of the last rendezvous (0: none yet)
   int ranks = 0;
   std::vector<std::string> spares;  // hot spares waiting, as the primary last saw them
-  struct Quarantined {
-    std::string node;
-    double until = 0;  // wall clock
-    std::string reason;
-  };
-  std::vector<Quarantined> quarantined;  // nodes kept out as the last round formed
+  using Quarantined = KeptOut;
+  std::vector<Quarantined> quarantined;  // every quarantine of the job, oldest first
+  std::vector<std::string> agents;       // every agent id its rounds named (every_agent())
+  /// The job's membership, one line per change (membership_story()).
+  std::vector<std::string> membership;
   struct Straggler {
     std::string who;  // "rank 3 (node 1, host)" or "node 1 (host)"
     double score = 0;  // when last named: own work per step over the job's median

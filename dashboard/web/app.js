@@ -343,13 +343,16 @@
         el("p", {class: "facts"},
            `id ${r.id} · started ${fmtTime(r.created)} · ${fmtDuration(r.duration)}` +
            (r.nodes ? ` · ${r.nodes} node(s) × ${r.ranks} rank(s)` : "") +
-           (r.spares && r.spares.length ? ` · ${r.spares.length} spare(s) waiting: ${r.spares.join(", ")}` : "") +
+           (r.spares && r.spares.length ? ` · ${r.spares.length} spare(s) waiting: ${(r.spare_names || r.spares).join(", ")}` : "") +
            ` · ${r.restarts} restart(s)` +
            (r.membership_changes ? ` · ${r.membership_changes} membership change(s)` : "") +
            (r.exit_code === null ? "" : ` · exit code ${r.exit_code}`)),
         r.root_cause ? el("p", {class: "cause"}, "root cause: " + r.root_cause) : null,
         ...(r.quarantined || []).map(q => el("p", {class: "cause"},
-           `quarantined: ${q.node} until ${fmtTime(q.until)} (${q.reason})`)),
+           `quarantined: ${q.name || q.node} until ${fmtTime(q.until)} (${q.reason})`)),
+        r.membership && r.membership.length ?
+          el("details", {id: "membership"}, el("summary", {}, `membership: ${r.membership.length} change(s)`),
+             el("ul", {}, ...r.membership.map(line => el("li", {}, line)))) : null,
         goodputLine(r.goodput),
         ...(r.stragglers || []).map(s => el("p", {class: "cause"},
            `straggler: ${s.who}: ${s.score.toFixed(1)}x the job's median own work per step ` +

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <regex>
 
 #include "tests/blackbox/ddprun_process.h"
 #include "tests/blackbox/elastic_job.h"
@@ -68,8 +69,8 @@ TEST(Spares, SparesLeaveTheJobAloneTakeALostNodesPlaceAndLeaveWhenItSucceeds) {
   // The run lists them while the round runs, as its primary sees them come.
   std::string runs = j.root + "/runs";
   EXPECT_TRUE(eventually([&] {
-    return run_ddprun({"runs", "show", j.job.id, "--tracking_dir", runs}).out.find(
-               "spares:   2 waiting: 127.0.0.1/") != std::string::npos;
+    return run_ddprun({"runs", "show", j.job.id, "--tracking_dir", runs})
+               .out.find("spares:   2 waiting: 127.0.0.1 (pid ") != std::string::npos;
   })) << run_ddprun({"runs", "show", j.job.id, "--tracking_dir", runs}).out;
 
   // The node that dies is replaced by one spare: a world of two again, at once (with
@@ -98,8 +99,7 @@ TEST(Spares, SparesLeaveTheJobAloneTakeALostNodesPlaceAndLeaveWhenItSucceeds) {
       << still_spare.err();
   // The run lists the spare that waited as the last round formed.
   Finished show = run_ddprun({"runs", "show", j.job.id, "--tracking_dir", j.root + "/runs"});
-  EXPECT_NE(show.out.find("spares:   1 waiting: 127.0.0.1/"),
-            std::string::npos)
+  EXPECT_NE(show.out.find("spares:   1 waiting: 127.0.0.1 (pid "), std::string::npos)
       << show.out << show.err;
 }
 
@@ -214,7 +214,18 @@ TEST(Quarantine, ANodeWhoseWorkersKeepFailingIsKeptOutAndASpareTakesItsPlace) {
   EXPECT_NE(b.err().find("the job ended while this node was quarantined"), std::string::npos)
       << b.err();
   Finished show = run_ddprun({"runs", "show", j.job.id, "--tracking_dir", runs});
-  EXPECT_NE(show.out.find("quarantined: 127.0.0.2/"), std::string::npos) << show.out << show.err;
+  EXPECT_NE(show.out.find("quarantined: 127.0.0.2 until "), std::string::npos)
+      << "named by its host\n"
+      << show.out << show.err;
+  // The story by host: b kept out, then the new node in its place.
+  EXPECT_TRUE(std::regex_search(
+      show.out, std::regex(R"(\n  \+[\d.]+ s round \d+: [^\n]*127\.0\.0\.2 kept out until )"
+                           R"(\d\d:\d\d:\d\d \(1 failure)")))
+      << show.out;
+  EXPECT_TRUE(std::regex_search(
+      show.out,
+      std::regex(R"(\n  \+[\d.]+ s round \d+: [^\n]*127\.0\.0\.3 (joined|took the place))")))
+      << show.out;
   EXPECT_NE(show.out.find("(1 failure(s) of its workers; last: rank 1 (local_rank 0) on node 1"),
             std::string::npos)
       << show.out;

@@ -82,6 +82,34 @@ TEST(DashboardRoutes, RunsAreListedNewestFirstWithTheirSummary) {
   EXPECT_DOUBLE_EQ(runs[1]["duration"].get<double>(), 10);
 }
 
+// A node lost, a spare in its place, and a node kept out: named by host everywhere.
+TEST(DashboardRoutes, ARunsMembershipIsToldByHost) {
+  std::string dir = temp_dir();
+  make_run(dir, "elastic", 1000, "finished");
+  {
+    RunStore s(dir + "/elastic", RunStore::Open::kExisting);
+    s.add_event(
+        {1001, "rendezvous", -1, -1, 1,
+         R"({"round":1,"members":["10.0.0.1/1/1","10.0.0.2/2/1"],"spares":["10.0.0.9/9/1"]})"});
+    s.add_event(
+        {1003, "restart", -1, -1, 1, R"({"kind":"membership","reason":"lost node(s) 10.0.0.2"})"});
+    s.add_event({1004, "rendezvous", -1, -1, 1,
+                 R"({"round":2,"members":["10.0.0.1/1/1","10.0.0.9/9/1"],)"
+                 R"("quarantined":[{"node":"10.0.0.3/3/1","until":2000,"reason":"2 failures"}]})"});
+  }
+  Routes routes(dir);
+  json run = body(routes.handle("GET", "/api/runs/elastic"));
+  ASSERT_EQ(run["membership"].size(), 2u) << run.dump();  // from make_run's nodes a, b; then
+  std::string line = run["membership"][1];
+  EXPECT_EQ(line.find("+4.0 s round 2: lost node(s) 10.0.0.2; spare 10.0.0.9 took the place of "
+                      "10.0.0.2; 10.0.0.3 kept out until "),
+            0u)
+      << line;
+  ASSERT_EQ(run["quarantined"].size(), 1u);
+  EXPECT_EQ(run["quarantined"][0]["name"], "10.0.0.3");
+  EXPECT_EQ(run["quarantined"][0]["node"], "10.0.0.3/3/1");
+}
+
 TEST(DashboardRoutes, MetricSeriesHoldWhatTheDatabaseHolds) {
   std::string dir = temp_dir();
   make_run(dir, "r", 1000, "finished");
