@@ -230,6 +230,16 @@ int owed_places(const DynamicState& s, int64_t now_ms) {
   return owed;
 }
 
+// Nodes kept out now (quarantined, by id or by address) that are no participant: each
+// would have taken a place, so a round does not hold its last call open for them (a
+// node that failed its preflight before its first round is known to be out at once).
+int kept_out_places(const DynamicState& s, int64_t now_ms) {
+  int out = 0;
+  for (const auto& [key, q] : s.quarantined)
+    out += q.until_ms > now_ms && !s.participants.count(key) ? 1 : 0;
+  return out;
+}
+
 // Ranks are fixed from here. Spares that did not come while the round had room are
 // forgotten (most likely gone): one alive asks again while the round runs.
 DynamicState completed(DynamicState s, const DynamicConfig& config) {
@@ -305,7 +315,8 @@ Action decide_join(DynamicState s, const std::string& node, int local_world_size
     changed = true;
   }
   bool enough = count >= config.min_nodes;
-  if (enough && (count >= config.max_nodes || (all_expected_in(s, now_ms) && s.spares.empty()))) {
+  bool full = count + kept_out_places(s, now_ms) >= config.max_nodes;
+  if (enough && (full || (all_expected_in(s, now_ms) && s.spares.empty()))) {
     return write(completed(std::move(s), config));
   }
   if (enough && s.last_call_deadline_ms == 0) {

@@ -101,7 +101,10 @@ void NodeRun::worker_started(int node, int rank, int local_rank, int attempt, pi
     live_workers_[rank] = pid;
     attempt_workers_ = static_cast<int>(live_workers_.size());
   }
-  nlohmann::json d{{"local_rank", local_rank}, {"pid", pid}, {"host", host_name()}};
+  // The agent's pid with its host: the node's identity across rounds (its group rank
+  // is only its place in one).
+  nlohmann::json d{
+      {"local_rank", local_rank}, {"pid", pid}, {"host", host_name()}, {"agent", ::getpid()}};
   record({wall_seconds(), "worker_started", node, rank, attempt, d.dump()});
 }
 

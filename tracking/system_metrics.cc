@@ -28,7 +28,9 @@ std::map<pid_t, TreeUsage> usage_by_session(const std::map<int, pid_t>& workers)
   static const double page_mb = static_cast<double>(::sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
   os::for_each_descendant([&](const os::ProcStat& st) {
     auto it = out.find(st.session);
-    if (it == out.end()) return;
+    // A zombie holds no memory and no longer runs: a rank whose process exited (not yet
+    // reaped) has no figure rather than 0.
+    if (it == out.end() || st.state == 'Z') return;
     double jiffies = static_cast<double>(st.utime + st.stime + st.cutime + st.cstime);
     it->second.cpu_seconds += jiffies / ticks;
     it->second.rss_mb += static_cast<double>(st.rss_pages) * page_mb;

@@ -41,8 +41,8 @@
     const d = new Date(epoch * 1000);
     return `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
   }
+  // One format for every duration (as `runs show` prints them): tenths under a minute.
   function fmtDuration(s) {
-    if (s < 1) return s.toFixed(3) + " s";
     if (s < 60) return s.toFixed(1) + " s";
     if (s < 3600) return Math.floor(s / 60) + " min " + Math.round(s % 60) + " s";
     return Math.floor(s / 3600) + " h " + Math.round((s % 3600) / 60) + " min";
@@ -79,7 +79,7 @@
                el("div", {class: "controls"}, filter, status, compare),
                el("table", {id: "runs"}, el("thead", {}, el("tr", {},
                   ["", "name", "id", "status", "started", "duration", "nodes × ranks", "restarts",
-                   "exit", "root cause"].map(h => el("th", {}, h)))), body));
+                   "goodput", "exit", "root cause"].map(h => el("th", {}, h)))), body));
     let runs = [];
     function draw() {
       const words = filter.value.toLowerCase();
@@ -89,7 +89,7 @@
           if (r.error) {
             return el("tr", {"data-run": r.id, "data-status": "unreadable"}, el("td"),
                       el("td", {}, r.id), el("td", {}, r.id), el("td", {}, "unreadable"),
-                      el("td", {colspan: 6}, r.error));
+                      el("td", {colspan: 7}, r.error));
           }
           const box = el("input", {type: "checkbox", checked: selected.has(r.id), onchange: e => {
             if (e.target.checked) selected.add(r.id); else selected.delete(r.id);
@@ -101,6 +101,8 @@
                     el("td", {}, fmtTime(r.created)), el("td", {class: "num"}, fmtDuration(r.duration)),
                     el("td", {class: "num"}, r.nodes ? `${r.nodes} × ${r.ranks}` : "-"),
                     el("td", {class: "num"}, r.restarts),
+                    el("td", {class: "num", "data-goodput": ""},
+                       r.goodput && r.goodput.steps_seen ? (r.goodput.goodput * 100).toFixed(1) + "%" : "-"),
                     el("td", {class: "num"}, r.exit_code === null ? "-" : r.exit_code),
                     el("td", {class: "cause"}, r.root_cause || ""));
         }));
@@ -413,8 +415,9 @@
               GOODPUT.map(([key, , name]) => `${name} ${fmtDuration(g[key])}`).join(", "));
   }
 
-  // Rows per node and rank, a bar per attempt (green: exit 0, red: failed or stopped,
-  // grey: running), restarts as labelled lines, a time axis, and the root cause.
+  // Rows per node and rank, a bar per attempt (green: exit 0, red: the rank that failed,
+  // light grey: the ranks stopped for it, grey: running), restarts as labelled lines, a
+  // time axis, and the root cause.
   function timeline(box, run) {
     const events = run.events;
     const t0 = run.created || (events.length ? events[0].wall : 0);
@@ -423,22 +426,52 @@
     const end = run.finished || (run.status === "running" ? Math.max(Date.now() / 1000, last) : last);
     const span = Math.max(end - t0, 1e-3);
     const pct = t => Math.max(0, Math.min(100, (t - t0) / span * 100)) + "%";
-    const rows = new Map();  // "node/rank" -> {node, rank, bars}
-    const open = new Map();
+    // A row per node and local rank, the node known by its host and agent (runs of
+    // older agents: by group rank): a node that replaced another is a row of its own,
+    // and a node kept out shows the gap on its own row.
+    const rows = new Map();  // "host/agent/local rank" -> {node, rank, host, agent, local, bars}
+    const open = new Map();  // "rank/attempt" -> its bar
     for (const e of events) {
       if (e.kind !== "worker_started" && e.kind !== "worker_exited") continue;
-      const id = e.node + "/" + e.rank;
-      if (!rows.has(id)) rows.set(id, {node: e.node, rank: e.rank, bars: []});
+      const d = e.data || {};
       if (e.kind === "worker_started") {
-        const bar = {start: e.wall, end: null, attempt: e.attempt, code: null, host: e.data.host};
+        const local = d.local_rank === undefined ? e.rank : d.local_rank;
+        const id = d.agent ? `${d.host}/${d.agent}/${local}` : `${e.node}/${e.rank}`;
+        if (!rows.has(id)) rows.set(id, {node: e.node, rank: e.rank, host: d.host, agent: d.agent, local, bars: []});
+        const bar = {start: e.wall, end: null, attempt: e.attempt, rank: e.rank, code: null};
         rows.get(id).bars.push(bar);
-        open.set(id + "/" + e.attempt, bar);
+        open.set(e.rank + "/" + e.attempt, bar);
       } else {
-        const bar = open.get(id + "/" + e.attempt);
-        if (bar) { bar.end = e.wall; bar.code = e.data.exitcode; }
+        const bar = open.get(e.rank + "/" + e.attempt);
+        if (bar) { bar.end = e.wall; bar.code = d.exitcode; }
       }
     }
-    const sorted = [...rows.values()].sort((a, b) => a.node - b.node || a.rank - b.rank);
+    // In the order the nodes first came (the attempt, their group rank in it), each
+    // node's local ranks in order.
+    const sorted = [...rows.values()].sort((a, b) =>
+      a.bars[0].attempt - b.bars[0].attempt || a.node - b.node || a.local - b.local);
+    const agentsOn = new Map();  // host -> its agents
+    for (const r of sorted) {
+      if (!agentsOn.has(r.host)) agentsOn.set(r.host, new Set());
+      if (r.agent) agentsOn.get(r.host).add(r.agent);
+    }
+    const nodeName = r => !r.agent ? `node ${r.node}`
+      : r.host + (agentsOn.get(r.host).size > 1 ? ` (pid ${r.agent})` : "");
+    // In each attempt the first rank to exit badly failed; the ones that exited badly
+    // after it were stopped for it (as were all of a hung attempt's).
+    const hung = new Set(events.filter(e => e.kind === "hang").map(e => e.attempt));
+    const firstFailure = new Map();  // attempt -> the wall of its first bad exit
+    for (const r of sorted) {
+      for (const b of r.bars) {
+        if (b.end === null || b.code === 0 || b.code === null) continue;
+        if (!firstFailure.has(b.attempt) || b.end < firstFailure.get(b.attempt)) firstFailure.set(b.attempt, b.end);
+      }
+    }
+    const stateOf = b => {
+      if (b.end === null) return run.status === "running" ? "running" : "unknown";
+      if (b.code === 0) return "ok";
+      return hung.has(b.attempt) || b.end > firstFailure.get(b.attempt) ? "stopped" : "failed";
+    };
     const lanes = el("div", {class: "lanes"});
     // Where the job's time went, above the ranks: a stretch per category, coloured.
     const g = run.goodput;
@@ -459,19 +492,24 @@
       for (const b of r.bars) {
         // No exit recorded: still running, or the run crashed before it was seen.
         const open = run.status === "running" ? "running" : "unknown";
-        const state = b.end === null ? open : b.code === 0 ? "ok" : "failed";
+        const state = stateOf(b);
         const stop = b.end === null ? end : b.end;
         const label = `attempt ${b.attempt}: ${fmtClock(b.start)}–${b.end === null ? open : fmtClock(b.end)}` +
                       (b.code === null ? "" : `, exit ${b.code}`);
-        lane.append(el("div", {class: "bar bar-" + state, title: label, "data-attempt": b.attempt,
+        lane.append(el("div", {class: "bar bar-" + state,
+                               title: `rank ${b.rank}, ${label}` + (state === "stopped" ? " (stopped)" : ""),
+                               "data-attempt": b.attempt, "data-state": state,
                                style: `left:${pct(b.start)};width:calc(${pct(stop)} - ${pct(b.start)})`},
-                       `a${b.attempt}`));
+                       `a${b.attempt} r${b.rank}`));
       }
       for (const e of events.filter(e => e.kind === "restart" || e.kind === "job_stopped")) {
         lane.append(el("div", {class: "mark", style: `left:${pct(e.wall)}`}));
       }
-      lanes.append(el("div", {class: "row", "data-node": r.node, "data-rank": r.rank},
-                      el("div", {class: "who"}, `node ${r.node} · rank ${r.rank}`), lane));
+      lanes.append(el("div", {class: "row", "data-node": r.node, "data-rank": r.rank,
+                              "data-host": r.host || "", "data-local-rank": r.local},
+                      el("div", {class: "who", title: nodeName(r)},
+                         r.agent ? `${nodeName(r)} · local ${r.local}` : `node ${r.node} · rank ${r.rank}`),
+                      lane));
     }
     const axis = el("div", {class: "axis"});
     for (let i = 0; i <= 4; i++) {
@@ -510,8 +548,16 @@
     const color = score => score <= 1 ? "#e8e8e8"
       : `hsl(${Math.max(0, 45 - (Math.min(score, 3) - 1) * 22.5)}, 85%, ${Math.max(45, 75 - (score - 1) * 15)}%)`;
     const rows = new Map();  // rank -> [{wall, score, until}]
+    // A judgement holds until the next one of its attempt, or its attempt's end: the
+    // rows are blank while no attempt runs.
+    const exits = run.events.filter(e => e.kind === "worker_exited");
+    const attemptEnd = attempt => {  // its last rank's exit; a running one's: now
+      const walls = exits.filter(x => x.attempt === attempt).map(x => x.wall);
+      return walls.length ? Math.max(...walls) : end;
+    };
     samples.forEach((e, i) => {
-      const until = i + 1 < samples.length ? samples[i + 1].wall : end;
+      const next = i + 1 < samples.length && samples[i + 1].attempt === e.attempt ? samples[i + 1].wall : end;
+      const until = Math.max(e.wall, Math.min(next, attemptEnd(e.attempt)));
       for (const [rank, score] of e.data.ranks) {
         if (!rows.has(rank)) rows.set(rank, []);
         rows.get(rank).push({wall: e.wall, score, until});
@@ -590,10 +636,12 @@
         launch.push(el("tr", {}, el("td", {}, k), el("td", {}, typeof v === "string" ? v : JSON.stringify(v))));
       }
     }
-    box.replaceChildren(
-      el("h2", {}, "config"), table(["key", "rank", "value"], entryRows(run.config), {id: "config"}),
-      el("h2", {}, "summary"), table(["key", "rank", "value"], entryRows(run.summary), {id: "summary"}),
-      el("h2", {}, "launch"), table(["setting", "value"], launch, {id: "launch"}));
+    // A table with no rows is left out.
+    const section = (title, header, rows, id) =>
+      rows.length ? [el("h2", {}, title), table(header, rows, {id})] : [];
+    fill(box, ...section("config", ["key", "rank", "value"], entryRows(run.config || []), "config"),
+         ...section("summary", ["key", "rank", "value"], entryRows(run.summary || []), "summary"),
+         ...section("launch", ["setting", "value"], launch, "launch"));
   }
 
   // ---- runs compared -------------------------------------------------------------------

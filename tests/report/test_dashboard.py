@@ -8,6 +8,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 import unittest
@@ -15,6 +16,8 @@ import unittest
 DDPRUN = os.environ["DDPRUN"]
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from test_report_screenshot import decode_png  # noqa: E402
 ENV = dict(os.environ, PYTHON_EXEC="/usr/bin/python3", OMP_NUM_THREADS="1")
 # Rank 1 dies once, after rank 0 has logged its points too (a marker file says so):
 # the run has 2 ranks x 2 attempts, 20 points each.
@@ -152,9 +155,19 @@ class Dashboard(unittest.TestCase):
         self.assertIn("<canvas", html, "dygraphs drew the chart")
         lanes = re.findall(r'data-node="0" data-rank="(\d)"', html)
         self.assertEqual(lanes, ["0", "1"], "a timeline row per rank")
-        self.assertEqual(len(re.findall(r'class="bar bar-(?:ok|failed)"', html)), 4)
+        bars = re.findall(r'class="bar bar-(ok|failed|stopped)"[^>]*data-attempt="(\d)"', html)
+        self.assertEqual(len(bars), 4)
+        self.assertEqual([state for state, attempt in bars if attempt == "0"].count("failed"), 1)
+        self.assertRegex(html, r'<div class="who"[^>]*>[^<]+ · local 1</div>', "rows named by host")
         self.assertIn("restart 1 at", html)
         self.assertIn('data-system="memory_percent"', html, "system metrics even for a short job")
+
+    def test_the_rank_that_failed_is_red_and_those_stopped_for_it_grey(self):
+        bars = re.findall(r'class="bar bar-(ok|failed|stopped)"[^>]*data-attempt="(\d)"', self.dom("/run/lossy"))
+        by_attempt = lambda n: sorted(state for state, attempt in bars if attempt == n)
+        self.assertEqual(by_attempt("0").count("failed"), 1, bars)  # the first to crash
+        self.assertEqual(by_attempt("1"), ["stopped", "stopped"], "a hung attempt's ranks were stopped")
+        self.assertEqual(by_attempt("2"), ["ok", "ok"])
 
     def test_a_hang_shows_each_ranks_place_in_its_collectives(self):
         html = self.dom("/run/hung")
@@ -183,6 +196,58 @@ class Dashboard(unittest.TestCase):
                          lane[:2000])
         totals = re.findall(r'data-category-total="([a-z_]+)"', html)
         self.assertEqual(totals, ["startup", "productive", "lost", "hang_wait", "restart", "shutdown"])
+
+    def test_the_runs_page_has_a_goodput_column(self):
+        html = self.dom("/")
+        self.assertIn("<th>goodput</th>", html)
+        row = html.split('data-run="lossy"')[1].split("</tr>")[0]
+        self.assertRegex(row, r'data-goodput="">\d+\.\d%<')
+        bad = html.split('data-run="bad"')[1].split("</tr>")[0]
+        self.assertIn('data-goodput="">-<', bad, "no step timed: no figure")
+
+    def test_empty_tables_are_left_out_and_durations_share_one_format(self):
+        lossy = self.dom("/run/lossy")  # its workers record no config and no summary
+        self.assertNotIn('id="config"', lossy)
+        self.assertNotIn('id="summary"', lossy)
+        self.assertIn('id="launch"', lossy)
+        self.assertIn('id="config"', self.dom("/run/done"))
+        line = re.search(r'id="goodput"[^>]*>([^<]+)<', lossy).group(1)
+        self.assertRegex(line, r"hang wait \d+\.\d s, restart \d+\.\d s, shutdown \d+\.\d s$", line)
+
+    def test_a_straggler_row_is_blank_where_no_attempt_runs(self):
+        html = self.dom("/run/slow")
+        rank1 = html.split('data-straggler-rank="1"')[1]
+        cells = re.findall(r'class="heat"[^>]*style="left:([\d.]+)%;width:calc\(([\d.]+)% - ([\d.]+)%\)', rank1)
+        self.assertTrue(cells)
+        ends = [float(to) for _, to, _ in cells]
+        # The job ended when its ranks did: the last cell ends there, not at the page's end.
+        self.assertLess(max(ends), 100.0, cells[-3:])
+
+    def screenshot(self, path, width):
+        """The page at `path` drawn in a window `width` px wide: (width, height, rows, bpp)."""
+        out = os.path.join(self.dir, f"shot-{width}.png")
+        r = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                            "--disable-background-networking", "--disable-component-update",
+                            "--disable-sync", "--hide-scrollbars",
+                            f"--user-data-dir={os.path.join(self.dir, 'profile')}",
+                            f"--window-size={width},1400", "--virtual-time-budget=3000",
+                            f"--screenshot={out}", self.url + path],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        return decode_png(out)
+
+    def test_pages_fit_windows_1280_and_1920_px_wide(self):
+        # The page's right margin (24 px) stays blank: nothing is wider than the window
+        # (a table, a timeline label), so nothing scrolls sideways or is cut.
+        for width in (1280, 1920):
+            for path in ("/", "/run/lossy", "/run/done", "/run/slow"):
+                w, h, rows, bpp = self.screenshot(path, width)
+                self.assertEqual(w, width)
+                inked = [y for y, row in enumerate(rows)
+                         if any(v < 235 for x in range(w - 14, w) for v in row[x * bpp:x * bpp + 3])]
+                self.assertEqual(inked[:5], [], f"{path} at {width} px: drawn into the right margin")
+                drawn = sum(1 for row in rows[:400] for x in range(0, w, 8) if row[x * bpp] < 200)
+                self.assertGreater(drawn, 100, f"{path} at {width} px: a blank page")
 
     def test_a_running_jobs_page_shows_new_points(self):
         loss = r'<div class="chart" data-metric="loss"[^>]*>'

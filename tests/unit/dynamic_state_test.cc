@@ -83,6 +83,23 @@ TEST(DynamicState, LastCallStartsAtMinAndEndsTheRound) {
   EXPECT_EQ(s.participants.size(), 2u);
 }
 
+// A node that failed its preflight before its first round is kept out by its address:
+// the others, at MAX with it, complete without waiting the last call for it.
+TEST(DynamicState, ANodeKeptOutHoldsNoLastCallOpen) {
+  auto c = config(2, 3, 1000);
+  DynamicState s;
+  s.quarantined = {{"10.0.0.3", {5000, 1, "preflight failed on gpu03"}}};
+  step(s, "a", 0, c);
+  EXPECT_EQ(step(s, "b", 100, c).kind, Kind::kDone);
+  EXPECT_EQ(s.participants.size(), 2u);
+  // Once its cooldown is over it may come again: the last call waits for it as for anyone.
+  DynamicState later;
+  later.quarantined = s.quarantined;
+  step(later, "a", 6000, c);
+  EXPECT_EQ(step(later, "b", 6000, c).kind, Kind::kWait);
+  EXPECT_EQ(later.last_call_deadline_ms, 7000);
+}
+
 TEST(DynamicState, AWallClockJumpBackNeverHoldsTheLastCallOpen) {
   DynamicState s;
   auto c = config(2, 4, 1000);
