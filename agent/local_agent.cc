@@ -8,11 +8,13 @@
 #include <algorithm>
 #include <ctime>
 #include <iostream>
+#include <utility>
 
 #include <spdlog/spdlog.h>
 #include <boost/asio/post.hpp>
 
 #include "agent/orphan_guard.h"
+#include "agent/worker_env.h"
 #include "common/host.h"
 #include "common/logging.h"
 #include "rendezvous/rendezvous_factory.h"
@@ -293,6 +295,9 @@ Task<void> LocalAgent::Impl::run_attempt() {
   round_->watch_members(
       changed_.notifying([this](const std::vector<std::string>& dead) { on_dead(dead); }), lost);
   if (metrics_) metrics_->start_attempt();
+  if (!config_.omp_num_threads.empty() && !std::exchange(omp_banner_said_, true)) {
+    std::cerr << omp_banner(config_.omp_num_threads);  // once the node passed its preflight
+  }
   runner_.start(make_group(attempt_->info),
                 changed_.notifying([this](const FailureRecord& f) { on_worker_failure(f); }),
                 changed_.notifying([this] { attempt_->workers_done = true; }));

@@ -197,6 +197,7 @@ class LocalAgent::Impl {
   std::unique_ptr<SharedRun> shared_run_;     // with a run, of a job of several nodes
   std::unique_ptr<MetricsEndpoint> metrics_;  // with --metrics_port
   uint64_t hangs_ = 0;
+  bool omp_banner_said_ = false;  // torchrun's OMP_NUM_THREADS banner, once
   RestartProgress restarts_;  // crash loops: failed restarts in a row that got nowhere
   // What the coroutine waits on: every handler that changes the state notifies it.
   LoopCondition changed_;

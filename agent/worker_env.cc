@@ -93,4 +93,13 @@ std::vector<std::string> build_worker_argv(const WorkerSpec& spec, int local_ran
   return argv;
 }
 
+std::string omp_banner(const std::string& threads) {
+  return "*****************************************\n"
+         "ddprun: OMP_NUM_THREADS is not set; each worker gets OMP_NUM_THREADS=" +
+         threads +
+         " so that the workers do not oversubscribe the CPUs. Set it yourself to tune "
+         "performance.\n"
+         "*****************************************\n";
+}
+
 }  // namespace ddprun::agent

@@ -20,6 +20,10 @@ std::vector<std::string> build_worker_env(const std::vector<std::string>& inheri
 /// The worker's command line: spec.argv with "${local_rank}" replaced.
 std::vector<std::string> build_worker_argv(const WorkerSpec& spec, int local_rank);
 
+/// torchrun's banner for the OMP_NUM_THREADS the workers get where the user set none,
+/// said once as the first workers start (after the node's preflight).
+std::string omp_banner(const std::string& threads);
+
 /// The current process's environment as KEY=VALUE entries.
 std::vector<std::string> current_environment();
 

@@ -46,8 +46,8 @@ def free_port():
 
 
 class Job:
-    def __init__(self, prefix, kind, n):
-        self.prefix, self.kind, self.n = prefix, kind, n
+    def __init__(self, prefix, kind, n, conf=CONF):
+        self.prefix, self.kind, self.n, self.conf = prefix, kind, n, conf
         self.port = free_port()
         self.dir = tempfile.mkdtemp(prefix="ddprun_spare_bench_")
         self.agents = []
@@ -55,7 +55,8 @@ class Job:
     def start_agent(self, host):
         args = [f"--nnodes={self.n - 1}:{self.n}", "--nproc_per_node=1", "--rdzv_backend=c10d",
                 f"--rdzv_endpoint=127.0.0.1:{self.port}", f"--rdzv_id=spare{self.port}",
-                f"--rdzv_conf={CONF},is_host={1 if host else 0}", "--max_restarts=3"]
+                f"--rdzv_conf={self.conf + ',' if self.conf else ''}is_host={1 if host else 0}",
+                "--max_restarts=3"]
         if self.kind == "ddprun":
             args += ["--local_addr=127.0.0.1", "--no_tracking"]
         else:
@@ -109,8 +110,8 @@ class Job:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def full_size_with_spare(prefix, kind, n):
-    job = Job(prefix, kind, n)
+def full_size_with_spare(prefix, kind, n, conf=CONF):
+    job = Job(prefix, kind, n, conf)
     try:
         job.start_all()
         job.start_agent(False)  # the spare
@@ -148,8 +149,17 @@ def main():
     ap.add_argument("--agents", type=int, default=8)
     ap.add_argument("--torch-agents", type=int, default=8)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--takeover-only", action="store_true",
+                    help="ddprun's death-to-full-size with a spare, under default liveness "
+                         "settings and under the tuned ones of the table (docs/node-health.md)")
     args = ap.parse_args()
     n = args.agents
+    if args.takeover_only:
+        for label, conf in (("default --rdzv_conf", ""), (CONF, CONF)):
+            runs = [full_size_with_spare([args.ddprun], "ddprun", n, conf) for _ in range(args.repeat)]
+            t = statistics.median([t for t in runs if t is not None] or [None])
+            print(f"| {label} | {ms(t)} |", flush=True)
+        return
     with_spare = [full_size_with_spare([args.ddprun], "ddprun", n) for _ in range(args.repeat)]
     plain = [without_spare([args.ddprun], "ddprun", n) for _ in range(args.repeat)]
     spare_t = statistics.median([t for t in with_spare if t is not None] or [None])

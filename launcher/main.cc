@@ -46,15 +46,6 @@ std::optional<std::string> real_env(const std::string& name) {
   return v ? std::optional<std::string>(v) : std::nullopt;
 }
 
-void print_omp_banner(const std::string& threads) {
-  std::cerr << "*****************************************\n"
-               "ddprun: OMP_NUM_THREADS is not set; each worker gets OMP_NUM_THREADS="
-            << threads
-            << " so that the workers do not oversubscribe the CPUs. Set it yourself to tune "
-               "performance.\n"
-               "*****************************************\n";
-}
-
 // A run id for the tracking run: the rendezvous id when there is one, else a fresh one.
 std::string tracking_run_id(const launcher::LaunchConfig& cfg) {
   if (cfg.agent.run_id != "none") return cfg.agent.run_id;
@@ -105,7 +96,6 @@ int launch(launcher::LaunchConfig& cfg, int argc, char** argv) {
   std::vector<std::string> notices;
   launcher::resolve_launch(cfg, real_env, notices);
   for (const auto& notice : notices) spdlog::warn("{}", notice);
-  if (!cfg.agent.omp_num_threads.empty()) print_omp_banner(cfg.agent.omp_num_threads);
   // Before the threads: where the guard is a fork (old kernels), a small one.
   agent::OrphanGuard guard;
   guard.stay_until_exit();  // and so ddprun's exit is quicker

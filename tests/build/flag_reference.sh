@@ -14,6 +14,11 @@ grep -q '^\.TH DDPRUN 1 ' <<<"$page" || { echo "flag_reference: no .TH header" >
 for flag in $("$ddprun" reference markdown | grep -o '^| `--[a-z_0-9]*`' | tr -d '|` '); do
   grep -qF "\\fB\\-\\-${flag#--}\\fR" <<<"$page" || { echo "flag_reference: $flag not in the manual" >&2; exit 1; }
 done
+# docs/usage.md says what each flag does beside torchrun: every flag is named there.
+for flag in $("$ddprun" reference markdown | grep -o '^| `--[a-z_0-9]*`' | tr -d '|` '); do
+  grep -qE -- "(\`|/)$flag\b" "$src/docs/usage.md" ||
+    { echo "flag_reference: $flag is not in docs/usage.md" >&2; exit 1; }
+done
 if command -v groff >/dev/null; then
   warnings=$(groff -man -Tutf8 -ww -z <<<"$page" 2>&1) ||
     { echo "flag_reference: groff failed: $warnings" >&2; exit 1; }

@@ -19,14 +19,15 @@ expect() {
 job=(--nproc_per_node=2 --no_tracking --no_python /bin/true)
 
 # /dev/shm as small as Docker's default, in a mount namespace of its own.
-unshare -m bash -c "mount -t tmpfs -o size=64m tmpfs /dev/shm && exec $ddprun ${job[*]}" \
+unshare -m bash -c "mount -t tmpfs -o size=64m tmpfs /dev/shm && exec env -u OMP_NUM_THREADS $ddprun ${job[*]}" \
   2>"$tmp/err"; code=$?
 expect "small /dev/shm" 122 "preflight: shm: /dev/shm: 64 MiB free, 2 worker(s) need 256 MiB"
 grep -qF "this node does not join the job" "$tmp/err" || fail "no word that the node stays out"
 grep -qF -- "--preflight=-shm leaves this check out" "$tmp/err" || fail "no word how to skip the check"
-unshare -m bash -c "mount -t tmpfs -o size=64m tmpfs /dev/shm && exec $ddprun --preflight=-shm ${job[*]}" \
+! grep -qF "OMP_NUM_THREADS is not set" "$tmp/err" || fail "the OMP_NUM_THREADS banner of workers that never start"
+unshare -m bash -c "mount -t tmpfs -o size=64m tmpfs /dev/shm && exec env -u OMP_NUM_THREADS $ddprun --preflight=-shm ${job[*]}" \
   2>"$tmp/err"; code=$?
-expect "the shm check left out" 0 ""
+expect "the shm check left out" 0 "OMP_NUM_THREADS is not set"
 
 # A tracking directory on a file system that is all but full: the run says why.
 mkdir -p "$tmp/runs"
