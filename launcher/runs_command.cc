@@ -21,6 +21,7 @@
 #include "common/error.h"
 #include "common/node_names.h"
 #include "common/number_ranges.h"
+#include "common/seconds_text.h"
 #include "dashboard/http_server.h"
 #include "dashboard/report_page.h"
 #include "dashboard/routes.h"
@@ -58,11 +59,7 @@ std::string number(double v) {
   return out.str();
 }
 
-std::string seconds(double s) {
-  std::ostringstream out;
-  out << std::fixed << std::setprecision(1) << s << " s";
-  return out.str();
-}
+std::string seconds(double s) { return seconds_text(s); }
 
 int list(const std::string& dir, int limit, const std::string& status) {
   std::vector<tracking::RunSummary> runs;

@@ -97,7 +97,7 @@ void DynamicJoiner::say_waiting(const DynamicState& state, const std::string& no
     }
   }
   spare_ = spare;
-  waited_as_spare_ = waited_as_spare_ || spare;
+  join_.waited_as_spare = join_.waited_as_spare || spare;
 }
 
 // The join's deadline passed: how many joined, what was needed, who is kept out.
@@ -141,7 +141,7 @@ JoinedRound DynamicJoiner::seat_from(StateSnapshot snap, const std::string& node
   joined.round = snap.state.round;
   joined.seat = seat_in(snap.state, members, static_cast<int>(rank));
   joined.state = std::move(snap.state);
-  joined.from_spare = waited_as_spare_;
+  joined.from_spare = join_.waited_as_spare;
   seated(node, snap.epoch_revision);
   return joined;
 }
@@ -152,7 +152,7 @@ JoinedRound DynamicJoiner::announced_seat(RoundSeat seat, const std::string& nod
   joined.round = announced_round_;
   joined.seat = std::move(seat);
   say_kept_out(joined.seat.quarantined, node);
-  joined.from_spare = waited_as_spare_;
+  joined.from_spare = join_.waited_as_spare;
   seated(node, std::exchange(seat_completed_at_, 0));
   return joined;
 }
@@ -163,9 +163,7 @@ Task<JoinedRound> DynamicJoiner::join(std::string node, int local_world_size, in
                                       milliseconds timeout, CancelSignal& cancel,
                                       bool whole_state) {
   auto deadline = Clock::now() + timeout;
-  folder_ = false;
-  waited_as_spare_ = false;
-  whole_state_ = whole_state;
+  join_ = {.whole_state = whole_state};
   if (auto seat = co_await arrive(node, local_world_size, min_round, deadline, cancel)) {
     co_return announced_seat(std::move(*seat), node);
   }
@@ -183,12 +181,12 @@ Task<JoinedRound> DynamicJoiner::join(std::string node, int local_world_size, in
     if (a.kind == Action::Kind::kDone) co_return seat_from(std::move(snap), node);
     bool joins = a.kind == Action::Kind::kWrite && !snap.state.complete &&
                  !snap.state.participants.count(node) && a.next.participants.count(node);
-    if (joins && state_->keeps_head() && !folder_ && announced_round_ != snap.state.round) {
+    if (joins && state_->keeps_head() && !join_.folder && announced_round_ != snap.state.round) {
       // Into a forming round by announcing: the first to announce writes for all.
       auto seat =
           co_await announce_and_wait(head_in(snap), node, local_world_size, deadline, cancel);
       if (seat) co_return announced_seat(std::move(*seat), node);
-      if (!folder_) continue;
+      if (!join_.folder) continue;
     }
     if (a.kind == Action::Kind::kWrite) {
       // A spare's write leaves the running round alone.
@@ -228,7 +226,7 @@ Task<JoinedRound> DynamicJoiner::join(std::string node, int local_world_size, in
       if (co_await free_places_of_dead(snap, cancel)) continue;
       wait_for = std::min(wait_for, absent_every_);
     }
-    if (participant && folder_ && snap.state.round == announced_round_) {
+    if (participant && join_.folder && snap.state.round == announced_round_) {
       // The first to announce itself writes in the nodes that announced after it.
       Announced announced = co_await state_->announced(snap.state.round, cancel);
       DynamicState next = with_announced(snap.state, snap.state, node, announced);

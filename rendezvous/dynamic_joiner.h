@@ -177,9 +177,12 @@ class DynamicJoiner {
   int64_t epoch_revision_ = 0;               // see completed_at()
   int64_t seat_completed_at_ = 0;            // of the round whose seat announce_and_wait() read
   bool spare_ = false;                       // see spare()
-  bool waited_as_spare_ = false;             // in this join(), at some point
-  bool folder_ = false;                      // the first to announce itself: writes for the others
-  bool whole_state_ = false;                 // join() reads the whole state, not a seat
+  // What one join() learns as it goes, reset as it begins.
+  struct JoinState {
+    bool whole_state = false;      // it reads the whole state, not a seat
+    bool folder = false;           // the first to announce itself: writes for the others
+    bool waited_as_spare = false;  // at some point
+  } join_;
   int64_t quarantined_until_ = 0;            // this node's quarantine, as last said
   std::string began_;                        // see next_round_hint()
   std::string told_;                         // see told_next_round(): taken by the next join

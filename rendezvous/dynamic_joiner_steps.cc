@@ -80,14 +80,14 @@ Task<std::optional<RoundSeat>> DynamicJoiner::announce_and_wait(StateHead head, 
   announced_round_ = round;
   std::optional<RoundSeat> none;
   if (slot == 1) {
-    folder_ = true;
+    join_.folder = true;
     co_return none;
   }
   int64_t version = head.version;
   const milliseconds longest_look = state_->longest_wait_in(slot);
   // Once the round formed, the seat is read with the head: one request, not two.
   std::vector<std::string> with_head;
-  if (!whole_state_) with_head = seat_keys(round, node);
+  if (!join_.whole_state) with_head = seat_keys(round, node);
   std::optional<std::string> still;  // who folded when the last wait saw no write
   for (;;) {
     auto longest = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
@@ -102,7 +102,7 @@ Task<std::optional<RoundSeat>> DynamicJoiner::announce_and_wait(StateHead head, 
     at.revision = head.revision;
     co_await state_->wait(at, true, std::clamp(longest, milliseconds(1), longest_look), cancel);
     std::optional<StateHead> now = co_await state_->head(round, with_head, cancel);
-    if (now && now->round == round && now->complete && !whole_state_) {
+    if (now && now->round == round && now->complete && !join_.whole_state) {
       std::optional<RoundSeat> seat = co_await take_seat(round, node, std::move(now->with), cancel);
       if (seat && !now->closed) seat_completed_at_ = now->epoch_revision;
       co_return seat;
@@ -130,7 +130,7 @@ Task<std::optional<RoundSeat>> DynamicJoiner::announce_and_wait(StateHead head, 
     StateStore::Folding now_folding = co_await state_->folding(round, cancel);
     bool had_a_wait = still == now_folding.token;
     if (had_a_wait && co_await state_->take_over_folding(me, slot, now_folding.token, cancel)) {
-      folder_ = true;
+      join_.folder = true;
       co_return none;
     }
     still = now_folding.token;

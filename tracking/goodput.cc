@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/seconds_text.h"
+
 namespace ddprun::tracking {
 namespace {
 
@@ -30,11 +32,7 @@ double take(Goodput::Attempt& a, const char* category, double from, double to) {
   return to;
 }
 
-std::string seconds(double s) {
-  char text[32];
-  std::snprintf(text, sizeof(text), s < 100 ? "%.1f s" : "%.0f s", s);
-  return text;
-}
+std::string seconds(double s) { return seconds_text(s); }
 
 }  // namespace
 

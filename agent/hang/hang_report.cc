@@ -9,6 +9,7 @@
 
 #include "agent/hang/stack_text.h"
 #include "common/number_ranges.h"
+#include "common/seconds_text.h"
 
 namespace ddprun::agent {
 namespace {
@@ -85,15 +86,9 @@ std::string native_where(const ThreadStack& t) {
   return s;
 }
 
-std::string seconds(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.1f s", s);
-  return buf;
-}
-
 std::string details(const RankReport& r) {
   std::string s = r.step ? "last step " + std::to_string(*r.step) : "no step logged";
-  s += ", " + seconds(r.idle_s) + " without progress";
+  s += ", " + seconds_text(r.idle_s) + " without progress";
   if (r.cpu_percent >= 0) s += ", " + std::to_string(std::lround(r.cpu_percent)) + "% CPU";
   if (r.state == 'D') {
     s += ", in uninterruptible sleep (D" + (r.wait_channel.empty() ? "" : ": " + r.wait_channel) +

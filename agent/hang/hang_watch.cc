@@ -8,6 +8,7 @@
 
 #include "agent/worker_group_runner.h"
 #include "common/number_ranges.h"
+#include "common/seconds_text.h"
 
 namespace ddprun::agent {
 namespace {
@@ -15,9 +16,7 @@ namespace {
 using std::chrono::milliseconds;
 
 std::string seconds(milliseconds ms) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.1f s", static_cast<double>(ms.count()) / 1000);
-  return buf;
+  return seconds_text(static_cast<double>(ms.count()) / 1000);
 }
 
 }  // namespace
