@@ -130,6 +130,8 @@ Task<int> LocalAgent::Impl::run_job() {
 }
 
 Task<int> LocalAgent::Impl::run_rounds() {
+  // torchrun's banner, said as this node's first workers start (its preflight passed).
+  bool omp_banner_due = !config_.omp_num_threads.empty();
   for (int round = 0;; ++round) {
     if (auto code = co_await unfit_node()) co_return *code;
     rendezvous::RendezvousInfo info;
@@ -150,6 +152,7 @@ Task<int> LocalAgent::Impl::run_rounds() {
       co_return finish_signalled();
     }
     if (observer_) co_await tell_round_formed(info);
+    if (std::exchange(omp_banner_due, false)) std::cerr << omp_banner(config_.omp_num_threads);
     enter(Phase::kRunning);
     co_await run_attempt();
     if (attempt_->decided && attempt_->decided->hang) co_await report_hang();
@@ -275,19 +278,6 @@ void LocalAgent::Impl::begin_round(const rendezvous::RendezvousInfo& info) {
   attempt_->spares = std::make_unique<SpareWatch>(info.spares, info.restart_count, *round_, clock_);
 }
 
-// The primary tells the run of each spare that comes or goes while the attempt runs;
-// the node that keeps the metrics discovery file lists them there.
-void LocalAgent::Impl::watch_spares() {
-  bool tell_run = observer_ && multi_node() && handler_->primary();
-  bool tell_metrics = metrics_ && metrics_->lists_targets();
-  if (!tell_run && !tell_metrics) return;
-  attempt_->spares->watch(
-      [this, tell_run, tell_metrics](const std::vector<std::string>& spares, int attempt) {
-        if (tell_run) observer_->spares_waiting(attempt, spares);
-        if (tell_metrics) metrics_->spares_changed(spares);
-      });
-}
-
 Task<void> LocalAgent::Impl::run_attempt() {
   auto lost = changed_.notifying([this](const std::string& what) { on_store_lost(what); });
   round_->watch_end(changed_.notifying([this](RoundEnd end) { on_round_end(std::move(end)); }),
@@ -295,9 +285,6 @@ Task<void> LocalAgent::Impl::run_attempt() {
   round_->watch_members(
       changed_.notifying([this](const std::vector<std::string>& dead) { on_dead(dead); }), lost);
   if (metrics_) metrics_->start_attempt();
-  if (!config_.omp_num_threads.empty() && !std::exchange(omp_banner_said_, true)) {
-    std::cerr << omp_banner(config_.omp_num_threads);  // once the node passed its preflight
-  }
   runner_.start(make_group(attempt_->info),
                 changed_.notifying([this](const FailureRecord& f) { on_worker_failure(f); }),
                 changed_.notifying([this] { attempt_->workers_done = true; }));
@@ -310,7 +297,17 @@ Task<void> LocalAgent::Impl::run_attempt() {
                 });
   }
   if (watchdog_) runner_.watch_timers(*watchdog_);
-  watch_spares();
+  // The primary tells the run of each spare that comes or goes; the node that keeps the
+  // metrics discovery file lists them there.
+  bool tell_run = observer_ && multi_node() && handler_->primary();
+  bool tell_metrics = metrics_ && metrics_->lists_targets();
+  if (tell_run || tell_metrics) {
+    attempt_->spares->watch(
+        [this, tell_run, tell_metrics](const std::vector<std::string>& spares, int attempt) {
+          if (tell_run) observer_->spares_waiting(attempt, spares);
+          if (tell_metrics) metrics_->spares_changed(spares);
+        });
+  }
   attempt_->stragglers = std::make_unique<StragglerWatch>(
       config_, attempt_->info, host_, *round_, runner_, clock_, observer_,
       [this](const StragglerJudge::Score& worst, const std::string& member) {

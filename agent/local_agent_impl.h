@@ -113,7 +113,6 @@ class LocalAgent::Impl {
   Task<void> probe_links();
   Task<void> tell_round_formed(const rendezvous::RendezvousInfo& info);
   Task<void> run_attempt();
-  void watch_spares();
   int finish_success();
   int finish_failure(const std::vector<FailureRecord>& failures, const RoundEnd& over);
   int finish_signalled();
@@ -197,7 +196,6 @@ class LocalAgent::Impl {
   std::unique_ptr<SharedRun> shared_run_;     // with a run, of a job of several nodes
   std::unique_ptr<MetricsEndpoint> metrics_;  // with --metrics_port
   uint64_t hangs_ = 0;
-  bool omp_banner_said_ = false;  // torchrun's OMP_NUM_THREADS banner, once
   RestartProgress restarts_;  // crash loops: failed restarts in a row that got nowhere
   // What the coroutine waits on: every handler that changes the state notifies it.
   LoopCondition changed_;

@@ -69,15 +69,15 @@ std::string clock_time(double wall) {
   return text;
 }
 
-// Why the round before `f` ended: the last "restart" event between the two.
-std::string why_ended(const std::vector<Event>& ends, double after, double before) {
-  std::string why;
+// Each round's end ("restart" events) as (wall, why), oldest first.
+std::vector<std::pair<double, std::string>> round_ends(const std::vector<Event>& ends) {
+  std::vector<std::pair<double, std::string>> out;
   for (const auto& e : ends) {
-    if (e.wall < after || e.wall > before) continue;
     auto d = nlohmann::json::parse(e.data_json, nullptr, false);
-    if (d.is_object() && d.contains("reason") && d["reason"].is_string()) why = d["reason"];
+    if (d.is_object() && d.contains("reason") && d["reason"].is_string())
+      out.emplace_back(e.wall, d["reason"]);
   }
-  return why;
+  return out;
 }
 
 // One round's change from the last, as a line ("" where the members are the same and
@@ -117,42 +117,40 @@ std::string change(const Formed& last, const Formed& now, const std::string& why
 
 }  // namespace
 
-std::vector<KeptOut> every_quarantine(const std::vector<Event>& rounds) {
-  std::vector<KeptOut> all;
-  for (const auto& f : parse(rounds)) {
+Membership read_membership(const std::vector<Event>& rounds, const std::vector<Event>& ends,
+                           double start) {
+  Membership m;
+  std::vector<Formed> formed = parse(rounds);
+  for (const auto& f : formed) {
     for (const auto& k : f.kept_out) {
-      bool seen = std::any_of(all.begin(), all.end(), [&](const KeptOut& a) {
+      bool seen = std::any_of(m.quarantined.begin(), m.quarantined.end(), [&](const KeptOut& a) {
         return a.node == k.node && a.until == k.until;
       });
-      if (!seen) all.push_back(k);
+      if (!seen) m.quarantined.push_back(k);
     }
-  }
-  return all;
-}
-
-std::vector<std::string> every_agent(const std::vector<Event>& rounds) {
-  std::vector<std::string> all;
-  for (const auto& f : parse(rounds)) {
     for (const auto* ids : {&f.members, &f.spares}) {
       for (const auto& id : *ids) {
-        if (std::find(all.begin(), all.end(), id) == all.end()) all.push_back(id);
+        if (std::find(m.agents.begin(), m.agents.end(), id) == m.agents.end())
+          m.agents.push_back(id);
       }
     }
   }
-  return all;
-}
-
-std::vector<std::string> membership_story(const std::vector<Event>& rounds,
-                                          const std::vector<Event>& ends, double start) {
-  std::vector<Formed> formed = parse(rounds);
-  std::vector<std::string> lines;
+  // Why the round before each ended: the last end recorded between the two (one walk
+  // over both, oldest first, however many restarts the job had).
+  auto why = round_ends(ends);
+  size_t next_end = 0;
   for (size_t i = 1; i < formed.size(); ++i) {
     const Formed& last = formed[i - 1];
     const Formed& now = formed[i];
-    std::string line = change(last, now, why_ended(ends, last.wall, now.wall), start);
-    if (!line.empty()) lines.push_back(std::move(line));
+    std::string reason;
+    while (next_end < why.size() && why[next_end].first <= now.wall) {
+      if (why[next_end].first >= last.wall) reason = why[next_end].second;
+      ++next_end;
+    }
+    std::string line = change(last, now, reason, start);
+    if (!line.empty()) m.story.push_back(std::move(line));
   }
-  return lines;
+  return m;
 }
 
 }  // namespace ddprun::tracking

@@ -151,7 +151,8 @@ RunSummary summarize_run(RunStore& store, const std::string& id) {
   r.root_cause = store.meta("root_cause").value_or("");
   // A round's end other than the last is recorded as "restart", its kind in its data.
   RoundEndCounts ends;
-  for (const auto& e : store.events("restart")) {
+  std::vector<Event> round_ends = store.events("restart");
+  for (const auto& e : round_ends) {
     auto d = nlohmann::json::parse(e.data_json, nullptr, false);
     count_round_end(d.is_object() ? d.value("kind", "restart") : "restart", ends);
   }
@@ -176,10 +177,10 @@ RunSummary summarize_run(RunStore& store, const std::string& id) {
       r.spares = spare_ids(d);
     }
   }
-  std::vector<Event> rounds = store.events("rendezvous");
-  r.quarantined = every_quarantine(rounds);
-  r.agents = every_agent(rounds);
-  r.membership = membership_story(rounds, store.events("restart"), r.created);
+  Membership m = read_membership(store.events("rendezvous"), round_ends, r.created);
+  r.quarantined = std::move(m.quarantined);
+  r.agents = std::move(m.agents);
+  r.membership = std::move(m.story);
   // Spares the primary saw come or go while the round ran are newer than its forming.
   auto round = store.last_event("rendezvous");
   if (auto seen = store.last_event("spares"); seen && (!round || seen->wall >= round->wall)) {

@@ -23,8 +23,8 @@ struct RunSummary {
   std::vector<std::string> spares;  // hot spares waiting, as the primary last saw them
   using Quarantined = KeptOut;
   std::vector<Quarantined> quarantined;  // every quarantine of the job, oldest first
-  std::vector<std::string> agents;       // every agent id its rounds named (every_agent())
-  /// The job's membership, one line per change (membership_story()).
+  std::vector<std::string> agents;       // every agent id its rounds named (Membership)
+  /// The job's membership, one line per change (Membership::story).
   std::vector<std::string> membership;
   struct Straggler {
     std::string who;  // "rank 3 (node 1, host)" or "node 1 (host)"
