@@ -26,6 +26,8 @@ struct AgentConfig {
   int max_nodes = 1;
   /// The job's id (--rdzv_id): TORCHELASTIC_RUN_ID, the log directory's name.
   std::string run_id = "none";
+  /// This node's name in messages and the run; empty: the machine's host name.
+  std::string host;
 
   /// Base of torchrun's log layout; empty means a fresh temporary directory that is
   /// removed again when the job succeeds.

@@ -32,48 +32,71 @@ bool only_small_files(const AgentConfig& c) {
          c.spec.duplicate_stderr_filters.empty();
 }
 
+// This node's name, unless the configuration gives one.
+AgentConfig named(AgentConfig config) {
+  if (config.host.empty()) config.host = host_name();
+  return config;
+}
+
+// The workers of `info`'s round on this node.
+WorkerGroup make_group(const AgentConfig& config, const rendezvous::RendezvousInfo& info) {
+  WorkerGroup g;
+  g.group_rank = info.group_rank;
+  g.group_world_size = info.group_world_size;
+  g.master_addr = info.master_addr;
+  g.master_port = info.master_port;
+  g.use_agent_store = true;
+  g.restart_count = info.restart_count;
+  int base = info.first_rank;
+  int world = info.world_size;
+  for (int i = 0; i < config.spec.local_world_size; ++i) {
+    Worker w;
+    w.local_rank = i;
+    w.global_rank = base + i;
+    w.role_rank = w.global_rank;
+    w.world_size = world;
+    w.role_world_size = world;
+    g.workers.push_back(w);
+  }
+  return g;
+}
+
 }  // namespace
 
 LocalAgent::Impl::Impl(AgentConfig config, AgentServices services)
-    : config_(std::move(config)),
-      io_(services.io),
-      make_rendezvous_(std::move(services.make_rendezvous)),
-      tell_unfit_(std::move(services.tell_unfit)),
-      guard_(services.guard),
-      observer_(services.observer),
+    : config_(named(std::move(config))),
+      services_(std::move(services)),
       log_dir_(config_.log_dir, config_.run_id, only_small_files(config_)),
-      host_(host_name()),
-      clock_(services.clock),
-      runner_(io_, config_, services.launcher, clock_, guard_, log_dir_, host_, observer_,
-              services.inspector),
-      preflight_(config_.preflight, services.probe, host_),
-      goodput_(config_.spec.local_world_size, config_.checkpoint_dir, runner_, clock_, observer_,
+      runner_(services_.io, config_, services_.launcher, services_.clock, services_.guard, log_dir_,
+              config_.host, services_.observer, services_.inspector),
+      preflight_(config_.preflight, services_.probe, config_.host),
+      goodput_(config_.spec.local_world_size, config_.checkpoint_dir, runner_, services_.clock,
+               services_.observer,
                [] { return static_cast<double>(rendezvous::wall_clock_ms()) / 1000; }),
-      hang_(config_, clock_, runner_, services.inspector, host_),
-      watchdog_(config_.timer_file.empty()
-                    ? nullptr
-                    : std::make_unique<TimerWatchdog>(io_, clock_, config_.timer_file)),
-      signals_(io_, config_,
+      hang_(config_, services_.clock, runner_, services_.inspector, config_.host),
+      watchdog_(
+          config_.timer_file.empty()
+              ? nullptr
+              : std::make_unique<TimerWatchdog>(services_.io, services_.clock, config_.timer_file)),
+      stop_(services_.clock),
+      signals_(services_.io, config_,
                {[this](int sig) {
                   on_stop_signal(sig);
                   changed_.notify();
                 },
                 [this](int sig) { return runner_.forward(sig); }},
-               services.signals ? *services.signals : os::process_signals()),
-      stop_grace_(clock_.make_timer()),
-      stop_deadline_(clock_.make_timer()),
-      shared_run_(observer_ && multi_node()
-                      ? std::make_unique<SharedRun>(*observer_, config_.run_id)
+               services_.signals ? *services_.signals : os::process_signals()),
+      end_(config_, config_.host, log_dir_, services_.guard, services_.observer,
+           [this] { enter(Phase::kDone); }),
+      shared_run_(services_.observer && multi_node()
+                      ? std::make_unique<SharedRun>(*services_.observer, config_.run_id)
                       : nullptr),
-      changed_(io_) {
+      changed_(services_.io) {
   const auto& checks = config_.preflight.checks;
   if (std::find(checks.begin(), checks.end(), Check::kLink) != checks.end()) {
-    links_ = std::make_unique<LinkCheck>(io_, observer_);
+    links_ = std::make_unique<LinkCheck>(services_.io, services_.observer);
   }
 }
-
-Attempt::Attempt(rendezvous::RendezvousInfo i, std::string node_id)
-    : info(std::move(i)), self(std::move(node_id)) {}
 
 // The whole job is one coroutine on the loop, and the loop runs once: until it ends.
 int LocalAgent::Impl::run() {
@@ -82,7 +105,7 @@ int LocalAgent::Impl::run() {
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   signals_.start();
   if (config_.metrics.port) {
-    metrics_ = std::make_unique<MetricsEndpoint>(io_, config_, runner_, clock_,
+    metrics_ = std::make_unique<MetricsEndpoint>(services_.io, config_, runner_, services_.clock,
                                                  [this] { return metrics_figures(); });
   }
   if (log_dir_.temporary() && !(config_.spec.redirects.none() && config_.spec.tee.none())) {
@@ -93,17 +116,18 @@ int LocalAgent::Impl::run() {
   }
   int code = 0;
   std::exception_ptr error;
-  asio::co_spawn(io_, run_job(), [&](const std::exception_ptr& e, int c) {
+  asio::io_context& io = services_.io;
+  asio::co_spawn(io, run_job(), [&](const std::exception_ptr& e, int c) {
     error = e;
     code = c;
-    io_.stop();  // what is left on the loop (the signals' watches, ...) ends with the agent
+    io.stop();  // what is left on the loop (the signals' watches, ...) ends with the agent
   });
   try {
-    io_.run();
+    io.run();
     if (error) std::rethrow_exception(error);
     return code;
   } catch (const Signalled&) {
-    return finish_signalled();
+    return end_.signalled(stop_.signal());
   }
 }
 
@@ -124,7 +148,7 @@ Task<int> LocalAgent::Impl::run_job() {
   } catch (...) {
     error = std::current_exception();
   }
-  if (handler_) co_await handler_->leave(after_stop_cancel_);
+  if (handler_) co_await handler_->leave(stop_.after_stop());
   if (error) std::rethrow_exception(error);
   co_return code;
 }
@@ -138,59 +162,63 @@ Task<int> LocalAgent::Impl::run_rounds() {
     try {
       info = co_await rendezvous(round);
     } catch (const rendezvous::SpareNotNeeded& e) {
-      co_return finish_spare(e);
+      co_return end_.spare(e);
     } catch (const Unfit& unfit) {
       co_return unfit.code;
     }
     round = info.round;
     begin_round(info);
-    if (signalled_ == 0 && links_) co_await probe_links();
-    if (metrics_) metrics_->share(info, attempt_->self, host_, *round_);
-    if (signalled_ != 0) {
+    if (stop_.signal() == 0 && links_) co_await probe_links();
+    if (metrics_) metrics_->share(info, attempt_->self, config_.host, attempt_->round());
+    if (stop_.signal() != 0) {
       // The signal came as the round completed: start nothing, and tell the others.
       co_await end_signalled_job();
-      co_return finish_signalled();
+      co_return end_.signalled(stop_.signal());
     }
-    if (observer_) co_await tell_round_formed(info);
+    if (services_.observer) co_await tell_round_formed(info);
     if (std::exchange(omp_banner_due, false)) std::cerr << omp_banner(config_.omp_num_threads);
     enter(Phase::kRunning);
-    co_await run_attempt();
-    if (attempt_->decided && attempt_->decided->hang) co_await report_hang();
-    if (observer_) {
-      observer_->attempt_ended();
-      if (attempt_->decided) {
-        observer_->round_over(info.restart_count, RoundEnd::kind_name(attempt_->decided->kind),
-                              attempt_->decided->reason);
+    if (metrics_) metrics_->start_attempt();
+    if (watchdog_) runner_.watch_timers(*watchdog_);
+    co_await attempt_->run(make_group(config_, info));
+    if (watchdog_) watchdog_->stop();
+    Attempt& a = *attempt_;
+    if (a.decided && a.decided->hang) co_await report_hang();
+    if (auto* observer = services_.observer) {
+      observer->attempt_ended();
+      if (a.decided) {
+        observer->round_over(info.restart_count, RoundEnd::kind_name(a.decided->kind),
+                             a.decided->reason);
       }
     }
-    if (signalled_ != 0 && !attempt_->failed_before_signal()) {
+    if (stop_.signal() != 0 && !a.failed_before_signal()) {
       co_await end_signalled_job();
-      co_return finish_signalled();
+      co_return end_.signalled(stop_.signal());
     }
     const auto& failures = runner_.failures();
-    if (!attempt_->decided && failures.empty()) {
+    if (!a.decided && failures.empty()) {
       // This node is done; the job is done when every node is (a later failure
       // elsewhere still restarts everyone, this node included).
       enter(Phase::kAwaitingOthers);
-      attempt_->decided = co_await wait_for_all_done();
-      if (attempt_->decided) goodput_.round_ends();
-      if (signalled_ != 0) {
+      a.decided = co_await a.wait_for_all_done();
+      if (a.decided) goodput_.round_ends();
+      if (stop_.signal() != 0) {
         // Stopped while the others still run: they are told, as from a running round.
-        if (!attempt_->decided && !attempt_->all_done) co_await end_signalled_job();
-        co_return finish_signalled();
+        if (!a.decided && !a.all_done) co_await end_signalled_job();
+        co_return end_.signalled(stop_.signal());
       }
-      if (!attempt_->decided) {
+      if (!a.decided) {
         co_await end_job(true);
-        co_return finish_success();
+        co_return end_.success();
       }
-      if (attempt_->decided->hang) co_await report_hang();
+      if (a.decided->hang) co_await report_hang();
     }
-    const std::optional<RoundEnd>& over = attempt_->decided;
+    const std::optional<RoundEnd>& over = a.decided;
     if (!over || over->kind == RoundEnd::Kind::kFinal) {
       // The job is over for every node (a dropped node's is not): spares waiting leave.
       // A store that stopped answering is not asked again.
-      if (!attempt_->dropped && !attempt_->store_lost) co_await end_job(false);
-      co_return finish_failure(failures, over.value_or(RoundEnd{}));
+      if (!a.dropped && !a.store_lost) co_await end_job(false);
+      co_return end_.failure(failures, over.value_or(RoundEnd{}), a.info, a.dropped);
     }
     if (over->kind == RoundEnd::Kind::kRestart) {
       spdlog::warn("worker group failed ({}); restarting, attempt {} of {}", over->reason,
@@ -204,17 +232,17 @@ Task<int> LocalAgent::Impl::run_rounds() {
 // Joins the round. A Ctrl-C meanwhile cancels the join and ends ddprun (no worker runs
 // now). Throws what the join threw; 128+signal ends the job.
 Task<rendezvous::RendezvousInfo> LocalAgent::Impl::rendezvous(int round) {
-  round_.reset();  // the last round's watches end before the next join
+  if (attempt_) attempt_->close_round();  // the last round's watches end before the next join
   // What the last round left queued on the loop (its cancelled waits) runs before the
   // join's first request, as when the join was a coroutine of its own: a join begun
   // ahead of them was seen to hang on the store (Elastic.NodeThatFinished...).
-  co_await asio::post(io_, asio::use_awaitable);
+  co_await asio::post(services_.io, asio::use_awaitable);
   if (!handler_) {
     co_await connect_rendezvous();
     auto unfit = co_await unfit_clock();
     if (auto cause = unfit) {
-      co_await handler_->keep_out(*cause, after_stop_cancel_);
-      throw Unfit{finish(kPreflightExitCode, "failed", *cause)};
+      co_await handler_->keep_out(*cause, stop_.after_stop());
+      throw Unfit{end_.finish(kPreflightExitCode, "failed", *cause)};
     }
   }
   enter(Phase::kJoining);
@@ -240,7 +268,8 @@ Task<void> LocalAgent::Impl::connect_rendezvous() {
   // Said as the wait becomes cancellable (the same turn of the loop): a signal from here
   // on ends the wait for the other nodes.
   spdlog::debug("agent: reaching the rendezvous");
-  handler_ = co_await unless_signalled(make_rendezvous_(cancel), [&cancel] { cancel.cancel(); });
+  handler_ =
+      co_await unless_signalled(services_.make_rendezvous(cancel), [&cancel] { cancel.cancel(); });
   if (shared_run_) {
     CancelSignal publishing("publishing the run cancelled");
     co_await unless_signalled(shared_run_->publish(*handler_, publishing),
@@ -248,173 +277,30 @@ Task<void> LocalAgent::Impl::connect_rendezvous() {
   }
 }
 
-WorkerGroup LocalAgent::Impl::make_group(const rendezvous::RendezvousInfo& info) const {
-  WorkerGroup g;
-  g.group_rank = info.group_rank;
-  g.group_world_size = info.group_world_size;
-  g.master_addr = info.master_addr;
-  g.master_port = info.master_port;
-  g.use_agent_store = true;
-  g.restart_count = info.restart_count;
-  int base = info.first_rank;
-  int world = info.world_size;
-  for (int i = 0; i < config_.spec.local_world_size; ++i) {
-    Worker w;
-    w.local_rank = i;
-    w.global_rank = base + i;
-    w.role_rank = w.global_rank;
-    w.world_size = world;
-    w.role_world_size = world;
-    g.workers.push_back(w);
-  }
-  return g;
-}
-
-// The round's protocol among the nodes, from its start to the end of the attempt.
+// The round's attempt, from its start to its end; the spares' changes told to the run
+// (by the primary) and to the metrics discovery file (by the node that keeps it).
 void LocalAgent::Impl::begin_round(const rendezvous::RendezvousInfo& info) {
-  attempt_ = std::make_unique<Attempt>(info, handler_->node_id());
+  Clock& clock = services_.clock;
+  tracking::RunObserver* observer = services_.observer;
+  attempt_ = std::make_unique<Attempt>(
+      info, handler_->node_id(), handler_->coordinate(info, services_.io, clock),
+      AttemptContext{config_, config_.host, clock, runner_, goodput_, hang_, restarts_, signals_,
+                     stop_, log_dir_, observer, changed_});
   goodput_.begin_attempt(info);
-  round_ = handler_->coordinate(info, io_, clock_);
-  attempt_->spares = std::make_unique<SpareWatch>(info.spares, info.restart_count, *round_, clock_);
-}
-
-Task<void> LocalAgent::Impl::run_attempt() {
-  auto lost = changed_.notifying([this](const std::string& what) { on_store_lost(what); });
-  round_->watch_end(changed_.notifying([this](RoundEnd end) { on_round_end(std::move(end)); }),
-                    lost);
-  round_->watch_members(
-      changed_.notifying([this](const std::vector<std::string>& dead) { on_dead(dead); }), lost);
-  if (metrics_) metrics_->start_attempt();
-  runner_.start(make_group(attempt_->info),
-                changed_.notifying([this](const FailureRecord& f) { on_worker_failure(f); }),
-                changed_.notifying([this] { attempt_->workers_done = true; }));
-  if (config_.hang.enabled()) {
-    hang_.start(changed_.notifying([this](const Stall& stall) { on_hang(stall); }),
-                [this](std::chrono::milliseconds mine, const HangWatch::Adopt& adopt) {
-                  round_->share_max("hang_longest_ms", mine.count(), [adopt](int64_t job) {
-                    adopt(std::chrono::milliseconds(job));
-                  });
-                });
-  }
-  if (watchdog_) runner_.watch_timers(*watchdog_);
-  // The primary tells the run of each spare that comes or goes; the node that keeps the
-  // metrics discovery file lists them there.
-  bool tell_run = observer_ && multi_node() && handler_->primary();
+  bool tell_run = observer && multi_node() && handler_->primary();
   bool tell_metrics = metrics_ && metrics_->lists_targets();
   if (tell_run || tell_metrics) {
     attempt_->spares->watch(
         [this, tell_run, tell_metrics](const std::vector<std::string>& spares, int attempt) {
-          if (tell_run) observer_->spares_waiting(attempt, spares);
+          if (tell_run) services_.observer->spares_waiting(attempt, spares);
           if (tell_metrics) metrics_->spares_changed(spares);
         });
   }
-  attempt_->stragglers = std::make_unique<StragglerWatch>(
-      config_, attempt_->info, host_, *round_, runner_, clock_, observer_,
-      [this](const StragglerJudge::Score& worst, const std::string& member) {
-        exclude_straggler(worst, member);
-      });
-  // A stack capture in progress ends before the attempt does, unless a stop signal
-  // came: the job then ends within the grace period, not the capture's bounds.
-  co_await changed_.until([this] {
-    return attempt_->workers_done && (!hang_.capturing() || signalled_ != 0);
-  });
-  co_await await_stop_signal_after_stopped_workers();
-  tell_pending_failure();
-  co_await await_winner();
-  hang_.stop();
-  attempt_->spares->stop();
-  attempt_->stragglers->stop();
-  goodput_.end_attempt(attempt_->decided);
-  if (watchdog_) watchdog_->stop();
-  // A node whose workers all succeeded keeps watching for the round's end, and whether
-  // its members live, while it waits for the others (wait_for_all_done): a member lost
-  // meanwhile ends the round, which would otherwise wait for it for ever. Otherwise
-  // the watches end with the attempt.
-  if (attempt_->decided || !runner_.failures().empty() || signalled_ != 0) round_->stop();
 }
 
-int LocalAgent::Impl::finish_success() { return finish(0, "finished", "", true); }
-
-int LocalAgent::Impl::finish_signalled() {
-  return finish(128 + signalled_, "killed", "received " + signal_name(signalled_));
-}
-
-// With the failure summary: the nodes kept out of the last round (--node_failure_limit),
-// so that a job that ran out of nodes says which are out and why.
-void LocalAgent::Impl::say_quarantined(const rendezvous::RendezvousInfo& info) {
-  for (const auto& q : info.quarantined) {
-    auto until = static_cast<std::time_t>(q.until_ms / 1000);
-    std::tm tm{};
-    localtime_r(&until, &tm);
-    char at[16];
-    std::strftime(at, sizeof(at), "%H:%M:%S", &tm);
-    std::cerr << "ddprun: quarantined: " << q.node << " until " << at << " (" << q.reason << ")\n";
-  }
-}
-
-// The run is closed, as finished or as failed. The round's own connections go first:
-// a host keeps its store up until the other nodes have left, counting the connections
-// still open.
-Task<void> LocalAgent::Impl::end_job(bool succeeded) {
-  round_.reset();
-  if (succeeded) {
-    co_await handler_->finish_job(after_stop_cancel_);
-  } else {
-    co_await handler_->job_failed(after_stop_cancel_);
-  }
-}
-
-// A stop signal ends the job: the others are told, then the run is closed as failed.
-Task<void> LocalAgent::Impl::end_signalled_job() {
-  end_round(signalled_end());
-  co_await await_winner();
-  co_await end_job(false);
-}
-
-// A spare that was never needed: the job ended while it waited for a place.
-int LocalAgent::Impl::finish_spare(const rendezvous::SpareNotNeeded& ended) {
-  std::cerr << "ddprun: " << ended.what() << "\n";
-  return finish(ended.job_failed() ? 1 : 0, ended.job_failed() ? "failed" : "finished", "",
-                !ended.job_failed());
-}
-
-int LocalAgent::Impl::finish_failure(const std::vector<FailureRecord>& failures,
-                                     const RoundEnd& over) {
-  bool dropped = attempt_ && attempt_->dropped;
-  if (attempt_) say_quarantined(attempt_->info);
-  if (over.signalled && !dropped) {  // another node was told to stop the job
-    std::cerr << "ddprun: the job was stopped: " << over.reason << "\n";
-    return finish(over.exitcode, "killed", over.reason);
-  }
-  if (dropped || failures.empty()) {
-    std::cerr << "ddprun: " << (dropped ? "" : "the job failed: ") << over.reason << "\n";
-    return finish(over.exitcode, "failed", over.reason);
-  }
-  std::cerr << format_failure_summary(config_.spec.entrypoint_name, host_, failures) << std::flush;
-  if (over.exitcode == kNoProgressExitCode) {  // a crash loop, stopped: why, and its own code
-    std::cerr << "ddprun: the job failed: " << over.reason << "\n";
-    return finish(kNoProgressExitCode, "failed", over.reason);
-  }
-  const FailureRecord& root = failures.front();
-  return finish(shell_exit_code(root.exitcode), "failed",
-                "rank " + std::to_string(root.global_rank) + " (local_rank " +
-                    std::to_string(root.local_rank) + ") on " + host_ + " exited with " +
-                    std::to_string(root.exitcode));
-}
-
-int LocalAgent::Impl::finish(int code, const std::string& status, const std::string& root_cause,
-                             bool succeeded) {
-  enter(Phase::kDone);
-  // The observer completes the run on its own thread meanwhile (complete() or its
-  // destructor waits for that, after the agent's end).
-  if (observer_) observer_->finished(status, code, root_cause);
-  if (succeeded) {
-    log_dir_.remove_if_temporary();
-  } else {
-    log_dir_.remove_if_temporary_and_unread();
-  }
-  if (guard_) guard_->release();
-  return code;
+Task<void> LocalAgent::Impl::report_hang() {
+  enter(Phase::kReportingHang);
+  co_await attempt_->report_hang();
 }
 
 LocalAgent::LocalAgent(AgentConfig config, AgentServices services)

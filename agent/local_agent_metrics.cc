@@ -12,9 +12,9 @@ JobMetrics LocalAgent::Impl::metrics_figures() {
   j.run_id = config_.run_id;
   j.backend = config_.metrics.backend;
   j.version = DDPRUN_VERSION;
-  j.host = host_;
+  j.host = config_.host;
   j.workers_running = runner_.running_workers();
-  j.hangs = hangs_;
+  j.hangs = hang_.hangs();
   if (attempt_) {
     const auto& info = attempt_->info;
     j.node_rank = info.group_rank;
@@ -47,8 +47,8 @@ JobMetrics LocalAgent::Impl::metrics_figures() {
                                      {"restart", s.restart},
                                      {"shutdown", s.shutdown}}};
   }
-  if (observer_) {
-    if (auto counts = observer_->record_counts()) j.records = {counts->ingested, counts->skipped};
+  if (auto* observer = services_.observer) {
+    if (auto counts = observer->record_counts()) j.records = {counts->ingested, counts->skipped};
   }
   if (handler_ && handler_->waiting_as_spare()) {
     j.spare = true;

@@ -20,8 +20,8 @@ Task<std::optional<int>> LocalAgent::Impl::unfit_node() {
   if (found.empty()) co_return std::nullopt;
   std::string cause = preflight_.say_unfit(found);
   if (!handler_) co_await tell_unfit(cause);
-  if (handler_) co_await handler_->keep_out(cause, after_stop_cancel_);
-  co_return finish(kPreflightExitCode, "failed", cause);
+  if (handler_) co_await handler_->keep_out(cause, stop_.after_stop());
+  co_return end_.finish(kPreflightExitCode, "failed", cause);
 }
 
 // Preflight's clock check, once the rendezvous host answers (before the first join):
@@ -40,12 +40,13 @@ Task<std::optional<std::string>> LocalAgent::Impl::unfit_clock() {
 // Before its first join, a node that failed its preflight reaches the others only to
 // tell them why it stays out; a stop signal ends that at once.
 Task<void> LocalAgent::Impl::tell_unfit(const std::string& cause) {
-  if (!tell_unfit_ || !multi_node()) co_return;
+  if (!services_.tell_unfit || !multi_node()) co_return;
   spdlog::warn("telling the other nodes why this node stays out (at most {} s)",
                rendezvous::kUnfitWait.count());
   auto cancel = std::make_unique<CancelSignal>("preflight notice cancelled");
   try {
-    co_await unless_signalled(tell_unfit_(cause, *cancel), [c = cancel.get()] { c->cancel(); });
+    co_await unless_signalled(services_.tell_unfit(cause, *cancel),
+                              [c = cancel.get()] { c->cancel(); });
   } catch (const Signalled&) {
     throw;
   } catch (const std::exception& e) {

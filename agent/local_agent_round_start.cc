@@ -11,7 +11,7 @@ Task<void> LocalAgent::Impl::probe_links() {
   // one (docs/contributing.md).
   auto cancel = std::make_unique<CancelSignal>("link probe cancelled");
   try {
-    co_await unless_signalled(links_->probe(attempt_->info, *round_, *cancel),
+    co_await unless_signalled(links_->probe(attempt_->info, attempt_->round(), *cancel),
                               [c = cancel.get()] { c->cancel(); });
   } catch (const Signalled&) {
     // run_rounds() sees the signal and ends the job.
@@ -30,7 +30,7 @@ Task<void> LocalAgent::Impl::tell_round_formed(const rendezvous::RendezvousInfo&
   for (const auto& q : info.quarantined) {
     formed.quarantined.push_back({q.node, static_cast<double>(q.until_ms) / 1000, q.reason});
   }
-  observer_->rendezvous_complete(formed);
+  services_.observer->rendezvous_complete(formed);
 }
 
 }  // namespace ddprun::agent

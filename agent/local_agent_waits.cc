@@ -8,8 +8,7 @@ namespace ddprun::agent {
 
 template <typename T>
 Task<T> LocalAgent::Impl::unless_signalled(Task<T> task, std::function<void()> cancel) {
-  cancel_wait_ = std::move(cancel);
-  if (signalled_ != 0) cancel_wait_();
+  stop_.begin_wait(std::move(cancel));
   std::optional<T> value;
   std::exception_ptr error;
   try {
@@ -17,8 +16,8 @@ Task<T> LocalAgent::Impl::unless_signalled(Task<T> task, std::function<void()> c
   } catch (...) {
     error = std::current_exception();
   }
-  cancel_wait_ = nullptr;
-  if (signalled_ != 0) throw Signalled{};
+  stop_.end_wait();
+  if (stop_.signal() != 0) throw Signalled{};
   if (error) std::rethrow_exception(error);
   co_return std::move(*value);
 }

@@ -90,6 +90,7 @@ std::string HangWatch::describe(const Stall& stall) const {
 
 void HangWatch::capture(std::function<void(std::string)> done) {
   capturing_ = true;
+  ++hangs_;
   stop();
   const WorkerGroup& group = runner_.group();
   milliseconds now = clock_.now();

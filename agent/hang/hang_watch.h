@@ -57,6 +57,8 @@ class HangWatch {
   /// JSON text, to share with the other nodes.
   void capture(std::function<void(std::string)> done);
   bool capturing() const { return capturing_; }
+  /// The hangs this node captured in the job (one capture each).
+  uint64_t hangs() const { return hangs_; }
 
   /// Judges every node's shared reports (by group rank; empty: none came): the judging
   /// node's part of the exchange.
@@ -95,6 +97,7 @@ class HangWatch {
   std::vector<Look> looks_;
   std::chrono::milliseconds last_look_{0};
   bool capturing_ = false;
+  uint64_t hangs_ = 0;
   // Across attempts: the attempt (restart count) of the last hang, the highest step any
   // rank had reached then, and the hangs in a row since that got no rank past it.
   std::optional<int> last_hang_attempt_;

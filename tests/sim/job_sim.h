@@ -5,10 +5,10 @@
 // state, the liveness they show, their workers, the clock and the faults, all on one
 // seeded scheduler. The agents decide with ddprun's own rendezvous rules
 // (rendezvous/dynamic_state.h: decide_join, next_round, the places freed for dead
-// nodes, quarantine) and act as the agent does around them (local_agent_round_end.cc:
-// a failure begins the next round or ends the job, a lost member ends the round, a late
-// node asks in). Every step is checked against the job's invariants; a schedule that
-// breaks one says which, with the seed that replays it exactly.
+// nodes, quarantine) and act as the agent does around them (agent/attempt_end.cc and
+// attempt_members.cc: a failure begins the next round or ends the job, a lost member
+// ends the round, a late node asks in). Every step is checked against the job's invariants; a
+// schedule that breaks one says which, with the seed that replays it exactly.
 
 #include <cstdint>
 #include <optional>

@@ -3,8 +3,8 @@
 // its verdict.
 #include <spdlog/spdlog.h>
 
+#include "agent/attempt.h"
 #include "agent/hang/hang_publish.h"
-#include "agent/local_agent_impl.h"
 
 namespace ddprun::agent {
 namespace {
@@ -19,13 +19,12 @@ constexpr std::chrono::milliseconds kVerdictTimeout = 2 * kHangGatherTimeout;
 
 // A worker made no progress for too long: the round ends as after a failure, but
 // every node first captures its workers' stacks (on_round_end).
-void LocalAgent::Impl::on_hang(const Stall& stall) {
-  const rendezvous::RendezvousInfo& info = attempt_->info;
-  if (attempt_->ending()) return;  // the round is ending already
-  std::string what = "hang: " + hang_.describe(stall) + ", node " +
-                     std::to_string(info.group_rank) + " (" + host_ + ")";
+void Attempt::on_hang(const Stall& stall) {
+  if (ending()) return;  // the round is ending already
+  std::string what = "hang: " + c_.hang.describe(stall) + ", node " +
+                     std::to_string(info.group_rank) + " (" + c_.host + ")";
   spdlog::warn("{}; capturing the workers' stacks", what);
-  bool budget_left = info.restart_count < config_.spec.max_restarts;
+  bool budget_left = info.restart_count < c_.config.spec.max_restarts;
   RoundEnd mine{budget_left ? RoundEnd::Kind::kRestart : RoundEnd::Kind::kFinal, kHangExitCode,
                 what, true};
   end_round(mine, budget_left ? std::optional<NextRound>(NextRound{true, {}}) : std::nullopt);
@@ -33,12 +32,12 @@ void LocalAgent::Impl::on_hang(const Stall& stall) {
 }
 
 // Ends the attempt's workers: after a hang, once their stacks are captured.
-void LocalAgent::Impl::stop_workers(const RoundEnd& end) {
-  if (!end.hang) return runner_.stop(SIGTERM);
-  attempt_->hang_part = "[]";
-  hang_.capture(changed_.notifying([this](std::string part) {
-    attempt_->hang_part = std::move(part);
-    runner_.stop(SIGTERM);
+void Attempt::stop_workers(const RoundEnd& end) {
+  if (!end.hang) return c_.runner.stop(SIGTERM);
+  hang_part_ = "[]";
+  c_.hang.capture(c_.changed.notifying([this](std::string part) {
+    hang_part_ = std::move(part);
+    c_.runner.stop(SIGTERM);
   }));
 }
 
@@ -47,27 +46,24 @@ void LocalAgent::Impl::stop_workers(const RoundEnd& end) {
 // the same decision on restarting, and only the judging node reads every report (each
 // other node's cost is the same at any size). A node that gets no verdict judges its
 // own ranks alone.
-Task<void> LocalAgent::Impl::report_hang() {
-  enter(Phase::kReportingHang);
-  ++hangs_;
-  Attempt& a = *attempt_;
-  co_await changed_.until([this] { return !hang_.capturing() || signalled_ != 0; });
-  const bool judging = a.info.group_rank == 0;
-  std::string path = log_dir_.run_dir() + "/attempt_" + std::to_string(a.info.restart_count) +
-                     "/hang_node" + std::to_string(a.info.group_rank) + ".txt";
-  const std::string here = host_ + ":" + path;  // where this node's whole report goes
+Task<void> Attempt::report_hang() {
+  LoopCondition& changed = c_.changed;
+  co_await changed.until([this] { return !c_.hang.capturing() || c_.stop.signal() != 0; });
+  const bool judging = info.group_rank == 0;
+  std::string path = c_.log_dir.run_dir() + "/attempt_" + std::to_string(info.restart_count) +
+                     "/hang_node" + std::to_string(info.group_rank) + ".txt";
+  const std::string here = c_.host + ":" + path;  // where this node's whole report goes
   // The stacks shared are cut to fit: the judging node's reading is bounded at any size.
-  std::string shared =
-      part_to_share(a.hang_part, shared_stack_bytes(a.info.group_world_size), here);
+  std::string shared = part_to_share(hang_part_, shared_stack_bytes(info.group_world_size), here);
   std::optional<HangWatch::Verdict> v;
   if (judging) {
     round_->gather(
         "hang", shared, kHangGatherTimeout,
-        changed_.notifying([&a](std::vector<std::string> p) { a.hang_parts = std::move(p); }));
-    co_await changed_.until([this, &a] { return a.hang_parts || signalled_ != 0; });
-    if (!a.hang_parts) co_return;
-    if (!a.hang_parts->empty()) a.hang_parts->front() = a.hang_part;  // its own stacks whole
-    v = hang_.judge(*a.hang_parts);
+        changed.notifying([this](std::vector<std::string> p) { hang_parts_ = std::move(p); }));
+    co_await changed.until([this] { return hang_parts_ || c_.stop.signal() != 0; });
+    if (!hang_parts_) co_return;
+    if (!hang_parts_->empty()) hang_parts_->front() = hang_part_;  // its own stacks whole
+    v = c_.hang.judge(*hang_parts_);
     v->report_at = here;
   } else {
     round_->gather("hang", shared, kHangGatherTimeout, {});
@@ -75,24 +71,24 @@ Task<void> LocalAgent::Impl::report_hang() {
   // The judging node awaits its own verdict too: it is in the store before it goes on.
   round_->gather_from(
       "hang_verdict", v ? HangWatch::shared_verdict(*v) : "", {0}, kVerdictTimeout,
-      changed_.notifying([&a](std::vector<std::string> p) { a.hang_verdict = p.at(0); }));
-  co_await changed_.until([this, &a] { return a.hang_verdict || signalled_ != 0; });
-  if (!a.hang_verdict) co_return;
-  if (!v) v = hang_.adopt(*a.hang_verdict, a.hang_part);
+      changed.notifying([this](std::vector<std::string> p) { hang_verdict_ = p.at(0); }));
+  co_await changed.until([this] { return hang_verdict_ || c_.stop.signal() != 0; });
+  if (!hang_verdict_) co_return;
+  if (!v) v = c_.hang.adopt(*hang_verdict_, hang_part_);
   if (!v) {
-    v = hang_.judge({a.hang_part});
+    v = c_.hang.judge({hang_part_});
     v->own_ranks_only = true;
     v->missing = "group rank 0 gave no verdict: this node's ranks were judged alone";
   }
-  std::string trigger = a.decided->reason;
+  std::string trigger = decided->reason;
   // From here on the job's root cause names the culprit (alike on every node).
-  if (!v->diagnosis.headline.empty()) a.decided->reason = "hang: " + v->diagnosis.headline;
-  publish_hang(*v, trigger, a.decided->reason, path, a.info.restart_count, observer_);
-  log_dir_.keep();
+  if (!v->diagnosis.headline.empty()) decided->reason = "hang: " + v->diagnosis.headline;
+  publish_hang(*v, trigger, decided->reason, path, info.restart_count, c_.observer);
+  c_.log_dir.keep();
   if (v->no_progress_limit) {
-    a.decided =
+    decided =
         RoundEnd{RoundEnd::Kind::kFinal, kNoProgressExitCode,
-                 a.decided->reason + "; " + std::to_string(config_.hang.max_no_progress_restarts) +
+                 decided->reason + "; " + std::to_string(c_.config.hang.max_no_progress_restarts) +
                      " restart(s) in a row got no rank past the step where it hung before",
                  true};
   }
