@@ -189,25 +189,7 @@ Task<JoinedRound> DynamicJoiner::join(std::string node, int local_world_size, in
       if (!join_.folder) continue;
     }
     if (a.kind == Action::Kind::kWrite) {
-      // A spare's write leaves the running round alone.
-      bool asked_to_join = snap.state.complete && a.next.waiting.count(node) > 0;
-      Announced announced;  // read only where the round still forms
-      if (!snap.state.complete && !snap.state.closed && !a.next.complete) {
-        announced = co_await state_->announced(snap.state.round, cancel);
-      }
-      DynamicState next = with_announced(snap.state, a.next, node, announced);
-      // A lost write leaves word that this node wants in: the next writer takes it in.
-      std::optional<Announcement> on_loss;
-      if (!snap.state.complete && announced_round_ != snap.state.round) {
-        on_loss = Announcement{snap.state.round, node, local_world_size};
-      }
-      bool won = co_await write(snap, next, cancel, on_loss);
-      if (!won && on_loss) announced_round_ = snap.state.round;
-      if (!won) {
-        bool crowd = announced_round_ == snap.state.round && !snap.state.complete;
-        seen = co_await back_off(node, crowd, cancel);
-      }
-      if (won && asked_to_join) co_await end_round_to_join(snap.state.round, node, cancel);
+      seen = co_await write_turn(snap, a.next, node, local_world_size, cancel);
       continue;  // re-read whether or not our write won
     }
     auto now = Clock::now();
@@ -223,7 +205,8 @@ Task<JoinedRound> DynamicJoiner::join(std::string node, int local_world_size, in
     // are left to notice).
     bool forming_here = participant || (!snap.state.complete && snap.state.spares.count(node));
     if (forming_here && dead_among_ && !absent_expected(snap.state, wall_ms_()).empty()) {
-      if (co_await free_places_of_dead(snap, cancel)) continue;
+      bool freed = co_await free_places_of_dead(snap, cancel);
+      if (freed) continue;
       wait_for = std::min(wait_for, absent_every_);
     }
     if (participant && join_.folder && snap.state.round == announced_round_) {
@@ -231,7 +214,8 @@ Task<JoinedRound> DynamicJoiner::join(std::string node, int local_world_size, in
       Announced announced = co_await state_->announced(snap.state.round, cancel);
       DynamicState next = with_announced(snap.state, snap.state, node, announced);
       if (next != snap.state) {
-        if (!co_await write(snap, next, cancel)) seen = co_await back_off(node, true, cancel);
+        bool won = co_await write(snap, next, cancel);
+        if (!won) seen = co_await back_off(node, true, cancel);
         continue;
       }
       co_await state_->wait_announced(snap.state.round, wait_for, cancel);

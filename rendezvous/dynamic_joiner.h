@@ -141,6 +141,10 @@ class DynamicJoiner {
                    const std::optional<Announcement>& on_loss = std::nullopt);
   Task<std::optional<StateSnapshot>> back_off(std::string node, bool announced,
                                               CancelSignal& cancel);
+  Task<std::optional<StateSnapshot>> write_turn(const StateSnapshot& snap,
+                                                const DynamicState& decided,
+                                                const std::string& node, int local_world_size,
+                                                CancelSignal& cancel);
   using Announced = std::vector<std::pair<std::string, int>>;
   DynamicState with_announced(const DynamicState& read, DynamicState next,
                               const std::string& self, const Announced& announced);

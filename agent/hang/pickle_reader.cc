@@ -95,130 +95,153 @@ class Unpickler {
   }
 
  private:
+  // One opcode: each of the three tables below takes its own and says whether it did.
   void step(uint8_t op) {
+    if (scalar(op) || stack_or_memo(op) || container_or_object(op)) return;
+    throw PickleError("pickle: unsupported opcode 0x" + hex(op) + " at byte " +
+                      std::to_string(pos_ - 1));
+  }
+
+  // Table: the opcodes that push one value (bytes are read past: reports never need them).
+  bool scalar(uint8_t op) {
     switch (op) {
-      case kProto:
-        byte();
-        return;
-      case kFrame:
-        skip(8);
-        return;
-      case kMark:
-        stack_.push_back({Item::Kind::kMark, nullptr, {}});
-        return;
-      case kPop:
-        pop();
-        return;
-      case kPopMark:
-        until_mark();
-        return;
-      case kDup:
-        stack_.push_back(top());
-        return;
       case kNone:
         push(nullptr);
-        return;
+        return true;
       case kNewTrue:
         push(true);
-        return;
+        return true;
       case kNewFalse:
         push(false);
-        return;
+        return true;
       case kBinInt:
         push(static_cast<int32_t>(little(4)));
-        return;
+        return true;
       case kBinInt1:
         push(little(1));
-        return;
+        return true;
       case kBinInt2:
         push(little(2));
-        return;
+        return true;
       case kLong1:
         push(long_int(byte()));
-        return;
+        return true;
       case kBinFloat:
         push(binary_float());
-        return;
+        return true;
       case kBinUnicode:
         push(text(little(4)));
-        return;
+        return true;
       case kShortBinUnicode:
         push(text(byte()));
-        return;
+        return true;
       case kBinUnicode8:
         push(text(little(8)));
-        return;
+        return true;
       case kBinBytes:
         skip(little(4));
         push(nullptr);
-        return;
+        return true;
       case kShortBinBytes:
         skip(byte());
         push(nullptr);
-        return;
+        return true;
       case kBinBytes8:
         skip(little(8));
         push(nullptr);
-        return;
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  // Table: framing, marks, the stack and the memo.
+  bool stack_or_memo(uint8_t op) {
+    switch (op) {
+      case kProto:
+        byte();
+        return true;
+      case kFrame:
+        skip(8);
+        return true;
+      case kMark:
+        stack_.push_back({Item::Kind::kMark, nullptr, {}});
+        return true;
+      case kPop:
+        pop();
+        return true;
+      case kPopMark:
+        until_mark();
+        return true;
+      case kDup:
+        stack_.push_back(top());
+        return true;
+      case kBinPut:
+        memo_[little(1)] = top();
+        return true;
+      case kLongBinPut:
+        memo_[little(4)] = top();
+        return true;
+      case kMemoize:
+        memo_[memo_.size()] = top();
+        return true;
+      case kBinGet:
+        stack_.push_back(memo(little(1)));
+        return true;
+      case kLongBinGet:
+        stack_.push_back(memo(little(4)));
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  // Table: lists, tuples, dicts, and the objects torch pickles (a global called with arguments).
+  bool container_or_object(uint8_t op) {
+    switch (op) {
       case kEmptyList:
       case kEmptyTuple:
         push(json::array());
-        return;
+        return true;
       case kEmptyDict:
         push(json::object());
-        return;
+        return true;
       case kAppend:
         append(pop());
-        return;
+        return true;
       case kAppends:
         for (const Item& it : until_mark()) append(it);
-        return;
+        return true;
       case kSetItem:
         set_items(2);
-        return;
+        return true;
       case kSetItems:
         set_items(0);
-        return;
+        return true;
       case kTuple:
         tuple(until_mark());
-        return;
+        return true;
       case kTuple1:
       case kTuple2:
       case kTuple3:
         tuple(pop_n(op - kTuple1 + 1));
-        return;
-      case kBinPut:
-        memo_[little(1)] = top();
-        return;
-      case kLongBinPut:
-        memo_[little(4)] = top();
-        return;
-      case kMemoize:
-        memo_[memo_.size()] = top();
-        return;
-      case kBinGet:
-        stack_.push_back(memo(little(1)));
-        return;
-      case kLongBinGet:
-        stack_.push_back(memo(little(4)));
-        return;
+        return true;
       case kGlobal: {
         std::string module = line();
         global(module + "." + line());
-        return;
+        return true;
       }
       case kStackGlobal:
         stack_global();
-        return;
+        return true;
       case kReduce:
         reduce();
-        return;
+        return true;
       case kBuild:
         pop();
-        return;  // an object's state: the object stays what it was
+        return true;  // an object's state: the object stays what it was
       default:
-        throw PickleError("pickle: unsupported opcode 0x" + hex(op) + " at byte " +
-                          std::to_string(pos_ - 1));
+        return false;
     }
   }
 
