@@ -142,7 +142,7 @@ JoinedRound DynamicJoiner::seat_from(StateSnapshot snap, const std::string& node
   joined.seat = seat_in(snap.state, members, static_cast<int>(rank));
   joined.state = std::move(snap.state);
   joined.from_spare = join_.waited_as_spare;
-  seated(node, snap.epoch_revision);
+  seated(snap.epoch_revision);
   return joined;
 }
 
@@ -153,7 +153,7 @@ JoinedRound DynamicJoiner::announced_seat(RoundSeat seat, const std::string& nod
   joined.seat = std::move(seat);
   say_kept_out(joined.seat.quarantined, node);
   joined.from_spare = join_.waited_as_spare;
-  seated(node, std::exchange(seat_completed_at_, 0));
+  seated(std::exchange(seat_completed_at_, 0));
   return joined;
 }
 
@@ -225,14 +225,13 @@ Task<JoinedRound> DynamicJoiner::join(std::string node, int local_world_size, in
   }
 }
 
-// This node has its place: it no longer waits as a spare, and its announcement may go.
-void DynamicJoiner::seated(const std::string& node, int64_t completed_at) {
+// This node has its place: it no longer waits as a spare, and its announcement is
+// spent (an announcement stays in the store: the next writer skips a node already in;
+// etcd's goes with the node's lease).
+void DynamicJoiner::seated(int64_t completed_at) {
   spare_ = false;
   epoch_revision_ = completed_at;  // 0 where not known: waits read first
-  if (announced_round_ >= 0) {
-    state_->withdraw(announced_round_, node);
-    announced_round_ = -1;
-  }
+  announced_round_ = -1;
 }
 
 // Other nodes kept out (quarantined) while this one joins, each said once on the

@@ -149,7 +149,7 @@ class DynamicJoiner {
   DynamicState with_announced(const DynamicState& read, DynamicState next,
                               const std::string& self, const Announced& announced);
   /// `completed_at`: when its round completed, where known (completed_at()).
-  void seated(const std::string& node, int64_t completed_at);
+  void seated(int64_t completed_at);
   static std::string hint_of(const std::optional<StateHead>& head);
   static std::optional<StateHead> hinted_head(const std::string& hint);
   void say_kept_out(const std::map<std::string, Quarantine>& quarantined, const std::string& self);

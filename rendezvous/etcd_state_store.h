@@ -68,7 +68,6 @@ class EtcdStateStore : public StateStore {
   Task<int64_t> announce(const Announcement& a, CancelSignal& cancel) override;
   Task<void> wait_announced(int round, std::chrono::milliseconds timeout,
                             CancelSignal& cancel) override;
-  void withdraw(int, const std::string&) override {}  // goes with the lease
   std::string state_key() const override { return prefix_ + "state"; }
   DynamicState state_in(const std::string& value) const override;
   /// Watches miss nothing (they resume after the last revision seen): re-reading every

@@ -20,8 +20,7 @@ namespace ddprun::rendezvous {
 /// needed), and a writer takes in the nodes of every slot: nodes arriving together
 /// then need a few writes, not one each. (Reading only the latest slots left the
 /// earlier ones to write for themselves, one by one: a restart of 512 nodes took 8 s.)
-/// A slot stays until the job ends (a node already in is skipped), so withdraw() has
-/// nothing to do.
+/// A slot stays until the job ends (a node already in is skipped).
 ///
 /// Every write also leaves the state's first line in "<prefix>head", and the number of
 /// slots it took in (in order, up to the first not yet filled) in
@@ -57,7 +56,6 @@ class GenericStateStore : public StateStore {
   /// Slots count the nodes announced: a node behind many waits longer before it looks
   /// again (the store answers them all meanwhile).
   std::chrono::milliseconds longest_wait_in(int64_t slot) const override;
-  void withdraw(int, const std::string&) override {}
   std::string state_key() const override { return prefix_ + "state"; }
   DynamicState state_in(const std::string& value) const override {
     return DynamicState::decode(value);

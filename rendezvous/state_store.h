@@ -176,8 +176,6 @@ class StateStore {
     throw Error("this rendezvous store keeps no head to announce by");
     co_return;
   }
-  /// `node` is in the round now: its announcement may go.
-  virtual void withdraw(int round, const std::string& node) = 0;
   /// The key that holds the state, for a read among other requests (a running round's),
   /// and the state in what it holds (throws Error where it holds none).
   virtual std::string state_key() const = 0;

@@ -136,6 +136,32 @@ class MemoryLoopStore : public LoopStore {
     values = values_now(store_, keys);
     co_return values;
   }
+  // The in-memory store answers at once: its calls never block the loop.
+  Task<std::vector<std::optional<std::string>>> get_now(std::vector<std::string> keys,
+                                                        CancelSignal& cancel) override {
+    cancel.check();
+    co_return store_.get_now(keys);
+  }
+  Task<void> set(std::string key, std::string value, CancelSignal& cancel) override {
+    cancel.check();
+    store_.set(key, value);
+    co_return;
+  }
+  Task<void> multi_set(std::vector<std::string> keys, std::vector<std::string> values,
+                       CancelSignal& cancel) override {
+    cancel.check();
+    store_.multi_set(keys, values);
+    co_return;
+  }
+  Task<int64_t> add(std::string key, int64_t delta, CancelSignal& cancel) override {
+    cancel.check();
+    co_return store_.add(key, delta);
+  }
+  Task<std::string> compare_set(std::string key, std::string expected, std::string desired,
+                                CancelSignal& cancel) override {
+    cancel.check();
+    co_return store_.compare_set(key, expected, desired);
+  }
 
  private:
   std::unique_ptr<MemoryStore> owned_;

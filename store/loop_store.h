@@ -60,32 +60,18 @@ class LoopStore {
   /// `cancel` ends (Error; the connection is dropped); the in-memory store answers at
   /// once.
   virtual Task<std::vector<std::optional<std::string>>> get_now(std::vector<std::string> keys,
-                                                                CancelSignal& cancel) {
-    cancel.check();
-    co_return store().get_now(keys);
-  }
+                                                                CancelSignal& cancel) = 0;
   /// From a coroutine on the loop: sets `key`, one request, awaited as get_now() is.
-  virtual Task<void> set(std::string key, std::string value, CancelSignal& cancel) {
-    cancel.check();
-    store().set(key, value);
-    co_return;
-  }
+  virtual Task<void> set(std::string key, std::string value, CancelSignal& cancel) = 0;
   /// From a coroutine on the loop: sets every key of `keys` to its value of `values`,
   /// in their order (a key set last is there only once the others are), as few
   /// requests as the store allows: one over a TCPStore, a transaction per hundred keys
   /// on etcd.
   virtual Task<void> multi_set(std::vector<std::string> keys, std::vector<std::string> values,
-                               CancelSignal& cancel) {
-    cancel.check();
-    store().multi_set(keys, values);
-    co_return;
-  }
+                               CancelSignal& cancel) = 0;
   /// From a coroutine on the loop: adds `delta` to the counter `key` and returns its
   /// new value; one request, awaited as get_now() is.
-  virtual Task<int64_t> add(std::string key, int64_t delta, CancelSignal& cancel) {
-    cancel.check();
-    co_return store().add(key, delta);
-  }
+  virtual Task<int64_t> add(std::string key, int64_t delta, CancelSignal& cancel) = 0;
   /// From a coroutine on the loop: counts this one among those that reach a barrier
   /// and returns how many have, this one included (the one that gets the total knows
   /// every one is there): `counter` counts them and `mark`, a key directly under
@@ -104,11 +90,8 @@ class LoopStore {
   /// From a coroutine on the loop: sets `key` to `desired` where it holds `expected`
   /// ("": not there) and returns what it holds after; one request, awaited as
   /// get_now() is.
-  virtual Task<std::string> compare_set(std::string key, std::string expected,
-                                        std::string desired, CancelSignal& cancel) {
-    cancel.check();
-    co_return store().compare_set(key, expected, desired);
-  }
+  virtual Task<std::string> compare_set(std::string key, std::string expected, std::string desired,
+                                        CancelSignal& cancel) = 0;
 };
 
 std::unique_ptr<LoopStore> on_loop(std::unique_ptr<TcpStoreClient> client);

@@ -1,6 +1,7 @@
 // The elastic rendezvous executor over MemoryStore: how nodes announce themselves,
 // who writes them in, and how each learns its seat without reading the whole state.
 #include "rendezvous/dynamic_joiner.h"
+#include "tests/fakes/forwarding_loop_store.h"
 
 #include <gtest/gtest.h>
 
@@ -18,17 +19,24 @@ using namespace joiner_testing;
 
 // A node's view of the store that counts its reads of the state (the whole state,
 // which names every node).
-class CountingStore : public store::LoopStore {
+class CountingStore : public testing::ForwardingLoopStore {
  public:
-  explicit CountingStore(store::LoopStore& inner) : inner_(inner) {}
-  store::Store& store() override { return inner_.store(); }
+  explicit CountingStore(store::LoopStore& inner) : ForwardingLoopStore(inner) {}
   Task<std::optional<std::vector<std::string>>> wait_for(std::vector<std::string> keys,
                                                          std::chrono::milliseconds timeout,
                                                          CancelSignal& cancel) override {
+    note_wait(keys, timeout);
+    return inner().wait_for(std::move(keys), timeout, cancel);
+  }
+  Task<bool> wait_until_there(std::vector<std::string> keys, std::chrono::milliseconds timeout,
+                              CancelSignal& cancel) override {
+    note_wait(keys, timeout);
+    return inner().wait_until_there(std::move(keys), timeout, cancel);
+  }
+  void note_wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
     int64_t none = -1;
     if (keys.size() == 1 && keys[0].find("/epoch/") != std::string::npos)
       first_round_wait_ms.compare_exchange_strong(none, timeout.count());
-    return inner_.wait_for(std::move(keys), timeout, cancel);
   }
   Task<std::vector<std::optional<std::string>>> get_now(std::vector<std::string> keys,
                                                         CancelSignal& cancel) override {
@@ -42,23 +50,17 @@ class CountingStore : public store::LoopStore {
     if (names("/seat/"))
       ++(names("ddprun/c10d/test/head") ? seat_reads_with_head : seat_reads_alone);
     if (names("ddprun/c10d/test/head")) ++head_reads;
-    return inner_.get_now(std::move(keys), cancel);
-  }
-  Task<void> set(std::string key, std::string value, CancelSignal& cancel) override {
-    return inner_.set(std::move(key), std::move(value), cancel);
-  }
-  Task<int64_t> add(std::string key, int64_t delta, CancelSignal& cancel) override {
-    return inner_.add(std::move(key), delta, cancel);
+    return inner().get_now(std::move(keys), cancel);
   }
   Task<std::string> compare_set(std::string key, std::string expected, std::string desired,
                                 CancelSignal& cancel) override {
     state_writes += key == "ddprun/c10d/test/state" ? 1 : 0;
-    return inner_.compare_set(std::move(key), std::move(expected), std::move(desired), cancel);
+    return inner().compare_set(std::move(key), std::move(expected), std::move(desired), cancel);
   }
   Task<void> multi_set(std::vector<std::string> keys, std::vector<std::string> values,
                        CancelSignal& cancel) override {
     if (drop_multi_set) co_return;  // as if the writer died right after its write
-    co_await inner_.multi_set(std::move(keys), std::move(values), cancel);
+    co_await inner().multi_set(std::move(keys), std::move(values), cancel);
   }
   int state_reads = 0;
   int head_reads = 0;
@@ -68,9 +70,6 @@ class CountingStore : public store::LoopStore {
   int state_writes = 0;  // compare-and-sets of the state
   std::atomic<int64_t> first_round_wait_ms{-1};  // an announced node's first wait for its round
   bool drop_multi_set = false;
-
- private:
-  store::LoopStore& inner_;
 };
 
 // The first node to announce itself for a forming round writes in the nodes that

@@ -1,6 +1,7 @@
 // The elastic rendezvous executor over MemoryStore: rounds that complete, fail, restart,
 // close, and the spares that wait for them.
 #include "rendezvous/dynamic_joiner.h"
+#include "tests/fakes/forwarding_loop_store.h"
 
 #include <gtest/gtest.h>
 
@@ -84,16 +85,10 @@ TEST(DynamicJoiner, LateNodeEndsTheRunningRoundAndJoinsTheNext) {
 
 // The round the state is in as a node ends the running one (its compare-and-set of
 // the round's "over").
-class OverRecorder : public store::LoopStore {
+class OverRecorder : public testing::ForwardingLoopStore {
  public:
   OverRecorder(store::LoopStore& inner, store::MemoryStore& memory)
-      : inner_(inner), memory_(memory) {}
-  store::Store& store() override { return inner_.store(); }
-  Task<std::optional<std::vector<std::string>>> wait_for(std::vector<std::string> keys,
-                                                         std::chrono::milliseconds timeout,
-                                                         CancelSignal& cancel) override {
-    return inner_.wait_for(std::move(keys), timeout, cancel);
-  }
+      : ForwardingLoopStore(inner), memory_(memory) {}
   Task<std::string> compare_set(std::string key, std::string expected, std::string desired,
                                 CancelSignal& cancel) override {
     if (key.ends_with("/over")) {
@@ -101,7 +96,7 @@ class OverRecorder : public store::LoopStore {
       std::lock_guard<std::mutex> lock(mu_);
       over_ = desired;
     }
-    return inner_.compare_set(std::move(key), std::move(expected), std::move(desired), cancel);
+    return inner().compare_set(std::move(key), std::move(expected), std::move(desired), cancel);
   }
   std::atomic<int> round_at_over{-1};
   /// The end this node wrote (its "over" value).
@@ -111,7 +106,6 @@ class OverRecorder : public store::LoopStore {
   }
 
  private:
-  store::LoopStore& inner_;
   store::MemoryStore& memory_;
   mutable std::mutex mu_;
   std::string over_;

@@ -9,6 +9,7 @@
 
 #include "store/tcpstore/tcp_store_client.h"
 #include "store/tcpstore/tcp_store_server.h"
+#include "tests/fakes/forwarding_loop_store.h"
 #include "tests/unit/store_round_fixture.h"
 
 namespace ddprun::testing {
@@ -60,19 +61,10 @@ TEST_F(StoreRoundTest, ANodeThatOnlySharesItsPartReadsNothing) {
 }
 
 // A store whose wait brings the values (as etcd's read and watch do).
-class ValuesWithTheWait : public store::LoopStore {
+class ValuesWithTheWait : public testing::ForwardingLoopStore {
  public:
-  explicit ValuesWithTheWait(std::unique_ptr<store::LoopStore> inner) : inner_(std::move(inner)) {}
-  store::Store& store() override { return inner_->store(); }
+  using ForwardingLoopStore::ForwardingLoopStore;
   bool wait_brings_values() const override { return true; }
-  Task<std::optional<std::vector<std::string>>> wait_for(std::vector<std::string> keys,
-                                                         std::chrono::milliseconds timeout,
-                                                         CancelSignal& cancel) override {
-    return inner_->wait_for(std::move(keys), timeout, cancel);
-  }
-
- private:
-  std::unique_ptr<store::LoopStore> inner_;
 };
 
 // Where the store's wait brings the parts (etcd), the node that gathers reads each part
