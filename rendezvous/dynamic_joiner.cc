@@ -6,8 +6,8 @@
 #include <spdlog/spdlog.h>
 
 #include "common/loop_waits.h"
-#include "common/node_names.h"
 #include "rendezvous/generic_state_store.h"
+#include "rendezvous/join_notices.h"
 #include "rendezvous/round_end.h"
 
 namespace ddprun::rendezvous {
@@ -15,14 +15,14 @@ namespace ddprun::rendezvous {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-
-DynamicJoiner::DynamicJoiner(store::LoopStore& store, std::unique_ptr<StateStore> state, std::string prefix,
-                             DynamicConfig config, WallClock wall_ms)
+DynamicJoiner::DynamicJoiner(store::LoopStore& store, std::unique_ptr<StateStore> state,
+                             std::string prefix, DynamicConfig config, WallClock wall_ms)
     : store_(store),
       state_(std::move(state)),
       prefix_(std::move(prefix)),
       config_(config),
-      wall_ms_(std::move(wall_ms)) {}
+      wall_ms_(std::move(wall_ms)),
+      notices_(config_, wall_ms_) {}
 
 DynamicJoiner::DynamicJoiner(store::LoopStore& store, const std::string& prefix, DynamicConfig config,
                              WallClock wall_ms)
@@ -51,80 +51,6 @@ Action DynamicJoiner::decide(const DynamicState& state, const std::string& node,
   return a;
 }
 
-// The job ended before this node got a place: it no longer waits as a spare; why, as
-// what it throws.
-void DynamicJoiner::throw_closed(const DynamicState& state, const std::string& node, bool spare) {
-  spare_ = false;
-  if (spare) {
-    throw SpareNotNeeded(state.failed ? "the job failed without needing this spare node"
-                                      : "the job finished without needing this spare node",
-                         state.failed);
-  }
-  if (const Quarantine* q = quarantine_of(state, node, wall_ms_())) {
-    throw RendezvousClosedError("the job ended while this node was quarantined (" + q->reason +
-                                ")");
-  }
-  throw RendezvousClosedError(state.failed ? "the run has already ended (it failed)"
-                                           : "the run has already finished");
-}
-
-// Says why this node waits, once each time that changes: kept out (its quarantine; the
-// join's deadline starts again, as it is kept out on purpose), or a spare.
-void DynamicJoiner::say_waiting(const DynamicState& state, const std::string& node, bool spare,
-                                const Action& a, Clock::time_point& deadline,
-                                milliseconds timeout) {
-  if (a.kind == Action::Kind::kWait && !state.participants.count(node)) {
-    if (const Quarantine* q = quarantine_of(state, node, wall_ms_())) {
-      if (q->until_ms != quarantined_until_) {
-        spdlog::warn("this node is quarantined for {} s ({}); it waits to join again",
-                     (q->until_ms - wall_ms_() + 999) / 1000, q->reason);
-      }
-      quarantined_until_ = q->until_ms;
-      deadline = Clock::now() + timeout;
-    }
-  }
-  if (spare && !spare_) {
-    if (back_from_quarantine(state, node, wall_ms_())) {
-      spdlog::warn(
-          "waiting as a spare: this node is back from quarantine; it takes a place "
-          "when round {} ends for another reason, not forcing a restart",
-          state.round);
-    } else {
-      spdlog::warn(
-          "waiting as a spare: round {} runs with its maximum of {} node(s); this "
-          "node takes the place of the first that fails or leaves",
-          state.round, config_.max_nodes);
-    }
-  }
-  spare_ = spare;
-  join_.waited_as_spare = join_.waited_as_spare || spare;
-}
-
-// The join's deadline passed: how many joined, what was needed, who is kept out.
-void DynamicJoiner::throw_timeout(const DynamicState& state) const {
-  std::string out;
-  int64_t wall = wall_ms_();
-  for (const auto& [address, q] : state.quarantined) {
-    if (q.until_ms <= wall) continue;
-    out += (out.empty() ? "; quarantined: " : ", ") + address + " for " +
-           std::to_string((q.until_ms - wall + 999) / 1000) + " s more (" + q.reason + ")";
-  }
-  std::string why = std::to_string(state.participants.size()) + " node(s) joined";
-  std::string needed = "at least " + std::to_string(config_.min_nodes) + " needed";
-  if (static_cast<int>(state.participants.size()) >= config_.min_nodes &&
-      state.last_call_deadline_ms > wall) {
-    // Enough nodes, still calling for more: the last call outlasted the join timeout.
-    why += " (" + needed + "), still in the last call for more (";
-    why += std::to_string((state.last_call_deadline_ms - wall + 999) / 1000);
-    why +=
-        " s more, --rdzv_conf last_call_timeout): give a join_timeout longer than the "
-        "last call";
-  } else {
-    why += ", " + needed;
-  }
-  throw TimeoutError(why + out);
-}
-
 // How long the next wait may last: to the deadline (`left`), or to the rules' next
 // moment (the last call's end), within the state store's longest wait.
 milliseconds DynamicJoiner::wait_slice(const Action& a, Clock::duration left) const {
@@ -151,7 +77,7 @@ JoinedRound DynamicJoiner::announced_seat(RoundSeat seat, const std::string& nod
   JoinedRound joined;
   joined.round = announced_round_;
   joined.seat = std::move(seat);
-  say_kept_out(joined.seat.quarantined, node);
+  notices_.kept_out(joined.seat.quarantined, node);
   joined.from_spare = join_.waited_as_spare;
   seated(std::exchange(seat_completed_at_, 0));
   return joined;
@@ -174,10 +100,11 @@ Task<JoinedRound> DynamicJoiner::join(std::string node, int local_world_size, in
     StateSnapshot snap = std::move(*seen);
     seen.reset();
     Action a = decide(snap.state, node, local_world_size, min_round);
-    say_kept_out(snap.state.quarantined, node);
+    notices_.kept_out(snap.state.quarantined, node);
     bool spare = snap.state.spares.count(node) > 0;
-    if (a.kind == Action::Kind::kClosed) throw_closed(snap.state, node, spare);
-    say_waiting(snap.state, node, spare, a, deadline, timeout);
+    if (a.kind == Action::Kind::kClosed) notices_.closed(snap.state, node, spare);
+    if (notices_.waiting(snap.state, node, spare, a)) deadline = Clock::now() + timeout;
+    join_.waited_as_spare = join_.waited_as_spare || spare;
     if (a.kind == Action::Kind::kDone) co_return seat_from(std::move(snap), node);
     bool joins = a.kind == Action::Kind::kWrite && !snap.state.complete &&
                  !snap.state.participants.count(node) && a.next.participants.count(node);
@@ -194,8 +121,8 @@ Task<JoinedRound> DynamicJoiner::join(std::string node, int local_world_size, in
     }
     auto now = Clock::now();
     // A spare waits for a running job, not for a round to form: no deadline then.
-    if (spare_ && snap.state.complete) deadline = now + timeout;
-    if (now >= deadline) throw_timeout(snap.state);
+    if (notices_.spare() && snap.state.complete) deadline = now + timeout;
+    if (now >= deadline) notices_.timed_out(snap.state);
     milliseconds wait_for = wait_slice(a, deadline - now);
     // A node already in the forming round sleeps through other nodes joining: N
     // joining nodes then cost N wake-ups, not N squared. After the wait (a change, the
@@ -229,28 +156,9 @@ Task<JoinedRound> DynamicJoiner::join(std::string node, int local_world_size, in
 // spent (an announcement stays in the store: the next writer skips a node already in;
 // etcd's goes with the node's lease).
 void DynamicJoiner::seated(int64_t completed_at) {
-  spare_ = false;
+  notices_.seated();
   epoch_revision_ = completed_at;  // 0 where not known: waits read first
   announced_round_ = -1;
-}
-
-// Other nodes kept out (quarantined) while this one joins, each said once on the
-// console with why: a node that failed its preflight before it ever joined is named
-// here first.
-void DynamicJoiner::say_kept_out(const std::map<std::string, Quarantine>& quarantined,
-                                 const std::string& self) {
-  int64_t now = wall_ms_();
-  std::string own = node_address(self);
-  std::vector<std::string> known{self};
-  for (const auto& [id, q] : quarantined) known.push_back(id);
-  for (const auto& [address, q] : quarantined) {
-    if (q.until_ms <= now || address == own || address == self) continue;
-    auto [it, added] = said_out_.try_emplace(address, q.until_ms);
-    if (!added && it->second == q.until_ms) continue;
-    it->second = q.until_ms;
-    spdlog::warn("node {} is kept out of the job for {} s: {}", node_name(address, known),
-                 (q.until_ms - now + 999) / 1000, q.reason);
-  }
 }
 
 // Nodes that lost a write announced themselves, and a node that writes the forming round adds every announced node with

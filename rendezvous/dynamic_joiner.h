@@ -11,10 +11,11 @@
 #include <utility>
 
 #include "rendezvous/dynamic_state.h"
+#include "rendezvous/join_notices.h"
 #include "rendezvous/rendezvous_errors.h"
 #include "rendezvous/round_seat.h"
-#include "store/loop_store.h"
 #include "rendezvous/state_store.h"
+#include "store/loop_store.h"
 #include "store/store.h"
 
 namespace ddprun::rendezvous {
@@ -119,7 +120,7 @@ class DynamicJoiner {
   Task<void> close(bool failed, CancelSignal& cancel);
 
   /// Whether this node waits as a spare now (during join()), for the agent's console.
-  bool spare() const { return spare_; }
+  bool spare() const { return notices_.spare(); }
 
   /// Keys of round `round` live under this prefix.
   std::string round_prefix(int round) const;
@@ -152,16 +153,10 @@ class DynamicJoiner {
   void seated(int64_t completed_at);
   static std::string hint_of(const std::optional<StateHead>& head);
   static std::optional<StateHead> hinted_head(const std::string& hint);
-  void say_kept_out(const std::map<std::string, Quarantine>& quarantined, const std::string& self);
   Task<bool> free_places_of_dead(const StateSnapshot& snap, CancelSignal& cancel);
   // join()'s steps (dynamic_joiner.cc; the coroutines in dynamic_joiner_steps.cc).
   Action decide(const DynamicState& state, const std::string& node, int local_world_size,
                 int min_round) const;
-  [[noreturn]] void throw_closed(const DynamicState& state, const std::string& node, bool spare);
-  void say_waiting(const DynamicState& state, const std::string& node, bool spare, const Action& a,
-                   std::chrono::steady_clock::time_point& deadline,
-                   std::chrono::milliseconds timeout);
-  [[noreturn]] void throw_timeout(const DynamicState& state) const;
   std::chrono::milliseconds wait_slice(const Action& a,
                                        std::chrono::steady_clock::duration left) const;
   JoinedRound seat_from(StateSnapshot snap, const std::string& node);
@@ -173,21 +168,18 @@ class DynamicJoiner {
   std::string prefix_;
   DynamicConfig config_;
   WallClock wall_ms_;
+  JoinNotices notices_;                      // what the console says while joining; whether a spare
   int lost_writes_ = 0;                      // compare-and-sets lost in a row
   std::chrono::microseconds write_time_{0};  // how long the last one took
-  std::map<std::string, int64_t>
-      said_out_;  // quarantines said on the console: id or address, until
   int announced_round_ = -1;                 // the round this node announced itself for
   int64_t epoch_revision_ = 0;               // see completed_at()
   int64_t seat_completed_at_ = 0;            // of the round whose seat announce_and_wait() read
-  bool spare_ = false;                       // see spare()
   // What one join() learns as it goes, reset as it begins.
   struct JoinState {
     bool whole_state = false;      // it reads the whole state, not a seat
     bool folder = false;           // the first to announce itself: writes for the others
     bool waited_as_spare = false;  // at some point
   } join_;
-  int64_t quarantined_until_ = 0;            // this node's quarantine, as last said
   std::string began_;                        // see next_round_hint()
   std::string told_;                         // see told_next_round(): taken by the next join
   std::minstd_rand jitter_{std::random_device{}()};
