@@ -29,7 +29,7 @@
 #include "common/clock.h"
 #include "common/loop_condition.h"
 #include "rendezvous/rendezvous_handler.h"
-#include "rendezvous/round_coordinator.h"
+#include "rendezvous/round/round_coordinator.h"
 #include "tracking/run_observer.h"
 
 namespace ddprun::agent {

@@ -8,7 +8,7 @@
 #include "agent/failure_summary.h"
 #include "agent/log_dir.h"
 #include "rendezvous/rendezvous_handler.h"
-#include "rendezvous/round_end.h"
+#include "rendezvous/round/round_end.h"
 #include "tracking/run_observer.h"
 
 namespace ddprun::agent {

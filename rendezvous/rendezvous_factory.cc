@@ -4,12 +4,12 @@
 
 #include "common/host.h"
 #include "common/loop_waits.h"
-#include "rendezvous/c10d_backend.h"
-#include "rendezvous/dynamic_joiner.h"
-#include "rendezvous/dynamic_rendezvous.h"
+#include "rendezvous/backends/c10d_backend.h"
+#include "rendezvous/backends/etcd_backend.h"
+#include "rendezvous/handlers/dynamic_rendezvous.h"
+#include "rendezvous/handlers/static_rendezvous.h"
 #include "rendezvous/host_clock.h"
-#include "rendezvous/etcd_backend.h"
-#include "rendezvous/static_rendezvous.h"
+#include "rendezvous/join/dynamic_joiner.h"
 #include "store/tcpstore/store_connect.h"
 
 namespace ddprun::rendezvous {

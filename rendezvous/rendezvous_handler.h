@@ -13,7 +13,7 @@
 #include "common/clock.h"
 #include "common/coro.h"
 #include "rendezvous/rendezvous_errors.h"
-#include "rendezvous/round_coordinator.h"
+#include "rendezvous/round/round_coordinator.h"
 #include "store/loop_store.h"
 
 namespace ddprun::rendezvous {

@@ -8,7 +8,7 @@
 #include "agent/worker_progress.h"
 #include "common/clock.h"
 #include "rendezvous/rendezvous_handler.h"
-#include "rendezvous/round_end.h"
+#include "rendezvous/round/round_end.h"
 #include "tracking/goodput.h"
 #include "tracking/run_observer.h"
 

@@ -12,7 +12,7 @@
 #include "common/error.h"
 #include "common/logging.h"
 #include "net/socket.h"
-#include "rendezvous/dynamic_state.h"
+#include "rendezvous/join/dynamic_state.h"
 
 namespace ddprun::agent {
 namespace {

@@ -14,7 +14,7 @@
 #include "common/clock.h"
 #include "net/http_listener.h"
 #include "rendezvous/rendezvous_handler.h"
-#include "rendezvous/round_coordinator.h"
+#include "rendezvous/round/round_coordinator.h"
 
 namespace ddprun::agent {
 

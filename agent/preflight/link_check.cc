@@ -9,7 +9,7 @@
 #include "agent/preflight/link_probe.h"
 #include "agent/preflight/preflight_options.h"
 #include "common/loop_condition.h"
-#include "rendezvous/dynamic_state.h"
+#include "rendezvous/join/dynamic_state.h"
 
 namespace ddprun::agent {
 

@@ -9,7 +9,7 @@
 #include "common/cancel_signal.h"
 #include "common/coro.h"
 #include "rendezvous/rendezvous_handler.h"
-#include "rendezvous/round_coordinator.h"
+#include "rendezvous/round/round_coordinator.h"
 #include "tracking/run_observer.h"
 
 namespace ddprun::agent {

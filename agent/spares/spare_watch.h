@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "common/clock.h"
-#include "rendezvous/round_coordinator.h"
+#include "rendezvous/round/round_coordinator.h"
 
 namespace ddprun::agent {
 

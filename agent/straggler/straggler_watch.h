@@ -12,7 +12,7 @@
 #include "agent/worker_progress.h"
 #include "common/clock.h"
 #include "rendezvous/rendezvous_handler.h"
-#include "rendezvous/round_coordinator.h"
+#include "rendezvous/round/round_coordinator.h"
 #include "tracking/run_observer.h"
 
 namespace ddprun::agent {

@@ -6,7 +6,7 @@
 #include <random>
 #include <set>
 
-#include "rendezvous/dynamic_state.h"
+#include "rendezvous/join/dynamic_state.h"
 #include "tracking/goodput.h"
 #include "tracking/run_summary.h"
 

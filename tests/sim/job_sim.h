@@ -4,7 +4,7 @@
 // agents (members, spares, a bad node, agents that share an address), their rendezvous
 // state, the liveness they show, their workers, the clock and the faults, all on one
 // seeded scheduler. The agents decide with ddprun's own rendezvous rules
-// (rendezvous/dynamic_state.h: decide_join, next_round, the places freed for dead
+// (rendezvous/join/dynamic_state.h: decide_join, next_round, the places freed for dead
 // nodes, quarantine) and act as the agent does around them (agent/attempt_end.cc and
 // attempt_members.cc: a failure begins the next round or ends the job, a lost member
 // ends the round, a late node asks in). Every step is checked against the job's invariants; a

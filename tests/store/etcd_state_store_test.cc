@@ -6,7 +6,7 @@
 
 #include <thread>
 
-#include "rendezvous/etcd_state_store.h"
+#include "rendezvous/join/etcd_state_store.h"
 #include "tests/helpers/etcd_cluster.h"
 #include "tests/helpers/run_task.h"
 
@@ -54,7 +54,7 @@ int64_t announce(EtcdStateStore& store, const Announcement& a) {
   return testing::run_task(store.announce(a, cancel));
 }
 
-StateStore::Folding folding(EtcdStateStore& store, int round) {
+StateHeads::Folding folding(EtcdStateStore& store, int round) {
   CancelSignal cancel;
   return testing::run_task(store.folding(round, cancel));
 }
@@ -228,11 +228,11 @@ TEST_F(EtcdStateStoreTest, TheFoldersPartIsTakenOverOnceFromTheFolderAsRead) {
   ASSERT_EQ(announce(*a, Announcement{0, "a", 2}), 1);
   announce(*b, Announcement{0, "b", 2});
   announce(*c, Announcement{0, "c", 2});
-  StateStore::Folding first = folding(*b, 0);  // a folds, as the first to announce
-  StateStore::Folding seen_by_c = folding(*c, 0);
+  StateHeads::Folding first = folding(*b, 0);  // a folds, as the first to announce
+  StateHeads::Folding seen_by_c = folding(*c, 0);
   EXPECT_TRUE(take_over(*b, Announcement{0, "b", 2}, first.token));
   EXPECT_FALSE(take_over(*c, Announcement{0, "c", 2}, seen_by_c.token)) << "b was first";
-  StateStore::Folding now = folding(*c, 0);
+  StateHeads::Folding now = folding(*c, 0);
   EXPECT_NE(now.token, first.token);
   EXPECT_TRUE(take_over(*c, Announcement{0, "c", 2}, now.token));
 }

@@ -6,8 +6,8 @@
 #include <gtest/gtest.h>
 #include <boost/asio/io_context.hpp>
 
+#include "rendezvous/round/key_waiter.h"
 #include "store/etcd/etcd_store.h"
-#include "rendezvous/key_waiter.h"
 #include "tests/helpers/etcd_cluster.h"
 #include "tests/helpers/threads.h"
 

@@ -1,6 +1,6 @@
 // The static rendezvous against what a store may hold: another program's bytes where a
 // node's worker count belongs are one clear error, not a crash.
-#include "rendezvous/static_rendezvous.h"
+#include "rendezvous/handlers/static_rendezvous.h"
 
 #include <gtest/gtest.h>
 

@@ -7,7 +7,7 @@
 
 #include <boost/asio/steady_timer.hpp>
 
-#include "rendezvous/c10d_backend.h"
+#include "rendezvous/backends/c10d_backend.h"
 #include "tests/helpers/free_port.h"
 #include "tests/helpers/run_task.h"
 

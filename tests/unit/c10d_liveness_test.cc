@@ -5,7 +5,7 @@
 #include <chrono>
 #include <thread>
 
-#include "rendezvous/c10d_backend.h"
+#include "rendezvous/backends/c10d_backend.h"
 #include "tests/helpers/free_port.h"
 
 namespace ddprun::rendezvous {

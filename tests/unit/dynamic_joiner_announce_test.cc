@@ -1,6 +1,6 @@
 // The elastic rendezvous executor over MemoryStore: how nodes announce themselves,
 // who writes them in, and how each learns its seat without reading the whole state.
-#include "rendezvous/dynamic_joiner.h"
+#include "rendezvous/join/dynamic_joiner.h"
 #include "tests/fakes/forwarding_loop_store.h"
 
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
 // The elastic rendezvous executor over MemoryStore: rounds that complete, fail, restart,
 // close, and the spares that wait for them.
-#include "rendezvous/dynamic_joiner.h"
+#include "rendezvous/join/dynamic_joiner.h"
 #include "tests/fakes/forwarding_loop_store.h"
 
 #include <gtest/gtest.h>
@@ -12,7 +12,7 @@
 
 #include <boost/asio/steady_timer.hpp>
 
-#include "rendezvous/round_end.h"
+#include "rendezvous/round/round_end.h"
 #include "tests/unit/joiner_cluster.h"
 
 namespace ddprun::rendezvous {

@@ -1,6 +1,6 @@
 // The elastic rendezvous algorithm as a pure function: every decision checked with
 // hand-made states and a fake clock (milliseconds passed in).
-#include "rendezvous/dynamic_state.h"
+#include "rendezvous/join/dynamic_state.h"
 
 #include <gtest/gtest.h>
 

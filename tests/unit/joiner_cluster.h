@@ -11,7 +11,7 @@
 
 #include <gtest/gtest.h>
 
-#include "rendezvous/dynamic_joiner.h"
+#include "rendezvous/join/dynamic_joiner.h"
 #include "store/memory_store.h"
 #include "tests/helpers/run_task.h"
 

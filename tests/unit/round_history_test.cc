@@ -1,7 +1,7 @@
 // Which rendezvous keys outlive their use once a round formed, and that only those go.
 #include <gtest/gtest.h>
 
-#include "rendezvous/round_history.h"
+#include "rendezvous/round/round_history.h"
 
 namespace ddprun::rendezvous {
 namespace {

@@ -1,4 +1,4 @@
-#include "rendezvous/round_requests.h"
+#include "rendezvous/round/round_requests.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // A member's seat in a completed round: what the writer of the round gives each member.
-#include "rendezvous/round_seat.h"
+#include "rendezvous/join/round_seat.h"
 
 #include <gtest/gtest.h>
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "common/error.h"
-#include "rendezvous/store_round.h"
+#include "rendezvous/round/store_round.h"
 #include "store/memory_store.h"
 #include "tests/fakes/manual_clock.h"
 

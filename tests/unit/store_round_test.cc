@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "common/error.h"
-#include "rendezvous/store_round.h"
+#include "rendezvous/round/store_round.h"
 #include "store/memory_store.h"
 #include "tests/unit/store_round_fixture.h"
 

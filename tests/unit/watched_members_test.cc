@@ -1,4 +1,4 @@
-#include "rendezvous/watched_members.h"
+#include "rendezvous/round/watched_members.h"
 
 #include <gtest/gtest.h>
 
