@@ -138,7 +138,8 @@ Task<JoinedRound> DynamicJoiner::join(std::string node, int local_world_size, in
     if (participant && join_.folder && snap.state.round == announced_round_) {
       // The first to announce itself writes in the nodes that announced after it.
       Announced announced = co_await state_->announced(snap.state.round, cancel);
-      DynamicState next = with_announced(snap.state, snap.state, node, announced);
+      DynamicState next =
+          take_in_announced(snap.state, snap.state, node, announced, wall_ms_(), config_);
       if (next != snap.state) {
         bool won = co_await write(snap, next, cancel);
         if (!won) seen = co_await back_off(node, true, cancel);
@@ -158,27 +159,6 @@ void DynamicJoiner::seated(int64_t completed_at) {
   notices_.seated();
   epoch_revision_ = completed_at;  // 0 where not known: waits read first
   announced_round_ = -1;
-}
-
-// Nodes that lost a write announced themselves, and a node that writes the forming round adds every
-// announced node with it: nodes arriving together need a few writes instead of one each (each of
-// which all the others would have to redo).
-DynamicState DynamicJoiner::with_announced(const DynamicState& read, DynamicState next,
-                                           const std::string& self, const Announced& announced) {
-  if (read.complete || read.closed || next.complete) return next;
-  int64_t now = wall_ms_();
-  for (const auto& [other, workers] : announced) {
-    if (other == self || next.complete || next.participants.count(other)) continue;
-    // One state moved through every announced node's step (a copy each would make a
-    // write cost announced x nodes).
-    bool was_spare = next.spares.count(other) > 0;
-    Action theirs = decide_join(std::move(next), other, workers, now, config_);
-    next = std::move(theirs.next);
-    bool taken_in = theirs.kind == Action::Kind::kWrite && next.participants.count(other);
-    // A node that would only wait as a spare is left to say so itself.
-    if (!taken_in && !was_spare) next.spares.erase(other);
-  }
-  return next;
 }
 
 }  // namespace ddprun::rendezvous

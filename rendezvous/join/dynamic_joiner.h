@@ -133,7 +133,6 @@ class DynamicJoiner {
                                                    int local_world_size,
                                                    std::chrono::steady_clock::time_point deadline,
                                                    CancelSignal& cancel);
-  std::vector<std::string> seat_keys(int round, const std::string& node) const;
   Task<std::optional<RoundSeat>> take_seat(int round, std::string node,
                                            std::vector<std::optional<std::string>> got,
                                            CancelSignal& cancel);
@@ -147,12 +146,8 @@ class DynamicJoiner {
                                                 const std::string& node, int local_world_size,
                                                 CancelSignal& cancel);
   using Announced = std::vector<std::pair<std::string, int>>;
-  DynamicState with_announced(const DynamicState& read, DynamicState next, const std::string& self,
-                              const Announced& announced);
   /// `completed_at`: when its round completed, where known (completed_at()).
   void seated(int64_t completed_at);
-  static std::string hint_of(const std::optional<StateHead>& head);
-  static std::optional<StateHead> hinted_head(const std::string& hint);
   Task<bool> free_places_of_dead(const StateSnapshot& snap, CancelSignal& cancel);
   // join()'s steps (dynamic_joiner.cc; the coroutines in dynamic_joiner_steps.cc).
   Action decide(const DynamicState& state, const std::string& node, int local_world_size,

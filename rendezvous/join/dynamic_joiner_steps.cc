@@ -44,7 +44,7 @@ Task<std::optional<RoundSeat>> DynamicJoiner::arrive(std::string node, int local
                                                      int min_round, Clock::time_point deadline,
                                                      CancelSignal& cancel) {
   std::optional<RoundSeat> seat;
-  std::optional<StateHead> head = hinted_head(std::exchange(told_, ""));
+  std::optional<StateHead> head = head_from_hint(std::exchange(told_, ""));
   StateHeads* heads = state_->heads();
   if (!heads) co_return seat;
   std::vector<std::string> nothing_more;
@@ -89,7 +89,7 @@ Task<std::optional<RoundSeat>> DynamicJoiner::announce_and_wait(StateHead head, 
   const milliseconds longest_look = state_->longest_wait_in(slot);
   // Once the round formed, the seat is read with the head: one request, not two.
   std::vector<std::string> with_head;
-  if (!join_.whole_state) with_head = seat_keys(round, node);
+  if (!join_.whole_state) with_head = seat_keys(round_prefix(round), node);
   std::optional<std::string> still;  // who folded when the last wait saw no write
   for (;;) {
     auto longest = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
@@ -164,11 +164,6 @@ Task<bool> DynamicJoiner::free_places_of_dead(const StateSnapshot& snap, CancelS
   co_return true;
 }
 
-// This node's seat in `round`, then `seated`.
-std::vector<std::string> DynamicJoiner::seat_keys(int round, const std::string& node) const {
-  return {round_prefix(round) + "seat/" + node, round_prefix(round) + "seated"};
-}
-
 // The seats of a round are written together, the key `seated` last: a node without a
 // seat where `seated` is there is not in the round (a spare). Where neither is there
 // yet (`got`, as read with the head), the writer that completed the round may still be
@@ -177,7 +172,7 @@ std::vector<std::string> DynamicJoiner::seat_keys(int round, const std::string& 
 Task<std::optional<RoundSeat>> DynamicJoiner::take_seat(int round, std::string node,
                                                         std::vector<std::optional<std::string>> got,
                                                         CancelSignal& cancel) {
-  std::vector<std::string> keys = seat_keys(round, node);
+  std::vector<std::string> keys = seat_keys(round_prefix(round), node);
   if (got.size() != keys.size()) throw StoreError("the seat of " + node + " was not read");
   if (!got.at(0) && !got.at(1)) {
     std::vector<std::string> seated{keys[1]};
@@ -270,38 +265,6 @@ Task<void> DynamicJoiner::start_next_round(int round, bool failure, std::set<std
       co_return;
     }
   }
-}
-
-// "<round>.<version>.<epoch>.<revision>.<last call deadline>" of a head.
-std::string DynamicJoiner::hint_of(const std::optional<StateHead>& head) {
-  if (!head) return "";
-  return std::to_string(head->round) + "." + std::to_string(head->version) + "." +
-         std::to_string(head->epoch) + "." + std::to_string(head->revision) + "." +
-         std::to_string(head->last_call_deadline_ms);
-}
-
-// The head a hint says (next_round_hint()); nothing where it says none.
-std::optional<StateHead> DynamicJoiner::hinted_head(const std::string& hint) {
-  int64_t n[5] = {};
-  const char* at = hint.data();
-  const char* end = hint.data() + hint.size();
-  for (int i = 0; i < 5; ++i) {
-    auto [next, ec] = std::from_chars(at, end, n[i]);
-    bool last = i == 4;
-    if (ec != std::errc() || n[i] < 0 || (last ? next != end : next == end || *next != '.')) {
-      return std::nullopt;  // not a hint: the head is read
-    }
-    at = next + 1;
-  }
-  if (n[0] > INT32_MAX) return std::nullopt;
-  StateHead h;
-  h.exists = true;  // a forming round, as its start wrote it
-  h.round = static_cast<int>(n[0]);
-  h.version = n[1];
-  h.epoch = n[2];
-  h.revision = n[3];
-  h.last_call_deadline_ms = n[4];
-  return h;
 }
 
 Task<std::optional<Quarantine>> DynamicJoiner::note_failure(std::string node, std::string reason,

@@ -21,7 +21,7 @@ Task<std::optional<StateSnapshot>> DynamicJoiner::write_turn(const StateSnapshot
   if (!read.complete && !read.closed && !decided.complete) {
     announced = co_await state_->announced(read.round, cancel);
   }
-  DynamicState next = with_announced(read, decided, node, announced);
+  DynamicState next = take_in_announced(read, decided, node, announced, wall_ms_(), config_);
   std::optional<Announcement> on_loss;
   if (!read.complete && announced_round_ != read.round) {
     on_loss = Announcement{read.round, node, local_world_size};

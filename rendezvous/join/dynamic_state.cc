@@ -429,4 +429,25 @@ std::vector<std::string> ordered_members(const DynamicState& state) {
   return ids;
 }
 
+// Nodes that lost a write announced themselves, and a node that writes the forming round adds every
+// announced node with it: nodes arriving together need a few writes instead of one each (each of
+// which all the others would have to redo).
+DynamicState take_in_announced(const DynamicState& read, DynamicState next, const std::string& self,
+                               const std::vector<std::pair<std::string, int>>& announced,
+                               int64_t now, const DynamicConfig& config) {
+  if (read.complete || read.closed || next.complete) return next;
+  for (const auto& [other, workers] : announced) {
+    if (other == self || next.complete || next.participants.count(other)) continue;
+    // One state moved through every announced node's step (a copy each would make a
+    // write cost announced x nodes).
+    bool was_spare = next.spares.count(other) > 0;
+    Action theirs = decide_join(std::move(next), other, workers, now, config);
+    next = std::move(theirs.next);
+    bool taken_in = theirs.kind == Action::Kind::kWrite && next.participants.count(other);
+    // A node that would only wait as a spare is left to say so itself.
+    if (!taken_in && !was_spare) next.spares.erase(other);
+  }
+  return next;
+}
+
 }  // namespace ddprun::rendezvous

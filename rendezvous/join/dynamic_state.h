@@ -129,4 +129,13 @@ DynamicState quarantine(const DynamicState& state, const std::string& key,
 /// Group ranks: the participants sorted by node id (deterministic for a membership).
 std::vector<std::string> ordered_members(const DynamicState& state);
 
+/// `next`, a writer's step over the forming round it read (`read`), with the nodes that
+/// announced themselves (`announced`: node, local world size) taken in by their own
+/// steps (decide_join() at `now`), all but `self`: nodes arriving together then need a
+/// few writes, not one each. A node that would only wait as a spare is left to say so
+/// itself. `next` as it is where `read` no longer forms.
+DynamicState take_in_announced(const DynamicState& read, DynamicState next, const std::string& self,
+                               const std::vector<std::pair<std::string, int>>& announced,
+                               int64_t now, const DynamicConfig& config);
+
 }  // namespace ddprun::rendezvous

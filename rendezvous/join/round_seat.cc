@@ -105,4 +105,8 @@ std::vector<std::pair<std::string, std::string>> seats_of(const DynamicState& st
   return out;
 }
 
+std::vector<std::string> seat_keys(const std::string& round_prefix, const std::string& node) {
+  return {round_prefix + "seat/" + node, round_prefix + "seated"};
+}
+
 }  // namespace ddprun::rendezvous

@@ -33,6 +33,10 @@ struct RoundSeat {
   bool operator==(const RoundSeat&) const = default;
 };
 
+/// The keys of `node`'s seat in a round (under `round_prefix`), then of `seated`, the
+/// key written after every seat.
+std::vector<std::string> seat_keys(const std::string& round_prefix, const std::string& node);
+
 /// The seat of the member at `group_rank` of the complete `state` (`members`: its
 /// participants by group rank, ordered_members()).
 RoundSeat seat_in(const DynamicState& state, const std::vector<std::string>& members,

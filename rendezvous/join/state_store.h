@@ -76,6 +76,12 @@ inline StateHead head_in(const StateSnapshot& snap) {
   return h;
 }
 
+/// A head as text a round's end can carry (RoundEnd::next_round):
+/// "<round>.<version>.<epoch>.<revision>.<last call deadline>"; "" for none.
+std::string hint_of(const std::optional<StateHead>& head);
+/// The head a hint (hint_of()) says; nullopt where the text is not one.
+std::optional<StateHead> head_from_hint(const std::string& hint);
+
 /// What a state store that keeps a head offers (GenericStateStore always, etcd's by
 /// default): the state's first line, nodes that announce themselves without writing
 /// the state, and the folder that writes them in (see DynamicJoiner). Apart from
