@@ -447,7 +447,9 @@ void WorkerGroupRunner::maybe_done() {
     if (out->open_pipes() > 0) return;
   drain_timer_->cancel();
   phase_ = Phase::kIdle;
-  if (on_done_) on_done_();
+  // The attempt's handlers go with it: an attempt made later never gets this one's.
+  on_failure_ = nullptr;
+  if (auto done = std::exchange(on_done_, nullptr)) done();
 }
 
 }  // namespace ddprun::agent
