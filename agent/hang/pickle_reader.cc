@@ -79,6 +79,15 @@ struct Item {
   std::string global;  // "module.name" of a kGlobal
 };
 
+std::string hex(uint8_t b) {
+  const char* digits = "0123456789abcdef";
+  return {digits[b >> 4], digits[b & 15]};
+}
+
+// An item's size and nesting as the reader's limits count them (a mark: 1 and 0).
+int64_t size_of(const Item& it) { return it.value ? it.value->size : 1; }
+int depth_of(const Item& it) { return it.value ? it.value->depth : 0; }
+
 class Unpickler {
  public:
   explicit Unpickler(std::string_view bytes) : in_(bytes) {}
@@ -245,11 +254,6 @@ class Unpickler {
     }
   }
 
-  static std::string hex(uint8_t b) {
-    const char* digits = "0123456789abcdef";
-    return {digits[b >> 4], digits[b & 15]};
-  }
-
   void need(uint64_t n) const {
     if (n > in_.size() - pos_) throw PickleError("pickle: truncated");
   }
@@ -343,8 +347,6 @@ class Unpickler {
     count(it.value->size);
     return it.value->value;
   }
-  static int64_t size_of(const Item& it) { return it.value ? it.value->size : 1; }
-  static int depth_of(const Item& it) { return it.value ? it.value->depth : 0; }
   // The container on top of the stack, about to take `added` (its size and depth grow).
   json& container(json::value_t type, const std::vector<const Item*>& added) {
     Item& t = top();
